@@ -1,0 +1,457 @@
+"""The neutral ensemble model (IR) every importer writes and every layout reads.
+
+Conventions (``ALGORITHMS.md``):
+
+* internal nodes are numbered breadth-first from the root (0 = root);
+* leaves are numbered left to right (in order), 0 = leftmost;
+* a child reference ``c >= 0`` is internal node ``c``; ``c < 0`` is leaf ``~c``;
+* a numerical node is **true** (goes left) iff ``x <= threshold``.
+
+Importers normalise each library's rule to that form (XGBoost's ``x < t`` becomes
+``x <= nextafterf(t, -inf)``). What cannot be normalised into a node field -- how an input
+value is converted before the comparisons, how categories are truncated, the precision of the
+sum -- is decided by the ensemble's ``family`` (``"lightgbm"`` or ``"xgboost"``), see
+``SEMANTICS.md``.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from .errors import ModelFormatError
+
+#: missing types of a numerical node (LightGBM's ``(decision_type >> 2) & 3``)
+MISSING_NONE = 0  # NaN is compared as 0.0 (LightGBM "None")
+MISSING_ZERO = 1  # zero (|x| <= kZeroThreshold) and NaN take the default side
+MISSING_NAN = 2   # NaN takes the default side (every XGBoost node)
+
+FAMILIES = ("lightgbm", "xgboost")
+
+#: refuse trees and category sets beyond these sizes as corrupt rather than allocate them
+MAX_NODES_PER_TREE = 1 << 24
+MAX_CATEGORY = (1 << 31) - 1
+
+#: output transforms known to the scorer (see ``transforms.py``)
+TRANSFORMS = (
+    "identity",
+    "sigmoid",          # LightGBM binary / cross_entropy: 1 / (1 + exp(-s x))
+    "softmax",          # LightGBM multiclass
+    "ova_sigmoid",      # LightGBM multiclassova: per-class sigmoid
+    "exp",              # LightGBM poisson / gamma / tweedie
+    "log1p_exp",        # LightGBM cross_entropy_lambda
+    "signed_square",    # LightGBM "regression sqrt"
+    "xgb_logistic",     # XGBoost binary:logistic and friends (float32)
+    "xgb_softmax",      # XGBoost multi:softprob (float32)
+    "xgb_softmax_argmax",  # XGBoost multi:softmax: the class index
+    "xgb_exp",          # XGBoost count:poisson, reg:gamma, reg:tweedie (float32)
+)
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class LinearLeaves:
+    """Linear models in the leaves of one tree (LightGBM ``linear_tree``).
+
+    Leaf ``l`` predicts ``const[l] + sum_k coeff[k] * x[feature[k]]`` over
+    ``k in range(offsets[l], offsets[l + 1])``, summed in that order; if any of those
+    features is NaN, the leaf's plain ``leaf_value`` is used instead.
+    """
+
+    const: np.ndarray    # float64[n_leaves]
+    offsets: np.ndarray  # int64[n_leaves + 1], into feature / coeff
+    feature: np.ndarray  # int32[n_terms]
+    coeff: np.ndarray    # float64[n_terms]
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """One binary tree in canonical numbering, struct of arrays, read-only."""
+
+    feature: np.ndarray        # int32[n_internal]: split feature
+    threshold: np.ndarray      # float64[n_internal]: go left iff x <= threshold (0.0 if categorical)
+    left: np.ndarray           # int32[n_internal]: left child (c >= 0 internal, c < 0 leaf ~c)
+    right: np.ndarray          # int32[n_internal]: right child
+    default_left: np.ndarray   # bool[n_internal]: side of a missing value
+    missing_type: np.ndarray   # uint8[n_internal]: MISSING_NONE / _ZERO / _NAN
+    is_categorical: np.ndarray  # bool[n_internal]
+    cat_offsets: np.ndarray    # int64[n_internal + 1]: node n's categories are
+    cat_values: np.ndarray     # int32[...] cat_values[cat_offsets[n]:cat_offsets[n + 1]], sorted
+    leaf_value: np.ndarray     # float64[n_leaves]
+    leaf_source_id: np.ndarray  # int32[n_leaves]: the source library's id of each leaf
+    node_source_id: np.ndarray  # int32[n_internal]: the source library's id of each node
+    linear: LinearLeaves | None = None
+
+    @property
+    def n_internal(self) -> int:
+        return int(self.feature.shape[0])
+
+    @property
+    def n_leaves(self) -> int:
+        return int(self.leaf_value.shape[0])
+
+    def categories(self, node: int) -> np.ndarray:
+        """Sorted categories listed at categorical node ``node``."""
+        return self.cat_values[self.cat_offsets[node]:self.cat_offsets[node + 1]]
+
+    def leaf_ranges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per internal node: first leaf, first leaf of the right subtree, one past the last leaf.
+
+        Leaves ``[lo, mid)`` are in the node's left subtree and ``[mid, hi)`` in its right one.
+        """
+        m = self.n_internal
+        lo = np.zeros(m, np.int64)
+        mid = np.zeros(m, np.int64)
+        hi = np.zeros(m, np.int64)
+        # children have larger BFS numbers than parents, so a reverse sweep sees children first
+        for n in range(m - 1, -1, -1):
+            lc, rc = int(self.left[n]), int(self.right[n])
+            lo[n] = lo[lc] if lc >= 0 else ~lc
+            mid[n] = lo[rc] if rc >= 0 else ~rc
+            hi[n] = hi[rc] if rc >= 0 else ~rc + 1
+        return lo, mid, hi
+
+    def depth(self) -> int:
+        """Number of internal nodes on the longest root-to-leaf path."""
+        if self.n_internal == 0:
+            return 0
+        d = np.zeros(self.n_internal, np.int64)
+        best = 1
+        for n in range(self.n_internal):
+            for c in (int(self.left[n]), int(self.right[n])):
+                if c >= 0:
+                    d[c] = d[n] + 1
+                else:
+                    best = max(best, int(d[n]) + 1)
+        return best
+
+    # The paper's matrix representations live in ``representations.py``; these are shortcuts.
+    def left_matrix(self) -> np.ndarray:
+        from .representations import left_matrix
+        return left_matrix(self)
+
+    def right_matrix(self) -> np.ndarray:
+        from .representations import right_matrix
+        return right_matrix(self)
+
+    def path_matrix(self) -> np.ndarray:
+        from .representations import path_matrix
+        return path_matrix(self)
+
+    def depth_vector(self) -> np.ndarray:
+        from .representations import depth_vector
+        return depth_vector(self)
+
+
+def build_tree(
+    *,
+    left: Sequence[int] | np.ndarray,
+    right: Sequence[int] | np.ndarray,
+    root: int,
+    feature: Sequence[int] | np.ndarray,
+    threshold: Sequence[float] | np.ndarray,
+    default_left: Sequence[bool] | np.ndarray,
+    missing_type: Sequence[int] | np.ndarray,
+    is_categorical: Sequence[bool] | np.ndarray,
+    categories: dict[int, Sequence[int] | np.ndarray] | None,
+    value: Sequence[float] | np.ndarray,
+    source_id: Sequence[int] | np.ndarray | None = None,
+    linear: dict[int, tuple[float, Sequence[int], Sequence[float]]] | None = None,
+    n_features: int,
+    where: str = "tree",
+) -> Tree:
+    """Build a canonical :class:`Tree` from source-numbered nodes, validating everything.
+
+    Source nodes are indexed ``0 .. k-1`` (internal and leaf nodes in one numbering of the
+    importer's choice). ``left[i] == right[i] == -1`` marks a leaf; otherwise both name
+    children. Per-node fields are read at internal nodes, ``value`` at leaves. ``categories``
+    maps a categorical source node to its category list. ``linear`` maps a leaf source node to
+    ``(const, features, coeffs)``. ``source_id`` gives the id to report for each source node
+    (defaults to the index). ``where`` prefixes every error message (e.g. ``"tree 12"``).
+
+    Raises :class:`ModelFormatError` if a child index is out of range, a node is reached twice
+    (a cycle or shared child) or never (an orphan), a leaf count does not match, a threshold
+    is not finite, a feature is out of range, or a category is invalid.
+    """
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    k = left.shape[0]
+    if k == 0:
+        raise ModelFormatError(f"{where}: empty tree (no nodes)")
+    if k > MAX_NODES_PER_TREE:
+        raise ModelFormatError(f"{where}: {k} nodes is more than the {MAX_NODES_PER_TREE} allowed")
+
+    def per_node(name: str, arr, dtype) -> np.ndarray:
+        a = np.asarray(arr)
+        if a.ndim != 1 or a.shape[0] != k:
+            raise ModelFormatError(
+                f"{where}: field '{name}' has {a.size} entries, expected {k} (one per node)")
+        try:
+            return a.astype(dtype, copy=False)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise ModelFormatError(f"{where}: field '{name}' is not numeric: {exc}") from None
+
+    right = per_node("right", right, np.int64)
+    feature_a = per_node("feature", feature, np.int64)
+    threshold_a = per_node("threshold", threshold, np.float64)
+    default_left_a = per_node("default_left", default_left, bool)
+    missing_a = per_node("missing_type", missing_type, np.int64)
+    is_cat_a = per_node("is_categorical", is_categorical, bool)
+    value_a = per_node("value", value, np.float64)
+    src_a = per_node("source_id", np.arange(k) if source_id is None else source_id, np.int64)
+    if not (0 <= root < k):
+        raise ModelFormatError(f"{where}: root {root} out of range [0, {k})")
+
+    is_leaf = (left == -1) & (right == -1)
+    bad = ~is_leaf & ((left < 0) | (left >= k) | (right < 0) | (right >= k))
+    if bad.any():
+        n = int(np.flatnonzero(bad)[0])
+        raise ModelFormatError(
+            f"{where}: node {src_a[n]} has a child index out of range "
+            f"(left={left[n]}, right={right[n]}, nodes={k})")
+
+    # Breadth-first from the root numbers the internal nodes and proves every node is
+    # reached exactly once; an in-order walk then numbers the leaves left to right.
+    seen = np.zeros(k, dtype=bool)
+    seen[root] = True
+    bfs = []
+    queue = deque([root])
+    while queue:
+        n = queue.popleft()
+        if is_leaf[n]:
+            continue
+        bfs.append(n)
+        for c in (int(left[n]), int(right[n])):
+            if seen[c]:
+                raise ModelFormatError(
+                    f"{where}: node {src_a[c]} is reached twice (a cycle or a shared child)")
+            seen[c] = True
+            queue.append(c)
+    if not seen.all():
+        n = int(np.flatnonzero(~seen)[0])
+        raise ModelFormatError(f"{where}: node {src_a[n]} is not reachable from the root")
+
+    internal_ids = np.asarray(bfs, dtype=np.int64)
+    m = internal_ids.shape[0]
+    n_leaves = k - m
+    if n_leaves != m + 1:  # cannot fail after the walk above, kept as the stated invariant
+        raise ModelFormatError(f"{where}: {n_leaves} leaves for {m} internal nodes")
+
+    new_internal = np.full(k, -1, np.int64)
+    new_internal[internal_ids] = np.arange(m)
+    leaf_order = []
+    stack = [root]
+    while stack:  # iterative in-order: push right first so left is visited first
+        n = stack.pop()
+        if is_leaf[n]:
+            leaf_order.append(n)
+        else:
+            stack.append(int(right[n]))
+            stack.append(int(left[n]))
+    leaf_ids = np.asarray(leaf_order, dtype=np.int64)
+    new_leaf = np.full(k, -1, np.int64)
+    new_leaf[leaf_ids] = np.arange(n_leaves)
+
+    def child_ref(c: np.ndarray) -> np.ndarray:
+        return np.where(is_leaf[c], ~new_leaf[c], new_internal[c]).astype(np.int32)
+
+    feat = feature_a[internal_ids]
+    if m and ((feat < 0) | (feat >= n_features)).any():
+        n = int(np.flatnonzero((feat < 0) | (feat >= n_features))[0])
+        raise ModelFormatError(
+            f"{where}: node {src_a[internal_ids[n]]} splits on feature {feat[n]}, "
+            f"but the model has {n_features} features")
+    cat = is_cat_a[internal_ids]
+    thr = np.where(cat, 0.0, threshold_a[internal_ids])
+    if not np.isfinite(thr).all():
+        n = int(np.flatnonzero(~np.isfinite(thr))[0])
+        raise ModelFormatError(
+            f"{where}: node {src_a[internal_ids[n]]} has a non-finite threshold {thr[n]}")
+    miss = missing_a[internal_ids]
+    if ((miss < 0) | (miss > MISSING_NAN)).any():
+        raise ModelFormatError(f"{where}: unknown missing type in {sorted(set(miss.tolist()))}")
+    leaf_vals = value_a[leaf_ids]
+    if not np.isfinite(leaf_vals).all():
+        raise ModelFormatError(f"{where}: a leaf value is not finite")
+
+    cat_offsets = np.zeros(m + 1, np.int64)
+    chunks = []
+    categories = categories or {}
+    for j in range(m):
+        if not cat[j]:
+            continue
+        src = int(internal_ids[j])
+        cats = np.asarray(categories.get(src, ()), dtype=np.float64).ravel()
+        if cats.size and (not np.isfinite(cats).all() or (cats != np.trunc(cats)).any()
+                          or cats.min() < 0 or cats.max() > MAX_CATEGORY):
+            raise ModelFormatError(
+                f"{where}: node {src_a[src]} has an invalid category (categories must be "
+                f"integers in [0, {MAX_CATEGORY}])")
+        u = np.unique(cats.astype(np.int64)).astype(np.int32)
+        chunks.append(u)
+        cat_offsets[j + 1] = u.size
+    cat_offsets = np.cumsum(cat_offsets)
+    cat_values = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
+
+    lin = None
+    if linear is not None:
+        const = leaf_vals.copy()
+        offs = np.zeros(n_leaves + 1, np.int64)
+        feats, coeffs = [], []
+        for j, src in enumerate(leaf_ids.tolist()):
+            if src in linear:
+                c0, fs, cs = linear[src]
+                fs = np.asarray(fs, dtype=np.int64).ravel()
+                cs = np.asarray(cs, dtype=np.float64).ravel()
+                if fs.shape != cs.shape:
+                    raise ModelFormatError(
+                        f"{where}: leaf {src_a[src]} has {fs.size} linear features but "
+                        f"{cs.size} coefficients")
+                if fs.size and ((fs < 0) | (fs >= n_features)).any():
+                    raise ModelFormatError(
+                        f"{where}: leaf {src_a[src]} uses a feature out of range in its "
+                        f"linear model")
+                if not (np.isfinite(c0) and np.isfinite(cs).all()):
+                    raise ModelFormatError(f"{where}: leaf {src_a[src]} has a non-finite "
+                                           f"linear coefficient")
+                const[j] = c0
+                feats.append(fs)
+                coeffs.append(cs)
+                offs[j + 1] = fs.size
+            else:
+                feats.append(np.zeros(0, np.int64))
+                coeffs.append(np.zeros(0))
+        lin = LinearLeaves(
+            const=_ro(const),
+            offsets=_ro(np.cumsum(offs)),
+            feature=_ro(np.concatenate(feats).astype(np.int32)),
+            coeff=_ro(np.concatenate(coeffs).astype(np.float64)),
+        )
+
+    return Tree(
+        feature=_ro(feat.astype(np.int32)),
+        threshold=_ro(thr.astype(np.float64)),
+        left=_ro(child_ref(left[internal_ids]) if m else np.zeros(0, np.int32)),
+        right=_ro(child_ref(right[internal_ids]) if m else np.zeros(0, np.int32)),
+        default_left=_ro(default_left_a[internal_ids]),
+        missing_type=_ro(miss.astype(np.uint8)),
+        is_categorical=_ro(cat),
+        cat_offsets=_ro(cat_offsets),
+        cat_values=_ro(cat_values.astype(np.int32)),
+        leaf_value=_ro(leaf_vals),
+        leaf_source_id=_ro(src_a[leaf_ids].astype(np.int32)),
+        node_source_id=_ro(src_a[internal_ids].astype(np.int32)),
+        linear=lin,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Ensemble:
+    """A tree ensemble in neutral form: what every layout and kernel reads.
+
+    Raw score of output ``k`` = ``base_score[k]`` + the sum, in tree order, of the exit-leaf
+    value (times ``tree_weight[t]`` where given) of every tree ``t`` with
+    ``tree_group[t] == k``, in the precision of ``family`` (float64 for LightGBM, float32 for
+    XGBoost).
+    """
+
+    trees: tuple[Tree, ...]
+    tree_group: np.ndarray       # int32[n_trees]: output of each tree
+    n_outputs: int
+    n_features: int
+    family: str                  # "lightgbm" or "xgboost": input conversion and arithmetic
+    base_score: np.ndarray       # float64[n_outputs]: raw margin the sum starts from
+    transform: str = "identity"  # one of TRANSFORMS
+    transform_params: dict[str, Any] = field(default_factory=dict)
+    tree_weight: np.ndarray | None = None  # float64[n_trees] (XGBoost DART), else None
+    average_output: bool = False  # LightGBM random-forest mode: divide by iterations
+    feature_names: tuple[str, ...] | None = None
+    source: dict[str, Any] = field(default_factory=dict)  # library, version, objective, format
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ModelFormatError(f"unknown model family {self.family!r}")
+        if self.transform not in TRANSFORMS:
+            raise ModelFormatError(f"unknown output transform {self.transform!r}")
+        if not self.trees:
+            raise ModelFormatError("the model has no trees")
+        if self.n_outputs < 1:
+            raise ModelFormatError(f"the model has {self.n_outputs} outputs")
+        if self.n_features < 1:
+            raise ModelFormatError(f"the model has {self.n_features} features")
+        tg = np.asarray(self.tree_group, dtype=np.int64)
+        if tg.shape != (len(self.trees),):
+            raise ModelFormatError(
+                f"tree_group has {tg.size} entries for {len(self.trees)} trees")
+        if ((tg < 0) | (tg >= self.n_outputs)).any():
+            raise ModelFormatError(f"a tree's output group is outside [0, {self.n_outputs})")
+        object.__setattr__(self, "tree_group", _ro(tg.astype(np.int32)))
+        bs = np.asarray(self.base_score, dtype=np.float64).ravel()
+        if bs.size == 1 and self.n_outputs > 1:
+            bs = np.repeat(bs, self.n_outputs)
+        if bs.shape != (self.n_outputs,) or not np.isfinite(bs).all():
+            raise ModelFormatError(
+                f"base_score must be {self.n_outputs} finite values, got {bs.tolist()}")
+        object.__setattr__(self, "base_score", _ro(bs))
+        if self.tree_weight is not None:
+            tw = np.asarray(self.tree_weight, dtype=np.float64).ravel()
+            if tw.shape != (len(self.trees),) or not np.isfinite(tw).all():
+                raise ModelFormatError(
+                    f"tree_weight must be {len(self.trees)} finite values, got {tw.size}")
+            object.__setattr__(self, "tree_weight", _ro(tw))
+        if self.feature_names is not None:
+            names = tuple(str(s) for s in self.feature_names)
+            if len(names) != self.n_features:
+                raise ModelFormatError(
+                    f"{len(names)} feature names for {self.n_features} features")
+            object.__setattr__(self, "feature_names", names)
+        object.__setattr__(self, "trees", tuple(self.trees))
+        for t, tree in enumerate(self.trees):
+            if tree.n_internal and int(tree.feature.max()) >= self.n_features:
+                raise ModelFormatError(f"tree {t}: a split feature is >= n_features")
+
+    @property
+    def n_trees(self) -> int:
+        return len(self.trees)
+
+    @property
+    def has_linear(self) -> bool:
+        return any(t.linear is not None for t in self.trees)
+
+    @property
+    def has_categorical(self) -> bool:
+        return any(bool(t.is_categorical.any()) for t in self.trees)
+
+    @property
+    def n_iterations(self) -> int:
+        """Boosting rounds (trees per output), used by ``average_output``."""
+        return max(1, self.n_trees // self.n_outputs)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain facts about the model, for ``quickscorer info`` and ``Model.info()``."""
+        leaves = np.array([t.n_leaves for t in self.trees])
+        return {
+            "library": self.source.get("library"),
+            "library_version": self.source.get("version"),
+            "format": self.source.get("format"),
+            "objective": self.source.get("objective"),
+            "family": self.family,
+            "transform": self.transform,
+            "n_trees": self.n_trees,
+            "n_outputs": self.n_outputs,
+            "n_features": self.n_features,
+            "total_leaves": int(leaves.sum()),
+            "max_leaves": int(leaves.max()),
+            "max_depth": max(t.depth() for t in self.trees),
+            "categorical": self.has_categorical,
+            "linear_trees": self.has_linear,
+            "average_output": self.average_output,
+            "dart_weights": self.tree_weight is not None,
+        }

@@ -1,0 +1,128 @@
+"""A slow, obvious root-to-leaf traversal in numpy: the oracle for every kernel.
+
+It follows ``SEMANTICS.md`` line by line and shares no code with the Cython kernels, so a
+mistake in either shows up as a disagreement in the tests. Not for production use.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, Tree
+
+#: LightGBM's kZeroThreshold (1e-35f) as a double
+K_ZERO = float(np.float32(1e-35))
+
+
+def convert_input(ens: Ensemble, X) -> np.ndarray:
+    """Rows as the source library sees them, as float64."""
+    X = np.asarray(X, dtype=np.float64)
+    if ens.family == "xgboost":
+        return X.astype(np.float32).astype(np.float64)
+    out = X.copy()
+    out[np.abs(out) <= K_ZERO] = 0.0  # NaN compares False, so it is kept
+    return out
+
+
+def _category_index(ens: Ensemble, x: np.ndarray) -> np.ndarray:
+    """Category of each value, -1 where the value names no category."""
+    idx = np.full(x.shape, -1, np.int64)
+    with np.errstate(invalid="ignore"):
+        if ens.family == "lightgbm":
+            # static_cast<int>: truncation; out-of-range and inf give INT_MIN (negative)
+            ok = np.isfinite(x) & (x > -2.0**31 - 1) & (x < 2.0**31)
+        else:
+            ok = (x >= 0) & (x < 2.0**24)  # checked on the float, before truncation
+        idx[ok] = np.trunc(x[ok]).astype(np.int64)
+    idx[idx < 0] = -1
+    return idx
+
+
+def _goes_left(ens: Ensemble, tree: Tree, n: int, x: np.ndarray) -> np.ndarray:
+    nan = np.isnan(x)
+    if tree.is_categorical[n]:
+        cats = tree.categories(n)
+        ci = _category_index(ens, x)
+        left = np.isin(ci, cats) & (ci >= 0)
+        return np.where(nan, bool(tree.default_left[n]), left)
+    mt = int(tree.missing_type[n])
+    if ens.family == "lightgbm":
+        if mt != MISSING_NAN:
+            x = np.where(nan, 0.0, x)
+        if mt == MISSING_ZERO:
+            default = np.abs(x) <= K_ZERO
+        elif mt == MISSING_NAN:
+            default = nan
+        else:
+            assert mt == MISSING_NONE
+            default = np.zeros(x.shape, bool)
+    else:
+        default = nan
+    with np.errstate(invalid="ignore"):
+        left = x <= tree.threshold[n]
+    return np.where(default, bool(tree.default_left[n]), left)
+
+
+def tree_exit_leaves(ens: Ensemble, tree: Tree, Xc: np.ndarray) -> np.ndarray:
+    """Canonical exit leaf of every (already converted) row."""
+    node = np.zeros(Xc.shape[0], np.int64)
+    if tree.n_internal == 0:
+        return node
+    active = np.ones(Xc.shape[0], bool)
+    while active.any():
+        rows = np.flatnonzero(active)
+        cur = node[rows]
+        for n in np.unique(cur):
+            sel = rows[cur == n]
+            go_left = _goes_left(ens, tree, int(n), Xc[sel, tree.feature[n]])
+            node[sel] = np.where(go_left, tree.left[n], tree.right[n])
+        active = node >= 0
+    return ~node
+
+
+def predict_leaf(ens: Ensemble, X) -> np.ndarray:
+    """Canonical (left-to-right) exit leaf, shape ``(n_rows, n_trees)``."""
+    Xc = convert_input(ens, X)
+    return np.stack([tree_exit_leaves(ens, t, Xc) for t in ens.trees], axis=1).astype(np.int32)
+
+
+def leaf_outputs(ens: Ensemble, tree: Tree, leaves: np.ndarray, Xc: np.ndarray) -> np.ndarray:
+    """Value of each row's exit leaf, float64 (linear leaves evaluated term by term)."""
+    vals = tree.leaf_value[leaves].astype(np.float64)
+    lin = tree.linear
+    if lin is None:
+        return vals
+    out = vals.copy()
+    for r, leaf in enumerate(leaves):
+        lo, hi = lin.offsets[leaf], lin.offsets[leaf + 1]
+        acc = float(lin.const[leaf])
+        nan_found = False
+        for k in range(lo, hi):
+            v = float(Xc[r, lin.feature[k]])
+            if np.isnan(v):
+                nan_found = True
+                break
+            acc = acc + float(lin.coeff[k]) * v  # two roundings, as without FMA
+        out[r] = vals[r] if nan_found else acc
+    return out
+
+
+def predict_raw(ens: Ensemble, X) -> np.ndarray:
+    """Raw scores (margins), shape ``(n_rows, n_outputs)``; float32 for XGBoost models."""
+    Xc = convert_input(ens, X)
+    n = Xc.shape[0]
+    if ens.family == "xgboost":
+        out = np.tile(ens.base_score.astype(np.float32), (n, 1))
+        for t, tree in enumerate(ens.trees):
+            leaves = tree_exit_leaves(ens, tree, Xc)
+            v = tree.leaf_value[leaves].astype(np.float32)
+            if ens.tree_weight is not None:
+                v = v * np.float32(ens.tree_weight[t])
+            g = ens.tree_group[t]
+            out[:, g] = out[:, g] + v
+        return out
+    out = np.tile(ens.base_score, (n, 1))
+    for t, tree in enumerate(ens.trees):
+        leaves = tree_exit_leaves(ens, tree, Xc)
+        g = ens.tree_group[t]
+        out[:, g] = out[:, g] + leaf_outputs(ens, tree, leaves, Xc)
+    return out

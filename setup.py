@@ -1,0 +1,62 @@
+"""Build the Cython kernels in ``src/`` as extension modules of the ``quickscorer`` package.
+
+Environment switches:
+  QUICKSCORER_NATIVE=1  add -march=native (opt-in; wheels stay portable without it)
+  QUICKSCORER_DEBUG=1   bounds and wraparound checks on, -O0 -g, for a debug test run
+"""
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+HERE = Path(__file__).parent
+DEBUG = os.environ.get("QUICKSCORER_DEBUG", "") not in ("", "0")
+NATIVE = os.environ.get("QUICKSCORER_NATIVE", "") not in ("", "0")
+
+# All compiler directives live here, once.
+DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "initializedcheck": DEBUG,
+    "cdivision": True,
+    "nonecheck": False,
+    "embedsignature": True,
+}
+
+if sys.platform == "win32":
+    compile_args = ["/O2", "/fp:precise", "/openmp"]
+    link_args = []
+else:
+    # -ffp-contract=off: no fused multiply-add, so linear leaves and sums round like the
+    # source libraries do.
+    compile_args = ["-O0" if DEBUG else "-O3", "-ffp-contract=off", "-fno-fast-math", "-fopenmp"]
+    if DEBUG:
+        compile_args.append("-g")
+    if NATIVE:
+        compile_args.append("-march=native")
+    link_args = ["-fopenmp"]
+
+extensions = [
+    Extension(
+        f"quickscorer.{pyx.stem}",
+        [str(pyx.relative_to(HERE))],
+        include_dirs=[np.get_include(), "src"],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=compile_args,
+        extra_link_args=link_args,
+    )
+    for pyx in sorted((HERE / "src").glob("*.pyx"))
+]
+
+setup(
+    ext_modules=cythonize(
+        extensions,
+        compiler_directives=DIRECTIVES,
+        include_path=["src"],
+        annotate=os.environ.get("QUICKSCORER_ANNOTATE", "") not in ("", "0"),
+    ),
+)
