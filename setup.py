@@ -1,4 +1,4 @@
-"""Build the Cython kernels in ``src/`` as extension modules of the ``quickscorer`` package.
+"""Build the Cython kernels in ``src/quickscorer/`` as extension modules of the ``quickscorer`` package.
 
 Environment switches:
   QUICKSCORER_NATIVE=1  add -march=native (opt-in; wheels stay portable without it)
@@ -49,7 +49,7 @@ extensions = [
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )
-    for pyx in sorted((HERE / "src").glob("*.pyx"))
+    for pyx in sorted((HERE / "src" / "quickscorer").glob("*.pyx"))
 ]
 
 setup(

@@ -1,0 +1,90 @@
+"""Turning what a caller passes into rows a kernel can read, or a clear error."""
+from __future__ import annotations
+
+import numpy as np
+
+from .ensemble import Ensemble
+from .errors import InputError
+
+
+def _is_dataframe(X) -> bool:
+    return type(X).__name__ == "DataFrame" and hasattr(X, "columns") and hasattr(X, "dtypes")
+
+
+def _is_sparse(X) -> bool:
+    return hasattr(X, "tocsr") and hasattr(X, "nnz") and hasattr(X, "shape")
+
+
+def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
+    cols = [str(c) for c in df.columns]
+    names = ens.feature_names
+    if names is not None and set(names) <= set(cols) and cols != list(names):
+        df = df[[df.columns[cols.index(n)] for n in names]]
+    elif len(cols) != ens.n_features:
+        raise InputError(f"the DataFrame has {len(cols)} columns, the model expects "
+                         f"{ens.n_features} features"
+                         + (f" named {list(names)[:5]}..." if names else ""))
+    parts = []
+    for c in df.columns:
+        s = df[c]
+        if str(s.dtype) == "category":
+            codes = s.cat.codes.to_numpy().astype(np.float64)
+            codes[codes < 0] = np.nan  # a missing category
+            parts.append(codes)
+        else:
+            try:
+                parts.append(s.to_numpy(dtype=np.float64, na_value=np.nan))
+            except (TypeError, ValueError):
+                raise InputError(f"column {c!r} has dtype {s.dtype}, which is not numeric") from None
+    return np.column_stack(parts) if parts else np.zeros((len(df), 0))
+
+
+def _from_sparse(ens: Ensemble, X) -> np.ndarray:
+    csr = X.tocsr()
+    n, m = csr.shape
+    if m != ens.n_features:
+        raise InputError(f"the sparse matrix has {m} columns, the model expects "
+                         f"{ens.n_features} features")
+    if not np.issubdtype(csr.dtype, np.number) or np.issubdtype(csr.dtype, np.complexfloating):
+        raise InputError(f"sparse input of dtype {csr.dtype} is not real-valued")
+    dtype = np.float32 if csr.dtype == np.float32 else np.float64
+    # An absent entry is 0.0 for LightGBM and missing for XGBoost, as in each library.
+    fill = np.nan if ens.family == "xgboost" else 0.0
+    out = np.full((n, m), fill, dtype=dtype)
+    csr = csr.copy()
+    csr.sum_duplicates()
+    rows = np.repeat(np.arange(n), np.diff(csr.indptr))
+    out[rows, csr.indices] = csr.data
+    return out
+
+
+def as_rows(ens: Ensemble, X) -> np.ndarray:
+    """A 2-D float32 or float64 array of shape (n_rows, n_features), copied only if needed.
+
+    Accepts numpy arrays of any real dtype and memory order (a 1-D array is one row), pandas
+    DataFrames (columns matched by feature name when the model has names) and scipy sparse
+    matrices. Raises :class:`InputError` naming what was expected and what came.
+    """
+    if _is_dataframe(X):
+        X = _from_dataframe(ens, X)
+    elif _is_sparse(X):
+        X = _from_sparse(ens, X)
+    else:
+        try:
+            X = np.asarray(X)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"cannot read the input as an array: {exc}") from None
+    if X.dtype.kind not in "biuf":
+        raise InputError(f"input dtype {X.dtype} is not real-valued numeric "
+                         f"(expected float32, float64, integer or bool)")
+    if X.ndim == 1:
+        X = X.reshape(1, -1)
+    if X.ndim != 2:
+        raise InputError(f"input must be 2-D (rows x features) or a single 1-D row, "
+                         f"got {X.ndim} dimensions with shape {X.shape}")
+    if X.shape[1] != ens.n_features:
+        raise InputError(f"input has {X.shape[1]} features per row, the model expects "
+                         f"{ens.n_features}")
+    if X.dtype != np.float32 and X.dtype != np.float64:
+        X = X.astype(np.float64)
+    return X

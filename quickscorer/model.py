@@ -1,0 +1,166 @@
+"""The public scoring object: a loaded model and its prepared layouts."""
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from . import algorithms, layouts
+from ._forest import Forest
+from ._transforms import apply_transform
+from .ensemble import Ensemble
+from .inputs import as_rows
+
+DEFAULT_ALGORITHM = "traversal"
+
+
+def _resolve_threads(n_threads: int | None) -> int:
+    if n_threads is None:
+        return 1
+    n = int(n_threads)
+    if n <= 0:
+        return os.cpu_count() or 1
+    return n
+
+
+class Model:
+    """A tree ensemble ready to score.
+
+    Immutable once built and safe to share between threads: scoring calls release the GIL
+    and allocate their own scratch space. Layouts for algorithms other than the default are
+    built on first use, under a lock.
+
+    Parameters
+    ----------
+    ensemble : Ensemble
+        The neutral model, as returned by an importer.
+    prepare : sequence of str, optional
+        Algorithms whose layouts to build now rather than on first use.
+    """
+
+    def __init__(self, ensemble: Ensemble, prepare: tuple[str, ...] = ()):
+        self.ensemble = ensemble
+        self._forest = Forest(layouts.forest_arrays(ensemble))
+        self._lock = threading.Lock()
+        self._prepared: dict[str, algorithms.Algorithm] = {}
+        for name in (DEFAULT_ALGORITHM, *prepare):
+            self.prepare(name)
+
+    # -- set-up ---------------------------------------------------------------------------
+    def prepare(self, algorithm: str):
+        """Build (once) and return the layout of ``algorithm``."""
+        alg = self._prepared.get(algorithm)
+        if alg is not None:
+            return alg
+        cls = algorithms.get(algorithm)
+        with self._lock:
+            alg = self._prepared.get(algorithm)
+            if alg is None:
+                alg = cls(self.ensemble, self._forest)
+                self._prepared = {**self._prepared, algorithm: alg}
+        return alg
+
+    def __reduce__(self):
+        return (Model, (self.ensemble, tuple(n for n in self._prepared if n != DEFAULT_ALGORITHM)))
+
+    # -- facts ----------------------------------------------------------------------------
+    @property
+    def n_features(self) -> int:
+        return self.ensemble.n_features
+
+    @property
+    def n_outputs(self) -> int:
+        return self.ensemble.n_outputs
+
+    @property
+    def n_trees(self) -> int:
+        return self.ensemble.n_trees
+
+    @property
+    def feature_names(self):
+        return self.ensemble.feature_names
+
+    @property
+    def trees(self):
+        return self.ensemble.trees
+
+    def info(self) -> dict[str, Any]:
+        """Facts about the model and the prepared layouts (sizes in bytes)."""
+        d = self.ensemble.summary()
+        d["default_algorithm"] = DEFAULT_ALGORITHM
+        d["layout_bytes"] = {name: alg.nbytes for name, alg in self._prepared.items()}
+        return d
+
+    def __repr__(self) -> str:
+        e = self.ensemble
+        return (f"<quickscorer.Model {e.source.get('library')} {e.source.get('objective')!r}: "
+                f"{e.n_trees} trees, {e.n_outputs} output(s), {e.n_features} features>")
+
+    # -- scoring --------------------------------------------------------------------------
+    def _run(self, X, algorithm, n_threads):
+        X = as_rows(self.ensemble, X)
+        alg = self.prepare(algorithm or DEFAULT_ALGORITHM)
+        n_threads = _resolve_threads(n_threads)
+        rowbuf = np.empty((n_threads, self.n_features), np.float64)
+        return X, alg, n_threads, rowbuf
+
+    def predict_raw(self, X, *, algorithm: str | None = None, n_threads: int | None = 1) -> np.ndarray:
+        """Raw scores (margins), shape ``(n_rows, n_outputs)``.
+
+        float64 for LightGBM models, float32 for XGBoost models, as each library returns.
+        """
+        X, alg, n_threads, rowbuf = self._run(X, algorithm, n_threads)
+        n, k = X.shape[0], self.n_outputs
+        if self._forest.dtype == np.float32:
+            out32 = np.empty((n, k), np.float32)
+            alg.predict_raw(X, np.empty((0, k)), out32, rowbuf, n_threads)
+            return out32
+        out64 = np.empty((n, k), np.float64)
+        alg.predict_raw(X, out64, np.empty((0, k), np.float32), rowbuf, n_threads)
+        return out64
+
+    def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
+                n_threads: int | None = 1) -> np.ndarray:
+        """Predictions for the rows of ``X``, as the source library's ``predict`` gives them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features) or (n_features,)
+            numpy array of any real dtype and memory order, pandas DataFrame or scipy sparse
+            matrix. float32 and C-contiguous float64 arrays are read without a copy.
+        raw_score : bool
+            Return margins instead of transformed outputs (probabilities, ...).
+        algorithm : str, optional
+            Exit-leaf algorithm (see :func:`quickscorer.algorithms.available`).
+        n_threads : int
+            Threads over rows (0 or negative: all cores). Default 1.
+
+        Returns
+        -------
+        ndarray of shape (n_rows,) for one output, (n_rows, n_outputs) otherwise.
+        """
+        raw = self.predict_raw(X, algorithm=algorithm, n_threads=n_threads)
+        e = self.ensemble
+        out = raw
+        if not raw_score:
+            divide_by = float(e.n_iterations) if e.average_output else 1.0
+            if e.transform != "identity" or divide_by != 1.0:
+                out = apply_transform(e.transform, dict(e.transform_params), raw, divide_by)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def predict_leaf(self, X, *, algorithm: str | None = None, source_ids: bool = False,
+                     n_threads: int | None = 1) -> np.ndarray:
+        """Exit leaf of every tree, shape ``(n_rows, n_trees)``, int32.
+
+        Leaves are numbered left to right within each tree; with ``source_ids=True`` they are
+        the source library's own ids (what ``pred_leaf=True`` returns there).
+        """
+        X, alg, n_threads, rowbuf = self._run(X, algorithm, n_threads)
+        out = np.empty((X.shape[0], self.n_trees), np.int32)
+        alg.predict_leaf(X, out, rowbuf, n_threads)
+        if source_ids:
+            for t, tree in enumerate(self.ensemble.trees):
+                out[:, t] = tree.leaf_source_id[out[:, t]]
+        return out
