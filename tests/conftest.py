@@ -1,0 +1,61 @@
+"""Shared test helpers: random trees in the neutral IR, and where the shared data lives."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from quickscorer.ensemble import MISSING_NAN, Ensemble, build_tree
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "lightgbm-examples"
+
+
+def shared_data_or_skip() -> Path:
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"{SHARED_DATA} is absent (the shared data sits beside the repo only on "
+                    f"the developers' machines)")
+    return SHARED_DATA
+
+
+def random_tree(rng, n_leaves: int, n_features: int, family: str, *,
+                thresholds=(-1.0, 0.0, 0.5, 1e-36, 2.0), p_categorical=0.15):
+    """A random tree of ``n_leaves`` leaves grown by splitting random leaves."""
+    left, right, leaves = [-1], [-1], [0]
+    while len(leaves) < n_leaves:
+        leaf = leaves.pop(int(rng.integers(len(leaves))))
+        a = len(left)
+        left[leaf], right[leaf] = a, a + 1
+        left += [-1, -1]
+        right += [-1, -1]
+        leaves += [a, a + 1]
+    k = len(left)
+    cat = rng.random(k) < p_categorical
+    missing = (rng.integers(3, size=k) if family == "lightgbm" else np.full(k, MISSING_NAN))
+    return build_tree(
+        left=left, right=right, root=0,
+        feature=rng.integers(n_features, size=k),
+        threshold=rng.choice(np.asarray(thresholds, dtype=np.float64), size=k),
+        default_left=rng.random(k) < 0.5, missing_type=missing, is_categorical=cat,
+        categories={i: rng.choice(70, size=int(rng.integers(0, 5)), replace=False)
+                    for i in range(k) if cat[i]},
+        value=np.round(rng.normal(size=k), 3), n_features=n_features)
+
+
+def random_ensemble(rng, family: str, n_trees=20, n_outputs=1, n_features=5, max_leaves=40,
+                    **kw) -> Ensemble:
+    trees = tuple(random_tree(rng, int(rng.integers(1, max_leaves + 1)), n_features, family, **kw)
+                  for _ in range(n_trees))
+    return Ensemble(trees=trees, tree_group=np.arange(n_trees) % n_outputs,
+                    n_outputs=n_outputs, n_features=n_features, family=family,
+                    base_score=np.round(rng.normal(size=n_outputs), 2))
+
+
+SPECIAL_VALUES = np.array([np.nan, -0.0, 0.0, 1e-36, -1e-40, 0.5, 2.0, 3.0, 7.5, -2.0, -0.5,
+                           2.7, 69.0, 100.0, np.inf, -np.inf, 1e10, 2.0**31, -1.0])
+
+
+def special_rows(rng, n: int, n_features: int) -> np.ndarray:
+    X = rng.choice(SPECIAL_VALUES, size=(n, n_features))
+    X[: n // 3] = np.round(rng.normal(size=(n // 3, n_features)) * 3, 1)
+    return X
