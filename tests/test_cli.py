@@ -1,0 +1,78 @@
+"""The command line: info, score in every input format, and the bundled demo."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import quickscorer
+from quickscorer.cli import demo_files, main
+
+
+@pytest.fixture(scope="module")
+def demo():
+    model_path, data_path = demo_files()
+    with np.load(str(data_path)) as d:
+        return str(model_path), d["X"], d["labels"]
+
+
+def test_demo_runs_and_checks_every_algorithm(capsys):
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "mean NDCG@10" in out
+    for name in quickscorer.available_algorithms():
+        assert f"check {name}" in out
+    assert "OK: every algorithm agrees" in out
+
+
+def test_demo_ranking_is_better_than_chance(demo, capsys):
+    main(["demo"])
+    ndcg = float(capsys.readouterr().out.split("mean NDCG@10 = ")[1].split()[0])
+    assert ndcg > 0.5  # a trained model ranks relevant documents first
+
+
+def test_console_script_entry_point():
+    r = subprocess.run([sys.executable, "-m", "quickscorer.cli", "info",
+                        str(demo_files()[0])], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "lambdarank" in r.stdout and "n_trees" in r.stdout
+
+
+def test_score_npy_csv_tsv_and_libsvm_agree(demo, tmp_path, capsys):
+    model_path, X, labels = demo
+    X = X[:20]
+    want = quickscorer.load(model_path).predict(X)
+    np.save(tmp_path / "x.npy", X)
+    np.savetxt(tmp_path / "x.csv", X, delimiter=",", fmt="%.17g")
+    np.savetxt(tmp_path / "x.tsv", np.column_stack([labels[:20], X]), delimiter="\t",
+               fmt="%.17g")
+    with open(tmp_path / "x.svm", "w") as fh:
+        for lab, row in zip(labels, X):
+            fh.write(f"{lab:g} qid:1 " + " ".join(f"{j}:{v:.17g}" for j, v in enumerate(row)
+                                                  if v != 0) + "\n")
+    runs = [["x.npy"], ["x.csv"], ["x.tsv", "--label-column", "0"], ["x.svm"]]
+    for args in runs:
+        out = tmp_path / "scores.txt"
+        assert main(["score", model_path, str(tmp_path / args[0]), *args[1:], "-o", str(out)]) == 0
+        np.testing.assert_array_equal(np.loadtxt(out), want)
+
+
+def test_score_leaf_ids(demo, tmp_path):
+    model_path, X, _ = demo
+    np.save(tmp_path / "x.npy", X[:5])
+    out = tmp_path / "leaves.txt"
+    assert main(["score", model_path, str(tmp_path / "x.npy"), "--leaf", "-o", str(out)]) == 0
+    want = quickscorer.load(model_path).predict_leaf(X[:5], source_ids=True)
+    np.testing.assert_array_equal(np.loadtxt(out, dtype=np.int64), want)
+
+
+def test_errors_are_reported_not_raised(tmp_path, capsys):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("tree\nversion=v4\nnum_class=1\n")
+    assert main(["info", str(bad)]) == 2
+    assert "error" in capsys.readouterr().err
+    np.save(tmp_path / "x.npy", np.zeros((2, 3)))
+    assert main(["score", str(demo_files()[0]), str(tmp_path / "x.npy")]) == 2
+    assert "features per row" in capsys.readouterr().err
