@@ -1,0 +1,282 @@
+"""The QuickScorer layout (Lucchese et al., SIGIR 2015, Algorithm 1), built once per model.
+
+Every node of every tree becomes *mask entries*: the node's left bitvector (ones except zeros
+on the leaves of its left subtree) restricted to the 64-bit words its zero run touches, one
+entry ``(word, mask)`` per word. ``word`` is absolute: tree ``t`` owns the words
+``tree_word_offsets[t] : tree_word_offsets[t + 1]`` of a row's bitvectors (``ceil(leaves / 64)``
+of them), leaf ``i`` at bit ``i % 64`` of its word ``i // 64``. A node of a tree with more
+than 64 leaves may thus give several entries; they carry the same threshold, so a scan
+applies all or none of them. Entries of one tree with the same (feature, threshold, word)
+are merged by AND.
+
+How an input value decides a node is not always ``x > threshold`` (SEMANTICS.md), so the
+numerical entries of a feature are kept in three *segments*, by how the node treats a
+missing value, each sorted by threshold and closed by a ``+inf`` sentinel (never passed by
+the scan, so the scan needs no end test)::
+
+    segment 3 f + 0  MISSING_NONE (LightGBM): NaN is compared as 0.0
+    segment 3 f + 1  MISSING_ZERO (LightGBM): 0.0 and NaN take the default side
+    segment 3 f + 2  MISSING_NAN and every XGBoost node: NaN takes the default side
+
+A value that is not decided by comparison instead ANDs a precomputed *mask list* (entries of
+the nodes that send it right, merged per word). Lists live in ``list_words``/``list_masks``,
+list ``j`` being ``list_offsets[j] : list_offsets[j + 1]``:
+
+    list f                 NaN on feature f: nodes of segments 1 and 2 and categorical nodes
+                           whose default side is right
+    list F + f             0.0 on feature f: segment-1 nodes whose default side is right
+    list 2 F + f           a category no categorical node of f lists (or a value naming no
+                           category): every categorical node of f
+    list 3 F + j           category ``category_keys[j]``: the categorical nodes not listing it
+    list 3 F + K + d       categorical node ``d`` of a feature in direct mode: its own mask
+
+with ``F = n_features`` and ``K = len(category_keys)``. A feature's categories are looked up
+by binary search in ``category_keys[category_key_offsets[f] : category_key_offsets[f + 1]]``.
+When that table would be too large (many categories times many nodes), the feature is put in
+*direct* mode instead: the kernel tests each categorical node's bitset and ANDs the node's
+own list when it goes right.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
+from .errors import ModelFormatError
+from .layouts import MAX_CATEGORY_WORDS, category_bitset
+
+N_SEGMENT_KINDS = 3
+SEGMENT_NONE, SEGMENT_ZERO, SEGMENT_NAN = MISSING_NONE, MISSING_ZERO, MISSING_NAN
+
+CATEGORY_MODE_NONE = 0    # the feature has no categorical node
+CATEGORY_MODE_TABLE = 1   # look the category up in category_keys
+CATEGORY_MODE_DIRECT = 2  # test every categorical node's bitset
+
+#: per feature, a category table may hold at most this many (category, mask entry) pairs
+#: before merging; beyond it the feature is scored in direct mode
+MAX_CATEGORY_TABLE_PAIRS = 1 << 20
+
+_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _low_ones(n: np.ndarray) -> np.ndarray:
+    """uint64 words with the ``n`` lowest bits set, for ``0 <= n <= 64``."""
+    n = n.astype(np.uint64)
+    shifted = np.left_shift(np.uint64(1), np.minimum(n, np.uint64(63))) - np.uint64(1)
+    return np.where(n >= 64, _ALL_ONES, shifted).astype(np.uint64)
+
+
+def node_mask_words(lo: np.ndarray, mid: np.ndarray, word_base: np.ndarray):
+    """Split each node's left bitvector into the words its zero run ``[lo, mid)`` touches.
+
+    Returns ``(node, word, mask)``: for every entry the index of its node in the inputs, the
+    absolute word (``word_base`` of the node's tree plus the word within the tree) and the
+    mask (zeros exactly on the node's left leaves within that word).
+    """
+    lo = np.asarray(lo, np.int64)
+    mid = np.asarray(mid, np.int64)
+    first = lo // 64
+    count = (mid - 1) // 64 - first + 1
+    node = np.repeat(np.arange(lo.shape[0]), count)
+    starts = np.cumsum(count) - count
+    w = first[node] + (np.arange(node.shape[0]) - np.repeat(starts, count))
+    a = np.maximum(lo[node] - 64 * w, 0)
+    b = np.minimum(mid[node] - 64 * w, 64)
+    zeros = _low_ones(b) & ~_low_ones(a)
+    return node, (np.asarray(word_base, np.int64)[node] + w), ~zeros
+
+
+def _and_merge(keys: list[np.ndarray], mask: np.ndarray):
+    """Sort by ``keys`` (most significant first) and AND the masks of equal key tuples."""
+    if mask.shape[0] == 0:
+        return [k[:0] for k in keys], mask[:0]
+    order = np.lexsort(tuple(reversed(keys)))
+    keys = [k[order] for k in keys]
+    mask = mask[order]
+    new = np.ones(mask.shape[0], bool)
+    new[1:] = False
+    for k in keys:
+        new[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(new)
+    return [k[starts] for k in keys], np.bitwise_and.reduceat(mask, starts)
+
+
+def _lists(list_id: np.ndarray, word: np.ndarray, mask: np.ndarray, n_lists: int):
+    """Mask lists: entries merged per (list, word), with offsets per list."""
+    (list_id, word), mask = _and_merge([list_id, word], mask)
+    offsets = np.zeros(n_lists + 1, np.int64)
+    np.cumsum(np.bincount(list_id, minlength=n_lists), out=offsets[1:])
+    return offsets, word, mask
+
+
+def quickscorer_arrays(ens: Ensemble, *,
+                       max_category_table_pairs: int = MAX_CATEGORY_TABLE_PAIRS) -> dict:
+    """The QuickScorer layout of ``ens`` as a dict of numpy arrays (see the module docstring).
+
+    Keys: ``tree_word_offsets`` int64[n_trees + 1]; ``thresholds`` float64, ``words`` uint32,
+    ``masks`` uint64 and ``trees`` int32 (-1 at sentinels), one per mask entry, in segment
+    order; ``segment_offsets`` int64[3 n_features + 1]; ``list_offsets`` int64, ``list_words``
+    uint32, ``list_masks`` uint64; ``category_mode`` uint8[n_features];
+    ``category_key_offsets`` int64[n_features + 1], ``category_keys`` int64;
+    ``category_node_offsets`` int64[n_features + 1] and, per categorical node in direct mode,
+    ``category_node_bits_offset`` int64, ``category_node_nwords`` int64, with the 32-bit
+    bitsets in ``category_bits`` uint32; ``used_features`` int32 (features any node splits on).
+    """
+    F = ens.n_features
+    xgb = ens.family == "xgboost"
+    n_leaves = np.array([t.n_leaves for t in ens.trees], np.int64)
+    tree_word_offsets = np.zeros(ens.n_trees + 1, np.int64)
+    np.cumsum((n_leaves + 63) // 64, out=tree_word_offsets[1:])
+    if tree_word_offsets[-1] >= 2**32:
+        raise ModelFormatError("the model has too many leaves for the QuickScorer layout")
+
+    # All internal nodes of all trees, flattened in tree then node order.
+    cols: dict[str, list] = {k: [] for k in ("tree", "node", "feature", "threshold", "lo",
+                                             "mid", "cat", "default_left", "missing")}
+    for t, tree in enumerate(ens.trees):
+        m = tree.n_internal
+        if m == 0:
+            continue
+        lo, mid, _ = tree.leaf_ranges()
+        cols["tree"].append(np.full(m, t, np.int64))
+        cols["node"].append(np.arange(m, dtype=np.int64))
+        cols["feature"].append(tree.feature.astype(np.int64))
+        cols["threshold"].append(tree.threshold.astype(np.float64))
+        cols["lo"].append(lo)
+        cols["mid"].append(mid)
+        cols["cat"].append(tree.is_categorical.astype(bool))
+        cols["default_left"].append(tree.default_left.astype(bool))
+        cols["missing"].append(tree.missing_type.astype(np.int64))
+    empty = {"tree": np.int64, "node": np.int64, "feature": np.int64, "threshold": np.float64,
+             "lo": np.int64, "mid": np.int64, "cat": bool, "default_left": bool,
+             "missing": np.int64}
+    nodes = {k: (np.concatenate(v) if v else np.zeros(0, empty[k])) for k, v in cols.items()}
+    # XGBoost sends only NaN to the default side, whatever the node's missing type says.
+    kind = np.full(nodes["tree"].shape[0], SEGMENT_NAN) if xgb else nodes["missing"]
+
+    # Every node's mask entries; e_node maps an entry back to its node.
+    e_node, e_word, e_mask = node_mask_words(nodes["lo"], nodes["mid"],
+                                             tree_word_offsets[nodes["tree"]])
+    e_feat = nodes["feature"][e_node]
+    e_cat = nodes["cat"][e_node]
+
+    # --- sorted numerical segments, with a +inf sentinel closing each -------------------------
+    num = ~e_cat
+    seg = e_feat[num] * N_SEGMENT_KINDS + kind[e_node[num]]
+    (seg, thr, word), mask = _and_merge(
+        [seg, nodes["threshold"][e_node[num]], e_word[num]], e_mask[num])
+    n_seg = F * N_SEGMENT_KINDS
+    segment_offsets = np.zeros(n_seg + 1, np.int64)
+    np.cumsum(np.bincount(seg, minlength=n_seg) + 1, out=segment_offsets[1:])
+    n_entries = int(segment_offsets[-1])
+    thresholds = np.full(n_entries, np.inf)
+    words = np.zeros(n_entries, np.uint32)
+    masks = np.full(n_entries, _ALL_ONES, np.uint64)
+    pos = np.arange(seg.shape[0]) + seg  # entries are sorted by segment: one sentinel before
+    thresholds[pos] = thr                # each for every earlier segment
+    words[pos] = word
+    masks[pos] = mask
+    trees = np.full(n_entries, -1, np.int32)
+    trees[pos] = np.searchsorted(tree_word_offsets, word, side="right") - 1
+
+    # --- mask lists ------------------------------------------------------------------------------
+    dl = nodes["default_left"][e_node]
+    k = kind[e_node]
+    ids, lw, lm = [], [], []
+
+    def add(list_id, sel):
+        ids.append(np.asarray(list_id, np.int64))
+        lw.append(e_word[sel])
+        lm.append(e_mask[sel])
+
+    nan_sel = ~dl & (e_cat | (k != SEGMENT_NONE))
+    add(e_feat[nan_sel], nan_sel)
+    zero_sel = ~dl & ~e_cat & (k == SEGMENT_ZERO)
+    add(F + e_feat[zero_sel], zero_sel)
+    add(2 * F + e_feat[e_cat], e_cat)
+
+    # --- categorical features: a table per feature, or direct mode ----------------------------
+    category_mode = np.zeros(F, np.uint8)
+    key_offsets = np.zeros(F + 1, np.int64)
+    keys_parts: list[np.ndarray] = []
+    key_lists: list[tuple] = []       # (first key index, entry indices, key index per pair)
+    cnode_offsets = np.zeros(F + 1, np.int64)
+    direct_nodes: list[int] = []      # node indices (into `nodes`) in direct mode
+    cat_nodes = np.flatnonzero(nodes["cat"])
+    n_keys = 0
+    for f in np.unique(nodes["feature"][cat_nodes]).tolist():
+        fnodes = cat_nodes[nodes["feature"][cat_nodes] == f]
+        sets = [ens.trees[int(nodes["tree"][n])].categories(int(nodes["node"][n])).astype(np.int64)
+                for n in fnodes]
+        fkeys = np.unique(np.concatenate(sets)) if sets else np.zeros(0, np.int64)
+        fentries = np.flatnonzero(e_cat & (e_feat == f))
+        if fkeys.shape[0] * fentries.shape[0] <= max_category_table_pairs:
+            category_mode[f] = CATEGORY_MODE_TABLE
+            # contains[j, i]: key j is listed by categorical node i of this feature
+            contains = np.zeros((fkeys.shape[0], fnodes.shape[0]), bool)
+            for i, s in enumerate(sets):
+                contains[np.searchsorted(fkeys, s), i] = True
+            local = np.searchsorted(fnodes, e_node[fentries])
+            kj, ei = np.nonzero(~contains[:, local])
+            key_lists.append((n_keys, fentries[ei], kj))
+            keys_parts.append(fkeys)
+            n_keys += fkeys.shape[0]
+        else:
+            category_mode[f] = CATEGORY_MODE_DIRECT
+            direct_nodes.extend(fnodes.tolist())
+        key_offsets[f + 1] = fkeys.shape[0] if category_mode[f] == CATEGORY_MODE_TABLE else 0
+        cnode_offsets[f + 1] = fnodes.shape[0] if category_mode[f] == CATEGORY_MODE_DIRECT else 0
+    key_offsets = np.cumsum(key_offsets)
+    cnode_offsets = np.cumsum(cnode_offsets)
+    category_keys = np.concatenate(keys_parts) if keys_parts else np.zeros(0, np.int64)
+    for first, entries, kj in key_lists:
+        ids.append(3 * F + first + kj)
+        lw.append(e_word[entries])
+        lm.append(e_mask[entries])
+
+    # direct mode: each node's own list and bitset (nodes in feature order, as offsets say)
+    direct = np.asarray(direct_nodes, np.int64)
+    bits_offset = np.zeros(direct.shape[0], np.int64)
+    nwords = np.zeros(direct.shape[0], np.int64)
+    bit_parts: list[np.ndarray] = []
+    n_bits = 0
+    if direct.shape[0]:
+        slot = np.full(nodes["tree"].shape[0], -1, np.int64)
+        slot[direct] = np.arange(direct.shape[0])
+        sel = slot[e_node] >= 0
+        add(3 * F + n_keys + slot[e_node[sel]], sel)
+        for d, n in enumerate(direct.tolist()):
+            bits = category_bitset(
+                ens.trees[int(nodes["tree"][n])].categories(int(nodes["node"][n])).astype(np.int64))
+            if n_bits + bits.shape[0] > MAX_CATEGORY_WORDS:
+                raise ModelFormatError(
+                    f"categorical splits need more than {MAX_CATEGORY_WORDS} bitset words; "
+                    f"refusing an absurd model")
+            bits_offset[d] = n_bits
+            nwords[d] = bits.shape[0]
+            bit_parts.append(bits)
+            n_bits += bits.shape[0]
+    category_bits = np.concatenate(bit_parts) if bit_parts else np.zeros(1, np.uint32)
+
+    n_lists = 3 * F + n_keys + direct.shape[0]
+    list_offsets, list_words, list_masks = _lists(
+        np.concatenate(ids), np.concatenate(lw), np.concatenate(lm), n_lists)
+
+    return {
+        "tree_word_offsets": tree_word_offsets,
+        "thresholds": thresholds,
+        "words": words,
+        "masks": masks,
+        "trees": trees,
+        "segment_offsets": segment_offsets,
+        "list_offsets": list_offsets,
+        "list_words": list_words.astype(np.uint32),
+        "list_masks": list_masks.astype(np.uint64),
+        "category_mode": category_mode,
+        "category_key_offsets": key_offsets,
+        "category_keys": category_keys.astype(np.int64),
+        "category_node_offsets": cnode_offsets,
+        "category_node_bits_offset": bits_offset,
+        "category_node_nwords": nwords,
+        "category_bits": category_bits.astype(np.uint32),
+        "used_features": np.unique(nodes["feature"]).astype(np.int32),
+    }
