@@ -1,0 +1,583 @@
+"""LightGBM text models (``model.txt``, ``Booster.model_to_string()``) -> :class:`Ensemble`.
+
+The format and its scoring rules are described in ``SEMANTICS.md``. Every field that decides a
+prediction is checked against the tree's declared sizes before anything is built from it, so
+a damaged file ends in a :class:`ModelFormatError` that names the tree and field, never in
+an ``IndexError`` or a huge allocation.
+
+Numbering handed to :func:`build_tree`: LightGBM's internal node ``i`` is source node ``i``,
+its leaf ``j`` is source node ``num_leaves - 1 + j``. The reported ``source_id`` is ``i`` for
+internal nodes and ``j`` for leaves, so ``Tree.leaf_source_id`` holds the leaf indices that
+``Booster.predict(pred_leaf=True)`` returns.
+"""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..ensemble import (
+    MAX_CATEGORY,
+    MAX_NODES_PER_TREE,
+    MISSING_NAN,
+    Ensemble,
+    Tree,
+    build_tree,
+)
+from ..errors import ModelFormatError
+
+__all__ = ["load_lightgbm", "looks_like_lightgbm_text"]
+
+#: refuse to read model files larger than this (a corrupt size, not a model)
+MAX_MODEL_BYTES = 4 << 30
+#: feature indices are int32 in LightGBM
+MAX_FEATURES = (1 << 31) - 1
+#: most leaves a tree may declare (its node count must stay within the IR's limit)
+MAX_LEAVES = (MAX_NODES_PER_TREE + 1) // 2
+#: a categorical bitset covering every category up to MAX_CATEGORY
+MAX_BITSET_WORDS = MAX_CATEGORY // 32 + 1
+
+_CATEGORICAL_BIT = 1
+_DEFAULT_LEFT_BIT = 2
+_KNOWN_DECISION_BITS = 0b1111
+
+# Characters a number field may hold; float()/int() then validate each token. Excluding
+# letters (other than the exponent) and "_" rejects "nan", "inf" and "1_0", which LightGBM
+# never writes.
+_NOT_FLOAT_CHARS = re.compile(r"[^0-9eE.+\-\s]")
+_NOT_INT_CHARS = re.compile(r"[^0-9+\-\s]")
+_INT_TOKEN = re.compile(r"[+-]?\d{1,18}")
+
+# Objective name -> output transform. "sqrt" (for the names in _SQRT_OBJECTIVES) turns the
+# transform into signed_square; LightGBM ignores it for every other objective.
+_IDENTITY_OBJECTIVES = frozenset({
+    "regression", "regression_l1", "huber", "fair", "quantile", "mape",
+    "lambdarank", "rank_xendcg", "custom",
+})
+_SQRT_OBJECTIVES = frozenset({"regression", "regression_l1", "fair", "quantile", "mape"})
+_EXP_OBJECTIVES = frozenset({"poisson", "gamma", "tweedie"})
+
+
+def looks_like_lightgbm_text(data: bytes | str) -> bool:
+    """Whether ``data`` starts like a LightGBM text model (a ``tree`` line, then ``key=value``).
+
+    A cheap test on the first bytes, for format detection; it does not validate the model.
+    """
+    head = data[:4096]
+    if isinstance(head, (bytes, bytearray, memoryview)):
+        head = bytes(head).decode("latin-1")
+    head = head.lstrip("\ufeff\xef\xbb\xbf \t\r\n")
+    first, _, rest = head.partition("\n")
+    if first.rstrip("\r") != "tree":
+        return False
+    return "=" in rest.partition("\n")[0] or rest.startswith("Tree=")
+
+
+def load_lightgbm(source: Any) -> Ensemble:
+    """Read a LightGBM model into the neutral :class:`~quickscorer.ensemble.Ensemble`.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, bytes or lightgbm.Booster
+        A path to a text model file, the text of a model (a string holding a ``tree`` header
+        line and ``Tree=`` blocks), its bytes, or a ``lightgbm.Booster`` (every iteration is
+        taken, not ``best_iteration``).
+
+    Returns
+    -------
+    Ensemble
+        ``family="lightgbm"``, ``base_score`` 0, one output per tree of an iteration.
+
+    Raises
+    ------
+    ModelFormatError
+        If the model is malformed (the message names the tree and field) or uses an objective
+        this library does not know.
+    """
+    text = _text_of(source)
+    where = "LightGBM model"
+    parser = _Parser(text)
+    try:
+        return parser.parse()
+    except ModelFormatError:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError, MemoryError,
+            RecursionError, AttributeError) as exc:
+        # Last line of defence: every expected failure is checked explicitly above.
+        raise ModelFormatError(
+            f"{where}: {parser.where}: cannot parse ({type(exc).__name__}: {exc})") from None
+
+
+# --------------------------------------------------------------------------------------------
+# source -> text
+
+def _text_of(source: Any) -> str:
+    if hasattr(source, "model_to_string"):  # lightgbm.Booster, without importing lightgbm
+        text = source.model_to_string(num_iteration=-1)
+        if not isinstance(text, str):
+            raise ModelFormatError(
+                f"{type(source).__name__}.model_to_string() returned {type(text).__name__}, "
+                f"not a string")
+        return text
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _decode(bytes(source), "LightGBM model bytes")
+    if isinstance(source, str) and "\n" in source:
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            size = path.stat().st_size
+            if size > MAX_MODEL_BYTES:
+                raise ModelFormatError(f"{path}: {size} bytes is larger than any model we read")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ModelFormatError(f"cannot read LightGBM model file {path}: {exc}") from None
+        return _decode(data, str(path))
+    raise TypeError(f"cannot load a LightGBM model from {type(source).__name__}: expected a "
+                    f"path, the model text or a lightgbm.Booster")
+
+
+def _decode(data: bytes, what: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ModelFormatError(f"{what}: not a LightGBM text model (not UTF-8: {exc})") from None
+
+
+# --------------------------------------------------------------------------------------------
+# parsing
+
+class _Parser:
+    """One pass over the lines of a model text; ``where`` tracks the part being read."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")
+        self.pos = 0
+        self.where = "header"
+
+    # -- lines ---------------------------------------------------------------------------
+
+    def _next_line(self) -> str | None:
+        if self.pos >= len(self.lines):
+            return None
+        line = self.lines[self.pos]
+        self.pos += 1
+        return line.rstrip("\r")
+
+    def _peek(self) -> str | None:
+        return self.lines[self.pos].rstrip("\r") if self.pos < len(self.lines) else None
+
+    def _skip_blank(self) -> None:
+        while self.pos < len(self.lines) and not self.lines[self.pos].strip():
+            self.pos += 1
+
+    # -- whole model -----------------------------------------------------------------------
+
+    def parse(self) -> Ensemble:
+        header = self._header()
+        n_features = header["n_features"]
+        trees = []
+        while True:
+            self._skip_blank()
+            line = self._next_line()
+            if line is None:
+                raise ModelFormatError(
+                    f"LightGBM model: the text ends after {len(trees)} trees without the "
+                    f"'end of trees' line (truncated file?)")
+            if line.strip() == "end of trees":
+                break
+            if not line.startswith("Tree="):
+                raise ModelFormatError(
+                    f"LightGBM model: line {self.pos}: expected 'Tree={len(trees)}' or "
+                    f"'end of trees', found {line[:40]!r}")
+            self.where = f"tree {len(trees)}"
+            index = line[len("Tree="):].strip()
+            if index != str(len(trees)):
+                raise ModelFormatError(
+                    f"LightGBM model: line {self.pos}: tree {len(trees)} is labelled "
+                    f"{line[:40]!r} (trees must be numbered 0, 1, 2, ... in order)")
+            trees.append(self._tree(len(trees), n_features))
+
+        self.where = "model"
+        k = header["n_outputs"]
+        if not trees:
+            raise ModelFormatError("LightGBM model: the model has no trees")
+        if len(trees) % k:
+            raise ModelFormatError(
+                f"LightGBM model: {len(trees)} trees is not a whole number of iterations of "
+                f"num_tree_per_iteration={k} trees")
+        return Ensemble(
+            trees=tuple(trees),
+            tree_group=np.arange(len(trees), dtype=np.int64) % k,
+            n_outputs=k,
+            n_features=n_features,
+            family="lightgbm",
+            base_score=np.zeros(k),
+            transform=header["transform"],
+            transform_params=header["transform_params"],
+            average_output=header["average_output"],
+            feature_names=header["feature_names"],
+            source={
+                "library": "lightgbm",
+                "version": header["version"],
+                "format": "text",
+                "objective": header["objective"],
+            },
+        )
+
+    # -- header ----------------------------------------------------------------------------
+
+    def _header(self) -> dict[str, Any]:
+        self._skip_blank()
+        first = self._next_line()
+        if first is None or first.strip().lstrip("\ufeff") != "tree":
+            shown = "" if first is None else first[:40]
+            raise ModelFormatError(
+                f"not a LightGBM text model: the first line is {shown!r}, expected 'tree'")
+        values: dict[str, str] = {}
+        average_output = False
+        while True:
+            line = self._peek()
+            if line is None or line.startswith("Tree=") or line.strip() == "end of trees":
+                break
+            self.pos += 1
+            if not line.strip():
+                continue
+            if "=" not in line:
+                if line.strip() == "average_output":
+                    average_output = True
+                continue  # other bare lines carry nothing for prediction
+            key, _, value = line.partition("=")
+            key = key.strip()
+            if key in values:
+                raise ModelFormatError(f"LightGBM model header: '{key}' is given twice")
+            values[key] = value.strip()
+
+        def header_int(key: str, lo: int, hi: int, default: int | None = None) -> int:
+            if key not in values:
+                if default is not None:
+                    return default
+                raise ModelFormatError(f"LightGBM model header: the '{key}' line is missing")
+            v = values[key]
+            if not _INT_TOKEN.fullmatch(v):
+                raise ModelFormatError(
+                    f"LightGBM model header: '{key}' is {v[:40]!r}, not an integer")
+            n = int(v)
+            if not lo <= n <= hi:
+                raise ModelFormatError(
+                    f"LightGBM model header: '{key}' is {n}, expected {lo} to {hi}")
+            return n
+
+        num_class = header_int("num_class", 1, MAX_NODES_PER_TREE)
+        k = header_int("num_tree_per_iteration", 1, MAX_NODES_PER_TREE, default=num_class)
+        if k != num_class:
+            raise ModelFormatError(
+                f"LightGBM model header: num_tree_per_iteration={k} but num_class={num_class}")
+        n_features = header_int("max_feature_idx", 0, MAX_FEATURES - 1) + 1
+
+        feature_names = None
+        if "feature_names" in values:
+            names = values["feature_names"].split()
+            if len(names) != n_features:
+                raise ModelFormatError(
+                    f"LightGBM model header: {len(names)} feature_names for max_feature_idx="
+                    f"{n_features - 1} ({n_features} features)")
+            feature_names = tuple(names)
+        if "feature_infos" in values:
+            infos = values["feature_infos"].split()
+            if len(infos) != n_features:
+                raise ModelFormatError(
+                    f"LightGBM model header: {len(infos)} feature_infos for {n_features} "
+                    f"features")
+
+        objective = values.get("objective")
+        transform, params = _objective_transform(objective, k)
+        return {
+            "version": values.get("version"),
+            "n_outputs": k,
+            "n_features": n_features,
+            "feature_names": feature_names,
+            "objective": objective,
+            "transform": transform,
+            "transform_params": params,
+            "average_output": average_output,
+        }
+
+    # -- one tree --------------------------------------------------------------------------
+
+    def _tree(self, t: int, n_features: int) -> Tree:
+        where = f"tree {t}"
+        fields: dict[str, str] = {}
+        while True:
+            line = self._peek()
+            if line is None or not line.strip():
+                break
+            if line.startswith("Tree=") or line.strip() == "end of trees":
+                break
+            self.pos += 1
+            if "=" not in line:
+                raise ModelFormatError(
+                    f"{where}: line {self.pos}: expected 'field=values', found {line[:40]!r}")
+            key, _, value = line.partition("=")
+            key = key.strip()
+            if key in fields:
+                raise ModelFormatError(f"{where}: field '{key}' is given twice")
+            fields[key] = value
+
+        f = _Fields(fields, where)
+        num_leaves = f.scalar_int("num_leaves", 1, MAX_LEAVES)
+        num_cat = f.scalar_int("num_cat", 0, MAX_LEAVES)
+        leaf_value = f.floats("leaf_value", num_leaves)
+        is_linear = f.scalar_int("is_linear", 0, 1, default=0)
+        m = num_leaves - 1  # internal nodes
+        k = 2 * num_leaves - 1
+
+        if m == 0:
+            if num_cat:
+                raise ModelFormatError(f"{where}: num_cat={num_cat} in a tree without splits")
+            left = right = np.full(1, -1, np.int64)
+            feature = np.zeros(1, np.int64)
+            threshold = np.zeros(1)
+            default_left = is_cat = np.zeros(1, bool)
+            missing = np.zeros(1, np.int64)
+            categories: dict[int, np.ndarray] = {}
+        else:
+            split_feature = f.ints("split_feature", m, 0, n_features - 1)
+            thr = f.floats("threshold", m)
+            decision = f.ints("decision_type", m, -128, 127)
+            lc = f.ints("left_child", m, -num_leaves, m - 1)
+            rc = f.ints("right_child", m, -num_leaves, m - 1)
+
+            bad = (decision & ~_KNOWN_DECISION_BITS) != 0
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise ModelFormatError(
+                    f"{where}: node {i}: decision_type {decision[i]} sets bits this library "
+                    f"does not know")
+            is_cat = (decision & _CATEGORICAL_BIT) != 0
+            missing = (decision >> 2) & 3
+            if (missing > MISSING_NAN).any():
+                i = int(np.flatnonzero(missing > MISSING_NAN)[0])
+                raise ModelFormatError(
+                    f"{where}: node {i}: decision_type {decision[i]} has the invalid missing "
+                    f"type 3")
+            # A categorical node sends NaN right whatever its default-left bit says.
+            default_left = ((decision & _DEFAULT_LEFT_BIT) != 0) & ~is_cat
+
+            categories = {}
+            if is_cat.any() or num_cat:
+                categories = self._categories(f, where, thr, is_cat, num_cat)
+            threshold = np.where(is_cat, 0.0, thr)
+
+            def source_children(c: np.ndarray) -> np.ndarray:
+                # leaf ~c is source node m + ~c
+                return np.where(c >= 0, c, m + ~c)
+
+            left = np.concatenate([source_children(lc), np.full(num_leaves, -1, np.int64)])
+            right = np.concatenate([source_children(rc), np.full(num_leaves, -1, np.int64)])
+            pad_i = np.zeros(num_leaves, np.int64)
+            pad_b = np.zeros(num_leaves, bool)
+            feature = np.concatenate([split_feature, pad_i])
+            threshold = np.concatenate([threshold, np.zeros(num_leaves)])
+            default_left = np.concatenate([default_left, pad_b])
+            is_cat = np.concatenate([is_cat, pad_b])
+            missing = np.concatenate([missing, pad_i])
+
+        linear = self._linear(f, where, num_leaves, m, n_features) if is_linear else None
+        value = np.concatenate([np.zeros(m), leaf_value])
+        source_id = np.concatenate([np.arange(m), np.arange(num_leaves)])
+        assert left.shape[0] == k
+        return build_tree(
+            left=left, right=right, root=0, feature=feature, threshold=threshold,
+            default_left=default_left, missing_type=missing, is_categorical=is_cat,
+            categories=categories, value=value, source_id=source_id, linear=linear,
+            n_features=n_features, where=where)
+
+    @staticmethod
+    def _categories(f: "_Fields", where: str, thr: np.ndarray, is_cat: np.ndarray,
+                    num_cat: int) -> dict[int, np.ndarray]:
+        """Category list of each categorical node, from its bitset."""
+        if num_cat == 0:
+            i = int(np.flatnonzero(is_cat)[0])
+            raise ModelFormatError(f"{where}: node {i} is categorical but num_cat=0")
+        bounds = f.ints("cat_boundaries", num_cat + 1, 0, None)
+        if bounds[0] != 0 or (np.diff(bounds) < 0).any():
+            raise ModelFormatError(
+                f"{where}: cat_boundaries must start at 0 and never decrease")
+        words = f.ints("cat_threshold", int(bounds[-1]), 0, (1 << 32) - 1)
+        out = {}
+        for i in np.flatnonzero(is_cat).tolist():
+            c = float(thr[i])
+            if not (0 <= c < num_cat and c == int(c)):
+                raise ModelFormatError(
+                    f"{where}: node {i}: categorical threshold {c!r} is not an index into "
+                    f"cat_boundaries (num_cat={num_cat})")
+            lo, hi = int(bounds[int(c)]), int(bounds[int(c) + 1])
+            if hi - lo > MAX_BITSET_WORDS:
+                raise ModelFormatError(
+                    f"{where}: node {i}: cat_threshold bitset of {hi - lo} words goes beyond "
+                    f"category {MAX_CATEGORY}")
+            bits = np.unpackbits(words[lo:hi].astype("<u4").view(np.uint8), bitorder="little")
+            out[i] = np.flatnonzero(bits)
+        return out
+
+    @staticmethod
+    def _linear(f: "_Fields", where: str, num_leaves: int, m: int,
+                n_features: int) -> dict[int, tuple[float, np.ndarray, np.ndarray]]:
+        """``{source leaf node: (const, features, coeffs)}`` of a linear tree."""
+        const = f.floats("leaf_const", num_leaves)
+        counts = f.ints("num_features", num_leaves, 0, n_features)
+        total = int(counts.sum())
+        feats = f.ints("leaf_features", total, 0, n_features - 1, allow_absent=total == 0)
+        coeffs = f.floats("leaf_coeff", total, allow_absent=total == 0)
+        offsets = np.concatenate([[0], np.cumsum(counts)])
+        return {m + j: (float(const[j]), feats[offsets[j]:offsets[j + 1]],
+                        coeffs[offsets[j]:offsets[j + 1]])
+                for j in range(num_leaves)}
+
+
+class _Fields:
+    """Typed, size-checked access to the ``key=value`` lines of one tree."""
+
+    def __init__(self, fields: dict[str, str], where: str) -> None:
+        self.fields = fields
+        self.where = where
+
+    def _get(self, key: str, allow_absent: bool = False) -> str | None:
+        if key not in self.fields:
+            if allow_absent:
+                return None
+            raise ModelFormatError(f"{self.where}: the '{key}' field is missing")
+        return self.fields[key]
+
+    def _tokens(self, key: str, n: int, bad_chars: re.Pattern,
+                allow_absent: bool) -> list[str]:
+        value = self._get(key, allow_absent)
+        if value is None:
+            return []
+        m = bad_chars.search(value)
+        if m:
+            raise ModelFormatError(
+                f"{self.where}: field '{key}' holds {m.group()!r}, which is not part of a "
+                f"number")
+        tokens = value.split()
+        if len(tokens) != n:
+            raise ModelFormatError(
+                f"{self.where}: field '{key}' has {len(tokens)} values, expected {n}")
+        return tokens
+
+    def scalar_int(self, key: str, lo: int, hi: int, default: int | None = None) -> int:
+        value = self._get(key, allow_absent=default is not None)
+        if value is None:
+            return int(default)  # type: ignore[arg-type]
+        v = value.strip()
+        if not _INT_TOKEN.fullmatch(v):
+            raise ModelFormatError(f"{self.where}: field '{key}' is {v[:40]!r}, not an integer")
+        n = int(v)
+        if not lo <= n <= hi:
+            raise ModelFormatError(f"{self.where}: field '{key}' is {n}, expected {lo} to {hi}")
+        return n
+
+    def ints(self, key: str, n: int, lo: int, hi: int | None,
+             allow_absent: bool = False) -> np.ndarray:
+        tokens = self._tokens(key, n, _NOT_INT_CHARS, allow_absent)
+        for tok in tokens:
+            if not _INT_TOKEN.fullmatch(tok):
+                raise ModelFormatError(
+                    f"{self.where}: field '{key}' holds {tok[:40]!r}, not an integer")
+        a = np.array(tokens, dtype=np.int64) if tokens else np.zeros(0, np.int64)
+        out_of_range = (a < lo) if hi is None else ((a < lo) | (a > hi))
+        if out_of_range.any():
+            i = int(np.flatnonzero(out_of_range)[0])
+            expected = f">= {lo}" if hi is None else f"in [{lo}, {hi}]"
+            raise ModelFormatError(
+                f"{self.where}: field '{key}' entry {i} is {a[i]}, expected {expected}")
+        return a
+
+    def floats(self, key: str, n: int, allow_absent: bool = False) -> np.ndarray:
+        tokens = self._tokens(key, n, _NOT_FLOAT_CHARS, allow_absent)
+        try:
+            return np.array([float(t) for t in tokens], dtype=np.float64)
+        except ValueError:
+            bad = next(t for t in tokens if not _is_float(t))
+            raise ModelFormatError(
+                f"{self.where}: field '{key}' holds {bad[:40]!r}, not a number") from None
+
+
+def _is_float(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------------------------
+# objective -> transform
+
+def _objective_transform(objective: str | None, n_outputs: int) -> tuple[str, dict[str, Any]]:
+    """Output transform and its parameters for an ``objective=`` header value."""
+    if objective is None:  # custom objective: LightGBM writes no objective line
+        return "identity", {}
+    tokens = objective.split()
+    if not tokens:
+        raise ModelFormatError("LightGBM model header: the objective line is empty")
+    name, rest = tokens[0], tokens[1:]
+    params: dict[str, str] = {}
+    flags = set()
+    for tok in rest:
+        if ":" in tok:
+            key, _, value = tok.partition(":")
+            params[key] = value
+        else:
+            flags.add(tok)
+
+    def sigmoid() -> float:
+        if "sigmoid" not in params:
+            raise ModelFormatError(
+                f"LightGBM model header: objective {objective!r} gives no sigmoid parameter")
+        try:
+            s = float(params["sigmoid"])
+        except ValueError:
+            s = float("nan")
+        if not (np.isfinite(s) and s > 0):
+            raise ModelFormatError(
+                f"LightGBM model header: objective {objective!r}: sigmoid must be a positive "
+                f"number")
+        return s
+
+    def check_num_class() -> None:
+        v = params.get("num_class")
+        if v is None or not _INT_TOKEN.fullmatch(v) or int(v) != n_outputs:
+            raise ModelFormatError(
+                f"LightGBM model header: objective {objective!r} does not match "
+                f"num_tree_per_iteration={n_outputs}")
+
+    if n_outputs != 1 and name not in ("multiclass", "multiclassova", "custom"):
+        raise ModelFormatError(
+            f"LightGBM model header: objective {name!r} has one output, but "
+            f"num_tree_per_iteration={n_outputs}")
+    if name in _IDENTITY_OBJECTIVES:
+        if name in _SQRT_OBJECTIVES and "sqrt" in flags:
+            return "signed_square", {}
+        return "identity", {}
+    if name == "binary":
+        return "sigmoid", {"sigmoid": sigmoid()}
+    if name == "cross_entropy":
+        return "sigmoid", {"sigmoid": 1.0}
+    if name == "cross_entropy_lambda":
+        return "log1p_exp", {}
+    if name in _EXP_OBJECTIVES:
+        return "exp", {}
+    if name == "multiclass":
+        check_num_class()
+        return "softmax", {}
+    if name == "multiclassova":
+        check_num_class()
+        return "ova_sigmoid", {"sigmoid": sigmoid()}
+    raise ModelFormatError(
+        f"LightGBM model header: unknown objective {name!r}; refusing to guess its output "
+        f"transform")
