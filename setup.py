@@ -3,6 +3,8 @@
 Environment switches:
   QUICKSCORER_NATIVE=1  add -march=native (opt-in; wheels stay portable without it)
   QUICKSCORER_DEBUG=1   bounds and wraparound checks on, -O0 -g, for a debug test run
+  QUICKSCORER_ANNOTATE=1  write cython -a HTML next to each .pyx
+  QUICKSCORER_ONLY=_vqs,_arith  build only these modules (a developer's quick rebuild)
 """
 import os
 import sys
@@ -15,6 +17,7 @@ from setuptools import Extension, setup
 HERE = Path(__file__).parent
 DEBUG = os.environ.get("QUICKSCORER_DEBUG", "") not in ("", "0")
 NATIVE = os.environ.get("QUICKSCORER_NATIVE", "") not in ("", "0")
+ONLY = {s.strip() for s in os.environ.get("QUICKSCORER_ONLY", "").split(",") if s.strip()}
 
 # All compiler directives live here, once.
 DIRECTIVES = {
@@ -50,6 +53,7 @@ extensions = [
         extra_link_args=link_args,
     )
     for pyx in sorted((HERE / "src" / "quickscorer").glob("*.pyx"))
+    if not ONLY or pyx.stem in ONLY
 ]
 
 setup(
