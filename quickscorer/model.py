@@ -13,7 +13,7 @@ from ._transforms import apply_transform
 from .ensemble import Ensemble
 from .inputs import as_rows
 
-DEFAULT_ALGORITHM = "traversal"
+DEFAULT_ALGORITHM = "quickscorer"
 
 
 def _resolve_threads(n_threads: int | None) -> int:
