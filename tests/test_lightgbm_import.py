@@ -264,19 +264,22 @@ def test_cases_cover_what_they_claim():
     assert load_lightgbm(_trained("random_forest")[0]).average_output
 
 
-@pytest.mark.parametrize("name", ["binary", "multiclass", "multiclassova", "random_forest",
-                                  "categorical", "linear_tree", "poisson"])
+@pytest.mark.parametrize("name", CASES)
 def test_model_scores_match_lightgbm(name):
-    """The compiled scorer, fed by this importer, matches LightGBM end to end."""
+    """Every compiled algorithm, fed by this importer, matches LightGBM end to end."""
     booster, X, categorical = _trained(name)
     ens = load_lightgbm(booster)
     rows = lgb_probe_rows(ens, X[:50], seed=1, categorical=categorical)
     model = quickscorer.Model(ens)
-    np.testing.assert_array_equal(model.predict(rows, raw_score=True),
-                                  booster.predict(rows, raw_score=True))
-    np.testing.assert_array_equal(model.predict(rows), booster.predict(rows))
-    np.testing.assert_array_equal(model.predict_leaf(rows, source_ids=True),
-                                  booster.predict(rows, pred_leaf=True))
+    want_raw = booster.predict(rows, raw_score=True)
+    want = booster.predict(rows)
+    want_leaf = booster.predict(rows, pred_leaf=True)
+    for alg in quickscorer.available_algorithms():
+        np.testing.assert_array_equal(model.predict(rows, raw_score=True, algorithm=alg),
+                                      want_raw, err_msg=alg)
+        np.testing.assert_array_equal(model.predict(rows, algorithm=alg), want, err_msg=alg)
+        np.testing.assert_array_equal(model.predict_leaf(rows, source_ids=True, algorithm=alg),
+                                      want_leaf.reshape(len(rows), -1), err_msg=alg)
 
 
 # --------------------------------------------------------------------------------------------
