@@ -6,7 +6,7 @@ functions the libraries call, in the same order and precision (SEMANTICS.md).
 """
 import numpy as np
 
-from libc.math cimport exp, expf, log1p, fmaxf
+from libc.math cimport exp, expf, log1p, fmaxf, logf
 
 TRANSFORM_CODES = {
     "identity": 0, "sigmoid": 1, "softmax": 2, "ova_sigmoid": 3, "exp": 4, "log1p_exp": 5,
@@ -104,3 +104,20 @@ def apply_transform(str name, dict params, raw, double divide_by=1.0):
     with nogil:
         _lgb(code, s, divide_by, a64)
     return out
+
+
+def xgb_prob_to_margin(str kind, double base_score):
+    """XGBoost's ``ProbToMargin`` of a stored ``base_score``, in float32 with libm.
+
+    ``kind`` is ``"logit"`` (``-logf(1/x - 1)``), ``"log"`` (``logf(x)``) or ``"identity"``.
+    Returns the margin as a Python float holding a float32 value.
+    """
+    cdef float x = <float>base_score
+    cdef float one = 1.0
+    if kind == "logit":
+        return -logf(one / x - one)
+    if kind == "log":
+        return logf(x)
+    if kind == "identity":
+        return x
+    raise ValueError(f"unknown margin kind {kind!r}")

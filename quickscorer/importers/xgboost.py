@@ -1,0 +1,406 @@
+"""XGBoost JSON and UBJSON models (1.x, 2.x, 3.x) -> :class:`Ensemble`, without xgboost.
+
+The scoring rules are in ``SEMANTICS.md``. Normalisation to the neutral IR:
+
+* XGBoost goes left iff ``float32(x) < split_condition``. With float32 inputs that is
+  ``x <= nextafterf(split_condition, -inf)``: the IR threshold.
+* Categorical nodes send the *listed* categories right, everything else (negative, too large,
+  unlisted) left. The IR sends its listed categories left, so the importer swaps the two
+  children of a categorical node and flips ``default_left``; the exit leaves keep their
+  XGBoost node ids as ``source_id``.
+* ``base_score`` is stored in output space; the margin the sum starts from is XGBoost's
+  ``ProbToMargin`` in float32 with libm.
+
+Every array is checked against the tree's node count before use, so a damaged model ends in a
+:class:`ModelFormatError` naming the tree and field.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..ensemble import MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, Ensemble, build_tree
+from ..errors import ModelFormatError
+from .ubjson import decode_ubjson
+
+__all__ = ["load_xgboost", "looks_like_xgboost"]
+
+#: refuse to read model files larger than this (a corrupt size, not a model)
+MAX_MODEL_BYTES = 4 << 30
+MAX_TREES = 1 << 24
+MAX_OUTPUTS = 1 << 16
+MAX_FEATURES = (1 << 31) - 1
+
+# objective -> (ProbToMargin of base_score, output transform)
+_OBJECTIVES = {
+    "reg:squarederror": ("identity", "identity"),
+    "reg:linear": ("identity", "identity"),
+    "reg:squaredlogerror": ("identity", "identity"),
+    "reg:pseudohubererror": ("identity", "identity"),
+    "reg:absoluteerror": ("identity", "identity"),
+    "reg:quantileerror": ("identity", "identity"),
+    "reg:logistic": ("logit", "xgb_logistic"),
+    "binary:logistic": ("logit", "xgb_logistic"),
+    "binary:logitraw": ("identity", "identity"),  # checked on 3.2: no ProbToMargin
+    "count:poisson": ("log", "xgb_exp"),
+    "reg:gamma": ("log", "xgb_exp"),
+    "reg:tweedie": ("log", "xgb_exp"),
+    "multi:softprob": ("identity", "xgb_softmax"),
+    "multi:softmax": ("identity", "xgb_softmax_argmax"),
+    "rank:pairwise": ("identity", "identity"),
+    "rank:ndcg": ("identity", "identity"),
+    "rank:map": ("identity", "identity"),
+}
+
+
+def looks_like_xgboost(raw: bytes) -> bool:
+    """Whether ``raw`` starts like an XGBoost JSON or UBJSON model (cheap, no validation)."""
+    head = bytes(raw[:512]).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith(b"{") and b"learner" in head
+
+
+def load_xgboost(source: Any) -> Ensemble:
+    """Read an XGBoost model into the neutral :class:`~quickscorer.ensemble.Ensemble`.
+
+    Parameters
+    ----------
+    source : dict, str, bytes, os.PathLike or xgboost.Booster
+        A parsed JSON model, JSON text, JSON or UBJSON bytes, a path to a ``.json`` /
+        ``.ubj`` file, or an ``xgboost.Booster`` (or scikit-learn estimator).
+
+    Raises
+    ------
+    ModelFormatError
+        If the model is malformed (the message names the tree and field) or uses something
+        this library does not score (vector-leaf trees, gblinear, an unknown objective).
+    """
+    doc, fmt = _document(source)
+    where = "XGBoost model"
+    try:
+        return _build(doc, fmt)
+    except ModelFormatError:
+        raise
+    except (ValueError, TypeError, IndexError, KeyError, OverflowError, AttributeError,
+            MemoryError, RecursionError) as exc:
+        raise ModelFormatError(f"{where}: cannot read it ({type(exc).__name__}: {exc})") from None
+
+
+# --------------------------------------------------------------------------------------------
+# source -> parsed document
+
+def _document(source: Any) -> tuple[dict, str]:
+    if hasattr(source, "get_booster"):            # XGBModel (scikit-learn API)
+        source = source.get_booster()
+    if hasattr(source, "save_raw"):               # xgboost.Booster, without importing xgboost
+        try:
+            return _parse_bytes(bytes(source.save_raw(raw_format="ubj")))
+        except TypeError:                         # very old xgboost: no raw_format
+            return _parse_bytes(bytes(source.save_raw()))
+    if isinstance(source, dict):
+        return source, "dict"
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return _parse_bytes(bytes(source))
+    if isinstance(source, str) and source.lstrip().startswith("{"):
+        return _parse_json(source), "json"
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            if path.stat().st_size > MAX_MODEL_BYTES:
+                raise ModelFormatError(f"{path}: too large to be a model")
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ModelFormatError(f"cannot read model file {path}: {exc}") from None
+        return _parse_bytes(data)
+    raise TypeError(f"cannot read an XGBoost model from {type(source).__name__}")
+
+
+def _parse_bytes(data: bytes) -> tuple[dict, str]:
+    head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
+    # JSON text opens with '{' then whitespace, a quote or '}'; UBJSON's '{' is followed by
+    # a length marker of the first key, or by '$' / '#'.
+    if head[:1] == b"{" and head[1:].lstrip(b" \t\r\n")[:1] in (b'"', b"}"):
+        try:
+            text = head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ModelFormatError(f"XGBoost JSON model is not UTF-8 text: {exc}") from None
+        return _parse_json(text), "json"
+    if head[:1] != b"{":
+        raise ModelFormatError(f"not an XGBoost JSON or UBJSON model (starts with {data[:8]!r})")
+    doc = decode_ubjson(head)
+    return doc, "ubj"
+
+
+def _reject_constant(name: str):
+    raise ModelFormatError(f"XGBoost JSON model holds {name}, which is not a number a model has")
+
+
+def _parse_json(text: str) -> dict:
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ModelFormatError("XGBoost JSON model is nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise ModelFormatError(f"XGBoost JSON model does not parse: {exc}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# typed access
+
+def _get(obj: Any, key: str, where: str, kind=dict):
+    if not isinstance(obj, dict):
+        raise ModelFormatError(f"{where}: expected an object, found {type(obj).__name__}")
+    if key not in obj:
+        raise ModelFormatError(f"{where}: field '{key}' is missing")
+    val = obj[key]
+    if kind is not None and not isinstance(val, kind):
+        raise ModelFormatError(f"{where}: field '{key}' is a {type(val).__name__}, "
+                               f"expected {getattr(kind, '__name__', kind)}")
+    return val
+
+
+def _int_param(obj: dict, key: str, where: str, default: int | None = None,
+               lo: int = 0, hi: int = MAX_FEATURES) -> int:
+    if key not in obj and default is not None:
+        return default
+    raw = _get(obj, key, where, kind=None)
+    try:
+        val = int(str(raw).strip())
+    except ValueError:
+        raise ModelFormatError(f"{where}: field '{key}' = {str(raw)[:40]!r} is not an integer") \
+            from None
+    if not lo <= val <= hi:
+        raise ModelFormatError(f"{where}: field '{key}' = {val} is outside [{lo}, {hi}]")
+    return val
+
+
+def _array(obj: dict, key: str, n: int, dtype, where: str, default=None) -> np.ndarray:
+    """Field ``key`` as a 1-D numeric array of exactly ``n`` entries."""
+    if key not in obj and default is not None:
+        return np.full(n, default, dtype=dtype)
+    raw = _get(obj, key, where, kind=None)
+    if isinstance(raw, np.ndarray):
+        arr = raw
+    elif isinstance(raw, list):
+        if any(isinstance(v, (str, list, dict)) or v is None for v in raw):
+            raise ModelFormatError(f"{where}: field '{key}' holds a non-number")
+        arr = np.asarray(raw, dtype=np.float64 if dtype in (np.float32, np.float64) else None)
+    else:
+        raise ModelFormatError(f"{where}: field '{key}' is not an array")
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise ModelFormatError(f"{where}: field '{key}' has {arr.size} entries, expected {n}")
+    if arr.dtype.kind == "f" and np.dtype(dtype).kind in "iub":
+        if not np.isfinite(arr).all() or (arr != np.trunc(arr)).any():
+            raise ModelFormatError(f"{where}: field '{key}' holds a non-integer")
+    if np.dtype(dtype).kind in "iu" and arr.size:
+        info = np.iinfo(np.int64)
+        if arr.dtype.kind == "f" and (np.abs(arr) > 2.0**62).any():
+            raise ModelFormatError(f"{where}: field '{key}' holds an absurd value")
+        if arr.dtype.kind == "O" or (arr.dtype.kind == "u" and arr.max() > info.max):
+            raise ModelFormatError(f"{where}: field '{key}' holds an absurd value")
+    try:
+        return arr.astype(dtype)
+    except (ValueError, TypeError, OverflowError):
+        raise ModelFormatError(f"{where}: field '{key}' is not numeric") from None
+
+
+def _parse_base_score(raw: Any, where: str) -> np.ndarray:
+    """``"5E-1"``, ``"[5E-1]"`` or ``"[a,b,c]"`` (or a number) -> float64 values."""
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        vals = [float(raw)]
+    elif isinstance(raw, str):
+        s = raw.strip()
+        if s.startswith("[") and s.endswith("]"):
+            s = s[1:-1]
+        try:
+            vals = [float(v) for v in s.split(",")] if s.strip() else []
+        except ValueError:
+            raise ModelFormatError(f"{where}: base_score {raw[:40]!r} is not a number") from None
+    else:
+        raise ModelFormatError(f"{where}: base_score is a {type(raw).__name__}")
+    arr = np.asarray(vals, dtype=np.float64)
+    if arr.size == 0 or not np.isfinite(arr).all():
+        raise ModelFormatError(f"{where}: base_score {str(raw)[:40]!r} is not finite numbers")
+    return arr
+
+
+# --------------------------------------------------------------------------------------------
+# document -> Ensemble
+
+def _build(doc: dict, fmt: str) -> Ensemble:
+    where = "XGBoost model"
+    learner = _get(doc, "learner", where)
+    version = doc.get("version")
+    version_str = (".".join(str(int(v)) for v in version)
+                   if isinstance(version, (list, np.ndarray)) and len(version) == 3 else "?")
+
+    lmp = _get(learner, "learner_model_param", f"{where}: learner")
+    w = f"{where}: learner_model_param"
+    n_features = _int_param(lmp, "num_feature", w, lo=1)
+    num_class = _int_param(lmp, "num_class", w, default=0, hi=MAX_OUTPUTS)
+    num_target = _int_param(lmp, "num_target", w, default=1, lo=1, hi=MAX_OUTPUTS)
+    if num_class > 1 and num_target > 1:
+        raise ModelFormatError(f"{w}: both num_class={num_class} and num_target={num_target}")
+    n_outputs = max(num_class, num_target, 1)
+
+    objective = _get(_get(learner, "objective", f"{where}: learner"), "name",
+                     f"{where}: learner.objective", kind=str)
+    if objective not in _OBJECTIVES:
+        raise ModelFormatError(f"{where}: objective {objective!r} is not supported "
+                               f"(supported: {', '.join(sorted(_OBJECTIVES))})")
+    margin_kind, transform = _OBJECTIVES[objective]
+
+    base = _parse_base_score(_get(lmp, "base_score", w, kind=None), w)
+    if base.size == 1:
+        base = np.repeat(base, n_outputs)
+    elif base.size != n_outputs:
+        raise ModelFormatError(f"{w}: base_score has {base.size} values for {n_outputs} outputs")
+    from .._transforms import xgb_prob_to_margin
+    margin = np.array([xgb_prob_to_margin(margin_kind, float(v)) for v in base], np.float64)
+    if not np.isfinite(margin).all():
+        raise ModelFormatError(f"{w}: base_score {base.tolist()} has no finite margin for "
+                               f"{objective}")
+
+    gb = _get(learner, "gradient_booster", f"{where}: learner")
+    booster = _get(gb, "name", f"{where}: gradient_booster", kind=str)
+    if booster == "gblinear":
+        raise ModelFormatError(f"{where}: gblinear (a linear booster) is not a tree ensemble")
+    if booster not in ("gbtree", "dart"):
+        raise ModelFormatError(f"{where}: unknown gradient booster {booster!r}")
+    # gbtree: {"model": {...}}; DART before 3.3: {"gbtree": {"model": {...}}, "weight_drop"};
+    # DART from 3.3: {"model": {..., "weight_drop": [...]}}
+    if "model" in gb:
+        model = _get(gb, "model", f"{where}: gradient_booster")
+    else:
+        model = _get(_get(gb, "gbtree", f"{where}: gradient_booster"), "model",
+                     f"{where}: gradient_booster.gbtree")
+    trees_raw = _get(model, "trees", f"{where}: gbtree model", kind=list)
+    n_trees = len(trees_raw)
+    if n_trees == 0:
+        raise ModelFormatError(f"{where}: the model has no trees")
+    if n_trees > MAX_TREES:
+        raise ModelFormatError(f"{where}: {n_trees} trees is absurd")
+    tree_info = _array(model, "tree_info", n_trees, np.int64, f"{where}: gbtree model")
+    if ((tree_info < 0) | (tree_info >= n_outputs)).any():
+        raise ModelFormatError(f"{where}: tree_info names an output outside [0, {n_outputs})")
+
+    weights = None
+    if booster == "dart":
+        holder = gb if "weight_drop" in gb else model
+        weights = _array(holder, "weight_drop", n_trees, np.float32, f"{where}: dart")
+        weights = weights.astype(np.float64)
+        if not np.isfinite(weights).all():
+            raise ModelFormatError(f"{where}: dart weight_drop holds a non-finite weight")
+
+    trees = tuple(_tree(t, raw, n_features) for t, raw in enumerate(trees_raw))
+
+    names = learner.get("feature_names")
+    feature_names = None
+    if isinstance(names, list) and len(names) == n_features and all(isinstance(s, str)
+                                                                    for s in names):
+        feature_names = tuple(names)
+
+    return Ensemble(
+        trees=trees,
+        tree_group=tree_info,
+        n_outputs=n_outputs,
+        n_features=n_features,
+        family="xgboost",
+        base_score=margin,
+        transform=transform,
+        tree_weight=weights,
+        feature_names=feature_names,
+        source={"library": "xgboost", "version": version_str, "objective": objective,
+                "format": fmt, "booster": booster},
+    )
+
+
+def _tree(t: int, raw: Any, n_features: int):
+    where = f"tree {t}"
+    if not isinstance(raw, dict):
+        raise ModelFormatError(f"{where}: expected an object")
+    param = raw.get("tree_param", {})
+    if isinstance(param, dict) and "size_leaf_vector" in param:
+        slv = _int_param(param, "size_leaf_vector", f"{where}: tree_param")
+        if slv > 1:
+            raise ModelFormatError(f"{where}: vector-leaf trees (size_leaf_vector={slv}, "
+                                   f"multi_strategy=multi_output_tree) are not supported")
+    left_raw = _get(raw, "left_children", where, kind=None)
+    if not isinstance(left_raw, (list, np.ndarray)):
+        raise ModelFormatError(f"{where}: field 'left_children' is not an array")
+    n = len(left_raw)
+    if n == 0:
+        raise ModelFormatError(f"{where}: empty tree (no nodes)")
+    if n > MAX_NODES_PER_TREE:
+        raise ModelFormatError(f"{where}: {n} nodes is more than the {MAX_NODES_PER_TREE} allowed")
+    if isinstance(param, dict) and "num_nodes" in param:
+        declared = _int_param(param, "num_nodes", f"{where}: tree_param", hi=MAX_NODES_PER_TREE)
+        if declared != n:
+            raise ModelFormatError(f"{where}: tree_param.num_nodes = {declared} but "
+                                   f"left_children has {n} entries")
+    left = _array(raw, "left_children", n, np.int64, where)
+    right = _array(raw, "right_children", n, np.int64, where)
+    feature = _array(raw, "split_indices", n, np.int64, where)
+    cond = _array(raw, "split_conditions", n, np.float32, where)
+    default_left = _array(raw, "default_left", n, np.int64, where) != 0
+    split_type = _array(raw, "split_type", n, np.int64, where, default=0)
+    leaf = left == -1
+    if (leaf != (right == -1)).any():
+        node = int(np.flatnonzero(leaf != (right == -1))[0])
+        raise ModelFormatError(f"{where}: node {node} has exactly one child")
+    if ((split_type != 0) & (split_type != 1)).any():
+        raise ModelFormatError(f"{where}: unknown split_type "
+                               f"{int(split_type[(split_type != 0) & (split_type != 1)][0])}")
+    is_cat = (split_type == 1) & ~leaf
+
+    categories: dict[int, np.ndarray] = {}
+    if is_cat.any():
+        cat_nodes = _array(raw, "categories_nodes", len(raw.get("categories_nodes", ())),
+                           np.int64, where)
+        m = cat_nodes.size
+        segments = _array(raw, "categories_segments", m, np.int64, where)
+        sizes = _array(raw, "categories_sizes", m, np.int64, where)
+        cats_all = _array(raw, "categories", len(raw.get("categories", ())), np.float64, where)
+        for node, seg, size in zip(cat_nodes.tolist(), segments.tolist(), sizes.tolist()):
+            if not 0 <= node < n or not is_cat[node]:
+                raise ModelFormatError(f"{where}: categories_nodes names node {node}, "
+                                       f"which is not a categorical split")
+            if seg < 0 or size < 0 or seg + size > cats_all.size:
+                raise ModelFormatError(f"{where}: node {node}: category segment "
+                                       f"[{seg}, {seg + size}) is outside the {cats_all.size} "
+                                       f"categories")
+            if node in categories:
+                raise ModelFormatError(f"{where}: node {node} has two category lists")
+            cats = cats_all[seg:seg + size]
+            if (cats < 0).any() or (cats > MAX_CATEGORY).any() or (cats != np.trunc(cats)).any():
+                raise ModelFormatError(f"{where}: node {node} lists an invalid category")
+            categories[node] = cats
+        missing = np.flatnonzero(is_cat & ~np.isin(np.arange(n), cat_nodes))
+        for node in missing.tolist():
+            categories[int(node)] = np.zeros(0)   # an empty list: every category goes left
+
+    # IR: listed categories go left; XGBoost sends them right. Swap those children.
+    ir_left = np.where(is_cat, right, left)
+    ir_right = np.where(is_cat, left, right)
+    ir_default_left = np.where(is_cat, ~default_left, default_left)
+
+    with np.errstate(over="ignore"):
+        below = np.nextafter(cond, np.float32(-np.inf)).astype(np.float64)
+    threshold = np.where(leaf | is_cat, 0.0, below)
+    value = np.where(leaf, cond.astype(np.float64), 0.0)
+    if not np.isfinite(cond[~is_cat]).all():
+        node = int(np.flatnonzero(~np.isfinite(cond) & ~is_cat)[0])
+        raise ModelFormatError(f"{where}: node {node}: split_conditions is not finite")
+    feature = np.where(leaf, 0, feature)
+    if ((feature < 0) | (feature >= n_features)).any():
+        node = int(np.flatnonzero((feature < 0) | (feature >= n_features))[0])
+        raise ModelFormatError(f"{where}: node {node}: split_indices = {int(feature[node])} "
+                               f"is outside [0, {n_features})")
+    return build_tree(
+        left=ir_left, right=ir_right, root=0, feature=feature, threshold=threshold,
+        default_left=ir_default_left, missing_type=np.full(n, MISSING_NAN),
+        is_categorical=is_cat, categories=categories, value=value,
+        source_id=np.arange(n), n_features=n_features, where=where)
