@@ -178,7 +178,7 @@ def build_tree(
 
     Raises :class:`ModelFormatError` if a child index is out of range, a node is reached twice
     (a cycle or shared child) or never (an orphan), a leaf count does not match, a threshold
-    is not finite, a feature is out of range, or a category is invalid.
+    is NaN, a feature is out of range, or a category is invalid.
     """
     left = np.asarray(left, dtype=np.int64)
     right = np.asarray(right, dtype=np.int64)
@@ -270,10 +270,11 @@ def build_tree(
             f"but the model has {n_features} features")
     cat = is_cat_a[internal_ids]
     thr = np.where(cat, 0.0, threshold_a[internal_ids])
-    if not np.isfinite(thr).all():
-        n = int(np.flatnonzero(~np.isfinite(thr))[0])
+    # +-inf is a real threshold (LightGBM writes "inf" for a split of NaN from the rest)
+    if np.isnan(thr).any():
+        n = int(np.flatnonzero(np.isnan(thr))[0])
         raise ModelFormatError(
-            f"{where}: node {src_a[internal_ids[n]]} has a non-finite threshold {thr[n]}")
+            f"{where}: node {src_a[internal_ids[n]]} has a NaN threshold")
     miss = missing_a[internal_ids]
     if ((miss < 0) | (miss > MISSING_NAN)).any():
         raise ModelFormatError(f"{where}: unknown missing type in {sorted(set(miss.tolist()))}")

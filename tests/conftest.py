@@ -19,7 +19,7 @@ def shared_data_or_skip() -> Path:
 
 
 def random_tree(rng, n_leaves: int, n_features: int, family: str, *,
-                thresholds=(-1.0, 0.0, 0.5, 1e-36, 2.0), p_categorical=0.15):
+                thresholds=(-1.0, 0.0, 0.5, 1e-36, 2.0, np.inf, -np.inf), p_categorical=0.15):
     """A random tree of ``n_leaves`` leaves grown by splitting random leaves."""
     left, right, leaves = [-1], [-1], [0]
     while len(leaves) < n_leaves:

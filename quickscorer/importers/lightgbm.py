@@ -48,6 +48,8 @@ _KNOWN_DECISION_BITS = 0b1111
 # letters (other than the exponent) and "_" rejects "nan", "inf" and "1_0", which LightGBM
 # never writes.
 _NOT_FLOAT_CHARS = re.compile(r"[^0-9eE.+\-\s]")
+# thresholds may also be "inf" / "-inf" (a split that separates only NaN from the rest)
+_NOT_THRESHOLD_CHARS = re.compile(r"[^0-9eE.+\-\sinf]")
 _NOT_INT_CHARS = re.compile(r"[^0-9+\-\s]")
 _INT_TOKEN = re.compile(r"[+-]?\d{1,18}")
 
@@ -346,7 +348,7 @@ class _Parser:
             categories: dict[int, np.ndarray] = {}
         else:
             split_feature = f.ints("split_feature", m, 0, n_features - 1)
-            thr = f.floats("threshold", m)
+            thr = f.floats("threshold", m, allow_inf=True)
             decision = f.ints("decision_type", m, -128, 127)
             lc = f.ints("left_child", m, -num_leaves, m - 1)
             rc = f.ints("right_child", m, -num_leaves, m - 1)
@@ -497,14 +499,22 @@ class _Fields:
                 f"{self.where}: field '{key}' entry {i} is {a[i]}, expected {expected}")
         return a
 
-    def floats(self, key: str, n: int, allow_absent: bool = False) -> np.ndarray:
-        tokens = self._tokens(key, n, _NOT_FLOAT_CHARS, allow_absent)
+    def floats(self, key: str, n: int, allow_absent: bool = False,
+               allow_inf: bool = False) -> np.ndarray:
+        tokens = self._tokens(key, n, _NOT_THRESHOLD_CHARS if allow_inf else _NOT_FLOAT_CHARS,
+                              allow_absent)
         try:
-            return np.array([float(t) for t in tokens], dtype=np.float64)
+            a = np.array([float(t) for t in tokens], dtype=np.float64)
         except ValueError:
             bad = next(t for t in tokens if not _is_float(t))
             raise ModelFormatError(
                 f"{self.where}: field '{key}' holds {bad[:40]!r}, not a number") from None
+        # only a literal "inf" may be infinite; "1e999" is an overflow, not a value written
+        for i in np.flatnonzero(np.isinf(a)):
+            if tokens[i].lstrip("+-") != "inf":
+                raise ModelFormatError(
+                    f"{self.where}: field '{key}' holds {tokens[i][:40]!r}, which overflows")
+        return a
 
 
 def _is_float(token: str) -> bool:
