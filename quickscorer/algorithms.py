@@ -78,7 +78,7 @@ def _load_all() -> None:
 
 
 #: modules that register further algorithms when imported
-_OPTIONAL_MODULES: list[str] = ["quickscorer.qs"]
+_OPTIONAL_MODULES: list[str] = ["quickscorer.qs", "quickscorer.arithmetic"]
 
 
 @register("traversal")

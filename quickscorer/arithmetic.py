@@ -1,0 +1,123 @@
+"""The paper's arithmetic traversals as selectable algorithms (``ALGORITHMS.md`` 2-6).
+
+Each builds, once per model, the bit-packed matrix rows or columns its kernel reads (see
+``src/quickscorer/_arith.pyx``) from :mod:`quickscorer.representations`; the node tests come
+from evaluating every node with the shared rules, as the reference walk does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import layouts
+from .algorithms import Algorithm, register
+from .ensemble import Ensemble
+from ._forest import Forest
+from .representations import (depth_vector, left_matrix, pack_columns, pack_rows,
+                              path_matrix, right_matrix)
+
+def arithmetic_arrays(ens: Ensemble, kind: str) -> dict:
+    """The layout of one arithmetic algorithm as numpy arrays.
+
+    Node fields as for the reference walk, plus per tree the words of a packed node row
+    (``node_words``) and leaf column (``leaf_words``), and, by ``kind``: packed L / R rows
+    (``lt1``, ``two_sided``), path masks M and expected-sign masks E (``sign``: E has bit n
+    where the leaf's path goes right at n), packed L / R columns (``both_vectors``) or dense
+    int8 path rows and depths (``ecoc``).
+    """
+    a = layouts.traversal_arrays(ens)
+    for unused in ("left", "right"):
+        del a[unused]
+    m = np.array([t.n_internal for t in ens.trees], np.int64)
+    nl = m + 1
+    a["leaf_offset"] = np.r_[0, np.cumsum(nl)].astype(np.int64)
+    a["node_words"] = np.maximum(1, (m + 63) // 64)
+    a["leaf_words"] = np.maximum(1, (nl + 63) // 64)
+    a["row_offset"] = np.r_[0, np.cumsum(nl * a["node_words"])].astype(np.int64)
+    a["col_offset"] = np.r_[0, np.cumsum(m * a["leaf_words"])].astype(np.int64)
+    a["p_offset"] = np.r_[0, np.cumsum(nl * m)].astype(np.int64)
+    rows_a, rows_b, cols_l, cols_r, p_rows, depth = [], [], [], [], [], []
+    for t, tree in enumerate(ens.trees):
+        nw, lw = int(a["node_words"][t]), int(a["leaf_words"][t])
+        if kind == "ecoc":
+            P = path_matrix(tree)
+            p_rows.append(P.ravel())
+            depth.append(depth_vector(tree).astype(np.int32))
+            continue
+        if tree.n_internal == 0:
+            continue
+        L, R = left_matrix(tree), right_matrix(tree)
+        if kind in ("lt1", "two_sided"):
+            rows_a.append(pack_rows(L, nw).ravel())
+            rows_b.append(pack_rows(R, nw).ravel())
+        elif kind == "sign":
+            P = L.astype(np.int8) - R
+            rows_a.append(pack_rows(P != 0, nw).ravel())
+            rows_b.append(pack_rows(P > 0, nw).ravel())
+        elif kind == "both_vectors":
+            cols_l.append(pack_columns(L, lw).ravel())
+            cols_r.append(pack_columns(R, lw).ravel())
+
+    def joined(parts, dtype):
+        return np.concatenate(parts).astype(dtype) if parts else np.zeros(1, dtype)
+
+    a["rows_a"] = joined(rows_a, np.uint64)
+    a["rows_b"] = joined(rows_b, np.uint64)
+    a["cols_l"] = joined(cols_l, np.uint64)
+    a["cols_r"] = joined(cols_r, np.uint64)
+    a["p_rows"] = joined(p_rows, np.int8)
+    a["depth"] = joined(depth, np.int32)
+    for k, arr in a.items():  # e.g. a model of single-leaf trees has no nodes: never empty
+        if arr.size == 0:
+            a[k] = np.zeros(1, arr.dtype)
+    for arr in a.values():
+        arr.setflags(write=False)
+    return a
+
+
+class _Arithmetic(Algorithm):
+    kind = ""
+    code = -1
+
+    def __init__(self, ens: Ensemble, forest: Forest):
+        super().__init__(ens, forest)
+        from . import _arith
+        self._k = _arith
+        self._arrays = arithmetic_arrays(ens, self.kind)
+        self._layout = _arith.ArithLayout(self._arrays, self.code)
+
+    def arrays(self) -> dict:
+        return self._arrays
+
+    def predict_raw(self, X, out64, out32, rowbuf, n_threads):
+        words, signs = self._k.scratch(self._layout, n_threads)
+        self._k.predict_raw(self.forest, self._layout, X, out64, out32, rowbuf, words, signs,
+                            n_threads)
+
+    def predict_leaf(self, X, out, rowbuf, n_threads):
+        words, signs = self._k.scratch(self._layout, n_threads)
+        self._k.predict_leaf(self.forest, self._layout, X, out, rowbuf, words, signs, n_threads)
+
+
+def _make(name: str, code_name: str, doc: str, test_vector: str):
+    from . import _arith
+
+    cls = type(f"Arith_{name}", (_Arithmetic,), {
+        "__doc__": doc, "kind": name, "code": int(getattr(_arith, code_name)),
+        "test_vector": test_vector})
+    return register(name)(cls)
+
+
+_EVERY_NODE = "every node evaluated, then bit-packed matrix rows"
+_make("both_vectors", "KIND_BOTH",
+      "Algorithm 2: AND left vectors of false nodes and right vectors of true nodes, "
+      "stopping when one candidate leaf is left.",
+      "node by node in breadth-first order, stopping at one candidate leaf")
+_make("lt1", "KIND_LT1", "Algorithm 3: leftmost maximum of L t + 1 by popcounts.", _EVERY_NODE)
+_make("two_sided", "KIND_TWO_SIDED",
+      "Algorithm 4: unique maximum of L t + R (1 - t) by popcounts.", _EVERY_NODE)
+_make("sign", "KIND_SIGN",
+      "SignQuickScorer (Algorithms 5 and 7): unique zero of P s - d from path and sign masks.",
+      _EVERY_NODE)
+_make("ecoc", "KIND_ECOC",
+      "Algorithm 6: similarity decoding <P_i, s> / <P_i, P_i> = 1 on dense int8 path rows.",
+      "every node evaluated, then dense int8 path rows")
