@@ -202,7 +202,8 @@ def _array(obj: dict, key: str, n: int, dtype, where: str, default=None) -> np.n
         if arr.dtype.kind == "O" or (arr.dtype.kind == "u" and arr.max() > info.max):
             raise ModelFormatError(f"{where}: field '{key}' holds an absurd value")
     try:
-        return arr.astype(dtype)
+        with np.errstate(over="ignore", invalid="ignore"):  # huge values: checked by callers
+            return arr.astype(dtype)
     except (ValueError, TypeError, OverflowError):
         raise ModelFormatError(f"{where}: field '{key}' is not numeric") from None
 
