@@ -43,8 +43,6 @@ def arithmetic_arrays(ens: Ensemble, kind: str) -> dict:
             p_rows.append(P.ravel())
             depth.append(depth_vector(tree).astype(np.int32))
             continue
-        if tree.n_internal == 0:
-            continue
         L, R = left_matrix(tree), right_matrix(tree)
         if kind in ("lt1", "two_sided"):
             rows_a.append(pack_rows(L, nw).ravel())
