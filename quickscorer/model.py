@@ -150,6 +150,24 @@ class Model:
                 out = apply_transform(e.transform, dict(e.transform_params), raw, divide_by)
         return out[:, 0] if out.shape[1] == 1 else out
 
+    def predict_soft(self, X, temperature: float, *, raw_score: bool = False) -> np.ndarray:
+        """Soft prediction: node ``n`` goes left with probability
+        ``sigmoid((threshold - x) / temperature)`` (missing values and categories by their
+        rules), leaf values weighted by the leaf probabilities of the fuzzy matrix. Tends to
+        :meth:`predict` as ``temperature -> 0``, away from thresholds. A numpy
+        implementation for study (see :mod:`quickscorer.soft`), float64.
+        """
+        from .soft import predict_soft
+        out = predict_soft(self.ensemble, as_rows(self.ensemble, X), temperature,
+                           raw_score=raw_score)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def leaf_attention(self, X) -> list[np.ndarray]:
+        """Per tree, ``softmax(D^-1 P s)``: a distribution over its leaves for each row that
+        peaks at the exit leaf (see :mod:`quickscorer.soft`)."""
+        from .soft import leaf_attention
+        return leaf_attention(self.ensemble, as_rows(self.ensemble, X))
+
     def predict_leaf(self, X, *, algorithm: str | None = None, source_ids: bool = False,
                      n_threads: int | None = 1) -> np.ndarray:
         """Exit leaf of every tree, shape ``(n_rows, n_trees)``, int32.
