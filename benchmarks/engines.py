@@ -1,0 +1,205 @@
+"""The scoring engines the comparison times, each behind one small interface.
+
+An engine is prepared once from a model file (load plus any compilation, timed), then scores
+float64 rows into raw margins with a fixed number of threads. Peers that are not installed
+raise :class:`Missing` with the package and the extra that installs it.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+class Missing(RuntimeError):
+    """An optional peer is not installed."""
+
+
+def _need(module: str, package: str):
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise Missing(f"{package} is not installed (pip install -e '.[bench]')") from None
+
+
+class Engine:
+    name = "?"
+    source = "lightgbm"      # which twin model it scores: "lightgbm" or "xgboost"
+    exact = True             # promises bit-exact raw scores with the source library
+
+    def __init__(self, model_path: Path, n_threads: int = 1):
+        self.model_path = Path(model_path)
+        self.n_threads = n_threads
+        t0 = time.perf_counter()
+        self._prepare()
+        self.prep_seconds = time.perf_counter() - t0
+
+    def _prepare(self) -> None:
+        raise NotImplementedError
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Raw scores (margins) of float64 rows, shape (n_rows,) or (n_rows, n_outputs)."""
+        raise NotImplementedError
+
+    def nbytes(self) -> tuple[int, str]:
+        """Memory of the prepared model and how it was measured."""
+        return self.model_path.stat().st_size, "model file"
+
+
+class QuickScorer(Engine):
+    """One algorithm of this library."""
+
+    def __init__(self, model_path, n_threads=1, algorithm="quickscorer", dtype=np.float64,
+                 source="lightgbm"):
+        self.algorithm = algorithm
+        self.dtype = dtype
+        self.source = source
+        self.name = f"quickscorer[{algorithm}]" + ("" if dtype == np.float64 else "/f32")
+        super().__init__(model_path, n_threads)
+
+    def _prepare(self):
+        import quickscorer
+        self.model = quickscorer.load(self.model_path, prepare=(self.algorithm,))
+
+    def predict(self, X):
+        if X.dtype != self.dtype:
+            X = X.astype(self.dtype)
+        out = self.model.predict_raw(X, algorithm=self.algorithm, n_threads=self.n_threads)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def nbytes(self):
+        return self.model.prepare(self.algorithm).nbytes, "layout arrays"
+
+
+class LightGBM(Engine):
+    name = "lightgbm"
+
+    def _prepare(self):
+        lgb = _need("lightgbm", "lightgbm")
+        self.booster = lgb.Booster(model_file=str(self.model_path))
+
+    def predict(self, X):
+        return self.booster.predict(X, raw_score=True, num_threads=self.n_threads)
+
+
+class XGBoost(Engine):
+    name = "xgboost"
+    source = "xgboost"
+
+    def _prepare(self):
+        xgb = _need("xgboost", "xgboost")
+        self.booster = xgb.Booster(model_file=str(self.model_path))
+        self.booster.set_param({"nthread": self.n_threads})
+
+    def predict(self, X):
+        return self.booster.inplace_predict(X, predict_type="margin")
+
+
+class TreeliteGTIL(Engine):
+    name = "treelite-gtil"
+    exact = False  # GTIL sums in float32 or float64 per model type; compared, not promised
+
+    def _prepare(self):
+        treelite = _need("treelite", "treelite")
+        self.model = treelite.frontend.load_lightgbm_model(str(self.model_path))
+        self._gtil = treelite.gtil
+
+    def predict(self, X):
+        out = self._gtil.predict(self.model, X, nthread=self.n_threads, pred_margin=True)
+        return np.squeeze(out)
+
+
+class TL2cgen(Engine):
+    name = "tl2cgen"
+    exact = False
+
+    def _prepare(self):
+        treelite = _need("treelite", "treelite")
+        tl2cgen = _need("tl2cgen", "tl2cgen")
+        model = treelite.frontend.load_lightgbm_model(str(self.model_path))
+        self._dir = tempfile.mkdtemp(prefix="qs-tl2cgen-")
+        lib = Path(self._dir) / "model.so"
+        tl2cgen.export_lib(model, toolchain="gcc", libpath=str(lib),
+                           params={"parallel_comp": os.cpu_count() or 1},
+                           nthread=os.cpu_count() or 1)
+        self._lib = lib
+        self._tl2cgen = tl2cgen
+        self.predictor = tl2cgen.Predictor(str(lib), nthread=self.n_threads)
+
+    def predict(self, X):
+        dmat = self._tl2cgen.DMatrix(X, dtype="float64")
+        return np.squeeze(self.predictor.predict(dmat, pred_margin=True))
+
+    def nbytes(self):
+        return self._lib.stat().st_size, "compiled .so"
+
+
+class LLeaves(Engine):
+    name = "lleaves"
+    exact = False
+
+    def _prepare(self):
+        lleaves = _need("lleaves", "lleaves")
+        self.model = lleaves.Model(model_file=str(self.model_path))
+        self._dir = tempfile.mkdtemp(prefix="qs-lleaves-")
+        self._cache = Path(self._dir) / "model.o"
+        self.model.compile(cache=str(self._cache), raw_score=True)
+
+    def predict(self, X):
+        return self.model.predict(X, n_jobs=self.n_threads)
+
+    def nbytes(self):
+        return self._cache.stat().st_size, "compiled object"
+
+
+class ONNXRuntime(Engine):
+    name = "onnxruntime"
+    exact = False  # float32 input and thresholds: close, not exact, for LightGBM models
+
+    def _prepare(self):
+        lgb = _need("lightgbm", "lightgbm")
+        onnxmltools = _need("onnxmltools", "onnxmltools")
+        ort = _need("onnxruntime", "onnxruntime")
+        from onnxmltools.convert.common.data_types import FloatTensorType
+        booster = lgb.Booster(model_file=str(self.model_path))
+        n_features = booster.num_feature()
+        objective = booster.dump_model()["objective"].split()[0]
+        if objective in ("lambdarank", "rank_xendcg"):
+            # the converter knows regressors and classifiers; a ranker's raw score is a
+            # regression sum, so score the same trees as a regression model
+            text = booster.model_to_string().replace(f"objective={objective}",
+                                                     "objective=regression", 1)
+            booster = lgb.Booster(model_str=text)
+        onx = onnxmltools.convert_lightgbm(
+            booster, initial_types=[("input", FloatTensorType([None, n_features]))],
+            target_opset=15, zipmap=False)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.n_threads
+        opts.inter_op_num_threads = 1
+        self._bytes = len(onx.SerializeToString())
+        self.session = ort.InferenceSession(onx.SerializeToString(), opts,
+                                            providers=["CPUExecutionProvider"])
+        self._input = self.session.get_inputs()[0].name
+        self._objective = objective
+
+    def predict(self, X):
+        out = self.session.run(None, {self._input: X.astype(np.float32)})
+        return np.squeeze(out[0]).astype(np.float64)
+
+    def nbytes(self):
+        return self._bytes, "ONNX model"
+
+
+PEERS = {"lightgbm": LightGBM, "xgboost": XGBoost, "treelite-gtil": TreeliteGTIL,
+         "tl2cgen": TL2cgen, "lleaves": LLeaves, "onnxruntime": ONNXRuntime}
+
+
+def ours(model_path: Path, n_threads: int = 1, algorithms=None, dtypes=(np.float64,),
+         source="lightgbm") -> list[Engine]:
+    import quickscorer
+    names = algorithms or quickscorer.available_algorithms()
+    return [QuickScorer(model_path, n_threads, a, dt, source) for a in names for dt in dtypes]

@@ -1,0 +1,188 @@
+"""Benchmark workloads: models and rows, generated on demand and cached under ``cache/``.
+
+* ``ltr``: an MSLR-shaped generated ranking set (136 dense features, graded labels, queries of
+  10 to 1,000 documents, :func:`quickscorer.datasets.make_ltr`), LightGBM lambdarank models of
+  any number of trees and leaves, and an XGBoost ``rank:ndcg`` twin of the same shape (lossguide
+  trees of the same number of leaves) trained on the same data.
+* ``shared-rank``, ``shared-binary``, ``shared-multiclass``, ``shared-regression``: LightGBM
+  and XGBoost models on ``../shared/data/lightgbm-examples`` (read in place; absent on a user's
+  clone, where :func:`shared_dir` raises :class:`Unavailable` with the reason).
+
+Nothing here is committed: models go to ``benchmarks/cache/`` (git-ignored).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("QUICKSCORER_BENCH_CACHE", HERE / "cache"))
+SHARED = HERE.parent.parent / "shared" / "data" / "lightgbm-examples"
+
+
+class Unavailable(RuntimeError):
+    """A workload that cannot be built here (missing data or library)."""
+
+
+@dataclass
+class Workload:
+    name: str               # e.g. "ltr-1000x64"
+    lgb_path: Path          # LightGBM text model
+    xgb_path: Path | None   # XGBoost JSON twin (same data, same shape), if built
+    X: np.ndarray           # float64 rows to score (C-contiguous)
+    n_trees: int
+    n_leaves: int
+
+
+def _progress(total: int, desc: str):
+    try:
+        from tqdm import tqdm
+        return tqdm(total=total, desc=desc, leave=False)
+    except ImportError:  # tqdm is in the bench extra; without it, no bar
+        class _Null:
+            def update(self, n=1): pass
+            def close(self): pass
+        return _Null()
+
+
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        raise Unavailable(f"{SHARED} is absent (the shared example data sits beside the "
+                          f"repository only on the developers' machines)")
+    return SHARED
+
+
+def ltr_rows(n_rows: int, seed: int = 1) -> np.ndarray:
+    """``n_rows`` MSLR-shaped documents (float64), from queries not used in training."""
+    from quickscorer.datasets import make_ltr
+    X, _, _ = make_ltr(n_queries=max(4, n_rows // 150 + 2), seed=seed)
+    while X.shape[0] < n_rows:
+        X = np.vstack([X, X])
+    return np.ascontiguousarray(X[:n_rows])
+
+
+def _ltr_train():
+    from quickscorer.datasets import make_ltr
+    return make_ltr(n_queries=300, seed=0)
+
+
+def _train_lightgbm(path: Path, n_trees: int, n_leaves: int, X, y, group=None,
+                    objective="lambdarank", extra=None) -> None:
+    import lightgbm as lgb
+    params = dict(objective=objective, num_leaves=n_leaves, learning_rate=0.05,
+                  min_data_in_leaf=5, min_sum_hessian_in_leaf=0, max_bin=63, verbose=-1,
+                  num_threads=os.cpu_count() or 1, seed=1, feature_fraction=0.8,
+                  bagging_fraction=0.8, bagging_freq=1, lambdarank_truncation_level=20)
+    params.update(extra or {})
+    bar = _progress(n_trees, f"lightgbm {path.stem}")
+    ds = lgb.Dataset(X, y, group=group, free_raw_data=False)
+    booster = lgb.train(params, ds, num_boost_round=n_trees,
+                        callbacks=[lambda env: bar.update(1)])
+    bar.close()
+    tmp = path.with_suffix(".tmp")
+    booster.save_model(str(tmp))
+    tmp.replace(path)
+
+
+def _train_xgboost(path: Path, n_trees: int, n_leaves: int, X, y, group=None,
+                   objective="rank:ndcg", extra=None) -> None:
+    import xgboost as xgb
+
+    class Bar(xgb.callback.TrainingCallback):
+        def __init__(self):
+            self.bar = _progress(n_trees, f"xgboost {path.stem}")
+
+        def after_iteration(self, model, epoch, evals_log):
+            self.bar.update(1)
+            return False
+
+    dtrain = xgb.DMatrix(X, label=y, missing=np.nan)
+    if group is not None:
+        dtrain.set_group(group)
+    params = dict(objective=objective, tree_method="hist", grow_policy="lossguide",
+                  max_leaves=n_leaves, max_depth=0, eta=0.05, max_bin=63,
+                  nthread=os.cpu_count() or 1, seed=1, subsample=0.8, colsample_bytree=0.8,
+                  min_child_weight=0.0)
+    params.update(extra or {})
+    cb = Bar()
+    booster = xgb.train(params, dtrain, num_boost_round=n_trees, callbacks=[cb])
+    cb.bar.close()
+    tmp = path.with_suffix(".tmp")
+    booster.save_model(str(tmp) + ".json")
+    Path(str(tmp) + ".json").replace(path)
+
+
+def ltr(n_trees: int, n_leaves: int, n_rows: int = 10_000, xgboost: bool = True) -> Workload:
+    """The learning-to-rank workload of ``n_trees`` trees of ``n_leaves`` leaves."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    lgb_path = CACHE / f"ltr_lgb_{n_trees}x{n_leaves}.txt"
+    xgb_path = CACHE / f"ltr_xgb_{n_trees}x{n_leaves}.json"
+    need_lgb, need_xgb = not lgb_path.exists(), xgboost and not xgb_path.exists()
+    if need_lgb or need_xgb:
+        X, y, group = _ltr_train()
+        if need_lgb:
+            _train_lightgbm(lgb_path, n_trees, n_leaves, X, y, group)
+        if need_xgb:
+            _train_xgboost(xgb_path, n_trees, n_leaves, X, y, group)
+    return Workload(f"ltr-{n_trees}x{n_leaves}", lgb_path, xgb_path if xgboost else None,
+                    ltr_rows(n_rows), n_trees, n_leaves)
+
+
+def _read_tsv(path: Path):
+    data = np.loadtxt(path, delimiter="\t")
+    return np.ascontiguousarray(data[:, 1:]), data[:, 0]
+
+
+def _read_libsvm(path: Path, n_features: int | None = None):
+    """Dense rows (absent entries 0.0, as LightGBM reads them) and labels."""
+    from quickscorer.datafiles import read_libsvm
+    if n_features is None:
+        n_features = 1 + max(int(tok.split(":")[0]) for line in path.read_text().splitlines()
+                             for tok in line.split()[1:] if ":" in tok
+                             and not tok.startswith("qid"))
+    X, y = read_libsvm(str(path), n_features, 0.0)
+    return np.ascontiguousarray(X), y
+
+
+SHARED_TASKS = {
+    # name: (train file, test file, reader, lightgbm objective, xgboost objective, extra)
+    "shared-rank": ("rank.train", "rank.test", "libsvm", "lambdarank", "rank:ndcg"),
+    "shared-binary": ("binary.train", "binary.test", "tsv", "binary", "binary:logistic"),
+    "shared-multiclass": ("multiclass.train", "multiclass.test", "tsv", "multiclass",
+                          "multi:softprob"),
+    "shared-regression": ("regression.train", "regression.test", "tsv", "regression",
+                          "reg:squarederror"),
+}
+
+
+def shared(name: str, n_trees: int, n_leaves: int, xgboost: bool = True) -> Workload:
+    """A model of ``n_trees`` x ``n_leaves`` on one of the shared example datasets."""
+    d = shared_dir()
+    train, test, reader, lgb_obj, xgb_obj = SHARED_TASKS[name]
+    if reader == "libsvm":
+        Xtr, ytr = _read_libsvm(d / train)
+        Xte, _ = _read_libsvm(d / test, n_features=Xtr.shape[1])
+        group = np.loadtxt(d / (train + ".query"), dtype=np.int64)
+    else:
+        Xtr, ytr = _read_tsv(d / train)
+        Xte, _ = _read_tsv(d / test)
+        group = None
+    extra_lgb, extra_xgb = {}, {}
+    if name == "shared-multiclass":
+        k = int(ytr.max()) + 1
+        extra_lgb, extra_xgb = {"num_class": k}, {"num_class": k}
+    CACHE.mkdir(parents=True, exist_ok=True)
+    lgb_path = CACHE / f"{name}_lgb_{n_trees}x{n_leaves}.txt"
+    xgb_path = CACHE / f"{name}_xgb_{n_trees}x{n_leaves}.json"
+    if not lgb_path.exists():
+        _train_lightgbm(lgb_path, n_trees, n_leaves, Xtr, ytr, group, lgb_obj, extra_lgb)
+    if xgboost and not xgb_path.exists():
+        _train_xgboost(xgb_path, n_trees, n_leaves, Xtr, ytr, group, xgb_obj, extra_xgb)
+    X = Xte
+    while X.shape[0] < 10_000:
+        X = np.vstack([X, Xte])
+    return Workload(f"{name}-{n_trees}x{n_leaves}", lgb_path, xgb_path if xgboost else None,
+                    np.ascontiguousarray(X[:10_000]), n_trees, n_leaves)
