@@ -73,7 +73,7 @@ def _train_lightgbm(path: Path, n_trees: int, n_leaves: int, X, y, group=None,
                     objective="lambdarank", extra=None) -> None:
     import lightgbm as lgb
     params = dict(objective=objective, num_leaves=n_leaves, learning_rate=0.05,
-                  min_data_in_leaf=5, min_sum_hessian_in_leaf=0, max_bin=63, verbose=-1,
+                  min_data_in_leaf=5, max_bin=63, verbose=-1,
                   num_threads=os.cpu_count() or 1, seed=1, feature_fraction=0.8,
                   bagging_fraction=0.8, bagging_freq=1, lambdarank_truncation_level=20)
     params.update(extra or {})

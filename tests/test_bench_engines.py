@@ -1,0 +1,74 @@
+"""Every engine the benchmark comparison times returns scores that agree with the source
+library, so a broken engine cannot produce a fast number. Small models, seconds."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import engines as E  # noqa: E402
+from compare import agreement, time_engine  # noqa: E402
+
+lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
+xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
+
+# how close each peer must be (max abs difference on scores of size ~1); ours are exact
+TOLERANCE = {"lightgbm": 0.0, "xgboost": 0.0, "treelite-gtil": 1e-9, "tl2cgen": 1e-9,
+             "lleaves": 1e-9, "onnxruntime": 1e-4}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    d = tmp_path_factory.mktemp("engines")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(2000, 8))
+    X[rng.random(X.shape) < 0.03] = np.nan
+    y = np.nan_to_num(X[:, 0]) * 2 - np.nan_to_num(X[:, 1]) ** 2 + rng.normal(size=2000) * .1
+    booster = lgb.train(dict(objective="regression", num_leaves=12, verbose=-1,
+                             num_threads=1, seed=1), lgb.Dataset(X, y), num_boost_round=20)
+    lgb_path = d / "model.txt"
+    booster.save_model(str(lgb_path))
+    xb = xgb.train(dict(max_leaves=12, max_depth=0, grow_policy="lossguide", nthread=1,
+                        seed=1), xgb.DMatrix(X, label=y, missing=np.nan), 20)
+    xgb_path = d / "model.json"
+    xb.save_model(str(xgb_path))
+    rows = np.vstack([X[:300], rng.normal(size=(100, 8)) * 3])
+    return {"lightgbm": lgb_path, "xgboost": xgb_path, "rows": rows,
+            "ref_lgb": booster.predict(rows, raw_score=True),
+            "ref_xgb": xb.predict(xgb.DMatrix(rows, missing=np.nan), output_margin=True)}
+
+
+@pytest.mark.parametrize("name", sorted(E.PEERS))
+def test_peer_engine_agrees_with_its_source_library(name, models):
+    cls = E.PEERS[name]
+    try:
+        engine = cls(models[cls.source], n_threads=1)
+    except E.Missing as exc:
+        pytest.skip(f"{exc} (the bench and test extras install it)")
+    rows, ref = models["rows"], models["ref_xgb" if cls.source == "xgboost" else "ref_lgb"]
+    got = np.asarray(engine.predict(rows), dtype=np.float64).reshape(ref.shape)
+    assert np.max(np.abs(got - ref)) <= TOLERANCE[name], name
+    exact, text = agreement(engine, rows, ref)
+    assert exact == (text == "exact")
+    assert engine.prep_seconds > 0
+    assert engine.nbytes()[0] > 0
+
+
+@pytest.mark.parametrize("source", ["lightgbm", "xgboost"])
+def test_every_algorithm_of_ours_is_exact(source, models):
+    dtype = np.float64 if source == "lightgbm" else np.float32
+    ref = models["ref_lgb" if source == "lightgbm" else "ref_xgb"]
+    for engine in E.ours(models[source], dtypes=(dtype,), source=source):
+        exact, text = agreement(engine, models["rows"], ref)
+        assert exact, f"{engine.name}: {text}"
+
+
+def test_timing_is_per_document_and_positive(models):
+    engine = E.QuickScorer(models["lightgbm"])
+    X = models["rows"]
+    us = time_engine(engine, X, batch=7, repeat=2, min_rows=50)
+    assert 0 < us < 1e5
