@@ -11,9 +11,10 @@ import numpy as np
 
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel, threadid
-from libc.math cimport isnan
+from libc.math cimport isnan, INFINITY
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
+from libc.stdlib cimport malloc, free
 
 from ._forest cimport (Forest, ForestView, floating, load_row, category_of, scores_init,
                        scores_add)
@@ -32,6 +33,18 @@ cdef extern from *:
     #endif
     """
     int qs_ctz64(uint64_t x) noexcept nogil
+
+cdef extern from "quickscorer/vqs_simd.h":
+    enum:
+        QS_LANES
+        QS_ISA_SCALAR
+        QS_ISA_AVX2
+        QS_ISA_AVX512
+    int qs_isa_available(int isa) noexcept nogil
+    int qs_best_isa() noexcept nogil
+    int64_t qs_scan_lanes(int isa, const double* thr, const uint32_t* word,
+                          const uint64_t* mask, int64_t k, const double* x,
+                          uint64_t* v) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3
@@ -159,16 +172,18 @@ cdef inline void scan(const QSView* q, int64_t seg, double x, uint64_t* v) noexc
         k += 1
 
 
-cdef inline void apply_list(const QSView* q, int64_t j, uint64_t* v) noexcept nogil:
+cdef inline void apply_list(const QSView* q, int64_t j, uint64_t* v,
+                            int64_t stride=1) noexcept nogil:
+    """AND the masks of list j into v (word w at v[w * stride]: interleaved lanes)."""
     cdef const uint32_t* word = q.list_words
     cdef const uint64_t* mask = q.list_masks
     cdef int64_t k
     for k in range(q.list_offsets[j], q.list_offsets[j + 1]):
-        v[word[k]] &= mask[k]
+        v[word[k] * stride] &= mask[k]
 
 
 cdef inline void categorical(const QSView* q, int family, int64_t feat, double x,
-                             uint64_t* v) noexcept nogil:
+                             uint64_t* v, int64_t stride=1) noexcept nogil:
     """AND the masks of the categorical nodes on feat that send non-NaN x right."""
     cdef int64_t c = category_of(family, x)
     cdef int64_t lo, hi, m, d, nw
@@ -184,15 +199,15 @@ cdef inline void categorical(const QSView* q, int family, int64_t feat, double x
                 else:
                     hi = m
             if lo < q.category_key_offsets[feat + 1] and q.category_keys[lo] == c:
-                apply_list(q, q.first_key_list + lo, v)
+                apply_list(q, q.first_key_list + lo, v, stride)
                 return
-        apply_list(q, 2 * q.n_features + feat, v)  # no node lists it: all go right
+        apply_list(q, 2 * q.n_features + feat, v, stride)  # no node lists it: all go right
     else:
         for d in range(q.category_node_offsets[feat], q.category_node_offsets[feat + 1]):
             nw = q.category_node_nwords[d]
             bits = q.category_bits + q.category_node_bits_offset[d]
             if c < 0 or (c >> 5) >= nw or not ((bits[c >> 5] >> (c & 31)) & 1):
-                apply_list(q, q.first_node_list + d, v)
+                apply_list(q, q.first_node_list + d, v, stride)
 
 
 cdef inline void exit_bits(const QSView* q, int family, const double* row,
@@ -300,3 +315,268 @@ def predict_leaf(Forest forest, QSLayout lay, const floating[:, :] X, int32_t[:,
             exit_bits(q, f.family, row, v)
             for t in range(f.n_trees):
                 out[i, t] = <int32_t>exit_leaf(q, t, v)
+
+
+# ---------------------------------------------------------------------------------------------
+# V-QuickScorer: QS_LANES documents per scan, bitvectors interleaved per word (vqs_simd.h)
+
+ISA_NAMES = {QS_ISA_SCALAR: "scalar", QS_ISA_AVX2: "avx2", QS_ISA_AVX512: "avx512"}
+LANES = QS_LANES
+
+
+def isa_available(int isa):
+    """Whether this CPU runs instruction-set path isa (0 scalar, 1 AVX2, 2 AVX-512)."""
+    return bool(qs_isa_available(isa))
+
+
+def best_isa():
+    return qs_best_isa()
+
+
+cdef inline void exit_bits_lanes(const QSView* q, int family, int isa, const double* rows,
+                                 int64_t n_lanes, double* x, uint64_t* v) noexcept nogil:
+    """exit_bits for n_lanes converted rows (rows[l * n_features + j]) at once; lanes beyond
+    n_lanes hold NaN and are never touched. v: total_words * QS_LANES interleaved words."""
+    cdef int64_t u, feat, seg, l
+    cdef int64_t F = q.n_features
+    cdef double val
+    cdef bint any_nan, any_zero
+    cdef double xs[QS_LANES]
+    memset(v, 0xFF, q.total_words * QS_LANES * sizeof(uint64_t))
+    for u in range(q.n_used):
+        feat = q.used_features[u]
+        seg = feat * N_SEGMENT_KINDS
+        any_nan = False
+        any_zero = False
+        for l in range(QS_LANES):
+            val = rows[l * F + feat] if l < n_lanes else 0.0
+            if l >= n_lanes:
+                x[l] = -INFINITY
+                xs[l] = -INFINITY
+                continue
+            x[l] = val
+            if isnan(val):
+                any_nan = True
+                xs[l] = 0.0             # "None": NaN is compared as 0.0
+            else:
+                if val == 0.0:
+                    any_zero = True
+                xs[l] = val
+        qs_scan_lanes(isa, q.thresholds, q.words, q.masks, q.segment_offsets[seg + SEGMENT_NONE],
+                      xs, v)
+        # "NaN" segment: NaN lanes never exceed a threshold; they take the NaN list below
+        qs_scan_lanes(isa, q.thresholds, q.words, q.masks, q.segment_offsets[seg + SEGMENT_NAN],
+                      x, v)
+        if q.segment_offsets[seg + SEGMENT_ZERO] + 1 != q.segment_offsets[seg + SEGMENT_ZERO + 1]:
+            if any_nan or any_zero:   # zero and NaN lanes take their lists instead of the scan
+                for l in range(n_lanes):
+                    xs[l] = -INFINITY if (isnan(x[l]) or x[l] == 0.0) else x[l]
+                qs_scan_lanes(isa, q.thresholds, q.words, q.masks,
+                              q.segment_offsets[seg + SEGMENT_ZERO], xs, v)
+            else:
+                qs_scan_lanes(isa, q.thresholds, q.words, q.masks,
+                              q.segment_offsets[seg + SEGMENT_ZERO], x, v)
+        if any_nan or any_zero:
+            for l in range(n_lanes):
+                if isnan(x[l]):
+                    apply_list(q, feat, v + l, QS_LANES)
+                elif x[l] == 0.0:
+                    apply_list(q, q.n_features + feat, v + l, QS_LANES)
+        if q.category_mode[feat] != CATEGORY_MODE_NONE:
+            for l in range(n_lanes):
+                if not isnan(x[l]):
+                    categorical(q, family, feat, x[l], v + l, QS_LANES)
+
+
+cdef inline int64_t exit_leaf_lane(const QSView* q, int64_t t, const uint64_t* v,
+                                   int64_t l) noexcept nogil:
+    cdef int64_t w0 = q.tree_word_offsets[t]
+    cdef int64_t w = w0
+    while v[w * QS_LANES + l] == 0:
+        w += 1
+    return ((w - w0) << 6) + qs_ctz64(v[w * QS_LANES + l])
+
+
+def _check_lanes(Forest forest, QSLayout lay, Py_ssize_t n_cols, double[:, ::1] rowbuf,
+                 uint64_t[:, ::1] bitbuf, int n_threads, int isa):
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if n_cols != forest.view.n_features or lay.view.n_features != forest.view.n_features:
+        raise ValueError(f"input has {n_cols} features, the model expects "
+                         f"{forest.view.n_features}")
+    if lay.view.n_trees != forest.view.n_trees:
+        raise ValueError("the quickscorer layout and the forest disagree on the tree count")
+    if rowbuf.shape[0] < n_threads or rowbuf.shape[1] < QS_LANES * (forest.view.n_features + 1):
+        raise ValueError("rowbuf must be at least (n_threads, LANES * (n_features + 1))")
+    if bitbuf.shape[0] < n_threads or bitbuf.shape[1] < QS_LANES * lay.view.total_words:
+        raise ValueError("bitbuf must be at least (n_threads, LANES * total_words)")
+    if not qs_isa_available(isa):
+        raise ValueError(f"this CPU cannot run instruction set {ISA_NAMES.get(isa, isa)!r}")
+
+
+def predict_raw_lanes(Forest forest, QSLayout lay, const floating[:, :] X,
+                      double[:, ::1] out64, float[:, ::1] out32, double[:, ::1] rowbuf,
+                      uint64_t[:, ::1] bitbuf, int n_threads, int isa):
+    """Raw scores like predict_raw, QS_LANES rows per scan on instruction set isa.
+
+    rowbuf: (n_threads, LANES * (n_features + 1)) float64; bitbuf: (n_threads, LANES *
+    total_words) uint64.
+    """
+    _check_lanes(forest, lay, X.shape[1], rowbuf, bitbuf, n_threads, isa)
+    cdef const ForestView* f = &forest.view
+    cdef const QSView* q = &lay.view
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef Py_ssize_t k = f.n_outputs
+    if forest.dtype == np.float32:
+        if out32.shape[0] != n_rows or out32.shape[1] != k:
+            raise ValueError(f"out32 must be ({n_rows}, {k})")
+    elif out64.shape[0] != n_rows or out64.shape[1] != k:
+        raise ValueError(f"out64 must be ({n_rows}, {k})")
+    cdef Py_ssize_t n_blocks = (n_rows + QS_LANES - 1) // QS_LANES
+    cdef Py_ssize_t b, i
+    cdef int64_t t, l, n_lanes, F = f.n_features
+    cdef double* rows
+    cdef double* x
+    cdef uint64_t* v
+    cdef double* o64
+    cdef float* o32
+    with nogil, parallel(num_threads=n_threads):
+        rows = &rowbuf[threadid(), 0]
+        x = rows + QS_LANES * F
+        v = &bitbuf[threadid(), 0]
+        for b in prange(n_blocks, schedule="static"):
+            n_lanes = min(QS_LANES, n_rows - b * QS_LANES)
+            for l in range(n_lanes):
+                load_row(f, X, b * QS_LANES + l, rows + l * F)
+            exit_bits_lanes(q, f.family, isa, rows, n_lanes, x, v)
+            for l in range(n_lanes):
+                i = b * QS_LANES + l
+                o64 = &out64[i, 0] if out64.shape[0] else NULL
+                o32 = &out32[i, 0] if out32.shape[0] else NULL
+                scores_init(f, o64, o32)
+                for t in range(f.n_trees):
+                    scores_add(f, t, exit_leaf_lane(q, t, v, l), rows + l * F, o64, o32)
+
+
+def predict_leaf_lanes(Forest forest, QSLayout lay, const floating[:, :] X,
+                       int32_t[:, ::1] out, double[:, ::1] rowbuf, uint64_t[:, ::1] bitbuf,
+                       int n_threads, int isa):
+    """Exit leaves like predict_leaf, QS_LANES rows per scan."""
+    _check_lanes(forest, lay, X.shape[1], rowbuf, bitbuf, n_threads, isa)
+    cdef const ForestView* f = &forest.view
+    cdef const QSView* q = &lay.view
+    cdef Py_ssize_t n_rows = X.shape[0]
+    if out.shape[0] != n_rows or out.shape[1] != f.n_trees:
+        raise ValueError(f"out must be ({n_rows}, {f.n_trees})")
+    cdef Py_ssize_t n_blocks = (n_rows + QS_LANES - 1) // QS_LANES
+    cdef Py_ssize_t b
+    cdef int64_t t, l, n_lanes, F = f.n_features
+    cdef double* rows
+    cdef double* x
+    cdef uint64_t* v
+    with nogil, parallel(num_threads=n_threads):
+        rows = &rowbuf[threadid(), 0]
+        x = rows + QS_LANES * F
+        v = &bitbuf[threadid(), 0]
+        for b in prange(n_blocks, schedule="static"):
+            n_lanes = min(QS_LANES, n_rows - b * QS_LANES)
+            for l in range(n_lanes):
+                load_row(f, X, b * QS_LANES + l, rows + l * F)
+            exit_bits_lanes(q, f.family, isa, rows, n_lanes, x, v)
+            for l in range(n_lanes):
+                for t in range(f.n_trees):
+                    out[b * QS_LANES + l, t] = <int32_t>exit_leaf_lane(q, t, v, l)
+
+
+cdef class BlockedLayout:
+    """Consecutive tree blocks, each with its own QuickScorer layout small enough that a
+    document block's bitvectors stay in the L1/L2 cache (block-wise QuickScorer)."""
+    cdef QSView* views
+    cdef int64_t* starts
+    cdef readonly int64_t n_blocks, max_words, n_trees
+    cdef object _layouts
+
+    def __cinit__(self, list layouts, starts):
+        self._layouts = list(layouts)
+        self.n_blocks = len(layouts)
+        if self.n_blocks < 1 or len(starts) != self.n_blocks + 1:
+            raise ValueError("need one start per block and the end")
+        self.views = <QSView*>malloc(self.n_blocks * sizeof(QSView))
+        self.starts = <int64_t*>malloc((self.n_blocks + 1) * sizeof(int64_t))
+        if self.views == NULL or self.starts == NULL:
+            raise MemoryError()
+        self.max_words = 1
+        cdef QSLayout lay
+        for i, lay in enumerate(layouts):
+            self.views[i] = lay.view
+            self.max_words = max(self.max_words, lay.view.total_words)
+        for i in range(self.n_blocks + 1):
+            self.starts[i] = int(starts[i])
+        for i in range(self.n_blocks):
+            if self.starts[i + 1] - self.starts[i] != self.views[i].n_trees:
+                raise ValueError(f"tree block {i} does not match its layout")
+        self.n_trees = self.starts[self.n_blocks]
+
+    def __dealloc__(self):
+        free(self.views)
+        free(self.starts)
+
+    def __reduce__(self):
+        return (BlockedLayout, (self._layouts, [self.starts[i] for i in range(self.n_blocks + 1)]))
+
+
+def predict_raw_blocked(Forest forest, BlockedLayout bl, const floating[:, :] X,
+                        double[:, ::1] out64, float[:, ::1] out32, double[:, ::1] rowbuf,
+                        uint64_t[:, ::1] bitbuf, int n_threads, int isa):
+    """Raw scores: documents in blocks of QS_LANES, trees in the blocks of bl, in tree order."""
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if X.shape[1] != forest.view.n_features or bl.n_trees != forest.view.n_trees:
+        raise ValueError(f"input has {X.shape[1]} features, the model expects "
+                         f"{forest.view.n_features}")
+    if rowbuf.shape[0] < n_threads or rowbuf.shape[1] < QS_LANES * (forest.view.n_features + 1):
+        raise ValueError("rowbuf must be at least (n_threads, LANES * (n_features + 1))")
+    if bitbuf.shape[0] < n_threads or bitbuf.shape[1] < QS_LANES * bl.max_words:
+        raise ValueError("bitbuf must be at least (n_threads, LANES * max block words)")
+    if not qs_isa_available(isa):
+        raise ValueError(f"this CPU cannot run instruction set {ISA_NAMES.get(isa, isa)!r}")
+    cdef const ForestView* f = &forest.view
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef Py_ssize_t k = f.n_outputs
+    if forest.dtype == np.float32:
+        if out32.shape[0] != n_rows or out32.shape[1] != k:
+            raise ValueError(f"out32 must be ({n_rows}, {k})")
+    elif out64.shape[0] != n_rows or out64.shape[1] != k:
+        raise ValueError(f"out64 must be ({n_rows}, {k})")
+    cdef Py_ssize_t n_blocks = (n_rows + QS_LANES - 1) // QS_LANES
+    cdef Py_ssize_t b, i
+    cdef int64_t t, l, n_lanes, F = f.n_features, tb, t0
+    cdef const QSView* q
+    cdef double* rows
+    cdef double* x
+    cdef uint64_t* v
+    cdef double* o64
+    cdef float* o32
+    with nogil, parallel(num_threads=n_threads):
+        rows = &rowbuf[threadid(), 0]
+        x = rows + QS_LANES * F
+        v = &bitbuf[threadid(), 0]
+        for b in prange(n_blocks, schedule="static"):
+            n_lanes = min(QS_LANES, n_rows - b * QS_LANES)
+            for l in range(n_lanes):
+                load_row(f, X, b * QS_LANES + l, rows + l * F)
+                i = b * QS_LANES + l
+                o64 = &out64[i, 0] if out64.shape[0] else NULL
+                o32 = &out32[i, 0] if out32.shape[0] else NULL
+                scores_init(f, o64, o32)
+            for tb in range(bl.n_blocks):
+                q = &bl.views[tb]
+                t0 = bl.starts[tb]
+                exit_bits_lanes(q, f.family, isa, rows, n_lanes, x, v)
+                for l in range(n_lanes):
+                    i = b * QS_LANES + l
+                    o64 = &out64[i, 0] if out64.shape[0] else NULL
+                    o32 = &out32[i, 0] if out32.shape[0] else NULL
+                    for t in range(q.n_trees):
+                        scores_add(f, t0 + t, exit_leaf_lane(q, t, v, l), rows + l * F,
+                                   o64, o32)

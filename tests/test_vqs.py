@@ -1,0 +1,119 @@
+"""V-QuickScorer (8 documents per scan, tree blocks) against the reference, on every
+instruction-set path this CPU has, forced one at a time."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import quickscorer
+from quickscorer import reference
+from quickscorer.ensemble import MISSING_ZERO, Ensemble
+from quickscorer.qs import ISAS, VQuickScorer, available_isas, isa_code
+
+from conftest import random_ensemble, random_tree, special_rows
+
+ISA_LIST = available_isas()
+
+
+def _run(ens, X, isa, block_words=None, n_threads=1):
+    model = quickscorer.Model(ens)
+    alg = VQuickScorer(ens, model._forest, isa=isa, block_words=block_words)
+    X = np.ascontiguousarray(X)
+    k = ens.n_outputs
+    dtype = np.float32 if ens.family == "xgboost" else np.float64
+    out = np.empty((X.shape[0], k), dtype)
+    empty = np.empty((0, k), np.float64 if dtype == np.float32 else np.float32)
+    if dtype == np.float32:
+        alg.predict_raw(X, empty, out, None, n_threads)
+    else:
+        alg.predict_raw(X, out, empty, None, n_threads)
+    leaves = np.empty((X.shape[0], ens.n_trees), np.int32)
+    alg.predict_leaf(X, leaves, None, n_threads)
+    return out, leaves
+
+
+def _check(ens, X, isa, **kw):
+    raw, leaves = _run(ens, X, isa, **kw)
+    np.testing.assert_array_equal(leaves, reference.predict_leaf(ens, X))
+    want = reference.predict_raw(ens, X)
+    np.testing.assert_array_equal(raw, want.astype(raw.dtype))
+
+
+def test_scalar_and_this_cpus_paths_are_listed():
+    assert "scalar" in ISA_LIST
+    assert set(ISA_LIST) <= set(ISAS)
+    with pytest.raises(ValueError, match="unknown instruction set"):
+        isa_code("sse9")
+
+
+@pytest.mark.parametrize("isa", ISA_LIST)
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost"]),
+       n_rows=st.sampled_from([1, 7, 8, 9, 17, 100]), n_outputs=st.integers(1, 3),
+       max_leaves=st.sampled_from([2, 40, 70]))
+def test_random_models_match_the_reference(isa, seed, family, n_rows, n_outputs, max_leaves):
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, family, n_trees=15, n_outputs=n_outputs, max_leaves=max_leaves)
+    X = special_rows(rng, n_rows, ens.n_features)
+    _check(ens, X, isa)
+    _check(ens, X.astype(np.float32), isa)
+
+
+@pytest.mark.parametrize("isa", ISA_LIST)
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_mixed_tree_sizes_and_tree_blocks(isa, family):
+    rng = np.random.default_rng(21)
+    sizes = (1, 2, 63, 64, 65, 255, 1, 130, 7, 300)
+    trees = tuple(random_tree(rng, n, 6, family) for n in sizes)
+    ens = Ensemble(trees=trees, tree_group=np.arange(len(trees)) % 2, n_outputs=2,
+                   n_features=6, family=family, base_score=[0.5, -1.0])
+    X = special_rows(rng, 77, 6)
+    _check(ens, X, isa)                   # one block
+    _check(ens, X, isa, block_words=3)    # a block per few trees: the blocked kernel
+    _check(ens, X, isa, block_words=1)
+
+
+@pytest.mark.parametrize("isa", ISA_LIST)
+def test_zero_missing_type_and_categories(isa):
+    """Rows full of zeros, -0.0, NaN and categories exercise every lane fix-up."""
+    rng = np.random.default_rng(2)
+    ens = random_ensemble(rng, "lightgbm", n_trees=20, max_leaves=30, p_categorical=0.4)
+    assert any((t.missing_type == MISSING_ZERO).any() for t in ens.trees)
+    X = rng.choice([0.0, -0.0, np.nan, 1.0, 2.0, 33.0, -1.0, 1e-36], size=(41, 5))
+    _check(ens, X, isa)
+
+
+def test_threads_and_python_threads():
+    rng = np.random.default_rng(7)
+    ens = random_ensemble(rng, "lightgbm", n_trees=40, max_leaves=80, n_outputs=2)
+    model = quickscorer.Model(ens)
+    X = special_rows(rng, 333, ens.n_features)
+    one = model.predict_raw(X, algorithm="vqs")
+    np.testing.assert_array_equal(one, reference.predict_raw(ens, X))
+    np.testing.assert_array_equal(model.predict_raw(X, algorithm="vqs", n_threads=2), one)
+    results = [None] * 6
+
+    def work(k):
+        results[k] = model.predict_raw(X, algorithm="vqs")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for r in results:
+        np.testing.assert_array_equal(r, one)
+
+
+def test_environment_forces_the_path(monkeypatch):
+    monkeypatch.setenv("QUICKSCORER_ISA", "scalar")
+    rng = np.random.default_rng(1)
+    ens = random_ensemble(rng, "lightgbm", n_trees=3)
+    assert VQuickScorer(ens, quickscorer.Model(ens)._forest).isa_name == "scalar"
+    monkeypatch.setenv("QUICKSCORER_ISA", "nope")
+    with pytest.raises(ValueError):
+        VQuickScorer(ens, quickscorer.Model(ens)._forest)
