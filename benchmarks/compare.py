@@ -81,9 +81,8 @@ def build_engines(wl, names, n_threads, algorithms, dtypes, progress):
     for name in names:
         if name == "quickscorer":
             todo += [("ours", wl.lgb_path, a, dt) for a in algorithms for dt in dtypes]
-            if wl.xgb_path is not None:  # the default algorithm on the XGBoost twin
-                from quickscorer.model import DEFAULT_ALGORITHM
-                todo.append(("ours-xgb", wl.xgb_path, DEFAULT_ALGORITHM, np.float32))
+            if wl.xgb_path is not None:  # what predict() picks for big batches, on the twin
+                todo.append(("ours-xgb", wl.xgb_path, "vqs", np.float32))
         elif name == "xgboost":
             if wl.xgb_path is not None:
                 todo.append(("xgboost", wl.xgb_path, None, None))

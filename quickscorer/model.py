@@ -7,13 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from . import algorithms, layouts
+from . import algorithms, autoselect, layouts
 from ._forest import Forest
 from ._transforms import apply_transform
 from .ensemble import Ensemble
 from .inputs import as_rows
 
-DEFAULT_ALGORITHM = "quickscorer"
+#: ``predict(..., algorithm=None)`` picks the fastest exact algorithm per call (autoselect.py)
+DEFAULT_ALGORITHM = "auto"
 
 
 def _resolve_threads(n_threads: int | None) -> int:
@@ -45,7 +46,7 @@ class Model:
         self._forest = Forest(layouts.forest_arrays(ensemble))
         self._lock = threading.Lock()
         self._prepared: dict[str, algorithms.Algorithm] = {}
-        for name in (DEFAULT_ALGORITHM, *prepare):
+        for name in (*autoselect.CANDIDATES, *prepare):
             self.prepare(name)
 
     # -- set-up ---------------------------------------------------------------------------
@@ -63,7 +64,8 @@ class Model:
         return alg
 
     def __reduce__(self):
-        return (Model, (self.ensemble, tuple(n for n in self._prepared if n != DEFAULT_ALGORITHM)))
+        return (Model, (self.ensemble, tuple(n for n in self._prepared
+                                             if n not in autoselect.CANDIDATES)))
 
     # -- facts ----------------------------------------------------------------------------
     @property
@@ -89,7 +91,10 @@ class Model:
     def info(self) -> dict[str, Any]:
         """Facts about the model and the prepared layouts (sizes in bytes)."""
         d = self.ensemble.summary()
-        d["default_algorithm"] = DEFAULT_ALGORITHM
+        d["default_algorithm"] = f"{DEFAULT_ALGORITHM}: {autoselect.describe()}"
+        vqs = self._prepared.get("vqs")
+        if vqs is not None:
+            d["vqs_instruction_set"] = vqs.isa_name
         d["layout_bytes"] = {name: alg.nbytes for name, alg in self._prepared.items()}
         return d
 
@@ -101,8 +106,10 @@ class Model:
     # -- scoring --------------------------------------------------------------------------
     def _run(self, X, algorithm, n_threads):
         X = as_rows(self.ensemble, X)
-        alg = self.prepare(algorithm or DEFAULT_ALGORITHM)
-        n_threads = _resolve_threads(n_threads)
+        n_threads = autoselect.threads_for(X.shape[0], _resolve_threads(n_threads))
+        if algorithm is None or algorithm == DEFAULT_ALGORITHM:
+            algorithm = autoselect.choose(self.ensemble, X.shape[0], n_threads)
+        alg = self.prepare(algorithm)
         rowbuf = np.empty((n_threads, self.n_features), np.float64)
         return X, alg, n_threads, rowbuf
 

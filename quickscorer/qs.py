@@ -5,12 +5,33 @@ Legal note: QuickScorer is covered by US patent 11,106,685 (Istella/Tiscali).
 """
 from __future__ import annotations
 
+import threading
+import weakref
+
 import numpy as np
 
 from .algorithms import Algorithm, register
 from .ensemble import Ensemble
 from ._forest import Forest
 from .qs_layout import quickscorer_arrays
+
+
+# one QuickScorer layout per ensemble, shared by "quickscorer" and "vqs" (built once)
+_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LAYOUTS_LOCK = threading.Lock()
+
+
+def _shared_layout(ens: Ensemble):
+    from . import _quickscorer
+    with _LAYOUTS_LOCK:
+        got = _LAYOUTS.get(ens)
+        if got is None:
+            arrays = quickscorer_arrays(ens)
+            for a in arrays.values():
+                a.setflags(write=False)
+            got = (arrays, _quickscorer.QSLayout(arrays, ens.n_features))
+            _LAYOUTS[ens] = got
+    return got
 
 
 @register("quickscorer")
@@ -23,10 +44,7 @@ class QuickScorer(Algorithm):
         super().__init__(ens, forest)
         from . import _quickscorer
         self._k = _quickscorer
-        self._arrays = quickscorer_arrays(ens)
-        for a in self._arrays.values():
-            a.setflags(write=False)
-        self._layout = _quickscorer.QSLayout(self._arrays, ens.n_features)
+        self._arrays, self._layout = _shared_layout(ens)
         self._words = int(self._arrays["tree_word_offsets"][-1])
 
     def arrays(self) -> dict:

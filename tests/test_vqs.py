@@ -117,3 +117,23 @@ def test_environment_forces_the_path(monkeypatch):
     monkeypatch.setenv("QUICKSCORER_ISA", "nope")
     with pytest.raises(ValueError):
         VQuickScorer(ens, quickscorer.Model(ens)._forest)
+
+
+def test_autoselect_picks_a_registered_exact_algorithm():
+    from quickscorer import autoselect
+    rng = np.random.default_rng(12)
+    ens = random_ensemble(rng, "xgboost", n_trees=25, max_leaves=50)
+    model = quickscorer.Model(ens)
+    names = quickscorer.available_algorithms()
+    for n_rows in (1, 4, 5, 8, 100, 1000):
+        for n_threads in (1, 2):
+            assert autoselect.choose(ens, n_rows, n_threads) in names
+            assert 1 <= autoselect.threads_for(n_rows, n_threads) <= n_threads
+    assert autoselect.choose(ens, 1, 1) == "quickscorer"
+    assert autoselect.choose(ens, 1000, 1) == "vqs"
+    X = special_rows(rng, 300, ens.n_features)
+    want = reference.predict_raw(ens, X)
+    for n in (1, 3, 300):
+        np.testing.assert_array_equal(model.predict_raw(X[:n]), want[:n])
+    assert model.info()["default_algorithm"].startswith("auto")
+    assert model.info()["vqs_instruction_set"] in ISA_LIST
