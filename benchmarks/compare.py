@@ -122,7 +122,8 @@ def run(args) -> str:
                             Path(args.xgb_model) if args.xgb_model else None,
                             W.ltr_rows(max(batches) * 2), n_trees, 0)
         elif args.workload == "ltr":
-            wl = W.ltr(n_trees, args.leaves, n_rows=max(10_000, max(batches)))
+            wl = W.ltr(n_trees, args.leaves, n_rows=max(10_000, max(batches)),
+                       xgboost="xgboost" in names)
         else:
             wl = W.shared(args.workload, n_trees, args.leaves)
         built, skipped = build_engines(wl, names, args.threads, algorithms, dtypes,
