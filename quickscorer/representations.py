@@ -257,43 +257,34 @@ def structure_from_right_matrix(R: np.ndarray) -> Structure:
     return _structure_from_sets(R.shape[0], lo, hi, "right")
 
 
-def perfect_left_matrix(k: int) -> np.ndarray:
-    """``L`` of the perfect tree of depth ``k`` (2**k leaves), built recursively.
+def _perfect_matrix(k: int, left: bool) -> np.ndarray:
+    """``L`` (``left``) or ``R`` of the perfect tree of depth ``k``, built recursively.
 
     The columns of level ``j`` of the depth-``k`` tree are the level-``j - 1`` columns of the
     left subtree (its leaves are the top half; the bottom half is off their subtrees: 1)
-    followed by those of the right subtree; the root's column is 0 on the top half.
+    followed by those of the right subtree; the root's column is 0 on the top half for ``L``
+    and on the bottom half for ``R``.
     """
     if k < 0:
         raise ValueError("depth must be >= 0")
     if k == 0:
         return np.zeros((1, 0), np.int8)
-    sub = perfect_left_matrix(k - 1)
+    sub = _perfect_matrix(k - 1, left)
     h = sub.shape[0]
-    root = np.r_[np.zeros(h, np.int8), np.ones(h, np.int8)][:, None]
-    cols = [root]
+    halves = [np.zeros(h, np.int8), np.ones(h, np.int8)]
+    cols = [np.concatenate(halves if left else halves[::-1])[:, None]]
     for j in range(k - 1):  # level j + 1 of the big tree = level j of each subtree
-        a, b = (1 << j) - 1, (1 << (j + 1)) - 1
-        block = sub[:, a:b]
+        block = sub[:, (1 << j) - 1:(1 << (j + 1)) - 1]
         ones = np.ones_like(block)
         cols.append(np.vstack([np.hstack([block, ones]), np.hstack([ones, block])]))
     return np.hstack(cols).astype(np.int8)
+
+
+def perfect_left_matrix(k: int) -> np.ndarray:
+    """``L`` of the perfect tree of depth ``k`` (2**k leaves), built recursively."""
+    return _perfect_matrix(k, left=True)
 
 
 def perfect_right_matrix(k: int) -> np.ndarray:
-    """``R`` of the perfect tree of depth ``k``: ``L`` with each column's zero run moved to
-    the other half of its subtree (the leaves mirrored within every node's subtree)."""
-    if k < 0:
-        raise ValueError("depth must be >= 0")
-    if k == 0:
-        return np.zeros((1, 0), np.int8)
-    sub = perfect_right_matrix(k - 1)
-    h = sub.shape[0]
-    root = np.r_[np.ones(h, np.int8), np.zeros(h, np.int8)][:, None]
-    cols = [root]
-    for j in range(k - 1):
-        a, b = (1 << j) - 1, (1 << (j + 1)) - 1
-        block = sub[:, a:b]
-        ones = np.ones_like(block)
-        cols.append(np.vstack([np.hstack([block, ones]), np.hstack([ones, block])]))
-    return np.hstack(cols).astype(np.int8)
+    """``R`` of the perfect tree of depth ``k``, built recursively."""
+    return _perfect_matrix(k, left=False)
