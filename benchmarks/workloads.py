@@ -13,6 +13,7 @@ Nothing here is committed: models go to ``benchmarks/cache/`` (git-ignored).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,11 +116,29 @@ def _train_xgboost(path: Path, n_trees: int, n_leaves: int, X, y, group=None,
     Path(str(tmp) + ".json").replace(path)
 
 
+def _prefix_of_larger(path: Path, n_trees: int, n_leaves: int, stem: str = "ltr_lgb") -> None:
+    """Write the LightGBM model of ``n_trees`` trees as the first trees of a larger cached model
+    of the same leaves, when there is one: boosting is sequential and seeded, so those trees are
+    the ones a shorter training makes, and a tree sweep needs only its largest model trained."""
+    larger = sorted((int(m.group(1)), p) for p in CACHE.glob(f"{stem}_*x{n_leaves}.txt")
+                    if (m := re.fullmatch(rf"{stem}_(\d+)x{n_leaves}\.txt", p.name))
+                    and int(m.group(1)) > n_trees)
+    if not larger:
+        return
+    import lightgbm as lgb
+    booster = lgb.Booster(model_file=str(larger[0][1]))
+    tmp = path.with_suffix(".tmp")
+    booster.save_model(str(tmp), num_iteration=n_trees)
+    tmp.replace(path)
+
+
 def ltr(n_trees: int, n_leaves: int, n_rows: int = 10_000, xgboost: bool = True) -> Workload:
     """The learning-to-rank workload of ``n_trees`` trees of ``n_leaves`` leaves."""
     CACHE.mkdir(parents=True, exist_ok=True)
     lgb_path = CACHE / f"ltr_lgb_{n_trees}x{n_leaves}.txt"
     xgb_path = CACHE / f"ltr_xgb_{n_trees}x{n_leaves}.json"
+    if not lgb_path.exists():
+        _prefix_of_larger(lgb_path, n_trees, n_leaves)
     need_lgb, need_xgb = not lgb_path.exists(), xgboost and not xgb_path.exists()
     if need_lgb or need_xgb:
         X, y, group = _ltr_train()
@@ -129,6 +148,27 @@ def ltr(n_trees: int, n_leaves: int, n_rows: int = 10_000, xgboost: bool = True)
             _train_xgboost(xgb_path, n_trees, n_leaves, X, y, group)
     return Workload(f"ltr-{n_trees}x{n_leaves}", lgb_path, xgb_path if xgboost else None,
                     ltr_rows(n_rows), n_trees, n_leaves)
+
+
+def sweep(n_trees: int, n_leaves: int, n_rows: int = 10_000) -> Workload:
+    """Full trees for a sweep over the number of trees: LightGBM regression on the ranking
+    features with noisy graded labels (40,000 training rows). A lambdarank model stops growing
+    full trees once it ranks its training queries perfectly (on ``ltr``, trees past 2,000 are
+    stumps), which would make a sweep to 20,000 trees measure stumps; the noise here keeps
+    every tree at ``n_leaves`` leaves."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"sweep_lgb_{n_trees}x{n_leaves}.txt"
+    if not path.exists():
+        _prefix_of_larger(path, n_trees, n_leaves, stem="sweep_lgb")
+    if not path.exists():
+        X, y, _ = _ltr_train()
+        rng = np.random.default_rng(5)
+        X, y = X[:40_000], y[:40_000] + rng.normal(0.0, 1.0, size=min(40_000, y.shape[0]))
+        _train_lightgbm(path, n_trees, n_leaves, X, y, None, "regression",
+                        {"num_threads": int(os.environ.get("QUICKSCORER_TRAIN_THREADS", "0"))
+                         or os.cpu_count() or 1, "bagging_fraction": 1.0, "bagging_freq": 0})
+    return Workload(f"sweep-{n_trees}x{n_leaves}", path, None, ltr_rows(n_rows), n_trees,
+                    n_leaves)
 
 
 def _read_tsv(path: Path):
