@@ -17,7 +17,7 @@ from __future__ import annotations
 from .ensemble import Ensemble
 
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
-VQS_MIN_ROWS = 5
+VQS_MIN_ROWS = 4
 
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up)
 PARALLEL_MIN_ROWS = 64

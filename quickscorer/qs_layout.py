@@ -108,11 +108,37 @@ def _lists(list_id: np.ndarray, word: np.ndarray, mask: np.ndarray, n_lists: int
     return offsets, word, mask
 
 
+def merge_equal_thresholds(thresholds: np.ndarray, segment_offsets: np.ndarray):
+    """Group the entries of each segment by threshold, for a scan that compares once per
+    distinct threshold (RapidScorer's node merging, Ye et al., KDD 2018).
+
+    Trees split a feature at the same few values (LightGBM and XGBoost both split at histogram
+    bin boundaries), so a segment holds long runs of equal thresholds. Returns
+    ``(scan_thresholds, scan_segment_offsets, scan_node_offsets)``: segment ``s`` has the
+    distinct thresholds ``scan_thresholds[scan_segment_offsets[s] : scan_segment_offsets[s+1]]``
+    (ascending, the +inf sentinel last), and distinct threshold ``j`` owns the mask entries
+    ``scan_node_offsets[j] : scan_node_offsets[j + 1]``. A scan passes threshold ``j`` when
+    ``x > scan_thresholds[j]`` and then ANDs all of its entries, exactly as the entry-wise
+    scan would; it still stops at the sentinel, whose entries it never applies.
+    """
+    n = thresholds.shape[0]
+    start = np.ones(n, bool)
+    if n > 1:
+        start[1:] = thresholds[1:] != thresholds[:-1]
+    start[segment_offsets[:-1][segment_offsets[:-1] < n]] = True  # never merge across segments
+    first = np.flatnonzero(start)
+    scan_node_offsets = np.append(first, n).astype(np.int64)
+    scan_segment_offsets = np.searchsorted(first, segment_offsets).astype(np.int64)
+    return thresholds[first].copy(), scan_segment_offsets, scan_node_offsets
+
+
 def quickscorer_arrays(ens: Ensemble, *,
                        max_category_table_pairs: int = MAX_CATEGORY_TABLE_PAIRS) -> dict:
     """The QuickScorer layout of ``ens`` as a dict of numpy arrays (see the module docstring).
 
-    Keys: ``tree_word_offsets`` int64[n_trees + 1]; ``thresholds`` float64, ``words`` uint32,
+    Keys: ``tree_word_offsets`` int64[n_trees + 1]; ``scan_thresholds``,
+    ``scan_segment_offsets`` and ``scan_node_offsets`` (the entries grouped by distinct
+    threshold, :func:`merge_equal_thresholds`: what the kernels scan); ``thresholds`` float64, ``words`` uint32,
     ``masks`` uint64 and ``trees`` int32 (-1 at sentinels), one per mask entry, in segment
     order; ``segment_offsets`` int64[3 n_features + 1]; ``list_offsets`` int64, ``list_words``
     uint32, ``list_masks`` uint64; ``category_mode`` uint8[n_features];
@@ -261,8 +287,13 @@ def quickscorer_arrays(ens: Ensemble, *,
     list_offsets, list_words, list_masks = _lists(
         np.concatenate(ids), np.concatenate(lw), np.concatenate(lm), n_lists)
 
+    scan_thresholds, scan_segment_offsets, scan_node_offsets = merge_equal_thresholds(
+        thresholds, segment_offsets)
     return {
         "tree_word_offsets": tree_word_offsets,
+        "scan_thresholds": scan_thresholds,
+        "scan_segment_offsets": scan_segment_offsets,
+        "scan_node_offsets": scan_node_offsets,
         "thresholds": thresholds,
         "words": words,
         "masks": masks,

@@ -199,7 +199,32 @@ def test_many_trees_on_one_feature_with_shared_thresholds():
         key = np.stack([a["thresholds"][lo:hi], a["words"][lo:hi].astype(float)])
         assert np.unique(key, axis=1).shape[1] == hi - lo
         assert (np.diff(a["thresholds"][lo:hi]) >= 0).all()
+    check_scan_groups(a)
+    # 200 trees on 4 thresholds: the scan compares once per distinct threshold
+    assert a["scan_thresholds"].shape[0] <= 3 * 5 < a["thresholds"].shape[0]
     check_model(ens, adversarial_rows(rng, ens, 200))
+
+
+def check_scan_groups(a):
+    """The distinct-threshold groups the kernels scan cover the entries exactly: per segment
+    the thresholds strictly ascend to the sentinel, and group j holds precisely the entries
+    of its segment whose threshold is scan_thresholds[j]."""
+    seg, sseg, nodes = a["segment_offsets"], a["scan_segment_offsets"], a["scan_node_offsets"]
+    thr, uthr = a["thresholds"], a["scan_thresholds"]
+    assert nodes[0] == 0 and nodes[-1] == thr.shape[0] and (np.diff(nodes) > 0).all()
+    for s in range(seg.shape[0] - 1):
+        j0, j1 = sseg[s], sseg[s + 1]
+        assert nodes[j0] == seg[s] and nodes[j1] == seg[s + 1]   # never across segments
+        assert np.isinf(uthr[j1 - 1]) and (np.diff(uthr[j0:j1]) > 0).all()
+        for j in range(j0, j1):
+            assert (thr[nodes[j]:nodes[j + 1]] == uthr[j]).all()
+
+
+def test_scan_groups_merge_equal_thresholds_across_trees(mixed_model):
+    ens, m, X = mixed_model
+    a = quickscorer_arrays(ens)
+    check_scan_groups(a)
+    assert a["scan_thresholds"].shape[0] < a["thresholds"].shape[0]
 
 
 # -- the layout itself ----------------------------------------------------------------------

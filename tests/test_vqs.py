@@ -19,9 +19,9 @@ from conftest import random_ensemble, random_tree, special_rows
 ISA_LIST = available_isas()
 
 
-def _run(ens, X, isa, block_words=None, n_threads=1):
+def _run(ens, X, isa, n_threads=1, **kw):
     model = quickscorer.Model(ens)
-    alg = VQuickScorer(ens, model._forest, isa=isa, block_words=block_words)
+    alg = VQuickScorer(ens, model._forest, isa=isa, **kw)
     X = np.ascontiguousarray(X)
     k = ens.n_outputs
     dtype = np.float32 if ens.family == "xgboost" else np.float64
@@ -61,6 +61,9 @@ def test_random_models_match_the_reference(isa, seed, family, n_rows, n_outputs,
     X = special_rows(rng, n_rows, ens.n_features)
     _check(ens, X, isa)
     _check(ens, X.astype(np.float32), isa)
+    _check(ens, X, isa, merge=True)
+    _check(ens, X, isa, lanes=16)
+    _check(ens, X, isa, lanes=32, merge=True)
 
 
 @pytest.mark.parametrize("isa", ISA_LIST)
@@ -73,8 +76,13 @@ def test_mixed_tree_sizes_and_tree_blocks(isa, family):
                    n_features=6, family=family, base_score=[0.5, -1.0])
     X = special_rows(rng, 77, 6)
     _check(ens, X, isa)                   # one block
-    _check(ens, X, isa, block_words=3)    # a block per few trees: the blocked kernel
-    _check(ens, X, isa, block_words=1)
+    for merge in (True, False):
+        for groups, lanes in ((1, 8), (3, 16), (8, 8), (2, 32)):   # the blocked kernel
+            _check(ens, X, isa, block_bytes=20_000, doc_groups=groups, merge=merge, lanes=lanes)
+            _check(ens, X, isa, block_bytes=1, doc_groups=groups, merge=merge, lanes=lanes)
+    alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, block_bytes=1)
+    assert alg.tree_blocks == len(sizes)  # one tree per block
+    assert VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa).tree_blocks == 1
 
 
 @pytest.mark.parametrize("isa", ISA_LIST)
@@ -84,7 +92,9 @@ def test_zero_missing_type_and_categories(isa):
     ens = random_ensemble(rng, "lightgbm", n_trees=20, max_leaves=30, p_categorical=0.4)
     assert any((t.missing_type == MISSING_ZERO).any() for t in ens.trees)
     X = rng.choice([0.0, -0.0, np.nan, 1.0, 2.0, 33.0, -1.0, 1e-36], size=(41, 5))
-    _check(ens, X, isa)
+    for lanes in (8, 16, 32):
+        _check(ens, X, isa, lanes=lanes)
+        _check(ens, X, isa, lanes=lanes, merge=True)
 
 
 def test_threads_and_python_threads():
@@ -117,6 +127,13 @@ def test_environment_forces_the_path(monkeypatch):
     monkeypatch.setenv("QUICKSCORER_ISA", "nope")
     with pytest.raises(ValueError):
         VQuickScorer(ens, quickscorer.Model(ens)._forest)
+    monkeypatch.delenv("QUICKSCORER_ISA")
+    for bad in (4, 12, 64):
+        with pytest.raises(ValueError, match="lanes must be one of"):
+            VQuickScorer(ens, quickscorer.Model(ens)._forest, lanes=bad)
+    monkeypatch.setenv("QUICKSCORER_LANES", "many")
+    with pytest.raises(ValueError, match="QUICKSCORER_LANES"):
+        VQuickScorer(ens, quickscorer.Model(ens)._forest)
 
 
 def test_autoselect_picks_a_registered_exact_algorithm():
@@ -137,3 +154,39 @@ def test_autoselect_picks_a_registered_exact_algorithm():
         np.testing.assert_array_equal(model.predict_raw(X[:n]), want[:n])
     assert model.info()["default_algorithm"].startswith("auto")
     assert model.info()["vqs_instruction_set"] in ISA_LIST
+
+
+@pytest.mark.parametrize("algorithm", ["quickscorer", "vqs"])
+def test_a_call_allocates_nothing_proportional_to_the_model(algorithm):
+    """Scratch bitvectors are kept per Python thread: after the first call, scoring a few rows
+    allocates only the output, not the model-sized scratch (8 lanes x some 2,000 words here)."""
+    import tracemalloc
+    rng = np.random.default_rng(3)
+    ens = random_ensemble(rng, "lightgbm", n_trees=1500, max_leaves=100)
+    model = quickscorer.Model(ens)
+    X = special_rows(rng, 16, ens.n_features)
+    words = model.prepare(algorithm)._words
+    assert words >= 1500
+    want = model.predict_raw(X, algorithm=algorithm)   # first call: scratch allocated
+    tracemalloc.start()
+    try:
+        got = model.predict_raw(X, algorithm=algorithm)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(got, want)
+    assert peak < words * 8, (peak, words)
+
+
+@pytest.mark.parametrize("isa", ISA_LIST)
+def test_group_width_follows_the_rows_per_thread(isa):
+    from quickscorer.qs import MAX_LANES
+    rng = np.random.default_rng(4)
+    ens = random_ensemble(rng, "lightgbm", n_trees=10)
+    alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa)
+    widest = MAX_LANES[isa]
+    assert alg.lanes_for(1, 1) == 8 and alg.lanes_for(15, 1) == 8
+    assert alg.lanes_for(16, 1) == min(16, widest)
+    assert alg.lanes_for(10_000, 1) == widest and alg.lanes_for(40, 2) == min(16, widest)
+    fixed = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, lanes=16)
+    assert fixed.lanes_for(10_000, 1) == 16 and fixed.lanes_for(1, 1) == 16

@@ -17,7 +17,7 @@ from libc.string cimport memset
 from libc.stdlib cimport malloc, free
 
 from ._forest cimport (Forest, ForestView, floating, load_row, category_of, scores_init,
-                       scores_add)
+                       scores_add, FAMILY_XGBOOST)
 
 cnp.import_array()
 
@@ -36,15 +36,19 @@ cdef extern from *:
 
 cdef extern from "quickscorer/vqs_simd.h":
     enum:
-        QS_LANES
+        QS_MAX_LANES
         QS_ISA_SCALAR
         QS_ISA_AVX2
         QS_ISA_AVX512
     int qs_isa_available(int isa) noexcept nogil
     int qs_best_isa() noexcept nogil
-    int64_t qs_scan_lanes(int isa, const double* thr, const uint32_t* word,
-                          const uint64_t* mask, int64_t k, const double* x,
-                          uint64_t* v) noexcept nogil
+    int qs_lanes_supported(int lanes) noexcept nogil
+    int64_t qs_scan_merged(int isa, int lanes, const double* thr, const int64_t* nodes,
+                           const uint32_t* word, const uint64_t* mask, int64_t j,
+                           const double* x, uint64_t* v) noexcept nogil
+    int64_t qs_scan_entries(int isa, int lanes, const double* thr, const uint32_t* word,
+                            const uint64_t* mask, int64_t k, const double* x,
+                            uint64_t* v) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3
@@ -63,10 +67,14 @@ cdef struct QSView:
     const int32_t* used_features      # [n_used] features some node splits on
     int64_t total_words                # words of one row's bitvectors, all trees
     const int64_t* tree_word_offsets  # [n_trees + 1]
-    const double* thresholds          # [n_entries] sorted per segment, +inf sentinels
+    const double* thresholds          # [n_distinct] distinct thresholds, sorted per segment,
+                                      # +inf sentinels
+    const int64_t* node_offsets       # [n_distinct + 1] the mask entries of each threshold
     const uint32_t* words             # [n_entries] absolute word of each mask entry
     const uint64_t* masks             # [n_entries]
-    const int64_t* segment_offsets    # [3 n_features + 1]
+    const int64_t* segment_offsets    # [3 n_features + 1] into thresholds
+    const double* entry_thresholds    # [n_entries] the threshold of each entry (the
+    const int64_t* entry_segment_offsets  # entry-wise stream) and [3 n_features + 1] into it
     const int64_t* list_offsets       # [n_lists + 1]
     const uint32_t* list_words
     const uint64_t* list_masks
@@ -82,7 +90,8 @@ cdef struct QSView:
 
 
 _FIELDS = {
-    "tree_word_offsets": np.int64, "thresholds": np.float64, "words": np.uint32,
+    "tree_word_offsets": np.int64, "scan_thresholds": np.float64,
+    "scan_node_offsets": np.int64, "scan_segment_offsets": np.int64, "thresholds": np.float64, "words": np.uint32,
     "masks": np.uint64, "segment_offsets": np.int64, "list_offsets": np.int64,
     "list_words": np.uint32, "list_masks": np.uint64, "category_mode": np.uint8,
     "category_key_offsets": np.int64, "category_keys": np.int64,
@@ -116,7 +125,9 @@ cdef class QSLayout:
         n_keys = a["category_keys"].shape[0]
         n_direct = a["category_node_bits_offset"].shape[0]
         checks = {
-            "segment_offsets": N_SEGMENT_KINDS * F + 1, "category_mode": F,
+            "scan_segment_offsets": N_SEGMENT_KINDS * F + 1,
+            "segment_offsets": N_SEGMENT_KINDS * F + 1,
+            "scan_node_offsets": a["scan_thresholds"].shape[0] + 1, "category_mode": F,
             "category_key_offsets": F + 1, "category_node_offsets": F + 1,
             "list_offsets": N_SEGMENT_KINDS * F + n_keys + n_direct + 1,
             "words": a["thresholds"].shape[0], "masks": a["thresholds"].shape[0],
@@ -129,16 +140,24 @@ cdef class QSLayout:
                                  f"entries, expected {n}")
         if int(a["list_offsets"][a["list_offsets"].shape[0] - 1]) != a["list_words"].shape[0]:
             raise ValueError("quickscorer layout: list_offsets do not cover list_words")
+        if int(a["scan_node_offsets"][a["scan_node_offsets"].shape[0] - 1]) != a["words"].shape[0]:
+            raise ValueError("quickscorer layout: scan_node_offsets do not cover the entries")
+        if int(a["scan_segment_offsets"][N_SEGMENT_KINDS * F]) != a["scan_thresholds"].shape[0]:
+            raise ValueError("quickscorer layout: scan_segment_offsets do not cover "
+                             "scan_thresholds")
         self.view.n_features = F
         self.view.n_trees = n_trees
         self.view.n_used = a["used_features"].shape[0]
         self.view.used_features = <const int32_t*>_data(a, "used_features")
         self.view.total_words = int(a["tree_word_offsets"][n_trees])
         self.view.tree_word_offsets = <const int64_t*>_data(a, "tree_word_offsets")
-        self.view.thresholds = <const double*>_data(a, "thresholds")
+        self.view.thresholds = <const double*>_data(a, "scan_thresholds")
+        self.view.node_offsets = <const int64_t*>_data(a, "scan_node_offsets")
         self.view.words = <const uint32_t*>_data(a, "words")
         self.view.masks = <const uint64_t*>_data(a, "masks")
-        self.view.segment_offsets = <const int64_t*>_data(a, "segment_offsets")
+        self.view.segment_offsets = <const int64_t*>_data(a, "scan_segment_offsets")
+        self.view.entry_thresholds = <const double*>_data(a, "thresholds")
+        self.view.entry_segment_offsets = <const int64_t*>_data(a, "segment_offsets")
         self.view.list_offsets = <const int64_t*>_data(a, "list_offsets")
         self.view.list_words = <const uint32_t*>_data(a, "list_words")
         self.view.list_masks = <const uint64_t*>_data(a, "list_masks")
@@ -162,14 +181,29 @@ cdef class QSLayout:
 
 
 cdef inline void scan(const QSView* q, int64_t seg, double x, uint64_t* v) noexcept nogil:
-    """AND the masks of segment seg's nodes that x makes false (x > threshold)."""
-    cdef const double* thr = q.thresholds
+    """AND the masks of segment seg's nodes that x makes false (x > threshold).
+
+    One document: the entry-wise stream, whose loop exits once per segment. (Grouping equal
+    thresholds, as the 8-lane scan can, costs a mispredicted branch per group here: measured
+    1.8x slower on the 1,000 x 64 model.)"""
+    cdef const double* thr = q.entry_thresholds
     cdef const uint32_t* word = q.words
     cdef const uint64_t* mask = q.masks
-    cdef int64_t k = q.segment_offsets[seg]
+    cdef int64_t k = q.entry_segment_offsets[seg]
     while x > thr[k]:  # the +inf sentinel ends every segment
         v[word[k]] &= mask[k]
         k += 1
+
+
+cdef inline void scan_lanes(const QSView* q, int isa, int lanes, bint merged, int64_t seg,
+                            const double* x, uint64_t* v) noexcept nogil:
+    """scan for a group of `lanes` documents: per distinct threshold (merged) or per entry."""
+    if merged:
+        qs_scan_merged(isa, lanes, q.thresholds, q.node_offsets, q.words, q.masks,
+                       q.segment_offsets[seg], x, v)
+    else:
+        qs_scan_entries(isa, lanes, q.entry_thresholds, q.words, q.masks,
+                        q.entry_segment_offsets[seg], x, v)
 
 
 cdef inline void apply_list(const QSView* q, int64_t j, uint64_t* v,
@@ -318,10 +352,12 @@ def predict_leaf(Forest forest, QSLayout lay, const floating[:, :] X, int32_t[:,
 
 
 # ---------------------------------------------------------------------------------------------
-# V-QuickScorer: QS_LANES documents per scan, bitvectors interleaved per word (vqs_simd.h)
+# V-QuickScorer: a group of `lanes` documents (8, 16 or 32) per scan, bitvectors interleaved
+# per word (vqs_simd.h)
 
 ISA_NAMES = {QS_ISA_SCALAR: "scalar", QS_ISA_AVX2: "avx2", QS_ISA_AVX512: "avx512"}
-LANES = QS_LANES
+LANE_CHOICES = (8, 16, 32)
+MAX_LANES = QS_MAX_LANES
 
 
 def isa_available(int isa):
@@ -333,27 +369,28 @@ def best_isa():
     return qs_best_isa()
 
 
-cdef inline void exit_bits_lanes(const QSView* q, int family, int isa, const double* rows,
-                                 int64_t n_lanes, double* x, uint64_t* v) noexcept nogil:
+cdef inline void exit_bits_lanes(const QSView* q, int family, int isa, int lanes, bint merged,
+                                 const double* rows, int64_t n_lanes, double* x,
+                                 uint64_t* v) noexcept nogil:
     """exit_bits for n_lanes converted rows (rows[l * n_features + j]) at once; lanes beyond
-    n_lanes hold NaN and are never touched. v: total_words * QS_LANES interleaved words."""
+    n_lanes hold -inf and are never touched. v: total_words * lanes interleaved words."""
     cdef int64_t u, feat, seg, l
     cdef int64_t F = q.n_features
     cdef double val
     cdef bint any_nan, any_zero
-    cdef double xs[QS_LANES]
-    memset(v, 0xFF, q.total_words * QS_LANES * sizeof(uint64_t))
+    cdef double xs[QS_MAX_LANES]
+    memset(v, 0xFF, q.total_words * lanes * sizeof(uint64_t))
     for u in range(q.n_used):
         feat = q.used_features[u]
         seg = feat * N_SEGMENT_KINDS
         any_nan = False
         any_zero = False
-        for l in range(QS_LANES):
-            val = rows[l * F + feat] if l < n_lanes else 0.0
+        for l in range(lanes):
             if l >= n_lanes:
                 x[l] = -INFINITY
                 xs[l] = -INFINITY
                 continue
+            val = rows[l * F + feat]
             x[l] = val
             if isnan(val):
                 any_nan = True
@@ -362,79 +399,118 @@ cdef inline void exit_bits_lanes(const QSView* q, int family, int isa, const dou
                 if val == 0.0:
                     any_zero = True
                 xs[l] = val
-        qs_scan_lanes(isa, q.thresholds, q.words, q.masks, q.segment_offsets[seg + SEGMENT_NONE],
-                      xs, v)
+        scan_lanes(q, isa, lanes, merged, seg + SEGMENT_NONE, xs, v)
         # "NaN" segment: NaN lanes never exceed a threshold; they take the NaN list below
-        qs_scan_lanes(isa, q.thresholds, q.words, q.masks, q.segment_offsets[seg + SEGMENT_NAN],
-                      x, v)
+        scan_lanes(q, isa, lanes, merged, seg + SEGMENT_NAN, x, v)
         if q.segment_offsets[seg + SEGMENT_ZERO] + 1 != q.segment_offsets[seg + SEGMENT_ZERO + 1]:
             if any_nan or any_zero:   # zero and NaN lanes take their lists instead of the scan
                 for l in range(n_lanes):
                     xs[l] = -INFINITY if (isnan(x[l]) or x[l] == 0.0) else x[l]
-                qs_scan_lanes(isa, q.thresholds, q.words, q.masks,
-                              q.segment_offsets[seg + SEGMENT_ZERO], xs, v)
+                scan_lanes(q, isa, lanes, merged, seg + SEGMENT_ZERO, xs, v)
             else:
-                qs_scan_lanes(isa, q.thresholds, q.words, q.masks,
-                              q.segment_offsets[seg + SEGMENT_ZERO], x, v)
+                scan_lanes(q, isa, lanes, merged, seg + SEGMENT_ZERO, x, v)
         if any_nan or any_zero:
             for l in range(n_lanes):
                 if isnan(x[l]):
-                    apply_list(q, feat, v + l, QS_LANES)
+                    apply_list(q, feat, v + l, lanes)
                 elif x[l] == 0.0:
-                    apply_list(q, q.n_features + feat, v + l, QS_LANES)
+                    apply_list(q, q.n_features + feat, v + l, lanes)
         if q.category_mode[feat] != CATEGORY_MODE_NONE:
             for l in range(n_lanes):
                 if not isnan(x[l]):
-                    categorical(q, family, feat, x[l], v + l, QS_LANES)
+                    categorical(q, family, feat, x[l], v + l, lanes)
 
 
 cdef inline int64_t exit_leaf_lane(const QSView* q, int64_t t, const uint64_t* v,
-                                   int64_t l) noexcept nogil:
+                                   int64_t l, int lanes) noexcept nogil:
     cdef int64_t w0 = q.tree_word_offsets[t]
     cdef int64_t w = w0
-    while v[w * QS_LANES + l] == 0:
+    while v[w * lanes + l] == 0:
         w += 1
-    return ((w - w0) << 6) + qs_ctz64(v[w * QS_LANES + l])
+    return ((w - w0) << 6) + qs_ctz64(v[w * lanes + l])
 
 
-def _check_lanes(Forest forest, QSLayout lay, Py_ssize_t n_cols, double[:, ::1] rowbuf,
-                 uint64_t[:, ::1] bitbuf, int n_threads, int isa):
+cdef inline void add_exits_lanes(const ForestView* f, const QSView* q, int64_t t0,
+                                 const uint64_t* v, int lanes, int64_t n_lanes,
+                                 const double* rows, double* o64, float* o32) noexcept nogil:
+    """Add the exit leaves of q's trees (trees t0 .. of f) for the n_lanes documents whose
+    scores are o64 / o32 + l * n_outputs. Trees outer, lanes inner: each document still sums
+    in tree order (the same roundings), but the documents' sums are independent chains the
+    CPU overlaps instead of waiting on one addition after another."""
+    cdef int64_t K = f.n_outputs
+    cdef int64_t t, l, w, g, base
+    cdef const uint64_t* p
+    cdef bint plain = not f.has_linear and f.tree_weight == NULL
+    for t in range(q.n_trees):
+        w = q.tree_word_offsets[t]
+        g = f.tree_group[t0 + t]
+        base = f.tree_leaf_offset[t0 + t]
+        p = v + w * lanes
+        if plain and q.tree_word_offsets[t + 1] == w + 1:
+            if f.family == FAMILY_XGBOOST:
+                for l in range(n_lanes):
+                    o32[l * K + g] = o32[l * K + g] + f.leaf_value_f32[base + qs_ctz64(p[l])]
+            else:
+                for l in range(n_lanes):
+                    o64[l * K + g] = o64[l * K + g] + f.leaf_value[base + qs_ctz64(p[l])]
+        else:
+            for l in range(n_lanes):
+                scores_add(f, t0 + t, exit_leaf_lane(q, t, v, l, lanes),
+                           rows + l * f.n_features,
+                           (o64 + l * K) if o64 != NULL else NULL,
+                           (o32 + l * K) if o32 != NULL else NULL)
+
+
+def _check_lanes(Forest forest, Py_ssize_t n_rows, Py_ssize_t n_cols, int64_t n_trees,
+                 double[:, ::1] rowbuf, int64_t row_width, uint64_t[:, ::1] bitbuf,
+                 int64_t words, int n_threads, int isa, int lanes,
+                 double[:, ::1] out64=None, float[:, ::1] out32=None):
     if n_threads < 1:
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
-    if n_cols != forest.view.n_features or lay.view.n_features != forest.view.n_features:
-        raise ValueError(f"input has {n_cols} features, the model expects "
-                         f"{forest.view.n_features}")
-    if lay.view.n_trees != forest.view.n_trees:
-        raise ValueError("the quickscorer layout and the forest disagree on the tree count")
-    if rowbuf.shape[0] < n_threads or rowbuf.shape[1] < QS_LANES * (forest.view.n_features + 1):
-        raise ValueError("rowbuf must be at least (n_threads, LANES * (n_features + 1))")
-    if bitbuf.shape[0] < n_threads or bitbuf.shape[1] < QS_LANES * lay.view.total_words:
-        raise ValueError("bitbuf must be at least (n_threads, LANES * total_words)")
+    if not qs_lanes_supported(lanes):
+        raise ValueError(f"lanes must be one of {LANE_CHOICES}, got {lanes}")
     if not qs_isa_available(isa):
         raise ValueError(f"this CPU cannot run instruction set {ISA_NAMES.get(isa, isa)!r}")
-
-
-def predict_raw_lanes(Forest forest, QSLayout lay, const floating[:, :] X,
-                      double[:, ::1] out64, float[:, ::1] out32, double[:, ::1] rowbuf,
-                      uint64_t[:, ::1] bitbuf, int n_threads, int isa):
-    """Raw scores like predict_raw, QS_LANES rows per scan on instruction set isa.
-
-    rowbuf: (n_threads, LANES * (n_features + 1)) float64; bitbuf: (n_threads, LANES *
-    total_words) uint64.
-    """
-    _check_lanes(forest, lay, X.shape[1], rowbuf, bitbuf, n_threads, isa)
-    cdef const ForestView* f = &forest.view
-    cdef const QSView* q = &lay.view
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef Py_ssize_t k = f.n_outputs
+    if n_cols != forest.view.n_features:
+        raise ValueError(f"input has {n_cols} features, the model expects "
+                         f"{forest.view.n_features}")
+    if n_trees != forest.view.n_trees:
+        raise ValueError("the quickscorer layout and the forest disagree on the tree count")
+    if rowbuf.shape[0] < n_threads or rowbuf.shape[1] < row_width:
+        raise ValueError(f"rowbuf must be at least ({n_threads}, {row_width})")
+    if bitbuf.shape[0] < n_threads or bitbuf.shape[1] < lanes * words:
+        raise ValueError(f"bitbuf must be at least ({n_threads}, {lanes * words})")
+    cdef Py_ssize_t k = forest.view.n_outputs
+    if out64 is None:
+        return
     if forest.dtype == np.float32:
         if out32.shape[0] != n_rows or out32.shape[1] != k:
             raise ValueError(f"out32 must be ({n_rows}, {k})")
     elif out64.shape[0] != n_rows or out64.shape[1] != k:
         raise ValueError(f"out64 must be ({n_rows}, {k})")
-    cdef Py_ssize_t n_blocks = (n_rows + QS_LANES - 1) // QS_LANES
+
+
+def predict_raw_lanes(Forest forest, QSLayout lay, const floating[:, :] X,
+                      double[:, ::1] out64, float[:, ::1] out32, double[:, ::1] rowbuf,
+                      uint64_t[:, ::1] bitbuf, int n_threads, int isa, bint merged=False,
+                      int lanes=8):
+    """Raw scores like predict_raw, `lanes` rows per scan on instruction set isa.
+
+    rowbuf: (n_threads, lanes * (n_features + 1)) float64; bitbuf: (n_threads, lanes *
+    total_words) uint64.
+    """
+    if lay.view.n_features != forest.view.n_features:
+        raise ValueError("the quickscorer layout and the forest disagree on the features")
+    _check_lanes(forest, X.shape[0], X.shape[1], lay.view.n_trees, rowbuf,
+                 lanes * (forest.view.n_features + 1), bitbuf, lay.view.total_words,
+                 n_threads, isa, lanes, out64, out32)
+    cdef const ForestView* f = &forest.view
+    cdef const QSView* q = &lay.view
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef Py_ssize_t k = f.n_outputs
+    cdef Py_ssize_t n_blocks = (n_rows + lanes - 1) // lanes
     cdef Py_ssize_t b, i
-    cdef int64_t t, l, n_lanes, F = f.n_features
+    cdef int64_t l, n_lanes, F = f.n_features
     cdef double* rows
     cdef double* x
     cdef uint64_t* v
@@ -442,33 +518,37 @@ def predict_raw_lanes(Forest forest, QSLayout lay, const floating[:, :] X,
     cdef float* o32
     with nogil, parallel(num_threads=n_threads):
         rows = &rowbuf[threadid(), 0]
-        x = rows + QS_LANES * F
+        x = rows + lanes * F
         v = &bitbuf[threadid(), 0]
         for b in prange(n_blocks, schedule="static"):
-            n_lanes = min(QS_LANES, n_rows - b * QS_LANES)
+            n_lanes = min(lanes, n_rows - b * lanes)
             for l in range(n_lanes):
-                load_row(f, X, b * QS_LANES + l, rows + l * F)
-            exit_bits_lanes(q, f.family, isa, rows, n_lanes, x, v)
+                load_row(f, X, b * lanes + l, rows + l * F)
+            exit_bits_lanes(q, f.family, isa, lanes, merged, rows, n_lanes, x, v)
+            i = b * lanes
+            o64 = &out64[i, 0] if out64.shape[0] else NULL
+            o32 = &out32[i, 0] if out32.shape[0] else NULL
             for l in range(n_lanes):
-                i = b * QS_LANES + l
-                o64 = &out64[i, 0] if out64.shape[0] else NULL
-                o32 = &out32[i, 0] if out32.shape[0] else NULL
-                scores_init(f, o64, o32)
-                for t in range(f.n_trees):
-                    scores_add(f, t, exit_leaf_lane(q, t, v, l), rows + l * F, o64, o32)
+                scores_init(f, (o64 + l * k) if o64 != NULL else NULL,
+                            (o32 + l * k) if o32 != NULL else NULL)
+            add_exits_lanes(f, q, 0, v, lanes, n_lanes, rows, o64, o32)
 
 
 def predict_leaf_lanes(Forest forest, QSLayout lay, const floating[:, :] X,
                        int32_t[:, ::1] out, double[:, ::1] rowbuf, uint64_t[:, ::1] bitbuf,
-                       int n_threads, int isa):
-    """Exit leaves like predict_leaf, QS_LANES rows per scan."""
-    _check_lanes(forest, lay, X.shape[1], rowbuf, bitbuf, n_threads, isa)
+                       int n_threads, int isa, bint merged=False, int lanes=8):
+    """Exit leaves like predict_leaf, `lanes` rows per scan."""
+    if lay.view.n_features != forest.view.n_features:
+        raise ValueError("the quickscorer layout and the forest disagree on the features")
+    _check_lanes(forest, X.shape[0], X.shape[1], lay.view.n_trees, rowbuf,
+                 lanes * (forest.view.n_features + 1), bitbuf, lay.view.total_words,
+                 n_threads, isa, lanes)
     cdef const ForestView* f = &forest.view
     cdef const QSView* q = &lay.view
     cdef Py_ssize_t n_rows = X.shape[0]
     if out.shape[0] != n_rows or out.shape[1] != f.n_trees:
         raise ValueError(f"out must be ({n_rows}, {f.n_trees})")
-    cdef Py_ssize_t n_blocks = (n_rows + QS_LANES - 1) // QS_LANES
+    cdef Py_ssize_t n_blocks = (n_rows + lanes - 1) // lanes
     cdef Py_ssize_t b
     cdef int64_t t, l, n_lanes, F = f.n_features
     cdef double* rows
@@ -476,16 +556,16 @@ def predict_leaf_lanes(Forest forest, QSLayout lay, const floating[:, :] X,
     cdef uint64_t* v
     with nogil, parallel(num_threads=n_threads):
         rows = &rowbuf[threadid(), 0]
-        x = rows + QS_LANES * F
+        x = rows + lanes * F
         v = &bitbuf[threadid(), 0]
         for b in prange(n_blocks, schedule="static"):
-            n_lanes = min(QS_LANES, n_rows - b * QS_LANES)
+            n_lanes = min(lanes, n_rows - b * lanes)
             for l in range(n_lanes):
-                load_row(f, X, b * QS_LANES + l, rows + l * F)
-            exit_bits_lanes(q, f.family, isa, rows, n_lanes, x, v)
+                load_row(f, X, b * lanes + l, rows + l * F)
+            exit_bits_lanes(q, f.family, isa, lanes, merged, rows, n_lanes, x, v)
             for l in range(n_lanes):
                 for t in range(f.n_trees):
-                    out[b * QS_LANES + l, t] = <int32_t>exit_leaf_lane(q, t, v, l)
+                    out[b * lanes + l, t] = <int32_t>exit_leaf_lane(q, t, v, l, lanes)
 
 
 cdef class BlockedLayout:
@@ -527,30 +607,27 @@ cdef class BlockedLayout:
 
 def predict_raw_blocked(Forest forest, BlockedLayout bl, const floating[:, :] X,
                         double[:, ::1] out64, float[:, ::1] out32, double[:, ::1] rowbuf,
-                        uint64_t[:, ::1] bitbuf, int n_threads, int isa):
-    """Raw scores: documents in blocks of QS_LANES, trees in the blocks of bl, in tree order."""
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
-    if X.shape[1] != forest.view.n_features or bl.n_trees != forest.view.n_trees:
-        raise ValueError(f"input has {X.shape[1]} features, the model expects "
-                         f"{forest.view.n_features}")
-    if rowbuf.shape[0] < n_threads or rowbuf.shape[1] < QS_LANES * (forest.view.n_features + 1):
-        raise ValueError("rowbuf must be at least (n_threads, LANES * (n_features + 1))")
-    if bitbuf.shape[0] < n_threads or bitbuf.shape[1] < QS_LANES * bl.max_words:
-        raise ValueError("bitbuf must be at least (n_threads, LANES * max block words)")
-    if not qs_isa_available(isa):
-        raise ValueError(f"this CPU cannot run instruction set {ISA_NAMES.get(isa, isa)!r}")
+                        uint64_t[:, ::1] bitbuf, int n_threads, int isa, bint merged=False,
+                        int64_t doc_groups=1, int lanes=8):
+    """Raw scores, block-wise: documents in blocks of doc_groups groups of `lanes`, and for
+    each document block the tree blocks of bl in order, each scanned for every group of the
+    block while its layout is in cache. Each document still adds its trees in tree order.
+
+    rowbuf: (n_threads, lanes * (doc_groups * n_features + 1)) float64; bitbuf: (n_threads,
+    lanes * bl.max_words) uint64.
+    """
+    if doc_groups < 1:
+        raise ValueError(f"doc_groups must be >= 1, got {doc_groups}")
+    _check_lanes(forest, X.shape[0], X.shape[1], bl.n_trees, rowbuf,
+                 lanes * (doc_groups * forest.view.n_features + 1), bitbuf, bl.max_words,
+                 n_threads, isa, lanes, out64, out32)
     cdef const ForestView* f = &forest.view
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef Py_ssize_t k = f.n_outputs
-    if forest.dtype == np.float32:
-        if out32.shape[0] != n_rows or out32.shape[1] != k:
-            raise ValueError(f"out32 must be ({n_rows}, {k})")
-    elif out64.shape[0] != n_rows or out64.shape[1] != k:
-        raise ValueError(f"out64 must be ({n_rows}, {k})")
-    cdef Py_ssize_t n_blocks = (n_rows + QS_LANES - 1) // QS_LANES
-    cdef Py_ssize_t b, i
-    cdef int64_t t, l, n_lanes, F = f.n_features, tb, t0
+    cdef Py_ssize_t n_groups = (n_rows + lanes - 1) // lanes
+    cdef Py_ssize_t n_dblocks = (n_groups + doc_groups - 1) // doc_groups
+    cdef Py_ssize_t db, g, g0, g1, i
+    cdef int64_t l, n_lanes, F = f.n_features, tb
     cdef const QSView* q
     cdef double* rows
     cdef double* x
@@ -559,24 +636,28 @@ def predict_raw_blocked(Forest forest, BlockedLayout bl, const floating[:, :] X,
     cdef float* o32
     with nogil, parallel(num_threads=n_threads):
         rows = &rowbuf[threadid(), 0]
-        x = rows + QS_LANES * F
+        x = rows + lanes * doc_groups * F
         v = &bitbuf[threadid(), 0]
-        for b in prange(n_blocks, schedule="static"):
-            n_lanes = min(QS_LANES, n_rows - b * QS_LANES)
-            for l in range(n_lanes):
-                load_row(f, X, b * QS_LANES + l, rows + l * F)
-                i = b * QS_LANES + l
+        for db in prange(n_dblocks, schedule="static"):
+            g0 = db * doc_groups
+            g1 = min(g0 + doc_groups, n_groups)
+            for g in range(g0, g1):
+                n_lanes = min(lanes, n_rows - g * lanes)
+                i = g * lanes
                 o64 = &out64[i, 0] if out64.shape[0] else NULL
                 o32 = &out32[i, 0] if out32.shape[0] else NULL
-                scores_init(f, o64, o32)
+                for l in range(n_lanes):
+                    load_row(f, X, i + l, rows + ((g - g0) * lanes + l) * F)
+                    scores_init(f, (o64 + l * k) if o64 != NULL else NULL,
+                                (o32 + l * k) if o32 != NULL else NULL)
             for tb in range(bl.n_blocks):
                 q = &bl.views[tb]
-                t0 = bl.starts[tb]
-                exit_bits_lanes(q, f.family, isa, rows, n_lanes, x, v)
-                for l in range(n_lanes):
-                    i = b * QS_LANES + l
+                for g in range(g0, g1):
+                    n_lanes = min(lanes, n_rows - g * lanes)
+                    i = g * lanes
                     o64 = &out64[i, 0] if out64.shape[0] else NULL
                     o32 = &out32[i, 0] if out32.shape[0] else NULL
-                    for t in range(q.n_trees):
-                        scores_add(f, t0 + t, exit_leaf_lane(q, t, v, l), rows + l * F,
-                                   o64, o32)
+                    exit_bits_lanes(q, f.family, isa, lanes, merged,
+                                    rows + (g - g0) * lanes * F, n_lanes, x, v)
+                    add_exits_lanes(f, q, bl.starts[tb], v, lanes, n_lanes,
+                                    rows + (g - g0) * lanes * F, o64, o32)
