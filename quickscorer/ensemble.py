@@ -15,7 +15,6 @@ sum -- is decided by the ensemble's ``family`` (``"lightgbm"`` or ``"xgboost"``)
 """
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -106,16 +105,16 @@ class Tree:
 
         Leaves ``[lo, mid)`` are in the node's left subtree and ``[mid, hi)`` in its right one.
         """
-        m = self.n_internal
-        lo = np.zeros(m, np.int64)
-        mid = np.zeros(m, np.int64)
-        hi = np.zeros(m, np.int64)
-        # children have larger BFS numbers than parents, so a reverse sweep sees children first
-        for n in range(m - 1, -1, -1):
-            lc, rc = int(self.left[n]), int(self.right[n])
-            lo[n] = lo[lc] if lc >= 0 else ~lc
-            mid[n] = lo[rc] if rc >= 0 else ~rc
-            hi[n] = hi[rc] if rc >= 0 else ~rc + 1
+        cached = self.__dict__.get("_leaf_ranges")
+        if cached is not None:
+            return cached
+        from ._build import leaf_ranges
+        # children have larger BFS numbers than parents: a reverse sweep sees children first
+        lo, mid, hi = leaf_ranges(np.ascontiguousarray(self.left, np.int32),
+                                  np.ascontiguousarray(self.right, np.int32))
+        for a in (lo, mid, hi):
+            a.setflags(write=False)
+        object.__setattr__(self, "_leaf_ranges", (lo, mid, hi))  # computed once per tree
         return lo, mid, hi
 
     def depth(self) -> int:
@@ -218,26 +217,17 @@ def build_tree(
             f"(left={left[n]}, right={right[n]}, nodes={k})")
 
     # Breadth-first from the root numbers the internal nodes and proves every node is
-    # reached exactly once; an in-order walk then numbers the leaves left to right.
-    seen = np.zeros(k, dtype=bool)
-    seen[root] = True
-    bfs = []
-    queue = deque([root])
-    while queue:
-        n = queue.popleft()
-        if is_leaf[n]:
-            continue
-        bfs.append(n)
-        for c in (int(left[n]), int(right[n])):
-            if seen[c]:
-                raise ModelFormatError(
-                    f"{where}: node {src_a[c]} is reached twice (a cycle or a shared child)")
-            seen[c] = True
-            queue.append(c)
-    if not seen.all():
-        n = int(np.flatnonzero(~seen)[0])
-        raise ModelFormatError(f"{where}: node {src_a[n]} is not reachable from the root")
-
+    # reached exactly once; the in-order position of each node's first leaf numbers the
+    # leaves left to right (both walks in C, quickscorer/_build.pyx).
+    from ._build import canonical_order
+    bfs, first, problem, bad_node = canonical_order(
+        np.ascontiguousarray(left), np.ascontiguousarray(right), int(root),
+        np.ascontiguousarray(is_leaf).view(np.uint8))
+    if problem == 1:
+        raise ModelFormatError(
+            f"{where}: node {src_a[bad_node]} is reached twice (a cycle or a shared child)")
+    if problem == 2:
+        raise ModelFormatError(f"{where}: node {src_a[bad_node]} is not reachable from the root")
     internal_ids = np.asarray(bfs, dtype=np.int64)
     m = internal_ids.shape[0]
     n_leaves = k - m
@@ -246,18 +236,9 @@ def build_tree(
 
     new_internal = np.full(k, -1, np.int64)
     new_internal[internal_ids] = np.arange(m)
-    leaf_order = []
-    stack = [root]
-    while stack:  # iterative in-order: push right first so left is visited first
-        n = stack.pop()
-        if is_leaf[n]:
-            leaf_order.append(n)
-        else:
-            stack.append(int(right[n]))
-            stack.append(int(left[n]))
-    leaf_ids = np.asarray(leaf_order, dtype=np.int64)
-    new_leaf = np.full(k, -1, np.int64)
-    new_leaf[leaf_ids] = np.arange(n_leaves)
+    new_leaf = np.where(is_leaf, first, -1)
+    leaf_ids = np.empty(n_leaves, np.int64)
+    leaf_ids[first[is_leaf]] = np.flatnonzero(is_leaf)
 
     def child_ref(c: np.ndarray) -> np.ndarray:
         return np.where(is_leaf[c], ~new_leaf[c], new_internal[c]).astype(np.int32)

@@ -52,6 +52,7 @@ _NOT_FLOAT_CHARS = re.compile(r"[^0-9eE.+\-\s]")
 _NOT_THRESHOLD_CHARS = re.compile(r"[^0-9eE.+\-\sinf]")
 _NOT_INT_CHARS = re.compile(r"[^0-9+\-\s]")
 _INT_TOKEN = re.compile(r"[+-]?\d{1,18}")
+_INT_LIST = re.compile(r"[+-]?\d{1,18}(?: [+-]?\d{1,18})*")
 
 # Objective name -> output transform. "sqrt" (for the names in _SQRT_OBJECTIVES) turns the
 # transform into signed_square; LightGBM ignores it for every other objective.
@@ -486,10 +487,10 @@ class _Fields:
     def ints(self, key: str, n: int, lo: int, hi: int | None,
              allow_absent: bool = False) -> np.ndarray:
         tokens = self._tokens(key, n, _NOT_INT_CHARS, allow_absent)
-        for tok in tokens:
-            if not _INT_TOKEN.fullmatch(tok):
-                raise ModelFormatError(
-                    f"{self.where}: field '{key}' holds {tok[:40]!r}, not an integer")
+        if tokens and not _INT_LIST.fullmatch(" ".join(tokens)):  # one C-level match per field
+            tok = next(t for t in tokens if not _INT_TOKEN.fullmatch(t))
+            raise ModelFormatError(
+                f"{self.where}: field '{key}' holds {tok[:40]!r}, not an integer")
         a = np.array(tokens, dtype=np.int64) if tokens else np.zeros(0, np.int64)
         out_of_range = (a < lo) if hi is None else ((a < lo) | (a > hi))
         if out_of_range.any():
@@ -504,7 +505,7 @@ class _Fields:
         tokens = self._tokens(key, n, _NOT_THRESHOLD_CHARS if allow_inf else _NOT_FLOAT_CHARS,
                               allow_absent)
         try:
-            a = np.array([float(t) for t in tokens], dtype=np.float64)
+            a = np.array(tokens, dtype=np.float64)  # numpy parses the strings, rounding as float()
         except ValueError:
             bad = next(t for t in tokens if not _is_float(t))
             raise ModelFormatError(
