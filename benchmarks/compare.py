@@ -49,21 +49,26 @@ def machine() -> str:
             f"{platform.release()}, Python {platform.python_version()}")
 
 
-def time_engine(engine, X: np.ndarray, batch: int, repeat: int, min_rows: int) -> float:
-    """Median microseconds per document over ``repeat`` timed runs after one warm-up; each run
-    scores consecutive ``batch``-row slices until at least ``min_rows`` rows are done."""
+def time_engines(engines, X: np.ndarray, batch: int, repeat: int, min_rows: int) -> list:
+    """Median microseconds per document of each engine over ``repeat`` timed runs after one
+    warm-up; each run scores consecutive ``batch``-row slices until at least ``min_rows`` rows
+    are done. The runs are interleaved (run 1 of every engine, then run 2, ...), so a machine
+    whose speed drifts during the comparison (a shared virtual machine's does) slows every
+    engine alike instead of whichever was timed last."""
     n = X.shape[0]
     calls = max(1, -(-min_rows // batch))
     slices = [X[(k * batch) % max(1, n - batch + 1):][:batch] for k in range(calls)]
     slices = [np.ascontiguousarray(s) for s in slices]
-    engine.predict(slices[0])
-    samples = []
+    for engine in engines:
+        engine.predict(slices[0])
+    samples: list[list[float]] = [[] for _ in engines]
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        for s in slices:
-            engine.predict(s)
-        samples.append((time.perf_counter() - t0) / (calls * batch))
-    return statistics.median(samples) * 1e6
+        for e, engine in enumerate(engines):
+            t0 = time.perf_counter()
+            for s in slices:
+                engine.predict(s)
+            samples[e].append((time.perf_counter() - t0) / (calls * batch))
+    return [statistics.median(v) * 1e6 for v in samples]
 
 
 def agreement(engine, X: np.ndarray, reference: np.ndarray) -> tuple[bool, str]:
@@ -124,6 +129,8 @@ def run(args) -> str:
         elif args.workload == "ltr":
             wl = W.ltr(n_trees, args.leaves, n_rows=max(10_000, max(batches)),
                        xgboost="xgboost" in names)
+        elif args.workload == "sweep":
+            wl = W.sweep(n_trees, args.leaves, n_rows=max(10_000, max(batches)))
         else:
             wl = W.shared(args.workload, n_trees, args.leaves)
         built, skipped = build_engines(wl, names, args.threads, algorithms, dtypes,
@@ -138,14 +145,12 @@ def run(args) -> str:
             import xgboost as xgb
             ref_xgb = xgb.Booster(model_file=str(wl.xgb_path)).predict(
                 xgb.DMatrix(check, missing=np.nan), output_margin=True)
+        agrees = [agreement(eng, check, ref_xgb if eng.source == "xgboost" else ref_lgb)[1]
+                  for eng in built]
         for batch in batches:
-            results = []
-            for eng in built:
-                ref = ref_xgb if eng.source == "xgboost" else ref_lgb
-                ok, agree = agreement(eng, check, ref)
-                us = time_engine(eng, X, batch, args.repeat, args.min_rows)
-                mem, how = eng.nbytes()
-                results.append((eng, us, agree, mem, how))
+            times = time_engines(built, X, batch, args.repeat, args.min_rows)
+            results = [(eng, us, agree, *eng.nbytes())
+                       for eng, us, agree in zip(built, times, agrees)]
             lgb_us = next((r[1] for r in results if r[0].name == "lightgbm"), None)
             ours_best = min((r[1] for r in results if isinstance(r[0], E.QuickScorer)
                              and r[0].source == "lightgbm"), default=None)
@@ -201,12 +206,13 @@ def plot(points, path: Path, batch: int, threads: int) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workload", default="ltr",
-                   help="ltr (generated MSLR-shaped) or one of " + ", ".join(W.SHARED_TASKS))
+                   help="ltr (generated MSLR-shaped), sweep (full trees for a tree sweep) or "
+                        "one of " + ", ".join(W.SHARED_TASKS))
     p.add_argument("--trees", default="1000", help="comma-separated, e.g. 100,1000,10000")
     p.add_argument("--leaves", type=int, default=64)
     p.add_argument("--batch", default="10000", help="rows per call, comma-separated")
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--min-rows", type=int, default=10_000,
                    help="rows scored per timed run (small batches repeat the call)")
     p.add_argument("--engines", default="quickscorer," + ",".join(E.PEERS))

@@ -1,0 +1,84 @@
+"""V-QuickScorer's variants side by side: instruction set, documents per scan, tree blocks,
+equal-threshold merging, on one model and one set of rows.
+
+Each variant is a ``quickscorer.qs.VQuickScorer`` built with the given keywords; the timed runs
+are interleaved (run 1 of every variant, then run 2, ...) and every variant's scores are
+checked against the first's. Prints min and median microseconds per document.
+
+Examples::
+
+    python benchmarks/vqs_variants.py                       # the default set, ltr 1000 x 64
+    python benchmarks/vqs_variants.py --trees 5000 isa=avx2,lanes=16 isa=avx2,lanes=8
+    python benchmarks/vqs_variants.py isa=avx512,lanes=32,block_trees=500,doc_groups=4
+
+Keywords: isa (scalar, avx2, avx512), lanes (8, 16, 32), merge (0, 1), block_bytes,
+block_trees, doc_groups.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workloads as W  # noqa: E402
+
+DEFAULT = ["lanes=32", "lanes=16", "lanes=8", "lanes=32,merge=1",
+           "lanes=32,block_bytes=1000000000", "lanes=8,block_bytes=1000000000"]
+
+
+def parse(spec: str) -> dict:
+    kw = {}
+    for item in spec.split(","):
+        key, _, value = item.partition("=")
+        kw[key] = value if key == "isa" else int(value)
+    return kw
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("variants", nargs="*", help="comma-separated keywords, one variant each")
+    p.add_argument("--workload", default="ltr", choices=["ltr", "sweep"])
+    p.add_argument("--trees", type=int, default=1000)
+    p.add_argument("--leaves", type=int, default=64)
+    p.add_argument("--rows", type=int, default=10_000)
+    p.add_argument("--repeat", type=int, default=7)
+    args = p.parse_args(argv)
+
+    import quickscorer
+    from quickscorer.qs import VQuickScorer, available_isas
+    make = W.ltr if args.workload == "ltr" else W.sweep
+    wl = make(args.trees, args.leaves, n_rows=args.rows) if args.workload == "sweep" else \
+        make(args.trees, args.leaves, n_rows=args.rows, xgboost=False)
+    model = quickscorer.load(str(wl.lgb_path))
+    X = np.ascontiguousarray(wl.X[:args.rows])
+    specs = args.variants or DEFAULT
+    variants = {s: VQuickScorer(model.ensemble, model._forest, **parse(s)) for s in specs}
+    out = np.empty((X.shape[0], model.n_outputs))
+    none32 = np.empty((0, model.n_outputs), np.float32)
+    rowbuf = np.empty((1, model.n_features))
+    times: dict[str, list[float]] = {s: [] for s in variants}
+    first = None
+    for _ in range(args.repeat):
+        for s, alg in variants.items():
+            t0 = time.perf_counter()
+            alg.predict_raw(X, out, none32, rowbuf, 1)
+            times[s].append((time.perf_counter() - t0) / X.shape[0] * 1e6)
+            if first is None:
+                first = out.copy()
+            if not np.array_equal(out, first):
+                raise SystemExit(f"{s}: scores differ from {specs[0]}")
+    print(f"{wl.name}, {X.shape[0]} rows, 1 thread, paths on this CPU: {available_isas()}")
+    for s, alg in variants.items():
+        v = np.array(times[s])
+        print(f"{s:48s} {alg.isa_name:7s} blocks={alg.tree_blocks:<3d} "
+              f"min {v.min():7.2f}  median {np.median(v):7.2f} us/doc")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
