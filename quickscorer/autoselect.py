@@ -1,16 +1,19 @@
 """Which exact algorithm ``Model.predict`` runs when none is named.
 
 Every registered algorithm gives the same scores; they differ in speed. Measured on this
-project's 1,000-tree, 64-leaf learning-to-rank model (AMD EPYC, AVX2, one thread; microseconds
-per document, consecutive slices of generated rows)::
+project's 1,000-tree, 64-leaf learning-to-rank model (Xeon 2.5 GHz with AVX-512, one thread,
+microseconds per document, consecutive slices of generated rows; ``python
+benchmarks/compare.py --trees 1000 --batch 1,2,4,8,16,32,100,10000 --repeat 5 --min-rows 2000
+--engines quickscorer --algorithms quickscorer,vqs``)::
 
-    rows per call      1      2      4      8     16    100
-    quickscorer     27.0   21.6   18.8   17.3   16.6   16.0
-    vqs             47.5   30.9   20.0   12.3   11.6   11.2
+    rows per call      1      2      4      8     16     32    100  10000
+    quickscorer     59.6   49.8   44.3   40.9   39.1   38.3   38.0   36.3
+    vqs            114.4   67.9   38.9   22.1   16.5   13.6   14.8   12.2
 
-So: V-QuickScorer (8 documents per scan) from a few rows up, scalar QuickScorer for the
-one-to-four-row calls of a latency-bound service. The arithmetic traversals of the paper are
-for study and are never chosen.
+(that run caught the machine in one of its slow spells; the ratios hold across runs). So:
+V-QuickScorer from 4 rows per thread (it scans 8, 16 or 32 documents at once, the widest
+group the rows fill), scalar QuickScorer for the one-to-three-row calls of a latency-bound
+service. The arithmetic traversals of the paper are for study and are never chosen.
 """
 from __future__ import annotations
 
