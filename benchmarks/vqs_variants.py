@@ -9,6 +9,7 @@ Examples::
 
     python benchmarks/vqs_variants.py                       # the default set, ltr 1000 x 64
     python benchmarks/vqs_variants.py --trees 5000 isa=avx2,lanes=16 isa=avx2,lanes=8
+    python benchmarks/vqs_variants.py --workload sweep --trees 1000,20000 lanes=32
     python benchmarks/vqs_variants.py isa=avx512,lanes=32,block_trees=500,doc_groups=4
 
 Keywords: isa (scalar, avx2, avx512), lanes (8, 16, 32), merge (0, 1), block_bytes,
@@ -43,7 +44,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("variants", nargs="*", help="comma-separated keywords, one variant each")
     p.add_argument("--workload", default="ltr", choices=["ltr", "sweep"])
-    p.add_argument("--trees", type=int, default=1000)
+    p.add_argument("--trees", default="1000",
+                   help="comma-separated: several models, timed interleaved with each other")
     p.add_argument("--leaves", type=int, default=64)
     p.add_argument("--rows", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=7)
@@ -51,32 +53,35 @@ def main(argv=None) -> int:
 
     import quickscorer
     from quickscorer.qs import VQuickScorer, available_isas
-    make = W.ltr if args.workload == "ltr" else W.sweep
-    wl = make(args.trees, args.leaves, n_rows=args.rows) if args.workload == "sweep" else \
-        make(args.trees, args.leaves, n_rows=args.rows, xgboost=False)
-    model = quickscorer.load(str(wl.lgb_path))
-    X = np.ascontiguousarray(wl.X[:args.rows])
     specs = args.variants or DEFAULT
-    variants = {s: VQuickScorer(model.ensemble, model._forest, **parse(s)) for s in specs}
-    out = np.empty((X.shape[0], model.n_outputs))
-    none32 = np.empty((0, model.n_outputs), np.float32)
-    rowbuf = np.empty((1, model.n_features))
-    times: dict[str, list[float]] = {s: [] for s in variants}
-    first = None
+    runs = []   # (label, algorithm, rows, output buffers)
+    for n_trees in (int(t) for t in args.trees.split(",")):
+        if args.workload == "sweep":
+            wl = W.sweep(n_trees, args.leaves, n_rows=args.rows)
+        else:
+            wl = W.ltr(n_trees, args.leaves, n_rows=args.rows, xgboost=False)
+        model = quickscorer.load(str(wl.lgb_path))
+        X = np.ascontiguousarray(wl.X[:args.rows])
+        bufs = (np.empty((X.shape[0], model.n_outputs)),
+                np.empty((0, model.n_outputs), np.float32), np.empty((1, model.n_features)))
+        for s in specs:
+            runs.append((f"{wl.name} {s}", VQuickScorer(model.ensemble, model._forest,
+                                                        **parse(s)), X, bufs))
+    times: dict[str, list[float]] = {label: [] for label, *_ in runs}
+    first: dict[int, np.ndarray] = {}
     for _ in range(args.repeat):
-        for s, alg in variants.items():
+        for label, alg, X, (out, none32, rowbuf) in runs:
             t0 = time.perf_counter()
             alg.predict_raw(X, out, none32, rowbuf, 1)
-            times[s].append((time.perf_counter() - t0) / X.shape[0] * 1e6)
-            if first is None:
-                first = out.copy()
-            if not np.array_equal(out, first):
-                raise SystemExit(f"{s}: scores differ from {specs[0]}")
-    print(f"{wl.name}, {X.shape[0]} rows, 1 thread, paths on this CPU: {available_isas()}")
-    for s, alg in variants.items():
-        v = np.array(times[s])
-        print(f"{s:48s} {alg.isa_name:7s} blocks={alg.tree_blocks:<3d} "
-              f"min {v.min():7.2f}  median {np.median(v):7.2f} us/doc")
+            times[label].append((time.perf_counter() - t0) / X.shape[0] * 1e6)
+            ref = first.setdefault(id(out), out.copy())
+            if not np.array_equal(out, ref):
+                raise SystemExit(f"{label}: scores differ from the first variant's")
+    print(f"{args.rows} rows, 1 thread, paths on this CPU: {available_isas()}")
+    for label, alg, *_ in runs:
+        v = np.array(times[label])
+        print(f"{label:56s} {alg.isa_name:7s} blocks={alg.tree_blocks:<3d} "
+              f"min {v.min():8.2f}  median {np.median(v):8.2f} us/doc")
     return 0
 
 
