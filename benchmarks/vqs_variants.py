@@ -10,6 +10,7 @@ Examples::
     python benchmarks/vqs_variants.py                       # the default set, ltr 1000 x 64
     python benchmarks/vqs_variants.py --trees 5000 isa=avx2,lanes=16 isa=avx2,lanes=8
     python benchmarks/vqs_variants.py --workload sweep --trees 1000,20000 lanes=32
+    python benchmarks/vqs_variants.py --workload sweep --trees 20000 --slices 0,10000,19000
     python benchmarks/vqs_variants.py isa=avx512,lanes=32,block_trees=500,doc_groups=4
 
 Keywords: isa (scalar, avx2, avx512), lanes (8, 16, 32), merge (0, 1), block_bytes,
@@ -40,12 +41,27 @@ def parse(spec: str) -> dict:
     return kw
 
 
+def slice_of(ens, start: int, n: int):
+    """Trees ``start .. start + n - 1`` of ``ens`` as an ensemble of their own."""
+    from quickscorer.ensemble import Ensemble
+    if not 0 <= start < ens.n_trees:
+        raise SystemExit(f"slice start {start} outside the model's {ens.n_trees} trees")
+    end = min(ens.n_trees, start + n)
+    return Ensemble(trees=ens.trees[start:end], tree_group=ens.tree_group[start:end],
+                    n_outputs=ens.n_outputs, n_features=ens.n_features, family=ens.family,
+                    base_score=ens.base_score)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("variants", nargs="*", help="comma-separated keywords, one variant each")
     p.add_argument("--workload", default="ltr", choices=["ltr", "sweep"])
     p.add_argument("--trees", default="1000",
                    help="comma-separated: several models, timed interleaved with each other")
+    p.add_argument("--slices", default="",
+                   help="with one --trees model: time its trees [s, s + --slice-trees) for "
+                        "each comma-separated start s instead of the whole model")
+    p.add_argument("--slice-trees", type=int, default=1000)
     p.add_argument("--leaves", type=int, default=64)
     p.add_argument("--rows", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=7)
@@ -60,13 +76,20 @@ def main(argv=None) -> int:
             wl = W.sweep(n_trees, args.leaves, n_rows=args.rows)
         else:
             wl = W.ltr(n_trees, args.leaves, n_rows=args.rows, xgboost=False)
-        model = quickscorer.load(str(wl.lgb_path))
         X = np.ascontiguousarray(wl.X[:args.rows])
-        bufs = (np.empty((X.shape[0], model.n_outputs)),
-                np.empty((0, model.n_outputs), np.float32), np.empty((1, model.n_features)))
-        for s in specs:
-            runs.append((f"{wl.name} {s}", VQuickScorer(model.ensemble, model._forest,
-                                                        **parse(s)), X, bufs))
+        ens = quickscorer.load_ensemble(str(wl.lgb_path))
+        parts = {wl.name: ens}
+        if args.slices:
+            parts = {f"{wl.name}[{a}:{a + args.slice_trees}]": slice_of(ens, a, args.slice_trees)
+                     for a in (int(v) for v in args.slices.split(","))}
+        for name, part in parts.items():
+            model = quickscorer.Model(part)
+            bufs = (np.empty((X.shape[0], model.n_outputs)),
+                    np.empty((0, model.n_outputs), np.float32),
+                    np.empty((1, model.n_features)))
+            for s in specs:
+                runs.append((f"{name} {s}", VQuickScorer(model.ensemble, model._forest,
+                                                         **parse(s)), X, bufs))
     times: dict[str, list[float]] = {label: [] for label, *_ in runs}
     first: dict[int, np.ndarray] = {}
     for _ in range(args.repeat):
