@@ -1,8 +1,8 @@
 """V-QuickScorer's variants side by side: instruction set, documents per scan, tree blocks,
 equal-threshold merging, on one model and one set of rows.
 
-Each variant is a ``quickscorer.qs.VQuickScorer`` built with the given keywords; the timed runs
-are interleaved (run 1 of every variant, then run 2, ...) and every variant's scores are
+Each variant is a ``quickscorer.qs.VQuickScorer`` built with the given keywords, timed at each
+``--threads`` count; the timed runs are interleaved (run 1 of every variant, then run 2, ...) and every variant's scores are
 checked against the first's. Prints min and median microseconds per document.
 
 Examples::
@@ -62,6 +62,7 @@ def main(argv=None) -> int:
                    help="with one --trees model: time its trees [s, s + --slice-trees) for "
                         "each comma-separated start s instead of the whole model")
     p.add_argument("--slice-trees", type=int, default=1000)
+    p.add_argument("--threads", default="1", help="comma-separated thread counts to time")
     p.add_argument("--leaves", type=int, default=64)
     p.add_argument("--rows", type=int, default=10_000)
     p.add_argument("--repeat", type=int, default=7)
@@ -70,7 +71,8 @@ def main(argv=None) -> int:
     import quickscorer
     from quickscorer.qs import VQuickScorer, available_isas
     specs = args.variants or DEFAULT
-    runs = []   # (label, algorithm, rows, output buffers)
+    threads = [int(t) for t in args.threads.split(",")]
+    runs = []   # (label, algorithm, rows, output buffers, threads)
     for n_trees in (int(t) for t in args.trees.split(",")):
         if args.workload == "sweep":
             wl = W.sweep(n_trees, args.leaves, n_rows=args.rows)
@@ -86,24 +88,25 @@ def main(argv=None) -> int:
             model = quickscorer.Model(part)
             bufs = (np.empty((X.shape[0], model.n_outputs)),
                     np.empty((0, model.n_outputs), np.float32),
-                    np.empty((1, model.n_features)))
+                    np.empty((max(threads), model.n_features)))
             for s in specs:
-                runs.append((f"{name} {s}", VQuickScorer(model.ensemble, model._forest,
-                                                         **parse(s)), X, bufs))
+                alg = VQuickScorer(model.ensemble, model._forest, **parse(s))
+                for t in threads:
+                    runs.append((f"{name} {s} threads={t}", alg, X, bufs, t))
     times: dict[str, list[float]] = {label: [] for label, *_ in runs}
     first: dict[int, np.ndarray] = {}
     for _ in range(args.repeat):
-        for label, alg, X, (out, none32, rowbuf) in runs:
+        for label, alg, X, (out, none32, rowbuf), n_threads in runs:
             t0 = time.perf_counter()
-            alg.predict_raw(X, out, none32, rowbuf, 1)
+            alg.predict_raw(X, out, none32, rowbuf, n_threads)
             times[label].append((time.perf_counter() - t0) / X.shape[0] * 1e6)
             ref = first.setdefault(id(out), out.copy())
             if not np.array_equal(out, ref):
                 raise SystemExit(f"{label}: scores differ from the first variant's")
-    print(f"{args.rows} rows, 1 thread, paths on this CPU: {available_isas()}")
+    print(f"{args.rows} rows, paths on this CPU: {available_isas()}")
     for label, alg, *_ in runs:
         v = np.array(times[label])
-        print(f"{label:56s} {alg.isa_name:7s} blocks={alg.tree_blocks:<3d} "
+        print(f"{label:66s} {alg.isa_name:7s} blocks={alg.tree_blocks:<3d} "
               f"min {v.min():8.2f}  median {np.median(v):8.2f} us/doc")
     return 0
 
