@@ -147,15 +147,17 @@ def available_isas() -> list[str]:
 
 @register("vqs")
 class VQuickScorer(QuickScorer):
-    """V-QuickScorer: the same layout, scanned for 8 documents at once (AVX-512, AVX2 or
-    portable C, chosen at run time; force one with ``isa=`` or ``$QUICKSCORER_ISA``).
+    """V-QuickScorer: the same layout, scanned for a group of 8, 16 or 32 documents at once
+    (``lanes``; by default the widest group the rows per thread fill) on AVX-512, AVX2 or
+    portable C, chosen at run time (force one with ``isa=`` or ``$QUICKSCORER_ISA``).
 
-    Equal thresholds of a feature are compared once for all of their nodes (``merge``; the
-    entry-wise scan with ``merge=False``). Models whose layout exceeds ``block_bytes`` (half
-    the L2 cache by default) are cut into consecutive tree blocks, and ``doc_groups`` groups
-    of 8 documents are scanned against one tree block before the next."""
+    Models whose layout exceeds ``block_bytes`` (half the L2 cache by default) are cut into
+    consecutive tree blocks, and ``doc_groups`` groups of documents are scanned against one
+    tree block before the next. ``merge=True`` compares each distinct threshold of a feature
+    once for all of its nodes instead of once per node (off by default: measured slower, see
+    the README)."""
 
-    test_vector = "feature-wise scans of sorted thresholds, 8 documents per SIMD scan"
+    test_vector = "feature-wise scans of sorted thresholds, 8 to 32 documents per SIMD scan"
 
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
                  block_bytes: int | None = None, doc_groups: int | None = None,
@@ -181,8 +183,9 @@ class VQuickScorer(QuickScorer):
 
     def _tree_blocks(self, ens: Ensemble):
         """Consecutive trees whose layout (thresholds, words and masks of their entries, and
-        their 8-lane bitvectors) fits ``block_bytes``, one layout each; None when the whole
-        model fits one block."""
+        their bitvectors for the widest group) fits ``block_bytes`` (and at most
+        ``block_trees`` trees when given), one layout each; None when the whole model fits
+        one block."""
         a = self._arrays
         entries = np.bincount(a["trees"][a["trees"] >= 0], minlength=ens.n_trees)
         words = np.diff(a["tree_word_offsets"])
