@@ -2,8 +2,9 @@
 equal-threshold merging, on one model and one set of rows.
 
 Each variant is a ``quickscorer.qs.VQuickScorer`` built with the given keywords, timed at each
-``--threads`` count; the timed runs are interleaved (run 1 of every variant, then run 2, ...) and every variant's scores are
-checked against the first's. Prints min and median microseconds per document.
+``--threads`` count; the timed runs are interleaved (run 1 of every variant, then run 2, ...)
+and every variant's scores are checked against the first's. Prints min and median
+microseconds per document.
 
 Examples::
 

@@ -10,7 +10,7 @@ benchmarks/compare.py --trees 1000 --batch 1,2,4,8,16,32,100,10000 --repeat 5 --
     quickscorer     59.6   49.8   44.3   40.9   39.1   38.3   38.0   36.3
     vqs            114.4   67.9   38.9   22.1   16.5   13.6   14.8   12.2
 
-(that run caught the machine in one of its slow spells; the ratios hold across runs). So:
+(that run caught the machine in one of its slow spells). So:
 V-QuickScorer from 4 rows per thread (it scans 8, 16 or 32 documents at once, the widest
 group the rows fill), scalar QuickScorer for the one-to-three-row calls of a latency-bound
 service. The arithmetic traversals of the paper are for study and are never chosen.

@@ -138,7 +138,8 @@ def quickscorer_arrays(ens: Ensemble, *,
 
     Keys: ``tree_word_offsets`` int64[n_trees + 1]; ``scan_thresholds``,
     ``scan_segment_offsets`` and ``scan_node_offsets`` (the entries grouped by distinct
-    threshold, :func:`merge_equal_thresholds`: what the kernels scan); ``thresholds`` float64, ``words`` uint32,
+    threshold, :func:`merge_equal_thresholds`, which V-QuickScorer scans with
+    ``merge=True``); ``thresholds`` float64, ``words`` uint32,
     ``masks`` uint64 and ``trees`` int32 (-1 at sentinels), one per mask entry, in segment
     order; ``segment_offsets`` int64[3 n_features + 1]; ``list_offsets`` int64, ``list_words``
     uint32, ``list_masks`` uint64; ``category_mode`` uint8[n_features];

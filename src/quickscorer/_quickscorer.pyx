@@ -91,7 +91,8 @@ cdef struct QSView:
 
 _FIELDS = {
     "tree_word_offsets": np.int64, "scan_thresholds": np.float64,
-    "scan_node_offsets": np.int64, "scan_segment_offsets": np.int64, "thresholds": np.float64, "words": np.uint32,
+    "scan_node_offsets": np.int64, "scan_segment_offsets": np.int64, "thresholds": np.float64,
+    "words": np.uint32,
     "masks": np.uint64, "segment_offsets": np.int64, "list_offsets": np.int64,
     "list_words": np.uint32, "list_masks": np.uint64, "category_mode": np.uint8,
     "category_key_offsets": np.int64, "category_keys": np.int64,
@@ -127,7 +128,8 @@ cdef class QSLayout:
         checks = {
             "scan_segment_offsets": N_SEGMENT_KINDS * F + 1,
             "segment_offsets": N_SEGMENT_KINDS * F + 1,
-            "scan_node_offsets": a["scan_thresholds"].shape[0] + 1, "category_mode": F,
+            "scan_node_offsets": a["scan_thresholds"].shape[0] + 1,
+            "category_mode": F,
             "category_key_offsets": F + 1, "category_node_offsets": F + 1,
             "list_offsets": N_SEGMENT_KINDS * F + n_keys + n_direct + 1,
             "words": a["thresholds"].shape[0], "masks": a["thresholds"].shape[0],
@@ -140,7 +142,8 @@ cdef class QSLayout:
                                  f"entries, expected {n}")
         if int(a["list_offsets"][a["list_offsets"].shape[0] - 1]) != a["list_words"].shape[0]:
             raise ValueError("quickscorer layout: list_offsets do not cover list_words")
-        if int(a["scan_node_offsets"][a["scan_node_offsets"].shape[0] - 1]) != a["words"].shape[0]:
+        n_scan = a["scan_node_offsets"].shape[0]
+        if int(a["scan_node_offsets"][n_scan - 1]) != a["words"].shape[0]:
             raise ValueError("quickscorer layout: scan_node_offsets do not cover the entries")
         if int(a["scan_segment_offsets"][N_SEGMENT_KINDS * F]) != a["scan_thresholds"].shape[0]:
             raise ValueError("quickscorer layout: scan_segment_offsets do not cover "
@@ -357,7 +360,6 @@ def predict_leaf(Forest forest, QSLayout lay, const floating[:, :] X, int32_t[:,
 
 ISA_NAMES = {QS_ISA_SCALAR: "scalar", QS_ISA_AVX2: "avx2", QS_ISA_AVX512: "avx512"}
 LANE_CHOICES = (8, 16, 32)
-MAX_LANES = QS_MAX_LANES
 
 
 def isa_available(int isa):
