@@ -19,8 +19,7 @@ from .qs_layout import quickscorer_arrays
 def aligned_empty(n_rows: int, width: int, dtype, align: int = 64) -> np.ndarray:
     """An uninitialised (n_rows, >= width) array of 8-byte items whose every row starts on an
     ``align``-byte boundary: a vector load or store of the scan then never straddles two cache
-    lines (numpy itself only promises 16 bytes, and the misaligned runs measured up to 30%
-    slower)."""
+    lines (numpy itself only promises 16 bytes)."""
     per = align // 8
     width = max(per, -(-max(width, 1) // per) * per)
     flat = np.empty(n_rows * width + per, dtype)
