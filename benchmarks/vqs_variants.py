@@ -1,7 +1,7 @@
 """V-QuickScorer's variants side by side: instruction set, documents per scan, tree blocks,
 equal-threshold merging, on one model and one set of rows.
 
-Each variant is a ``quickscorer.qs.VQuickScorer`` built with the given keywords, timed at each
+Each variant is a ``quickscorer.algorithms.vqs.VQuickScorer`` built with the given keywords, timed at each
 ``--threads`` count; the timed runs are interleaved (run 1 of every variant, then run 2, ...)
 and every variant's scores are checked against the first's. Prints min and median
 microseconds per document.
@@ -44,7 +44,7 @@ def parse(spec: str) -> dict:
 
 def slice_of(ens, start: int, n: int):
     """Trees ``start .. start + n - 1`` of ``ens`` as an ensemble of their own."""
-    from quickscorer.ensemble import Ensemble
+    from quickscorer.ir import Ensemble
     if not 0 <= start < ens.n_trees:
         raise SystemExit(f"slice start {start} outside the model's {ens.n_trees} trees")
     end = min(ens.n_trees, start + n)
@@ -70,7 +70,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import quickscorer
-    from quickscorer.qs import VQuickScorer, available_isas
+    from quickscorer.algorithms.cpu import available_isas
+    from quickscorer.algorithms.vqs import VQuickScorer
     specs = args.variants or DEFAULT
     threads = [int(t) for t in args.threads.split(",")]
     runs = []   # (label, algorithm, rows, output buffers, threads)
@@ -88,8 +89,7 @@ def main(argv=None) -> int:
         for name, part in parts.items():
             model = quickscorer.Model(part)
             bufs = (np.empty((X.shape[0], model.n_outputs)),
-                    np.empty((0, model.n_outputs), np.float32),
-                    np.empty((max(threads), model.n_features)))
+                    np.empty((0, model.n_outputs), np.float32))
             for s in specs:
                 alg = VQuickScorer(model.ensemble, model._forest, **parse(s))
                 for t in threads:
@@ -97,9 +97,9 @@ def main(argv=None) -> int:
     times: dict[str, list[float]] = {label: [] for label, *_ in runs}
     first: dict[int, np.ndarray] = {}
     for _ in range(args.repeat):
-        for label, alg, X, (out, none32, rowbuf), n_threads in runs:
+        for label, alg, X, (out, none32), n_threads in runs:
             t0 = time.perf_counter()
-            alg.predict_raw(X, out, none32, rowbuf, n_threads)
+            alg.predict_raw(X, out, none32, n_threads)
             times[label].append((time.perf_counter() - t0) / X.shape[0] * 1e6)
             ref = first.setdefault(id(out), out.copy())
             if not np.array_equal(out, ref):

@@ -1,7 +1,7 @@
 """Benchmark workloads: models and rows, generated on demand and cached under ``cache/``.
 
 * ``ltr``: an MSLR-shaped generated ranking set (136 dense features, graded labels, queries of
-  10 to 1,000 documents, :func:`quickscorer.datasets.make_ltr`), LightGBM lambdarank models of
+  10 to 1,000 documents, :func:`quickscorer.data.make_ltr`), LightGBM lambdarank models of
   any number of trees and leaves, and an XGBoost ``rank:ndcg`` twin of the same shape (lossguide
   trees of the same number of leaves) trained on the same data.
 * ``shared-rank``, ``shared-binary``, ``shared-multiclass``, ``shared-regression``: LightGBM
@@ -58,7 +58,7 @@ def shared_dir() -> Path:
 
 def ltr_rows(n_rows: int, seed: int = 1) -> np.ndarray:
     """``n_rows`` MSLR-shaped documents (float64), from queries not used in training."""
-    from quickscorer.datasets import make_ltr
+    from quickscorer.data import make_ltr
     X, _, _ = make_ltr(n_queries=max(4, n_rows // 150 + 2), seed=seed)
     while X.shape[0] < n_rows:
         X = np.vstack([X, X])
@@ -66,7 +66,7 @@ def ltr_rows(n_rows: int, seed: int = 1) -> np.ndarray:
 
 
 def _ltr_train():
-    from quickscorer.datasets import make_ltr
+    from quickscorer.data import make_ltr
     return make_ltr(n_queries=300, seed=0)
 
 
@@ -178,7 +178,7 @@ def _read_tsv(path: Path):
 
 def _read_libsvm(path: Path, n_features: int | None = None):
     """Dense rows (absent entries 0.0, as LightGBM reads them) and labels."""
-    from quickscorer.datafiles import read_libsvm
+    from quickscorer.inputs.files import read_libsvm
     if n_features is None:
         n_features = 1 + max(int(tok.split(":")[0]) for line in path.read_text().splitlines()
                              for tok in line.split()[1:] if ":" in tok

@@ -8,9 +8,10 @@ from importlib import resources
 
 import numpy as np
 
-from . import algorithms, load
-from .datafiles import read_rows
+from .algorithms import registry
 from .errors import InputError, ModelFormatError
+from .inputs.files import read_rows
+from .loading import load
 
 
 def _info(args) -> int:
@@ -78,7 +79,7 @@ def _demo(args) -> int:
     # Every algorithm must give the reference traversal's scores, bit for bit.
     ref = model.predict(X, raw_score=True, algorithm="traversal")
     failed = []
-    for name in algorithms.available():
+    for name in registry.available():
         got = model.predict(X, raw_score=True, algorithm=name)
         same = np.array_equal(got, ref)
         print(f"check {name:14s} {'identical to the reference traversal' if same else 'DIFFERS'}")
@@ -107,7 +108,7 @@ def main(argv=None) -> int:
     p.add_argument("data", help="LibSVM (label idx:value ...), CSV/TSV of numbers, or .npy")
     p.add_argument("--raw", action="store_true", help="raw scores (margins)")
     p.add_argument("--leaf", action="store_true", help="exit leaf ids (the library's own ids)")
-    p.add_argument("--algorithm", default=None, help=f"one of {algorithms.available()}")
+    p.add_argument("--algorithm", default=None, help=f"one of {registry.available()}")
     p.add_argument("--threads", type=int, default=1, help="threads (0: all cores)")
     p.add_argument("--label-column", type=int, default=None,
                    help="CSV/TSV: drop this column (the label) before scoring")

@@ -4,8 +4,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .ensemble import Ensemble
 from .errors import ModelFormatError
+from .importers import lightgbm as lgb_imp
+from .importers import xgboost as xgb_imp
+from .ir.ensemble import Ensemble
 from .model import Model
 
 #: refuse to read model files larger than this (a corrupt size, not a model)
@@ -29,9 +31,6 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
     parsed JSON dict, a ``lightgbm.Booster`` or an ``xgboost.Booster``. ``format`` forces
     ``"lightgbm"`` or ``"xgboost"``; otherwise it is detected from the content.
     """
-    from .importers import lightgbm as lgb_imp
-    from .importers import xgboost as xgb_imp
-
     if isinstance(source, Ensemble):
         return source
     if format not in (None, "lightgbm", "xgboost"):

@@ -7,13 +7,16 @@ from typing import Any
 
 import numpy as np
 
-from . import algorithms, autoselect, layouts
 from ._forest import Forest
 from ._transforms import apply_transform
-from .ensemble import Ensemble
-from .inputs import as_rows
+from .algorithms import autoselect, registry
+from .algorithms.base import Algorithm
+from .algorithms.forest import forest_arrays
+from .inputs.arrays import as_rows
+from .ir.ensemble import Ensemble
+from .paper import soft
 
-#: ``predict(..., algorithm=None)`` picks the fastest exact algorithm per call (autoselect.py)
+#: ``predict(..., algorithm=None)`` picks the fastest exact algorithm per call (algorithms/autoselect.py)
 DEFAULT_ALGORITHM = "auto"
 
 
@@ -43,9 +46,9 @@ class Model:
 
     def __init__(self, ensemble: Ensemble, prepare: tuple[str, ...] = ()):
         self.ensemble = ensemble
-        self._forest = Forest(layouts.forest_arrays(ensemble))
+        self._forest = Forest(forest_arrays(ensemble))
         self._lock = threading.Lock()
-        self._prepared: dict[str, algorithms.Algorithm] = {}
+        self._prepared: dict[str, Algorithm] = {}
         for name in (*autoselect.CANDIDATES, *prepare):
             self.prepare(name)
 
@@ -55,7 +58,7 @@ class Model:
         alg = self._prepared.get(algorithm)
         if alg is not None:
             return alg
-        cls = algorithms.get(algorithm)
+        cls = registry.get(algorithm)
         with self._lock:
             alg = self._prepared.get(algorithm)
             if alg is None:
@@ -109,23 +112,21 @@ class Model:
         n_threads = autoselect.threads_for(X.shape[0], _resolve_threads(n_threads))
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
             algorithm = autoselect.choose(self.ensemble, X.shape[0], n_threads)
-        alg = self.prepare(algorithm)
-        rowbuf = np.empty((n_threads, self.n_features), np.float64)
-        return X, alg, n_threads, rowbuf
+        return X, self.prepare(algorithm), n_threads
 
     def predict_raw(self, X, *, algorithm: str | None = None, n_threads: int | None = 1) -> np.ndarray:
         """Raw scores (margins), shape ``(n_rows, n_outputs)``.
 
         float64 for LightGBM models, float32 for XGBoost models, as each library returns.
         """
-        X, alg, n_threads, rowbuf = self._run(X, algorithm, n_threads)
+        X, alg, n_threads = self._run(X, algorithm, n_threads)
         n, k = X.shape[0], self.n_outputs
         if self._forest.dtype == np.float32:
             out32 = np.empty((n, k), np.float32)
-            alg.predict_raw(X, np.empty((0, k)), out32, rowbuf, n_threads)
+            alg.predict_raw(X, np.empty((0, k)), out32, n_threads)
             return out32
         out64 = np.empty((n, k), np.float64)
-        alg.predict_raw(X, out64, np.empty((0, k), np.float32), rowbuf, n_threads)
+        alg.predict_raw(X, out64, np.empty((0, k), np.float32), n_threads)
         return out64
 
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
@@ -140,7 +141,7 @@ class Model:
         raw_score : bool
             Return margins instead of transformed outputs (probabilities, ...).
         algorithm : str, optional
-            Exit-leaf algorithm (see :func:`quickscorer.algorithms.available`).
+            Exit-leaf algorithm (see :func:`quickscorer.available_algorithms`).
         n_threads : int
             Threads over rows (0 or negative: all cores). Default 1.
 
@@ -162,18 +163,16 @@ class Model:
         ``sigmoid((threshold - x) / temperature)`` (missing values and categories by their
         rules), leaf values weighted by the leaf probabilities of the fuzzy matrix. Tends to
         :meth:`predict` as ``temperature -> 0``, away from thresholds. A numpy
-        implementation for study (see :mod:`quickscorer.soft`), float64.
+        implementation for study (see :mod:`quickscorer.paper.soft`), float64.
         """
-        from .soft import predict_soft
-        out = predict_soft(self.ensemble, as_rows(self.ensemble, X), temperature,
+        out = soft.predict_soft(self.ensemble, as_rows(self.ensemble, X), temperature,
                            raw_score=raw_score)
         return out[:, 0] if out.shape[1] == 1 else out
 
     def leaf_attention(self, X) -> list[np.ndarray]:
         """Per tree, ``softmax(D^-1 P s)``: a distribution over its leaves for each row that
-        peaks at the exit leaf (see :mod:`quickscorer.soft`)."""
-        from .soft import leaf_attention
-        return leaf_attention(self.ensemble, as_rows(self.ensemble, X))
+        peaks at the exit leaf (see :mod:`quickscorer.paper.soft`)."""
+        return soft.leaf_attention(self.ensemble, as_rows(self.ensemble, X))
 
     def predict_leaf(self, X, *, algorithm: str | None = None, source_ids: bool = False,
                      n_threads: int | None = 1) -> np.ndarray:
@@ -182,9 +181,9 @@ class Model:
         Leaves are numbered left to right within each tree; with ``source_ids=True`` they are
         the source library's own ids (what ``pred_leaf=True`` returns there).
         """
-        X, alg, n_threads, rowbuf = self._run(X, algorithm, n_threads)
+        X, alg, n_threads = self._run(X, algorithm, n_threads)
         out = np.empty((X.shape[0], self.n_trees), np.int32)
-        alg.predict_leaf(X, out, rowbuf, n_threads)
+        alg.predict_leaf(X, out, n_threads)
         if source_ids:
             for t, tree in enumerate(self.ensemble.trees):
                 out[:, t] = tree.leaf_source_id[out[:, t]]

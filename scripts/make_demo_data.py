@@ -3,7 +3,7 @@
     python scripts/make_demo_data.py
 
 Trains a small LightGBM lambdarank model on generated MSLR-shaped data
-(quickscorer.datasets.make_ltr) and keeps a few held-out queries. Nothing is copied from
+(quickscorer.data.make_ltr) and keeps a few held-out queries. Nothing is copied from
 elsewhere; rerunning with the same LightGBM version rebuilds the same files.
 """
 from pathlib import Path
@@ -11,7 +11,7 @@ from pathlib import Path
 import lightgbm as lgb
 import numpy as np
 
-from quickscorer.datasets import make_ltr
+from quickscorer.data import make_ltr
 
 OUT = Path(__file__).resolve().parents[1] / "quickscorer" / "data"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quickscorer.ensemble import MISSING_NAN, Ensemble, build_tree
+from quickscorer.ir import MISSING_NAN, Ensemble, build_tree
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "lightgbm-examples"
 

@@ -10,9 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer import reference
-from quickscorer.arithmetic import arithmetic_arrays
-from quickscorer.ensemble import Ensemble
+from quickscorer import _arith, _kernel
+from quickscorer._forest import Forest
+from quickscorer.algorithms.arithmetic import arithmetic_arrays
+from quickscorer.algorithms.forest import forest_arrays
+from quickscorer.ir import Ensemble, reference
 
 from conftest import random_ensemble, random_tree, special_rows
 
@@ -59,7 +61,7 @@ def test_trees_of_1_to_255_leaves_in_one_model(family):
 def test_layout_rows_are_the_packed_matrices():
     rng = np.random.default_rng(3)
     ens = random_ensemble(rng, "lightgbm", n_trees=3, max_leaves=70)
-    from quickscorer.representations import pack_columns, pack_rows
+    from quickscorer.paper.representations import pack_columns, pack_rows
     lt1 = arithmetic_arrays(ens, "lt1")
     sign = arithmetic_arrays(ens, "sign")
     both = arithmetic_arrays(ens, "both_vectors")
@@ -101,9 +103,6 @@ def test_threads_and_batches():
 
 def test_a_wrong_row_is_caught():
     """The layout is what the kernels trust: damaging one packed row changes exit leaves."""
-    from quickscorer import _arith
-    from quickscorer._forest import Forest
-    from quickscorer import layouts
     rng = np.random.default_rng(9)
     ens = random_ensemble(rng, "lightgbm", n_trees=1, max_leaves=20, p_categorical=0)
     while ens.trees[0].n_leaves < 8:
@@ -112,10 +111,10 @@ def test_a_wrong_row_is_caught():
     rows = a["rows_b"].copy()
     rows[: len(rows)] ^= np.uint64(1)  # flip every leaf's expected sign at the root
     a["rows_b"] = rows
-    lay = _arith.ArithLayout(a, _arith.KIND_SIGN)
-    forest = Forest(layouts.forest_arrays(ens))
+    lay = _arith.ArithLayout(a, _arith.KIND_SIGN, ens.n_features)
+    forest = Forest(forest_arrays(ens))
     X = special_rows(rng, 200, ens.n_features)
     out = np.empty((200, 1), np.int32)
-    words, signs = _arith.scratch(lay, 1)
-    _arith.predict_leaf(forest, lay, X, out, np.empty((1, ens.n_features)), words, signs, 1)
+    _kernel.predict_leaf(forest, lay, X, out, np.empty((1, ens.n_features)),
+                         np.empty((1, lay.scratch_words), np.uint64), 1)
     assert (out[:, 0] != reference.predict_leaf(ens, X)[:, 0]).any()

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import quickscorer
-from quickscorer import InputError, Model, ModelFormatError, reference
-from quickscorer.ensemble import Ensemble, build_tree
+from quickscorer import InputError, Model, ModelFormatError
+from quickscorer.ir import reference
+from quickscorer.ir import Ensemble, build_tree
 
 from conftest import random_ensemble, special_rows
 

@@ -1,7 +1,7 @@
 """The LightGBM importer: structure, exactness against lightgbm itself, and damaged files.
 
 Differential tests train small LightGBM models here and require the numpy oracle
-(``quickscorer.reference``) on the imported ensemble to give LightGBM's raw scores bit for bit,
+(``quickscorer.ir.reference``) on the imported ensemble to give LightGBM's raw scores bit for bit,
 and the same leaf ids as ``Booster.predict(pred_leaf=True)``, on rows built to sit on and next
 to every threshold, at the zero-as-missing bound, and on NaN, +-0, +-inf and odd categories.
 """
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer import reference
-from quickscorer.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
+from quickscorer.ir import reference
+from quickscorer.ir import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
 from quickscorer.errors import ModelFormatError
 from quickscorer.importers.lightgbm import load_lightgbm, looks_like_lightgbm_text
 

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quickscorer import Model, reference
-from quickscorer import _quickscorer
-from quickscorer.ensemble import (MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble,
+from quickscorer import Model
+from quickscorer.ir import reference
+from quickscorer import _kernel, _quickscorer
+from quickscorer.ir import (MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble,
                                   build_tree)
-from quickscorer.qs_layout import (CATEGORY_MODE_DIRECT, CATEGORY_MODE_TABLE, N_SEGMENT_KINDS,
+from quickscorer.algorithms.qs_layout import (CATEGORY_MODE_DIRECT, CATEGORY_MODE_TABLE, N_SEGMENT_KINDS,
                                    node_mask_words, quickscorer_arrays)
 
 # rows hold 1e300 on purpose: as float32 (and for XGBoost) it overflows to inf
@@ -330,10 +331,9 @@ def test_direct_category_mode_equals_the_table(family):
         lay = _quickscorer.QSLayout(a, ens.n_features)
         for n_threads in (1, 2):
             out = np.empty((X.shape[0], ens.n_trees), np.int32)
-            _quickscorer.predict_leaf(m._forest, lay, X, out,
-                                      np.empty((n_threads, ens.n_features)),
-                                      np.empty((n_threads, lay.total_words), np.uint64),
-                                      n_threads)
+            _kernel.predict_leaf(m._forest, lay, X, out, np.empty((n_threads, ens.n_features)),
+                                 np.empty((n_threads, lay.scratch_words), np.uint64),
+                                 n_threads)
             np.testing.assert_array_equal(out, leaves)
 
 
@@ -404,8 +404,8 @@ def test_a_wrong_mask_is_caught():
             a["masks"][k] = ALL_ONES
         lay = _quickscorer.QSLayout(a, 1)
         out = np.empty((2, 1), np.int32)
-        _quickscorer.predict_leaf(Model(ens)._forest, lay, X, out, np.empty((1, 1)),
-                                  np.empty((1, lay.total_words), np.uint64), 1)
+        _kernel.predict_leaf(Model(ens)._forest, lay, X, out, np.empty((1, 1)),
+                             np.empty((1, lay.scratch_words), np.uint64), 1)
         assert out.tolist() == want
     assert reference.predict_leaf(ens, X).tolist() == [[5], [1]]
 

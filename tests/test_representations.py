@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quickscorer import representations as rep
-from quickscorer.ensemble import MISSING_NAN, Ensemble, build_tree
+from quickscorer.paper import representations as rep
+from quickscorer.ir import MISSING_NAN, Ensemble, build_tree
 
 from conftest import random_tree, special_rows
 
@@ -50,7 +50,7 @@ def test_paper_worked_example():
     v = (tree.path_matrix() @ s[0]) / tree.depth_vector()
     np.testing.assert_allclose(v, [-1, 0, 1, 1 / 3, -1 / 3, 1 / 3], rtol=0, atol=1e-15)
     assert int(np.argmax(v)) == 2  # v3
-    from quickscorer.reference import predict_leaf
+    from quickscorer.ir.reference import predict_leaf
     assert predict_leaf(ens, x)[0, 0] == 2
 
 
@@ -139,7 +139,7 @@ def _ens(tree, family="lightgbm"):
 @settings(max_examples=40, deadline=None)
 @given(trees, st.integers(0, 2**32 - 1))
 def test_every_exit_formula_finds_the_reference_leaf(tree, seed):
-    from quickscorer.reference import predict_leaf
+    from quickscorer.ir.reference import predict_leaf
     rng = np.random.default_rng(seed)
     ens = _ens(tree)
     X = special_rows(rng, 40, 4)
@@ -179,7 +179,7 @@ def test_pruning_removes_leaves_from_every_result(tree, seed):
     v = t @ L.T + 1
     # a pruned leaf scores 1 at most, below every remaining leaf that is consistent with t;
     # the exit leaf, if kept, is still the leftmost maximum
-    from quickscorer.reference import predict_leaf
+    from quickscorer.ir.reference import predict_leaf
     want = predict_leaf(ens, X)[:, 0]
     kept = ~np.isin(want, gone)
     np.testing.assert_array_equal(np.argmax(v, axis=1)[kept & (t.sum(axis=1) > 0)],

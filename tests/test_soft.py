@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer import reference
-from quickscorer import representations as rep
-from quickscorer.soft import GeneralTree, ObliqueTree, leaf_probabilities
+from quickscorer.ir import reference
+from quickscorer.paper import representations as rep
+from quickscorer.paper.soft import GeneralTree, ObliqueTree, leaf_probabilities
 
 from conftest import random_ensemble, special_rows
 

@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer import reference
-from quickscorer.ensemble import MISSING_ZERO, Ensemble
-from quickscorer.qs import ISAS, VQuickScorer, available_isas, isa_code
+from quickscorer.ir import reference
+from quickscorer.ir import MISSING_ZERO, Ensemble
+from quickscorer.algorithms.cpu import ISAS, available_isas, isa_code
+from quickscorer.algorithms.vqs import VQuickScorer
 
 from conftest import random_ensemble, random_tree, special_rows
 
@@ -28,11 +29,11 @@ def _run(ens, X, isa, n_threads=1, **kw):
     out = np.empty((X.shape[0], k), dtype)
     empty = np.empty((0, k), np.float64 if dtype == np.float32 else np.float32)
     if dtype == np.float32:
-        alg.predict_raw(X, empty, out, None, n_threads)
+        alg.predict_raw(X, empty, out, n_threads)
     else:
-        alg.predict_raw(X, out, empty, None, n_threads)
+        alg.predict_raw(X, out, empty, n_threads)
     leaves = np.empty((X.shape[0], ens.n_trees), np.int32)
-    alg.predict_leaf(X, leaves, None, n_threads)
+    alg.predict_leaf(X, leaves, n_threads)
     return out, leaves
 
 
@@ -137,7 +138,7 @@ def test_environment_forces_the_path(monkeypatch):
 
 
 def test_autoselect_picks_a_registered_exact_algorithm():
-    from quickscorer import autoselect
+    from quickscorer.algorithms import autoselect
     rng = np.random.default_rng(12)
     ens = random_ensemble(rng, "xgboost", n_trees=25, max_leaves=50)
     model = quickscorer.Model(ens)
@@ -180,7 +181,7 @@ def test_a_call_allocates_nothing_proportional_to_the_model(algorithm):
 
 @pytest.mark.parametrize("isa", ISA_LIST)
 def test_group_width_follows_the_rows_per_thread(isa):
-    from quickscorer.qs import MAX_LANES
+    from quickscorer.algorithms.cpu import MAX_LANES
     rng = np.random.default_rng(4)
     ens = random_ensemble(rng, "lightgbm", n_trees=10)
     alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ensemble import (
+from ..ir.ensemble import (
     MAX_CATEGORY,
     MAX_NODES_PER_TREE,
     MISSING_NAN,
@@ -80,7 +80,7 @@ def looks_like_lightgbm_text(data: bytes | str) -> bool:
 
 
 def load_lightgbm(source: Any) -> Ensemble:
-    """Read a LightGBM model into the neutral :class:`~quickscorer.ensemble.Ensemble`.
+    """Read a LightGBM model into the neutral :class:`~quickscorer.ir.Ensemble`.
 
     Parameters
     ----------

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ensemble import MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, Ensemble, build_tree
+from ..ir.ensemble import MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, Ensemble, build_tree
+from .._transforms import xgb_prob_to_margin
 from ..errors import ModelFormatError
 from .ubjson import decode_ubjson
 
@@ -64,7 +65,7 @@ def looks_like_xgboost(raw: bytes) -> bool:
 
 
 def load_xgboost(source: Any) -> Ensemble:
-    """Read an XGBoost model into the neutral :class:`~quickscorer.ensemble.Ensemble`.
+    """Read an XGBoost model into the neutral :class:`~quickscorer.ir.Ensemble`.
 
     Parameters
     ----------
@@ -259,7 +260,6 @@ def _build(doc: dict, fmt: str) -> Ensemble:
         base = np.repeat(base, n_outputs)
     elif base.size != n_outputs:
         raise ModelFormatError(f"{w}: base_score has {base.size} values for {n_outputs} outputs")
-    from .._transforms import xgb_prob_to_margin
     margin = np.array([xgb_prob_to_margin(margin_kind, float(v)) for v in base], np.float64)
     if not np.isfinite(margin).all():
         raise ModelFormatError(f"{w}: base_score {base.tolist()} has no finite margin for "

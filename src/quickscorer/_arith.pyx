@@ -5,7 +5,7 @@ Per row and tree, the test vector ``t`` (bit n set iff node n is false) is compu
 evaluating every internal node with the shared rule ``goes_left`` of ``_forest.pxd`` (the
 "both vectors" kernel evaluates nodes one at a time and may stop early). The exit leaf then
 comes from bit-packed rows or columns of the tree's matrices, laid out by
-``quickscorer.arithmetic``:
+``quickscorer.algorithms.arithmetic``:
 
 * KIND_BOTH (Alg. 2): AND the left vector (column of L) of each false node and the right vector
   (column of R) of each true node into the candidate leaves, until one leaf is left;
@@ -18,17 +18,17 @@ comes from bit-packed rows or columns of the tree's matrices, laid out by
 * KIND_ECOC (Alg. 6): ``<P_i, s>`` from the dense int8 path rows; the exit is the leaf whose
   similarity ``<P_i, s> / <P_i, P_i>`` is 1, i.e. ``<P_i, s> = d_i`` (compared as integers).
 
-Scores are summed with ``scores_add`` in tree order: bit-exact with the reference walk.
+The row loops and the summing of scores (in tree order, bit-exact with the reference walk)
+are the shared ones of _kernel.pyx.
 """
 import numpy as np
 
 cimport numpy as cnp
-from cython.parallel cimport prange, parallel, threadid
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint64_t
 from libc.string cimport memset
 
-from ._forest cimport (Forest, ForestView, floating, load_row, goes_left, scores_init,
-                       scores_add)
+from ._forest cimport ForestView
+from ._kernel cimport emit, Layout, NodeView, array_data, node_goes_left, set_nodes
 
 cnp.import_array()
 
@@ -59,14 +59,9 @@ cpdef enum:
 cdef struct ArithView:
     int kind
     int64_t n_trees
-    # nodes (canonical, concatenated over trees), as for the reference walk
-    const int32_t* feature
-    const double* threshold
-    const uint8_t* flags
-    const int64_t* cat_offset
-    const int64_t* cat_nwords
-    const uint32_t* cat_words
-    const int64_t* node_offset      # [n_trees + 1]
+    NodeView nodes                  # as for the reference walk; nodes.node_offset [n_trees + 1]
+    int64_t max_node_words          # scratch: test vector, then candidates, then signs
+    int64_t max_leaf_words
     const int64_t* leaf_offset      # [n_trees + 1]
     const int64_t* node_words       # [n_trees]: words of a packed row over nodes
     const int64_t* leaf_words       # [n_trees]: words of a packed column over leaves
@@ -84,64 +79,67 @@ cdef struct ArithView:
     const int32_t* depth            # per global leaf
 
 
-cdef const void* _ptr(dict a, str name) except NULL:
-    arr = a[name]
-    if not isinstance(arr, np.ndarray) or not arr.flags.c_contiguous:
-        raise ValueError(f"arithmetic layout field {name!r} must be a C-contiguous array")
-    if arr.size == 0:
-        raise ValueError(f"arithmetic layout field {name!r} is empty")
-    return cnp.PyArray_DATA(arr)
+_FIELDS = {
+    "leaf_offset": np.int64, "node_words": np.int64, "leaf_words": np.int64,
+    "row_offset": np.int64, "rows_a": np.uint64, "rows_b": np.uint64, "col_offset": np.int64,
+    "cols_l": np.uint64, "cols_r": np.uint64, "p_offset": np.int64, "p_rows": np.int8,
+    "depth": np.int32,
+}
 
 
-cdef class ArithLayout:
+cdef class ArithLayout(Layout):
     """The arrays of one arithmetic algorithm, wrapped without copying."""
     cdef ArithView view
-    cdef object _keep
     cdef readonly int64_t max_node_words, max_leaf_words, max_nodes
 
-    def __cinit__(self, dict a, int kind):
+    def __cinit__(self, dict a, int kind, int64_t n_features):
         self._keep = dict(a)
         self.view.kind = kind
         self.view.n_trees = a["node_offset"].shape[0] - 1
-        self.view.feature = <const int32_t*>_ptr(a, "feature")
-        self.view.threshold = <const double*>_ptr(a, "threshold")
-        self.view.flags = <const uint8_t*>_ptr(a, "flags")
-        self.view.cat_offset = <const int64_t*>_ptr(a, "cat_offset")
-        self.view.cat_nwords = <const int64_t*>_ptr(a, "cat_nwords")
-        self.view.cat_words = <const uint32_t*>_ptr(a, "cat_words")
-        self.view.node_offset = <const int64_t*>_ptr(a, "node_offset")
-        self.view.leaf_offset = <const int64_t*>_ptr(a, "leaf_offset")
-        self.view.node_words = <const int64_t*>_ptr(a, "node_words")
-        self.view.leaf_words = <const int64_t*>_ptr(a, "leaf_words")
-        self.view.row_offset = <const int64_t*>_ptr(a, "row_offset")
-        self.view.rows_a = <const uint64_t*>_ptr(a, "rows_a")
-        self.view.rows_b = <const uint64_t*>_ptr(a, "rows_b")
-        self.view.col_offset = <const int64_t*>_ptr(a, "col_offset")
-        self.view.cols_l = <const uint64_t*>_ptr(a, "cols_l")
-        self.view.cols_r = <const uint64_t*>_ptr(a, "cols_r")
-        self.view.p_offset = <const int64_t*>_ptr(a, "p_offset")
-        self.view.p_rows = <const int8_t*>_ptr(a, "p_rows")
-        self.view.depth = <const int32_t*>_ptr(a, "depth")
+        set_nodes(&self.view.nodes, a, "arithmetic")
+        for name, dtype in _FIELDS.items():
+            array_data(a[name], dtype, "arithmetic", name)
+        self.view.leaf_offset = <const int64_t*>cnp.PyArray_DATA(a["leaf_offset"])
+        self.view.node_words = <const int64_t*>cnp.PyArray_DATA(a["node_words"])
+        self.view.leaf_words = <const int64_t*>cnp.PyArray_DATA(a["leaf_words"])
+        self.view.row_offset = <const int64_t*>cnp.PyArray_DATA(a["row_offset"])
+        self.view.rows_a = <const uint64_t*>cnp.PyArray_DATA(a["rows_a"])
+        self.view.rows_b = <const uint64_t*>cnp.PyArray_DATA(a["rows_b"])
+        self.view.col_offset = <const int64_t*>cnp.PyArray_DATA(a["col_offset"])
+        self.view.cols_l = <const uint64_t*>cnp.PyArray_DATA(a["cols_l"])
+        self.view.cols_r = <const uint64_t*>cnp.PyArray_DATA(a["cols_r"])
+        self.view.p_offset = <const int64_t*>cnp.PyArray_DATA(a["p_offset"])
+        self.view.p_rows = <const int8_t*>cnp.PyArray_DATA(a["p_rows"])
+        self.view.depth = <const int32_t*>cnp.PyArray_DATA(a["depth"])
+        for name in _FIELDS:  # the layout pads every array to at least one entry
+            if a[name].shape[0] == 0:
+                raise ValueError(f"arithmetic layout field {name!r} is empty")
         self.max_node_words = int(a["node_words"].max()) if self.view.n_trees else 1
         self.max_leaf_words = int(a["leaf_words"].max()) if self.view.n_trees else 1
         counts = np.diff(a["node_offset"])
         self.max_nodes = max(1, int(counts.max()) if counts.size else 1)
+        self.view.max_node_words = self.max_node_words
+        self.view.max_leaf_words = self.max_leaf_words
+        self.n_trees = self.view.n_trees
+        self.n_features = n_features
+        self.scratch_words = self.max_node_words + self.max_leaf_words + (self.max_nodes + 7) // 8
+        self.ctx = &self.view
+        self.exits = arith_exits
 
     def __reduce__(self):
-        return (ArithLayout, (self._keep, self.view.kind))
+        return (ArithLayout, (self._keep, self.view.kind, self.n_features))
 
 
 cdef inline bint node_false(const ArithView* a, int family, int64_t g,
                             const double* row) noexcept nogil:
-    return not goes_left(family, a.flags[g], a.threshold[g], a.cat_words + a.cat_offset[g],
-                         a.cat_nwords[g], row[a.feature[g]])
+    return not node_goes_left(&a.nodes, family, g, row)
 
 
 cdef inline void test_bits(const ArithView* a, int family, int64_t t, const double* row,
                            uint64_t* tv) noexcept nogil:
     """t: bit n set iff internal node n of tree t is false for row."""
-    cdef int64_t base = a.node_offset[t]
-    cdef int64_t m = a.node_offset[t + 1] - base
+    cdef int64_t base = a.nodes.node_offset[t]
+    cdef int64_t m = a.nodes.node_offset[t + 1] - base
     cdef int64_t n
     memset(tv, 0, a.node_words[t] * sizeof(uint64_t))
     for n in range(m):
@@ -151,8 +149,8 @@ cdef inline void test_bits(const ArithView* a, int family, int64_t t, const doub
 
 cdef inline int64_t exit_both(const ArithView* a, int family, int64_t t, const double* row,
                               uint64_t* v) noexcept nogil:
-    cdef int64_t base = a.node_offset[t]
-    cdef int64_t m = a.node_offset[t + 1] - base
+    cdef int64_t base = a.nodes.node_offset[t]
+    cdef int64_t m = a.nodes.node_offset[t + 1] - base
     cdef int64_t n_leaves = a.leaf_offset[t + 1] - a.leaf_offset[t]
     cdef int64_t lw = a.leaf_words[t]
     cdef int64_t n, w, left
@@ -187,7 +185,7 @@ cdef inline int64_t exit_rows(const ArithView* a, int64_t t, const uint64_t* tv,
                               const int8_t* s) noexcept nogil:
     """Exit leaf of tree t from its test vector, by the row kernels (lt1, two_sided, sign,
     ecoc); -1 if no leaf qualifies (impossible for a valid layout)."""
-    cdef int64_t m = a.node_offset[t + 1] - a.node_offset[t]
+    cdef int64_t m = a.nodes.node_offset[t + 1] - a.nodes.node_offset[t]
     cdef int64_t n_leaves = a.leaf_offset[t + 1] - a.leaf_offset[t]
     cdef int64_t nw = a.node_words[t]
     cdef int64_t i, w, n, target
@@ -242,102 +240,25 @@ cdef inline int64_t exit_leaf(const ArithView* a, int family, int64_t t, const d
                               uint64_t* tv, uint64_t* v, int8_t* s) noexcept nogil:
     cdef int64_t base, m, n
     if a.kind == KIND_BOTH:
-        if a.node_offset[t + 1] == a.node_offset[t]:
+        if a.nodes.node_offset[t + 1] == a.nodes.node_offset[t]:
             return 0
         return exit_both(a, family, t, row, v)
     test_bits(a, family, t, row, tv)
     if a.kind == KIND_ECOC:
-        base = a.node_offset[t]
-        m = a.node_offset[t + 1] - base
+        base = a.nodes.node_offset[t]
+        m = a.nodes.node_offset[t + 1] - base
         for n in range(m):
             s[n] = <int8_t>(2 * <int>((tv[n >> 6] >> (n & 63)) & 1) - 1)
     return exit_rows(a, t, tv, s)
 
 
-def _check(Forest forest, ArithLayout lay, Py_ssize_t n_cols, double[:, ::1] rowbuf,
-           uint64_t[:, ::1] wordbuf, int8_t[:, ::1] signbuf, int n_threads):
-    if n_threads < 1:
-        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
-    if n_cols != forest.view.n_features:
-        raise ValueError(f"input has {n_cols} features, the model expects "
-                         f"{forest.view.n_features}")
-    if lay.view.n_trees != forest.view.n_trees:
-        raise ValueError("the arithmetic layout and the forest disagree on the tree count")
-    if rowbuf.shape[0] < n_threads or rowbuf.shape[1] < forest.view.n_features:
-        raise ValueError(f"rowbuf must be at least ({n_threads}, {forest.view.n_features})")
-    if (wordbuf.shape[0] < n_threads
-            or wordbuf.shape[1] < lay.max_node_words + lay.max_leaf_words):
-        raise ValueError("wordbuf is too small")
-    if signbuf.shape[0] < n_threads or signbuf.shape[1] < lay.max_nodes:
-        raise ValueError("signbuf is too small")
-
-
-def scratch(ArithLayout lay, int n_threads):
-    """Per-call scratch buffers (words for t and candidates, signs), one row per thread."""
-    return (np.empty((n_threads, lay.max_node_words + lay.max_leaf_words), np.uint64),
-            np.empty((n_threads, lay.max_nodes), np.int8))
-
-
-def predict_raw(Forest forest, ArithLayout lay, const floating[:, :] X,
-                double[:, ::1] out64, float[:, ::1] out32, double[:, ::1] rowbuf,
-                uint64_t[:, ::1] wordbuf, int8_t[:, ::1] signbuf, int n_threads):
-    """Raw scores into out64 (LightGBM) or out32 (XGBoost)."""
-    _check(forest, lay, X.shape[1], rowbuf, wordbuf, signbuf, n_threads)
-    cdef const ForestView* f = &forest.view
-    cdef const ArithView* a = &lay.view
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef Py_ssize_t k = f.n_outputs
-    if forest.dtype == np.float32:
-        if out32.shape[0] != n_rows or out32.shape[1] != k:
-            raise ValueError(f"out32 must be ({n_rows}, {k})")
-    elif out64.shape[0] != n_rows or out64.shape[1] != k:
-        raise ValueError(f"out64 must be ({n_rows}, {k})")
-    cdef int64_t nwmax = lay.max_node_words
-    cdef Py_ssize_t i
+cdef void arith_exits(const void* ctx, const ForestView* f, const double* row,
+                      uint64_t* scratch, int32_t* leaves,
+                      double* o64, float* o32) noexcept nogil:
+    cdef const ArithView* a = <const ArithView*>ctx
+    cdef uint64_t* tv = scratch
+    cdef uint64_t* v = tv + a.max_node_words
+    cdef int8_t* s = <int8_t*>(v + a.max_leaf_words)
     cdef int64_t t
-    cdef double* row
-    cdef uint64_t* tv
-    cdef uint64_t* v
-    cdef int8_t* s
-    cdef double* o64
-    cdef float* o32
-    with nogil, parallel(num_threads=n_threads):
-        row = &rowbuf[threadid(), 0]
-        tv = &wordbuf[threadid(), 0]
-        v = tv + nwmax
-        s = &signbuf[threadid(), 0]
-        for i in prange(n_rows, schedule="static"):
-            load_row(f, X, i, row)
-            o64 = &out64[i, 0] if out64.shape[0] else NULL
-            o32 = &out32[i, 0] if out32.shape[0] else NULL
-            scores_init(f, o64, o32)
-            for t in range(f.n_trees):
-                scores_add(f, t, exit_leaf(a, f.family, t, row, tv, v, s), row, o64, o32)
-
-
-def predict_leaf(Forest forest, ArithLayout lay, const floating[:, :] X, int32_t[:, ::1] out,
-                 double[:, ::1] rowbuf, uint64_t[:, ::1] wordbuf, int8_t[:, ::1] signbuf,
-                 int n_threads):
-    """Canonical exit leaf of every tree for every row, into out (n_rows, n_trees)."""
-    _check(forest, lay, X.shape[1], rowbuf, wordbuf, signbuf, n_threads)
-    cdef const ForestView* f = &forest.view
-    cdef const ArithView* a = &lay.view
-    cdef Py_ssize_t n_rows = X.shape[0]
-    if out.shape[0] != n_rows or out.shape[1] != f.n_trees:
-        raise ValueError(f"out must be ({n_rows}, {f.n_trees})")
-    cdef int64_t nwmax = lay.max_node_words
-    cdef Py_ssize_t i
-    cdef int64_t t
-    cdef double* row
-    cdef uint64_t* tv
-    cdef uint64_t* v
-    cdef int8_t* s
-    with nogil, parallel(num_threads=n_threads):
-        row = &rowbuf[threadid(), 0]
-        tv = &wordbuf[threadid(), 0]
-        v = tv + nwmax
-        s = &signbuf[threadid(), 0]
-        for i in prange(n_rows, schedule="static"):
-            load_row(f, X, i, row)
-            for t in range(f.n_trees):
-                out[i, t] = <int32_t>exit_leaf(a, f.family, t, row, tv, v, s)
+    for t in range(f.n_trees):
+        emit(f, t, exit_leaf(a, f.family, t, row, tv, v, s), row, leaves, o64, o32)

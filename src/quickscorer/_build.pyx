@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""The node walks of ``quickscorer.ensemble.build_tree`` in C: a model of thousands of trees
+"""The node walks of ``quickscorer.ir.ensemble.build_tree`` in C: a model of thousands of trees
 is validated and renumbered in milliseconds instead of a Python loop per node."""
 import numpy as np
 

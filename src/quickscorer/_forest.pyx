@@ -23,7 +23,7 @@ cdef double _EMPTY = 0.0
 cdef class Forest:
     """Read-only view of a model's leaves, groups and base scores for the C kernels.
 
-    Built from the dict of arrays made by ``quickscorer.layouts.forest_arrays``.
+    Built from the dict of arrays made by ``quickscorer.algorithms.forest.forest_arrays``.
     """
 
     def __cinit__(self, dict a):

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _transforms
+from ..ir.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, Tree
+from ..ir.reference import K_ZERO, convert_input, goes_left, leaf_outputs
 from . import representations as rep
-from .ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, Tree
 
 __all__ = ["node_left_probabilities", "leaf_probabilities", "predict_soft", "leaf_attention",
            "GeneralTree", "BinaryWeightedTree", "ObliqueTree"]
@@ -41,11 +43,10 @@ def _sigmoid(z: np.ndarray) -> np.ndarray:
 def node_left_probabilities(ens: Ensemble, tree: Tree, Xc: np.ndarray,
                             temperature: float) -> np.ndarray:
     """``p`` (rows x nodes): the probability that each node sends each converted row left."""
-    from .reference import K_ZERO, _goes_left
     p = np.empty((Xc.shape[0], tree.n_internal))
     for n in range(tree.n_internal):
         x = Xc[:, tree.feature[n]]
-        hard = _goes_left(ens, tree, n, x).astype(np.float64)
+        hard = goes_left(ens, tree, n, x).astype(np.float64)
         if tree.is_categorical[n]:
             p[:, n] = hard
             continue
@@ -68,7 +69,6 @@ def node_left_probabilities(ens: Ensemble, tree: Tree, Xc: np.ndarray,
 
 def leaf_probabilities(ens: Ensemble, tree: Tree, X, temperature: float) -> np.ndarray:
     """Probability of every leaf (rows x leaves): products of the fuzzy matrix's rows."""
-    from .reference import convert_input
     if temperature <= 0:
         raise ValueError("temperature must be > 0")
     Xc = convert_input(ens, np.atleast_2d(X))
@@ -83,7 +83,6 @@ def leaf_probabilities(ens: Ensemble, tree: Tree, X, temperature: float) -> np.n
 
 def predict_soft(ens: Ensemble, X, temperature: float, raw_score: bool = True) -> np.ndarray:
     """Probability-weighted leaf values summed like the model (float64, rows x outputs)."""
-    from .reference import convert_input, leaf_outputs
     X = np.atleast_2d(np.asarray(X, dtype=np.float64))
     Xc = convert_input(ens, X)
     out = np.tile(ens.base_score.astype(np.float64), (X.shape[0], 1))
@@ -99,12 +98,11 @@ def predict_soft(ens: Ensemble, X, temperature: float, raw_score: bool = True) -
             vals = vals * ens.tree_weight[t]
         out[:, ens.tree_group[t]] += vals
     if not raw_score:
-        from ._transforms import apply_transform
         divide_by = float(ens.n_iterations) if ens.average_output else 1.0
         if ens.family == "xgboost":
             out = out.astype(np.float32)
         if ens.transform != "identity" or divide_by != 1.0:
-            out = apply_transform(ens.transform, dict(ens.transform_params), out, divide_by)
+            out = _transforms.apply_transform(ens.transform, dict(ens.transform_params), out, divide_by)
     return out
 
 

@@ -17,7 +17,7 @@ service. The arithmetic traversals of the paper are for study and are never chos
 """
 from __future__ import annotations
 
-from .ensemble import Ensemble
+from ..ir.ensemble import Ensemble
 
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
 VQS_MIN_ROWS = 4

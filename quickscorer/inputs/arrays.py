@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ensemble import Ensemble
-from .errors import InputError
+from ..ir.ensemble import Ensemble
+from ..errors import InputError
 
 
 def _is_dataframe(X) -> bool:

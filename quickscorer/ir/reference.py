@@ -37,7 +37,7 @@ def _category_index(ens: Ensemble, x: np.ndarray) -> np.ndarray:
     return idx
 
 
-def _goes_left(ens: Ensemble, tree: Tree, n: int, x: np.ndarray) -> np.ndarray:
+def goes_left(ens: Ensemble, tree: Tree, n: int, x: np.ndarray) -> np.ndarray:
     nan = np.isnan(x)
     if tree.is_categorical[n]:
         cats = tree.categories(n)
@@ -73,7 +73,7 @@ def tree_exit_leaves(ens: Ensemble, tree: Tree, Xc: np.ndarray) -> np.ndarray:
         cur = node[rows]
         for n in np.unique(cur):
             sel = rows[cur == n]
-            go_left = _goes_left(ens, tree, int(n), Xc[sel, tree.feature[n]])
+            go_left = goes_left(ens, tree, int(n), Xc[sel, tree.feature[n]])
             node[sel] = np.where(go_left, tree.left[n], tree.right[n])
         active = node >= 0
     return ~node

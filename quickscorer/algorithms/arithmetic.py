@@ -1,19 +1,20 @@
 """The paper's arithmetic traversals as selectable algorithms (``ALGORITHMS.md`` 2-6).
 
 Each builds, once per model, the bit-packed matrix rows or columns its kernel reads (see
-``src/quickscorer/_arith.pyx``) from :mod:`quickscorer.representations`; the node tests come
-from evaluating every node with the shared rules, as the reference walk does.
+``src/quickscorer/_arith.pyx``) from :mod:`quickscorer.paper.representations`; the node tests
+come from evaluating every node with the shared rules, as the reference walk does.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import layouts
-from .algorithms import Algorithm, register
-from .ensemble import Ensemble
-from ._forest import Forest
-from .representations import (depth_vector, left_matrix, pack_columns, pack_rows,
-                              path_matrix, right_matrix)
+from .. import _arith
+from .._forest import Forest
+from ..ir.ensemble import Ensemble
+from ..paper.representations import (depth_vector, left_matrix, pack_columns, pack_rows,
+                                     path_matrix, right_matrix)
+from .base import Algorithm
+from .traversal import node_arrays
 
 def arithmetic_arrays(ens: Ensemble, kind: str) -> dict:
     """The layout of one arithmetic algorithm as numpy arrays.
@@ -24,7 +25,7 @@ def arithmetic_arrays(ens: Ensemble, kind: str) -> dict:
     where the leaf's path goes right at n), packed L / R columns (``both_vectors``) or dense
     int8 path rows and depths (``ecoc``).
     """
-    a = layouts.traversal_arrays(ens)
+    a = node_arrays(ens)
     for unused in ("left", "right"):
         del a[unused]
     m = np.array([t.n_internal for t in ens.trees], np.int64)
@@ -78,44 +79,48 @@ class _Arithmetic(Algorithm):
 
     def __init__(self, ens: Ensemble, forest: Forest):
         super().__init__(ens, forest)
-        from . import _arith
-        self._k = _arith
         self._arrays = arithmetic_arrays(ens, self.kind)
-        self._layout = _arith.ArithLayout(self._arrays, self.code)
-
-    def arrays(self) -> dict:
-        return self._arrays
-
-    def predict_raw(self, X, out64, out32, rowbuf, n_threads):
-        words, signs = self._k.scratch(self._layout, n_threads)
-        self._k.predict_raw(self.forest, self._layout, X, out64, out32, rowbuf, words, signs,
-                            n_threads)
-
-    def predict_leaf(self, X, out, rowbuf, n_threads):
-        words, signs = self._k.scratch(self._layout, n_threads)
-        self._k.predict_leaf(self.forest, self._layout, X, out, rowbuf, words, signs, n_threads)
-
-
-def _make(name: str, code_name: str, doc: str, test_vector: str):
-    from . import _arith
-
-    cls = type(f"Arith_{name}", (_Arithmetic,), {
-        "__doc__": doc, "kind": name, "code": int(getattr(_arith, code_name)),
-        "test_vector": test_vector})
-    return register(name)(cls)
+        self.layout = _arith.ArithLayout(self._arrays, self.code, ens.n_features)
 
 
 _EVERY_NODE = "every node evaluated, then bit-packed matrix rows"
-_make("both_vectors", "KIND_BOTH",
-      "Algorithm 2: AND left vectors of false nodes and right vectors of true nodes, "
-      "stopping when one candidate leaf is left.",
-      "node by node in breadth-first order, stopping at one candidate leaf")
-_make("lt1", "KIND_LT1", "Algorithm 3: leftmost maximum of L t + 1 by popcounts.", _EVERY_NODE)
-_make("two_sided", "KIND_TWO_SIDED",
-      "Algorithm 4: unique maximum of L t + R (1 - t) by popcounts.", _EVERY_NODE)
-_make("sign", "KIND_SIGN",
-      "SignQuickScorer (Algorithms 5 and 7): unique zero of P s - d from path and sign masks.",
-      _EVERY_NODE)
-_make("ecoc", "KIND_ECOC",
-      "Algorithm 6: similarity decoding <P_i, s> / <P_i, P_i> = 1 on dense int8 path rows.",
-      "every node evaluated, then dense int8 path rows")
+
+
+class BothVectors(_Arithmetic):
+    """Algorithm 2: AND left vectors of false nodes and right vectors of true nodes, stopping
+    when one candidate leaf is left."""
+    name = kind = "both_vectors"
+    code = _arith.KIND_BOTH
+    test_vector = "node by node in breadth-first order, stopping at one candidate leaf"
+
+
+class LeftPlusOne(_Arithmetic):
+    """Algorithm 3: leftmost maximum of L t + 1 by popcounts."""
+    name = kind = "lt1"
+    code = _arith.KIND_LT1
+    test_vector = _EVERY_NODE
+
+
+class TwoSided(_Arithmetic):
+    """Algorithm 4: unique maximum of L t + R (1 - t) by popcounts."""
+    name = kind = "two_sided"
+    code = _arith.KIND_TWO_SIDED
+    test_vector = _EVERY_NODE
+
+
+class Sign(_Arithmetic):
+    """SignQuickScorer (Algorithms 5 and 7): unique zero of P s - d from path and sign
+    masks."""
+    name = kind = "sign"
+    code = _arith.KIND_SIGN
+    test_vector = _EVERY_NODE
+
+
+class Ecoc(_Arithmetic):
+    """Algorithm 6: similarity decoding <P_i, s> / <P_i, P_i> = 1 on dense int8 path rows."""
+    name = kind = "ecoc"
+    code = _arith.KIND_ECOC
+    test_vector = "every node evaluated, then dense int8 path rows"
+
+
+ARITHMETIC = (BothVectors, LeftPlusOne, TwoSided, Sign, Ecoc)

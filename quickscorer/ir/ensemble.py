@@ -20,7 +20,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .errors import ModelFormatError
+from .. import _build
+from ..errors import ModelFormatError
+from . import matrices
 
 #: missing types of a numerical node (LightGBM's ``(decision_type >> 2) & 3``)
 MISSING_NONE = 0  # NaN is compared as 0.0 (LightGBM "None")
@@ -33,7 +35,7 @@ FAMILIES = ("lightgbm", "xgboost")
 MAX_NODES_PER_TREE = 1 << 24
 MAX_CATEGORY = (1 << 31) - 1
 
-#: output transforms known to the scorer (see ``transforms.py``)
+#: output transforms known to the scorer (see ``src/quickscorer/_transforms.pyx``)
 TRANSFORMS = (
     "identity",
     "sigmoid",          # LightGBM binary / cross_entropy: 1 / (1 + exp(-s x))
@@ -108,9 +110,8 @@ class Tree:
         cached = self.__dict__.get("_leaf_ranges")
         if cached is not None:
             return cached
-        from ._build import leaf_ranges
         # children have larger BFS numbers than parents: a reverse sweep sees children first
-        lo, mid, hi = leaf_ranges(np.ascontiguousarray(self.left, np.int32),
+        lo, mid, hi = _build.leaf_ranges(np.ascontiguousarray(self.left, np.int32),
                                   np.ascontiguousarray(self.right, np.int32))
         for a in (lo, mid, hi):
             a.setflags(write=False)
@@ -131,22 +132,19 @@ class Tree:
                     best = max(best, int(d[n]) + 1)
         return best
 
-    # The paper's matrix representations live in ``representations.py``; these are shortcuts.
+    # The paper's matrices of this tree (``matrices.py``; the rest of the paper's forms are in
+    # ``quickscorer.paper.representations``).
     def left_matrix(self) -> np.ndarray:
-        from .representations import left_matrix
-        return left_matrix(self)
+        return matrices.left_matrix(self)
 
     def right_matrix(self) -> np.ndarray:
-        from .representations import right_matrix
-        return right_matrix(self)
+        return matrices.right_matrix(self)
 
     def path_matrix(self) -> np.ndarray:
-        from .representations import path_matrix
-        return path_matrix(self)
+        return matrices.path_matrix(self)
 
     def depth_vector(self) -> np.ndarray:
-        from .representations import depth_vector
-        return depth_vector(self)
+        return matrices.depth_vector(self)
 
 
 def build_tree(
@@ -219,8 +217,7 @@ def build_tree(
     # Breadth-first from the root numbers the internal nodes and proves every node is
     # reached exactly once; the in-order position of each node's first leaf numbers the
     # leaves left to right (both walks in C, quickscorer/_build.pyx).
-    from ._build import canonical_order
-    bfs, first, problem, bad_node = canonical_order(
+    bfs, first, problem, bad_node = _build.canonical_order(
         np.ascontiguousarray(left), np.ascontiguousarray(right), int(root),
         np.ascontiguousarray(is_leaf).view(np.uint8))
     if problem == 1:

@@ -11,7 +11,7 @@ as everywhere in this package:
 * ``F = R diag(p) + L diag(1 - p)`` with ``p[n]`` the probability that ``n`` goes left.
 
 The functions take any object with ``left``/``right`` child arrays in the IR encoding (a
-:class:`~quickscorer.ensemble.Tree`, or :class:`Structure` for a bare shape). Dense forms are
+:class:`~quickscorer.ir.Tree`, or :class:`Structure` for a bare shape). Dense forms are
 for inspection and tests; :func:`pack_rows` gives the bit-packed rows the kernels read.
 """
 from __future__ import annotations
@@ -20,7 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ensemble import Ensemble, Tree
+from ..ir.ensemble import Ensemble, Tree
+from ..ir.matrices import depth_vector, leaf_ranges, left_matrix, path_matrix, right_matrix
+from ..ir.reference import convert_input, goes_left
 
 __all__ = [
     "Structure", "leaf_ranges", "left_matrix", "right_matrix", "path_matrix", "depth_vector",
@@ -48,48 +50,6 @@ class Structure:
         return self.n_internal + 1
 
 
-def leaf_ranges(tree) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per internal node ``(lo, mid, hi)``: leaves ``[lo, mid)`` left, ``[mid, hi)`` right."""
-    if isinstance(tree, Tree):
-        return tree.leaf_ranges()
-    m = len(tree.left)
-    lo, mid, hi = (np.zeros(m, np.int64) for _ in range(3))
-    for n in range(m - 1, -1, -1):
-        lc, rc = int(tree.left[n]), int(tree.right[n])
-        lo[n] = lo[lc] if lc >= 0 else ~lc
-        mid[n] = lo[rc] if rc >= 0 else ~rc
-        hi[n] = hi[rc] if rc >= 0 else ~rc + 1
-    return lo, mid, hi
-
-
-def _n_leaves(tree) -> int:
-    return len(tree.left) + 1
-
-
-def left_matrix(tree) -> np.ndarray:
-    """``L`` (int8, leaves x nodes): 0 on each node's left-subtree leaves, 1 elsewhere."""
-    lo, mid, _ = leaf_ranges(tree)
-    leaf = np.arange(_n_leaves(tree))[:, None]
-    return (~((leaf >= lo) & (leaf < mid))).astype(np.int8)
-
-
-def right_matrix(tree) -> np.ndarray:
-    """``R`` (int8, leaves x nodes): 0 on each node's right-subtree leaves, 1 elsewhere."""
-    _, mid, hi = leaf_ranges(tree)
-    leaf = np.arange(_n_leaves(tree))[:, None]
-    return (~((leaf >= mid) & (leaf < hi))).astype(np.int8)
-
-
-def path_matrix(tree) -> np.ndarray:
-    """``P = L - R`` (int8): +1 where the leaf's path goes right, -1 left, 0 off the path."""
-    return (left_matrix(tree) - right_matrix(tree)).astype(np.int8)
-
-
-def depth_vector(tree) -> np.ndarray:
-    """``d`` (int64): the number of internal nodes on each leaf's path."""
-    return np.abs(path_matrix(tree)).sum(axis=1).astype(np.int64)
-
-
 def fuzzy_matrix(tree, p) -> np.ndarray:
     """``F = R diag(p) + L diag(1 - p)`` (float64) for node probabilities ``p`` of going left.
 
@@ -103,13 +63,12 @@ def test_vector(ens: Ensemble, tree: Tree, X) -> np.ndarray:
     """``t`` (uint8, rows x nodes): 1 where the node is false (goes right) for each row.
 
     Every node is evaluated by the rules of the model's family, missing values and
-    categories included (the numpy rules of :mod:`quickscorer.reference`).
+    categories included (the numpy rules of :mod:`quickscorer.ir.reference`).
     """
-    from .reference import _goes_left, convert_input
     Xc = convert_input(ens, np.atleast_2d(X))
     t = np.zeros((Xc.shape[0], tree.n_internal), np.uint8)
     for n in range(tree.n_internal):
-        t[:, n] = ~_goes_left(ens, tree, n, Xc[:, tree.feature[n]])
+        t[:, n] = ~goes_left(ens, tree, n, Xc[:, tree.feature[n]])
     return t
 
 

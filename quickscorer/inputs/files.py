@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 
 def read_libsvm(path, n_features: int, fill: float) -> tuple[np.ndarray, np.ndarray]:

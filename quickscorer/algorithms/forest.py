@@ -1,4 +1,6 @@
-"""Layouts: the per-algorithm arrays built once per model from the neutral IR.
+"""What every algorithm shares: the forest arrays (leaf values, tree groups, DART weights,
+linear leaves, base scores) that ``_forest.Forest`` wraps to turn exit leaves into scores, and
+the encodings of node flags and category bitsets that the layouts reuse.
 
 Every layout is a dict of plain numpy arrays (inspectable, picklable) that a Cython kernel
 wraps without copying.
@@ -7,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ensemble import Ensemble, Tree
-from .errors import ModelFormatError
+from ..errors import ModelFormatError
+from ..ir.ensemble import Ensemble, Tree
 
 FAMILY_CODE = {"lightgbm": 0, "xgboost": 1}
 
@@ -97,27 +99,3 @@ def forest_arrays(ens: Ensemble) -> dict:
         a["lin_feature"] = (np.concatenate(feats) if feats else np.zeros(0)).astype(np.int32)
         a["lin_coeff"] = (np.concatenate(coeffs) if coeffs else np.zeros(0)).astype(np.float64)
     return a
-
-
-def traversal_arrays(ens: Ensemble) -> dict:
-    """Concatenated canonical node arrays for the reference walk."""
-    node_offset = np.zeros(ens.n_trees + 1, np.int64)
-    np.cumsum([t.n_internal for t in ens.trees], out=node_offset[1:])
-
-    def cat(name, dtype):
-        parts = [getattr(t, name) for t in ens.trees]
-        return np.concatenate(parts).astype(dtype) if node_offset[-1] else np.zeros(0, dtype)
-
-    cat_offset, cat_nwords, cat_words = category_tables(ens)
-    return {
-        "feature": cat("feature", np.int32),
-        "threshold": cat("threshold", np.float64),
-        "left": cat("left", np.int32),
-        "right": cat("right", np.int32),
-        "flags": (np.concatenate([node_flags(t) for t in ens.trees]) if node_offset[-1]
-                  else np.zeros(0, np.uint8)),
-        "cat_offset": cat_offset,
-        "cat_nwords": cat_nwords,
-        "cat_words": cat_words,
-        "node_offset": node_offset,
-    }

@@ -40,9 +40,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
-from .errors import ModelFormatError
-from .layouts import MAX_CATEGORY_WORDS, category_bitset
+from ..errors import ModelFormatError
+from ..ir.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
+from .forest import MAX_CATEGORY_WORDS, category_bitset
 
 N_SEGMENT_KINDS = 3
 SEGMENT_NONE, SEGMENT_ZERO, SEGMENT_NAN = MISSING_NONE, MISSING_ZERO, MISSING_NAN

@@ -1,0 +1,82 @@
+"""What every algorithm is: a layout prepared once per model, and calls of its Cython kernel.
+
+An algorithm is built from the neutral :class:`~quickscorer.ir.Ensemble` and the model's
+:class:`~quickscorer._forest.Forest` (leaf values, groups, base scores: what turns exit leaves
+into scores). Most kernels define only their layout (a subclass of ``_kernel.Layout``) and use
+the shared row loops of ``src/quickscorer/_kernel.pyx``; :class:`Algorithm` calls those with
+scratch rows that it keeps per Python thread, so a scoring call allocates nothing
+proportional to the model and two Python threads never share scratch.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .. import _kernel
+from .._forest import Forest
+from ..ir.ensemble import Ensemble
+
+
+def aligned_empty(n_rows: int, width: int, dtype, align: int = 64) -> np.ndarray:
+    """An uninitialised (n_rows, >= width) array of 8-byte items whose every row starts on an
+    ``align``-byte boundary: a vector load or store of a scan then never straddles two cache
+    lines (numpy itself only promises 16 bytes)."""
+    per = align // 8
+    width = max(per, -(-max(width, 1) // per) * per)
+    flat = np.empty(n_rows * width + per, dtype)
+    skip = (-flat.ctypes.data % align) // 8
+    return flat[skip:skip + n_rows * width].reshape(n_rows, width)
+
+
+class Algorithm:
+    """A prepared layout plus the kernel calls that read it.
+
+    Subclasses set ``self.layout`` (a ``_kernel.Layout``) and ``self._arrays`` (the numpy
+    arrays it wraps) in ``__init__``; those with row loops of their own (``vqs``) override
+    :meth:`predict_raw` and :meth:`predict_leaf`.
+    """
+
+    name = "?"
+    #: how the node tests are evaluated, for the README and ``Model.info()``
+    test_vector = ""
+
+    def __init__(self, ens: Ensemble, forest: Forest):
+        self.ens = ens
+        self.forest = forest
+        self.layout = None
+        self._arrays: dict = {}
+        self._scratch = threading.local()
+
+    def scratch(self, name: str, n_threads: int, width: int, dtype=np.uint64) -> np.ndarray:
+        """Scratch rows (``n_threads`` x at least ``width``, 64-byte aligned) kept for this
+        Python thread and reused by its later calls."""
+        buf = getattr(self._scratch, name, None)
+        if buf is None or buf.shape[0] < n_threads or buf.shape[1] < width:
+            buf = aligned_empty(n_threads, width, dtype)
+            setattr(self._scratch, name, buf)
+        return buf
+
+    def _rowbuf(self, n_threads: int) -> np.ndarray:
+        return self.scratch("row", n_threads, self.ens.n_features, np.float64)
+
+    def predict_raw(self, X, out64, out32, n_threads: int) -> None:
+        """Raw scores of the rows of X into out64 (float64 models) or out32 (float32), the
+        other one empty."""
+        _kernel.predict_raw(self.forest, self.layout, X, out64, out32, self._rowbuf(n_threads),
+                            self.scratch("kernel", n_threads, self.layout.scratch_words),
+                            n_threads)
+
+    def predict_leaf(self, X, out, n_threads: int) -> None:
+        """In-order exit leaf of every tree for the rows of X, into out (rows x trees)."""
+        _kernel.predict_leaf(self.forest, self.layout, X, out, self._rowbuf(n_threads),
+                             self.scratch("kernel", n_threads, self.layout.scratch_words),
+                             n_threads)
+
+    def arrays(self) -> dict:
+        """The layout as numpy arrays, for inspection and ``nbytes``."""
+        return self._arrays
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays().values() if isinstance(a, np.ndarray))

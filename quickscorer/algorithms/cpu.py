@@ -1,0 +1,68 @@
+"""What the CPU offers the V-QuickScorer scans, and the environment knobs that steer them.
+
+- instruction sets: ``scalar`` (portable C), ``avx2``, ``avx512``, detected at run time by the
+  kernel (``src/quickscorer/vqs_simd.h``); ``$QUICKSCORER_ISA`` forces one;
+- the per-core L2 cache size (sysfs), which sizes the tree blocks.
+"""
+from __future__ import annotations
+
+import os
+
+from .. import _vqs
+
+ISAS = {"scalar": 0, "avx2": 1, "avx512": 2}
+
+#: the widest group of documents per scan on each path (measured on the 1,000 x 64 model,
+#: Xeon with AVX-512: 32 lanes 1.3x faster than 8 on AVX-512, 16 lanes 1.08x on AVX2)
+MAX_LANES = {"scalar": 8, "avx2": 16, "avx512": 32}
+
+
+def env_int(name: str) -> int | None:
+    """``$name`` as an integer, None when unset or empty."""
+    text = os.environ.get(name)
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"${name} must be an integer, got {text!r}") from None
+
+
+def l2_cache_bytes() -> int:
+    """This CPU's per-core L2 cache size (sysfs), 512 KiB where it cannot be read."""
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as fh:
+            text = fh.read().strip().upper()
+        return int(text[:-1]) * 1024 if text.endswith("K") else int(text)
+    except (OSError, ValueError):
+        return 512 * 1024
+
+
+def default_block_bytes() -> int:
+    """Layout bytes per tree block: ``$QUICKSCORER_BLOCK_BYTES``, else half the L2 cache, so
+    that a tree block's thresholds and masks stay in L2 while a document block is scanned
+    against them (block-wise QuickScorer)."""
+    env = env_int("QUICKSCORER_BLOCK_BYTES")
+    return max(1, env) if env is not None else l2_cache_bytes() // 2
+
+
+def isa_code(name: str | None = None) -> int:
+    """The instruction-set path to run: ``name``, else ``$QUICKSCORER_ISA``, else the widest
+    this CPU has. Raises ``ValueError`` for an unknown name or one the CPU cannot run."""
+    name = name or os.environ.get("QUICKSCORER_ISA") or None
+    if name is None:
+        return int(_vqs.best_isa())
+    if name not in ISAS:
+        raise ValueError(f"unknown instruction set {name!r}; known: {sorted(ISAS)}")
+    if not _vqs.isa_available(ISAS[name]):
+        raise ValueError(f"this CPU cannot run the {name!r} path")
+    return ISAS[name]
+
+
+def isa_name(code: int) -> str:
+    return {v: k for k, v in ISAS.items()}[code]
+
+
+def available_isas() -> list[str]:
+    """The instruction-set paths this CPU runs."""
+    return [n for n, c in ISAS.items() if _vqs.isa_available(c)]

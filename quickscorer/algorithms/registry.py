@@ -1,0 +1,24 @@
+"""The algorithms a :class:`~quickscorer.Model` can run, by name."""
+from __future__ import annotations
+
+from .arithmetic import ARITHMETIC
+from .base import Algorithm
+from .qs import QuickScorer
+from .traversal import Traversal
+from .vqs import VQuickScorer
+
+#: name -> class, in the order of the README's table
+ALGORITHMS: dict[str, type[Algorithm]] = {
+    cls.name: cls for cls in (VQuickScorer, QuickScorer, Traversal, *ARITHMETIC)}
+
+
+def available() -> list[str]:
+    """The names of every algorithm, sorted."""
+    return sorted(ALGORITHMS)
+
+
+def get(name: str) -> type[Algorithm]:
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise ValueError(f"unknown algorithm {name!r}; available: {available()}") from None

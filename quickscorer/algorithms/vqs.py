@@ -1,0 +1,120 @@
+"""The "vqs" algorithm: V-QuickScorer, QuickScorer's scan for a group of 8, 16 or 32
+documents at once (kernel: ``src/quickscorer/_vqs.pyx`` and ``vqs_simd.h``), over the same
+layout as ``quickscorer``, cut into cache-sized tree blocks.
+
+Legal note: QuickScorer is covered by US patent 11,106,685 (Istella/Tiscali).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _quickscorer, _vqs
+from .._forest import Forest
+from ..ir.ensemble import Ensemble
+from .cpu import MAX_LANES, default_block_bytes, env_int, isa_code, isa_name
+from .qs import QuickScorer
+from .qs_layout import quickscorer_arrays
+
+#: groups of documents scanned against one tree block before the next block
+DEFAULT_DOC_GROUPS = 8
+
+
+class VQuickScorer(QuickScorer):
+    """V-QuickScorer: the QuickScorer layout, scanned for a group of 8, 16 or 32 documents at
+    once (``lanes``; by default the widest group the rows per thread fill) on AVX-512, AVX2 or
+    portable C, chosen at run time (force one with ``isa=`` or ``$QUICKSCORER_ISA``).
+
+    Models whose layout exceeds ``block_bytes`` (half the L2 cache by default) are cut into
+    consecutive tree blocks, and ``doc_groups`` groups of documents are scanned against one
+    tree block before the next. ``merge=True`` compares each distinct threshold of a feature
+    once for all of its nodes instead of once per node (off by default: measured slower, see
+    the README)."""
+
+    name = "vqs"
+    test_vector = "feature-wise scans of sorted thresholds, 8 to 32 documents per SIMD scan"
+
+    def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
+                 block_bytes: int | None = None, doc_groups: int | None = None,
+                 merge: bool | None = None, lanes: int | None = None,
+                 block_trees: int | None = None):
+        super().__init__(ens, forest)
+        self.isa = isa_code(isa)
+        #: a fixed group size, or None: chosen per call from the rows per thread
+        self.lanes = lanes or env_int("QUICKSCORER_LANES") or None
+        if self.lanes is not None and self.lanes not in _vqs.LANE_CHOICES:
+            raise ValueError(f"lanes must be one of {_vqs.LANE_CHOICES}, got {self.lanes}")
+        self.max_lanes = self.lanes or MAX_LANES[self.isa_name]
+        self.block_bytes = block_bytes or default_block_bytes()
+        self.doc_groups = doc_groups or env_int("QUICKSCORER_DOC_GROUPS") or DEFAULT_DOC_GROUPS
+        if self.doc_groups < 1:
+            raise ValueError(f"doc_groups must be >= 1, got {self.doc_groups}")
+        if merge is None:
+            env = env_int("QUICKSCORER_MERGE")
+            merge = False if env is None else bool(env)
+        self.merge = bool(merge)
+        self.block_trees = block_trees or env_int("QUICKSCORER_BLOCK_TREES")
+        self._blocks = self._tree_blocks(ens)
+
+    def _tree_blocks(self, ens: Ensemble) -> _vqs.BlockedLayout:
+        """Consecutive trees whose layout (thresholds, words and masks of their entries, and
+        their bitvectors for the widest group) fits ``block_bytes`` (and at most
+        ``block_trees`` trees when given), one layout each; the shared layout alone when the
+        whole model fits one block."""
+        a = self._arrays
+        entries = np.bincount(a["trees"][a["trees"] >= 0], minlength=ens.n_trees)
+        words = np.diff(a["tree_word_offsets"])
+        cost = entries * (8 + 4 + 8 + 8) + words * 8 * self.max_lanes
+        starts = [0]
+        acc = 0
+        for t, c in enumerate(cost.tolist()):
+            if acc and (acc + c > self.block_bytes
+                        or (self.block_trees and t - starts[-1] >= self.block_trees)):
+                starts.append(t)
+                acc = 0
+            acc += c
+        starts.append(ens.n_trees)
+        self.tree_blocks = len(starts) - 1
+        if self.tree_blocks == 1:
+            return _vqs.BlockedLayout([self.layout], starts)
+        layouts = []
+        for a0, b0 in zip(starts[:-1], starts[1:]):
+            sub = Ensemble(trees=ens.trees[a0:b0], tree_group=ens.tree_group[a0:b0],
+                           n_outputs=ens.n_outputs, n_features=ens.n_features,
+                           family=ens.family, base_score=ens.base_score)
+            arrays = quickscorer_arrays(sub)
+            for arr in arrays.values():
+                arr.setflags(write=False)
+            layouts.append(_quickscorer.QSLayout(arrays, ens.n_features))
+        return _vqs.BlockedLayout(layouts, starts)
+
+    @property
+    def isa_name(self) -> str:
+        return isa_name(self.isa)
+
+    def lanes_for(self, n_rows: int, n_threads: int) -> int:
+        """Documents per scan for a call: the widest group the rows per thread fill."""
+        if self.lanes is not None:
+            return self.lanes
+        per_thread = n_rows // max(1, n_threads)
+        for lanes in (32, 16):
+            if lanes <= self.max_lanes and per_thread >= lanes:
+                return lanes
+        return 8
+
+    def _buffers(self, n_threads: int, groups: int):
+        lanes = self.max_lanes
+        rows = self.scratch("lane_rows", n_threads,
+                            lanes * (groups * self.ens.n_features + 1), np.float64)
+        bits = self.scratch("lane_bits", n_threads, lanes * self._blocks.max_words)
+        return rows, bits
+
+    def predict_raw(self, X, out64, out32, n_threads):
+        rows, bits = self._buffers(n_threads, self.doc_groups)
+        _vqs.predict_raw(self.forest, self._blocks, X, out64, out32, rows, bits, n_threads,
+                         self.isa, self.merge, self.doc_groups, self.lanes_for(X.shape[0],
+                                                                               n_threads))
+
+    def predict_leaf(self, X, out, n_threads):
+        rows, bits = self._buffers(n_threads, self.doc_groups)
+        _vqs.predict_leaf(self.forest, self._blocks, X, out, rows, bits, n_threads, self.isa,
+                          self.merge, self.doc_groups, self.lanes_for(X.shape[0], n_threads))

@@ -1,0 +1,16 @@
+"""The neutral model: what every importer writes and every algorithm's layout reads.
+
+- ``ensemble.py``: :class:`Ensemble`, :class:`Tree`, :class:`LinearLeaves` and
+  :func:`build_tree`, which validates an imported tree and renumbers it canonically
+  (internal nodes breadth-first, leaves left to right, ``x <= threshold`` goes left);
+- ``matrices.py``: the paper's L, R, P and d of a tree shape;
+- ``reference.py``: a slow numpy traversal that states ``SEMANTICS.md`` independently of the
+  kernels, the oracle of the tests.
+"""
+from .ensemble import (FAMILIES, MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, MISSING_NONE,
+                       MISSING_ZERO, TRANSFORMS, Ensemble, LinearLeaves, Tree, build_tree)
+
+__all__ = [
+    "Ensemble", "FAMILIES", "LinearLeaves", "MAX_CATEGORY", "MAX_NODES_PER_TREE",
+    "MISSING_NAN", "MISSING_NONE", "MISSING_ZERO", "TRANSFORMS", "Tree", "build_tree",
+]

@@ -1,0 +1,78 @@
+# What every exit-leaf kernel shares, declared once (implemented in _kernel.pyx):
+#
+# - Layout: the base class of a kernel's prepared arrays. A kernel module subclasses it, points
+#   `ctx` at its own view of the arrays and `exits` at its exit-leaf function, and says how
+#   much scratch a thread needs; the row loops below do the rest.
+# - NodeView: the concatenated node table (feature, threshold, flags, category bitsets) of the
+#   kernels that evaluate nodes one at a time, and the node decision on it.
+# - The checks of a call's arguments (threads, shapes, scratch rows), raising ValueError.
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+from ._forest cimport Forest, ForestView, goes_left, scores_add, scores_init
+
+# The exit leaf (in-order, per tree) of every tree for one converted row, passed to `emit`:
+# stored in leaves[0:n_trees] when leaves is not NULL, else added to the row's scores.
+ctypedef void (*exits_fn)(const void* ctx, const ForestView* f, const double* row,
+                          uint64_t* scratch, int32_t* leaves, double* o64,
+                          float* o32) noexcept nogil
+
+
+cdef class Layout:
+    cdef const void* ctx                  # the kernel's view of its arrays
+    cdef exits_fn exits                   # NULL for kernels with row loops of their own
+    cdef readonly int64_t n_trees
+    cdef readonly int64_t n_features
+    cdef readonly int64_t scratch_words   # uint64 words of scratch per thread for `exits`
+    cdef object _keep                     # the arrays the views point into
+
+
+cdef struct NodeView:
+    const int32_t* feature
+    const double* threshold
+    const uint8_t* flags
+    const int64_t* cat_offset
+    const int64_t* cat_nwords
+    const uint32_t* cat_words
+    const int64_t* node_offset            # [n_trees + 1] first node of each tree
+
+
+cdef int set_nodes(NodeView* v, dict a, str what) except -1
+
+cdef inline bint node_goes_left(const NodeView* v, int family, int64_t g,
+                                const double* row) noexcept nogil:
+    """The decision of global node g for a converted row (the shared rule of _forest.pxd)."""
+    return goes_left(family, v.flags[g], v.threshold[g], v.cat_words + v.cat_offset[g],
+                     v.cat_nwords[g], row[v.feature[g]])
+
+
+cdef const void* array_data(object arr, object dtype, str what, str name) except NULL
+
+cdef int check_call(Forest forest, Py_ssize_t n_cols, int64_t n_trees, int64_t n_features,
+                    int n_threads, const double[:, ::1] rowbuf, Py_ssize_t row_width,
+                    const uint64_t[:, ::1] scratch, Py_ssize_t scratch_width,
+                    str what) except -1
+
+cdef int check_scores(Forest forest, Py_ssize_t n_rows, const double[:, ::1] out64,
+                      const float[:, ::1] out32) except -1
+
+cdef int check_leaves(Forest forest, Py_ssize_t n_rows, const int32_t[:, ::1] out) except -1
+
+
+cdef inline void score_pointers(const ForestView* f, double[:, ::1] out64, float[:, ::1] out32,
+                                Py_ssize_t i, double** o64, float** o32) noexcept nogil:
+    """The scores of row i (in out64 or out32, whichever is in use), set to the base scores."""
+    o64[0] = &out64[i, 0] if out64.shape[0] else NULL
+    o32[0] = &out32[i, 0] if out32.shape[0] else NULL
+    scores_init(f, o64[0], o32[0])
+
+
+
+cdef inline void emit(const ForestView* f, int64_t t, int64_t leaf, const double* row,
+                      int32_t* leaves, double* o64, float* o32) noexcept nogil:
+    """Tree t's exit leaf: stored (leaves not NULL), or added to the scores in the source
+    library's precision. The kernel finds a leaf and emits it at once, so the additions of
+    the scores overlap with the search for the next tree's leaf."""
+    if leaves != NULL:
+        leaves[t] = <int32_t>leaf
+    else:
+        scores_add(f, t, leaf, row, o64, o32)

@@ -1,0 +1,162 @@
+# cython: language_level=3
+"""The row loops and argument checks every exit-leaf kernel shares (declared in _kernel.pxd).
+
+A kernel module (``_traversal``, ``_quickscorer``, ``_arith``) only builds a :class:`Layout`
+whose ``exits`` function finds the exit leaf of every tree for one converted row and passes
+each to ``emit``. The loops here convert each row (``load_row``), set its scores to the base
+scores and call it; ``emit`` either stores the leaves or adds the leaf values in tree order in
+the source library's precision (``scores_add``): so every kernel sums exactly like the
+reference walk. Rows are split over OpenMP threads with the GIL released;
+each thread has its own row of ``rowbuf`` and ``scratch``.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from cython.parallel cimport prange, parallel, threadid
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+from ._forest cimport Forest, ForestView, floating, load_row
+
+cnp.import_array()
+
+cdef uint64_t _EMPTY = 0
+
+
+cdef class Layout:
+    """Base class of the kernels' layouts: see _kernel.pxd."""
+
+    pass
+
+
+cdef const void* array_data(object arr, object dtype, str what, str name) except NULL:
+    """The data of a contiguous 1-D array of dtype (a valid pointer even when it is empty)."""
+    if (not isinstance(arr, np.ndarray) or arr.dtype != dtype or arr.ndim != 1
+            or not arr.flags.c_contiguous):
+        got = (f"{arr.dtype} {arr.shape}" if isinstance(arr, np.ndarray)
+               else type(arr).__name__)
+        raise ValueError(f"{what} layout field {name!r}: expected a contiguous 1-D "
+                         f"{np.dtype(dtype)} array, got {got}")
+    if arr.shape[0] == 0:
+        return <const void*>&_EMPTY
+    return <const void*>cnp.PyArray_DATA(arr)
+
+
+cdef int set_nodes(NodeView* v, dict a, str what) except -1:
+    v.feature = <const int32_t*>array_data(a["feature"], np.int32, what, "feature")
+    v.threshold = <const double*>array_data(a["threshold"], np.float64, what, "threshold")
+    v.flags = <const uint8_t*>array_data(a["flags"], np.uint8, what, "flags")
+    v.cat_offset = <const int64_t*>array_data(a["cat_offset"], np.int64, what, "cat_offset")
+    v.cat_nwords = <const int64_t*>array_data(a["cat_nwords"], np.int64, what, "cat_nwords")
+    v.cat_words = <const uint32_t*>array_data(a["cat_words"], np.uint32, what, "cat_words")
+    v.node_offset = <const int64_t*>array_data(a["node_offset"], np.int64, what, "node_offset")
+    n = a["feature"].shape[0]
+    for name in ("threshold", "flags", "cat_offset", "cat_nwords"):
+        if a[name].shape[0] != n:
+            raise ValueError(f"{what} layout field {name!r} has {a[name].shape[0]} entries, "
+                             f"expected {n} (one per node)")
+    # (a layout may pad its arrays to one entry when no tree has a node)
+    if a["node_offset"].shape[0] < 1 or int(a["node_offset"][-1]) > n:
+        raise ValueError(f"{what} layout: node_offset names more nodes than there are")
+    return 0
+
+
+cdef int check_call(Forest forest, Py_ssize_t n_cols, int64_t n_trees, int64_t n_features,
+                    int n_threads, const double[:, ::1] rowbuf, Py_ssize_t row_width,
+                    const uint64_t[:, ::1] scratch, Py_ssize_t scratch_width,
+                    str what) except -1:
+    """The checks of every kernel call: threads, input width, layout against forest, scratch."""
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if n_cols != forest.view.n_features:
+        raise ValueError(f"input has {n_cols} features, the model expects "
+                         f"{forest.view.n_features}")
+    if n_features != forest.view.n_features:
+        raise ValueError(f"the {what} layout and the forest disagree on the features")
+    if n_trees != forest.view.n_trees:
+        raise ValueError(f"the {what} layout and the forest disagree on the tree count")
+    if rowbuf.shape[0] < n_threads or rowbuf.shape[1] < row_width:
+        raise ValueError(f"rowbuf must be at least ({n_threads}, {row_width})")
+    if scratch.shape[0] < n_threads or scratch.shape[1] < scratch_width:
+        raise ValueError(f"scratch must be at least ({n_threads}, {scratch_width})")
+    return 0
+
+
+cdef int check_scores(Forest forest, Py_ssize_t n_rows, const double[:, ::1] out64,
+                      const float[:, ::1] out32) except -1:
+    """Scores go to out32 for float32 (XGBoost) forests, to out64 otherwise."""
+    cdef Py_ssize_t k = forest.view.n_outputs
+    if forest.dtype == np.float32:
+        if out32.shape[0] != n_rows or out32.shape[1] != k:
+            raise ValueError(f"out32 must be ({n_rows}, {k})")
+        if out64.shape[0] != 0:
+            raise ValueError("out64 must be empty for a float32 forest")
+    else:
+        if out64.shape[0] != n_rows or out64.shape[1] != k:
+            raise ValueError(f"out64 must be ({n_rows}, {k})")
+        if out32.shape[0] != 0:
+            raise ValueError("out32 must be empty for a float64 forest")
+    return 0
+
+
+cdef int check_leaves(Forest forest, Py_ssize_t n_rows, const int32_t[:, ::1] out) except -1:
+    if out.shape[0] != n_rows or out.shape[1] != forest.view.n_trees:
+        raise ValueError(f"out must be ({n_rows}, {forest.view.n_trees})")
+    return 0
+
+
+cdef void _run_rows(Forest forest, Layout lay, const floating[:, :] X, double[:, ::1] out64,
+                    float[:, ::1] out32, int32_t[:, ::1] leaves, double[:, ::1] rowbuf,
+                    uint64_t[:, ::1] scratch, int n_threads) noexcept:
+    """Every row through lay.exits: its exit leaves into `leaves` when that is not empty, else
+    its scores into out64 / out32."""
+    cdef const ForestView* f = &forest.view
+    cdef const void* ctx = lay.ctx
+    cdef exits_fn exits = lay.exits
+    cdef bint want_leaves = leaves.shape[0] != 0
+    cdef Py_ssize_t i
+    cdef double *row, *o64
+    cdef float* o32
+    cdef uint64_t* s
+    with nogil, parallel(num_threads=n_threads):
+        row = &rowbuf[threadid(), 0]
+        s = &scratch[threadid(), 0]
+        for i in prange(X.shape[0], schedule="static"):
+            load_row(f, X, i, row)
+            if want_leaves:
+                exits(ctx, f, row, s, &leaves[i, 0], NULL, NULL)
+            else:
+                score_pointers(f, out64, out32, i, &o64, &o32)
+                exits(ctx, f, row, s, NULL, o64, o32)
+
+
+cdef int _check_rows(Forest forest, Layout lay, Py_ssize_t n_cols, double[:, ::1] rowbuf,
+                     uint64_t[:, ::1] scratch, int n_threads) except -1:
+    if lay.exits == NULL:
+        raise ValueError(f"{type(lay).__name__} has no per-row exit function")
+    return check_call(forest, n_cols, lay.n_trees, lay.n_features, n_threads, rowbuf,
+                      forest.view.n_features, scratch, lay.scratch_words, type(lay).__name__)
+
+
+def predict_raw(Forest forest, Layout lay, const floating[:, :] X, double[:, ::1] out64,
+                float[:, ::1] out32, double[:, ::1] rowbuf, uint64_t[:, ::1] scratch,
+                int n_threads):
+    """Raw scores into out64 (float64 forests) or out32 (float32), the other one empty.
+
+    rowbuf: (n_threads, n_features) float64; scratch: (n_threads, lay.scratch_words).
+    """
+    _check_rows(forest, lay, X.shape[1], rowbuf, scratch, n_threads)
+    check_scores(forest, X.shape[0], out64, out32)
+    cdef int32_t[:, ::1] no_leaves = np.empty((0, 0), np.int32)
+    _run_rows(forest, lay, X, out64, out32, no_leaves, rowbuf, scratch, n_threads)
+
+
+def predict_leaf(Forest forest, Layout lay, const floating[:, :] X, int32_t[:, ::1] out,
+                 double[:, ::1] rowbuf, uint64_t[:, ::1] scratch, int n_threads):
+    """In-order exit leaf of every tree for every row, into out (n_rows, n_trees); buffers as
+    for predict_raw."""
+    _check_rows(forest, lay, X.shape[1], rowbuf, scratch, n_threads)
+    check_leaves(forest, X.shape[0], out)
+    cdef double[:, ::1] no64 = np.empty((0, 0))
+    cdef float[:, ::1] no32 = np.empty((0, 0), np.float32)
+    if X.shape[0]:
+        _run_rows(forest, lay, X, no64, no32, out, rowbuf, scratch, n_threads)

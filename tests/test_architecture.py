@@ -1,0 +1,124 @@
+"""The package's shape: its modules import each other without cycles, and no module imports
+one of ours inside a function (an import inside a function is kept for optional third-party
+dependencies alone)."""
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+import quickscorer
+
+PACKAGE = Path(quickscorer.__file__).parent
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = path
+    return mods
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom | ast.Import,
+             known: set[str]) -> list[str]:
+    """The modules an import statement in `module` loads: ``from P import n`` loads P.n
+    where that is a module, else P."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if node.level:
+        base = module.split(".")
+        base = base if is_package else base[:-1]
+        base = base[:len(base) - (node.level - 1)]
+        prefix = ".".join(base + ([node.module] if node.module else []))
+    else:
+        prefix = node.module or ""
+    return [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in known else prefix
+            for a in node.names]
+
+
+def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, int, str]]]:
+    """Edges between our modules from module-level imports, and the imports of our modules
+    found inside functions (module, line, name)."""
+    mods = _modules()
+    compiled = {p.name.split(".")[0] for p in PACKAGE.glob("_*.so")} | {
+        p.name.split(".")[0] for p in PACKAGE.glob("_*.pyd")}
+    known = set(mods) | {f"quickscorer.{c}" for c in compiled}
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    nested: list[tuple[str, int, str]] = []
+    for mod, path in mods.items():
+        tree = ast.parse(path.read_text(), str(path))
+        is_package = path.name == "__init__.py"
+        top = set(id(n) for n in tree.body)
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            names = [n for n in _resolve(mod, is_package, node, known) if n in known]
+            if not names:
+                continue
+            if id(node) in top:
+                graph[mod].update(n for n in names if n in mods and n != mod)
+            else:
+                nested.extend((mod, node.lineno, n) for n in names)
+    return graph, nested
+
+
+def _find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in state:
+                found = visit(n)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_the_checker_sees_a_cycle():
+    assert _find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+
+
+def test_no_import_cycle_between_our_modules():
+    graph, _ = import_graph()
+    # a package importing its own submodules is how it exposes them; the other direction
+    # (a submodule importing its package's __init__) is the kind of edge a cycle needs
+    assert len(graph) > 20 and any(graph.values())
+    assert _find_cycle(graph) is None, f"import cycle: {' -> '.join(_find_cycle(graph))}"
+
+
+def test_no_module_of_ours_is_imported_inside_a_function():
+    _, nested = import_graph()
+    assert nested == [], "imports inside functions: " + ", ".join(
+        f"{m}:{line} imports {n}" for m, line, n in nested)
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_every_module_imports_on_its_own(module):
+    """Each module imports in a fresh order too (no module relies on another having been
+    imported first)."""
+    importlib.import_module(module)
+
+
+def test_the_public_names_import():
+    for name in quickscorer.__all__:
+        assert getattr(quickscorer, name) is not None
