@@ -80,6 +80,9 @@ def _demo(args) -> int:
     ref = model.predict(X, raw_score=True, algorithm="traversal")
     failed = []
     for name in registry.available():
+        if name not in model.supported_algorithms():
+            print(f"check {name:14s} not run: {registry.get(name).unsupported(model.ensemble)}")
+            continue
         got = model.predict(X, raw_score=True, algorithm=name)
         same = np.array_equal(got, ref)
         print(f"check {name:14s} {'identical to the reference traversal' if same else 'DIFFERS'}")

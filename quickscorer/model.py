@@ -49,7 +49,7 @@ class Model:
         self._forest = Forest(forest_arrays(ensemble))
         self._lock = threading.Lock()
         self._prepared: dict[str, Algorithm] = {}
-        for name in (*autoselect.CANDIDATES, *prepare):
+        for name in (*autoselect.candidates(self.supported_algorithms()), *prepare):
             self.prepare(name)
 
     # -- set-up ---------------------------------------------------------------------------
@@ -65,6 +65,14 @@ class Model:
                 alg = cls(self.ensemble, self._forest)
                 self._prepared = {**self._prepared, algorithm: alg}
         return alg
+
+    def supported_algorithms(self) -> list[str]:
+        """The algorithms that can score this model (all but ``rapidscorer`` score every
+        model; ``Algorithm.unsupported`` says why one cannot)."""
+        got = self.__dict__.get("_supported")
+        if got is None:
+            got = self.__dict__["_supported"] = registry.supported(self.ensemble)
+        return list(got)
 
     def __reduce__(self):
         return (Model, (self.ensemble, tuple(n for n in self._prepared
@@ -94,7 +102,11 @@ class Model:
     def info(self) -> dict[str, Any]:
         """Facts about the model and the prepared layouts (sizes in bytes)."""
         d = self.ensemble.summary()
-        d["default_algorithm"] = f"{DEFAULT_ALGORITHM}: {autoselect.describe()}"
+        d["default_algorithm"] = (f"{DEFAULT_ALGORITHM}: "
+                                  f"{autoselect.describe(self.supported_algorithms())}")
+        rs = self._prepared.get("rapidscorer")
+        if rs is not None:
+            d["rapidscorer_instruction_set"] = rs.isa_name
         vqs = self._prepared.get("vqs")
         if vqs is not None:
             d["vqs_instruction_set"] = vqs.isa_name
@@ -111,7 +123,7 @@ class Model:
         X = as_rows(self.ensemble, X)
         n_threads = autoselect.threads_for(X.shape[0], _resolve_threads(n_threads))
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
-            algorithm = autoselect.choose(self.ensemble, X.shape[0], n_threads)
+            algorithm = autoselect.choose(self.supported_algorithms(), X.shape[0], n_threads)
         return X, self.prepare(algorithm), n_threads
 
     def predict_raw(self, X, *, algorithm: str | None = None, n_threads: int | None = 1) -> np.ndarray:

@@ -59,3 +59,28 @@ def special_rows(rng, n: int, n_features: int) -> np.ndarray:
     X = rng.choice(SPECIAL_VALUES, size=(n, n_features))
     X[: n // 3] = np.round(rng.normal(size=(n // 3, n_features)) * 3, 1)
     return X
+
+
+def scoring_algorithms(model) -> list[str]:
+    """The algorithms that can score ``model``; every other one must refuse it clearly."""
+    import quickscorer
+    supported = model.supported_algorithms()
+    for name in set(quickscorer.available_algorithms()) - set(supported):
+        with pytest.raises(ValueError, match=f"algorithm '{name}' cannot score this model"):
+            model.prepare(name)
+    return supported
+
+
+def run_kernel(alg, ens, X, n_threads=1):
+    """Raw scores (in the model's precision) and exit leaves of an Algorithm's own calls."""
+    k = ens.n_outputs
+    dtype = np.float32 if ens.family == "xgboost" else np.float64
+    out = np.empty((X.shape[0], k), dtype)
+    empty = np.empty((0, k), np.float64 if dtype == np.float32 else np.float32)
+    if dtype == np.float32:
+        alg.predict_raw(X, empty, out, n_threads)
+    else:
+        alg.predict_raw(X, out, empty, n_threads)
+    leaves = np.empty((X.shape[0], ens.n_trees), np.int32)
+    alg.predict_leaf(X, leaves, n_threads)
+    return out, leaves

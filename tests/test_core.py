@@ -12,7 +12,7 @@ from quickscorer import InputError, Model, ModelFormatError
 from quickscorer.ir import reference
 from quickscorer.ir import Ensemble, build_tree
 
-from conftest import random_ensemble, special_rows
+from conftest import random_ensemble, scoring_algorithms, special_rows
 
 # The paper's worked example: n0 -> (n1, n2); n1 -> (v1, v2); n2 -> (n3, n4); n3 -> (v3, v4);
 # n4 -> (v5, v6). Source nodes 0-4 internal, 5-10 leaves v1..v6.
@@ -204,7 +204,7 @@ def test_pickle_round_trip(random_model):
     rng = np.random.default_rng(7)
     X = special_rows(rng, 100, 6)
     clone = pickle.loads(pickle.dumps(random_model))
-    for alg in quickscorer.available_algorithms():
+    for alg in scoring_algorithms(random_model):
         np.testing.assert_array_equal(clone.predict(X, raw_score=True, algorithm=alg),
                                       random_model.predict(X, raw_score=True, algorithm=alg))
 
@@ -218,7 +218,7 @@ def test_model_arrays_are_read_only(random_model):
 def test_many_python_threads_share_one_model(random_model):
     rng = np.random.default_rng(8)
     batches = [special_rows(rng, int(rng.integers(1, 300)), 6) for _ in range(32)]
-    algs = quickscorer.available_algorithms()
+    algs = scoring_algorithms(random_model)
     want = [random_model.predict(b, raw_score=True, algorithm=algs[i % len(algs)])
             for i, b in enumerate(batches)]
     with ThreadPoolExecutor(8) as pool:

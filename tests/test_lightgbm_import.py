@@ -22,6 +22,8 @@ from quickscorer.ir import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
 from quickscorer.errors import ModelFormatError
 from quickscorer.importers.lightgbm import load_lightgbm, looks_like_lightgbm_text
 
+from conftest import scoring_algorithms
+
 lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
 
 SHARED_EXAMPLES = (Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -274,7 +276,7 @@ def test_model_scores_match_lightgbm(name):
     want_raw = booster.predict(rows, raw_score=True)
     want = booster.predict(rows)
     want_leaf = booster.predict(rows, pred_leaf=True)
-    for alg in quickscorer.available_algorithms():
+    for alg in scoring_algorithms(model):
         np.testing.assert_array_equal(model.predict(rows, raw_score=True, algorithm=alg),
                                       want_raw, err_msg=alg)
         np.testing.assert_array_equal(model.predict(rows, algorithm=alg), want, err_msg=alg)

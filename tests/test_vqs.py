@@ -15,26 +15,14 @@ from quickscorer.ir import MISSING_ZERO, Ensemble
 from quickscorer.algorithms.cpu import ISAS, available_isas, isa_code
 from quickscorer.algorithms.vqs import VQuickScorer
 
-from conftest import random_ensemble, random_tree, special_rows
+from conftest import random_ensemble, random_tree, run_kernel, special_rows
 
 ISA_LIST = available_isas()
 
 
 def _run(ens, X, isa, n_threads=1, **kw):
-    model = quickscorer.Model(ens)
-    alg = VQuickScorer(ens, model._forest, isa=isa, **kw)
-    X = np.ascontiguousarray(X)
-    k = ens.n_outputs
-    dtype = np.float32 if ens.family == "xgboost" else np.float64
-    out = np.empty((X.shape[0], k), dtype)
-    empty = np.empty((0, k), np.float64 if dtype == np.float32 else np.float32)
-    if dtype == np.float32:
-        alg.predict_raw(X, empty, out, n_threads)
-    else:
-        alg.predict_raw(X, out, empty, n_threads)
-    leaves = np.empty((X.shape[0], ens.n_trees), np.int32)
-    alg.predict_leaf(X, leaves, n_threads)
-    return out, leaves
+    alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, **kw)
+    return run_kernel(alg, ens, np.ascontiguousarray(X), n_threads)
 
 
 def _check(ens, X, isa, **kw):
@@ -143,12 +131,16 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     ens = random_ensemble(rng, "xgboost", n_trees=25, max_leaves=50)
     model = quickscorer.Model(ens)
     names = quickscorer.available_algorithms()
+    supported = model.supported_algorithms()
+    assert "rapidscorer" not in supported     # random_ensemble has categorical splits
     for n_rows in (1, 4, 5, 8, 100, 1000):
         for n_threads in (1, 2):
-            assert autoselect.choose(ens, n_rows, n_threads) in names
+            assert autoselect.choose(supported, n_rows, n_threads) in names
             assert 1 <= autoselect.threads_for(n_rows, n_threads) <= n_threads
-    assert autoselect.choose(ens, 1, 1) == "quickscorer"
-    assert autoselect.choose(ens, 1000, 1) == "vqs"
+    assert autoselect.choose(supported, 1, 1) == "quickscorer"
+    assert autoselect.choose(supported, 1000, 1) == "vqs"
+    assert autoselect.choose(names, 8, 1) == "vqs"
+    assert autoselect.choose(names, 1000, 1) == "rapidscorer"
     X = special_rows(rng, 300, ens.n_features)
     want = reference.predict_raw(ens, X)
     for n in (1, 3, 300):

@@ -17,6 +17,8 @@ from quickscorer.errors import ModelFormatError
 from quickscorer.importers.ubjson import decode_ubjson
 from quickscorer.importers.xgboost import load_xgboost, looks_like_xgboost
 
+from conftest import scoring_algorithms
+
 xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
 
 
@@ -129,7 +131,7 @@ def _assert_exact(model, booster, rows, kw):
     want_out = booster.predict(dm)
     want_leaf = booster.predict(dm, pred_leaf=True).astype(np.int32)
     want_leaf = want_leaf.reshape(len(rows), -1)
-    for alg in quickscorer.available_algorithms():
+    for alg in scoring_algorithms(model):
         got = model.predict(rows, raw_score=True, algorithm=alg)
         assert got.dtype == np.float32
         np.testing.assert_array_equal(got, want, err_msg=alg)

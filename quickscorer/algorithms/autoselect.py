@@ -1,37 +1,53 @@
 """Which exact algorithm ``Model.predict`` runs when none is named.
 
-Every registered algorithm gives the same scores; they differ in speed. Measured on this
-project's 1,000-tree, 64-leaf learning-to-rank model (Xeon 2.5 GHz with AVX-512, one thread,
-microseconds per document, consecutive slices of generated rows; ``python
-benchmarks/compare.py --trees 1000 --batch 1,2,4,8,16,32,100,10000 --repeat 5 --min-rows 2000
---engines quickscorer --algorithms quickscorer,vqs``)::
+Every algorithm gives the same scores; they differ in speed. Measured on a LightGBM
+regression model of 1,000 full 64-leaf trees (136 features, rows uniform in [0, 1) with 30%
+zeros), AMD EPYC (Zen 4) with AVX-512, one thread, microseconds per document, best of 3
+(``python benchmarks/autoselect_sweep.py``)::
 
-    rows per call      1      2      4      8     16     32    100  10000
-    quickscorer     59.6   49.8   44.3   40.9   39.1   38.3   38.0   36.3
-    vqs            114.4   67.9   38.9   22.1   16.5   13.6   14.8   12.2
+    rows per call          1      2      4      8     12     16     24     32     64    128
+    quickscorer         25.2   24.1   22.5   21.1   21.4   20.6
+    vqs                 57.1   33.5   20.6   13.1   15.4   10.6   12.5    8.7    8.8    8.8
+    rapidscorer (64)    81.2   48.2   28.0   15.9   11.9    9.1    6.5    4.8    3.7    3.6
+    rapidscorer (32)    80.0   47.6   28.0   16.3   11.8    9.4    6.3    4.5    4.6    4.9
 
-(that run caught the machine in one of its slow spells). So:
-V-QuickScorer from 4 rows per thread (it scans 8, 16 or 32 documents at once, the widest
-group the rows fill), scalar QuickScorer for the one-to-three-row calls of a latency-bound
-service. The arithmetic traversals of the paper are for study and are never chosen.
+(the 64-lane path runs a last group of at most 32 rows on the 32-lane path, hence the equal
+figures below 32 rows). So: ``quickscorer`` for 1 to 3 rows per thread, ``vqs`` from 4,
+``rapidscorer`` from 12 where it can score the model (no categorical split, at most 255
+distinct thresholds per feature, at most 256 leaves per tree; ``vqs`` otherwise); the
+arithmetic traversals of the paper are for study and are never chosen.
 """
 from __future__ import annotations
 
-from ..ir.ensemble import Ensemble
+from collections.abc import Sequence
 
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
 VQS_MIN_ROWS = 4
 
+#: from this many rows per thread RapidScorer's 32- or 64-document groups win
+RS_MIN_ROWS = 12
+
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up)
 PARALLEL_MIN_ROWS = 64
 
-CANDIDATES = ("quickscorer", "vqs")
+#: the algorithms predict may choose, prepared when a model is loaded (those it supports)
+CANDIDATES = ("quickscorer", "vqs", "rapidscorer")
 
 
-def choose(ens: Ensemble, n_rows: int, n_threads: int = 1) -> str:
-    """The algorithm to run for ``n_rows`` rows on ``n_threads`` threads."""
+def candidates(supported: Sequence[str]) -> tuple[str, ...]:
+    """The candidates among the algorithms that can score a model."""
+    return tuple(name for name in CANDIDATES if name in supported)
+
+
+def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1) -> str:
+    """The algorithm to run for ``n_rows`` rows on ``n_threads`` threads, among those that
+    can score the model (``supported``)."""
     per_thread = n_rows / max(1, n_threads)
-    return "vqs" if per_thread >= VQS_MIN_ROWS else "quickscorer"
+    if per_thread < VQS_MIN_ROWS:
+        return "quickscorer"
+    if per_thread >= RS_MIN_ROWS and "rapidscorer" in supported:
+        return "rapidscorer"
+    return "vqs"
 
 
 def threads_for(n_rows: int, n_threads: int) -> int:
@@ -41,6 +57,8 @@ def threads_for(n_rows: int, n_threads: int) -> int:
     return max(1, min(n_threads, n_rows // 8))
 
 
-def describe() -> str:
-    return (f"vqs for {VQS_MIN_ROWS} or more rows per thread, quickscorer below; "
-            f"one thread below {PARALLEL_MIN_ROWS} rows")
+def describe(supported: Sequence[str]) -> str:
+    fast = ("rapidscorer" if "rapidscorer" in supported
+            else "vqs (rapidscorer cannot score this model)")
+    return (f"{fast} for {RS_MIN_ROWS} or more rows per thread, vqs for {VQS_MIN_ROWS} or "
+            f"more, quickscorer below; one thread below {PARALLEL_MIN_ROWS} rows")

@@ -41,7 +41,16 @@ class Algorithm:
     #: how the node tests are evaluated, for the README and ``Model.info()``
     test_vector = ""
 
+    @classmethod
+    def unsupported(cls, ens: Ensemble) -> str | None:
+        """Why this algorithm cannot score ``ens``, or None when it can (every algorithm but
+        ``rapidscorer`` scores every model)."""
+        return None
+
     def __init__(self, ens: Ensemble, forest: Forest):
+        why = self.unsupported(ens)
+        if why is not None:
+            raise ValueError(f"algorithm {self.name!r} cannot score this model: {why}")
         self.ens = ens
         self.forest = forest
         self.layout = None

@@ -4,12 +4,13 @@ from __future__ import annotations
 from .arithmetic import ARITHMETIC
 from .base import Algorithm
 from .qs import QuickScorer
+from .rapidscorer import RapidScorer
 from .traversal import Traversal
 from .vqs import VQuickScorer
 
 #: name -> class, in the order of the README's table
 ALGORITHMS: dict[str, type[Algorithm]] = {
-    cls.name: cls for cls in (VQuickScorer, QuickScorer, Traversal, *ARITHMETIC)}
+    cls.name: cls for cls in (RapidScorer, VQuickScorer, QuickScorer, Traversal, *ARITHMETIC)}
 
 
 def available() -> list[str]:
@@ -22,3 +23,8 @@ def get(name: str) -> type[Algorithm]:
         return ALGORITHMS[name]
     except KeyError:
         raise ValueError(f"unknown algorithm {name!r}; available: {available()}") from None
+
+
+def supported(ens) -> list[str]:
+    """The names of the algorithms that can score ``ens``, sorted."""
+    return [name for name in available() if ALGORITHMS[name].unsupported(ens) is None]

@@ -136,7 +136,14 @@ cdef inline void scores_init(const ForestView* f, double* out64, float* out32) n
 cdef inline void scores_add(const ForestView* f, int64_t t, int64_t leaf, const double* row,
                             double* out64, float* out32) noexcept nogil:
     """Add tree t's exit leaf (local in-order index) in the source library's precision."""
-    cdef int64_t g = f.tree_group[t]
+    scores_add_strided(f, t, leaf, row, out64, out32, 1)
+
+
+cdef inline void scores_add_strided(const ForestView* f, int64_t t, int64_t leaf,
+                                    const double* row, double* out64, float* out32,
+                                    int64_t stride) noexcept nogil:
+    """scores_add for scores kept `stride` apart (output g at out[g * stride])."""
+    cdef int64_t g = f.tree_group[t] * stride
     cdef int64_t gleaf = f.tree_leaf_offset[t] + leaf
     cdef float v
     if f.family == FAMILY_XGBOOST:

@@ -55,7 +55,7 @@ cdef int set_nodes(NodeView* v, dict a, str what) except -1:
             raise ValueError(f"{what} layout field {name!r} has {a[name].shape[0]} entries, "
                              f"expected {n} (one per node)")
     # (a layout may pad its arrays to one entry when no tree has a node)
-    if a["node_offset"].shape[0] < 1 or int(a["node_offset"][-1]) > n:
+    if a["node_offset"].shape[0] < 1 or int(a["node_offset"][a["node_offset"].shape[0] - 1]) > n:
         raise ValueError(f"{what} layout: node_offset names more nodes than there are")
     return 0
 
@@ -114,7 +114,8 @@ cdef void _run_rows(Forest forest, Layout lay, const floating[:, :] X, double[:,
     cdef exits_fn exits = lay.exits
     cdef bint want_leaves = leaves.shape[0] != 0
     cdef Py_ssize_t i
-    cdef double *row, *o64
+    cdef double* row
+    cdef double* o64
     cdef float* o32
     cdef uint64_t* s
     with nogil, parallel(num_threads=n_threads):

@@ -233,7 +233,10 @@ cdef void _run_groups(Forest forest, BlockedLayout bl, const floating[:, :] X,
     cdef Py_ssize_t db, g, g0, g1, i
     cdef int64_t l, t, n_lanes, F = f.n_features, tb
     cdef const QSView* q
-    cdef double *rows, *grow, *x, *o64
+    cdef double* rows
+    cdef double* grow
+    cdef double* x
+    cdef double* o64
     cdef float* o32
     cdef uint64_t* v
     with nogil, parallel(num_threads=n_threads):

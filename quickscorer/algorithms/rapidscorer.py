@@ -1,0 +1,101 @@
+"""The "rapidscorer" algorithm: QuickScorer's scan for 32 or 64 documents at once, after
+RapidScorer (Ye et al., KDD 2018): byte-transposed leaf bitvectors, node masks as byte runs
+and comparisons of byte ranks (layout: :mod:`~quickscorer.algorithms.rs_layout`; kernel:
+``src/quickscorer/_rapidscorer.pyx`` and ``rs_simd.h``).
+
+It scores models without categorical splits whose features have at most 255 distinct
+thresholds and whose trees have at most 256 leaves (:func:`rs_layout.unsupported` says why
+another model is not one; ``vqs`` scores every model).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .. import _rapidscorer
+from .._forest import Forest
+from ..ir.ensemble import Ensemble
+from .base import Algorithm
+from .cpu import ISAS, env_int, isa_code, isa_name
+from .qs import shared_layout
+from .rs_layout import block_starts_for, rapidscorer_arrays, unsupported
+
+#: bytes of bitvector rows per tree block and group (the block's rows stay in L1/L2 while
+#: the group's segments are scanned); $QUICKSCORER_RS_BLOCK_BYTES overrides it
+DEFAULT_BLOCK_BYTES = 256 * 1024
+
+#: on AVX-512, calls with fewer rows per thread run on the 32-lane path
+WIDE_MIN_ROWS = 48
+
+
+def rs_isa_code(name: str | None = None) -> int:
+    """The RapidScorer path: like :func:`cpu.isa_code`, but AVX-512 needs AVX512BW here;
+    a CPU with AVX-512F alone runs the AVX2 path."""
+    code = isa_code(name)
+    while code > 0 and not _rapidscorer.isa_available(code):
+        if name is not None and name == isa_name(code):
+            raise ValueError(f"this CPU cannot run the {name!r} RapidScorer path")
+        code -= 1
+    return code
+
+
+class RapidScorer(Algorithm):
+    """32 (AVX2, portable C) or 64 (AVX-512) documents per scan, bitvectors byte-transposed,
+    thresholds compared as byte ranks."""
+
+    name = "rapidscorer"
+    test_vector = ("feature-wise scans of sorted threshold ranks, 32 or 64 documents per "
+                   "SIMD scan, byte-wise masks")
+
+    @classmethod
+    def unsupported(cls, ens: Ensemble) -> str | None:
+        why = unsupported(ens, shared_layout(ens)[0])
+        return None if why is None else f"{why} ('vqs' scores every model)"
+
+    def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
+                 block_bytes: int | None = None):
+        super().__init__(ens, forest)
+        qs, _ = shared_layout(ens)
+        self.isa = rs_isa_code(isa)
+        #: the path named by isa= or $QUICKSCORER_ISA, used for every call; else None
+        self.fixed_isa = isa or os.environ.get("QUICKSCORER_ISA") or None
+        self.lanes = int(_rapidscorer.lanes_of(self.isa))
+        self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
+                            or DEFAULT_BLOCK_BYTES)
+        n_bytes = np.maximum(1, (np.array([t.n_leaves for t in ens.trees]) + 7) // 8)
+        starts = block_starts_for(n_bytes, self.block_bytes, self.lanes)
+        self._arrays = rapidscorer_arrays(ens, qs, starts)
+        for a in self._arrays.values():
+            a.setflags(write=False)
+        self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features)
+        self.tree_blocks = len(starts) - 1
+
+    @property
+    def isa_name(self) -> str:
+        return isa_name(self.isa)
+
+    def _scratch_rows(self, n_threads: int) -> np.ndarray:
+        need = self.layout.scratch_bytes(self.isa, self.ens.n_outputs)
+        return self.scratch("rs", n_threads, need // 8).view(np.uint8)
+
+    def isa_for(self, n_rows: int, n_threads: int) -> int:
+        """The path for a call: on AVX-512, the 32-lane path below WIDE_MIN_ROWS rows per
+        thread (a 64-document group that is half empty is slower, see autoselect.py)."""
+        if (self.isa == ISAS["avx512"] and self.fixed_isa is None
+                and n_rows < WIDE_MIN_ROWS * max(1, n_threads)):
+            return ISAS["avx2"]
+        return self.isa
+
+    def predict_raw(self, X, out64, out32, n_threads):
+        _rapidscorer.predict_raw(self.forest, self.layout, X, out64, out32,
+                                 self._scratch_rows(n_threads), n_threads,
+                                 self.isa_for(X.shape[0], n_threads))
+
+    def predict_leaf(self, X, out, n_threads):
+        _rapidscorer.predict_leaf(self.forest, self.layout, X, out,
+                                  self._scratch_rows(n_threads), n_threads,
+                                  self.isa_for(X.shape[0], n_threads))
+
+
+__all__ = ["ISAS", "RapidScorer", "rs_isa_code"]

@@ -1,0 +1,233 @@
+"""The RapidScorer layout (Ye et al., KDD 2018), built once per model from the QuickScorer
+layout of :mod:`~quickscorer.algorithms.qs_layout`.
+
+Three changes to QuickScorer's layout let one SIMD instruction serve 32 or 64 documents:
+
+* **bytes, transposed**: a tree of ``L`` leaves keeps ``ceil(L / 8)`` bytes of bitvector per
+  document (leaf ``i`` is bit ``i % 8`` of byte ``i // 8``), and the kernel stores byte ``b`` of
+  all documents of a group side by side, so one register holds that byte for 32 (AVX2) or 64
+  (AVX-512) documents;
+* **epitomes**: a node clears the contiguous leaf range of its left subtree, so its mask
+  changes a run of bytes only (the first and last partially, those between entirely); an
+  entry is one changed byte (``byte``, its AND ``mask``), so a node has as many entries as its
+  run has bytes (a full 64-leaf tree: 68 entries for 63 nodes) and the scan never branches on
+  a run's length;
+* **ranks**: per feature, the distinct thresholds of all its numerical nodes, sorted; a node
+  with threshold index ``j`` is false for a value ``x`` exactly when ``rank(x) = #{thresholds
+  < x} > j``. The kernel computes ``rank(x)`` once per document and feature, by a two-level
+  search (:func:`rank_search_table`), and compares bytes; NaN and zero take ``rank_zero[f]``,
+  the rank of 0.0, and the segments that must not compare them skip their lanes.
+
+Trees are cut into consecutive blocks (``block_starts``) whose bitvectors for a group fit a
+cache budget; every block has its own entries, sorted per segment (feature ``f``, missing-value
+kind ``k``: segment ``3 f + k`` as in QuickScorer) by threshold index and closed by a sentinel
+(``thr = 255``). Block ``b`` scans the segments ``segments[block_segments[b] :
+block_segments[b + 1]]``, each ``(3 f + k) << 32 | first entry``; empty ones are left out. Byte positions are relative to the block:
+``tree_byte_offsets[t] - tree_byte_offsets[block_starts[b]]``.
+
+The NaN and zero lists of QuickScorer (nodes that send those values to the right) become byte
+lists per block: list ``b * 2 F + f`` (NaN on feature ``f``) and ``b * 2 F + F + f`` (zero on
+``f``), entries ``list_bytes`` / ``list_masks``.
+
+The layout exists only for models it can score exactly: no categorical split, at most 255
+distinct thresholds per feature (LightGBM's and XGBoost's histogram methods split at bin
+boundaries, 255 at most by default) and at most 256 leaves per tree; :func:`unsupported` says
+why a model is not one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ModelFormatError
+from ..ir.ensemble import Ensemble
+from .qs_layout import N_SEGMENT_KINDS
+
+#: ranks are bytes: a feature may have this many distinct thresholds (index 255 is the sentinel)
+MAX_THRESHOLDS = 255
+#: exit leaves are found as bytes: a tree may have this many leaves
+MAX_LEAVES = 256
+SENTINEL_THR = 255
+
+#: rs_entry of rs_simd.h: uint32 byte, uint8 thr, uint8 mask, 2 bytes unused (little-endian)
+ENTRY_DTYPE = np.dtype([("byte", "<u4"), ("thr", "u1"), ("mask", "u1"), ("unused", "<u2")])
+
+
+def unsupported(ens: Ensemble, qs: dict) -> str | None:
+    """Why ``ens`` cannot be scored with this layout, or None when it can."""
+    if ens.has_categorical:
+        return "the model has categorical splits"
+    if max(t.n_leaves for t in ens.trees) > MAX_LEAVES:
+        return f"a tree has more than {MAX_LEAVES} leaves"
+    _, counts = _feature_thresholds(qs, ens.n_features)
+    if counts.size and counts.max() > MAX_THRESHOLDS:
+        f = int(np.argmax(counts))
+        return (f"feature {f} has {int(counts[f])} distinct thresholds "
+                f"(more than {MAX_THRESHOLDS})")
+    return None
+
+
+def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Indices of the real (non-sentinel) QuickScorer entries, their segment and feature."""
+    idx = np.flatnonzero(qs["trees"] >= 0)
+    seg = np.searchsorted(qs["segment_offsets"], idx, side="right") - 1
+    return idx, seg, seg // N_SEGMENT_KINDS
+
+
+def _feature_thresholds(qs: dict, n_features: int):
+    """Per feature, the sorted distinct thresholds of its numerical entries (all segments):
+    (offsets, counts) with the values in ``qs['_rank_values']`` order, see rank_table."""
+    idx, _, feat = _entry_features(qs)
+    thr = qs["thresholds"][idx]
+    pairs = np.unique(np.stack([feat.astype(np.float64), thr]), axis=1) if idx.size else (
+        np.zeros((2, 0)))
+    counts = np.bincount(pairs[0].astype(np.int64), minlength=n_features)
+    return pairs, counts
+
+
+def rank_table(qs: dict, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(rank_offsets, rank_thresholds)``: feature f's distinct thresholds, ascending."""
+    pairs, counts = _feature_thresholds(qs, n_features)
+    offsets = np.zeros(n_features + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return offsets, np.ascontiguousarray(pairs[1], np.float64)
+
+
+def rank_search_table(rank_offsets: np.ndarray, rank_thresholds: np.ndarray):
+    """The thresholds of each feature laid out for the kernel's two-level rank search:
+    buckets of 16 ascending thresholds, +inf padding the last, and one bucket of +inf after
+    it (``rank_buckets[rank_bucket_offsets[f] :]``); and per feature 16 pivots, the largest
+    threshold of each bucket, +inf past the last (``rank_pivots[16 f : 16 f + 16]``). Then
+    ``rank(x) = 16 c1 + c2`` with ``c1`` the pivots below ``x`` and ``c2`` the thresholds of
+    bucket ``c1`` below ``x``."""
+    F = rank_offsets.shape[0] - 1
+    counts = np.diff(rank_offsets)
+    n_buckets = (counts + 15) // 16
+    bucket_offsets = np.zeros(F + 1, np.int64)
+    np.cumsum(16 * (n_buckets + 1), out=bucket_offsets[1:])
+    buckets = np.full(int(bucket_offsets[-1]), np.inf)
+    pivots = np.full(16 * F, np.inf)
+    for f in np.flatnonzero(counts).tolist():
+        u = rank_thresholds[rank_offsets[f]:rank_offsets[f + 1]]
+        buckets[bucket_offsets[f]:bucket_offsets[f] + u.shape[0]] = u
+        full = buckets[bucket_offsets[f]:bucket_offsets[f] + 16 * n_buckets[f]]
+        pivots[16 * f:16 * f + n_buckets[f]] = full.reshape(-1, 16)[:, 15]
+    return pivots, buckets, bucket_offsets
+
+
+def _changed_bytes(word_byte: np.ndarray, masks: np.ndarray):
+    """The bytes each 64-bit mask changes: (source index, byte, its mask)."""
+    m8 = masks.astype("<u8").view(np.uint8).reshape(-1, 8)
+    r, j = np.nonzero(m8 != 0xFF)
+    return r, word_byte[r] + j, m8[r, j]
+
+
+def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.ndarray:
+    """Consecutive trees whose byte rows for a group of ``lanes`` documents fit
+    ``budget_bytes`` (a tree larger than the budget gets a block of its own)."""
+    starts = [0]
+    acc = 0
+    for t, c in enumerate((n_bytes * lanes).tolist()):
+        if acc and acc + c > budget_bytes:
+            starts.append(t)
+            acc = 0
+        acc += c
+    starts.append(n_bytes.shape[0])
+    return np.asarray(starts, np.int64)
+
+
+def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dict:
+    """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``."""
+    F = ens.n_features
+    n_seg = N_SEGMENT_KINDS * F
+    n_trees = ens.n_trees
+    n_leaves = np.array([t.n_leaves for t in ens.trees], np.int64)
+    n_bytes = np.maximum(1, (n_leaves + 7) // 8)
+    tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
+    np.cumsum(n_bytes, out=tree_byte_offsets[1:])
+    block_starts = np.asarray(block_starts, np.int64)
+    n_blocks = block_starts.shape[0] - 1
+    block_of_tree = np.repeat(np.arange(n_blocks), np.diff(block_starts))
+    block_base = tree_byte_offsets[block_starts[:-1]]
+    two = qs["tree_word_offsets"]
+
+    def word_bytes(word: np.ndarray):
+        """Tree, block and block-relative first byte of absolute QuickScorer words."""
+        tree = np.searchsorted(two, word, side="right") - 1
+        block = block_of_tree[tree]
+        return block, (tree_byte_offsets[tree] - block_base[block]
+                       + (word.astype(np.int64) - two[tree]) * 8)
+
+    # --- ranks ---------------------------------------------------------------------------
+    rank_offsets, rank_thresholds = rank_table(qs, F)
+    idx, seg, feat = _entry_features(qs)
+    thr = qs["thresholds"][idx]
+    rank = np.empty(idx.shape[0], np.int64)
+    for f in np.unique(feat).tolist():
+        sel = feat == f
+        rank[sel] = np.searchsorted(rank_thresholds[rank_offsets[f]:rank_offsets[f + 1]],
+                                    thr[sel])
+    rank_zero = np.zeros(F, np.uint8)
+    for f in range(F):
+        rank_zero[f] = np.searchsorted(rank_thresholds[rank_offsets[f]:rank_offsets[f + 1]],
+                                       0.0, side="left")
+    rank_pivots, rank_buckets, rank_bucket_offsets = rank_search_table(rank_offsets,
+                                                                       rank_thresholds)
+
+    # --- entries: epitomes, sorted by (block, segment, rank), sentinels -------------------
+    block, wbyte = word_bytes(qs["words"][idx])
+    src, byte, bmask = _changed_bytes(wbyte, qs["masks"][idx])
+    key = block[src] * n_seg + seg[src]
+    order = np.lexsort((rank[src], key))
+    key = key[order]
+    keys, counts = np.unique(key, return_counts=True)   # the non-empty (block, segment)s
+    starts = np.zeros(keys.shape[0] + 1, np.int64)
+    np.cumsum(counts + 1, out=starts[1:])               # each closed by a sentinel
+    if starts[-1] >= 2**32:
+        raise ModelFormatError("the model has too many nodes for the rapidscorer layout")
+    entries = np.zeros(int(starts[-1]), ENTRY_DTYPE)
+    entries["thr"] = SENTINEL_THR
+    entries["mask"] = 0xFF
+    pos = np.arange(key.shape[0]) + np.searchsorted(keys, key)   # skip earlier sentinels
+    entries["byte"][pos] = byte[order]
+    entries["thr"][pos] = rank[src][order]
+    entries["mask"][pos] = bmask[order]
+    segments = ((keys % n_seg).astype(np.uint64) << np.uint64(32)) | starts[:-1].astype(np.uint64)
+    block_segments = np.zeros(n_blocks + 1, np.int64)
+    np.cumsum(np.bincount(keys // n_seg, minlength=n_blocks), out=block_segments[1:])
+
+    # --- NaN and zero lists, per block, as bytes ------------------------------------------
+    lo = qs["list_offsets"]
+    lids = np.repeat(np.arange(lo.shape[0] - 1), np.diff(lo))
+    keep = lids < 2 * F                        # lists f (NaN) and F + f (zero)
+    lw, lm, lids = qs["list_words"][keep], qs["list_masks"][keep], lids[keep]
+    lblock, lbyte = word_bytes(lw)
+    r, byte_of_list, mask_of_list = _changed_bytes(lbyte, lm)
+    list_id = lblock[r] * 2 * F + lids[r]
+    order = np.argsort(list_id, kind="stable")
+    list_offsets = np.zeros(n_blocks * 2 * F + 1, np.int64)
+    np.cumsum(np.bincount(list_id, minlength=n_blocks * 2 * F), out=list_offsets[1:])
+    list_bytes = byte_of_list[order].astype(np.uint32)
+    list_masks = mask_of_list[order].astype(np.uint8)
+
+    # --- features each block splits on ----------------------------------------------------
+    bf = np.unique(block[src].astype(np.int64) * F + feat[src]) if src.size else np.zeros(0, np.int64)
+    used_offsets = np.zeros(n_blocks + 1, np.int64)
+    np.cumsum(np.bincount(bf // F, minlength=n_blocks), out=used_offsets[1:])
+
+    return {
+        "rank_pivots": rank_pivots,
+        "rank_buckets": rank_buckets,
+        "rank_bucket_offsets": rank_bucket_offsets,
+        "rank_zero": rank_zero,
+        "model_used": np.unique(feat).astype(np.int32),
+        "tree_byte_offsets": tree_byte_offsets,
+        "block_starts": block_starts,
+        "entries": entries.view(np.uint64),
+        "segments": segments,
+        "block_segments": block_segments,
+        "list_offsets": list_offsets,
+        "list_bytes": list_bytes,
+        "list_masks": list_masks,
+        "used_offsets": used_offsets,
+        "used_features": (bf % F).astype(np.int32),
+    }

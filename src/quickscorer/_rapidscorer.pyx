@@ -1,0 +1,369 @@
+# cython: language_level=3
+"""RapidScorer-style scoring (Ye et al., KDD 2018) over the layout of
+``quickscorer.algorithms.rs_layout``: 32 (AVX2, portable C) or 64 (AVX-512) documents per
+group, byte-transposed leaf bitvectors, node masks as byte runs, comparisons in rank space
+(the scans are in rs_simd.h).
+
+Per group of documents: each document's value of each feature becomes its rank among that
+feature's distinct thresholds, once; then for every tree block, the bitvectors are set to all
+ones, every segment of every feature the block splits on is scanned (values that no
+comparison decides, NaN and LightGBM's zero-as-missing, take their byte lists instead), and
+every tree's exit leaf is found byte-wise and added to the group's scores in tree order, in
+the source library's precision: bit-exact with the reference walk.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from cython.parallel cimport prange, parallel, threadid
+from libc.math cimport isnan
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memset
+
+from ._forest cimport (Forest, ForestView, floating, load_row, scores_add_strided,
+                       FAMILY_XGBOOST)
+from ._kernel cimport array_data, check_leaves, check_scores
+
+cnp.import_array()
+
+cdef extern from "quickscorer/rs_simd.h":
+    ctypedef struct rs_entry:
+        uint32_t byte
+        uint8_t thr
+        uint8_t mask
+    enum:
+        RS_MAX_LANES
+        RS_ISA_AVX2
+        RS_ISA_AVX512
+    int rs_lanes(int isa) noexcept nogil
+    int rs_isa_available(int isa) noexcept nogil
+    const rs_entry* rs_scan(int isa, const uint8_t* rank, const rs_entry* e,
+                            uint8_t* state) noexcept nogil
+    void rs_exits(int isa, const uint8_t* p, int nb, uint8_t* idx) noexcept nogil
+    void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg, const rs_entry* entries,
+                       const uint8_t* ranks, const uint64_t* out, uint8_t* state) noexcept nogil
+    int rs_ctz64(uint64_t x) noexcept nogil
+    void rs_add_f64(int isa, const uint8_t* idx, const double* v, double* acc) noexcept nogil
+    void rs_add_f32(int isa, const uint8_t* idx, const float* v, float* acc, int weighted,
+                    float w) noexcept nogil
+    void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
+                        const int32_t* used, int64_t n_used, const double* piv,
+                        const double* bkt, const int64_t* bkt_off, const uint8_t* rank_zero,
+                        uint8_t* ranks, uint64_t* skip) noexcept nogil
+
+cdef enum:
+    N_SEGMENT_KINDS = 3
+    SEGMENT_NONE = 0
+    SEGMENT_ZERO = 1
+    SEGMENT_NAN = 2
+
+
+def isa_available(int isa):
+    """Whether this CPU runs the RapidScorer path isa (0 portable, 1 AVX2, 2 AVX-512 with BW)."""
+    return bool(rs_isa_available(isa))
+
+
+def lanes_of(int isa):
+    """Documents per group on path isa."""
+    return rs_lanes(isa)
+
+
+cdef struct RSView:
+    int64_t n_features
+    int64_t n_trees
+    int64_t n_blocks
+    const double* rank_pivots         # [16 F]
+    const double* rank_buckets
+    const int64_t* rank_bucket_offsets  # [F + 1]
+    const uint8_t* rank_zero          # [F] rank of 0.0
+    int64_t n_model_used
+    const int32_t* model_used
+    const int64_t* tree_byte_offsets  # [n_trees + 1]
+    const int64_t* block_starts       # [n_blocks + 1]
+    const rs_entry* entries
+    const uint64_t* segments          # (3 f + kind) << 32 | first entry, per block
+    const int64_t* block_segments     # [n_blocks + 1]
+    const int64_t* list_offsets       # [n_blocks * 2F + 1]
+    const uint32_t* list_bytes
+    const uint8_t* list_masks
+    const int64_t* used_offsets       # [n_blocks + 1]
+    const int32_t* used_features
+    int64_t max_block_bytes           # byte rows of the largest block
+
+
+_FIELDS = {
+    "rank_pivots": np.float64, "rank_buckets": np.float64, "rank_bucket_offsets": np.int64,
+    "rank_zero": np.uint8,
+    "model_used": np.int32, "tree_byte_offsets": np.int64, "block_starts": np.int64,
+    "entries": np.uint64, "segments": np.uint64, "block_segments": np.int64, "list_offsets": np.int64,
+    "list_bytes": np.uint32, "list_masks": np.uint8, "used_offsets": np.int64,
+    "used_features": np.int32,
+}
+
+
+cdef class RSLayout:
+    """The RapidScorer arrays of one model, wrapped for the kernel without copying."""
+    cdef RSView view
+    cdef object _keep
+    cdef readonly int64_t n_features, n_trees, max_block_bytes
+
+    def __cinit__(self, dict a, int64_t n_features):
+        self._keep = dict(a)
+        for name, dtype in _FIELDS.items():
+            array_data(a[name], dtype, "rapidscorer", name)
+        F = n_features
+        n_trees = a["tree_byte_offsets"].shape[0] - 1
+        n_blocks = a["block_starts"].shape[0] - 1
+        checks = {"rank_pivots": 16 * F, "rank_bucket_offsets": F + 1, "rank_zero": F,
+                  "block_segments": n_blocks + 1,
+                  "list_offsets": n_blocks * 2 * F + 1, "used_offsets": n_blocks + 1,
+                  "list_masks": a["list_bytes"].shape[0]}
+        for name, n in checks.items():
+            if a[name].shape[0] != n:
+                raise ValueError(f"rapidscorer layout field {name!r} has {a[name].shape[0]} "
+                                 f"entries, expected {n}")
+        if n_blocks < 1 or int(a["block_starts"][0]) != 0 or int(a["block_starts"][a["block_starts"].shape[0] - 1]) != n_trees:
+            raise ValueError("rapidscorer layout: block_starts do not cover the trees")
+        if int(a["block_segments"][n_blocks]) != a["segments"].shape[0]:
+            raise ValueError("rapidscorer layout: block_segments do not cover the segments")
+        seg = a["segments"]
+        if seg.shape[0] and (int((seg & 0xFFFFFFFF).max()) >= a["entries"].shape[0]
+                             or int((seg >> 32).max()) >= N_SEGMENT_KINDS * F):
+            raise ValueError("rapidscorer layout: a segment is out of range")
+        if int(a["list_offsets"][a["list_offsets"].shape[0] - 1]) != a["list_bytes"].shape[0]:
+            raise ValueError("rapidscorer layout: list_offsets do not cover the lists")
+        if int(a["used_offsets"][a["used_offsets"].shape[0] - 1]) != a["used_features"].shape[0]:
+            raise ValueError("rapidscorer layout: used_offsets do not cover used_features")
+        bo = a["rank_bucket_offsets"]
+        if int(bo[F]) != a["rank_buckets"].shape[0] or (np.diff(bo) < 16).any():
+            raise ValueError("rapidscorer layout: rank_bucket_offsets do not fit the buckets")
+        tbo = a["tree_byte_offsets"]
+        bs = a["block_starts"]
+        tree_bytes = np.diff(tbo)
+        if tree_bytes.size and (tree_bytes.min() < 1 or tree_bytes.max() > 32):
+            raise ValueError("rapidscorer layout: a tree has fewer than 1 or more than 32 bytes")
+        block_bytes = np.diff(tbo[bs])
+        self.view.n_features = F
+        self.view.n_trees = n_trees
+        self.view.n_blocks = n_blocks
+        self.view.rank_pivots = <const double*>cnp.PyArray_DATA(a["rank_pivots"])
+        self.view.rank_buckets = <const double*>array_data(a["rank_buckets"], np.float64,
+                                                           "rapidscorer", "rank_buckets")
+        self.view.rank_bucket_offsets = <const int64_t*>cnp.PyArray_DATA(bo)
+        self.view.rank_zero = <const uint8_t*>array_data(a["rank_zero"], np.uint8,
+                                                         "rapidscorer", "rank_zero")
+        self.view.n_model_used = a["model_used"].shape[0]
+        self.view.model_used = <const int32_t*>array_data(a["model_used"], np.int32,
+                                                          "rapidscorer", "model_used")
+        self.view.tree_byte_offsets = <const int64_t*>cnp.PyArray_DATA(tbo)
+        self.view.block_starts = <const int64_t*>cnp.PyArray_DATA(bs)
+        self.view.entries = <const rs_entry*>array_data(a["entries"], np.uint64,
+                                                        "rapidscorer", "entries")
+        self.view.segments = <const uint64_t*>array_data(a["segments"], np.uint64,
+                                                         "rapidscorer", "segments")
+        self.view.block_segments = <const int64_t*>cnp.PyArray_DATA(a["block_segments"])
+        self.view.list_offsets = <const int64_t*>cnp.PyArray_DATA(a["list_offsets"])
+        self.view.list_bytes = <const uint32_t*>array_data(a["list_bytes"], np.uint32,
+                                                           "rapidscorer", "list_bytes")
+        self.view.list_masks = <const uint8_t*>array_data(a["list_masks"], np.uint8,
+                                                          "rapidscorer", "list_masks")
+        self.view.used_offsets = <const int64_t*>cnp.PyArray_DATA(a["used_offsets"])
+        self.view.used_features = <const int32_t*>array_data(a["used_features"], np.int32,
+                                                             "rapidscorer", "used_features")
+        self.view.max_block_bytes = max(1, int(block_bytes.max()))
+        self.n_features = F
+        self.n_trees = n_trees
+        self.max_block_bytes = self.view.max_block_bytes
+
+    def scratch_bytes(self, int isa, int64_t n_outputs):
+        """Scratch bytes one thread needs on path isa (a multiple of 64)."""
+        cdef int64_t lanes = rs_lanes(isa)
+        cdef int64_t F = self.n_features
+        total = (lanes * F * 8              # the group's converted rows (float64)
+                 + F * 24                   # lanes each segment kind of a feature skips
+                 + lanes * F                # ranks
+                 + lanes                    # exit leaves of one tree
+                 + n_outputs * lanes * 8    # the group's scores
+                 + self.max_block_bytes * lanes)
+        return (total + 64 * 8 + 63) // 64 * 64
+
+    def __reduce__(self):
+        return (RSLayout, (self._keep, self.n_features))
+
+
+cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:
+    return <uint8_t*>((<size_t>p + 63) & ~(<size_t>63))
+
+
+cdef inline void apply_lists(const RSView* r, int64_t j, uint64_t lanes_in, uint8_t* state,
+                             int64_t lanes) noexcept nogil:
+    """AND byte list j into the lanes of the mask lanes_in."""
+    cdef int64_t k, l
+    cdef int64_t lo = r.list_offsets[j], hi = r.list_offsets[j + 1]
+    if lo == hi:
+        return
+    while lanes_in:
+        l = rs_ctz64(lanes_in)
+        lanes_in &= lanes_in - 1
+        for k in range(lo, hi):
+            state[r.list_bytes[k] * lanes + l] &= r.list_masks[k]
+
+
+cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
+                            const uint8_t* ranks, const uint64_t* skip,
+                            uint8_t* state) noexcept nogil:
+    """Leave in state the byte rows of block b's trees for the group."""
+    cdef int64_t F = r.n_features
+    cdef int64_t t0 = r.block_starts[b]
+    cdef int64_t n_bytes = r.tree_byte_offsets[r.block_starts[b + 1]] - r.tree_byte_offsets[t0]
+    cdef int64_t u, f
+    cdef uint64_t nm, zm
+    memset(state, 0xFF, n_bytes * lanes)
+    rs_block_scan(isa, r.segments + r.block_segments[b],
+                  r.block_segments[b + 1] - r.block_segments[b], r.entries, ranks, skip, state)
+    for u in range(r.used_offsets[b], r.used_offsets[b + 1]):
+        f = r.used_features[u]
+        nm = skip[N_SEGMENT_KINDS * f + SEGMENT_NAN]
+        zm = skip[N_SEGMENT_KINDS * f + SEGMENT_ZERO] & ~nm
+        if nm:
+            apply_lists(r, (b * 2) * F + f, nm, state, lanes)
+        if zm:
+            apply_lists(r, (b * 2 + 1) * F + f, zm, state, lanes)
+
+
+cdef inline void add_leaves(const ForestView* f, int isa, int64_t t, const uint8_t* idx,
+                            int64_t lanes, int64_t n_lanes, const double* rows, double* acc64,
+                            float* acc32) noexcept nogil:
+    """Add tree t's exit leaves idx to the group's scores (acc[g * lanes + l]), tree order."""
+    cdef int64_t l
+    cdef int64_t g = f.tree_group[t]
+    cdef int64_t base = f.tree_leaf_offset[t]
+    if f.has_linear:
+        for l in range(n_lanes):
+            scores_add_strided(f, t, idx[l], rows + l * f.n_features, acc64 + l, acc32 + l,
+                               lanes)
+    elif f.family == FAMILY_XGBOOST:
+        rs_add_f32(isa, idx, f.leaf_value_f32 + base, acc32 + g * lanes,
+                   f.tree_weight != NULL, f.tree_weight[t] if f.tree_weight != NULL else 1.0)
+    else:
+        rs_add_f64(isa, idx, f.leaf_value + base, acc64 + g * lanes)
+
+
+cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
+                             int64_t n_lanes, const double* rows, uint8_t* state,
+                             uint8_t* ranks, uint64_t* skip, uint8_t* idx, double* acc64,
+                             float* acc32, int32_t* leaves, int64_t leaf_stride) noexcept nogil:
+    """Exit leaves of every tree for the group's n_lanes converted rows: into
+    leaves[l * leaf_stride + t] when leaves is not NULL, else added to acc (set to the base
+    scores here) in tree order."""
+    cdef int64_t lanes = rs_lanes(isa)
+    cdef int64_t l, k, b, t, t0
+    if leaves == NULL:
+        for k in range(f.n_outputs):
+            for l in range(lanes):
+                if f.family == FAMILY_XGBOOST:
+                    acc32[k * lanes + l] = <float>f.base_score[k]
+                else:
+                    acc64[k * lanes + l] = f.base_score[k]
+    rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
+                   r.rank_pivots, r.rank_buckets, r.rank_bucket_offsets, r.rank_zero, ranks,
+                   skip)
+    for b in range(r.n_blocks):
+        block_bits(r, isa, b, lanes, ranks, skip, state)
+        t0 = r.block_starts[b]
+        for t in range(t0, r.block_starts[b + 1]):
+            rs_exits(isa, state + (r.tree_byte_offsets[t] - r.tree_byte_offsets[t0]) * lanes,
+                     <int>(r.tree_byte_offsets[t + 1] - r.tree_byte_offsets[t]), idx)
+            if leaves != NULL:
+                for l in range(n_lanes):
+                    leaves[l * leaf_stride + t] = idx[l]
+            else:
+                add_leaves(f, isa, t, idx, lanes, n_lanes, rows, acc64, acc32)
+
+
+cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::1] out64,
+               float[:, ::1] out32, int32_t[:, ::1] leaves, uint8_t[:, ::1] scratch,
+               int n_threads, int isa) noexcept:
+    """Groups of rs_lanes(isa) rows; on AVX-512, a last group of at most 32 rows runs on the
+    32-lane path (measured faster than a 64-lane group that is half empty)."""
+    cdef const ForestView* f = &forest.view
+    cdef const RSView* r = &lay.view
+    cdef bint want_leaves = leaves.shape[0] != 0
+    cdef int64_t lanes = rs_lanes(isa)         # the widest group, which sizes the scratch
+    cdef int64_t F = f.n_features, K = f.n_outputs
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef Py_ssize_t n_groups = (n_rows + lanes - 1) // lanes
+    cdef Py_ssize_t gi, i
+    cdef int64_t l, k, n_lanes, gl
+    cdef int gisa
+    cdef uint8_t* state
+    cdef uint8_t* ranks
+    cdef uint8_t* idx
+    cdef double* rows
+    cdef double* acc64
+    cdef float* acc32
+    cdef uint64_t* skip
+    with nogil, parallel(num_threads=n_threads):
+        state = _align64(&scratch[threadid(), 0])
+        rows = <double*>_align64(state + r.max_block_bytes * lanes)
+        acc64 = rows + lanes * F
+        acc32 = <float*>acc64
+        skip = <uint64_t*>(acc64 + K * lanes)
+        ranks = _align64(<uint8_t*>(skip + N_SEGMENT_KINDS * F))
+        idx = ranks + lanes * F
+        for gi in prange(n_groups, schedule="static"):
+            i = gi * lanes
+            n_lanes = min(lanes, n_rows - i)
+            gisa = RS_ISA_AVX2 if (isa == RS_ISA_AVX512 and n_lanes <= 32) else isa
+            gl = rs_lanes(gisa)
+            for l in range(n_lanes):
+                load_row(f, X, i + l, rows + l * F)
+            if want_leaves:
+                score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, acc64, acc32,
+                            &leaves[i, 0], f.n_trees)
+            else:
+                score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, acc64, acc32,
+                            NULL, 0)
+                for l in range(n_lanes):
+                    for k in range(K):
+                        if f.family == FAMILY_XGBOOST:
+                            out32[i + l, k] = acc32[k * gl + l]
+                        else:
+                            out64[i + l, k] = acc64[k * gl + l]
+
+
+cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] scratch,
+                int n_threads, int isa) except -1:
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if not rs_isa_available(isa):
+        raise ValueError(f"this CPU cannot run RapidScorer path {isa}")
+    if n_cols != forest.view.n_features:
+        raise ValueError(f"input has {n_cols} features, the model expects "
+                         f"{forest.view.n_features}")
+    if lay.n_features != forest.view.n_features or lay.n_trees != forest.view.n_trees:
+        raise ValueError("the rapidscorer layout and the forest disagree on the model's shape")
+    need = lay.scratch_bytes(isa, forest.view.n_outputs)
+    if scratch.shape[0] < n_threads or scratch.shape[1] < need:
+        raise ValueError(f"scratch must be at least ({n_threads}, {need}) bytes")
+    return 0
+
+
+def predict_raw(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::1] out64,
+                float[:, ::1] out32, uint8_t[:, ::1] scratch, int n_threads, int isa):
+    """Raw scores into out64 (float64 forests) or out32 (float32), the other one empty.
+    scratch: (n_threads, lay.scratch_bytes(isa, n_outputs)) uint8."""
+    _check(forest, lay, X.shape[1], scratch, n_threads, isa)
+    check_scores(forest, X.shape[0], out64, out32)
+    cdef int32_t[:, ::1] no_leaves = np.empty((0, 0), np.int32)
+    _run(forest, lay, X, out64, out32, no_leaves, scratch, n_threads, isa)
+
+
+def predict_leaf(Forest forest, RSLayout lay, const floating[:, :] X, int32_t[:, ::1] out,
+                 uint8_t[:, ::1] scratch, int n_threads, int isa):
+    """In-order exit leaf of every tree for every row, into out (n_rows, n_trees)."""
+    _check(forest, lay, X.shape[1], scratch, n_threads, isa)
+    check_leaves(forest, X.shape[0], out)
+    cdef double[:, ::1] no64 = np.empty((0, 0))
+    cdef float[:, ::1] no32 = np.empty((0, 0), np.float32)
+    if X.shape[0]:
+        _run(forest, lay, X, no64, no32, out, scratch, n_threads, isa)

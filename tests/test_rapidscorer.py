@@ -1,0 +1,233 @@
+"""RapidScorer (byte-transposed bitvectors, byte-run masks, rank comparisons) against the
+reference: exit leaves and raw scores bit for bit, on every path this CPU runs (portable C
+everywhere), with groups left partly empty, many tree blocks, NaN / zero / infinities, DART
+weights, linear leaves and multiclass; and the models it refuses, with the reason."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import quickscorer
+from quickscorer import _rapidscorer
+from quickscorer.algorithms.cpu import ISAS
+from quickscorer.algorithms.qs import shared_layout
+from quickscorer.algorithms.rapidscorer import RapidScorer, rs_isa_code
+from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, rank_search_table,
+                                              rank_table, unsupported)
+from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
+
+from conftest import random_ensemble, random_tree, run_kernel, special_rows
+
+RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
+
+
+def _model(ens):
+    return quickscorer.Model(ens)
+
+
+def _run(ens, X, isa, n_threads=1, **kw):
+    return run_kernel(RapidScorer(ens, _model(ens)._forest, isa=isa, **kw), ens, X, n_threads)
+
+
+def _check(ens, X, isa, **kw):
+    raw, leaves = _run(ens, X, isa, **kw)
+    np.testing.assert_array_equal(leaves, reference.predict_leaf(ens, X))
+    np.testing.assert_array_equal(raw, reference.predict_raw(ens, X).astype(raw.dtype))
+
+
+def test_paths_of_this_cpu():
+    assert "scalar" in RS_ISAS
+    assert rs_isa_code("scalar") == 0
+    assert {_rapidscorer.lanes_of(c) for c in (0, 1)} == {32}
+    assert _rapidscorer.lanes_of(2) == 64
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost"]),
+       n_rows=st.sampled_from([1, 31, 32, 33, 64, 65, 150]), n_outputs=st.integers(1, 3),
+       max_leaves=st.sampled_from([2, 9, 40, 70, 256]))
+def test_random_models_match_the_reference(isa, seed, family, n_rows, n_outputs, max_leaves):
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, family, n_trees=12, n_outputs=n_outputs, max_leaves=max_leaves,
+                          p_categorical=0.0)
+    X = special_rows(rng, n_rows, ens.n_features)
+    _check(ens, X, isa)
+    _check(ens, X.astype(np.float32), isa)
+    _check(ens, X, isa, block_bytes=1)      # one tree per block
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_mixed_tree_sizes_threads_and_blocks(isa, family):
+    rng = np.random.default_rng(21)
+    sizes = (1, 2, 8, 9, 16, 17, 63, 64, 65, 255, 256, 1, 130, 7)
+    trees = tuple(random_tree(rng, n, 6, family, p_categorical=0.0) for n in sizes)
+    ens = Ensemble(trees=trees, tree_group=np.arange(len(trees)) % 2, n_outputs=2,
+                   n_features=6, family=family, base_score=[0.5, -1.0])
+    X = special_rows(rng, 301, 6)
+    for block_bytes in (None, 1, 3000):
+        _check(ens, X, isa, block_bytes=block_bytes)
+        _check(ens, X, isa, block_bytes=block_bytes, n_threads=2)
+    assert RapidScorer(ens, _model(ens)._forest, isa=isa, block_bytes=1).tree_blocks == len(sizes)
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+def test_zero_as_missing_nan_and_infinities(isa):
+    """Lanes holding NaN or zero skip the segments that must not compare them and take their
+    byte lists instead; infinities compare like any value."""
+    rng = np.random.default_rng(2)
+    ens = random_ensemble(rng, "lightgbm", n_trees=25, max_leaves=40, p_categorical=0.0)
+    assert any((t.missing_type == MISSING_ZERO).any() for t in ens.trees)
+    X = rng.choice([0.0, -0.0, np.nan, 1.0, 2.0, 33.0, -1.0, 1e-36, np.inf, -np.inf, 0.5],
+                   size=(97, 5))
+    _check(ens, X, isa)
+    _check(ens, X, isa, block_bytes=500)
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+def test_dart_weights_and_linear_leaves(isa):
+    rng = np.random.default_rng(4)
+    ens = random_ensemble(rng, "xgboost", n_trees=10, max_leaves=30, p_categorical=0.0)
+    dart = Ensemble(trees=ens.trees, tree_group=ens.tree_group, n_outputs=1,
+                    n_features=ens.n_features, family="xgboost", base_score=[0.25],
+                    tree_weight=rng.uniform(0.1, 1.0, size=ens.n_trees))
+    X = special_rows(rng, 90, ens.n_features)
+    _check(dart, X, isa)
+    # linear leaves (LightGBM linear_tree): the scalar per-lane sum
+    left, right = [1, 3, -1, -1, -1], [2, 4, -1, -1, -1]
+    tree = build_tree(left=left, right=right, root=0, feature=[0, 1, 0, 0, 0],
+                      threshold=[0.5, -1.0, 0, 0, 0], default_left=[True] * 5,
+                      missing_type=[2] * 5, is_categorical=[False] * 5, categories=None,
+                      value=[0, 0, 1.5, -2.0, 3.25], n_features=3,
+                      linear={2: (0.5, [1, 2], [0.25, -1.5]), 4: (1.0, [0], [2.0])})
+    lin = Ensemble(trees=(tree, tree), tree_group=[0, 0], n_outputs=1, n_features=3,
+                   family="lightgbm", base_score=[0.0])
+    _check(lin, special_rows(rng, 70, 3), isa)
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+def test_a_feature_with_255_distinct_thresholds(isa):
+    """The rank of a value is a byte: 255 distinct thresholds is the most a feature may have,
+    with values on, between and beyond every threshold."""
+    rng = np.random.default_rng(5)
+    thresholds = np.sort(rng.choice(np.arange(-1000, 1000), size=255, replace=False)) / 7.0
+    trees = []
+    for chunk in np.array_split(thresholds, 5):
+        n = chunk.shape[0]     # a right comb: node i has leaf n + i on its left, node i + 1
+        left = list(range(n, 2 * n)) + [-1] * (n + 1)
+        right = list(range(1, n)) + [2 * n] + [-1] * (n + 1)
+        trees.append(build_tree(left=left, right=right, root=0, feature=[0] * (2 * n + 1),
+                                threshold=np.r_[chunk, np.zeros(n + 1)],
+                                default_left=[False] * (2 * n + 1), missing_type=[2] * (2 * n + 1),
+                                is_categorical=[False] * (2 * n + 1), categories=None,
+                                value=rng.normal(size=2 * n + 1), n_features=2))
+    ens = Ensemble(trees=tuple(trees), tree_group=[0] * 5, n_outputs=1, n_features=2,
+                   family="lightgbm", base_score=[0.0])
+    assert unsupported(ens, shared_layout(ens)[0]) is None
+    x = np.r_[thresholds, thresholds + 1e-9, thresholds - 1e-9, -np.inf, np.inf, np.nan, 0.0]
+    X = np.c_[x, np.zeros_like(x)]
+    _check(ens, X, isa)
+
+
+def test_rank_search_table_gives_the_count_below():
+    rng = np.random.default_rng(6)
+    for n in (0, 1, 15, 16, 17, 31, 32, 100, 255):
+        u = np.unique(rng.normal(size=n)) if n else np.zeros(0)
+        offsets = np.array([0, u.shape[0]], np.int64)
+        piv, bkt, boff = rank_search_table(offsets, u)
+        for x in np.r_[u, u + 1e-12, u - 1e-12, -np.inf, np.inf, 0.0]:
+            c1 = int((piv[:16] < x).sum())
+            got = 16 * c1 + int((bkt[16 * c1:16 * c1 + 16] < x).sum())
+            assert got == int((u < x).sum()), (n, x)
+
+
+def test_layout_entries_are_byte_runs_of_their_trees():
+    rng = np.random.default_rng(8)
+    ens = random_ensemble(rng, "lightgbm", n_trees=30, max_leaves=120, p_categorical=0.0)
+    alg = RapidScorer(ens, _model(ens)._forest, block_bytes=2000)
+    a = alg.arrays()
+    e = a["entries"].view(ENTRY_DTYPE)
+    tbo, bs = a["tree_byte_offsets"], a["block_starts"]
+    for b in range(bs.shape[0] - 1):
+        n_bytes = tbo[bs[b + 1]] - tbo[bs[b]]
+        segs = a["segments"][a["block_segments"][b]:a["block_segments"][b + 1]]
+        for s in segs:
+            j = int(s & np.uint64(0xFFFFFFFF))
+            thr = []
+            while e["thr"][j] != SENTINEL_THR:
+                assert e["byte"][j] < n_bytes and e["mask"][j] != 0xFF
+                thr.append(int(e["thr"][j]))
+                j += 1
+            assert thr == sorted(thr) and thr         # ascending, never empty
+    offsets, values = rank_table(shared_layout(ens)[0], ens.n_features)
+    assert (np.diff(offsets) <= 255).all()
+    assert all((np.diff(values[offsets[f]:offsets[f + 1]]) > 0).all()
+               for f in range(ens.n_features))
+    assert all(not arr.flags.writeable for arr in a.values())
+
+
+def test_models_it_cannot_score_are_refused_with_the_reason():
+    rng = np.random.default_rng(9)
+    cat = random_ensemble(rng, "lightgbm", n_trees=5, p_categorical=0.5)
+    assert "categorical" in RapidScorer.unsupported(cat)
+    big = Ensemble(trees=(random_tree(rng, 257, 3, "lightgbm", p_categorical=0.0),),
+                   tree_group=[0], n_outputs=1, n_features=3, family="lightgbm",
+                   base_score=[0.0])
+    assert "256 leaves" in RapidScorer.unsupported(big)
+    many = Ensemble(trees=tuple(random_tree(rng, 40, 1, "lightgbm", p_categorical=0.0,
+                                            thresholds=rng.normal(size=300))
+                                for _ in range(20)),
+                    tree_group=[0] * 20, n_outputs=1, n_features=1, family="lightgbm",
+                    base_score=[0.0])
+    assert "distinct thresholds" in RapidScorer.unsupported(many)
+    for ens in (cat, big, many):
+        model = quickscorer.Model(ens)
+        assert "rapidscorer" not in model.supported_algorithms()
+        assert "vqs (rapidscorer cannot score this model)" in model.info()["default_algorithm"]
+        with pytest.raises(ValueError, match="'rapidscorer' cannot score this model"):
+            model.predict(np.zeros((3, ens.n_features)), algorithm="rapidscorer")
+        X = special_rows(rng, 40, ens.n_features)       # the default path still scores it
+        np.testing.assert_array_equal(model.predict_raw(X), reference.predict_raw(ens, X))
+
+
+def test_default_predict_uses_it_and_python_threads_share_it():
+    rng = np.random.default_rng(10)
+    ens = random_ensemble(rng, "lightgbm", n_trees=40, max_leaves=60, n_outputs=2,
+                          p_categorical=0.0)
+    model = quickscorer.Model(ens)
+    assert "rapidscorer" in model.supported_algorithms()
+    assert model.info()["default_algorithm"].startswith("auto: rapidscorer")
+    X = special_rows(rng, 500, ens.n_features)
+    want = reference.predict_raw(ens, X)
+    np.testing.assert_array_equal(model.predict_raw(X), want)
+    np.testing.assert_array_equal(model.predict_raw(X, n_threads=2), want)
+    results = [None] * 6
+
+    def work(k):
+        results[k] = model.predict_raw(X[k:], algorithm="rapidscorer")
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for k, r in enumerate(results):
+        np.testing.assert_array_equal(r, want[k:])
+
+
+def test_small_calls_take_the_narrow_path_on_avx512(monkeypatch):
+    monkeypatch.delenv("QUICKSCORER_ISA", raising=False)
+    rng = np.random.default_rng(11)
+    ens = random_ensemble(rng, "lightgbm", n_trees=5, p_categorical=0.0)
+    alg = RapidScorer(ens, _model(ens)._forest)
+    if alg.isa != ISAS["avx512"]:
+        pytest.skip("this CPU has no AVX-512 (AVX512BW) path")
+    assert alg.isa_for(47, 1) == ISAS["avx2"] and alg.isa_for(48, 1) == ISAS["avx512"]
+    assert alg.isa_for(95, 2) == ISAS["avx2"]
+    forced = RapidScorer(ens, _model(ens)._forest, isa="avx512")
+    assert forced.isa_for(3, 1) == ISAS["avx512"]
