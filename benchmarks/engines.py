@@ -7,7 +7,6 @@ raise :class:`Missing` with the package and the extra that installs it.
 from __future__ import annotations
 
 import os
-import tempfile
 import time
 from pathlib import Path
 
@@ -50,20 +49,45 @@ class Engine:
         return self.model_path.stat().st_size, "model file"
 
 
+def compiled_path(model_path: Path, suffix: str) -> Path:
+    """Where a compiled peer (lleaves object, TL2cgen library) of this model file is cached:
+    ``cache/compiled/<sha1 of the model file><suffix>``, so a later run loads it instead of
+    compiling again (minutes for 1,000 trees)."""
+    import hashlib
+    digest = hashlib.sha1(Path(model_path).read_bytes()).hexdigest()[:16]
+    d = Path(os.environ.get("QUICKSCORER_BENCH_CACHE",
+                            Path(__file__).resolve().parent / "cache")) / "compiled"
+    d.mkdir(parents=True, exist_ok=True)
+    return d / f"{digest}{suffix}"
+
+
 class QuickScorer(Engine):
-    """One algorithm of this library."""
+    """One algorithm of this library (``algorithm=None``: what ``predict`` picks), optionally
+    with its instruction set forced (``isa``, as ``$QUICKSCORER_ISA`` would)."""
 
     def __init__(self, model_path, n_threads=1, algorithm="quickscorer", dtype=np.float64,
-                 source="lightgbm"):
+                 source="lightgbm", isa=None):
         self.algorithm = algorithm
         self.dtype = dtype
         self.source = source
-        self.name = f"quickscorer[{algorithm}]" + ("" if dtype == np.float64 else "/f32")
+        self.isa = isa
+        self.name = (f"quickscorer[{algorithm or 'default'}]"
+                     + ("" if dtype == np.float64 else "/f32") + (f"/{isa}" if isa else ""))
         super().__init__(model_path, n_threads)
 
     def _prepare(self):
         import quickscorer
-        self.model = quickscorer.load(self.model_path, prepare=(self.algorithm,))
+        old = os.environ.get("QUICKSCORER_ISA")
+        if self.isa:
+            os.environ["QUICKSCORER_ISA"] = self.isa
+        try:
+            self.model = quickscorer.load(self.model_path,
+                                          prepare=(self.algorithm,) if self.algorithm else ())
+        finally:
+            if old is None:
+                os.environ.pop("QUICKSCORER_ISA", None)
+            else:
+                os.environ["QUICKSCORER_ISA"] = old
 
     def predict(self, X):
         if X.dtype != self.dtype:
@@ -72,6 +96,8 @@ class QuickScorer(Engine):
         return out[:, 0] if out.shape[1] == 1 else out
 
     def nbytes(self):
+        if self.algorithm is None:
+            return sum(self.model.info()["layout_bytes"].values()), "layout arrays (all prepared)"
         return self.model.prepare(self.algorithm).nbytes, "layout arrays"
 
 
@@ -120,12 +146,14 @@ class TL2cgen(Engine):
     def _prepare(self):
         treelite = _need("treelite", "treelite")
         tl2cgen = _need("tl2cgen", "tl2cgen")
-        model = treelite.frontend.load_lightgbm_model(str(self.model_path))
-        self._dir = tempfile.mkdtemp(prefix="qs-tl2cgen-")
-        lib = Path(self._dir) / "model.so"
-        tl2cgen.export_lib(model, toolchain="gcc", libpath=str(lib),
-                           params={"parallel_comp": os.cpu_count() or 1},
-                           nthread=os.cpu_count() or 1)
+        lib = compiled_path(self.model_path, ".tl2cgen.so")
+        if not lib.exists():
+            model = treelite.frontend.load_lightgbm_model(str(self.model_path))
+            tmp = lib.with_suffix(".tmp.so")
+            tl2cgen.export_lib(model, toolchain="gcc", libpath=str(tmp),
+                               params={"parallel_comp": os.cpu_count() or 1},
+                               nthread=os.cpu_count() or 1)
+            tmp.replace(lib)
         self._lib = lib
         self._tl2cgen = tl2cgen
         self.predictor = tl2cgen.Predictor(str(lib), nthread=self.n_threads)
@@ -145,8 +173,7 @@ class LLeaves(Engine):
     def _prepare(self):
         lleaves = _need("lleaves", "lleaves")
         self.model = lleaves.Model(model_file=str(self.model_path))
-        self._dir = tempfile.mkdtemp(prefix="qs-lleaves-")
-        self._cache = Path(self._dir) / "model.o"
+        self._cache = compiled_path(self.model_path, ".lleaves.o")
         self.model.compile(cache=str(self._cache), raw_score=True)
 
     def predict(self, X):

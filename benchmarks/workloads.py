@@ -226,3 +226,66 @@ def shared(name: str, n_trees: int, n_leaves: int, xgboost: bool = True) -> Work
         X = np.vstack([X, Xte])
     return Workload(f"{name}-{n_trees}x{n_leaves}", lgb_path, xgb_path if xgboost else None,
                     np.ascontiguousarray(X[:10_000]), n_trees, n_leaves)
+
+
+# --- the speed matrix (benchmarks/matrix.py): full trees on two kinds of data --------------
+
+DATA_KINDS = ("uniform", "heavy")
+
+
+def matrix_rows(kind: str, n_rows: int, n_features: int = 136, seed: int = 0) -> np.ndarray:
+    """Rows of one kind: ``uniform`` values in [0, 1) with 30% exact zeros, or ``heavy``:
+    log-normal counts (``floor(exp(N(0, 1.5)))``, most small, a long tail, many zeros) in
+    the first half of the columns and log-normal reals in the rest, as MSLR's
+    query-document features are."""
+    rng = np.random.default_rng(seed)
+    if kind == "uniform":
+        X = rng.random((n_rows, n_features))
+        X[rng.random(X.shape) < 0.3] = 0.0
+    elif kind == "heavy":
+        X = np.exp(rng.normal(0.0, 1.5, size=(n_rows, n_features)))
+        half = n_features // 2
+        X[:, :half] = np.floor(X[:, :half])
+    else:
+        raise ValueError(f"unknown data kind {kind!r}; known: {DATA_KINDS}")
+    return np.ascontiguousarray(X)
+
+
+def _matrix_target(X: np.ndarray, seed: int) -> np.ndarray:
+    """A target that keeps trees full: a smooth signal on a few columns plus noise."""
+    rng = np.random.default_rng(seed)
+    z = np.log1p(np.abs(X[:, :12]))
+    return z[:, :6].sum(1) - z[:, 6:].sum(1) + rng.normal(0.0, 1.0, size=X.shape[0])
+
+
+def full(n_trees: int, n_leaves: int, kind: str = "uniform", n_rows: int = 10_000) -> Workload:
+    """LightGBM regression of ``n_trees`` full trees of ``n_leaves`` leaves, trained on 20,000
+    rows of ``kind`` data with a noisy target (every tree grows all its leaves); scored on
+    other rows of the same kind."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    stem = f"full_{kind}_lgb"
+    path = CACHE / f"{stem}_{n_trees}x{n_leaves}.txt"
+    if not path.exists():
+        _prefix_of_larger(path, n_trees, n_leaves, stem=stem)
+    if not path.exists():
+        X = matrix_rows(kind, 20_000, seed=11)
+        _train_lightgbm(path, n_trees, n_leaves, X, _matrix_target(X, 12), None, "regression",
+                        {"min_data_in_leaf": 1, "max_bin": 255, "bagging_fraction": 1.0,
+                         "bagging_freq": 0, "feature_fraction": 1.0})
+    return Workload(f"full-{kind}-{n_trees}x{n_leaves}", path, None,
+                    matrix_rows(kind, n_rows, seed=13), n_trees, n_leaves)
+
+
+def xgb_depth6(n_trees: int, kind: str = "uniform", n_rows: int = 10_000) -> Workload:
+    """An XGBoost regression model with XGBoost's default depth (max_depth=6, hist), trained
+    on 20,000 rows of ``kind`` data; the LightGBM path is unused (``lgb_path`` is the XGBoost
+    model too, scored by this library as an XGBoost model)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"depth6_{kind}_xgb_{n_trees}.json"
+    if not path.exists():
+        X = matrix_rows(kind, 20_000, seed=11)
+        _train_xgboost(path, n_trees, 0, X, _matrix_target(X, 12), None, "reg:squarederror",
+                       {"grow_policy": "depthwise", "max_depth": 6, "max_leaves": 0,
+                        "max_bin": 256, "subsample": 1.0, "colsample_bytree": 1.0})
+    return Workload(f"xgb-depth6-{kind}-{n_trees}", path, path,
+                    matrix_rows(kind, n_rows, seed=13), n_trees, 64)

@@ -134,6 +134,21 @@ def test_a_feature_with_255_distinct_thresholds(isa):
     _check(ens, X, isa)
 
 
+@pytest.mark.parametrize("isa", RS_ISAS)
+@pytest.mark.parametrize("n_distinct", [5, 16, 17, 100, 129, 200])
+def test_features_with_one_to_sixteen_buckets(isa, n_distinct):
+    """The rank search compares 0, 8 or 16 pivots by how many buckets a feature has."""
+    rng = np.random.default_rng(n_distinct)
+    values = np.unique(np.round(rng.normal(size=n_distinct * 3), 2))[:n_distinct]
+    trees = tuple(random_tree(rng, 40, 2, "lightgbm", p_categorical=0.0, thresholds=values)
+                  for _ in range(30))
+    ens = Ensemble(trees=trees, tree_group=[0] * 30, n_outputs=1, n_features=2,
+                   family="lightgbm", base_score=[0.0])
+    X = np.c_[rng.choice(np.r_[values, values + 0.005, [np.nan, 0.0, -9.0, 9.0]], size=300),
+              rng.normal(size=300)]
+    _check(ens, X, isa)
+
+
 def test_rank_search_table_gives_the_count_below():
     rng = np.random.default_rng(6)
     for n in (0, 1, 15, 16, 17, 31, 32, 100, 255):

@@ -42,9 +42,10 @@ cdef extern from "quickscorer/rs_simd.h":
     void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg, const rs_entry* entries,
                        const uint8_t* ranks, const uint64_t* out, uint8_t* state) noexcept nogil
     int rs_ctz64(uint64_t x) noexcept nogil
-    void rs_add_f64(int isa, const uint8_t* idx, const double* v, double* acc) noexcept nogil
-    void rs_add_f32(int isa, const uint8_t* idx, const float* v, float* acc, int weighted,
-                    float w) noexcept nogil
+    void rs_add_f64(int isa, const uint8_t* idx, const double* v, int n,
+                    double* acc) noexcept nogil
+    void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n, float* acc,
+                    int weighted, float w) noexcept nogil
     void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
                         const int32_t* used, int64_t n_used, const double* piv,
                         const double* bkt, const int64_t* bkt_off, const uint8_t* rank_zero,
@@ -237,15 +238,16 @@ cdef inline void add_leaves(const ForestView* f, int isa, int64_t t, const uint8
     cdef int64_t l
     cdef int64_t g = f.tree_group[t]
     cdef int64_t base = f.tree_leaf_offset[t]
+    cdef int n = <int>(f.tree_leaf_offset[t + 1] - base)
     if f.has_linear:
         for l in range(n_lanes):
             scores_add_strided(f, t, idx[l], rows + l * f.n_features, acc64 + l, acc32 + l,
                                lanes)
     elif f.family == FAMILY_XGBOOST:
-        rs_add_f32(isa, idx, f.leaf_value_f32 + base, acc32 + g * lanes,
+        rs_add_f32(isa, idx, f.leaf_value_f32 + base, n, acc32 + g * lanes,
                    f.tree_weight != NULL, f.tree_weight[t] if f.tree_weight != NULL else 1.0)
     else:
-        rs_add_f64(isa, idx, f.leaf_value + base, acc64 + g * lanes)
+        rs_add_f64(isa, idx, f.leaf_value + base, n, acc64 + g * lanes)
 
 
 cdef inline void score_group(const ForestView* f, const RSView* r, int isa,

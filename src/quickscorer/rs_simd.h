@@ -107,10 +107,10 @@ static inline void rs_add_f32_c(const uint8_t* idx, const float* v, float* acc, 
     }
 }
 
-static inline int rs_rank_c(const double* piv, const double* bkt, double x)
+static inline int rs_rank_c(const double* piv, const double* bkt, double x, int npiv)
 {
     int c1 = 0, c2 = 0;
-    for (int j = 0; j < 16; ++j)
+    for (int j = 0; j < npiv; ++j)
         c1 += piv[j] < x;
     for (int j = 0; j < 16; ++j)
         c2 += bkt[16 * c1 + j] < x;
@@ -162,11 +162,11 @@ static void rs_exits_avx2(const uint8_t* p, int nb, uint8_t* idx)
 }
 
 __attribute__((target("avx2"), always_inline))
-static inline int rs_rank_avx2(const double* piv, const double* bkt, double x)
+static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, int npiv)
 {
     const __m256d xb = _mm256_set1_pd(x);
     int c1 = 0, c2 = 0;
-    for (int j = 0; j < 16; j += 4)
+    for (int j = 0; j < npiv; j += 4)
         c1 += __builtin_popcount(_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(piv + j), xb, _CMP_LT_OQ)));
     const double* b = bkt + 16 * c1;
     for (int j = 0; j < 16; j += 4)
@@ -216,13 +216,18 @@ static void rs_exits_avx512(const uint8_t* p, int nb, uint8_t* idx)
 
 /* rank of x (not NaN): #{thresholds < x}, by a two-level search over a feature's thresholds
  * in buckets of 16 (see rs_layout.py): how many buckets lie wholly below x (their largest
- * thresholds, piv[0..15]), then how many thresholds of the next bucket do. */
+ * thresholds, piv[0 .. npiv)), then how many thresholds of the next bucket do. Pivots past
+ * the feature's buckets are +inf and never counted, so only the first npiv (0, 8 or 16: no
+ * pivot is needed for a feature of one bucket) are compared. */
 __attribute__((target("avx512f,avx512bw"), always_inline))
-static inline int rs_rank_avx512(const double* piv, const double* bkt, double x)
+static inline int rs_rank_avx512(const double* piv, const double* bkt, double x, int npiv)
 {
     const __m512d xb = _mm512_set1_pd(x);
-    const int c1 = __builtin_popcount(_mm512_cmp_pd_mask(_mm512_loadu_pd(piv), xb, _CMP_LT_OQ))
-                 + __builtin_popcount(_mm512_cmp_pd_mask(_mm512_loadu_pd(piv + 8), xb, _CMP_LT_OQ));
+    int c1 = 0;
+    if (npiv > 0)
+        c1 += __builtin_popcount(_mm512_cmp_pd_mask(_mm512_loadu_pd(piv), xb, _CMP_LT_OQ));
+    if (npiv > 8)
+        c1 += __builtin_popcount(_mm512_cmp_pd_mask(_mm512_loadu_pd(piv + 8), xb, _CMP_LT_OQ));
     const double* b = bkt + 16 * c1;
     return 16 * c1
          + __builtin_popcount(_mm512_cmp_pd_mask(_mm512_loadu_pd(b), xb, _CMP_LT_OQ))
@@ -295,17 +300,95 @@ static inline void rs_exits(int isa, const uint8_t* p, int nb, uint8_t* idx)
     rs_exits_c(p, nb, idx);
 }
 
-/* Leaf values are added with plain loads on every path: on the development machine (AMD
- * Zen 4) AVX-512 gathers measured slower (3.36-3.43 against 3.23 us/doc on a 1,000 x 64
- * model). */
-static inline void rs_add_f64(int isa, const uint8_t* idx, const double* v, double* acc)
+#if RS_HAVE_X86
+/* AVX-512: a tree of at most 64 leaves keeps its values in at most 8 registers (float64) or
+ * 4 (float32), and a lane's value is picked by permutes and blends on the bits of its leaf
+ * index: no memory access per lane. (Gathers measured slower than plain loads on the
+ * development machine, AMD Zen 4: 3.36-3.43 against 3.23 us/doc on a 1,000 x 64 model.) */
+__attribute__((target("avx512f,avx512bw"), always_inline))
+static inline __m512d rs_table_f64(const double* v, int n, int j)
 {
+    const int left = n - 8 * j;
+    return left <= 0 ? _mm512_setzero_pd()
+                     : _mm512_maskz_loadu_pd((__mmask8)(left >= 8 ? 0xFF : (1u << left) - 1), v + 8 * j);
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static void rs_add_f64_avx512(const uint8_t* idx, const double* v, int n, double* acc)
+{
+    __m512d t[8];
+    const int nt = (n + 7) / 8;
+    for (int j = 0; j < nt; ++j)
+        t[j] = rs_table_f64(v, n, j);
+    for (int c = 0; c < 8; ++c) {
+        const __m512i i = _mm512_cvtepu8_epi64(_mm_loadl_epi64((const __m128i*)(idx + 8 * c)));
+        __m512d g;
+        if (nt == 1) {
+            g = _mm512_permutexvar_pd(i, t[0]);
+        } else {
+            __m512d q[4] = {t[0], t[0], t[0], t[0]};
+            for (int j = 0; 2 * j < nt; ++j)
+                q[j] = _mm512_permutex2var_pd(t[2 * j], i, 2 * j + 1 < nt ? t[2 * j + 1] : t[2 * j]);
+            g = q[0];
+            if (nt > 2) {
+                const __mmask8 b4 = _mm512_test_epi64_mask(i, _mm512_set1_epi64(16));
+                g = _mm512_mask_blend_pd(b4, q[0], q[1]);
+                if (nt > 4) {
+                    const __mmask8 b5 = _mm512_test_epi64_mask(i, _mm512_set1_epi64(32));
+                    g = _mm512_mask_blend_pd(b5, g, _mm512_mask_blend_pd(b4, q[2], q[3]));
+                }
+            }
+        }
+        _mm512_store_pd(acc + 8 * c, _mm512_add_pd(_mm512_load_pd(acc + 8 * c), g));
+    }
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* acc,
+                              int weighted, float w)
+{
+    __m512 t[4];
+    const int nt = (n + 15) / 16;
+    for (int j = 0; j < nt; ++j) {
+        const int left = n - 16 * j;
+        t[j] = _mm512_maskz_loadu_ps((__mmask16)(left >= 16 ? 0xFFFF : (1u << left) - 1), v + 16 * j);
+    }
+    for (int c = 0; c < 4; ++c) {
+        const __m512i i = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(idx + 16 * c)));
+        __m512 g;
+        if (nt == 1) {
+            g = _mm512_permutexvar_ps(i, t[0]);
+        } else {
+            g = _mm512_permutex2var_ps(t[0], i, t[1]);
+            if (nt > 2) {
+                const __m512 h = _mm512_permutex2var_ps(t[2], i, nt > 3 ? t[3] : t[2]);
+                g = _mm512_mask_blend_ps(_mm512_test_epi32_mask(i, _mm512_set1_epi32(32)), g, h);
+            }
+        }
+        if (weighted)
+            g = _mm512_mul_ps(g, _mm512_set1_ps(w));
+        _mm512_store_ps(acc + 16 * c, _mm512_add_ps(_mm512_load_ps(acc + 16 * c), g));
+    }
+}
+#endif
+
+/* acc[l] += v[idx[l]] (float64, LightGBM's sum) for every lane of a group; v holds the n
+ * leaf values of the tree. */
+static inline void rs_add_f64(int isa, const uint8_t* idx, const double* v, int n, double* acc)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX512 && n <= 64) { rs_add_f64_avx512(idx, v, n, acc); return; }
+#endif
     rs_add_f64_c(idx, v, acc, rs_lanes(isa));
 }
 
-static inline void rs_add_f32(int isa, const uint8_t* idx, const float* v, float* acc,
+/* acc[l] += v[idx[l]] (* w where weighted), float32 (XGBoost's sum). */
+static inline void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n, float* acc,
                               int weighted, float w)
 {
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX512 && n <= 64) { rs_add_f32_avx512(idx, v, n, acc, weighted, w); return; }
+#endif
     rs_add_f32_c(idx, v, acc, rs_lanes(isa), weighted, w);
 }
 
@@ -323,12 +406,14 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
         const int64_t f = used[u];                                                          \
         uint8_t* rk = ranks + f * lanes;                                                    \
         uint64_t nan_lanes = 0, zero_lanes = 0;                                             \
+        const int64_t nbk = (bkt_off[f + 1] - bkt_off[f]) / 16 - 1;  /* real buckets */     \
+        const int npiv = nbk <= 1 ? 0 : (nbk <= 8 ? 8 : 16);                                \
         for (int l = 0; l < lanes; ++l) {                                                   \
             if (l >= n_lanes) { rk[l] = 0; continue; }                                      \
             const double x = rows[l * F + f];                                               \
             if (x != x) { nan_lanes |= (uint64_t)1 << l; rk[l] = rank_zero[f]; }            \
             else if (x == 0.0) { zero_lanes |= (uint64_t)1 << l; rk[l] = rank_zero[f]; }    \
-            else rk[l] = (uint8_t)RANK(piv + 16 * f, bkt + bkt_off[f], x);                  \
+            else rk[l] = (uint8_t)RANK(piv + 16 * f, bkt + bkt_off[f], x, npiv);           \
         }                                                                                   \
         skip[3 * f + 0] = 0;                                                                \
         skip[3 * f + 1] = nan_lanes | zero_lanes;                                           \

@@ -1,0 +1,75 @@
+"""Microseconds per document of the fast kernels against the rows per call, the measurement
+behind ``quickscorer/algorithms/autoselect.py``.
+
+    python benchmarks/autoselect_sweep.py                       # full-uniform-1000x64
+    python benchmarks/autoselect_sweep.py --shape full-uniform-1000x31 --repeat 5
+
+Each kernel scores consecutive slices of the rows in calls of each size, one thread, timed
+interleaved (every kernel once per round); the table gives the best round.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import matrix as M  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shape", default="full-uniform-1000x64")
+    p.add_argument("--rows", default="1,2,4,8,12,16,24,32,48,64,100,128")
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args(argv)
+
+    import quickscorer
+    from quickscorer.algorithms.cpu import available_isas
+    from quickscorer.algorithms.qs import QuickScorer
+    from quickscorer.algorithms.rapidscorer import RapidScorer
+    from quickscorer.algorithms.vqs import VQuickScorer
+
+    wl = M.workload(args.shape, 10_000)
+    model = quickscorer.load(wl.lgb_path)
+    ens, forest = model.ensemble, model._forest
+    kernels = {"quickscorer": QuickScorer(ens, forest), "vqs": VQuickScorer(ens, forest)}
+    if RapidScorer.unsupported(ens) is None:
+        for isa in ("avx512", "avx2"):
+            if isa in available_isas():
+                try:
+                    kernels[f"rapidscorer ({isa})"] = RapidScorer(ens, forest, isa=isa)
+                except ValueError:
+                    pass
+    sizes = [int(r) for r in args.rows.split(",")]
+    k = model.n_outputs
+    dtype = np.float32 if ens.family == "xgboost" else np.float64
+    other = np.empty((0, k), np.float64 if dtype == np.float32 else np.float32)
+    best: dict[tuple[str, int], float] = {}
+    X = wl.X
+    for _ in range(args.repeat):
+        for n in sizes:
+            total = max(4 * n, 256)
+            out = np.empty((n, k), dtype)
+            for name, alg in kernels.items():
+                t0 = time.perf_counter()
+                for s in range(0, total, n):
+                    if dtype == np.float32:
+                        alg.predict_raw(X[s:s + n], other, out, 1)
+                    else:
+                        alg.predict_raw(X[s:s + n], out, other, 1)
+                us = (time.perf_counter() - t0) / total * 1e6
+                best[name, n] = min(best.get((name, n), us), us)
+    print(f"{wl.name}, one thread, us/doc (best of {args.repeat}); {M.C.machine()}")
+    print(f"{'rows per call':>22s} " + " ".join(f"{n:>6d}" for n in sizes))
+    for name in kernels:
+        print(f"{name:>22s} " + " ".join(f"{best[name, n]:6.1f}" for n in sizes))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,173 @@
+"""The speed matrix: this library against the scorers people use instead, on model shapes and
+data this project's other benchmarks do not flatter.
+
+Workloads (``--shapes``; models trained once and cached in ``cache/``):
+
+* ``full-<data>-<trees>x<leaves>``: LightGBM regression whose trees are all full (a noisy
+  target), on ``uniform`` rows (values in [0, 1), 30% exact zeros) or ``heavy`` rows
+  (log-normal counts and reals), 136 features;
+* ``xgb-depth6-<data>-<trees>``: XGBoost with its default depth (6), same data;
+* ``ltr-1000x64``: the partial trees of the lambdarank model of ``compare.py``.
+
+Engines, timed interleaved in one process on the same rows with the same thread count: this
+library's default ``predict`` (and the same with ``QUICKSCORER_ISA=avx2``, what an AVX2-only
+CPU gets) and its fast kernels, LightGBM, XGBoost (on XGBoost models), lleaves, TL2cgen and
+ONNX Runtime (compiled peers are cached in ``cache/compiled/``; ``--compile-limit`` skips
+compiling models with more nodes than it, whose compilation takes too long here, and says so).
+
+    python benchmarks/matrix.py                       # the default matrix (long: trains, compiles)
+    python benchmarks/matrix.py --shapes full-uniform-1000x64 --batch 100,10000 --threads 1,2
+
+Writes a Markdown table to ``results/matrix-*.md``: microseconds per document, each engine
+against the fastest peer and against LightGBM, and whether its scores equal the source
+library's.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import compare as C  # noqa: E402
+import engines as E  # noqa: E402
+import workloads as W  # noqa: E402
+
+DEFAULT_SHAPES = ",".join([
+    "full-uniform-1000x8", "full-uniform-1000x31", "full-uniform-1000x64",
+    "full-uniform-1000x255", "full-heavy-1000x31", "full-heavy-1000x64",
+    "xgb-depth6-uniform-1000", "xgb-depth6-heavy-1000", "ltr-1000x64",
+])
+OURS = ("quickscorer",)
+
+
+def workload(shape: str, n_rows: int) -> W.Workload:
+    m = re.fullmatch(r"full-(\w+)-(\d+)x(\d+)", shape)
+    if m:
+        return W.full(int(m.group(2)), int(m.group(3)), m.group(1), n_rows)
+    m = re.fullmatch(r"xgb-depth6-(\w+)-(\d+)", shape)
+    if m:
+        return W.xgb_depth6(int(m.group(2)), m.group(1), n_rows)
+    m = re.fullmatch(r"ltr-(\d+)x(\d+)", shape)
+    if m:
+        return W.ltr(int(m.group(1)), int(m.group(2)), n_rows, xgboost=False)
+    raise SystemExit(f"unknown shape {shape!r}")
+
+
+def cpu_flags() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "?"
+    flags = set(re.search(r"^flags\s*:(.*)$", text, re.M).group(1).split())
+    return ", ".join(f for f in ("avx2", "avx512f", "avx512bw") if f in flags) or "no AVX2"
+
+
+def build(wl: W.Workload, n_threads: int, peers: list[str], algorithms: list[str],
+          compile_limit: int, notes: list[str]) -> list[E.Engine]:
+    src = "xgboost" if wl.xgb_path is not None and wl.xgb_path == wl.lgb_path else "lightgbm"
+    built = [E.QuickScorer(wl.lgb_path, n_threads, None, np.float64, src),
+             E.QuickScorer(wl.lgb_path, n_threads, None, np.float64, src, isa="avx2")]
+    for a in algorithms:
+        try:
+            built.append(E.QuickScorer(wl.lgb_path, n_threads, a, np.float64, src))
+        except ValueError as exc:            # e.g. rapidscorer on a model it cannot score
+            notes.append(f"{wl.name}: quickscorer[{a}] not run: {exc}")
+    nodes = wl.n_trees * (wl.n_leaves - 1)
+    for name in peers:
+        if src == "xgboost" and name != "xgboost":
+            continue                         # the other peers here read LightGBM models
+        if src == "lightgbm" and name == "xgboost":
+            continue
+        if name in ("lleaves", "tl2cgen") and nodes > compile_limit:
+            cached = E.compiled_path(wl.lgb_path, ".lleaves.o" if name == "lleaves"
+                                     else ".tl2cgen.so").exists()
+            if not cached:
+                notes.append(f"{wl.name}: {name} not run: compiling {nodes} nodes is over "
+                             f"--compile-limit {compile_limit}")
+                continue
+        try:
+            built.append(E.PEERS[name](wl.lgb_path, n_threads))
+        except E.Missing as exc:
+            notes.append(f"{wl.name}: {name} not run: {exc}")
+    for eng in built:
+        eng.source = src
+    return built
+
+
+def reference(wl: W.Workload, X: np.ndarray) -> np.ndarray:
+    if wl.xgb_path is not None and wl.xgb_path == wl.lgb_path:
+        import xgboost as xgb
+        return xgb.Booster(model_file=str(wl.xgb_path)).predict(
+            xgb.DMatrix(X, missing=np.nan), output_margin=True)
+    import lightgbm as lgb
+    return lgb.Booster(model_file=str(wl.lgb_path)).predict(X, raw_score=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shapes", default=DEFAULT_SHAPES)
+    p.add_argument("--batch", default="1,100,10000")
+    p.add_argument("--threads", default="1,2")
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--min-rows", type=int, default=5000,
+                   help="rows per timed run (batch 1: this many calls)")
+    p.add_argument("--peers", default="lightgbm,xgboost,lleaves,tl2cgen,onnxruntime")
+    p.add_argument("--algorithms", default="rapidscorer,vqs,quickscorer")
+    p.add_argument("--compile-limit", type=int, default=70_000,
+                   help="compile lleaves / TL2cgen only for models of at most this many nodes")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="train the models and compile the peers into the cache, time nothing")
+    p.add_argument("--out")
+    args = p.parse_args(argv)
+    batches = [int(b) for b in args.batch.split(",")]
+    threads = [int(t) for t in args.threads.split(",")]
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else C.RESULTS / f"matrix-{stamp}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    lines = [f"Machine: {C.machine()}; instruction sets: {cpu_flags()}",
+             f"Command: python benchmarks/matrix.py {' '.join(sys.argv[1:] if argv is None else argv)}",
+             f"Median of {args.repeat} interleaved runs after a warm-up, at least "
+             f"{args.min_rows} rows per run.", "",
+             "| workload | threads | batch | engine | us/doc | vs fastest peer | vs lightgbm "
+             "| scores vs source library |",
+             "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
+    notes: list[str] = []
+    out.write_text("\n".join(lines) + "\n")
+    for shape in args.shapes.split(","):
+        wl = workload(shape, max(10_000, max(batches)))
+        if args.prepare_only:
+            build(wl, 1, args.peers.split(","), [], args.compile_limit, notes)
+            print(f"prepared {wl.name}", flush=True)
+            continue
+        for n_threads in threads:
+            engines = build(wl, n_threads, args.peers.split(","),
+                            args.algorithms.split(","), args.compile_limit, notes)
+            check = wl.X[:2000]
+            ref = reference(wl, check)
+            agree = [C.agreement(e, check, ref)[1] for e in engines]
+            for batch in batches:
+                times = C.time_engines(engines, wl.X, batch, args.repeat,
+                                       max(args.min_rows // (20 if batch == 1 else 1), batch))
+                peers = [t for e, t in zip(engines, times) if not isinstance(e, E.QuickScorer)]
+                fastest = min(peers) if peers else float("nan")
+                lgb = next((t for e, t in zip(engines, times) if e.name == "lightgbm"),
+                           float("nan"))
+                for e, t, a in sorted(zip(engines, times, agree), key=lambda r: r[1]):
+                    lines.append(f"| {wl.name} | {n_threads} | {batch} | {e.name} | {t:.2f} | "
+                                 f"{fastest / t:.2f}x | {lgb / t:.2f}x | {a} |")
+                out.write_text("\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n")
+                print(f"{wl.name} threads={n_threads} batch={batch}: " + ", ".join(
+                    f"{e.name} {t:.2f}" for e, t in sorted(zip(engines, times),
+                                                           key=lambda r: r[1])), flush=True)
+    print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
