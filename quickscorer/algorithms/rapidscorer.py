@@ -10,6 +10,8 @@ another model is not one; ``vqs`` scores every model).
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 
 import numpy as np
 
@@ -27,6 +29,10 @@ DEFAULT_BLOCK_BYTES = 256 * 1024
 
 #: on AVX-512, calls with fewer rows per thread run on the 32-lane path
 WIDE_MIN_ROWS = 48
+
+# why rapidscorer cannot score an ensemble (None: it can), computed once per ensemble
+_UNSUPPORTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_UNSUPPORTED_LOCK = threading.Lock()
 
 
 def rs_isa_code(name: str | None = None) -> int:
@@ -50,8 +56,11 @@ class RapidScorer(Algorithm):
 
     @classmethod
     def unsupported(cls, ens: Ensemble) -> str | None:
-        why = unsupported(ens, shared_layout(ens)[0])
-        return None if why is None else f"{why} ('vqs' scores every model)"
+        with _UNSUPPORTED_LOCK:
+            if ens not in _UNSUPPORTED:
+                why = unsupported(ens, shared_layout(ens)[0])
+                _UNSUPPORTED[ens] = None if why is None else f"{why} ('vqs' scores every model)"
+            return _UNSUPPORTED[ens]
 
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
                  block_bytes: int | None = None):

@@ -75,13 +75,16 @@ def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _feature_thresholds(qs: dict, n_features: int):
     """Per feature, the sorted distinct thresholds of its numerical entries (all segments):
-    (offsets, counts) with the values in ``qs['_rank_values']`` order, see rank_table."""
+    ``(features, thresholds)`` of the distinct pairs in (feature, threshold) order, and the
+    count per feature."""
     idx, _, feat = _entry_features(qs)
     thr = qs["thresholds"][idx]
-    pairs = np.unique(np.stack([feat.astype(np.float64), thr]), axis=1) if idx.size else (
-        np.zeros((2, 0)))
-    counts = np.bincount(pairs[0].astype(np.int64), minlength=n_features)
-    return pairs, counts
+    order = np.lexsort((thr, feat))
+    f, t = feat[order], thr[order]
+    new = np.ones(f.shape[0], bool)
+    new[1:] = (f[1:] != f[:-1]) | (t[1:] != t[:-1])
+    pairs = (f[new], t[new])
+    return pairs, np.bincount(pairs[0], minlength=n_features)
 
 
 def rank_table(qs: dict, n_features: int) -> tuple[np.ndarray, np.ndarray]:
