@@ -12,9 +12,13 @@ from ._transforms import apply_transform
 from .algorithms import autoselect, registry
 from .algorithms.base import Algorithm
 from .algorithms.forest import forest_arrays
+from .errors import InputError
 from .inputs.arrays import as_rows
 from .ir.ensemble import Ensemble
 from .paper import soft
+
+#: models of part of the ensemble (predict's iteration arguments) kept per model
+PART_CACHE = 8
 
 #: ``predict(..., algorithm=None)`` picks the fastest exact algorithm per call (algorithms/autoselect.py)
 DEFAULT_ALGORITHM = "auto"
@@ -126,11 +130,74 @@ class Model:
             algorithm = autoselect.choose(self.supported_algorithms(), X.shape[0], n_threads)
         return X, self.prepare(algorithm), n_threads
 
-    def predict_raw(self, X, *, algorithm: str | None = None, n_threads: int | None = 1) -> np.ndarray:
+    # -- part of the ensemble ---------------------------------------------------------------
+    def iteration_bounds(self, start_iteration: int = 0, num_iteration: int | None = None,
+                         iteration_range: tuple[int, int] | None = None) -> tuple[int, int]:
+        """The boosting iterations ``[begin, end)`` that these arguments select.
+
+        LightGBM's meaning: from ``start_iteration``, ``num_iteration`` iterations (``None``
+        or ``<= 0``: all the rest; more than there are: as many as there are). XGBoost's:
+        ``iteration_range=(begin, end)``, end exclusive, ``end == 0`` meaning the last, so
+        ``(0, 0)`` is all. An iteration is ``trees_per_iteration`` trees (one per output,
+        times XGBoost's ``num_parallel_tree``). Raises :class:`InputError` for a range that
+        selects no iteration of this model, or for both forms at once.
+        """
+        n = self.ensemble.n_iterations
+        if iteration_range is not None:
+            if start_iteration or num_iteration is not None:
+                raise InputError("give iteration_range or start_iteration / num_iteration, "
+                                 "not both")
+            try:
+                begin, end = (int(v) for v in iteration_range)
+            except (TypeError, ValueError):
+                raise InputError(f"iteration_range must be two integers (begin, end), got "
+                                 f"{iteration_range!r}") from None
+            end = n if end == 0 else end
+            if not 0 <= begin < end <= n:
+                raise InputError(f"iteration_range {tuple(iteration_range)} is outside the "
+                                 f"model's {n} iterations")
+            return begin, end
+        try:
+            begin = int(start_iteration)
+            count = None if num_iteration is None else int(num_iteration)
+        except (TypeError, ValueError):
+            raise InputError("start_iteration and num_iteration must be integers") from None
+        if not 0 <= begin < n:
+            raise InputError(f"start_iteration={start_iteration} is outside the model's "
+                             f"{n} iterations")
+        end = n if count is None or count <= 0 else min(n, begin + count)
+        return begin, end
+
+    def _part(self, start_iteration, num_iteration, iteration_range) -> "Model":
+        """This model, or the model of the selected iterations: built once per range and
+        kept (the last PART_CACHE ranges), so repeated calls build no layout."""
+        if not start_iteration and num_iteration is None and iteration_range is None:
+            return self
+        begin, end = self.iteration_bounds(start_iteration, num_iteration, iteration_range)
+        if (begin, end) == (0, self.ensemble.n_iterations):
+            return self
+        with self._lock:
+            parts = self.__dict__.setdefault("_parts", {})
+            part = parts.pop((begin, end), None)
+            if part is None:
+                part = Model(self.ensemble.iterations(begin, end))
+            parts[(begin, end)] = part          # most recently used last
+            while len(parts) > PART_CACHE:
+                parts.pop(next(iter(parts)))
+        return part
+
+    def predict_raw(self, X, *, algorithm: str | None = None, n_threads: int | None = 1,
+                    start_iteration: int = 0, num_iteration: int | None = None,
+                    iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Raw scores (margins), shape ``(n_rows, n_outputs)``.
 
         float64 for LightGBM models, float32 for XGBoost models, as each library returns.
+        ``start_iteration`` / ``num_iteration`` (LightGBM) or ``iteration_range`` (XGBoost)
+        score with part of the ensemble (:meth:`iteration_bounds`).
         """
+        part = self._part(start_iteration, num_iteration, iteration_range)
+        if part is not self:
+            return part.predict_raw(X, algorithm=algorithm, n_threads=n_threads)
         X, alg, n_threads = self._run(X, algorithm, n_threads)
         n, k = X.shape[0], self.n_outputs
         if self._forest.dtype == np.float32:
@@ -142,7 +209,9 @@ class Model:
         return out64
 
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
-                n_threads: int | None = 1) -> np.ndarray:
+                n_threads: int | None = 1, start_iteration: int = 0,
+                num_iteration: int | None = None,
+                iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Predictions for the rows of ``X``, as the source library's ``predict`` gives them.
 
         Parameters
@@ -156,11 +225,19 @@ class Model:
             Exit-leaf algorithm (see :func:`quickscorer.available_algorithms`).
         n_threads : int
             Threads over rows (0 or negative: all cores). Default 1.
+        start_iteration, num_iteration : int, optional
+            LightGBM's: score with ``num_iteration`` boosting iterations from
+            ``start_iteration`` (``None`` or ``<= 0``: all the rest).
+        iteration_range : (int, int), optional
+            XGBoost's: iterations ``begin .. end - 1``; ``(0, 0)`` is all.
 
         Returns
         -------
         ndarray of shape (n_rows,) for one output, (n_rows, n_outputs) otherwise.
         """
+        part = self._part(start_iteration, num_iteration, iteration_range)
+        if part is not self:
+            return part.predict(X, raw_score, algorithm=algorithm, n_threads=n_threads)
         raw = self.predict_raw(X, algorithm=algorithm, n_threads=n_threads)
         e = self.ensemble
         out = raw
@@ -187,12 +264,19 @@ class Model:
         return soft.leaf_attention(self.ensemble, as_rows(self.ensemble, X))
 
     def predict_leaf(self, X, *, algorithm: str | None = None, source_ids: bool = False,
-                     n_threads: int | None = 1) -> np.ndarray:
+                     n_threads: int | None = 1, start_iteration: int = 0,
+                     num_iteration: int | None = None,
+                     iteration_range: tuple[int, int] | None = None) -> np.ndarray:
         """Exit leaf of every tree, shape ``(n_rows, n_trees)``, int32.
 
         Leaves are numbered left to right within each tree; with ``source_ids=True`` they are
-        the source library's own ids (what ``pred_leaf=True`` returns there).
+        the source library's own ids (what ``pred_leaf=True`` returns there). With part of
+        the ensemble (as for :meth:`predict`), the columns are its trees.
         """
+        part = self._part(start_iteration, num_iteration, iteration_range)
+        if part is not self:
+            return part.predict_leaf(X, algorithm=algorithm, source_ids=source_ids,
+                                     n_threads=n_threads)
         X, alg, n_threads = self._run(X, algorithm, n_threads)
         out = np.empty((X.shape[0], self.n_trees), np.int32)
         alg.predict_leaf(X, out, n_threads)

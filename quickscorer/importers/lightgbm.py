@@ -223,6 +223,7 @@ class _Parser:
             transform_params=header["transform_params"],
             average_output=header["average_output"],
             feature_names=header["feature_names"],
+            trees_per_iteration=k,
             source={
                 "library": "lightgbm",
                 "version": header["version"],

@@ -297,6 +297,7 @@ def _build(doc: dict, fmt: str) -> Ensemble:
             raise ModelFormatError(f"{where}: dart weight_drop holds a non-finite weight")
 
     trees = tuple(_tree(t, raw, n_features) for t, raw in enumerate(trees_raw))
+    per_iteration = _trees_per_iteration(model, n_trees, n_outputs, where)
 
     names = learner.get("feature_names")
     feature_names = None
@@ -316,7 +317,32 @@ def _build(doc: dict, fmt: str) -> Ensemble:
         feature_names=feature_names,
         source={"library": "xgboost", "version": version_str, "objective": objective,
                 "format": fmt, "booster": booster},
+        trees_per_iteration=per_iteration,
     )
+
+
+def _trees_per_iteration(model: dict, n_trees: int, n_outputs: int, where: str) -> int:
+    """Trees of one boosting round: from ``iteration_indptr`` (XGBoost 2 and later), else
+    ``num_parallel_tree`` times the outputs (``gbtree_model_param``; 1 when absent)."""
+    indptr = model.get("iteration_indptr")
+    if isinstance(indptr, list) and len(indptr) >= 2:
+        try:
+            ptr = np.asarray(indptr, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            raise ModelFormatError(f"{where}: iteration_indptr is not a list of integers") from None
+        steps = np.diff(ptr)
+        if ptr[0] != 0 or ptr[-1] != n_trees or (steps <= 0).any() or (steps != steps[0]).any():
+            raise ModelFormatError(f"{where}: iteration_indptr does not split the {n_trees} "
+                                   f"trees into equal rounds")
+        return int(steps[0])
+    param = model.get("gbtree_model_param")
+    npt = 1
+    if isinstance(param, dict) and "num_parallel_tree" in param:
+        npt = _int_param(param, "num_parallel_tree", f"{where}: gbtree_model_param")
+    if npt < 1 or n_trees % (npt * n_outputs):
+        raise ModelFormatError(f"{where}: {n_trees} trees are not whole rounds of "
+                               f"num_parallel_tree={npt} x {n_outputs} outputs")
+    return npt * n_outputs
 
 
 def _tree(t: int, raw: Any, n_features: int):

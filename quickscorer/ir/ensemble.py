@@ -353,6 +353,8 @@ class Ensemble:
     average_output: bool = False  # LightGBM random-forest mode: divide by iterations
     feature_names: tuple[str, ...] | None = None
     source: dict[str, Any] = field(default_factory=dict)  # library, version, objective, format
+    #: trees of one boosting iteration (n_outputs times XGBoost's num_parallel_tree); 0: n_outputs
+    trees_per_iteration: int = 0
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -392,6 +394,14 @@ class Ensemble:
                     f"{len(names)} feature names for {self.n_features} features")
             object.__setattr__(self, "feature_names", names)
         object.__setattr__(self, "trees", tuple(self.trees))
+        # importers give the trees of an iteration, and their models are whole iterations; a
+        # hand-built ensemble may leave it 0 (one tree per output, a partial last iteration)
+        tpi = int(self.trees_per_iteration)
+        if tpi and (tpi < 0 or len(self.trees) % tpi or tpi % self.n_outputs):
+            raise ModelFormatError(
+                f"{len(self.trees)} trees are not whole iterations of {tpi} trees "
+                f"({self.n_outputs} outputs)")
+        object.__setattr__(self, "trees_per_iteration", tpi or self.n_outputs)
         for t, tree in enumerate(self.trees):
             if tree.n_internal and int(tree.feature.max()) >= self.n_features:
                 raise ModelFormatError(f"tree {t}: a split feature is >= n_features")
@@ -410,8 +420,25 @@ class Ensemble:
 
     @property
     def n_iterations(self) -> int:
-        """Boosting rounds (trees per output), used by ``average_output``."""
-        return max(1, self.n_trees // self.n_outputs)
+        """Boosting rounds (iterations of ``trees_per_iteration`` trees); ``average_output``
+        divides by it."""
+        return max(1, self.n_trees // self.trees_per_iteration)
+
+    def iterations(self, begin: int, end: int) -> "Ensemble":
+        """The ensemble of iterations ``begin .. end - 1`` (their trees, base scores kept),
+        as LightGBM's ``start_iteration`` / ``num_iteration`` and XGBoost's
+        ``iteration_range`` select them. Requires ``0 <= begin < end <= n_iterations``."""
+        if not 0 <= begin < end <= self.n_iterations:
+            raise ValueError(f"iterations [{begin}, {end}) are not within the model's "
+                             f"{self.n_iterations}")
+        a, b = begin * self.trees_per_iteration, end * self.trees_per_iteration
+        return Ensemble(
+            trees=self.trees[a:b], tree_group=self.tree_group[a:b], n_outputs=self.n_outputs,
+            n_features=self.n_features, family=self.family, base_score=self.base_score,
+            transform=self.transform, transform_params=dict(self.transform_params),
+            tree_weight=None if self.tree_weight is None else self.tree_weight[a:b],
+            average_output=self.average_output, feature_names=self.feature_names,
+            source=dict(self.source), trees_per_iteration=self.trees_per_iteration)
 
     def summary(self) -> dict[str, Any]:
         """Plain facts about the model, for ``quickscorer info`` and ``Model.info()``."""
@@ -433,4 +460,6 @@ class Ensemble:
             "linear_trees": self.has_linear,
             "average_output": self.average_output,
             "dart_weights": self.tree_weight is not None,
+            "iterations": self.n_iterations,
+            "trees_per_iteration": self.trees_per_iteration,
         }
