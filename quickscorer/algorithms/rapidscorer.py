@@ -97,14 +97,15 @@ class RapidScorer(Algorithm):
         return self.isa
 
     def predict_raw(self, X, out64, out32, n_threads):
-        _rapidscorer.predict_raw(self.forest, self.layout, X, out64, out32,
-                                 self._scratch_rows(n_threads), n_threads,
-                                 self.isa_for(X.shape[0], n_threads))
+        _RAW[X.dtype](self.forest, self.layout, X, out64, out32, self._scratch_rows(n_threads),
+                      n_threads, self.isa_for(X.shape[0], n_threads))
 
     def predict_leaf(self, X, out, n_threads):
-        _rapidscorer.predict_leaf(self.forest, self.layout, X, out,
-                                  self._scratch_rows(n_threads), n_threads,
-                                  self.isa_for(X.shape[0], n_threads))
+        _LEAF[X.dtype](self.forest, self.layout, X, out, self._scratch_rows(n_threads),
+                       n_threads, self.isa_for(X.shape[0], n_threads))
 
+
+_RAW = Algorithm.specialised(_rapidscorer.predict_raw)
+_LEAF = Algorithm.specialised(_rapidscorer.predict_leaf)
 
 __all__ = ["ISAS", "RapidScorer", "rs_isa_code"]

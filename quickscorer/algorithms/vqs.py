@@ -110,11 +110,15 @@ class VQuickScorer(QuickScorer):
 
     def predict_raw(self, X, out64, out32, n_threads):
         rows, bits = self._buffers(n_threads, self.doc_groups)
-        _vqs.predict_raw(self.forest, self._blocks, X, out64, out32, rows, bits, n_threads,
-                         self.isa, self.merge, self.doc_groups, self.lanes_for(X.shape[0],
-                                                                               n_threads))
+        _RAW[X.dtype](self.forest, self._blocks, X, out64, out32, rows, bits, n_threads,
+                      self.isa, self.merge, self.doc_groups,
+                      self.lanes_for(X.shape[0], n_threads))
 
     def predict_leaf(self, X, out, n_threads):
         rows, bits = self._buffers(n_threads, self.doc_groups)
-        _vqs.predict_leaf(self.forest, self._blocks, X, out, rows, bits, n_threads, self.isa,
-                          self.merge, self.doc_groups, self.lanes_for(X.shape[0], n_threads))
+        _LEAF[X.dtype](self.forest, self._blocks, X, out, rows, bits, n_threads, self.isa,
+                       self.merge, self.doc_groups, self.lanes_for(X.shape[0], n_threads))
+
+
+_RAW = VQuickScorer.specialised(_vqs.predict_raw)
+_LEAF = VQuickScorer.specialised(_vqs.predict_leaf)

@@ -65,6 +65,9 @@ def as_rows(ens: Ensemble, X) -> np.ndarray:
     DataFrames (columns matched by feature name when the model has names) and scipy sparse
     matrices. Raises :class:`InputError` naming what was expected and what came.
     """
+    if (type(X) is np.ndarray and X.ndim == 2 and X.shape[1] == ens.n_features
+            and (X.dtype == np.float64 or X.dtype == np.float32)):
+        return X                      # the common case, without the checks below
     if _is_dataframe(X):
         X = _from_dataframe(ens, X)
     elif _is_sparse(X):
