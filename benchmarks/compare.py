@@ -49,12 +49,15 @@ def machine() -> str:
             f"{platform.release()}, Python {platform.python_version()}")
 
 
-def time_engines(engines, X: np.ndarray, batch: int, repeat: int, min_rows: int) -> list:
+def time_engines(engines, X: np.ndarray, batch: int, repeat: int, min_rows: int,
+                 pause: float = 0.0) -> list:
     """Median microseconds per document of each engine over ``repeat`` timed runs after one
     warm-up; each run scores consecutive ``batch``-row slices until at least ``min_rows`` rows
     are done. The runs are interleaved (run 1 of every engine, then run 2, ...), so a machine
     whose speed drifts during the comparison (a shared virtual machine's does) slows every
-    engine alike instead of whichever was timed last."""
+    engine alike instead of whichever was timed last. ``pause`` seconds of sleep before each
+    timed run let the worker threads an engine leaves spinning (OpenMP, ONNX Runtime) go idle
+    instead of competing with the next engine's threads."""
     n = X.shape[0]
     calls = max(1, -(-min_rows // batch))
     slices = [X[(k * batch) % max(1, n - batch + 1):][:batch] for k in range(calls)]
@@ -64,6 +67,8 @@ def time_engines(engines, X: np.ndarray, batch: int, repeat: int, min_rows: int)
     samples: list[list[float]] = [[] for _ in engines]
     for _ in range(repeat):
         for e, engine in enumerate(engines):
+            if pause:
+                time.sleep(pause)
             t0 = time.perf_counter()
             for s in slices:
                 engine.predict(s)
