@@ -31,14 +31,26 @@ def main(argv=None) -> int:
         import ydf
     except ImportError:
         raise SystemExit("ydf is not installed (pip install -e '.[bench]')") from None
-    X = W.matrix_rows(args.data, 20_000, seed=11)
-    train = {f"f{j}": X[:, j] for j in range(X.shape[1])}
-    train["y"] = W._matrix_target(X, 12)
-    model = ydf.GradientBoostedTreesLearner(
-        label="y", task=ydf.Task.REGRESSION, num_trees=args.trees, max_depth=args.depth,
-        shrinkage=0.05, early_stopping="NONE", validation_ratio=0.0,
-        subsample=1.0).train(train, verbose=0)
-    leaves = [model.get_tree(t).pretty().count("value:") for t in range(min(20, args.trees))]
+    path = W.CACHE / f"ydf_{args.data}_{args.trees}_d{args.depth}"
+    if path.exists():
+        model = ydf.load_model(str(path))
+    else:
+        X = W.matrix_rows(args.data, 20_000, seed=11)
+        train = {f"f{j}": X[:, j] for j in range(X.shape[1])}
+        train["y"] = W._matrix_target(X, 12)
+        model = ydf.GradientBoostedTreesLearner(
+            label="y", task=ydf.Task.REGRESSION, num_trees=args.trees, max_depth=args.depth,
+            shrinkage=0.05, early_stopping="NONE", validation_ratio=0.0,
+            subsample=1.0).train(train, verbose=0)
+        W.CACHE.mkdir(parents=True, exist_ok=True)
+        model.save(str(path))
+
+    def n_leaves(node) -> int:
+        kids = [getattr(node, k, None) for k in ("neg_child", "pos_child")]
+        kids = [k for k in kids if k is not None]
+        return 1 if not kids else sum(n_leaves(k) for k in kids)
+
+    leaves = [n_leaves(model.get_tree(t).root) for t in range(min(20, args.trees))]
     Xt = W.matrix_rows(args.data, 10_000, seed=13)
     test = {f"f{j}": Xt[:, j] for j in range(Xt.shape[1])}
     result = model.benchmark(test, batch_size=args.batch, num_threads=args.threads)

@@ -2,14 +2,14 @@
 
 Every algorithm gives the same scores; they differ in speed. Measured on a LightGBM
 regression model of 1,000 full 64-leaf trees (136 features, rows uniform in [0, 1) with 30%
-zeros), AMD EPYC (Zen 4) with AVX-512, one thread, microseconds per document, best of 3
-(``python benchmarks/autoselect_sweep.py``)::
+zeros), AMD EPYC (Zen 4) VM with AVX-512, one thread, microseconds per document, best of 3
+(``python benchmarks/autoselect_sweep.py --repeat 3``)::
 
     rows per call          1      2      4      8     12     16     24     32     64    128
-    quickscorer         25.2   24.1   22.5   21.1   21.4   20.6
-    vqs                 57.1   33.5   20.6   13.1   15.4   10.6   12.5    8.7    8.8    8.8
-    rapidscorer (64)    81.2   48.2   28.0   15.9   11.9    9.1    6.5    4.8    3.7    3.6
-    rapidscorer (32)    80.0   47.6   28.0   16.3   11.8    9.4    6.3    4.5    4.6    4.9
+    quickscorer         24.9   24.0   22.1   21.0   21.5   20.7   21.0   20.4   20.1   20.0
+    vqs                 57.1   33.6   21.1   12.9   15.4   10.7   13.0    9.4    9.2    9.2
+    rapidscorer (64)    81.0   48.3   28.1   16.0   11.8    9.4    6.9    5.4    3.9    3.6
+    rapidscorer (32)    78.0   46.5   27.4   15.4   11.7    9.1    6.9    5.3    5.3    5.0
 
 (the 64-lane path runs a last group of at most 32 rows on the 32-lane path, hence the equal
 figures below 32 rows). So: ``quickscorer`` for 1 to 3 rows per thread, ``vqs`` from 4,
