@@ -128,9 +128,19 @@ def run(args) -> str:
     notes = []
     for n_trees in trees_list:
         if args.model:
+            import quickscorer
+            from quickscorer.bench import generated_rows
+            from quickscorer.inputs.files import read_rows
+            ens = quickscorer.load_ensemble(args.model)
+            if args.data:
+                fill = np.nan if ens.family == "xgboost" else 0.0
+                rows = np.ascontiguousarray(read_rows(args.data, ens.n_features, fill),
+                                            dtype=np.float64)
+            else:                     # rows with the model's own number of features
+                rows = generated_rows(max(10_000, max(batches) * 2), ens.n_features)
             wl = W.Workload(Path(args.model).stem, Path(args.model),
                             Path(args.xgb_model) if args.xgb_model else None,
-                            W.ltr_rows(max(batches) * 2), n_trees, 0)
+                            rows, n_trees, 0)
         elif args.workload == "ltr":
             wl = W.ltr(n_trees, args.leaves, n_rows=max(10_000, max(batches)),
                        xgboost="xgboost" in names)
@@ -224,6 +234,8 @@ def main(argv=None) -> int:
     p.add_argument("--algorithms", default="", help="this library's algorithms (default all)")
     p.add_argument("--float32", action="store_true", help="also time float32 input")
     p.add_argument("--model", help="a LightGBM model file instead of a generated one")
+    p.add_argument("--data", help="with --model: rows to score (LibSVM, CSV/TSV or .npy); "
+                                  "default: generated rows with the model's features")
     p.add_argument("--xgb-model", help="with --model: an XGBoost twin to time xgboost on")
     p.add_argument("--plot", action="store_true", help="PNG of time per document vs trees")
     p.add_argument("--out", help="Markdown file to write (default results/compare-*.md)")

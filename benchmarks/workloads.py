@@ -39,10 +39,15 @@ class Workload:
 
 
 def _progress(total: int, desc: str):
+    """A progress bar on a terminal; nothing when the output is a log or a pipe (a bar
+    redrawn there writes a line per update)."""
+    import sys
     try:
         from tqdm import tqdm
+        if not sys.stderr.isatty():
+            raise ImportError
         return tqdm(total=total, desc=desc, leave=False)
-    except ImportError:  # tqdm is in the bench extra; without it, no bar
+    except ImportError:  # tqdm is in the bench extra; without it or a terminal, no bar
         class _Null:
             def update(self, n=1): pass
             def close(self): pass

@@ -1,4 +1,4 @@
-"""The ``quickscorer`` command: ``info``, ``score``, ``demo``."""
+"""The ``quickscorer`` command: ``info``, ``score``, ``bench``, ``demo``."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +8,7 @@ from importlib import resources
 
 import numpy as np
 
+from . import bench
 from .algorithms import registry
 from .errors import InputError, ModelFormatError
 from .inputs.files import read_rows
@@ -95,6 +96,15 @@ def _demo(args) -> int:
     return 0
 
 
+def _bench(args) -> int:
+    batches = tuple(int(b) for b in args.batch.split(","))
+    if not batches or min(batches) < 1:
+        raise InputError(f"--batch must be positive integers, got {args.batch!r}")
+    print(bench.run(args.model, args.data, batches, args.threads, args.repeat,
+                    label_column=args.label_column))
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="quickscorer",
@@ -117,6 +127,18 @@ def main(argv=None) -> int:
                    help="CSV/TSV: drop this column (the label) before scoring")
     p.add_argument("-o", "--output", help="write scores here instead of standard output")
     p.set_defaults(func=_score)
+
+    p = sub.add_parser("bench", help="time your model on your rows (or generated ones) "
+                                     "against LightGBM / XGBoost")
+    p.add_argument("model")
+    p.add_argument("data", nargs="?", default=None,
+                   help="LibSVM, CSV/TSV or .npy rows; default: generated rows")
+    p.add_argument("--batch", default="1,100,10000", help="rows per call, comma-separated")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--label-column", type=int, default=None,
+                   help="CSV/TSV: drop this column (the label) before scoring")
+    p.set_defaults(func=_bench)
 
     p = sub.add_parser("demo", help="rank a few bundled queries with a bundled model")
     p.add_argument("--top", type=int, default=5, help="documents to show per query")

@@ -76,3 +76,22 @@ def test_errors_are_reported_not_raised(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.zeros((2, 3)))
     assert main(["score", str(demo_files()[0]), str(tmp_path / "x.npy")]) == 2
     assert "features per row" in capsys.readouterr().err
+
+
+def test_bench_times_the_model_against_its_library(tmp_path, capsys):
+    model_path, queries = demo_files()
+    X = np.load(queries)["X"][:300]
+    data = tmp_path / "rows.npy"
+    np.save(data, X)
+    for argv in (["bench", str(model_path), "--batch", "1,50", "--repeat", "1"],
+                 ["bench", str(model_path), str(data), "--batch", "20", "--repeat", "2"]):
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        rows = [line for line in out.splitlines() if line.startswith("| ") and "---" not in line
+                and not line.startswith("| batch")]
+        engines = {line.split("|")[2].strip() for line in rows}
+        assert {"quickscorer (default)", "quickscorer[rapidscorer]", "quickscorer[vqs]",
+                "quickscorer[quickscorer]", "lightgbm"} <= engines
+        assert all(line.rstrip(" |").endswith("exact") for line in rows)
+        assert "Machine:" in out and "paths: scalar" in out
+    assert main(["bench", str(model_path), "--batch", "0"]) == 2

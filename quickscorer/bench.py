@@ -1,0 +1,126 @@
+"""``quickscorer bench``: time a user's own model on their own rows (or generated ones).
+
+This library's default ``predict`` and every fast algorithm that can score the model, and
+LightGBM / XGBoost when they are installed and can read the file, are timed interleaved (one
+run of each engine in turn, so a machine whose speed drifts slows every engine alike) in
+calls of each batch size, with the same thread count; the table gives microseconds per
+document (median of the runs), each engine against LightGBM or XGBoost, and whether its raw
+scores equal the library's.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .algorithms import cpu
+from .inputs.files import read_rows
+from .loading import load
+
+#: the fast algorithms worth timing (the paper's arithmetic forms are for study)
+FAST = ("rapidscorer", "vqs", "quickscorer")
+
+
+def machine() -> str:
+    """The CPU, its core count and the instruction-set paths this library runs on it."""
+    cpu_name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return (f"{cpu_name}, {os.cpu_count()} logical cores, paths: "
+            f"{', '.join(cpu.available_isas())}; {platform.system()}, Python "
+            f"{platform.python_version()}")
+
+
+def generated_rows(n_rows: int, n_features: int, seed: int = 0) -> np.ndarray:
+    """Rows when the user gives none: uniform in [0, 1) with 30% exact zeros."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n_rows, n_features))
+    X[rng.random(X.shape) < 0.3] = 0.0
+    return X
+
+
+def _library_engine(path: Path, family: str, n_threads: int):
+    """(name, raw-score function) of the source library, or None when it cannot run here."""
+    try:
+        if family == "lightgbm":
+            import lightgbm as lgb
+            booster = lgb.Booster(model_file=str(path))
+            return "lightgbm", lambda X: booster.predict(X, raw_score=True,
+                                                         num_threads=n_threads)
+        import xgboost as xgb
+        booster = xgb.Booster(model_file=str(path))
+        booster.set_param({"nthread": n_threads})
+        return "xgboost", lambda X: booster.inplace_predict(X, predict_type="margin")
+    except Exception:          # not installed, or it cannot read this file: not timed
+        return None
+
+
+def run(model_path, data=None, batches=(1, 100, 10_000), n_threads: int = 1,
+        repeat: int = 5, min_rows: int = 5000, label_column: int | None = None) -> str:
+    """The benchmark table as text (see the module docstring)."""
+    model = load(model_path)
+    family = model.ensemble.family
+    if data is None:
+        X = generated_rows(max(10_000, max(batches)), model.n_features)
+        what = f"{X.shape[0]} generated rows (uniform, 30% zeros)"
+    else:
+        fill = np.nan if family == "xgboost" else 0.0
+        X = np.ascontiguousarray(read_rows(data, model.n_features, fill, label_column),
+                                 dtype=np.float64)
+        what = f"{X.shape[0]} rows of {data}"
+    engines = [("quickscorer (default)", lambda Z: model.predict_raw(Z, n_threads=n_threads))]
+    for name in FAST:
+        if name in model.supported_algorithms():
+            engines.append((f"quickscorer[{name}]",
+                            lambda Z, a=name: model.predict_raw(Z, algorithm=a,
+                                                                n_threads=n_threads)))
+    lib = _library_engine(Path(model_path), family, n_threads)
+    if lib is not None:
+        engines.append(lib)
+    check = X[:2000]
+    ref = np.asarray((lib[1] if lib else engines[-1][1])(check), np.float64).reshape(
+        check.shape[0], -1)
+    agree = []
+    for _, fn in engines:
+        got = np.asarray(fn(check), np.float64).reshape(ref.shape)
+        agree.append("exact" if np.array_equal(got, ref)
+                     else f"max diff {float(np.max(np.abs(got - ref))):.2g}")
+    lines = [f"Model: {model_path} ({model.n_trees} trees, {model.n_features} features, "
+             f"{family}); data: {what}; {n_threads} thread(s)",
+             f"Machine: {machine()}",
+             f"Median of {repeat} interleaved runs after a warm-up, at least {min_rows} rows "
+             f"per run (batch 1: a twentieth)", "",
+             "| batch | engine | us/doc | vs the library | scores vs the library |",
+             "| ---: | --- | ---: | ---: | --- |"]
+    n = X.shape[0]
+    for batch in batches:
+        want = max(batch, min_rows // (20 if batch == 1 else 1))
+        calls = max(1, -(-want // batch))
+        slices = [np.ascontiguousarray(X[(k * batch) % max(1, n - batch + 1):][:batch])
+                  for k in range(calls)]
+        for _, fn in engines:
+            fn(slices[0])
+        runs: list[list[float]] = [[] for _ in engines]
+        for _ in range(repeat):
+            for e, (_, fn) in enumerate(engines):
+                t0 = time.perf_counter()
+                for s in slices:
+                    fn(s)
+                runs[e].append((time.perf_counter() - t0) / (calls * batch) * 1e6)
+        times = [statistics.median(r) for r in runs]
+        base = times[-1] if lib is not None else float("nan")
+        for (name, _), t, a in sorted(zip(engines, times, agree), key=lambda r: r[1]):
+            lines.append(f"| {batch} | {name} | {t:.2f} | {base / t:.2f}x | {a} |")
+    if lib is None:
+        lines.append("\n(LightGBM / XGBoost not installed or unable to read the file: not "
+                     "timed; scores compared with this library's quickscorer)")
+    return "\n".join(lines)
