@@ -37,16 +37,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{cpu}, {os.cpu_count()} logical cores, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}")
+    from quickscorer.bench import machine as described
+    return described()
 
 
 def time_engines(engines, X: np.ndarray, batch: int, repeat: int, min_rows: int,
