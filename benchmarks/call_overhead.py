@@ -1,0 +1,65 @@
+"""The fixed cost of a call: one-row ``predict`` on a one-tree model, where the work is
+nothing but argument handling and the kernel's entry.
+
+    python benchmarks/call_overhead.py                 # best and median of 7 rounds
+
+Times this library's default ``predict`` and ``predict_raw``, one named kernel, and the
+kernel called directly (no argument handling, what a lower bound of the Python side looks
+like), with LightGBM's ``Booster.predict`` on the same model as a reference.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import compare as C  # noqa: E402
+
+
+def main() -> int:
+    import lightgbm as lgb
+    import quickscorer
+    rng = np.random.default_rng(0)
+    X = rng.random((200, 8))
+    y = X[:, 0] + rng.normal(0, 0.1, 200)
+    booster = lgb.train({"objective": "regression", "num_leaves": 8, "verbose": -1,
+                         "min_data_in_leaf": 5}, lgb.Dataset(X, y), num_boost_round=1)
+    model = quickscorer.load(booster)
+    row = np.ascontiguousarray(X[:1])
+    alg = model.prepare("quickscorer")
+    out, other = np.empty((1, 1)), np.empty((0, 1), np.float32)
+    calls = {
+        "quickscorer predict (default)": lambda: model.predict(row),
+        "quickscorer predict_raw (default)": lambda: model.predict_raw(row),
+        "quickscorer predict_raw(algorithm='quickscorer')":
+            lambda: model.predict_raw(row, algorithm="quickscorer"),
+        "kernel called directly (Algorithm.predict_raw)": lambda: alg.predict_raw(
+            row, out, other, 1),
+        "lightgbm Booster.predict": lambda: booster.predict(row, num_threads=1),
+    }
+    n = 20_000
+    rounds: dict[str, list[float]] = {k: [] for k in calls}
+    for fn in calls.values():
+        fn()
+    for _ in range(7):
+        for name, fn in calls.items():
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            rounds[name].append((time.perf_counter() - t0) / n * 1e6)
+    print(f"one-row call on a one-tree model (8 leaves, 8 features), us per call, 7 "
+          f"interleaved rounds of {n} calls; {C.machine()}")
+    print("| call | best | median |")
+    print("| --- | ---: | ---: |")
+    for name, v in rounds.items():
+        print(f"| {name} | {min(v):.2f} | {statistics.median(v):.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
