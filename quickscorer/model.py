@@ -53,7 +53,7 @@ class Model:
         self._forest = Forest(forest_arrays(ensemble))
         self._lock = threading.Lock()
         self._prepared: dict[str, Algorithm] = {}
-        for name in (*autoselect.candidates(self.supported_algorithms()), *prepare):
+        for name in (*autoselect.candidates(self._supported()), *prepare):
             self.prepare(name)
 
     # -- set-up ---------------------------------------------------------------------------
@@ -73,10 +73,13 @@ class Model:
     def supported_algorithms(self) -> list[str]:
         """The algorithms that can score this model (all but ``rapidscorer`` score every
         model; ``Algorithm.unsupported`` says why one cannot)."""
-        got = self.__dict__.get("_supported")
+        return list(self._supported())
+
+    def _supported(self) -> tuple[str, ...]:
+        got = self.__dict__.get("_supported_names")
         if got is None:
-            got = self.__dict__["_supported"] = registry.supported(self.ensemble)
-        return list(got)
+            got = self.__dict__["_supported_names"] = tuple(registry.supported(self.ensemble))
+        return got
 
     def __reduce__(self):
         return (Model, (self.ensemble, tuple(n for n in self._prepared
@@ -107,7 +110,7 @@ class Model:
         """Facts about the model and the prepared layouts (sizes in bytes)."""
         d = self.ensemble.summary()
         d["default_algorithm"] = (f"{DEFAULT_ALGORITHM}: "
-                                  f"{autoselect.describe(self.supported_algorithms())}")
+                                  f"{autoselect.describe(self._supported())}")
         rs = self._prepared.get("rapidscorer")
         if rs is not None:
             d["rapidscorer_instruction_set"] = rs.isa_name
@@ -127,7 +130,7 @@ class Model:
         X = as_rows(self.ensemble, X)
         n_threads = autoselect.threads_for(X.shape[0], _resolve_threads(n_threads))
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
-            algorithm = autoselect.choose(self.supported_algorithms(), X.shape[0], n_threads)
+            algorithm = autoselect.choose(self._supported(), X.shape[0], n_threads)
         return X, self.prepare(algorithm), n_threads
 
     # -- part of the ensemble ---------------------------------------------------------------

@@ -21,7 +21,7 @@ from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name
 from .qs import shared_layout
-from .rs_layout import block_starts_for, rapidscorer_arrays, unsupported
+from .rs_layout import block_starts_for, rapidscorer_arrays, tree_bytes, unsupported
 
 #: bytes of bitvector rows per tree block and group (the block's rows stay in L1/L2 while
 #: the group's segments are scanned); $QUICKSCORER_RS_BLOCK_BYTES overrides it
@@ -72,8 +72,7 @@ class RapidScorer(Algorithm):
         self.lanes = int(_rapidscorer.lanes_of(self.isa))
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
                             or DEFAULT_BLOCK_BYTES)
-        n_bytes = np.maximum(1, (np.array([t.n_leaves for t in ens.trees]) + 7) // 8)
-        starts = block_starts_for(n_bytes, self.block_bytes, self.lanes)
+        starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
         self._arrays = rapidscorer_arrays(ens, qs, starts)
         for a in self._arrays.values():
             a.setflags(write=False)
@@ -108,4 +107,4 @@ class RapidScorer(Algorithm):
 _RAW = Algorithm.specialised(_rapidscorer.predict_raw)
 _LEAF = Algorithm.specialised(_rapidscorer.predict_leaf)
 
-__all__ = ["ISAS", "RapidScorer", "rs_isa_code"]
+__all__ = ["RapidScorer", "rs_isa_code"]

@@ -124,6 +124,11 @@ def _changed_bytes(word_byte: np.ndarray, masks: np.ndarray):
     return r, word_byte[r] + j, m8[r, j]
 
 
+def tree_bytes(ens: Ensemble) -> np.ndarray:
+    """Bytes of bitvector per tree and document: ceil(leaves / 8), at least 1."""
+    return np.maximum(1, (np.array([t.n_leaves for t in ens.trees], np.int64) + 7) // 8)
+
+
 def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.ndarray:
     """Consecutive trees whose byte rows for a group of ``lanes`` documents fit
     ``budget_bytes`` (a tree larger than the budget gets a block of its own)."""
@@ -143,8 +148,7 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
     F = ens.n_features
     n_seg = N_SEGMENT_KINDS * F
     n_trees = ens.n_trees
-    n_leaves = np.array([t.n_leaves for t in ens.trees], np.int64)
-    n_bytes = np.maximum(1, (n_leaves + 7) // 8)
+    n_bytes = tree_bytes(ens)
     tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
     np.cumsum(n_bytes, out=tree_byte_offsets[1:])
     block_starts = np.asarray(block_starts, np.int64)

@@ -23,9 +23,11 @@
 #include <stddef.h>
 #include <string.h>
 
-#define RS_ISA_SCALAR 0
-#define RS_ISA_AVX2 1
-#define RS_ISA_AVX512 2
+#include "vqs_simd.h"   /* qs_isa_available: one CPU detection for both scans */
+
+#define RS_ISA_SCALAR QS_ISA_SCALAR
+#define RS_ISA_AVX2 QS_ISA_AVX2
+#define RS_ISA_AVX512 QS_ISA_AVX512
 #define RS_MAX_LANES 64
 
 typedef struct {
@@ -234,20 +236,16 @@ static inline int rs_rank_avx512(const double* piv, const double* bkt, double x,
          + __builtin_popcount(_mm512_cmp_pd_mask(_mm512_loadu_pd(b + 8), xb, _CMP_LT_OQ));
 }
 
+/* the CPU checks of vqs_simd.h, plus AVX512BW for the byte-wise AVX-512 path */
 static inline int rs_isa_available(int isa)
 {
-    __builtin_cpu_init();
-    if (isa == RS_ISA_SCALAR)
-        return 1;
-    if (isa == RS_ISA_AVX2)
-        return __builtin_cpu_supports("avx2");
     if (isa == RS_ISA_AVX512)
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-    return 0;
+        return qs_isa_available(QS_ISA_AVX512) && __builtin_cpu_supports("avx512bw");
+    return qs_isa_available(isa);
 }
 #else
 #define RS_HAVE_X86 0
-static inline int rs_isa_available(int isa) { return isa == RS_ISA_SCALAR; }
+static inline int rs_isa_available(int isa) { return qs_isa_available(isa) && isa != RS_ISA_AVX512; }
 #endif
 
 /* The scans of one tree block for one group: segment j of the block starts at entry
