@@ -31,7 +31,6 @@ cdef extern from "quickscorer/rs_simd.h":
         uint8_t thr
         uint8_t mask
     enum:
-        RS_MAX_LANES
         RS_ISA_AVX2
         RS_ISA_AVX512
     int rs_lanes(int isa) noexcept nogil

@@ -28,7 +28,6 @@
 #define RS_ISA_SCALAR QS_ISA_SCALAR
 #define RS_ISA_AVX2 QS_ISA_AVX2
 #define RS_ISA_AVX512 QS_ISA_AVX512
-#define RS_MAX_LANES 64
 
 typedef struct {
     uint32_t byte;   /* the byte row, relative to the tree block */
