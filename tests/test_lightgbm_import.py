@@ -625,11 +625,17 @@ def _break(text: str, how: str) -> tuple[str, str]:
     """A damaged copy of ``text`` and a regex its error message must match."""
     thr = _field(text, 1, "threshold")
     left = _field(text, 1, "left_child")
+    n_trees = text.count("\nTree=")
     n_leaves = int(_field(text, 1, "num_leaves")[0])
     edits = {
         "truncated": (text[: len(text) // 2], "truncated|end of trees|tree"),
         "truncated_in_tree": (text[: text.index("Tree=1") + 60], r"tree 1"),
-        "no_end_of_trees": (text.replace("end of trees", ""), "end of trees"),
+        "trees_missing": (text[: text.index(f"Tree={n_trees - 1}")]
+                          + text[text.index("end of trees"):], "tree_sizes declares"),
+        "no_trailer_no_tree_sizes": (
+            _with_header(text, "tree_sizes", None)[
+                : _with_header(text, "tree_sizes", None).index("end of trees")],
+            "end of trees.*truncated"),
         "missing_leaf_value": (_edit_tree_field(text, 1, "leaf_value", None),
                                r"tree 1: .*leaf_value"),
         "missing_left_child": (_edit_tree_field(text, 1, "left_child", None),
@@ -699,7 +705,8 @@ def _break(text: str, how: str) -> tuple[str, str]:
     return edits[how]
 
 
-BREAKS = ["truncated", "truncated_in_tree", "no_end_of_trees", "missing_leaf_value",
+BREAKS = ["truncated", "truncated_in_tree", "trees_missing", "no_trailer_no_tree_sizes",
+          "missing_leaf_value",
           "missing_left_child", "missing_decision_type", "missing_num_cat", "short_threshold",
           "long_leaf_value", "non_numeric_threshold", "two_dots", "nan_threshold",
           "infinite_threshold", "float_child", "child_out_of_range", "leaf_out_of_range",
@@ -708,6 +715,22 @@ BREAKS = ["truncated", "truncated_in_tree", "no_end_of_trees", "missing_leaf_val
           "bigger_num_leaves", "negative_num_leaves", "zero_num_leaves", "negative_num_cat",
           "tree_numbering", "unknown_objective", "no_max_feature_idx", "feature_names_count",
           "num_class_mismatch", "not_a_model", "empty", "header_only", "no_trees"]
+
+
+def test_trees_end_where_lightgbm_4_ends_them():
+    """Without 'end of trees' (LightGBM 2.0 / 2.1 files, or a line removed), the trees end at
+    the next section, or at the end of the text when tree_sizes says every tree is there;
+    LightGBM reads all of these, with the same scores."""
+    booster, X = _trained("regression")[:2]
+    text = booster.model_to_string()
+    want = booster.predict(X, raw_score=True)
+    no_end = text.replace("end of trees\n", "")
+    assert "end of trees" not in no_end
+    only_trees = text[: text.index("end of trees")]
+    for variant in (no_end, only_trees):
+        got = quickscorer.load(variant).predict(X, raw_score=True)
+        assert np.array_equal(got, want)
+        assert np.array_equal(got, lgb.Booster(model_str=variant).predict(X, raw_score=True))
 
 
 @pytest.mark.parametrize("how", BREAKS)

@@ -63,6 +63,11 @@ _IDENTITY_OBJECTIVES = frozenset({
 _SQRT_OBJECTIVES = frozenset({"regression", "regression_l1", "fair", "quantile", "mape"})
 _EXP_OBJECTIVES = frozenset({"poisson", "gamma", "tweedie"})
 
+# Sections that may follow the last tree: LightGBM 2.2 and later write 'end of trees' first;
+# 2.0 and 2.1 go straight to the feature importances.
+_TRAILER_SECTIONS = ("feature importances:", "feature_importances:", "parameters:",
+                     "pandas_categorical:")
+
 
 def looks_like_lightgbm_text(data: bytes | str) -> bool:
     """Whether ``data`` starts like a LightGBM text model (a ``tree`` line, then ``key=value``).
@@ -182,20 +187,31 @@ class _Parser:
     def parse(self) -> Ensemble:
         header = self._header()
         n_features = header["n_features"]
+        declared = header["tree_sizes"]
         trees = []
+        # The trees are the Tree= blocks after the header; they end at the first other line,
+        # as LightGBM 4 reads them: 'end of trees' (LightGBM >= 2.2) or, in files written by
+        # 2.0 / 2.1, the section that follows the trees directly.
         while True:
             self._skip_blank()
             line = self._next_line()
             if line is None:
+                if declared is not None and len(trees) == len(declared):
+                    ended_by = None
+                    break   # every tree that tree_sizes declares is here
                 raise ModelFormatError(
                     f"LightGBM model: the text ends after {len(trees)} trees without the "
-                    f"'end of trees' line (truncated file?)")
-            if line.strip() == "end of trees":
+                    f"'end of trees' line" + (
+                        f" (tree_sizes declares {len(declared)})" if declared is not None
+                        else "") + " (truncated file?)")
+            stripped = line.strip()
+            if stripped == "end of trees" or stripped.startswith(_TRAILER_SECTIONS):
+                ended_by = stripped
                 break
             if not line.startswith("Tree="):
                 raise ModelFormatError(
-                    f"LightGBM model: line {self.pos}: expected 'Tree={len(trees)}' or "
-                    f"'end of trees', found {line[:40]!r}")
+                    f"LightGBM model: line {self.pos}: expected 'Tree={len(trees)}', "
+                    f"'end of trees' or a section after the trees, found {line[:40]!r}")
             self.where = f"tree {len(trees)}"
             index = line[len("Tree="):].strip()
             if index != str(len(trees)):
@@ -203,6 +219,10 @@ class _Parser:
                     f"LightGBM model: line {self.pos}: tree {len(trees)} is labelled "
                     f"{line[:40]!r} (trees must be numbered 0, 1, 2, ... in order)")
             trees.append(self._tree(len(trees), n_features))
+        if trees and declared is not None and len(trees) != len(declared):
+            raise ModelFormatError(
+                f"LightGBM model: tree_sizes declares {len(declared)} trees but the text "
+                f"holds {len(trees)} (truncated or edited file?)")
 
         self.where = "model"
         k = header["n_outputs"]
@@ -227,7 +247,8 @@ class _Parser:
             source={
                 "library": "lightgbm",
                 "version": header["version"],
-                "format": "text",
+                "format": ("text" if ended_by == "end of trees" else
+                           "text without 'end of trees' (LightGBM 2.0 / 2.1 layout)"),
                 "objective": header["objective"],
             },
         )
@@ -245,7 +266,8 @@ class _Parser:
         average_output = False
         while True:
             line = self._peek()
-            if line is None or line.startswith("Tree=") or line.strip() == "end of trees":
+            if (line is None or line.startswith("Tree=") or line.strip() == "end of trees"
+                    or line.strip().startswith(_TRAILER_SECTIONS)):
                 break
             self.pos += 1
             if not line.strip():
@@ -297,6 +319,15 @@ class _Parser:
                     f"LightGBM model header: {len(infos)} feature_infos for {n_features} "
                     f"features")
 
+        tree_sizes = None
+        if "tree_sizes" in values:
+            sizes = values["tree_sizes"]
+            if sizes and not _INT_LIST.fullmatch(sizes):
+                raise ModelFormatError(
+                    f"LightGBM model header: tree_sizes {sizes[:40]!r} is not a list of "
+                    f"integers")
+            tree_sizes = sizes.split()
+
         objective = values.get("objective")
         transform, params = _objective_transform(objective, k)
         return {
@@ -308,6 +339,7 @@ class _Parser:
             "transform": transform,
             "transform_params": params,
             "average_output": average_output,
+            "tree_sizes": tree_sizes,
         }
 
     # -- one tree --------------------------------------------------------------------------
@@ -319,7 +351,8 @@ class _Parser:
             line = self._peek()
             if line is None or not line.strip():
                 break
-            if line.startswith("Tree=") or line.strip() == "end of trees":
+            if (line.startswith("Tree=") or line.strip() == "end of trees"
+                    or line.strip().startswith(_TRAILER_SECTIONS)):
                 break
             self.pos += 1
             if "=" not in line:
