@@ -1,7 +1,7 @@
 """quickscorer: exact, fast CPU scoring of LightGBM and XGBoost tree ensembles.
 
 >>> import quickscorer
->>> model = quickscorer.load("model.txt")          # LightGBM text, XGBoost JSON/UBJSON, Booster
+>>> model = quickscorer.load("model.txt")   # LightGBM text, XGBoost JSON/UBJSON/binary, Booster
 >>> scores = model.predict(X)                       # same numbers as the training library
 
 The package follows the data: ``importers/`` (one per source format) -> ``ir/`` (the neutral
@@ -13,10 +13,11 @@ from .errors import InputError, ModelFormatError
 from .ir import Ensemble, LinearLeaves, Tree
 from .model import Model
 from .loading import load, load_ensemble
+from .export import to_xgboost_json
 from .algorithms.registry import available as available_algorithms
 
 __version__ = "0.1.0"
 __all__ = [
     "Ensemble", "InputError", "LinearLeaves", "Model", "ModelFormatError", "Tree",
-    "available_algorithms", "load", "load_ensemble", "__version__",
+    "available_algorithms", "load", "load_ensemble", "to_xgboost_json", "__version__",
 ]

@@ -1,4 +1,4 @@
-"""The ``quickscorer`` command: ``info``, ``score``, ``bench``, ``demo``."""
+"""The ``quickscorer`` command: ``info``, ``score``, ``convert``, ``bench``, ``demo``."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,7 @@ import numpy as np
 from . import bench
 from .algorithms import registry
 from .errors import InputError, ModelFormatError
+from .export import to_xgboost_json
 from .inputs.files import read_rows
 from .loading import load
 
@@ -44,6 +45,12 @@ def demo_files():
     """Paths of the bundled demo model and queries (package data)."""
     base = resources.files("quickscorer") / "data"
     return base / "demo_model.txt", base / "demo_queries.npz"
+
+
+def _convert(args) -> int:
+    to_xgboost_json(args.model, args.output)
+    print(f"wrote {args.output} (XGBoost JSON)")
+    return 0
 
 
 def _dcg(labels: np.ndarray, k: int) -> float:
@@ -112,7 +119,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("info", help="describe a model: source, objective, trees, leaves, depth")
-    p.add_argument("model", help="LightGBM text model or XGBoost JSON/UBJSON file")
+    p.add_argument("model", help="LightGBM text model or XGBoost JSON / UBJSON / legacy binary "
+                                 "file")
     p.add_argument("--algorithm", help="also prepare this algorithm and report its layout size")
     p.set_defaults(func=_info)
 
@@ -127,6 +135,12 @@ def main(argv=None) -> int:
                    help="CSV/TSV: drop this column (the label) before scoring")
     p.add_argument("-o", "--output", help="write scores here instead of standard output")
     p.set_defaults(func=_score)
+
+    p = sub.add_parser("convert", help="write an XGBoost model (legacy binary, UBJSON, JSON) "
+                                       "as XGBoost JSON, which today's XGBoost loads")
+    p.add_argument("model", help="XGBoost model file (legacy binary .model/.bin, .ubj, .json)")
+    p.add_argument("output", help="the JSON file to write")
+    p.set_defaults(func=_convert)
 
     p = sub.add_parser("bench", help="time your model on your rows (or generated ones) "
                                      "against LightGBM / XGBoost")

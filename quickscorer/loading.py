@@ -27,8 +27,8 @@ def _read(path: Path) -> bytes:
 def load_ensemble(source, *, format: str | None = None) -> Ensemble:
     """The neutral :class:`Ensemble` of a LightGBM or XGBoost model.
 
-    ``source`` may be a path, a LightGBM model string, JSON text, JSON or UBJSON bytes, a
-    parsed JSON dict, a ``lightgbm.Booster`` or an ``xgboost.Booster``. ``format`` forces
+    ``source`` may be a path, a LightGBM model string, JSON text, JSON, UBJSON or XGBoost
+    legacy binary bytes, a parsed JSON dict, a ``lightgbm.Booster`` or an ``xgboost.Booster``. ``format`` forces
     ``"lightgbm"`` or ``"xgboost"``; otherwise it is detected from the content.
     """
     if isinstance(source, Ensemble):
@@ -66,7 +66,8 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
         return xgb_imp.load_xgboost(data)
     if lgb_imp.looks_like_lightgbm_text(raw):
         return lgb_imp.load_lightgbm(raw.decode("utf-8", "replace"))
-    raise ModelFormatError("not a LightGBM text model nor an XGBoost JSON/UBJSON model "
+    raise ModelFormatError("not a LightGBM text model nor an XGBoost JSON, UBJSON or legacy "
+                           "binary model "
                            f"(starts with {raw[:16]!r})")
 
 

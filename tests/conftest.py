@@ -84,3 +84,25 @@ def run_kernel(alg, ens, X, n_threads=1):
     leaves = np.empty((X.shape[0], ens.n_trees), np.int32)
     alg.predict_leaf(X, leaves, n_threads)
     return out, leaves
+
+
+#: the kinds of damage :func:`damaged` does
+DAMAGES = ["flip", "truncate", "delete", "insert", "byte"]
+
+
+def damaged(raw: bytes, pos: float, kind: str, byte: int) -> bytes:
+    """``raw`` with one damage at relative position ``pos`` (0 <= pos < 1): a flipped bit, the
+    rest cut off, a byte deleted, ``byte`` inserted, or a byte set to ``byte``."""
+    out = bytearray(raw)
+    i = int(pos * len(out))
+    if kind == "flip":
+        out[i] ^= 1 << (byte % 8)
+    elif kind == "truncate":
+        del out[i:]
+    elif kind == "delete":
+        del out[i]
+    elif kind == "insert":
+        out.insert(i, byte)
+    else:
+        out[i] = byte
+    return bytes(out)

@@ -17,7 +17,7 @@ from quickscorer.errors import ModelFormatError
 from quickscorer.importers.ubjson import decode_ubjson
 from quickscorer.importers.xgboost import load_xgboost, looks_like_xgboost
 
-from conftest import scoring_algorithms
+from conftest import DAMAGES, damaged, scoring_algorithms
 
 xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
 
@@ -422,21 +422,12 @@ def _valid_sources():
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(which=st.sampled_from([0, 1]), pos=st.floats(0, 1, exclude_max=True),
-       kind=st.sampled_from(["flip", "truncate", "delete", "insert", "digit"]),
-       byte=st.integers(0, 255))
+       kind=st.sampled_from(DAMAGES + ["digit"]), byte=st.integers(0, 255))
 def test_random_damage_raises_only_model_format_error(which, pos, kind, byte):
-    raw = bytearray(_valid_sources()[which])
-    i = int(pos * len(raw))
-    if kind == "flip":
-        raw[i] ^= 1 << (byte % 8)
-    elif kind == "truncate":
-        del raw[i:]
-    elif kind == "delete":
-        del raw[i]
-    elif kind == "insert":
-        raw.insert(i, byte)
-    else:  # change a digit in the JSON text / a byte in the UBJSON
-        raw[i] = ord("0") + byte % 10 if which == 0 else byte
+    raw = _valid_sources()[which]
+    if kind == "digit":    # a digit changed in the JSON text
+        kind, byte = ("byte", ord("0") + byte % 10) if which == 0 else ("byte", byte)
+    raw = damaged(raw, pos, kind, byte)
     try:
         ens = load_xgboost(bytes(raw))
     except ModelFormatError:

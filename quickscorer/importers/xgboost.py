@@ -1,4 +1,5 @@
-"""XGBoost JSON and UBJSON models (1.x, 2.x, 3.x) -> :class:`Ensemble`, without xgboost.
+"""XGBoost JSON and UBJSON models (1.x, 2.x, 3.x) and legacy binary models (0.x to 2.0) ->
+:class:`Ensemble`, without xgboost.
 
 The scoring rules are in ``SEMANTICS.md``. Normalisation to the neutral IR:
 
@@ -27,14 +28,18 @@ from ..ir.ensemble import MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, Ensembl
 from .._transforms import xgb_prob_to_margin
 from ..errors import ModelFormatError
 from .ubjson import decode_ubjson
+from .xgboost_binary import decode_xgboost_binary, looks_like_xgboost_binary
 
-__all__ = ["load_xgboost", "looks_like_xgboost"]
+__all__ = ["load_xgboost", "looks_like_xgboost", "xgboost_document"]
 
 #: refuse to read model files larger than this (a corrupt size, not a model)
 MAX_MODEL_BYTES = 4 << 30
 MAX_TREES = 1 << 24
 MAX_OUTPUTS = 1 << 16
 MAX_FEATURES = (1 << 31) - 1
+#: split index of a node XGBoost's pruner deleted (its ``kDeletedNodeMarker`` without the
+#: default-left bit)
+_DELETED_SPLIT_INDEX = (1 << 31) - 1
 
 # objective -> (ProbToMargin of base_score, output transform)
 _OBJECTIVES = {
@@ -59,9 +64,10 @@ _OBJECTIVES = {
 
 
 def looks_like_xgboost(raw: bytes) -> bool:
-    """Whether ``raw`` starts like an XGBoost JSON or UBJSON model (cheap, no validation)."""
+    """Whether ``raw`` starts like an XGBoost JSON, UBJSON or legacy binary model (cheap, no
+    validation)."""
     head = bytes(raw[:512]).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head.startswith(b"{") and b"learner" in head
+    return (head.startswith(b"{") and b"learner" in head) or looks_like_xgboost_binary(raw)
 
 
 def load_xgboost(source: Any) -> Ensemble:
@@ -70,8 +76,9 @@ def load_xgboost(source: Any) -> Ensemble:
     Parameters
     ----------
     source : dict, str, bytes, os.PathLike or xgboost.Booster
-        A parsed JSON model, JSON text, JSON or UBJSON bytes, a path to a ``.json`` /
-        ``.ubj`` file, or an ``xgboost.Booster`` (or scikit-learn estimator).
+        A parsed JSON model, JSON text, JSON, UBJSON or legacy binary bytes, a path to a
+        ``.json`` / ``.ubj`` / legacy binary (``.model``, ``.bin``) file, or an
+        ``xgboost.Booster`` (or scikit-learn estimator).
 
     Raises
     ------
@@ -79,7 +86,7 @@ def load_xgboost(source: Any) -> Ensemble:
         If the model is malformed (the message names the tree and field) or uses something
         this library does not score (vector-leaf trees, gblinear, an unknown objective).
     """
-    doc, fmt = _document(source)
+    doc, fmt = xgboost_document(source)
     where = "XGBoost model"
     try:
         return _build(doc, fmt)
@@ -93,7 +100,10 @@ def load_xgboost(source: Any) -> Ensemble:
 # --------------------------------------------------------------------------------------------
 # source -> parsed document
 
-def _document(source: Any) -> tuple[dict, str]:
+def xgboost_document(source: Any) -> tuple[dict, str]:
+    """``(document, format)``: the model as XGBoost's JSON document (parsed JSON or UBJSON,
+    or decoded from the legacy binary format) and the format it was read from: ``"json"``,
+    ``"ubj"``, ``"legacy binary"`` or ``"dict"``. Takes what :func:`load_xgboost` takes."""
     if hasattr(source, "get_booster"):            # XGBModel (scikit-learn API)
         source = source.get_booster()
     if hasattr(source, "save_raw"):               # xgboost.Booster, without importing xgboost
@@ -120,6 +130,9 @@ def _document(source: Any) -> tuple[dict, str]:
 
 
 def _parse_bytes(data: bytes) -> tuple[dict, str]:
+    if looks_like_xgboost_binary(data):
+        doc, _about = decode_xgboost_binary(data)
+        return doc, "legacy binary"
     head = data.lstrip(b"\xef\xbb\xbf \t\r\n")
     # JSON text opens with '{' then whitespace, a quote or '}'; UBJSON's '{' is followed by
     # a length marker of the first key, or by '$' / '#'.
@@ -130,7 +143,8 @@ def _parse_bytes(data: bytes) -> tuple[dict, str]:
             raise ModelFormatError(f"XGBoost JSON model is not UTF-8 text: {exc}") from None
         return _parse_json(text), "json"
     if head[:1] != b"{":
-        raise ModelFormatError(f"not an XGBoost JSON or UBJSON model (starts with {data[:8]!r})")
+        raise ModelFormatError(f"not an XGBoost JSON, UBJSON or legacy binary model (starts "
+                               f"with {data[:8]!r})")
     doc = decode_ubjson(head)
     return doc, "ubj"
 
@@ -238,6 +252,8 @@ def _build(doc: dict, fmt: str) -> Ensemble:
     version = doc.get("version")
     version_str = (".".join(str(int(v)) for v in version)
                    if isinstance(version, (list, np.ndarray)) and len(version) == 3 else "?")
+    if fmt == "legacy binary":   # it records major.minor only, and nothing before 1.0
+        version_str = version_str.rsplit(".", 1)[0] if version is not None else "< 1.0"
 
     lmp = _get(learner, "learner_model_param", f"{where}: learner")
     w = f"{where}: learner_model_param"
@@ -409,6 +425,24 @@ def _tree(t: int, raw: Any, n_features: int):
         for node in missing.tolist():
             categories[int(node)] = np.zeros(0)   # an empty list: every category goes left
 
+    # Nodes that XGBoost's pruner deleted (leaves marked by the largest split index with the
+    # default-left bit) stay in the arrays, unreachable: leave them out, keeping the ids.
+    # (tree_param.num_deleted is not checked: XGBoost 1.0's JSON writes 0 there.)
+    keep = None
+    deleted = leaf & (feature == _DELETED_SPLIT_INDEX) & default_left
+    if deleted.any():
+        if deleted[0]:
+            raise ModelFormatError(f"{where}: the root is marked deleted")
+        keep = ~deleted
+        new_index = np.cumsum(keep) - 1
+        for child in (left, right):
+            inside = (child >= 0) & (child < n)
+            if deleted[child[inside]].any():
+                node = int(np.flatnonzero(inside)[deleted[child[inside]]][0])
+                raise ModelFormatError(f"{where}: node {node} has a deleted child")
+        left = np.where((left >= 0) & (left < n), new_index[np.clip(left, 0, n - 1)], left)
+        right = np.where((right >= 0) & (right < n), new_index[np.clip(right, 0, n - 1)], right)
+
     # IR: listed categories go left; XGBoost sends them right. Swap those children.
     ir_left = np.where(is_cat, right, left)
     ir_right = np.where(is_cat, left, right)
@@ -426,8 +460,15 @@ def _tree(t: int, raw: Any, n_features: int):
         node = int(np.flatnonzero((feature < 0) | (feature >= n_features))[0])
         raise ModelFormatError(f"{where}: node {node}: split_indices = {int(feature[node])} "
                                f"is outside [0, {n_features})")
+    source_id = np.arange(n)
+    if keep is not None:
+        ir_left, ir_right, feature, threshold, ir_default_left, is_cat, value, source_id = (
+            a[keep] for a in (ir_left, ir_right, feature, threshold, ir_default_left, is_cat,
+                              value, source_id))
+        new_index = np.cumsum(keep) - 1
+        categories = {int(new_index[node]): cats for node, cats in categories.items()}
     return build_tree(
         left=ir_left, right=ir_right, root=0, feature=feature, threshold=threshold,
-        default_left=ir_default_left, missing_type=np.full(n, MISSING_NAN),
+        default_left=ir_default_left, missing_type=np.full(source_id.size, MISSING_NAN),
         is_categorical=is_cat, categories=categories, value=value,
-        source_id=np.arange(n), n_features=n_features, where=where)
+        source_id=source_id, n_features=n_features, where=where)
