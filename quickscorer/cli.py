@@ -68,7 +68,7 @@ def _demo(args) -> int:
     info = model.info()
     print(f"quickscorer demo: a LightGBM {info['objective']!r} model, {info['n_trees']} trees, "
           f"up to {info['max_leaves']} leaves, {info['n_features']} features "
-          f"(loaded and prepared in {load_ms:.1f} ms)")
+          f"(loaded in {load_ms:.1f} ms)")
     print(f"scoring {X.shape[0]} documents in {np.unique(qid).size} queries\n")
     scores = model.predict(X)
     ndcgs = []

@@ -10,7 +10,7 @@ import numpy as np
 from ._forest import Forest
 from ._transforms import apply_transform
 from .algorithms import autoselect, registry
-from .algorithms.base import Algorithm
+from .algorithms.base import Algorithm, distinct_bytes
 from .algorithms.forest import forest_arrays
 from .errors import InputError
 from .inputs.arrays import as_rows
@@ -37,24 +37,32 @@ class Model:
     """A tree ensemble ready to score.
 
     Immutable once built and safe to share between threads: scoring calls release the GIL
-    and allocate their own scratch space. Layouts for algorithms other than the default are
-    built on first use, under a lock.
+    and allocate their own scratch space. An algorithm's layout is built when a call first
+    needs it (under a lock), so a model holds only the layouts its calls use; a service that
+    wants no first-call delay names them in ``prepare`` (``"auto"``: every algorithm the
+    default ``predict`` may pick for this model).
 
     Parameters
     ----------
     ensemble : Ensemble
         The neutral model, as returned by an importer.
     prepare : sequence of str, optional
-        Algorithms whose layouts to build now rather than on first use.
+        Algorithms whose layouts to build now rather than on first use; ``"auto"`` stands
+        for those the automatic choice may run.
     """
 
     def __init__(self, ensemble: Ensemble, prepare: tuple[str, ...] = ()):
         self.ensemble = ensemble
-        self._forest = Forest(forest_arrays(ensemble))
+        self._forest_arrays = forest_arrays(ensemble)
+        self._forest = Forest(self._forest_arrays)
         self._lock = threading.Lock()
         self._prepared: dict[str, Algorithm] = {}
-        for name in (*autoselect.candidates(self._supported()), *prepare):
-            self.prepare(name)
+        if isinstance(prepare, str):
+            prepare = (prepare,)
+        for name in prepare:
+            for one in (autoselect.candidates(self._supported()) if name == DEFAULT_ALGORITHM
+                        else (name,)):
+                self.prepare(one)
 
     # -- set-up ---------------------------------------------------------------------------
     def prepare(self, algorithm: str):
@@ -82,8 +90,8 @@ class Model:
         return got
 
     def __reduce__(self):
-        return (Model, (self.ensemble, tuple(n for n in self._prepared
-                                             if n not in autoselect.CANDIDATES)))
+        # the copy prepares the layouts this one had built
+        return (Model, (self.ensemble, tuple(self._prepared)))
 
     # -- facts ----------------------------------------------------------------------------
     @property
@@ -118,7 +126,32 @@ class Model:
         if vqs is not None:
             d["vqs_instruction_set"] = vqs.isa_name
         d["layout_bytes"] = {name: alg.nbytes for name, alg in self._prepared.items()}
+        d.update(self.memory())
         return d
+
+    def memory(self) -> dict[str, Any]:
+        """The bytes of numpy memory this model holds: ``total_bytes`` (each buffer once) and
+        ``bytes`` per part: ``ensemble`` (the neutral model's arrays), ``forest`` (leaf
+        values and groups every kernel reads, beyond the ensemble's own), then each prepared
+        algorithm's layout beyond what earlier parts hold (``vqs`` shares ``quickscorer``'s
+        layout and adds its tree blocks). Per-thread scratch rows and Python objects are not
+        counted; the README says how to read it."""
+        e = self.ensemble
+        parts = {
+            "ensemble": [a for a in e.trees.arrays.values() if isinstance(a, np.ndarray)]
+            + [a for a in (e.tree_group, e.base_score, e.tree_weight)
+               if isinstance(a, np.ndarray)],
+            "forest": [a for a in self._forest_arrays.values() if isinstance(a, np.ndarray)],
+        }
+        for name, alg in self._prepared.items():
+            parts[name] = alg.held_arrays()
+        out: dict[str, int] = {}
+        held: list = []
+        for name, arrays in parts.items():
+            before = distinct_bytes(held)
+            held += arrays
+            out[name] = distinct_bytes(held) - before
+        return {"total_bytes": distinct_bytes(held), "bytes": out}
 
     def __repr__(self) -> str:
         e = self.ensemble

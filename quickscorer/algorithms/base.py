@@ -95,6 +95,26 @@ class Algorithm:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays().values() if isinstance(a, np.ndarray))
 
+    def held_arrays(self) -> list:
+        """Every array this algorithm keeps alive (its layout, and any copies cut from it),
+        for ``Model.info()``'s memory account; per-thread scratch is not included."""
+        return [a for a in self.arrays().values() if isinstance(a, np.ndarray)]
+
+
+def distinct_bytes(arrays) -> int:
+    """Bytes of the memory behind ``arrays``, each buffer counted once (views and shared
+    layouts count where their memory is owned)."""
+    seen: dict[int, int] = {}
+    for a in arrays:
+        owner = a
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        if owner.base is None:
+            seen[id(owner)] = owner.nbytes
+        else:   # memory owned by a non-numpy object (a buffer): count the view
+            seen[id(a)] = a.nbytes
+    return sum(seen.values())
+
 
 _RAW = Algorithm.specialised(_kernel.predict_raw)
 _LEAF = Algorithm.specialised(_kernel.predict_leaf)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelFormatError
-from ..ir.ensemble import Ensemble, Tree
+from ..ir.ensemble import Ensemble
 
 FAMILY_CODE = {"lightgbm": 0, "xgboost": 1}
 
@@ -18,11 +18,12 @@ FAMILY_CODE = {"lightgbm": 0, "xgboost": 1}
 MAX_CATEGORY_WORDS = 1 << 24
 
 
-def node_flags(tree: Tree) -> np.ndarray:
+def node_flags(is_categorical: np.ndarray, default_left: np.ndarray,
+               missing_type: np.ndarray) -> np.ndarray:
     """Per internal node: bit 0 categorical, bit 1 default left, bits 2-3 missing type."""
-    return (tree.is_categorical.astype(np.uint8)
-            | (tree.default_left.astype(np.uint8) << 1)
-            | (tree.missing_type.astype(np.uint8) << 2))
+    return (is_categorical.astype(np.uint8)
+            | (default_left.astype(np.uint8) << 1)
+            | (missing_type.astype(np.uint8) << 2))
 
 
 def category_bitset(cats: np.ndarray) -> np.ndarray:
@@ -39,63 +40,51 @@ def category_tables(ens: Ensemble) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
     Returns (offset, nwords) per global internal node and the words themselves.
     """
-    n_nodes = sum(t.n_internal for t in ens.trees)
+    packed = ens.trees.arrays
+    n_nodes = packed["feature"].shape[0]
     offset = np.zeros(n_nodes, np.int64)
     nwords = np.zeros(n_nodes, np.int64)
+    if packed["cat_offset"] is None:
+        return offset, nwords, np.zeros(1, np.uint32)
     chunks = []
     pos = 0
-    g = 0
-    for tree in ens.trees:
-        for n in np.flatnonzero(tree.is_categorical):
-            cats = tree.categories(int(n)).astype(np.int64)
-            if cats.size and int(cats.max()) // 32 + 1 + pos > MAX_CATEGORY_WORDS:
-                raise ModelFormatError(
-                    f"categorical splits need more than {MAX_CATEGORY_WORDS} bitset words "
-                    f"(largest category {int(cats.max())}); refusing an absurd model")
-            words = category_bitset(cats)
-            offset[g + n] = pos
-            nwords[g + n] = words.size
-            chunks.append(words)
-            pos += words.size
-        g += tree.n_internal
+    cat_offset, cat_values = packed["cat_offset"], packed["cat_values"]
+    for g in np.flatnonzero(packed["is_categorical"]).tolist():
+        cats = cat_values[cat_offset[g]:cat_offset[g + 1]].astype(np.int64)
+        if cats.size and int(cats.max()) // 32 + 1 + pos > MAX_CATEGORY_WORDS:
+            raise ModelFormatError(
+                f"categorical splits need more than {MAX_CATEGORY_WORDS} bitset words "
+                f"(largest category {int(cats.max())}); refusing an absurd model")
+        words = category_bitset(cats)
+        offset[g] = pos
+        nwords[g] = words.size
+        chunks.append(words)
+        pos += words.size
     words = np.concatenate(chunks) if chunks else np.zeros(1, np.uint32)
     return offset, nwords, words
 
 
 def forest_arrays(ens: Ensemble) -> dict:
-    """Leaf values, groups, weights, linear leaves and base scores for ``_forest.Forest``."""
-    leaf_counts = np.array([t.n_leaves for t in ens.trees], np.int64)
-    tree_leaf_offset = np.zeros(ens.n_trees + 1, np.int64)
-    np.cumsum(leaf_counts, out=tree_leaf_offset[1:])
-    leaf_value = np.concatenate([t.leaf_value for t in ens.trees]).astype(np.float64)
+    """Leaf values, groups, weights, linear leaves and base scores for ``_forest.Forest``:
+    views of the ensemble's own arrays where the types allow (no copy)."""
+    packed = ens.trees.arrays
+    leaf_value = packed["leaf_value"]
     a = {
         "family": FAMILY_CODE[ens.family],
         "n_features": ens.n_features,
         "tree_group": np.ascontiguousarray(ens.tree_group, np.int32),
         "tree_weight": (None if ens.tree_weight is None
                         else ens.tree_weight.astype(np.float32)),
-        "tree_leaf_offset": tree_leaf_offset,
-        "leaf_value": leaf_value,
-        "leaf_value_f32": leaf_value.astype(np.float32),
+        "tree_leaf_offset": np.ascontiguousarray(ens.trees.leaf_offset, np.int64),
+        "leaf_value": np.ascontiguousarray(leaf_value, np.float64),
+        # XGBoost models add float32 leaf values; LightGBM models never read them
+        "leaf_value_f32": (leaf_value.astype(np.float32) if ens.family == "xgboost" else None),
         "base_score": np.ascontiguousarray(ens.base_score, np.float64),
         "lin_offset": None, "lin_const": None, "lin_feature": None, "lin_coeff": None,
     }
     if ens.has_linear:
-        offs, consts, feats, coeffs = [np.zeros(1, np.int64)], [], [], []
-        base = 0
-        for t in ens.trees:
-            lin = t.linear
-            if lin is None:
-                consts.append(t.leaf_value)
-                offs.append(np.full(t.n_leaves, base, np.int64))
-            else:
-                consts.append(lin.const)
-                offs.append(lin.offsets[1:] + base)
-                feats.append(lin.feature)
-                coeffs.append(lin.coeff)
-                base += int(lin.offsets[-1])
-        a["lin_offset"] = np.concatenate(offs).astype(np.int64)
-        a["lin_const"] = np.concatenate(consts).astype(np.float64)
-        a["lin_feature"] = (np.concatenate(feats) if feats else np.zeros(0)).astype(np.int32)
-        a["lin_coeff"] = (np.concatenate(coeffs) if coeffs else np.zeros(0)).astype(np.float64)
+        a["lin_offset"] = np.ascontiguousarray(packed["lin_offset"], np.int64)
+        a["lin_const"] = np.ascontiguousarray(packed["lin_const"], np.float64)
+        a["lin_feature"] = np.ascontiguousarray(packed["lin_feature"], np.int32)
+        a["lin_coeff"] = np.ascontiguousarray(packed["lin_coeff"], np.float64)
     return a

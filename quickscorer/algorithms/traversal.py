@@ -14,25 +14,19 @@ def node_arrays(ens: Ensemble) -> dict:
     """The canonical node fields of all trees, concatenated in tree order, with
     ``node_offset`` (first node of each tree) and the category bitsets of categorical nodes:
     the node table of every kernel that evaluates nodes one at a time."""
-    node_offset = np.zeros(ens.n_trees + 1, np.int64)
-    np.cumsum([t.n_internal for t in ens.trees], out=node_offset[1:])
-
-    def cat(name, dtype):
-        parts = [getattr(t, name) for t in ens.trees]
-        return np.concatenate(parts).astype(dtype) if node_offset[-1] else np.zeros(0, dtype)
-
+    packed = ens.trees.arrays
     cat_offset, cat_nwords, cat_words = category_tables(ens)
+    flags = node_flags(packed["is_categorical"], packed["default_left"], packed["missing_type"])
     return {
-        "feature": cat("feature", np.int32),
-        "threshold": cat("threshold", np.float64),
-        "left": cat("left", np.int32),
-        "right": cat("right", np.int32),
-        "flags": (np.concatenate([node_flags(t) for t in ens.trees]) if node_offset[-1]
-                  else np.zeros(0, np.uint8)),
+        "feature": np.ascontiguousarray(packed["feature"], np.int32),
+        "threshold": np.ascontiguousarray(packed["threshold"], np.float64),
+        "left": np.ascontiguousarray(packed["left"], np.int32),
+        "right": np.ascontiguousarray(packed["right"], np.int32),
+        "flags": flags,
         "cat_offset": cat_offset,
         "cat_nwords": cat_nwords,
         "cat_words": cat_words,
-        "node_offset": node_offset,
+        "node_offset": np.ascontiguousarray(ens.trees.node_offset, np.int64),
     }
 
 

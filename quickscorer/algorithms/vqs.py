@@ -74,6 +74,7 @@ class VQuickScorer(QuickScorer):
             acc += c
         starts.append(ens.n_trees)
         self.tree_blocks = len(starts) - 1
+        self._block_arrays: list[dict] = []
         if self.tree_blocks == 1:
             return _vqs.BlockedLayout([self.layout], starts)
         layouts = []
@@ -84,8 +85,14 @@ class VQuickScorer(QuickScorer):
             arrays = quickscorer_arrays(sub)
             for arr in arrays.values():
                 arr.setflags(write=False)
+            self._block_arrays.append(arrays)
             layouts.append(_quickscorer.QSLayout(arrays, ens.n_features))
         return _vqs.BlockedLayout(layouts, starts)
+
+    def held_arrays(self) -> list:
+        """The shared QuickScorer layout and the layouts of the tree blocks."""
+        return super().held_arrays() + [a for arrays in self._block_arrays
+                                        for a in arrays.values() if isinstance(a, np.ndarray)]
 
     @property
     def isa_name(self) -> str:

@@ -162,25 +162,50 @@ class _Parser:
     """One pass over the lines of a model text; ``where`` tracks the part being read."""
 
     def __init__(self, text: str) -> None:
-        self.lines = text.split("\n")
+        # Lines are cut from the text one at a time (no list of every line: a 20,000-tree
+        # model has millions); ``pos`` counts the lines consumed, for messages.
+        self.text = text
+        self.off = 0          # where the current line starts in the text
         self.pos = 0
         self.where = "header"
+        self._cut: tuple[int, str, int] | None = None   # (offset, line, next offset)
 
     # -- lines ---------------------------------------------------------------------------
 
-    def _next_line(self) -> str | None:
-        if self.pos >= len(self.lines):
+    def _current(self) -> tuple[str, int] | None:
+        if self.off > len(self.text) or (self.off == len(self.text) and self.pos > 0
+                                          and not self.text.endswith("\n")):
             return None
-        line = self.lines[self.pos]
-        self.pos += 1
-        return line.rstrip("\r")
+        cut = self._cut
+        if cut is None or cut[0] != self.off:
+            end = self.text.find("\n", self.off)
+            end = len(self.text) if end < 0 else end
+            cut = self._cut = (self.off, self.text[self.off:end], end + 1)
+        return cut[1], cut[2]
+
+    def _advance(self) -> None:
+        got = self._current()
+        if got is not None:
+            self.off = got[1]
+            self.pos += 1
+
+    def _next_line(self) -> str | None:
+        got = self._current()
+        if got is None:
+            return None
+        self._advance()
+        return got[0].rstrip("\r")
 
     def _peek(self) -> str | None:
-        return self.lines[self.pos].rstrip("\r") if self.pos < len(self.lines) else None
+        got = self._current()
+        return None if got is None else got[0].rstrip("\r")
 
     def _skip_blank(self) -> None:
-        while self.pos < len(self.lines) and not self.lines[self.pos].strip():
-            self.pos += 1
+        while True:
+            got = self._current()
+            if got is None or got[0].strip():
+                return
+            self._advance()
 
     # -- whole model -----------------------------------------------------------------------
 
@@ -269,7 +294,7 @@ class _Parser:
             if (line is None or line.startswith("Tree=") or line.strip() == "end of trees"
                     or line.strip().startswith(_TRAILER_SECTIONS)):
                 break
-            self.pos += 1
+            self._advance()
             if not line.strip():
                 continue
             if "=" not in line:
@@ -354,7 +379,7 @@ class _Parser:
             if (line.startswith("Tree=") or line.strip() == "end of trees"
                     or line.strip().startswith(_TRAILER_SECTIONS)):
                 break
-            self.pos += 1
+            self._advance()
             if "=" not in line:
                 raise ModelFormatError(
                     f"{where}: line {self.pos}: expected 'field=values', found {line[:40]!r}")

@@ -15,8 +15,9 @@ sum -- is decided by the ensemble's ``family`` (``"lightgbm"`` or ``"xgboost"``)
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -331,6 +332,152 @@ def build_tree(
     )
 
 
+class PackedTrees(Sequence):
+    """All trees of an ensemble in a few flat arrays (struct of arrays), read-only.
+
+    Node fields of every tree lie one after the other in tree order (``node_offset[t]`` is
+    tree ``t``'s first node), leaf fields likewise (``leaf_offset``); categories are one list
+    per node (``cat_offset``, absent when no node is categorical) and linear leaves one term
+    range per leaf (``lin_offset``, absent without linear trees). A loaded model keeps these
+    arrays and no object per tree: ``trees[t]`` is a :class:`Tree` of views into them, made
+    when asked for (a slice is another :class:`PackedTrees` over the same memory).
+    """
+
+    NODE_FIELDS = (("feature", np.int32), ("threshold", np.float64), ("left", np.int32),
+                   ("right", np.int32), ("default_left", np.bool_),
+                   ("missing_type", np.uint8), ("is_categorical", np.bool_),
+                   ("node_source_id", np.int32))
+    LEAF_FIELDS = (("leaf_value", np.float64), ("leaf_source_id", np.int32))
+
+    def __init__(self, arrays: dict[str, np.ndarray | None]) -> None:
+        self.arrays = arrays
+        self.node_offset = arrays["node_offset"]
+        self.leaf_offset = arrays["leaf_offset"]
+
+    @classmethod
+    def pack(cls, trees: Sequence[Tree]) -> "PackedTrees":
+        """The packed form of a sequence of :class:`Tree` (itself if it is one already)."""
+        if isinstance(trees, PackedTrees):
+            return trees
+        trees = list(trees)
+        if not all(isinstance(t, Tree) for t in trees):
+            raise ModelFormatError("an ensemble's trees must be Tree objects")
+        n_int = np.fromiter((t.n_internal for t in trees), np.int64, len(trees))
+        n_leaf = np.fromiter((t.n_leaves for t in trees), np.int64, len(trees))
+        a: dict[str, np.ndarray | None] = {
+            "node_offset": _ro(np.concatenate([[0], np.cumsum(n_int)]).astype(np.int64)),
+            "leaf_offset": _ro(np.concatenate([[0], np.cumsum(n_leaf)]).astype(np.int64)),
+        }
+        for name, dtype in cls.NODE_FIELDS + cls.LEAF_FIELDS:
+            a[name] = _ro(np.concatenate([getattr(t, name) for t in trees] or
+                                         [np.zeros(0, dtype)]).astype(dtype, copy=False))
+        a["cat_offset"] = a["cat_values"] = None
+        if bool(a["is_categorical"].any()):
+            counts = np.concatenate([np.diff(t.cat_offsets) for t in trees])
+            a["cat_offset"] = _ro(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+            a["cat_values"] = _ro(np.concatenate([t.cat_values for t in trees]).astype(np.int32))
+        a["lin_tree"] = a["lin_const"] = a["lin_offset"] = None
+        a["lin_feature"] = a["lin_coeff"] = None
+        if any(t.linear is not None for t in trees):
+            terms = [np.diff(t.linear.offsets) if t.linear is not None
+                     else np.zeros(t.n_leaves, np.int64) for t in trees]
+            a["lin_tree"] = _ro(np.array([t.linear is not None for t in trees]))
+            a["lin_const"] = _ro(np.concatenate(
+                [t.linear.const if t.linear is not None else t.leaf_value for t in trees]))
+            a["lin_offset"] = _ro(np.concatenate([[0], np.cumsum(np.concatenate(terms))])
+                                  .astype(np.int64))
+            a["lin_feature"] = _ro(np.concatenate(
+                [t.linear.feature for t in trees if t.linear is not None]).astype(np.int32))
+            a["lin_coeff"] = _ro(np.concatenate(
+                [t.linear.coeff for t in trees if t.linear is not None]).astype(np.float64))
+        return cls(a)
+
+    def __len__(self) -> int:
+        return self.node_offset.shape[0] - 1
+
+    def __iter__(self):
+        for t in range(len(self)):
+            yield self._tree(t)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step != 1:
+                return [self._tree(t) for t in range(start, stop, step)]
+            return self._slice(start, max(start, stop))
+        t = int(key)
+        if t < 0:
+            t += len(self)
+        if not 0 <= t < len(self):
+            raise IndexError(f"tree {key} of {len(self)}")
+        return self._tree(t)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values() if isinstance(a, np.ndarray))
+
+    def _tree(self, t: int) -> Tree:
+        a = self.arrays
+        n0, n1 = int(self.node_offset[t]), int(self.node_offset[t + 1])
+        l0, l1 = int(self.leaf_offset[t]), int(self.leaf_offset[t + 1])
+        if a["cat_offset"] is None:
+            cat_offsets, cat_values = _NO_CATEGORY_OFFSETS[: n1 - n0 + 1], _NO_CATEGORIES
+            if cat_offsets.shape[0] < n1 - n0 + 1:
+                cat_offsets = _ro(np.zeros(n1 - n0 + 1, np.int64))
+        else:
+            c0, c1 = int(a["cat_offset"][n0]), int(a["cat_offset"][n1])
+            cat_offsets = _ro(a["cat_offset"][n0:n1 + 1] - c0)
+            cat_values = a["cat_values"][c0:c1]
+        linear = None
+        if a["lin_tree"] is not None and a["lin_tree"][t]:
+            k0, k1 = int(a["lin_offset"][l0]), int(a["lin_offset"][l1])
+            linear = LinearLeaves(const=a["lin_const"][l0:l1],
+                                  offsets=_ro(a["lin_offset"][l0:l1 + 1] - k0),
+                                  feature=a["lin_feature"][k0:k1], coeff=a["lin_coeff"][k0:k1])
+        nodes = {name: a[name][n0:n1] for name, _ in self.NODE_FIELDS}
+        leaves = {name: a[name][l0:l1] for name, _ in self.LEAF_FIELDS}
+        return Tree(**nodes, **leaves, cat_offsets=cat_offsets, cat_values=cat_values,
+                    linear=linear)
+
+    def _slice(self, start: int, stop: int) -> "PackedTrees":
+        a = self.arrays
+        n0, n1 = int(self.node_offset[start]), int(self.node_offset[stop])
+        l0, l1 = int(self.leaf_offset[start]), int(self.leaf_offset[stop])
+        out: dict[str, np.ndarray | None] = {
+            "node_offset": _ro(self.node_offset[start:stop + 1] - n0),
+            "leaf_offset": _ro(self.leaf_offset[start:stop + 1] - l0),
+        }
+        for name, _ in self.NODE_FIELDS:
+            out[name] = a[name][n0:n1]
+        for name, _ in self.LEAF_FIELDS:
+            out[name] = a[name][l0:l1]
+        out["cat_offset"] = out["cat_values"] = None
+        if a["cat_offset"] is not None:
+            c0, c1 = int(a["cat_offset"][n0]), int(a["cat_offset"][n1])
+            out["cat_offset"] = _ro(a["cat_offset"][n0:n1 + 1] - c0)
+            out["cat_values"] = a["cat_values"][c0:c1]
+        for name in ("lin_tree", "lin_const", "lin_offset", "lin_feature", "lin_coeff"):
+            out[name] = None
+        if a["lin_tree"] is not None:
+            k0, k1 = int(a["lin_offset"][l0]), int(a["lin_offset"][l1])
+            out["lin_tree"] = a["lin_tree"][start:stop]
+            out["lin_const"] = a["lin_const"][l0:l1]
+            out["lin_offset"] = _ro(a["lin_offset"][l0:l1 + 1] - k0)
+            out["lin_feature"] = a["lin_feature"][k0:k1]
+            out["lin_coeff"] = a["lin_coeff"][k0:k1]
+        return PackedTrees(out)
+
+    def __reduce__(self):
+        return (PackedTrees, ({k: (None if v is None else np.array(v))
+                              for k, v in self.arrays.items()},))
+
+
+_NO_CATEGORY_OFFSETS = np.zeros(1 << 12, np.int64)
+_NO_CATEGORY_OFFSETS.setflags(write=False)
+_NO_CATEGORIES = np.zeros(0, np.int32)
+_NO_CATEGORIES.setflags(write=False)
+
+
 @dataclass(frozen=True, eq=False)
 class Ensemble:
     """A tree ensemble in neutral form: what every layout and kernel reads.
@@ -341,7 +488,7 @@ class Ensemble:
     XGBoost).
     """
 
-    trees: tuple[Tree, ...]
+    trees: Sequence[Tree]        # kept as PackedTrees: flat arrays, a Tree view per access
     tree_group: np.ndarray       # int32[n_trees]: output of each tree
     n_outputs: int
     n_features: int
@@ -361,7 +508,8 @@ class Ensemble:
             raise ModelFormatError(f"unknown model family {self.family!r}")
         if self.transform not in TRANSFORMS:
             raise ModelFormatError(f"unknown output transform {self.transform!r}")
-        if not self.trees:
+        object.__setattr__(self, "trees", PackedTrees.pack(self.trees))
+        if not len(self.trees):
             raise ModelFormatError("the model has no trees")
         if self.n_outputs < 1:
             raise ModelFormatError(f"the model has {self.n_outputs} outputs")
@@ -393,7 +541,6 @@ class Ensemble:
                 raise ModelFormatError(
                     f"{len(names)} feature names for {self.n_features} features")
             object.__setattr__(self, "feature_names", names)
-        object.__setattr__(self, "trees", tuple(self.trees))
         # importers give the trees of an iteration, and their models are whole iterations; a
         # hand-built ensemble may leave it 0 (one tree per output, a partial last iteration)
         tpi = int(self.trees_per_iteration)
@@ -402,9 +549,11 @@ class Ensemble:
                 f"{len(self.trees)} trees are not whole iterations of {tpi} trees "
                 f"({self.n_outputs} outputs)")
         object.__setattr__(self, "trees_per_iteration", tpi or self.n_outputs)
-        for t, tree in enumerate(self.trees):
-            if tree.n_internal and int(tree.feature.max()) >= self.n_features:
-                raise ModelFormatError(f"tree {t}: a split feature is >= n_features")
+        feature = self.trees.arrays["feature"]
+        if feature.size and int(feature.max()) >= self.n_features:
+            t = int(np.searchsorted(self.trees.node_offset,
+                                    int(np.argmax(feature >= self.n_features)), "right")) - 1
+            raise ModelFormatError(f"tree {t}: a split feature is >= n_features")
 
     @property
     def n_trees(self) -> int:
@@ -412,11 +561,21 @@ class Ensemble:
 
     @property
     def has_linear(self) -> bool:
-        return any(t.linear is not None for t in self.trees)
+        return self.trees.arrays["lin_tree"] is not None
 
     @property
     def has_categorical(self) -> bool:
-        return any(bool(t.is_categorical.any()) for t in self.trees)
+        return self.trees.arrays["cat_offset"] is not None
+
+    @property
+    def n_leaves(self) -> np.ndarray:
+        """Leaves of each tree."""
+        return np.diff(self.trees.leaf_offset)
+
+    @property
+    def n_internal(self) -> np.ndarray:
+        """Internal nodes of each tree."""
+        return np.diff(self.trees.node_offset)
 
     @property
     def n_iterations(self) -> int:
@@ -442,7 +601,7 @@ class Ensemble:
 
     def summary(self) -> dict[str, Any]:
         """Plain facts about the model, for ``quickscorer info`` and ``Model.info()``."""
-        leaves = np.array([t.n_leaves for t in self.trees])
+        leaves = self.n_leaves
         return {
             "library": self.source.get("library"),
             "library_version": self.source.get("version"),

@@ -42,7 +42,11 @@ cdef class Forest:
             self.view.tree_weight = <const float*>_ptr(a["tree_weight"], np.float32, n_trees, "tree_weight")
         self.view.tree_leaf_offset = <const int64_t*>_ptr(a["tree_leaf_offset"], np.int64, n_trees + 1, "tree_leaf_offset")
         self.view.leaf_value = <const double*>_ptr(a["leaf_value"], np.float64, n_leaves, "leaf_value")
-        self.view.leaf_value_f32 = <const float*>_ptr(a["leaf_value_f32"], np.float32, n_leaves, "leaf_value_f32")
+        # read by XGBoost models only (every read is behind a family test)
+        if a["family"] == FAMILY_XGBOOST:
+            self.view.leaf_value_f32 = <const float*>_ptr(a["leaf_value_f32"], np.float32, n_leaves, "leaf_value_f32")
+        else:
+            self.view.leaf_value_f32 = NULL
         self.view.has_linear = a["lin_offset"] is not None
         if self.view.has_linear:
             n_terms = a["lin_feature"].shape[0]

@@ -1,0 +1,137 @@
+"""Resident memory of a loaded model, ours against the training library, each in a fresh process.
+
+    python benchmarks/memory.py                                  # 100 / 1,000 / 20,000 trees x 64
+    python benchmarks/memory.py --trees 1000 --leaves 64 --engines quickscorer,lightgbm
+
+Per model and engine, a new Python process imports the engine, collects garbage and trims the
+heap (``malloc_trim(0)``), reads its resident set (``/proc/self/statm``), loads the model and
+scores 1,000 rows (uniform with 30% zeros), collects and trims again and reads the resident set
+once more. It reports:
+
+* ``resident``: what loading and one call added to the resident set;
+* ``peak``: the peak resident set during the load and the call (``VmHWM``, reset through
+  ``/proc/self/clear_refs`` just before the load) above the starting resident set;
+* ``quickscorer-auto``: ours with ``prepare=("auto",)``, every layout the default ``predict``
+  may pick built up front (what a service that wants no first-call delay holds);
+* ``held`` (ours): the numpy bytes ``Model.memory()`` accounts for.
+
+The models are LightGBM regression models with full trees (``workloads.full``); the 100-tree
+model is the first 100 trees of the 1,000-tree one, and the 20,000-tree model the 1,000 trees
+repeated 20 times (a valid model LightGBM loads; for memory the values do not matter), so that
+no 20,000-tree training is needed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+ENGINES = ("quickscorer", "quickscorer-auto", "lightgbm")
+
+_CHILD = r"""
+import ctypes, gc, json, sys
+import numpy as np
+engine, path = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL("libc.so.6")
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+X = np.random.default_rng(0).random((1000, int(sys.argv[3])))
+X[X < 0.3] = 0.0
+if engine.startswith("quickscorer"):
+    import quickscorer
+else:
+    import lightgbm
+def hwm():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+gc.collect(); libc.malloc_trim(0)
+before = rss()
+with open("/proc/self/clear_refs", "w") as f:   # reset the peak (VmHWM) to the current set
+    f.write("5")
+if engine == "quickscorer":
+    m = quickscorer.load(path)
+elif engine == "quickscorer-auto":
+    m = quickscorer.load(path, prepare=("auto",))
+else:
+    m = lightgbm.Booster(model_file=path)
+m.predict(X)
+peak = hwm()
+gc.collect(); libc.malloc_trim(0)
+out = {"resident": rss() - before, "peak": peak - before}
+if engine.startswith("quickscorer"):
+    out["held"] = m.memory()["total_bytes"]
+print(json.dumps(out))
+"""
+
+
+def repeated(src: Path, copies: int, dst: Path) -> Path:
+    """A LightGBM text model holding the trees of ``src`` ``copies`` times."""
+    if dst.exists():
+        return dst
+    text = src.read_text()
+    head, rest = text.split("\nTree=0\n", 1)
+    trees_text, tail = rest.split("\nend of trees", 1)
+    blocks = ("Tree=0\n" + trees_text).split("\n\n\n")
+    blocks = [b.strip("\n") for b in blocks if b.strip()]
+    out = []
+    for c in range(copies):
+        for i, b in enumerate(blocks):
+            out.append(re.sub(r"^Tree=\d+", f"Tree={c * len(blocks) + i}", b))
+    head = re.sub(r"\ntree_sizes=[^\n]*", "", head)
+    dst.write_text(head + "\n\n" + "\n\n\n".join(out) + "\n\n\nend of trees" + tail)
+    return dst
+
+
+def prefix(src: Path, n: int, dst: Path) -> Path:
+    """The first ``n`` trees of ``src`` as a model file."""
+    if dst.exists():
+        return dst
+    import lightgbm as lgb
+    lgb.Booster(model_file=str(src)).save_model(str(dst), num_iteration=n)
+    return dst
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trees", default="100,1000,20000")
+    p.add_argument("--leaves", type=int, default=64)
+    p.add_argument("--engines", default=",".join(ENGINES))
+    args = p.parse_args(argv)
+    import workloads as W
+
+    base = W.full(1000, args.leaves).lgb_path
+    cache = Path(base).parent
+    print(f"machine: {platform.processor() or platform.machine()}, Python "
+          f"{platform.python_version()}; resident / peak added, MiB (fresh process each)")
+    print(f"| model | engine | resident | peak | peak / resident | held (numpy) |")
+    print(f"| --- | --- | ---: | ---: | ---: | ---: |")
+    for n in [int(v) for v in args.trees.split(",")]:
+        if n == 1000:
+            path = Path(base)
+        elif n < 1000:
+            path = prefix(Path(base), n, cache / f"memory_{n}x{args.leaves}.txt")
+        else:
+            path = repeated(Path(base), n // 1000, cache / f"memory_{n}x{args.leaves}.txt")
+        for engine in args.engines.split(","):
+            res = subprocess.run([sys.executable, "-c", _CHILD, engine, str(path), "136"],
+                                 capture_output=True, text=True, check=True)
+            r = json.loads(res.stdout.strip().splitlines()[-1])
+            held = f"{r['held'] / 2**20:.1f}" if "held" in r else ""
+            print(f"| {n} x {args.leaves} | {engine} | {r['resident'] / 2**20:.1f} | "
+                  f"{r['peak'] / 2**20:.1f} | {r['peak'] / max(r['resident'], 1):.1f} | "
+                  f"{held} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""What a loaded model holds: flat arrays and no object per tree, layouts built only when a
+call needs them, and ``Model.memory()``'s account of the bytes (issue 15)."""
+from __future__ import annotations
+
+import gc
+import pickle
+
+import numpy as np
+
+import quickscorer
+from quickscorer.ir import Tree
+from quickscorer.ir.ensemble import PackedTrees
+
+from conftest import random_ensemble
+
+
+def _model(seed=0, **kw):
+    rng = np.random.default_rng(seed)
+    return quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=30, **kw))
+
+
+def test_loaded_model_keeps_no_object_per_tree():
+    model = _model()
+    gc.collect()
+    assert isinstance(model.ensemble.trees, PackedTrees)
+    alive = [o for o in gc.get_objects() if isinstance(o, Tree)]
+    assert alive == []
+    # a tree asked for is a view of the flat arrays, not a copy
+    tree = model.ensemble.trees[7]
+    flat = model.ensemble.trees.arrays
+    assert np.shares_memory(tree.threshold, flat["threshold"])
+    assert np.shares_memory(tree.leaf_value, flat["leaf_value"])
+    n0 = int(model.ensemble.trees.node_offset[7])
+    assert np.array_equal(tree.feature, flat["feature"][n0:n0 + tree.n_internal])
+
+
+def test_slices_and_pickles_of_packed_trees_give_the_same_trees():
+    model = _model(seed=3)
+    trees = model.ensemble.trees
+    part = trees[5:12]
+    assert isinstance(part, PackedTrees) and len(part) == 7
+    for i in range(7):
+        a, b = part[i], trees[5 + i]
+        for name in ("feature", "threshold", "left", "right", "leaf_value", "cat_offsets",
+                     "cat_values", "leaf_source_id"):
+            assert np.array_equal(getattr(a, name), getattr(b, name)), name
+    copy = pickle.loads(pickle.dumps(model))
+    X = np.random.default_rng(1).normal(size=(50, model.n_features))
+    assert np.array_equal(copy.predict(X, raw_score=True), model.predict(X, raw_score=True))
+
+
+def test_layouts_are_built_when_a_call_needs_them():
+    model = _model()
+    assert model.info()["layout_bytes"] == {}
+    X = np.random.default_rng(2).normal(size=(200, model.n_features))
+    model.predict(X)
+    chosen = quickscorer.algorithms.autoselect.choose(model.supported_algorithms(), 200, 1)
+    assert list(model.info()["layout_bytes"]) == [chosen]
+    warm = quickscorer.Model(model.ensemble, prepare=("auto",))
+    assert set(warm.info()["layout_bytes"]) == set(
+        quickscorer.algorithms.autoselect.candidates(warm.supported_algorithms()))
+
+
+def test_memory_account_counts_each_buffer_once():
+    model = quickscorer.Model(_model().ensemble, prepare=("quickscorer", "vqs", "traversal"))
+    mem = model.memory()
+    assert mem["total_bytes"] == sum(mem["bytes"].values())
+    flat = model.ensemble.trees.nbytes
+    assert mem["bytes"]["ensemble"] >= flat
+    # the forest arrays are views of the ensemble's (LightGBM: no float32 copy)
+    assert mem["bytes"]["forest"] == 0
+    # vqs scans quickscorer's layout: a model of one tree block adds nothing of its own
+    assert model.prepare("vqs").tree_blocks == 1
+    assert mem["bytes"]["vqs"] == 0
+    assert mem["bytes"]["quickscorer"] == model.prepare("quickscorer").nbytes
