@@ -81,8 +81,11 @@ class QuickScorer(Engine):
         if self.isa:
             os.environ["QUICKSCORER_ISA"] = self.isa
         try:
+            # every layout is built here, with the forced instruction set in force (layouts
+            # are otherwise built on first use, which would time and read $QUICKSCORER_ISA
+            # inside the first scoring call)
             self.model = quickscorer.load(self.model_path,
-                                          prepare=(self.algorithm,) if self.algorithm else ())
+                                          prepare=(self.algorithm or "auto",))
         finally:
             if old is None:
                 os.environ.pop("QUICKSCORER_ISA", None)
@@ -96,9 +99,7 @@ class QuickScorer(Engine):
         return out[:, 0] if out.shape[1] == 1 else out
 
     def nbytes(self):
-        if self.algorithm is None:
-            return sum(self.model.info()["layout_bytes"].values()), "layout arrays (all prepared)"
-        return self.model.prepare(self.algorithm).nbytes, "layout arrays"
+        return self.model.memory()["total_bytes"], "numpy arrays held (Model.memory)"
 
 
 class LightGBM(Engine):

@@ -67,7 +67,7 @@ def _library_engine(path: Path, family: str, n_threads: int):
 def run(model_path, data=None, batches=(1, 100, 10_000), n_threads: int = 1,
         repeat: int = 5, min_rows: int = 5000, label_column: int | None = None) -> str:
     """The benchmark table as text (see the module docstring)."""
-    model = load(model_path)
+    model = load(model_path, prepare=("auto",))   # layouts built before any timing
     family = model.ensemble.family
     if data is None:
         X = generated_rows(max(10_000, max(batches)), model.n_features)
