@@ -58,14 +58,15 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
                         f"a string, bytes, a dict or a LightGBM/XGBoost Booster")
 
     if format == "lightgbm":
-        return lgb_imp.load_lightgbm(data if isinstance(data, str) else data.decode("utf-8", "replace"))
+        return lgb_imp.load_lightgbm(data, utf8_errors="replace")
     if format == "xgboost":
         return xgb_imp.load_xgboost(data)
     raw = data.encode() if isinstance(data, str) else data
     if xgb_imp.looks_like_xgboost(raw):
         return xgb_imp.load_xgboost(data)
     if lgb_imp.looks_like_lightgbm_text(raw):
-        return lgb_imp.load_lightgbm(raw.decode("utf-8", "replace"))
+        # the bytes themselves: the tree parser reads them without a decoded copy
+        return lgb_imp.load_lightgbm(data, utf8_errors="replace")
     raise ModelFormatError("not a LightGBM text model nor an XGBoost JSON, UBJSON or legacy "
                            "binary model "
                            f"(starts with {raw[:16]!r})")

@@ -19,17 +19,19 @@ from typing import Any
 
 import numpy as np
 
+from .. import _lgbtext
 from ..ir.ensemble import (
     MAX_CATEGORY,
     MAX_NODES_PER_TREE,
     MISSING_NAN,
     Ensemble,
+    PackedTrees,
     Tree,
     build_tree,
 )
 from ..errors import ModelFormatError
 
-__all__ = ["load_lightgbm", "looks_like_lightgbm_text"]
+__all__ = ["load_lightgbm", "looks_like_lightgbm_text", "parse_fast", "parse_reference"]
 
 #: refuse to read model files larger than this (a corrupt size, not a model)
 MAX_MODEL_BYTES = 4 << 30
@@ -84,7 +86,7 @@ def looks_like_lightgbm_text(data: bytes | str) -> bool:
     return "=" in rest.partition("\n")[0] or rest.startswith("Tree=")
 
 
-def load_lightgbm(source: Any) -> Ensemble:
+def load_lightgbm(source: Any, *, utf8_errors: str = "strict") -> Ensemble:
     """Read a LightGBM model into the neutral :class:`~quickscorer.ir.Ensemble`.
 
     Parameters
@@ -93,6 +95,9 @@ def load_lightgbm(source: Any) -> Ensemble:
         A path to a text model file, the text of a model (a string holding a ``tree`` header
         line and ``Tree=`` blocks), its bytes, or a ``lightgbm.Booster`` (every iteration is
         taken, not ``best_iteration``).
+    utf8_errors : str
+        How bytes that are not UTF-8 are read (``"strict"``: refused; ``"replace"``: as
+        U+FFFD, which ``quickscorer.load`` uses, as LightGBM reads names as plain bytes).
 
     Returns
     -------
@@ -105,7 +110,17 @@ def load_lightgbm(source: Any) -> Ensemble:
         If the model is malformed (the message names the tree and field) or uses an objective
         this library does not know.
     """
-    text = _text_of(source)
+    data, what = _data_of(source)
+    fast = parse_fast(data, utf8_errors)
+    if fast is not None:
+        return fast
+    text = data if isinstance(data, str) else _decode(data, what, utf8_errors)
+    return parse_reference(text)
+
+
+def parse_reference(text: str) -> Ensemble:
+    """The Python parser: the reference for what a valid model is, and the source of every
+    error message (the fast path declines what it would refuse)."""
     where = "LightGBM model"
     parser = _Parser(text)
     try:
@@ -119,21 +134,102 @@ def load_lightgbm(source: Any) -> Ensemble:
             f"{where}: {parser.where}: cannot parse ({type(exc).__name__}: {exc})") from None
 
 
+def _ensemble(trees, header: dict[str, Any], ended_by: str | None) -> Ensemble:
+    """The Ensemble of parsed trees (Tree objects or PackedTrees) and the header."""
+    k = header["n_outputs"]
+    return Ensemble(
+        trees=trees,
+        tree_group=np.arange(len(trees), dtype=np.int64) % k,
+        n_outputs=k,
+        n_features=header["n_features"],
+        family="lightgbm",
+        base_score=np.zeros(k),
+        transform=header["transform"],
+        transform_params=header["transform_params"],
+        average_output=header["average_output"],
+        feature_names=header["feature_names"],
+        trees_per_iteration=k,
+        source={
+            "library": "lightgbm",
+            "version": header["version"],
+            "format": ("text" if ended_by == "end of trees" else
+                       "text without 'end of trees' (LightGBM 2.0 / 2.1 layout)"),
+            "objective": header["objective"],
+        },
+    )
+
+
+def parse_fast(data: bytes | str, utf8_errors: str = "strict") -> Ensemble | None:
+    """The model parsed by the C tree parser (``_lgbtext``) into flat arrays, or None where it
+    declines: a model the reference parser would refuse (it then says why), or one with
+    categorical splits or linear trees. Same Ensemble as :func:`parse_reference` otherwise
+    (``tests/test_lightgbm_fast.py``)."""
+    raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
+    start = raw.find(b"\nTree=")
+    if start < 0:
+        return None
+    try:
+        head = raw[:start + 1].decode("utf-8", utf8_errors)
+    except UnicodeDecodeError:
+        return None
+    parser = _Parser(head)
+    try:
+        header = parser._header()
+    except (ModelFormatError, ValueError):
+        return None
+    parser._skip_blank()
+    if parser._peek() is not None:     # something ended the header before the trees
+        return None
+    got = _lgbtext.parse_trees(np.frombuffer(raw, np.uint8), start + 1, header["n_features"],
+                               MAX_LEAVES)
+    if got is None:
+        return None
+    arrays, n_trees, stop = got
+    declared = header["tree_sizes"]
+    if n_trees == 0 or n_trees % header["n_outputs"]:
+        return None
+    if declared is not None and len(declared) != n_trees:
+        return None
+    ended_by = None
+    if stop < len(raw):
+        end = raw.find(b"\n", stop)
+        ended_by = raw[stop:len(raw) if end < 0 else end].decode("ascii").strip()
+        try:
+            raw[stop:].decode("utf-8", utf8_errors)   # the reference decodes the whole text
+        except UnicodeDecodeError:
+            return None
+    elif declared is None:
+        return None                        # ends without the trees' end: truncated?
+    n_nodes = arrays["feature"].shape[0]
+    arrays["is_categorical"] = _ro_zeros(n_nodes, np.bool_)
+    for name in ("cat_offset", "cat_values", "lin_tree", "lin_const", "lin_offset",
+                 "lin_feature", "lin_coeff"):
+        arrays[name] = None
+    return _ensemble(PackedTrees(arrays), header, ended_by)
+
+
+def _ro_zeros(n: int, dtype) -> np.ndarray:
+    a = np.zeros(n, dtype)
+    a.setflags(write=False)
+    return a
+
+
 # --------------------------------------------------------------------------------------------
 # source -> text
 
-def _text_of(source: Any) -> str:
+def _data_of(source: Any) -> tuple[bytes | str, str]:
+    """The model's text (str) or its file's bytes, and what to call it in a message."""
     if hasattr(source, "model_to_string"):  # lightgbm.Booster, without importing lightgbm
         text = source.model_to_string(num_iteration=-1)
         if not isinstance(text, str):
             raise ModelFormatError(
                 f"{type(source).__name__}.model_to_string() returned {type(text).__name__}, "
                 f"not a string")
-        return text
+        return text, "LightGBM model text"
     if isinstance(source, (bytes, bytearray, memoryview)):
-        return _decode(bytes(source), "LightGBM model bytes")
+        return bytes(source), "LightGBM model bytes"
     if isinstance(source, str) and "\n" in source:
-        return source
+        return source, "LightGBM model text"
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         try:
@@ -143,14 +239,14 @@ def _text_of(source: Any) -> str:
             data = path.read_bytes()
         except OSError as exc:
             raise ModelFormatError(f"cannot read LightGBM model file {path}: {exc}") from None
-        return _decode(data, str(path))
+        return data, str(path)
     raise TypeError(f"cannot load a LightGBM model from {type(source).__name__}: expected a "
                     f"path, the model text or a lightgbm.Booster")
 
 
-def _decode(data: bytes, what: str) -> str:
+def _decode(data: bytes, what: str, errors: str = "strict") -> str:
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8", errors)
     except UnicodeDecodeError as exc:
         raise ModelFormatError(f"{what}: not a LightGBM text model (not UTF-8: {exc})") from None
 
@@ -257,26 +353,7 @@ class _Parser:
             raise ModelFormatError(
                 f"LightGBM model: {len(trees)} trees is not a whole number of iterations of "
                 f"num_tree_per_iteration={k} trees")
-        return Ensemble(
-            trees=tuple(trees),
-            tree_group=np.arange(len(trees), dtype=np.int64) % k,
-            n_outputs=k,
-            n_features=n_features,
-            family="lightgbm",
-            base_score=np.zeros(k),
-            transform=header["transform"],
-            transform_params=header["transform_params"],
-            average_output=header["average_output"],
-            feature_names=header["feature_names"],
-            trees_per_iteration=k,
-            source={
-                "library": "lightgbm",
-                "version": header["version"],
-                "format": ("text" if ended_by == "end of trees" else
-                           "text without 'end of trees' (LightGBM 2.0 / 2.1 layout)"),
-                "objective": header["objective"],
-            },
-        )
+        return _ensemble(trees, header, ended_by)
 
     # -- header ----------------------------------------------------------------------------
 

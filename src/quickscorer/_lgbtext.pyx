@@ -1,0 +1,543 @@
+# cython: language_level=3
+"""The trees of a LightGBM text model, parsed in C straight into the flat canonical arrays of
+``PackedTrees`` (``quickscorer/importers/lightgbm.py`` calls it; its Python parser stays the
+reference and the source of every error message).
+
+``parse_trees`` accepts exactly the trees the Python parser accepts, or declines (returns
+None) and lets the Python parser read the model: for a model it would refuse (the Python
+parser then names the problem), and for what this fast path does not handle (categorical
+splits, linear trees, bytes outside printable ASCII in the tree section). ``tests/
+test_lightgbm_fast.py`` compares both paths on every model and on damaged ones.
+"""
+import numpy as np
+
+cimport numpy as cnp
+from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, malloc, realloc, strtod
+from libc.string cimport memcmp, memcpy
+from libc.math cimport INFINITY, isfinite, isinf
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
+
+cnp.import_array()
+
+cdef enum:
+    MAX_KEYS = 64
+
+cdef extern from *:
+    """
+    typedef struct { char* p; size_t n; size_t cap; size_t item; } qs_buf;
+    static int qs_buf_grow(qs_buf* b, size_t extra) {
+        if (b->n + extra <= b->cap) return 0;
+        size_t cap = b->cap ? b->cap : 1024;
+        while (cap < b->n + extra) cap *= 2;
+        char* p = (char*)realloc(b->p, cap * b->item);
+        if (!p) return -1;
+        b->p = p; b->cap = cap; return 0;
+    }
+    """
+    ctypedef struct qs_buf:
+        char* p
+        size_t n
+        size_t cap
+        size_t item
+    int qs_buf_grow(qs_buf* b, size_t extra) nogil
+
+
+cdef inline bint is_space(char c) noexcept nogil:
+    return c == c' ' or c == c'\t' or c == c'\r' or c == c'\n' or c == c'\v' or c == c'\f'
+
+
+cdef struct Span:
+    const char* p
+    Py_ssize_t n
+
+
+cdef inline Span strip(Span s) noexcept nogil:
+    while s.n > 0 and is_space(s.p[0]):
+        s.p += 1
+        s.n -= 1
+    while s.n > 0 and is_space(s.p[s.n - 1]):
+        s.n -= 1
+    return s
+
+
+cdef inline bint span_is(Span s, const char* word, Py_ssize_t n) noexcept nogil:
+    return s.n == n and memcmp(s.p, word, n) == 0
+
+
+cdef inline bint span_starts(Span s, const char* word, Py_ssize_t n) noexcept nogil:
+    return s.n >= n and memcmp(s.p, word, n) == 0
+
+
+cdef bint ends_trees(Span line) noexcept nogil:
+    """'end of trees' or a section that follows the trees (stripped line)."""
+    cdef Span s = strip(line)
+    return (span_is(s, b"end of trees", 12) or span_starts(s, b"feature importances:", 20)
+            or span_starts(s, b"feature_importances:", 20) or span_starts(s, b"parameters:", 11)
+            or span_starts(s, b"pandas_categorical:", 19))
+
+
+cdef int parse_int(Span tok, int64_t* out) noexcept nogil:
+    """[+-]?\\d{1,18} exactly (the Python parser's _INT_TOKEN)."""
+    cdef Py_ssize_t i = 0
+    cdef int64_t v = 0
+    cdef bint neg = False
+    if tok.n > 0 and (tok.p[0] == c'+' or tok.p[0] == c'-'):
+        neg = tok.p[0] == c'-'
+        i = 1
+    if tok.n - i < 1 or tok.n - i > 18:
+        return -1
+    while i < tok.n:
+        if tok.p[i] < c'0' or tok.p[i] > c'9':
+            return -1
+        v = v * 10 + (tok.p[i] - c'0')
+        i += 1
+    out[0] = -v if neg else v
+    return 0
+
+
+cdef int parse_float(Span tok, bint allow_inf, double* out) noexcept nogil:
+    """A decimal number as Python's float() reads it ([+-]?(d+(.d*)?|.d+)([eE][+-]?d+)?),
+    or [+-]?inf where allowed; a literal that overflows is refused."""
+    cdef Py_ssize_t i = 0, digits = 0
+    cdef char buf[64]
+    if tok.n > 0 and (tok.p[0] == c'+' or tok.p[0] == c'-'):
+        i = 1
+    if allow_inf and tok.n - i == 3 and memcmp(tok.p + i, b"inf", 3) == 0:
+        out[0] = -INFINITY if tok.p[0] == c'-' else INFINITY
+        return 0
+    while i < tok.n and c'0' <= tok.p[i] <= c'9':
+        i += 1
+        digits += 1
+    if i < tok.n and tok.p[i] == c'.':
+        i += 1
+        while i < tok.n and c'0' <= tok.p[i] <= c'9':
+            i += 1
+            digits += 1
+    if digits == 0:
+        return -1
+    if i < tok.n and (tok.p[i] == c'e' or tok.p[i] == c'E'):
+        i += 1
+        if i < tok.n and (tok.p[i] == c'+' or tok.p[i] == c'-'):
+            i += 1
+        digits = 0
+        while i < tok.n and c'0' <= tok.p[i] <= c'9':
+            i += 1
+            digits += 1
+        if digits == 0:
+            return -1
+    if i != tok.n or tok.n >= 64:
+        return -1
+    memcpy(buf, tok.p, tok.n)
+    buf[tok.n] = 0
+    out[0] = strtod(buf, NULL)
+    if isinf(out[0]):
+        return -1
+    return 0
+
+
+cdef Py_ssize_t next_token(Span* rest, Span* tok) noexcept nogil:
+    """Cut the next whitespace-separated token off ``rest``; 0 when none is left."""
+    while rest.n > 0 and is_space(rest.p[0]):
+        rest.p += 1
+        rest.n -= 1
+    if rest.n == 0:
+        return 0
+    tok.p = rest.p
+    tok.n = 0
+    while rest.n > 0 and not is_space(rest.p[0]):
+        rest.p += 1
+        rest.n -= 1
+        tok.n += 1
+    return 1
+
+
+cdef int ints_field(Span value, int64_t n, int64_t lo, int64_t hi, int64_t* out) noexcept nogil:
+    cdef Span tok
+    cdef int64_t k = 0, v
+    while next_token(&value, &tok):
+        if k >= n or parse_int(tok, &v) or v < lo or v > hi:
+            return -1
+        out[k] = v
+        k += 1
+    return 0 if k == n else -1
+
+
+cdef int floats_field(Span value, int64_t n, bint allow_inf, double* out) noexcept nogil:
+    cdef Span tok
+    cdef int64_t k = 0
+    while next_token(&value, &tok):
+        if k >= n or parse_float(tok, allow_inf, &out[k]):
+            return -1
+        k += 1
+    return 0 if k == n else -1
+
+
+cdef int scalar_int(Span value, int64_t lo, int64_t hi, int64_t* out) noexcept nogil:
+    value = strip(value)
+    if parse_int(value, out) or out[0] < lo or out[0] > hi:
+        return -1
+    return 0
+
+
+cdef struct Tmp:
+    int64_t* lc
+    int64_t* rc
+    int64_t* ints
+    double* thr
+    double* lv
+    int64_t* dec
+    int64_t* feat
+    int64_t* order
+    int64_t* first
+    int64_t* count
+    uint8_t* seen
+    int64_t cap
+
+
+cdef int tmp_reserve(Tmp* t, int64_t leaves) noexcept nogil:
+    if leaves <= t.cap:
+        return 0
+    cdef int64_t k = 2 * leaves
+    free(t.lc); free(t.rc); free(t.ints); free(t.thr); free(t.lv); free(t.dec); free(t.feat)
+    free(t.order); free(t.first); free(t.count); free(t.seen)
+    t.lc = <int64_t*>malloc(leaves * 8)
+    t.rc = <int64_t*>malloc(leaves * 8)
+    t.ints = <int64_t*>malloc(leaves * 8)
+    t.thr = <double*>malloc(leaves * 8)
+    t.lv = <double*>malloc(leaves * 8)
+    t.dec = <int64_t*>malloc(leaves * 8)
+    t.feat = <int64_t*>malloc(leaves * 8)
+    t.order = <int64_t*>malloc(k * 8)
+    t.first = <int64_t*>malloc(k * 8)
+    t.count = <int64_t*>malloc(k * 8)
+    t.seen = <uint8_t*>malloc(k)
+    t.cap = leaves
+    if (t.lc == NULL or t.rc == NULL or t.ints == NULL or t.thr == NULL or t.lv == NULL
+            or t.dec == NULL or t.feat == NULL or t.order == NULL or t.first == NULL
+            or t.count == NULL or t.seen == NULL):
+        return -1
+    return 0
+
+
+cdef void tmp_free(Tmp* t) noexcept nogil:
+    free(t.lc); free(t.rc); free(t.ints); free(t.thr); free(t.lv); free(t.dec); free(t.feat)
+    free(t.order); free(t.first); free(t.count); free(t.seen)
+
+
+# the output columns, in this order
+cdef enum:
+    C_FEATURE = 0
+    C_THRESHOLD = 1
+    C_LEFT = 2
+    C_RIGHT = 3
+    C_DEFAULT_LEFT = 4
+    C_MISSING = 5
+    C_NODE_SRC = 6
+    C_LEAF_VALUE = 7
+    C_LEAF_SRC = 8
+    C_NODE_OFFSET = 9
+    C_LEAF_OFFSET = 10
+    N_COLS = 11
+_ITEMS = (4, 8, 4, 4, 1, 1, 4, 8, 4, 8, 8)
+_DTYPES = (np.int32, np.float64, np.int32, np.int32, np.bool_, np.uint8, np.int32, np.float64,
+           np.int32, np.int64, np.int64)
+_TYPENUMS = (cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_INT32, cnp.NPY_INT32, cnp.NPY_BOOL,
+             cnp.NPY_UINT8, cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_INT32, cnp.NPY_INT64,
+             cnp.NPY_INT64)
+_NAMES = ("feature", "threshold", "left", "right", "default_left", "missing_type",
+          "node_source_id", "leaf_value", "leaf_source_id", "node_offset", "leaf_offset")
+
+
+cdef int emit_tree(Tmp* t, int64_t num_leaves, qs_buf* cols) noexcept nogil:
+    """Validate one tree's shape (one tree from the root, every node reached once) and append
+    it in canonical numbering: internal nodes breadth-first, leaves left to right."""
+    cdef int64_t m = num_leaves - 1, k = 2 * num_leaves - 1
+    cdef int64_t head = 0, tail = 1, i, n, c, side, j, src, leaf
+    cdef int64_t node_base = cols[C_FEATURE].n, leaf_base = cols[C_LEAF_VALUE].n
+    # source node s: internal s < m, leaf m + j; children refs c >= 0 internal, ~c leaf
+    for i in range(k):
+        t.seen[i] = 0
+    t.order[0] = 0
+    t.seen[0] = 1
+    while head < tail:
+        n = t.order[head]
+        head += 1
+        if n >= m:
+            continue
+        for side in range(2):
+            c = t.lc[n] if side == 0 else t.rc[n]
+            c = c if c >= 0 else m + ~c
+            if t.seen[c]:
+                return -1
+            t.seen[c] = 1
+            t.order[tail] = c
+            tail += 1
+    if tail != k:
+        return -1
+    for i in range(k - 1, -1, -1):
+        n = t.order[i]
+        if n >= m:
+            t.count[n] = 1
+        else:
+            c = t.lc[n]
+            src = t.rc[n]
+            t.count[n] = (t.count[c if c >= 0 else m + ~c]
+                          + t.count[src if src >= 0 else m + ~src])
+    t.first[0] = 0
+    # canonical index of each internal source node: its rank in breadth-first order
+    j = 0
+    for i in range(k):
+        n = t.order[i]
+        if n < m:
+            t.ints[n] = j
+            j += 1
+            c = t.lc[n] if t.lc[n] >= 0 else m + ~t.lc[n]
+            src = t.rc[n] if t.rc[n] >= 0 else m + ~t.rc[n]
+            t.first[c] = t.first[n]
+            t.first[src] = t.first[n] + t.count[c]
+    for side in range(N_COLS - 2):
+        if qs_buf_grow(&cols[side], <size_t>(m if side < C_LEAF_VALUE else num_leaves)):
+            return -2
+    for i in range(k):
+        n = t.order[i]
+        if n >= m:
+            continue
+        j = node_base + t.ints[n]
+        (<int32_t*>cols[C_FEATURE].p)[j] = <int32_t>t.feat[n]
+        (<double*>cols[C_THRESHOLD].p)[j] = t.thr[n]
+        for side in range(2):
+            c = t.lc[n] if side == 0 else t.rc[n]
+            if c >= 0:
+                c = t.ints[c]
+            else:
+                c = ~t.first[m + ~c]
+            (<int32_t*>cols[C_LEFT + side].p)[j] = <int32_t>c
+        (<uint8_t*>cols[C_DEFAULT_LEFT].p)[j] = (t.dec[n] & 2) != 0
+        (<uint8_t*>cols[C_MISSING].p)[j] = <uint8_t>((t.dec[n] >> 2) & 3)
+        (<int32_t*>cols[C_NODE_SRC].p)[j] = <int32_t>n
+    for leaf in range(num_leaves):
+        j = leaf_base + t.first[m + leaf]
+        (<double*>cols[C_LEAF_VALUE].p)[j] = t.lv[leaf]
+        (<int32_t*>cols[C_LEAF_SRC].p)[j] = <int32_t>leaf
+    for side in range(N_COLS - 2):
+        cols[side].n += <size_t>(m if side < C_LEAF_VALUE else num_leaves)
+    if qs_buf_grow(&cols[C_NODE_OFFSET], 1) or qs_buf_grow(&cols[C_LEAF_OFFSET], 1):
+        return -2
+    (<int64_t*>cols[C_NODE_OFFSET].p)[cols[C_NODE_OFFSET].n] = node_base + m
+    (<int64_t*>cols[C_LEAF_OFFSET].p)[cols[C_LEAF_OFFSET].n] = leaf_base + num_leaves
+    cols[C_NODE_OFFSET].n += 1
+    cols[C_LEAF_OFFSET].n += 1
+    return 0
+
+
+cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
+                    qs_buf* cols) noexcept nogil:
+    """The field lines of one tree (after its 'Tree=' line), up to the blank line, the next
+    'Tree=' line or what ends the trees; appended to ``cols``. -1: decline."""
+    cdef Span keys[MAX_KEYS]
+    cdef Span vals[MAX_KEYS]
+    cdef int n_keys = 0, a, b
+    cdef Span line, key, value, s
+    cdef const char* eq
+    cdef Py_ssize_t i, ln
+    cdef int64_t num_leaves = -1, num_cat = -1, is_linear = 0, m, v
+    cdef int got_lv = 0, got_sf = 0, got_thr = 0, got_dec = 0, got_lc = 0, got_rc = 0
+    cdef Span f_sf, f_thr, f_dec, f_lc, f_rc, f_lv
+    while rest.n > 0:
+        # peek the next line
+        ln = 0
+        while ln < rest.n and rest.p[ln] != c'\n':
+            ln += 1
+        line.p = rest.p
+        line.n = ln
+        while line.n > 0 and line.p[line.n - 1] == c'\r':
+            line.n -= 1
+        s = strip(line)
+        if s.n == 0 or span_starts(line, b"Tree=", 5) or ends_trees(line):
+            break
+        rest.p += ln + 1 if ln < rest.n else ln
+        rest.n -= ln + 1 if ln < rest.n else ln
+        eq = NULL
+        for i in range(line.n):
+            if line.p[i] == c'=':
+                eq = line.p + i
+                break
+        if eq == NULL or n_keys >= MAX_KEYS:
+            return -1
+        key.p = line.p
+        key.n = eq - line.p
+        key = strip(key)
+        value.p = eq + 1
+        value.n = line.p + line.n - (eq + 1)
+        for a in range(n_keys):
+            if keys[a].n == key.n and memcmp(keys[a].p, key.p, key.n) == 0:
+                return -1     # a field given twice
+        keys[n_keys] = key
+        vals[n_keys] = value
+        n_keys += 1
+    for a in range(n_keys):
+        key = keys[a]
+        if span_is(key, b"num_leaves", 10):
+            if scalar_int(vals[a], 1, max_leaves, &num_leaves):
+                return -1
+        elif span_is(key, b"num_cat", 7):
+            if scalar_int(vals[a], 0, max_leaves, &num_cat):
+                return -1
+        elif span_is(key, b"is_linear", 9):
+            if scalar_int(vals[a], 0, 1, &is_linear):
+                return -1
+        elif span_is(key, b"leaf_value", 10):
+            got_lv = 1
+            f_lv = vals[a]
+        elif span_is(key, b"split_feature", 13):
+            got_sf = 1
+            f_sf = vals[a]
+        elif span_is(key, b"threshold", 9):
+            got_thr = 1
+            f_thr = vals[a]
+        elif span_is(key, b"decision_type", 13):
+            got_dec = 1
+            f_dec = vals[a]
+        elif span_is(key, b"left_child", 10):
+            got_lc = 1
+            f_lc = vals[a]
+        elif span_is(key, b"right_child", 11):
+            got_rc = 1
+            f_rc = vals[a]
+    if num_leaves < 0 or num_cat != 0 or is_linear != 0 or not got_lv:
+        return -1     # missing fields, or categorical / linear: the Python parser reads it
+    if tmp_reserve(t, num_leaves):
+        return -2
+    if floats_field(f_lv, num_leaves, False, t.lv):
+        return -1
+    for i in range(num_leaves):
+        if not isfinite(t.lv[i]):
+            return -1
+    m = num_leaves - 1
+    if m > 0:
+        if not (got_sf and got_thr and got_dec and got_lc and got_rc):
+            return -1
+        if (ints_field(f_sf, m, 0, n_features - 1, t.feat)
+                or floats_field(f_thr, m, True, t.thr)
+                or ints_field(f_dec, m, -128, 127, t.dec)
+                or ints_field(f_lc, m, -num_leaves, m - 1, t.lc)
+                or ints_field(f_rc, m, -num_leaves, m - 1, t.rc)):
+            return -1
+        for i in range(m):
+            v = t.dec[i]
+            if (v & ~0b1111) != 0 or (v & 1) != 0 or ((v >> 2) & 3) == 3:
+                return -1     # unknown bits, categorical, or missing type 3
+    return emit_tree(t, num_leaves, cols)
+
+
+cdef void _free_capsule(object capsule) noexcept:
+    free(PyCapsule_GetPointer(capsule, NULL))
+
+
+cdef object _owning_array(qs_buf* b, int typenum):
+    """A numpy array that takes over the buffer's memory (no copy); the buffer is emptied."""
+    cdef cnp.npy_intp dims[1]
+    cdef char* p = b.p
+    if b.n == 0:
+        return np.empty(0, cnp.PyArray_TypeObjectFromType(typenum))
+    p = <char*>realloc(b.p, b.n * b.item)     # give back the unused capacity
+    if p == NULL:
+        p = b.p
+    b.p = NULL
+    dims[0] = <cnp.npy_intp>b.n
+    arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p)
+    cnp.set_array_base(arr, PyCapsule_New(p, NULL, _free_capsule))
+    return arr
+
+
+def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_features,
+                int64_t max_leaves):
+    """Parse the trees of the model text ``data`` from byte ``start`` (a 'Tree=0' line).
+
+    Returns ``(arrays, n_trees, stop)``: the flat canonical arrays (PackedTrees' node and
+    leaf fields, ``node_offset``, ``leaf_offset``), the number of trees and the offset of the
+    line that ended the trees ('end of trees' or a following section; ``len(data)`` at the end
+    of the text), or None to decline (see the module docstring)."""
+    cdef Py_ssize_t n = data.shape[0], i
+    cdef qs_buf cols[N_COLS]
+    cdef Tmp t
+    cdef Span rest, line, idx
+    cdef Py_ssize_t ln
+    cdef int64_t n_trees = 0, got
+    cdef int status = 0
+    cdef const char* base = <const char*>&data[0] if n else NULL
+    if start < 0 or start > n:
+        return None
+    for i in range(start, n):     # printable ASCII and ordinary whitespace only
+        if data[i] >= 0x7f or (data[i] < 0x20 and not is_space(<char>data[i])):
+            return None
+    for i in range(N_COLS):
+        cols[i].p = NULL
+        cols[i].n = cols[i].cap = 0
+        cols[i].item = _ITEMS[i]
+        # Room for as many nodes as the text could hold at 4 bytes a value: address space,
+        # of which only the pages written become resident (no copies while growing).
+        if qs_buf_grow(&cols[i], <size_t>((n - start) // 4 + 64)):
+            cols[i].p = NULL
+            cols[i].cap = 0
+    t.cap = 0
+    t.lc = t.rc = t.ints = t.dec = t.feat = t.order = t.first = t.count = NULL
+    t.thr = t.lv = NULL
+    t.seen = NULL
+    rest.p = base + start
+    rest.n = n - start
+    try:
+        with nogil:
+            if qs_buf_grow(&cols[C_NODE_OFFSET], 1) or qs_buf_grow(&cols[C_LEAF_OFFSET], 1):
+                status = -2
+            else:
+                (<int64_t*>cols[C_NODE_OFFSET].p)[0] = 0
+                (<int64_t*>cols[C_LEAF_OFFSET].p)[0] = 0
+                cols[C_NODE_OFFSET].n = cols[C_LEAF_OFFSET].n = 1
+            while status == 0:
+                # skip blank lines, then 'Tree=<n_trees>' or the end of the trees
+                while rest.n > 0:
+                    ln = 0
+                    while ln < rest.n and rest.p[ln] != c'\n':
+                        ln += 1
+                    line.p = rest.p
+                    line.n = ln
+                    if strip(line).n != 0:
+                        break
+                    rest.p += ln + 1 if ln < rest.n else ln
+                    rest.n -= ln + 1 if ln < rest.n else ln
+                if rest.n == 0:
+                    break
+                while line.n > 0 and line.p[line.n - 1] == c'\r':
+                    line.n -= 1
+                if ends_trees(line):
+                    break
+                if not span_starts(line, b"Tree=", 5):
+                    status = -1
+                    break
+                idx.p = line.p + 5
+                idx.n = line.n - 5
+                idx = strip(idx)
+                if (idx.n == 0 or (idx.n > 1 and idx.p[0] == c'0') or idx.p[0] == c'+'
+                        or idx.p[0] == c'-' or parse_int(idx, &got) or got != n_trees):
+                    status = -1
+                    break
+                rest.p += ln + 1 if ln < rest.n else ln
+                rest.n -= ln + 1 if ln < rest.n else ln
+                status = parse_tree(&rest, n_features, max_leaves, &t, cols)
+                n_trees += 1
+        if status == -2:
+            raise MemoryError("parsing the LightGBM trees")
+        if status != 0:
+            return None
+        arrays = {}
+        for i in range(N_COLS):
+            arr = _owning_array(&cols[i], _TYPENUMS[i])
+            arr.setflags(write=False)
+            arrays[_NAMES[i]] = arr
+        return arrays, n_trees, <Py_ssize_t>(rest.p - base)
+    finally:
+        for i in range(N_COLS):
+            free(cols[i].p)
+        tmp_free(&t)

@@ -1,0 +1,105 @@
+"""The C tree parser of LightGBM text models (``_lgbtext`` via ``parse_fast``) against the Python
+reference parser (``parse_reference``): the same Ensemble, array for array, on every model it
+takes, and a refusal (``None``, so that the reference parser names the problem) on every model
+the reference refuses."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from quickscorer.cli import demo_files
+from quickscorer.errors import ModelFormatError
+from quickscorer.importers.lightgbm import parse_fast, parse_reference
+
+from conftest import DAMAGES, damaged
+from test_lightgbm_import import BREAKS, CASES, _break, _trained
+
+LEGACY = Path(__file__).resolve().parent / "legacy"
+
+
+def assert_same(fast, ref):
+    assert fast.n_trees == ref.n_trees
+    for name, a in ref.trees.arrays.items():
+        b = fast.trees.arrays[name]
+        if a is None:
+            assert b is None, name
+            continue
+        assert b is not None and a.dtype == b.dtype and np.array_equal(a, b), name
+    for field in ("n_outputs", "n_features", "family", "transform", "transform_params",
+                  "average_output", "feature_names", "source", "trees_per_iteration"):
+        assert getattr(fast, field) == getattr(ref, field), field
+    assert np.array_equal(fast.tree_group, ref.tree_group)
+    assert np.array_equal(fast.base_score, ref.base_score)
+
+
+def _texts():
+    out = {f"trained-{name}": _trained(name)[0].model_to_string() for name in CASES}
+    out["demo"] = Path(str(demo_files()[0])).read_text()
+    for path in sorted(LEGACY.glob("lightgbm-*/*.txt")):
+        out[f"{path.parent.name}-{path.stem}"] = path.read_text()
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(_texts()))
+def test_fast_parser_gives_the_reference_ensemble(name):
+    text = _texts()[name]
+    ref = parse_reference(text)
+    fast = parse_fast(text.encode())
+    if ref.has_categorical or ref.has_linear:
+        assert fast is None          # the reference parser reads these
+        return
+    assert fast is not None, name
+    assert_same(fast, ref)
+    assert_same(parse_fast(text), ref)      # from a str as well
+
+
+@pytest.mark.parametrize("how", BREAKS)
+def test_fast_parser_declines_what_the_reference_refuses(how):
+    text = _trained("regression")[0].model_to_string()
+    bad, _ = _break(text, how)
+    with pytest.raises(ModelFormatError):
+        parse_reference(bad)
+    assert parse_fast(bad.encode()) is None
+
+
+@pytest.mark.parametrize("edit", [
+    ("Tree=1\n", "Tree=01\n"), ("Tree=1\n", "Tree=+1\n"), ("Tree=1\n", "Tree= 1 \n"),
+    ("num_leaves=", "num_leaves= "), ("\nshrinkage=", "\nshrinkage=1\nshrinkage="),
+    ("\nleaf_value=", "\nleaf_value=1e999 "), ("\nthreshold=", "\nthreshold=-inf "),
+    ("\nthreshold=", "\nthreshold=inf "), ("\nthreshold=", "\nthreshold=nan "),
+    ("\nleaf_value=", "\nleaf_value=.5 "), ("\nleaf_value=", "\nleaf_value=5. "),
+    ("\nleaf_value=", "\nleaf_value=1_0 "), ("\nthreshold=", "\nthreshold=0x10 "),
+    ("\nsplit_gain=", "\nnot a field\nsplit_gain="), ("end of trees", "feature importances:"),
+    ("\ndecision_type=", "\ndecision_type=\t"), ("\nleaf_value=", "\nleaf_value=+1e-400 "),
+])
+def test_fast_parser_agrees_on_edge_cases(edit):
+    text = _trained("binary")[0].model_to_string()
+    old, new = edit
+    changed = text.replace(old, new, 1)
+    try:
+        ref = parse_reference(changed)
+    except ModelFormatError:
+        assert parse_fast(changed.encode()) is None
+        return
+    fast = parse_fast(changed.encode())
+    if fast is not None:
+        assert_same(fast, ref)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pos=st.floats(0, 1, exclude_max=True), kind=st.sampled_from(DAMAGES),
+       byte=st.sampled_from(list(b"0123456789 .-+eE=\n\r\tinfa_xT") + [0, 200, 0x1c]))
+def test_random_damage_fast_path_never_accepts_more(pos, kind, byte):
+    raw = damaged(_trained("multiclass")[0].model_to_string().encode(), pos, kind, byte)
+    try:
+        ref = parse_reference(raw.decode("utf-8"))
+    except (ModelFormatError, UnicodeDecodeError):
+        assert parse_fast(raw) is None
+        return
+    fast = parse_fast(raw)
+    if fast is not None:
+        assert_same(fast, ref)
