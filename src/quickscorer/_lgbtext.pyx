@@ -180,6 +180,25 @@ cdef int scalar_int(Span value, int64_t lo, int64_t hi, int64_t* out) noexcept n
     return 0
 
 
+cdef enum:
+    F_NUM_LEAVES = 0
+    F_NUM_CAT = 1
+    F_IS_LINEAR = 2
+    F_LEAF_VALUE = 3
+    F_SPLIT_FEATURE = 4
+    F_THRESHOLD = 5
+    F_DECISION_TYPE = 6
+    F_LEFT_CHILD = 7
+    F_RIGHT_CHILD = 8
+    N_FIELDS = 9
+
+cdef const char* FIELD_NAMES[N_FIELDS]
+FIELD_NAMES[:] = [b"num_leaves", b"num_cat", b"is_linear", b"leaf_value", b"split_feature",
+                  b"threshold", b"decision_type", b"left_child", b"right_child"]
+cdef Py_ssize_t FIELD_LENGTHS[N_FIELDS]
+FIELD_LENGTHS[:] = [10, 7, 9, 10, 13, 9, 13, 10, 11]
+
+
 cdef struct Tmp:
     int64_t* lc
     int64_t* rc
@@ -344,6 +363,8 @@ cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
     cdef int64_t num_leaves = -1, num_cat = -1, is_linear = 0, m, v
     cdef int got_lv = 0, got_sf = 0, got_thr = 0, got_dec = 0, got_lc = 0, got_rc = 0
     cdef Span f_sf, f_thr, f_dec, f_lc, f_rc, f_lv
+    cdef Span f[N_FIELDS]
+    cdef int got[N_FIELDS]
     while rest.n > 0:
         # peek the next line
         ln = 0
@@ -376,35 +397,25 @@ cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
         keys[n_keys] = key
         vals[n_keys] = value
         n_keys += 1
+    # the fields this parser reads, by their index in FIELD_NAMES
+    for b in range(N_FIELDS):
+        got[b] = 0
     for a in range(n_keys):
-        key = keys[a]
-        if span_is(key, b"num_leaves", 10):
-            if scalar_int(vals[a], 1, max_leaves, &num_leaves):
-                return -1
-        elif span_is(key, b"num_cat", 7):
-            if scalar_int(vals[a], 0, max_leaves, &num_cat):
-                return -1
-        elif span_is(key, b"is_linear", 9):
-            if scalar_int(vals[a], 0, 1, &is_linear):
-                return -1
-        elif span_is(key, b"leaf_value", 10):
-            got_lv = 1
-            f_lv = vals[a]
-        elif span_is(key, b"split_feature", 13):
-            got_sf = 1
-            f_sf = vals[a]
-        elif span_is(key, b"threshold", 9):
-            got_thr = 1
-            f_thr = vals[a]
-        elif span_is(key, b"decision_type", 13):
-            got_dec = 1
-            f_dec = vals[a]
-        elif span_is(key, b"left_child", 10):
-            got_lc = 1
-            f_lc = vals[a]
-        elif span_is(key, b"right_child", 11):
-            got_rc = 1
-            f_rc = vals[a]
+        for b in range(N_FIELDS):
+            if span_is(keys[a], FIELD_NAMES[b], FIELD_LENGTHS[b]):
+                got[b] = 1
+                f[b] = vals[a]
+                break
+    if got[F_NUM_LEAVES] and scalar_int(f[F_NUM_LEAVES], 1, max_leaves, &num_leaves):
+        return -1
+    if got[F_NUM_CAT] and scalar_int(f[F_NUM_CAT], 0, max_leaves, &num_cat):
+        return -1
+    if got[F_IS_LINEAR] and scalar_int(f[F_IS_LINEAR], 0, 1, &is_linear):
+        return -1
+    got_lv, got_sf, got_thr = got[F_LEAF_VALUE], got[F_SPLIT_FEATURE], got[F_THRESHOLD]
+    got_dec, got_lc, got_rc = got[F_DECISION_TYPE], got[F_LEFT_CHILD], got[F_RIGHT_CHILD]
+    f_lv, f_sf, f_thr = f[F_LEAF_VALUE], f[F_SPLIT_FEATURE], f[F_THRESHOLD]
+    f_dec, f_lc, f_rc = f[F_DECISION_TYPE], f[F_LEFT_CHILD], f[F_RIGHT_CHILD]
     if num_leaves < 0 or num_cat != 0 or is_linear != 0 or not got_lv:
         return -1     # missing fields, or categorical / linear: the Python parser reads it
     if tmp_reserve(t, num_leaves):
