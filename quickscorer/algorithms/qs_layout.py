@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _build
 from ..errors import ModelFormatError
 from ..ir.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
 from .forest import MAX_CATEGORY_WORDS, category_bitset
@@ -132,6 +133,12 @@ def merge_equal_thresholds(thresholds: np.ndarray, segment_offsets: np.ndarray):
     return thresholds[first].copy(), scan_segment_offsets, scan_node_offsets
 
 
+def _categories(packed: dict, g: int) -> np.ndarray:
+    """The categories of global internal node ``g`` of a packed ensemble (int64)."""
+    offset = packed["cat_offset"]
+    return packed["cat_values"][offset[g]:offset[g + 1]].astype(np.int64)
+
+
 def quickscorer_arrays(ens: Ensemble, *,
                        max_category_table_pairs: int = MAX_CATEGORY_TABLE_PAIRS) -> dict:
     """The QuickScorer layout of ``ens`` as a dict of numpy arrays (see the module docstring).
@@ -150,33 +157,30 @@ def quickscorer_arrays(ens: Ensemble, *,
     """
     F = ens.n_features
     xgb = ens.family == "xgboost"
-    n_leaves = np.array([t.n_leaves for t in ens.trees], np.int64)
+    n_leaves = ens.n_leaves
     tree_word_offsets = np.zeros(ens.n_trees + 1, np.int64)
     np.cumsum((n_leaves + 63) // 64, out=tree_word_offsets[1:])
     if tree_word_offsets[-1] >= 2**32:
         raise ModelFormatError("the model has too many leaves for the QuickScorer layout")
 
-    # All internal nodes of all trees, flattened in tree then node order.
-    cols: dict[str, list] = {k: [] for k in ("tree", "node", "feature", "threshold", "lo",
-                                             "mid", "cat", "default_left", "missing")}
-    for t, tree in enumerate(ens.trees):
-        m = tree.n_internal
-        if m == 0:
-            continue
-        lo, mid, _ = tree.leaf_ranges()
-        cols["tree"].append(np.full(m, t, np.int64))
-        cols["node"].append(np.arange(m, dtype=np.int64))
-        cols["feature"].append(tree.feature.astype(np.int64))
-        cols["threshold"].append(tree.threshold.astype(np.float64))
-        cols["lo"].append(lo)
-        cols["mid"].append(mid)
-        cols["cat"].append(tree.is_categorical.astype(bool))
-        cols["default_left"].append(tree.default_left.astype(bool))
-        cols["missing"].append(tree.missing_type.astype(np.int64))
-    empty = {"tree": np.int64, "node": np.int64, "feature": np.int64, "threshold": np.float64,
-             "lo": np.int64, "mid": np.int64, "cat": bool, "default_left": bool,
-             "missing": np.int64}
-    nodes = {k: (np.concatenate(v) if v else np.zeros(0, empty[k])) for k, v in cols.items()}
+    # All internal nodes of all trees, in tree then node order: the packed arrays themselves.
+    packed = ens.trees.arrays
+    node_offset = ens.trees.node_offset
+    lo, mid, _ = _build.packed_leaf_ranges(np.ascontiguousarray(packed["left"], np.int32),
+                                           np.ascontiguousarray(packed["right"], np.int32),
+                                           np.ascontiguousarray(node_offset, np.int64))
+    tree_of = np.repeat(np.arange(ens.n_trees, dtype=np.int64), ens.n_internal)
+    nodes = {
+        "tree": tree_of,
+        "node": np.arange(tree_of.shape[0], dtype=np.int64) - node_offset[tree_of],
+        "feature": packed["feature"].astype(np.int64),
+        "threshold": packed["threshold"].astype(np.float64),
+        "lo": lo,
+        "mid": mid,
+        "cat": packed["is_categorical"].astype(bool),
+        "default_left": packed["default_left"].astype(bool),
+        "missing": packed["missing_type"].astype(np.int64),
+    }
     # XGBoost sends only NaN to the default side, whatever the node's missing type says.
     kind = np.full(nodes["tree"].shape[0], SEGMENT_NAN) if xgb else nodes["missing"]
 
@@ -232,8 +236,7 @@ def quickscorer_arrays(ens: Ensemble, *,
     n_keys = 0
     for f in np.unique(nodes["feature"][cat_nodes]).tolist():
         fnodes = cat_nodes[nodes["feature"][cat_nodes] == f]
-        sets = [ens.trees[int(nodes["tree"][n])].categories(int(nodes["node"][n])).astype(np.int64)
-                for n in fnodes]
+        sets = [_categories(packed, int(n)) for n in fnodes]
         fkeys = np.unique(np.concatenate(sets)) if sets else np.zeros(0, np.int64)
         fentries = np.flatnonzero(e_cat & (e_feat == f))
         if fkeys.shape[0] * fentries.shape[0] <= max_category_table_pairs:
@@ -272,8 +275,7 @@ def quickscorer_arrays(ens: Ensemble, *,
         sel = slot[e_node] >= 0
         add(3 * F + n_keys + slot[e_node[sel]], sel)
         for d, n in enumerate(direct.tolist()):
-            bits = category_bitset(
-                ens.trees[int(nodes["tree"][n])].categories(int(nodes["node"][n])).astype(np.int64))
+            bits = category_bitset(_categories(packed, int(n)))
             if n_bits + bits.shape[0] > MAX_CATEGORY_WORDS:
                 raise ModelFormatError(
                     f"categorical splits need more than {MAX_CATEGORY_WORDS} bitset words; "

@@ -56,7 +56,7 @@ def unsupported(ens: Ensemble, qs: dict) -> str | None:
     """Why ``ens`` cannot be scored with this layout, or None when it can."""
     if ens.has_categorical:
         return "the model has categorical splits"
-    if max(t.n_leaves for t in ens.trees) > MAX_LEAVES:
+    if int(ens.n_leaves.max()) > MAX_LEAVES:
         return f"a tree has more than {MAX_LEAVES} leaves"
     _, counts = _feature_thresholds(qs, ens.n_features)
     if counts.size and counts.max() > MAX_THRESHOLDS:
@@ -126,7 +126,7 @@ def _changed_bytes(word_byte: np.ndarray, masks: np.ndarray):
 
 def tree_bytes(ens: Ensemble) -> np.ndarray:
     """Bytes of bitvector per tree and document: ceil(leaves / 8), at least 1."""
-    return np.maximum(1, (np.array([t.n_leaves for t in ens.trees], np.int64) + 7) // 8)
+    return np.maximum(1, (ens.n_leaves.astype(np.int64) + 7) // 8)
 
 
 def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.ndarray:

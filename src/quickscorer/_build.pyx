@@ -99,3 +99,38 @@ def leaf_ranges(const int32_t[::1] left, const int32_t[::1] right):
             mid[n] = lo[rc] if rc >= 0 else ~rc
             hi[n] = hi[rc] if rc >= 0 else ~rc + 1
     return lo_arr, mid_arr, hi_arr
+
+
+def packed_leaf_ranges(const int32_t[::1] left, const int32_t[::1] right,
+                       const int64_t[::1] node_offset):
+    """:func:`leaf_ranges` of every tree of a packed ensemble at once (node ``n`` of tree ``t``
+    at ``node_offset[t] + n``; leaf numbers are the tree's own)."""
+    cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
+    if right.shape[0] != n_nodes or n_trees < 0 or node_offset[n_trees] != n_nodes:
+        raise ValueError("packed_leaf_ranges: inconsistent node arrays")
+    lo_arr = np.zeros(n_nodes, np.int64)
+    mid_arr = np.zeros(n_nodes, np.int64)
+    hi_arr = np.zeros(n_nodes, np.int64)
+    cdef int64_t[::1] lo = lo_arr
+    cdef int64_t[::1] mid = mid_arr
+    cdef int64_t[::1] hi = hi_arr
+    cdef Py_ssize_t t, n, m, base
+    cdef int64_t lc, rc
+    for t in range(n_trees):
+        base = node_offset[t]
+        m = node_offset[t + 1] - base
+        for n in range(m):
+            lc, rc = left[base + n], right[base + n]
+            if (lc >= 0 and lc <= n) or (rc >= 0 and rc <= n) or lc >= m or rc >= m:
+                raise ValueError(f"packed_leaf_ranges: tree {t} node {n} has a child that is "
+                                 f"not numbered after it")
+    with nogil:
+        for t in range(n_trees):
+            base = node_offset[t]
+            m = node_offset[t + 1] - base
+            for n in range(m - 1, -1, -1):  # children first
+                lc, rc = left[base + n], right[base + n]
+                lo[base + n] = lo[base + lc] if lc >= 0 else ~lc
+                mid[base + n] = lo[base + rc] if rc >= 0 else ~rc
+                hi[base + n] = hi[base + rc] if rc >= 0 else ~rc + 1
+    return lo_arr, mid_arr, hi_arr
