@@ -77,28 +77,9 @@ def leaf_ranges(const int32_t[::1] left, const int32_t[::1] right):
     """Per internal node of a canonical tree (children ``c >= 0`` internal, ``~c`` leaf, every
     child numbered after its parent): first leaf, first leaf of the right subtree, one past
     the last leaf."""
-    cdef Py_ssize_t m = left.shape[0]
-    if right.shape[0] != m:
+    if right.shape[0] != left.shape[0]:
         raise ValueError("leaf_ranges: left and right differ in length")
-    lo_arr = np.zeros(m, np.int64)
-    mid_arr = np.zeros(m, np.int64)
-    hi_arr = np.zeros(m, np.int64)
-    cdef int64_t[::1] lo = lo_arr
-    cdef int64_t[::1] mid = mid_arr
-    cdef int64_t[::1] hi = hi_arr
-    cdef Py_ssize_t n
-    cdef int64_t lc, rc
-    for n in range(m):
-        lc, rc = left[n], right[n]
-        if (lc >= 0 and lc <= n) or (rc >= 0 and rc <= n) or lc >= m or rc >= m:
-            raise ValueError(f"leaf_ranges: node {n} has a child that is not numbered after it")
-    with nogil:
-        for n in range(m - 1, -1, -1):  # children first
-            lc, rc = left[n], right[n]
-            lo[n] = lo[lc] if lc >= 0 else ~lc
-            mid[n] = lo[rc] if rc >= 0 else ~rc
-            hi[n] = hi[rc] if rc >= 0 else ~rc + 1
-    return lo_arr, mid_arr, hi_arr
+    return packed_leaf_ranges(left, right, np.array([0, left.shape[0]], np.int64))
 
 
 def packed_leaf_ranges(const int32_t[::1] left, const int32_t[::1] right,
