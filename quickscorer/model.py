@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _kernel
 from ._forest import Forest
 from ._transforms import apply_transform
 from .algorithms import autoselect, registry
@@ -22,6 +23,20 @@ PART_CACHE = 8
 
 #: ``predict(..., algorithm=None)`` picks the fastest exact algorithm per call (algorithms/autoselect.py)
 DEFAULT_ALGORITHM = "auto"
+
+
+def _is_small_call(X: np.ndarray, algorithm: str | None, n_threads) -> bool:
+    """Whether a call takes the low-latency entry of the scalar QuickScorer scan: what the
+    automatic choice runs below VQS_MIN_ROWS rows, and what a call naming ``quickscorer``
+    runs on one thread (every call below PARALLEL_MIN_ROWS rows)."""
+    if algorithm is None or algorithm == DEFAULT_ALGORITHM:
+        limit = autoselect.VQS_MIN_ROWS
+    elif algorithm == "quickscorer":
+        limit = autoselect.PARALLEL_MIN_ROWS
+    else:
+        return False
+    rows = 1 if X.ndim == 1 else (X.shape[0] if X.ndim == 2 else limit)
+    return rows < limit and (n_threads is None or type(n_threads) is int)
 
 
 def _resolve_threads(n_threads: int | None) -> int:
@@ -55,6 +70,8 @@ class Model:
         self.ensemble = ensemble
         self._forest_arrays = forest_arrays(ensemble)
         self._forest = Forest(self._forest_arrays)
+        #: raw scores are the output (no transform, no averaging)
+        self._plain_output = ensemble.transform == "identity" and not ensemble.average_output
         self._lock = threading.Lock()
         self._prepared: dict[str, Algorithm] = {}
         if isinstance(prepare, str):
@@ -231,6 +248,11 @@ class Model:
         ``start_iteration`` / ``num_iteration`` (LightGBM) or ``iteration_range`` (XGBoost)
         score with part of the ensemble (:meth:`iteration_bounds`).
         """
+        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads)
+                and not start_iteration and num_iteration is None and iteration_range is None):
+            out = self._small(X, False)
+            if out is not None:
+                return out
         part = self._part(start_iteration, num_iteration, iteration_range)
         if part is not self:
             return part.predict_raw(X, algorithm=algorithm, n_threads=n_threads)
@@ -271,17 +293,41 @@ class Model:
         -------
         ndarray of shape (n_rows,) for one output, (n_rows, n_outputs) otherwise.
         """
+        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads)
+                and not start_iteration and num_iteration is None and iteration_range is None):
+            plain = raw_score or self._plain_output
+            out = self._small(X, plain)
+            if out is not None:
+                if plain:
+                    return out
+                return self._transformed(out)
         part = self._part(start_iteration, num_iteration, iteration_range)
         if part is not self:
             return part.predict(X, raw_score, algorithm=algorithm, n_threads=n_threads)
         raw = self.predict_raw(X, algorithm=algorithm, n_threads=n_threads)
+        if not raw_score:
+            return self._transformed(raw)
+        return raw[:, 0] if raw.shape[1] == 1 else raw
+
+    def _small(self, X: np.ndarray, squeeze: bool):
+        """Raw scores of a call of fewer rows than the vector scans pay off for, by the scalar
+        QuickScorer scan that the automatic choice picks there, through the kernel's
+        low-latency entry (``_kernel.predict_small``); None where X is not a C-contiguous
+        float32/float64 array of the model's width (the general path then reads it)."""
+        alg = self._prepared.get("quickscorer")
+        if alg is None:
+            alg = self.prepare("quickscorer")
+        return _kernel.predict_small(self._forest, alg.layout, X, squeeze)
+
+    def _transformed(self, raw: np.ndarray) -> np.ndarray:
+        """The outputs of raw scores (rows x outputs): transform, averaging, one output as 1-D."""
         e = self.ensemble
         out = raw
-        if not raw_score:
-            divide_by = float(e.n_iterations) if e.average_output else 1.0
-            if e.transform != "identity" or divide_by != 1.0:
-                out = apply_transform(e.transform, dict(e.transform_params), raw, divide_by)
+        divide_by = float(e.n_iterations) if e.average_output else 1.0
+        if e.transform != "identity" or divide_by != 1.0:
+            out = apply_transform(e.transform, dict(e.transform_params), raw, divide_by)
         return out[:, 0] if out.shape[1] == 1 else out
+
 
     def predict_soft(self, X, temperature: float, *, raw_score: bool = False) -> np.ndarray:
         """Soft prediction: node ``n`` goes left with probability
