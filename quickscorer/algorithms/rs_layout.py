@@ -73,10 +73,11 @@ def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return idx, seg, seg // N_SEGMENT_KINDS
 
 
-def _feature_thresholds(qs: dict, n_features: int):
+def _feature_thresholds(qs: dict, n_features: int, with_pair: bool = False):
     """Per feature, the sorted distinct thresholds of its numerical entries (all segments):
     ``(features, thresholds)`` of the distinct pairs in (feature, threshold) order, and the
-    count per feature."""
+    count per feature; with ``with_pair``, also the index of each real entry's pair (in the
+    order of :func:`_entry_features`)."""
     idx, _, feat = _entry_features(qs)
     thr = qs["thresholds"][idx]
     order = np.lexsort((thr, feat))
@@ -84,7 +85,12 @@ def _feature_thresholds(qs: dict, n_features: int):
     new = np.ones(f.shape[0], bool)
     new[1:] = (f[1:] != f[:-1]) | (t[1:] != t[:-1])
     pairs = (f[new], t[new])
-    return pairs, np.bincount(pairs[0], minlength=n_features)
+    counts = np.bincount(pairs[0], minlength=n_features)
+    if not with_pair:
+        return pairs, counts
+    pair = np.empty(f.shape[0], np.int64)
+    pair[order] = np.cumsum(new) - 1
+    return pairs, counts, pair
 
 
 def rank_table(qs: dict, n_features: int) -> tuple[np.ndarray, np.ndarray]:
@@ -165,14 +171,13 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
                        + (word.astype(np.int64) - two[tree]) * 8)
 
     # --- ranks ---------------------------------------------------------------------------
-    rank_offsets, rank_thresholds = rank_table(qs, F)
+    pairs, counts, pair = _feature_thresholds(qs, F, with_pair=True)
+    rank_offsets = np.zeros(F + 1, np.int64)
+    np.cumsum(counts, out=rank_offsets[1:])
+    rank_thresholds = np.ascontiguousarray(pairs[1], np.float64)
     idx, seg, feat = _entry_features(qs)
-    thr = qs["thresholds"][idx]
-    rank = np.empty(idx.shape[0], np.int64)
-    for f in np.unique(feat).tolist():
-        sel = feat == f
-        rank[sel] = np.searchsorted(rank_thresholds[rank_offsets[f]:rank_offsets[f + 1]],
-                                    thr[sel])
+    # an entry's rank: the position of its threshold among its feature's distinct ones
+    rank = pair - rank_offsets[feat]
     rank_zero = np.zeros(F, np.uint8)
     for f in range(F):
         rank_zero[f] = np.searchsorted(rank_thresholds[rank_offsets[f]:rank_offsets[f + 1]],

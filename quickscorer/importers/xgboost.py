@@ -37,6 +37,8 @@ MAX_MODEL_BYTES = 4 << 30
 MAX_TREES = 1 << 24
 MAX_OUTPUTS = 1 << 16
 MAX_FEATURES = (1 << 31) - 1
+#: the Python types a JSON number list may hold
+_NUMBER_TYPES = frozenset({int, float, bool})
 #: split index of a node XGBoost's pruner deleted (its ``kDeletedNodeMarker`` without the
 #: default-left bit)
 _DELETED_SPLIT_INDEX = (1 << 31) - 1
@@ -200,7 +202,7 @@ def _array(obj: dict, key: str, n: int, dtype, where: str, default=None) -> np.n
     if isinstance(raw, np.ndarray):
         arr = raw
     elif isinstance(raw, list):
-        if any(isinstance(v, (str, list, dict)) or v is None for v in raw):
+        if not set(map(type, raw)) <= _NUMBER_TYPES:     # one C-level pass over the list
             raise ModelFormatError(f"{where}: field '{key}' holds a non-number")
         arr = np.asarray(raw, dtype=np.float64 if dtype in (np.float32, np.float64) else None)
     else:
