@@ -11,66 +11,32 @@ cnp.import_array()
 
 def canonical_order(const int64_t[::1] left, const int64_t[::1] right, int64_t root,
                     const uint8_t[::1] is_leaf):
-    """Walk the source nodes from ``root``.
+    """Walk the source nodes of one tree from ``root`` (the one-tree case of
+    :func:`pack_trees`, with the root moved to index 0).
 
     Returns ``(bfs, first, problem, node)``: ``bfs`` the internal nodes in breadth-first order
-    (left child before right), ``first[n]`` the in-order number of the first leaf under node
-    ``n`` (for a leaf: its own in-order number), and, when the nodes are not one tree,
-    ``problem`` = 1 (``node`` reached twice: a cycle or a shared child) or 2 (``node`` not
-    reachable from the root), else 0. Children must already be in range."""
+    (left child before right), ``first[n]`` the in-order number of leaf ``n``, and, when the
+    nodes are not one tree, ``problem`` = 1 (``node`` reached twice: a cycle or a shared
+    child) or 2 (``node`` not reachable from the root), else 0. Children must already be in
+    range."""
     cdef Py_ssize_t k = left.shape[0]
     if right.shape[0] != k or is_leaf.shape[0] != k or not (0 <= root < k):
         raise ValueError("canonical_order: inconsistent node arrays")
-    order_arr = np.empty(k, np.int64)
-    first_arr = np.zeros(k, np.int64)
-    count_arr = np.zeros(k, np.int64)
-    seen_arr = np.zeros(k, np.uint8)
-    cdef int64_t[::1] order = order_arr
-    cdef int64_t[::1] first = first_arr
-    cdef int64_t[::1] count = count_arr
-    cdef uint8_t[::1] seen = seen_arr
-    cdef Py_ssize_t head = 0, tail = 1, i, n_internal = 0
-    cdef int64_t n, c, side
-    order[0] = root
-    seen[root] = 1
-    with nogil:
-        # breadth-first: order[] is the queue, every node enters it once
-        while head < tail:
-            n = order[head]
-            head += 1
-            if is_leaf[n]:
-                continue
-            for side in range(2):
-                c = left[n] if side == 0 else right[n]
-                if seen[c]:
-                    with gil:
-                        return None, None, 1, int(c)
-                seen[c] = 1
-                order[tail] = c
-                tail += 1
-    for i in range(k):
-        if not seen[i]:
-            return None, None, 2, i
-    with nogil:
-        # leaf counts bottom-up (reverse breadth-first order sees children first) ...
-        for i in range(k - 1, -1, -1):
-            n = order[i]
-            count[n] = 1 if is_leaf[n] else count[left[n]] + count[right[n]]
-        # ... then each node's first leaf top-down
-        for i in range(k):
-            n = order[i]
-            if not is_leaf[n]:
-                first[left[n]] = first[n]
-                first[right[n]] = first[n] + count[left[n]]
-                n_internal += 1
-    bfs = np.empty(n_internal, np.int64)
-    cdef int64_t[::1] b = bfs
-    cdef Py_ssize_t j = 0
-    for i in range(k):
-        if not is_leaf[order[i]]:
-            b[j] = order[i]
-            j += 1
-    return bfs, first_arr, 0, -1
+    perm = np.arange(k, dtype=np.int64)          # new index -> source index (0 <-> root)
+    perm[0], perm[root] = root, 0
+    leaf = np.asarray(is_leaf, dtype=bool)[perm]
+    lsrc = np.asarray(left)[perm]
+    rsrc = np.asarray(right)[perm]
+    new_left = np.where(leaf, -1, perm[np.where(leaf, 0, lsrc)])
+    new_right = np.where(leaf, -1, perm[np.where(leaf, 0, rsrc)])
+    got = pack_trees(new_left, new_right, np.array([0, k], np.int64))
+    if got[0] is None:
+        problem, node = got[2], got[3]
+        return None, None, (1 if problem == 2 else 2), int(perm[node])
+    internal, leaves = got[0], got[1]
+    first = np.zeros(k, np.int64)
+    first[perm[leaves]] = np.arange(leaves.shape[0])
+    return perm[internal], first, 0, -1
 
 
 def leaf_ranges(const int32_t[::1] left, const int32_t[::1] right):
@@ -115,3 +81,134 @@ def packed_leaf_ranges(const int32_t[::1] left, const int32_t[::1] right,
                 mid[base + n] = lo[base + rc] if rc >= 0 else ~rc
                 hi[base + n] = hi[base + rc] if rc >= 0 else ~rc + 1
     return lo_arr, mid_arr, hi_arr
+
+
+def pack_trees(const int64_t[::1] left, const int64_t[::1] right,
+               const int64_t[::1] node_offset):
+    """The canonical order of every tree of concatenated source arrays at once.
+
+    Tree ``t`` is source nodes ``node_offset[t] .. node_offset[t + 1] - 1``, root first;
+    ``left`` / ``right`` hold tree-local child indices, both -1 at a leaf. Returns
+    ``(internal, leaf, left_ref, right_ref, n_internal, n_leaves)``: the global source index of
+    each internal node in canonical order (trees in order, each breadth-first) and of each leaf
+    (trees in order, each left to right), the canonical child references of each internal
+    node (``c >= 0`` internal, ``~c`` leaf; tree-local) and the per-tree counts; or
+    ``(None, t, problem, node)`` when tree ``t`` is not one binary tree: ``problem`` 1 a child
+    index out of range or a node with one child, 2 a node reached twice, 3 a node not
+    reachable from the root (``node`` tree-local)."""
+    cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
+    if right.shape[0] != n_nodes or n_trees < 0 or node_offset[n_trees] != n_nodes:
+        raise ValueError("pack_trees: inconsistent node arrays")
+    order_arr = np.empty(n_nodes, np.int64)
+    first_arr = np.zeros(n_nodes, np.int64)
+    count_arr = np.zeros(n_nodes, np.int64)
+    seen_arr = np.zeros(n_nodes, np.uint8)
+    n_int_arr = np.zeros(n_trees, np.int64)
+    cdef int64_t[::1] order = order_arr
+    cdef int64_t[::1] first = first_arr
+    cdef int64_t[::1] count = count_arr
+    cdef uint8_t[::1] seen = seen_arr
+    cdef int64_t[::1] n_int = n_int_arr
+    cdef Py_ssize_t t, base, k, head, tail, i, total_internal = 0
+    cdef int64_t n, c, side, lc, rc
+    cdef int problem = 0
+    cdef int64_t bad_tree = -1, bad_node = -1
+    with nogil:
+        for t in range(n_trees):
+            base = node_offset[t]
+            k = node_offset[t + 1] - base
+            if k < 1:
+                problem, bad_tree, bad_node = 1, t, 0
+                break
+            for i in range(k):
+                lc, rc = left[base + i], right[base + i]
+                if (lc == -1) != (rc == -1) or lc < -1 or rc < -1 or lc >= k or rc >= k:
+                    problem, bad_tree, bad_node = 1, t, i
+                    break
+            if problem:
+                break
+            # breadth-first from the root (order[] is the queue; tree-local indices)
+            order[base] = 0
+            seen[base] = 1
+            head, tail = 0, 1
+            while head < tail:
+                n = order[base + head]
+                head += 1
+                if left[base + n] == -1:
+                    continue
+                for side in range(2):
+                    c = left[base + n] if side == 0 else right[base + n]
+                    if seen[base + c]:
+                        problem, bad_tree, bad_node = 2, t, c
+                        break
+                    seen[base + c] = 1
+                    order[base + tail] = c
+                    tail += 1
+                if problem:
+                    break
+            if problem:
+                break
+            if tail != k:
+                problem, bad_tree = 3, t
+                for i in range(k):
+                    if not seen[base + i]:
+                        bad_node = i
+                        break
+                break
+            # leaf counts bottom-up, then each node's first leaf top-down
+            for i in range(k - 1, -1, -1):
+                n = order[base + i]
+                count[base + n] = (1 if left[base + n] == -1 else
+                                   count[base + left[base + n]] + count[base + right[base + n]])
+            first[base] = 0
+            for i in range(k):
+                n = order[base + i]
+                if left[base + n] != -1:
+                    first[base + left[base + n]] = first[base + n]
+                    first[base + right[base + n]] = first[base + n] + count[base + left[base + n]]
+                    n_int[t] += 1
+            total_internal += n_int[t]
+    if problem:
+        return None, int(bad_tree), problem, int(bad_node)
+    cdef Py_ssize_t total_leaves = n_nodes - total_internal
+    internal_arr = np.empty(total_internal, np.int64)
+    leaf_arr = np.empty(total_leaves, np.int64)
+    lref_arr = np.empty(total_internal, np.int32)
+    rref_arr = np.empty(total_internal, np.int32)
+    rank_arr = np.empty(n_nodes, np.int64)
+    cdef int64_t[::1] internal = internal_arr
+    cdef int64_t[::1] leaf = leaf_arr
+    cdef int32_t[::1] lref = lref_arr
+    cdef int32_t[::1] rref = rref_arr
+    cdef int64_t[::1] rank = rank_arr
+    cdef Py_ssize_t ib = 0, lb = 0, j
+    with nogil:
+        for t in range(n_trees):
+            base = node_offset[t]
+            k = node_offset[t + 1] - base
+            j = 0
+            for i in range(k):                  # internal nodes: breadth-first rank
+                n = order[base + i]
+                if left[base + n] != -1:
+                    rank[base + n] = j
+                    internal[ib + j] = base + n
+                    j += 1
+            for i in range(k):                  # leaves: in-order position
+                if left[base + i] == -1:
+                    leaf[lb + first[base + i]] = base + i
+            for j in range(n_int[t]):
+                n = internal[ib + j] - base
+                for side in range(2):
+                    c = left[base + n] if side == 0 else right[base + n]
+                    if left[base + c] == -1:
+                        c = ~first[base + c]
+                    else:
+                        c = rank[base + c]
+                    if side == 0:
+                        lref[ib + j] = <int32_t>c
+                    else:
+                        rref[ib + j] = <int32_t>c
+            ib += n_int[t]
+            lb += k - n_int[t]
+    n_leaf_arr = np.diff(np.asarray(node_offset)) - n_int_arr
+    return internal_arr, leaf_arr, lref_arr, rref_arr, n_int_arr, n_leaf_arr
