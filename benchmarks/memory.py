@@ -15,10 +15,12 @@ once more. It reports:
   may pick built up front (what a service that wants no first-call delay holds);
 * ``held`` (ours): the numpy bytes ``Model.memory()`` accounts for.
 
-The models are LightGBM regression models with full trees (``workloads.full``); the 100-tree
-model is the first 100 trees of the 1,000-tree one, and the 20,000-tree model the 1,000 trees
-repeated 20 times (a valid model LightGBM loads; for memory the values do not matter), so that
-no 20,000-tree training is needed.
+The models are LightGBM regression models with full trees (``workloads.full``) and XGBoost
+depth-6 JSON models (``workloads.xgb_depth6``, against ``xgboost.Booster`` with one thread and
+``inplace_predict``); the 100-tree model is the first 100 trees of the 1,000-tree one, and the
+20,000-tree model the 1,000 trees repeated 20 times (valid models the libraries load; for
+memory the values do not matter), so that no 20,000-tree training is needed. lleaves is not
+measured: compiling a 1,000-tree model takes it minutes (and 20,000 trees far longer).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 ENGINES = ("quickscorer", "quickscorer-auto", "lightgbm")
+XGB_ENGINES = ("quickscorer", "quickscorer-auto", "xgboost")
 
 _CHILD = r"""
 import ctypes, gc, json, sys
@@ -47,6 +50,8 @@ X = np.random.default_rng(0).random((1000, int(sys.argv[3])))
 X[X < 0.3] = 0.0
 if engine.startswith("quickscorer"):
     import quickscorer
+elif engine == "xgboost":
+    import xgboost
 else:
     import lightgbm
 def hwm():
@@ -62,9 +67,14 @@ if engine == "quickscorer":
     m = quickscorer.load(path)
 elif engine == "quickscorer-auto":
     m = quickscorer.load(path, prepare=("auto",))
+elif engine == "xgboost":
+    m = xgboost.Booster(model_file=path)
+    m.set_param({"nthread": 1})
+    m.inplace_predict(X)
 else:
     m = lightgbm.Booster(model_file=path)
-m.predict(X)
+if engine != "xgboost":
+    m.predict(X)
 peak = hwm()
 gc.collect(); libc.malloc_trim(0)
 out = {"resident": rss() - before, "peak": peak - before}
@@ -106,6 +116,8 @@ def main(argv=None) -> int:
     p.add_argument("--trees", default="100,1000,20000")
     p.add_argument("--leaves", type=int, default=64)
     p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--libraries", default="lightgbm,xgboost",
+                   help="models of which libraries (XGBoost: depth-6 JSON models)")
     args = p.parse_args(argv)
     import workloads as W
 
@@ -115,21 +127,29 @@ def main(argv=None) -> int:
           f"{platform.python_version()}; resident / peak added, MiB (fresh process each)")
     print(f"| model | engine | resident | peak | peak / resident | held (numpy) |")
     print(f"| --- | --- | ---: | ---: | ---: | ---: |")
-    for n in [int(v) for v in args.trees.split(",")]:
-        if n == 1000:
-            path = Path(base)
-        elif n < 1000:
-            path = prefix(Path(base), n, cache / f"memory_{n}x{args.leaves}.txt")
-        else:
-            path = repeated(Path(base), n // 1000, cache / f"memory_{n}x{args.leaves}.txt")
-        for engine in args.engines.split(","):
-            res = subprocess.run([sys.executable, "-c", _CHILD, engine, str(path), "136"],
-                                 capture_output=True, text=True, check=True)
-            r = json.loads(res.stdout.strip().splitlines()[-1])
-            held = f"{r['held'] / 2**20:.1f}" if "held" in r else ""
-            print(f"| {n} x {args.leaves} | {engine} | {r['resident'] / 2**20:.1f} | "
-                  f"{r['peak'] / 2**20:.1f} | {r['peak'] / max(r['resident'], 1):.1f} | "
-                  f"{held} |", flush=True)
+    from load_time import xgb_variant
+    for lib in args.libraries.split(","):
+        for n in [int(v) for v in args.trees.split(",")]:
+            if lib == "xgboost":
+                xbase = Path(W.xgb_depth6(1000).xgb_path)
+                path = xbase if n == 1000 else xgb_variant(xbase, n, cache / f"load_xgboost_{n}.json")
+                engines, label = XGB_ENGINES, f"XGBoost {n}, depth 6"
+            elif n == 1000:
+                path, engines, label = Path(base), args.engines.split(","), f"{n} x {args.leaves}"
+            elif n < 1000:
+                path = prefix(Path(base), n, cache / f"memory_{n}x{args.leaves}.txt")
+                engines, label = args.engines.split(","), f"{n} x {args.leaves}"
+            else:
+                path = repeated(Path(base), n // 1000, cache / f"memory_{n}x{args.leaves}.txt")
+                engines, label = args.engines.split(","), f"{n} x {args.leaves}"
+            for engine in engines:
+                res = subprocess.run([sys.executable, "-c", _CHILD, engine, str(path), "136"],
+                                     capture_output=True, text=True, check=True)
+                r = json.loads(res.stdout.strip().splitlines()[-1])
+                held = f"{r['held'] / 2**20:.1f}" if "held" in r else ""
+                print(f"| {label} | {engine} | {r['resident'] / 2**20:.1f} | "
+                      f"{r['peak'] / 2**20:.1f} | {r['peak'] / max(r['resident'], 1):.1f} | "
+                      f"{held} |", flush=True)
     return 0
 
 
