@@ -16,14 +16,13 @@ from typing import Any
 import numpy as np
 
 from .errors import ModelFormatError
-from .importers.xgboost import load_xgboost, xgboost_document
+from .importers.xgboost import DELETED_SPLIT_INDEX, load_xgboost, xgboost_document
 
 __all__ = ["to_xgboost_json"]
 
 #: a legacy binary model is written in the JSON layout of this XGBoost release (fields and
 #: meanings as its JSON writer has them; base_score in output space, as from 1.0 on)
 _JSON_LAYOUT_VERSION = [2, 0, 0]
-_DELETED_SPLIT_INDEX = (1 << 31) - 1
 
 
 def to_xgboost_json(source: Any, path: str | os.PathLike | None = None) -> str:
@@ -87,7 +86,7 @@ def _fix_deleted_counts(document: dict) -> None:
         left = np.asarray(tree["left_children"])
         index = np.asarray(tree["split_indices"])
         dleft = np.asarray(tree["default_left"]) != 0
-        marked = int(((left == -1) & (index == _DELETED_SPLIT_INDEX) & dleft).sum())
+        marked = int(((left == -1) & (index == DELETED_SPLIT_INDEX) & dleft).sum())
         param = tree.setdefault("tree_param", {})
         param["num_deleted"] = str(marked)
 

@@ -202,9 +202,6 @@ def parse_fast(data: bytes | str, utf8_errors: str = "strict") -> Ensemble | Non
         return None                        # ends without the trees' end: truncated?
     n_nodes = arrays["feature"].shape[0]
     arrays["is_categorical"] = _ro_zeros(n_nodes, np.bool_)
-    for name in ("cat_offset", "cat_values", "lin_tree", "lin_const", "lin_offset",
-                 "lin_feature", "lin_coeff"):
-        arrays[name] = None
     return _ensemble(PackedTrees(arrays), header, ended_by)
 
 

@@ -49,7 +49,7 @@ MAX_FEATURES = (1 << 31) - 1
 _NUMBER_TYPES = frozenset({int, float, bool})
 #: split index of a node XGBoost's pruner deleted (its ``kDeletedNodeMarker`` without the
 #: default-left bit)
-_DELETED_SPLIT_INDEX = (1 << 31) - 1
+DELETED_SPLIT_INDEX = (1 << 31) - 1
 
 # objective -> (ProbToMargin of base_score, output transform)
 _OBJECTIVES = {
@@ -457,7 +457,7 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
     feature = whole["split_indices"].astype(np.int64)
     default_left = whole["default_left"] != 0
     leaf = left == -1
-    if (leaf & (feature == _DELETED_SPLIT_INDEX) & default_left).any():
+    if (leaf & (feature == DELETED_SPLIT_INDEX) & default_left).any():
         return None                # pruned nodes: the reference path leaves them out
     with np.errstate(over="ignore"):
         cond = cond64.astype(np.float32)
@@ -491,9 +491,6 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
     }
     for arr in packed.values():
         arr.setflags(write=False)
-    for name in ("cat_offset", "cat_values", "lin_tree", "lin_const", "lin_offset",
-                 "lin_feature", "lin_coeff"):
-        packed[name] = None
     return PackedTrees(packed)
 
 
@@ -565,7 +562,7 @@ def _tree(t: int, raw: Any, n_features: int):
     # default-left bit) stay in the arrays, unreachable: leave them out, keeping the ids.
     # (tree_param.num_deleted is not checked: XGBoost 1.0's JSON writes 0 there.)
     keep = None
-    deleted = leaf & (feature == _DELETED_SPLIT_INDEX) & default_left
+    deleted = leaf & (feature == DELETED_SPLIT_INDEX) & default_left
     if deleted.any():
         if deleted[0]:
             raise ModelFormatError(f"{where}: the root is marked deleted")

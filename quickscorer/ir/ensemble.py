@@ -348,9 +348,15 @@ class PackedTrees(Sequence):
                    ("missing_type", np.uint8), ("is_categorical", np.bool_),
                    ("node_source_id", np.int32))
     LEAF_FIELDS = (("leaf_value", np.float64), ("leaf_source_id", np.int32))
+    #: absent (None) when no node is categorical / no tree is linear
+    OPTIONAL = ("cat_offset", "cat_values", "lin_tree", "lin_const", "lin_offset",
+                "lin_feature", "lin_coeff")
 
     def __init__(self, arrays: dict[str, np.ndarray | None]) -> None:
-        self.arrays = arrays
+        self.arrays = dict(arrays)
+        for name in self.OPTIONAL:
+            self.arrays.setdefault(name, None)
+        arrays = self.arrays
         self.node_offset = arrays["node_offset"]
         self.leaf_offset = arrays["leaf_offset"]
 
@@ -371,13 +377,10 @@ class PackedTrees(Sequence):
         for name, dtype in cls.NODE_FIELDS + cls.LEAF_FIELDS:
             a[name] = _ro(np.concatenate([getattr(t, name) for t in trees] or
                                          [np.zeros(0, dtype)]).astype(dtype, copy=False))
-        a["cat_offset"] = a["cat_values"] = None
         if bool(a["is_categorical"].any()):
             counts = np.concatenate([np.diff(t.cat_offsets) for t in trees])
             a["cat_offset"] = _ro(np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
             a["cat_values"] = _ro(np.concatenate([t.cat_values for t in trees]).astype(np.int32))
-        a["lin_tree"] = a["lin_const"] = a["lin_offset"] = None
-        a["lin_feature"] = a["lin_coeff"] = None
         if any(t.linear is not None for t in trees):
             terms = [np.diff(t.linear.offsets) if t.linear is not None
                      else np.zeros(t.n_leaves, np.int64) for t in trees]
@@ -417,27 +420,19 @@ class PackedTrees(Sequence):
         return sum(a.nbytes for a in self.arrays.values() if isinstance(a, np.ndarray))
 
     def _tree(self, t: int) -> Tree:
-        a = self.arrays
-        n0, n1 = int(self.node_offset[t]), int(self.node_offset[t + 1])
-        l0, l1 = int(self.leaf_offset[t]), int(self.leaf_offset[t + 1])
-        if a["cat_offset"] is None:
-            cat_offsets, cat_values = _NO_CATEGORY_OFFSETS[: n1 - n0 + 1], _NO_CATEGORIES
-            if cat_offsets.shape[0] < n1 - n0 + 1:
-                cat_offsets = _ro(np.zeros(n1 - n0 + 1, np.int64))
-        else:
-            c0, c1 = int(a["cat_offset"][n0]), int(a["cat_offset"][n1])
-            cat_offsets = _ro(a["cat_offset"][n0:n1 + 1] - c0)
-            cat_values = a["cat_values"][c0:c1]
+        """Tree ``t`` as a :class:`Tree` of views: the one-tree slice's arrays."""
+        a = self._slice(t, t + 1).arrays
+        n_internal = a["feature"].shape[0]
+        cat_offsets, cat_values = a["cat_offset"], a["cat_values"]
+        if cat_offsets is None:
+            cat_offsets = _ro(np.zeros(n_internal + 1, np.int64))
+            cat_values = _NO_CATEGORIES
         linear = None
-        if a["lin_tree"] is not None and a["lin_tree"][t]:
-            k0, k1 = int(a["lin_offset"][l0]), int(a["lin_offset"][l1])
-            linear = LinearLeaves(const=a["lin_const"][l0:l1],
-                                  offsets=_ro(a["lin_offset"][l0:l1 + 1] - k0),
-                                  feature=a["lin_feature"][k0:k1], coeff=a["lin_coeff"][k0:k1])
-        nodes = {name: a[name][n0:n1] for name, _ in self.NODE_FIELDS}
-        leaves = {name: a[name][l0:l1] for name, _ in self.LEAF_FIELDS}
-        return Tree(**nodes, **leaves, cat_offsets=cat_offsets, cat_values=cat_values,
-                    linear=linear)
+        if a["lin_tree"] is not None and a["lin_tree"][0]:
+            linear = LinearLeaves(const=a["lin_const"], offsets=a["lin_offset"],
+                                  feature=a["lin_feature"], coeff=a["lin_coeff"])
+        return Tree(**{name: a[name] for name, _ in self.NODE_FIELDS + self.LEAF_FIELDS},
+                    cat_offsets=cat_offsets, cat_values=cat_values, linear=linear)
 
     def _slice(self, start: int, stop: int) -> "PackedTrees":
         a = self.arrays
@@ -451,13 +446,10 @@ class PackedTrees(Sequence):
             out[name] = a[name][n0:n1]
         for name, _ in self.LEAF_FIELDS:
             out[name] = a[name][l0:l1]
-        out["cat_offset"] = out["cat_values"] = None
         if a["cat_offset"] is not None:
             c0, c1 = int(a["cat_offset"][n0]), int(a["cat_offset"][n1])
             out["cat_offset"] = _ro(a["cat_offset"][n0:n1 + 1] - c0)
             out["cat_values"] = a["cat_values"][c0:c1]
-        for name in ("lin_tree", "lin_const", "lin_offset", "lin_feature", "lin_coeff"):
-            out[name] = None
         if a["lin_tree"] is not None:
             k0, k1 = int(a["lin_offset"][l0]), int(a["lin_offset"][l1])
             out["lin_tree"] = a["lin_tree"][start:stop]
@@ -472,8 +464,6 @@ class PackedTrees(Sequence):
                               for k, v in self.arrays.items()},))
 
 
-_NO_CATEGORY_OFFSETS = np.zeros(1 << 12, np.int64)
-_NO_CATEGORY_OFFSETS.setflags(write=False)
 _NO_CATEGORIES = np.zeros(0, np.int32)
 _NO_CATEGORIES.setflags(write=False)
 

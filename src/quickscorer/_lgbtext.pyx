@@ -136,6 +136,30 @@ cdef int parse_float(Span tok, bint allow_inf, double* out) noexcept nogil:
     return 0
 
 
+cdef inline Span peek_line(Span rest) noexcept nogil:
+    """The next line of ``rest``, without its newline and trailing carriage returns (``.n``
+    of the raw line is recovered by :func:`skip_line`)."""
+    cdef Span line
+    line.p = rest.p
+    line.n = 0
+    while line.n < rest.n and rest.p[line.n] != c'\n':
+        line.n += 1
+    return line
+
+
+cdef inline void skip_line(Span* rest, Span line) noexcept nogil:
+    """Advance ``rest`` past ``line`` (as peek_line returned it) and its newline."""
+    cdef Py_ssize_t ln = line.n + 1 if line.n < rest.n else line.n
+    rest.p += ln
+    rest.n -= ln
+
+
+cdef inline Span no_cr(Span line) noexcept nogil:
+    while line.n > 0 and line.p[line.n - 1] == c'\r':
+        line.n -= 1
+    return line
+
+
 cdef Py_ssize_t next_token(Span* rest, Span* tok) noexcept nogil:
     """Cut the next whitespace-separated token off ``rest``; 0 when none is left."""
     while rest.n > 0 and is_space(rest.p[0]):
@@ -357,28 +381,18 @@ cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
     cdef Span keys[MAX_KEYS]
     cdef Span vals[MAX_KEYS]
     cdef int n_keys = 0, a, b
-    cdef Span line, key, value, s
+    cdef Span line, key, value, raw
     cdef const char* eq
-    cdef Py_ssize_t i, ln
+    cdef Py_ssize_t i
     cdef int64_t num_leaves = -1, num_cat = -1, is_linear = 0, m, v
-    cdef int got_lv = 0, got_sf = 0, got_thr = 0, got_dec = 0, got_lc = 0, got_rc = 0
-    cdef Span f_sf, f_thr, f_dec, f_lc, f_rc, f_lv
     cdef Span f[N_FIELDS]
     cdef int got[N_FIELDS]
     while rest.n > 0:
-        # peek the next line
-        ln = 0
-        while ln < rest.n and rest.p[ln] != c'\n':
-            ln += 1
-        line.p = rest.p
-        line.n = ln
-        while line.n > 0 and line.p[line.n - 1] == c'\r':
-            line.n -= 1
-        s = strip(line)
-        if s.n == 0 or span_starts(line, b"Tree=", 5) or ends_trees(line):
+        raw = peek_line(rest[0])
+        line = no_cr(raw)
+        if strip(line).n == 0 or span_starts(line, b"Tree=", 5) or ends_trees(line):
             break
-        rest.p += ln + 1 if ln < rest.n else ln
-        rest.n -= ln + 1 if ln < rest.n else ln
+        skip_line(rest, raw)
         eq = NULL
         for i in range(line.n):
             if line.p[i] == c'=':
@@ -412,28 +426,25 @@ cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
         return -1
     if got[F_IS_LINEAR] and scalar_int(f[F_IS_LINEAR], 0, 1, &is_linear):
         return -1
-    got_lv, got_sf, got_thr = got[F_LEAF_VALUE], got[F_SPLIT_FEATURE], got[F_THRESHOLD]
-    got_dec, got_lc, got_rc = got[F_DECISION_TYPE], got[F_LEFT_CHILD], got[F_RIGHT_CHILD]
-    f_lv, f_sf, f_thr = f[F_LEAF_VALUE], f[F_SPLIT_FEATURE], f[F_THRESHOLD]
-    f_dec, f_lc, f_rc = f[F_DECISION_TYPE], f[F_LEFT_CHILD], f[F_RIGHT_CHILD]
-    if num_leaves < 0 or num_cat != 0 or is_linear != 0 or not got_lv:
+    if num_leaves < 0 or num_cat != 0 or is_linear != 0 or not got[F_LEAF_VALUE]:
         return -1     # missing fields, or categorical / linear: the Python parser reads it
     if tmp_reserve(t, num_leaves):
         return -2
-    if floats_field(f_lv, num_leaves, False, t.lv):
+    if floats_field(f[F_LEAF_VALUE], num_leaves, False, t.lv):
         return -1
     for i in range(num_leaves):
         if not isfinite(t.lv[i]):
             return -1
     m = num_leaves - 1
     if m > 0:
-        if not (got_sf and got_thr and got_dec and got_lc and got_rc):
+        if not (got[F_SPLIT_FEATURE] and got[F_THRESHOLD] and got[F_DECISION_TYPE]
+                and got[F_LEFT_CHILD] and got[F_RIGHT_CHILD]):
             return -1
-        if (ints_field(f_sf, m, 0, n_features - 1, t.feat)
-                or floats_field(f_thr, m, True, t.thr)
-                or ints_field(f_dec, m, -128, 127, t.dec)
-                or ints_field(f_lc, m, -num_leaves, m - 1, t.lc)
-                or ints_field(f_rc, m, -num_leaves, m - 1, t.rc)):
+        if (ints_field(f[F_SPLIT_FEATURE], m, 0, n_features - 1, t.feat)
+                or floats_field(f[F_THRESHOLD], m, True, t.thr)
+                or ints_field(f[F_DECISION_TYPE], m, -128, 127, t.dec)
+                or ints_field(f[F_LEFT_CHILD], m, -num_leaves, m - 1, t.lc)
+                or ints_field(f[F_RIGHT_CHILD], m, -num_leaves, m - 1, t.rc)):
             return -1
         for i in range(m):
             v = t.dec[i]
@@ -473,8 +484,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
     cdef Py_ssize_t n = data.shape[0], i
     cdef qs_buf cols[N_COLS]
     cdef Tmp t
-    cdef Span rest, line, idx
-    cdef Py_ssize_t ln
+    cdef Span rest, line, idx, raw
     cdef int64_t n_trees = 0, got
     cdef int status = 0
     cdef const char* base = <const char*>&data[0] if n else NULL
@@ -509,19 +519,13 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
             while status == 0:
                 # skip blank lines, then 'Tree=<n_trees>' or the end of the trees
                 while rest.n > 0:
-                    ln = 0
-                    while ln < rest.n and rest.p[ln] != c'\n':
-                        ln += 1
-                    line.p = rest.p
-                    line.n = ln
-                    if strip(line).n != 0:
+                    raw = peek_line(rest)
+                    if strip(raw).n != 0:
                         break
-                    rest.p += ln + 1 if ln < rest.n else ln
-                    rest.n -= ln + 1 if ln < rest.n else ln
+                    skip_line(&rest, raw)
                 if rest.n == 0:
                     break
-                while line.n > 0 and line.p[line.n - 1] == c'\r':
-                    line.n -= 1
+                line = no_cr(raw)
                 if ends_trees(line):
                     break
                 if not span_starts(line, b"Tree=", 5):
@@ -534,8 +538,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
                         or idx.p[0] == c'-' or parse_int(idx, &got) or got != n_trees):
                     status = -1
                     break
-                rest.p += ln + 1 if ln < rest.n else ln
-                rest.n -= ln + 1 if ln < rest.n else ln
+                skip_line(&rest, raw)
                 status = parse_tree(&rest, n_features, max_leaves, &t, cols)
                 n_trees += 1
         if status == -2:
