@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _build
+from .. import _build, _layout
 from ..errors import ModelFormatError
 from ..ir.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
 from .forest import MAX_CATEGORY_WORDS, category_bitset
@@ -141,7 +141,124 @@ def _categories(packed: dict, g: int) -> np.ndarray:
 
 def quickscorer_arrays(ens: Ensemble, *,
                        max_category_table_pairs: int = MAX_CATEGORY_TABLE_PAIRS) -> dict:
-    """The QuickScorer layout of ``ens`` as a dict of numpy arrays (see the module docstring).
+    """The QuickScorer layout of ``ens`` as a dict of numpy arrays (see the module docstring
+    and :func:`quickscorer_arrays_reference` for the keys): built in C
+    (``src/quickscorer/_layout.pyx``) for a model without categorical splits, by the numpy
+    reference otherwise. Both give the same arrays."""
+    if ens.has_categorical:
+        return quickscorer_arrays_reference(
+            ens, max_category_table_pairs=max_category_table_pairs)
+    return _numeric_arrays(ens)
+
+
+def _tree_word_offsets(ens: Ensemble) -> np.ndarray:
+    """Tree ``t``'s first word of a row's bitvectors: ``ceil(leaves / 64)`` words per tree."""
+    tree_word_offsets = np.zeros(ens.n_trees + 1, np.int64)
+    np.cumsum((ens.n_leaves + 63) // 64, out=tree_word_offsets[1:])
+    if tree_word_offsets[-1] >= 2**32:
+        raise ModelFormatError("the model has too many leaves for the QuickScorer layout")
+    return tree_word_offsets
+
+
+def _layout_dict(tree_word_offsets, thresholds, words, masks, trees, segment_offsets,
+                 list_offsets, list_words, list_masks, categories: dict,
+                 used_features) -> dict:
+    """The layout's fields in one dict, with the scan's grouping of equal thresholds."""
+    scan_thresholds, scan_segment_offsets, scan_node_offsets = merge_equal_thresholds(
+        thresholds, segment_offsets)
+    return {
+        "tree_word_offsets": tree_word_offsets,
+        "scan_thresholds": scan_thresholds,
+        "scan_segment_offsets": scan_segment_offsets,
+        "scan_node_offsets": scan_node_offsets,
+        "thresholds": thresholds,
+        "words": words,
+        "masks": masks,
+        "trees": trees,
+        "segment_offsets": segment_offsets,
+        "list_offsets": list_offsets,
+        "list_words": list_words.astype(np.uint32, copy=False),
+        "list_masks": list_masks.astype(np.uint64, copy=False),
+        **categories,
+        "used_features": used_features,
+    }
+
+
+def _no_categories(n_features: int) -> dict:
+    """The category fields of a model without categorical splits."""
+    return {
+        "category_mode": np.zeros(n_features, np.uint8),
+        "category_key_offsets": np.zeros(n_features + 1, np.int64),
+        "category_keys": np.zeros(0, np.int64),
+        "category_node_offsets": np.zeros(n_features + 1, np.int64),
+        "category_node_bits_offset": np.zeros(0, np.int64),
+        "category_node_nwords": np.zeros(0, np.int64),
+        "category_bits": np.zeros(1, np.uint32),
+    }
+
+
+def _numeric_arrays(ens: Ensemble) -> dict:
+    """:func:`quickscorer_arrays` of a model whose nodes are all numerical, in C."""
+    F = ens.n_features
+    tree_word_offsets = _tree_word_offsets(ens)
+    packed = ens.trees.arrays
+    node_offset = np.ascontiguousarray(ens.trees.node_offset, np.int64)
+    lo, mid, _ = _build.packed_leaf_ranges(np.ascontiguousarray(packed["left"], np.int32),
+                                           np.ascontiguousarray(packed["right"], np.int32),
+                                           node_offset)
+    if ens.family == "xgboost":   # XGBoost sends only NaN to the default side
+        kind = np.full(lo.shape[0], SEGMENT_NAN, np.uint8)
+    else:
+        kind = np.ascontiguousarray(packed["missing_type"], np.uint8)
+    (thresholds, words, masks, trees, segment_offsets, list_offsets, list_words, list_masks,
+     used) = _layout.qs_numeric(node_offset, packed["feature"].astype(np.int64),
+                                np.ascontiguousarray(packed["threshold"], np.float64),
+                                packed["default_left"].view(np.uint8), kind, lo, mid,
+                                tree_word_offsets, F)
+    del lo, mid, kind
+    return _layout_dict(tree_word_offsets, thresholds, words, masks, trees, segment_offsets,
+                        list_offsets, list_words, list_masks, _no_categories(F),
+                        np.flatnonzero(used).astype(np.int32))
+
+
+def block_arrays(ens: Ensemble, arrays: dict, starts) -> list[dict]:
+    """The QuickScorer layouts of consecutive tree blocks of ``ens`` (block ``b``: trees
+    ``starts[b] .. starts[b + 1] - 1``), each the layout of those trees alone, from the
+    model's own layout ``arrays``: cut in C for a model without categorical splits (the
+    blocks' arrays are views of one buffer per field), built anew per block otherwise."""
+    starts = np.asarray(starts, np.int64)
+    if ens.has_categorical:
+        return [quickscorer_arrays(Ensemble(
+                    trees=ens.trees[a:b], tree_group=ens.tree_group[a:b],
+                    n_outputs=ens.n_outputs, n_features=ens.n_features, family=ens.family,
+                    base_score=ens.base_score))
+                for a, b in zip(starts[:-1].tolist(), starts[1:].tolist())]
+    F = ens.n_features
+    (entry_start, thresholds, words, masks, trees, seg, list_start, lst, list_words,
+     list_masks) = _layout.qs_split_blocks(
+        arrays["thresholds"], arrays["words"], arrays["masks"], arrays["trees"],
+        arrays["segment_offsets"], arrays["list_offsets"], arrays["list_words"],
+        arrays["list_masks"], arrays["tree_word_offsets"], starts)
+    two = arrays["tree_word_offsets"]
+    no_categories = _no_categories(F)
+    out = []
+    for b in range(starts.shape[0] - 1):
+        e0, e1 = int(entry_start[b]), int(entry_start[b + 1])
+        l0, l1 = int(list_start[b]), int(list_start[b + 1])
+        counts = np.diff(seg[b]).reshape(F, N_SEGMENT_KINDS) - 1
+        out.append(_layout_dict(
+            two[starts[b]:starts[b + 1] + 1] - two[starts[b]], thresholds[e0:e1],
+            words[e0:e1], masks[e0:e1], trees[e0:e1], seg[b], lst[b], list_words[l0:l1],
+            list_masks[l0:l1], no_categories,
+            np.flatnonzero(counts.sum(axis=1) > 0).astype(np.int32)))
+    return out
+
+
+def quickscorer_arrays_reference(ens: Ensemble, *,
+                                 max_category_table_pairs: int = MAX_CATEGORY_TABLE_PAIRS) -> dict:
+    """The QuickScorer layout of ``ens`` as a dict of numpy arrays (see the module docstring),
+    built with numpy for every model (the reference of the C builder and the builder of models
+    with categorical splits).
 
     Keys: ``tree_word_offsets`` int64[n_trees + 1]; ``scan_thresholds``,
     ``scan_segment_offsets`` and ``scan_node_offsets`` (the entries grouped by distinct
@@ -157,11 +274,7 @@ def quickscorer_arrays(ens: Ensemble, *,
     """
     F = ens.n_features
     xgb = ens.family == "xgboost"
-    n_leaves = ens.n_leaves
-    tree_word_offsets = np.zeros(ens.n_trees + 1, np.int64)
-    np.cumsum((n_leaves + 63) // 64, out=tree_word_offsets[1:])
-    if tree_word_offsets[-1] >= 2**32:
-        raise ModelFormatError("the model has too many leaves for the QuickScorer layout")
+    tree_word_offsets = _tree_word_offsets(ens)
 
     # All internal nodes of all trees, in tree then node order: the packed arrays themselves.
     packed = ens.trees.arrays
@@ -290,21 +403,7 @@ def quickscorer_arrays(ens: Ensemble, *,
     list_offsets, list_words, list_masks = _lists(
         np.concatenate(ids), np.concatenate(lw), np.concatenate(lm), n_lists)
 
-    scan_thresholds, scan_segment_offsets, scan_node_offsets = merge_equal_thresholds(
-        thresholds, segment_offsets)
-    return {
-        "tree_word_offsets": tree_word_offsets,
-        "scan_thresholds": scan_thresholds,
-        "scan_segment_offsets": scan_segment_offsets,
-        "scan_node_offsets": scan_node_offsets,
-        "thresholds": thresholds,
-        "words": words,
-        "masks": masks,
-        "trees": trees,
-        "segment_offsets": segment_offsets,
-        "list_offsets": list_offsets,
-        "list_words": list_words.astype(np.uint32),
-        "list_masks": list_masks.astype(np.uint64),
+    categories = {
         "category_mode": category_mode,
         "category_key_offsets": key_offsets,
         "category_keys": category_keys.astype(np.int64),
@@ -312,5 +411,7 @@ def quickscorer_arrays(ens: Ensemble, *,
         "category_node_bits_offset": bits_offset,
         "category_node_nwords": nwords,
         "category_bits": category_bits.astype(np.uint32),
-        "used_features": np.unique(nodes["feature"]).astype(np.int32),
     }
+    return _layout_dict(tree_word_offsets, thresholds, words, masks, trees, segment_offsets,
+                        list_offsets, list_words, list_masks, categories,
+                        np.unique(nodes["feature"]).astype(np.int32))

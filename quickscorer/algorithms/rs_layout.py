@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _layout
 from ..errors import ModelFormatError
 from ..ir.ensemble import Ensemble
 from .qs_layout import N_SEGMENT_KINDS
@@ -58,7 +59,9 @@ def unsupported(ens: Ensemble, qs: dict) -> str | None:
         return "the model has categorical splits"
     if int(ens.n_leaves.max()) > MAX_LEAVES:
         return f"a tree has more than {MAX_LEAVES} leaves"
-    _, counts = _feature_thresholds(qs, ens.n_features)
+    offsets, _, _ = _layout.segment_rank_table(qs["thresholds"], qs["segment_offsets"],
+                                               ens.n_features)
+    counts = np.diff(offsets)
     if counts.size and counts.max() > MAX_THRESHOLDS:
         f = int(np.argmax(counts))
         return (f"feature {f} has {int(counts[f])} distinct thresholds "
@@ -111,15 +114,20 @@ def rank_search_table(rank_offsets: np.ndarray, rank_thresholds: np.ndarray):
     F = rank_offsets.shape[0] - 1
     counts = np.diff(rank_offsets)
     n_buckets = (counts + 15) // 16
+    if n_buckets.size and n_buckets.max() > 16:
+        raise ValueError(f"a feature has more than {MAX_THRESHOLDS + 1} thresholds")
     bucket_offsets = np.zeros(F + 1, np.int64)
     np.cumsum(16 * (n_buckets + 1), out=bucket_offsets[1:])
     buckets = np.full(int(bucket_offsets[-1]), np.inf)
+    feature_of = np.repeat(np.arange(F), counts)
+    position = np.arange(rank_thresholds.shape[0]) - rank_offsets[feature_of]
+    buckets[bucket_offsets[feature_of] + position] = rank_thresholds
+    # pivot j of f: the last threshold of its bucket j (+inf padding a partial last bucket)
     pivots = np.full(16 * F, np.inf)
-    for f in np.flatnonzero(counts).tolist():
-        u = rank_thresholds[rank_offsets[f]:rank_offsets[f + 1]]
-        buckets[bucket_offsets[f]:bucket_offsets[f] + u.shape[0]] = u
-        full = buckets[bucket_offsets[f]:bucket_offsets[f] + 16 * n_buckets[f]]
-        pivots[16 * f:16 * f + n_buckets[f]] = full.reshape(-1, 16)[:, 15]
+    bucket_feature = np.repeat(np.arange(F), n_buckets)
+    j = np.arange(bucket_feature.shape[0]) - np.repeat(np.cumsum(n_buckets) - n_buckets,
+                                                       n_buckets)
+    pivots[16 * bucket_feature + j] = buckets[bucket_offsets[bucket_feature] + 16 * j + 15]
     return pivots, buckets, bucket_offsets
 
 
@@ -150,7 +158,53 @@ def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.n
 
 
 def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dict:
-    """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``."""
+    """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``,
+    its sorting and byte splitting in C (``src/quickscorer/_layout.pyx``); the same arrays
+    as :func:`rapidscorer_arrays_reference`."""
+    F = ens.n_features
+    n_trees = ens.n_trees
+    tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
+    np.cumsum(tree_bytes(ens), out=tree_byte_offsets[1:])
+    block_starts = np.asarray(block_starts, np.int64)
+    rank_offsets, rank_thresholds, rank = _layout.segment_rank_table(
+        qs["thresholds"], qs["segment_offsets"], F)
+    try:
+        (entries, segments, block_segments, list_offsets, list_bytes, list_masks,
+         used_offsets, used_features) = _layout.rs_entries(
+            qs["words"], qs["masks"], qs["trees"], rank, qs["segment_offsets"],
+            qs["list_offsets"], qs["list_words"], qs["list_masks"], qs["tree_word_offsets"],
+            tree_byte_offsets, block_starts, F)
+    except ValueError as exc:
+        raise ModelFormatError(f"cannot build the rapidscorer layout: {exc}") from None
+    del rank
+    # rank_zero[f]: the thresholds of f below 0.0 (-0.0 is not below it)
+    below = np.zeros(rank_thresholds.shape[0] + 1, np.int64)
+    np.cumsum(rank_thresholds < 0.0, out=below[1:])
+    rank_zero = (below[rank_offsets[1:]] - below[rank_offsets[:-1]]).astype(np.uint8)
+    rank_pivots, rank_buckets, rank_bucket_offsets = rank_search_table(rank_offsets,
+                                                                       rank_thresholds)
+    return {
+        "rank_pivots": rank_pivots,
+        "rank_buckets": rank_buckets,
+        "rank_bucket_offsets": rank_bucket_offsets,
+        "rank_zero": rank_zero,
+        "model_used": np.flatnonzero(np.diff(rank_offsets)).astype(np.int32),
+        "tree_byte_offsets": tree_byte_offsets,
+        "block_starts": block_starts,
+        "entries": entries,
+        "segments": segments,
+        "block_segments": block_segments,
+        "list_offsets": list_offsets,
+        "list_bytes": list_bytes,
+        "list_masks": list_masks,
+        "used_offsets": used_offsets,
+        "used_features": used_features,
+    }
+
+
+def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dict:
+    """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``, in
+    numpy (the reference of :func:`rapidscorer_arrays`)."""
     F = ens.n_features
     n_seg = N_SEGMENT_KINDS * F
     n_trees = ens.n_trees

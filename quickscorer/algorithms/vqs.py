@@ -13,7 +13,7 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .cpu import MAX_LANES, default_block_bytes, env_int, isa_code, isa_name
 from .qs import QuickScorer
-from .qs_layout import quickscorer_arrays
+from .qs_layout import block_arrays
 
 #: groups of documents scanned against one tree block before the next block
 DEFAULT_DOC_GROUPS = 8
@@ -78,11 +78,7 @@ class VQuickScorer(QuickScorer):
         if self.tree_blocks == 1:
             return _vqs.BlockedLayout([self.layout], starts)
         layouts = []
-        for a0, b0 in zip(starts[:-1], starts[1:]):
-            sub = Ensemble(trees=ens.trees[a0:b0], tree_group=ens.tree_group[a0:b0],
-                           n_outputs=ens.n_outputs, n_features=ens.n_features,
-                           family=ens.family, base_score=ens.base_score)
-            arrays = quickscorer_arrays(sub)
+        for arrays in block_arrays(ens, self._arrays, starts):
             for arr in arrays.values():
                 arr.setflags(write=False)
             self._block_arrays.append(arrays)
