@@ -1,6 +1,7 @@
 """``quickscorer.load``: read a model from a file, string, bytes or library object."""
 from __future__ import annotations
 
+import mmap
 import os
 from pathlib import Path
 
@@ -9,20 +10,6 @@ from .importers import lightgbm as lgb_imp
 from .importers import xgboost as xgb_imp
 from .ir.ensemble import Ensemble
 from .model import Model
-
-#: refuse to read model files larger than this (a corrupt size, not a model)
-MAX_MODEL_BYTES = 4 << 30
-
-
-def _read(path: Path) -> bytes:
-    try:
-        size = path.stat().st_size
-        if size > MAX_MODEL_BYTES:
-            raise ModelFormatError(f"{path}: {size} bytes is larger than any model we read")
-        return path.read_bytes()
-    except OSError as exc:
-        raise ModelFormatError(f"cannot read model file {path}: {exc}") from None
-
 
 def load_ensemble(source, *, format: str | None = None) -> Ensemble:
     """The neutral :class:`Ensemble` of a LightGBM or XGBoost model.
@@ -46,24 +33,46 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
     if isinstance(source, dict):
         return xgb_imp.load_xgboost(source)
 
-    data: bytes | str
+    data: bytes | str | mmap.mmap
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
     elif isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")):
         data = source
     elif isinstance(source, (str, os.PathLike)):
-        data = _read(Path(source))
+        data = lgb_imp.map_model_file(Path(source))
     else:
         raise TypeError(f"cannot load a model from {type(source).__name__}: expected a path, "
                         f"a string, bytes, a dict or a LightGBM/XGBoost Booster")
+    try:
+        return _load_data(data, format)
+    finally:
+        if isinstance(data, mmap.mmap):
+            try:
+                data.close()
+            except BufferError:     # a view is still alive: the collector unmaps it
+                pass
 
+
+def _copied(data: bytes | str | mmap.mmap) -> bytes | str:
+    """A mapped file's bytes as ``bytes`` (the mapping's pages handed back), else ``data``."""
+    if not isinstance(data, mmap.mmap):
+        return data
+    out = data[:]
+    if hasattr(data, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+        data.madvise(mmap.MADV_DONTNEED)
+    return out
+
+
+def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
+    """The ensemble of a model's text or bytes (a file's mapped bytes: LightGBM text is parsed
+    from the mapping, anything else from a copy)."""
     if format == "lightgbm":
         return lgb_imp.load_lightgbm(data, utf8_errors="replace")
     if format == "xgboost":
-        return xgb_imp.load_xgboost(data)
+        return xgb_imp.load_xgboost(_copied(data))
     raw = data.encode() if isinstance(data, str) else data
     if xgb_imp.looks_like_xgboost(raw):
-        return xgb_imp.load_xgboost(data)
+        return xgb_imp.load_xgboost(_copied(data))
     if lgb_imp.looks_like_lightgbm_text(raw):
         # the bytes themselves: the tree parser reads them without a decoded copy
         return lgb_imp.load_lightgbm(data, utf8_errors="replace")

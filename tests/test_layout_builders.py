@@ -73,7 +73,7 @@ def test_rapidscorer_layout_in_c_equals_the_numpy_reference(seed, family, n_tree
                                                             budget):
     ens = numeric_ensemble(seed, family, n_trees, max_leaves)
     qs = Q.quickscorer_arrays(ens)
-    assert R.unsupported(ens, qs) is None
+    assert R.unsupported(ens) is None
     starts = R.block_starts_for(R.tree_bytes(ens), budget, 32)
     assert_same_arrays(R.rapidscorer_arrays(ens, qs, starts),
                        R.rapidscorer_arrays_reference(ens, qs, starts))
@@ -90,7 +90,7 @@ def test_c_builders_match_the_references_on_random_models(seed, family, n_trees,
     ens = numeric_ensemble(seed, family, n_trees, max_leaves, n_features, thresholds)
     qs = Q.quickscorer_arrays(ens)
     assert_same_arrays(qs, Q.quickscorer_arrays_reference(ens))
-    if R.unsupported(ens, qs) is None:
+    if R.unsupported(ens) is None:
         starts = R.block_starts_for(R.tree_bytes(ens), 64 * (1 + seed % 4), 32)
         assert_same_arrays(R.rapidscorer_arrays(ens, qs, starts),
                            R.rapidscorer_arrays_reference(ens, qs, starts))
@@ -113,7 +113,7 @@ def test_models_with_categorical_splits_take_the_numpy_builder():
 def test_rank_table_sorts_dedupes_and_ranks_per_feature():
     rng = np.random.default_rng(0)
     for n_features, n, distinct in [(1, 1, 1), (7, 5000, 40), (3, 20000, 20000), (50, 10, 3)]:
-        feature = rng.integers(0, n_features, n).astype(np.int64)
+        feature = rng.integers(0, n_features, n).astype(np.int32)
         threshold = rng.integers(0, distinct, n) * 0.25 - 3.0
         threshold[rng.random(n) < 0.05] = np.inf
         offsets, values, rank = _layout.rank_table(feature, threshold, n_features)
@@ -123,17 +123,17 @@ def test_rank_table_sorts_dedupes_and_ranks_per_feature():
             np.testing.assert_array_equal(rank[feature == f],
                                           np.searchsorted(want, threshold[feature == f]))
     for ordered in (np.arange(3000.0), np.arange(3000.0)[::-1].copy(), np.zeros(3000)):
-        offsets, values, rank = _layout.rank_table(np.zeros(3000, np.int64), ordered, 1)
+        offsets, values, rank = _layout.rank_table(np.zeros(3000, np.int32), ordered, 1)
         np.testing.assert_array_equal(values, np.unique(ordered))
 
 
 def test_rank_table_refuses_bad_input():
     with pytest.raises(ValueError, match="out of range"):
-        _layout.rank_table(np.array([0, 3], np.int64), np.zeros(2), 3)
+        _layout.rank_table(np.array([0, 3], np.int32), np.zeros(2), 3)
     with pytest.raises(ValueError, match="NaN"):
-        _layout.rank_table(np.array([0, 1], np.int64), np.array([0.0, np.nan]), 3)
+        _layout.rank_table(np.array([0, 1], np.int32), np.array([0.0, np.nan]), 3)
     with pytest.raises(ValueError, match="differ in length"):
-        _layout.rank_table(np.array([0], np.int64), np.zeros(2), 3)
+        _layout.rank_table(np.array([0], np.int32), np.zeros(2), 3)
 
 
 def test_split_refuses_inconsistent_blocks():

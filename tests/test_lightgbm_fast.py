@@ -4,6 +4,8 @@ takes, and a refusal (``None``, so that the reference parser names the problem) 
 the reference refuses."""
 from __future__ import annotations
 
+import mmap
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import quickscorer
 from quickscorer.cli import demo_files
 from quickscorer.errors import ModelFormatError
-from quickscorer.importers.lightgbm import parse_fast, parse_reference
+from quickscorer.importers.lightgbm import map_model_file, parse_fast, parse_reference
 
 from conftest import DAMAGES, damaged
 from test_lightgbm_import import BREAKS, CASES, _break, _trained
@@ -103,3 +106,40 @@ def test_random_damage_fast_path_never_accepts_more(pos, kind, byte):
     fast = parse_fast(raw)
     if fast is not None:
         assert_same(fast, ref)
+
+
+def _repeated(text: str, copies: int) -> str:
+    """A model text holding the trees of ``text`` ``copies`` times (no tree_sizes line)."""
+    head, rest = text.split("\nTree=0\n", 1)
+    trees_text, tail = rest.split("\nend of trees", 1)
+    blocks = [b.strip("\n") for b in ("Tree=0\n" + trees_text).split("\n\n\n") if b.strip()]
+    out = [re.sub(r"^Tree=\d+", f"Tree={c * len(blocks) + i}", b)
+           for c in range(copies) for i, b in enumerate(blocks)]
+    head = re.sub(r"\ntree_sizes=[^\n]*", "", head)
+    return head + "\n\n" + "\n\n\n".join(out) + "\n\n\nend of trees" + tail
+
+
+def test_a_large_file_parsed_from_its_mapping_equals_the_text(tmp_path):
+    """Loading from a path maps the file and hands pages back behind the parser (in steps of
+    1 MiB); the result must be the model the text gives, and the file must be untouched."""
+    text = _trained("regression")[0].model_to_string()
+    copies = -(-(5 << 20) // len(text))           # over 5 MiB: several pages handed back
+    big = _repeated(text, copies)
+    path = tmp_path / "big.txt"
+    path.write_text(big)
+    mapped = map_model_file(path)
+    assert isinstance(mapped, mmap.mmap)
+    from_map = parse_fast(mapped)
+    assert from_map is not None
+    assert mapped[:] == big.encode()              # the pages come back from the file
+    mapped.close()
+    assert_same(from_map, parse_fast(big.encode()))
+    assert_same(quickscorer.load(path).ensemble, from_map)
+    assert path.read_text() == big
+
+
+def test_an_empty_file_is_refused_clearly(tmp_path):
+    path = tmp_path / "empty.txt"
+    path.write_bytes(b"")
+    with pytest.raises(ModelFormatError):
+        quickscorer.load(path)

@@ -128,7 +128,7 @@ def test_a_feature_with_255_distinct_thresholds(isa):
                                 value=rng.normal(size=2 * n + 1), n_features=2))
     ens = Ensemble(trees=tuple(trees), tree_group=[0] * 5, n_outputs=1, n_features=2,
                    family="lightgbm", base_score=[0.0])
-    assert unsupported(ens, shared_layout(ens)[0]) is None
+    assert unsupported(ens) is None
     x = np.r_[thresholds, thresholds + 1e-9, thresholds - 1e-9, -np.inf, np.inf, np.nan, 0.0]
     X = np.c_[x, np.zeros_like(x)]
     _check(ens, X, isa)

@@ -202,20 +202,19 @@ def _numeric_arrays(ens: Ensemble) -> dict:
     F = ens.n_features
     tree_word_offsets = _tree_word_offsets(ens)
     packed = ens.trees.arrays
-    node_offset = np.ascontiguousarray(ens.trees.node_offset, np.int64)
-    lo, mid, _ = _build.packed_leaf_ranges(np.ascontiguousarray(packed["left"], np.int32),
-                                           np.ascontiguousarray(packed["right"], np.int32),
-                                           node_offset)
     if ens.family == "xgboost":   # XGBoost sends only NaN to the default side
-        kind = np.full(lo.shape[0], SEGMENT_NAN, np.uint8)
+        kind = np.full(packed["feature"].shape[0], SEGMENT_NAN, np.uint8)
     else:
         kind = np.ascontiguousarray(packed["missing_type"], np.uint8)
     (thresholds, words, masks, trees, segment_offsets, list_offsets, list_words, list_masks,
-     used) = _layout.qs_numeric(node_offset, packed["feature"].astype(np.int64),
+     used) = _layout.qs_numeric(np.ascontiguousarray(ens.trees.node_offset, np.int64),
+                                np.ascontiguousarray(packed["left"], np.int32),
+                                np.ascontiguousarray(packed["right"], np.int32),
+                                np.ascontiguousarray(packed["feature"], np.int32),
                                 np.ascontiguousarray(packed["threshold"], np.float64),
-                                packed["default_left"].view(np.uint8), kind, lo, mid,
+                                packed["default_left"].view(np.uint8), kind,
                                 tree_word_offsets, F)
-    del lo, mid, kind
+    del kind
     return _layout_dict(tree_word_offsets, thresholds, words, masks, trees, segment_offsets,
                         list_offsets, list_words, list_masks, _no_categories(F),
                         np.flatnonzero(used).astype(np.int32))

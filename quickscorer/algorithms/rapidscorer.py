@@ -20,7 +20,7 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name
-from .qs import shared_layout
+from .qs import layout_arrays
 from .rs_layout import block_starts_for, rapidscorer_arrays, tree_bytes, unsupported
 
 #: bytes of bitvector rows per tree block and group (the block's rows stay in L1/L2 while
@@ -58,14 +58,13 @@ class RapidScorer(Algorithm):
     def unsupported(cls, ens: Ensemble) -> str | None:
         with _UNSUPPORTED_LOCK:
             if ens not in _UNSUPPORTED:
-                why = unsupported(ens, shared_layout(ens)[0])
+                why = unsupported(ens)
                 _UNSUPPORTED[ens] = None if why is None else f"{why} ('vqs' scores every model)"
             return _UNSUPPORTED[ens]
 
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
                  block_bytes: int | None = None):
         super().__init__(ens, forest)
-        qs, _ = shared_layout(ens)
         self.isa = rs_isa_code(isa)
         #: the path named by isa= or $QUICKSCORER_ISA, used for every call; else None
         self.fixed_isa = isa or os.environ.get("QUICKSCORER_ISA") or None
@@ -73,7 +72,7 @@ class RapidScorer(Algorithm):
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
                             or DEFAULT_BLOCK_BYTES)
         starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
-        self._arrays = rapidscorer_arrays(ens, qs, starts)
+        self._arrays = rapidscorer_arrays(ens, layout_arrays(ens), starts)
         for a in self._arrays.values():
             a.setflags(write=False)
         self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features)

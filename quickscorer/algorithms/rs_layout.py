@@ -53,14 +53,17 @@ SENTINEL_THR = 255
 ENTRY_DTYPE = np.dtype([("byte", "<u4"), ("thr", "u1"), ("mask", "u1"), ("unused", "<u2")])
 
 
-def unsupported(ens: Ensemble, qs: dict) -> str | None:
-    """Why ``ens`` cannot be scored with this layout, or None when it can."""
+def unsupported(ens: Ensemble) -> str | None:
+    """Why ``ens`` cannot be scored with this layout, or None when it can (from the nodes
+    alone: no layout is built)."""
     if ens.has_categorical:
         return "the model has categorical splits"
     if int(ens.n_leaves.max()) > MAX_LEAVES:
         return f"a tree has more than {MAX_LEAVES} leaves"
-    offsets, _, _ = _layout.segment_rank_table(qs["thresholds"], qs["segment_offsets"],
-                                               ens.n_features)
+    packed = ens.trees.arrays
+    offsets, _, _ = _layout.rank_table(np.ascontiguousarray(packed["feature"], np.int32),
+                                       np.ascontiguousarray(packed["threshold"], np.float64),
+                                       ens.n_features)
     counts = np.diff(offsets)
     if counts.size and counts.max() > MAX_THRESHOLDS:
         f = int(np.argmax(counts))

@@ -12,6 +12,7 @@ internal nodes and ``j`` for leaves, so ``Tree.leaf_source_id`` holds the leaf i
 """
 from __future__ import annotations
 
+import mmap
 import os
 import re
 from pathlib import Path
@@ -181,7 +182,7 @@ def parse_fast(data: bytes | str, utf8_errors: str = "strict") -> Ensemble | Non
     if parser._peek() is not None:     # something ended the header before the trees
         return None
     got = _lgbtext.parse_trees(np.frombuffer(raw, np.uint8), start + 1, header["n_features"],
-                               MAX_LEAVES)
+                               MAX_LEAVES, isinstance(raw, mmap.mmap))
     if got is None:
         return None
     arrays, n_trees, stop = got
@@ -214,7 +215,23 @@ def _ro_zeros(n: int, dtype) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # source -> text
 
-def _data_of(source: Any) -> tuple[bytes | str, str]:
+def map_model_file(path: Path, what: str = "model file") -> bytes | mmap.mmap:
+    """A model file's bytes, mapped read-only where the file is not empty: the LightGBM tree
+    parser hands the pages back as it reads them, so that a large text model is never
+    resident whole while it loads."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_MODEL_BYTES:
+            raise ModelFormatError(f"{path}: {size} bytes is larger than any model we read")
+        with open(path, "rb") as fh:
+            if size == 0:
+                return fh.read()
+            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:
+        raise ModelFormatError(f"cannot read {what} {path}: {exc}") from None
+
+
+def _data_of(source: Any) -> tuple[bytes | str | mmap.mmap, str]:
     """The model's text (str) or its file's bytes, and what to call it in a message."""
     if hasattr(source, "model_to_string"):  # lightgbm.Booster, without importing lightgbm
         text = source.model_to_string(num_iteration=-1)
@@ -223,27 +240,22 @@ def _data_of(source: Any) -> tuple[bytes | str, str]:
                 f"{type(source).__name__}.model_to_string() returned {type(text).__name__}, "
                 f"not a string")
         return text, "LightGBM model text"
+    if isinstance(source, mmap.mmap):
+        return source, "LightGBM model file"
     if isinstance(source, (bytes, bytearray, memoryview)):
         return bytes(source), "LightGBM model bytes"
     if isinstance(source, str) and "\n" in source:
         return source, "LightGBM model text"
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        try:
-            size = path.stat().st_size
-            if size > MAX_MODEL_BYTES:
-                raise ModelFormatError(f"{path}: {size} bytes is larger than any model we read")
-            data = path.read_bytes()
-        except OSError as exc:
-            raise ModelFormatError(f"cannot read LightGBM model file {path}: {exc}") from None
-        return data, str(path)
+        return map_model_file(path, "LightGBM model file"), str(path)
     raise TypeError(f"cannot load a LightGBM model from {type(source).__name__}: expected a "
                     f"path, the model text or a lightgbm.Booster")
 
 
-def _decode(data: bytes, what: str, errors: str = "strict") -> str:
+def _decode(data: bytes | mmap.mmap, what: str, errors: str = "strict") -> str:
     try:
-        return data.decode("utf-8", errors)
+        return (data[:] if isinstance(data, mmap.mmap) else data).decode("utf-8", errors)
     except UnicodeDecodeError as exc:
         raise ModelFormatError(f"{what}: not a LightGBM text model (not UTF-8: {exc})") from None
 

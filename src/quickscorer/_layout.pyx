@@ -105,11 +105,11 @@ cdef uint64_t _zero_run(int64_t a, int64_t b) noexcept nogil:
     return ~(high & ~low)
 
 
-def rank_table(const int64_t[::1] feature, const double[::1] threshold, Py_ssize_t n_features):
+def rank_table(const int32_t[::1] feature, const double[::1] threshold, Py_ssize_t n_features):
     """Per feature, its distinct thresholds ascending: ``(offsets, values)``, feature ``f``'s
     being ``values[offsets[f] : offsets[f + 1]]``; and each item's rank (int64), the position
-    of its threshold among its feature's. Features must lie in ``[0, n_features)`` and no
-    threshold may be NaN."""
+    of its threshold among its feature's (int32). Features must lie in ``[0, n_features)``
+    and no threshold may be NaN."""
     cdef Py_ssize_t n = feature.shape[0], i, f, a, b, j, total = 0
     if threshold.shape[0] != n:
         raise ValueError("rank_table: feature and threshold differ in length")
@@ -122,12 +122,12 @@ def rank_table(const int64_t[::1] feature, const double[::1] threshold, Py_ssize
     cursor_arr = np.empty(n_features, np.int64)
     offsets_arr = np.zeros(n_features + 1, np.int64)
     buf_arr = np.empty(n, np.float64)
-    rank_arr = np.empty(n, np.int64)
+    rank_arr = np.empty(n, np.int32)
     cdef int64_t[::1] start = start_arr
     cdef int64_t[::1] cursor = cursor_arr
     cdef int64_t[::1] offsets = offsets_arr
     cdef double[::1] buf = buf_arr
-    cdef int64_t[::1] rank = rank_arr
+    cdef int32_t[::1] rank = rank_arr
     with nogil:
         for i in range(n):
             start[feature[i] + 1] += 1
@@ -152,7 +152,8 @@ def rank_table(const int64_t[::1] feature, const double[::1] threshold, Py_ssize
         offsets[n_features] = total
         for i in range(n):
             f = feature[i]
-            rank[i] = _lower_bound(&buf[offsets[f]], offsets[f + 1] - offsets[f], threshold[i])
+            rank[i] = <int32_t>_lower_bound(&buf[offsets[f]], offsets[f + 1] - offsets[f],
+                                            threshold[i])
     return offsets_arr, buf_arr[:total].copy(), rank_arr
 
 
@@ -192,30 +193,53 @@ cdef void _sort_merge(uint32_t* word, uint64_t* mask, int32_t* tree, int64_t* co
         count[g] = k - a
 
 
-def qs_numeric(const int64_t[::1] node_offset, const int64_t[::1] feature,
+def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] left,
+               const int32_t[::1] right, const int32_t[::1] feature,
                const double[::1] threshold, const uint8_t[::1] default_left,
-               const uint8_t[::1] kind, const int64_t[::1] lo, const int64_t[::1] mid,
-               const int64_t[::1] tree_word_offsets, Py_ssize_t n_features):
+               const uint8_t[::1] kind, const int64_t[::1] tree_word_offsets,
+               Py_ssize_t n_features):
     """The sorted segments and mask lists of QuickScorer's layout for a model whose nodes are
-    all numerical (see ``qs_layout``): node ``g`` of the packed ensemble splits ``feature[g]``
-    at ``threshold[g]``, is of segment kind ``kind[g]`` (0 .. 2), sends missing values left
-    when ``default_left[g]``, and has the left leaves ``lo[g] .. mid[g] - 1`` of its tree.
+    all numerical (see ``qs_layout``): node ``g`` of the packed ensemble (children ``left[g]``
+    / ``right[g]``: ``c >= 0`` a node of the same tree, numbered after ``g``, ``~c`` a leaf)
+    splits ``feature[g]`` at ``threshold[g]``, is of segment kind ``kind[g]`` (0 .. 2) and
+    sends missing values left when ``default_left[g]``.
 
     Returns ``(thresholds, words, masks, trees, segment_offsets, list_offsets, list_words,
     list_masks, used)`` with ``used[f]`` 1 when a node splits on ``f``."""
     cdef Py_ssize_t N = feature.shape[0], F = n_features, T = node_offset.shape[0] - 1
     cdef Py_ssize_t n_seg = N_KINDS * F, n_lists = N_KINDS * F
     if (threshold.shape[0] != N or default_left.shape[0] != N or kind.shape[0] != N
-            or lo.shape[0] != N or mid.shape[0] != N or tree_word_offsets.shape[0] != T + 1
-            or T < 0 or node_offset[T] != N):
+            or left.shape[0] != N or right.shape[0] != N
+            or tree_word_offsets.shape[0] != T + 1 or T < 0 or node_offset[T] != N):
         raise ValueError("qs_numeric: inconsistent node arrays")
-    cdef Py_ssize_t g, t, i, s, f, b, w0, w1, e, pos
-    for g in range(N):
-        if kind[g] >= N_KINDS or not (0 <= lo[g] < mid[g]):
-            raise ValueError(f"qs_numeric: node {g} has a bad kind or leaf range")
+    cdef Py_ssize_t g, t, i, s, f, b, w0, w1, e, pos, size
+    cdef int64_t lc, rc
+    for t in range(T):
+        size = node_offset[t + 1] - node_offset[t]
+        if size < 0:
+            raise ValueError("qs_numeric: inconsistent node arrays")
+        for g in range(node_offset[t], node_offset[t + 1]):
+            lc, rc = left[g], right[g]
+            if ((lc >= 0 and (lc <= g - node_offset[t] or lc >= size))
+                    or (rc >= 0 and (rc <= g - node_offset[t] or rc >= size))):
+                raise ValueError(f"qs_numeric: tree {t} node {g - node_offset[t]} has a child "
+                                 f"that is not numbered after it")
+            if kind[g] >= N_KINDS:
+                raise ValueError(f"qs_numeric: node {g} has a bad kind")
+    # each node's left leaves lo .. mid - 1 (children first, int32: a tree's leaf numbers)
+    lo_arr = np.empty(N, np.int32)
+    mid_arr = np.empty(N, np.int32)
+    cdef int32_t[::1] lo = lo_arr
+    cdef int32_t[::1] mid = mid_arr
+    with nogil:
+        for t in range(T):
+            for g in range(node_offset[t + 1] - 1, node_offset[t] - 1, -1):
+                lc, rc = left[g], right[g]
+                lo[g] = lo[node_offset[t] + lc] if lc >= 0 else <int32_t>~lc
+                mid[g] = lo[node_offset[t] + rc] if rc >= 0 else <int32_t>~rc
     pair_offsets, values_arr, rank_arr = rank_table(feature, threshold, F)
     cdef int64_t[::1] poff = pair_offsets
-    cdef int64_t[::1] rank = rank_arr
+    cdef int32_t[::1] rank = rank_arr
     cdef Py_ssize_t P = poff[F]
 
     # buckets: segment 3 f + k owns ranks 0 .. P_f - 1 of feature f, in segment order
@@ -224,19 +248,14 @@ def qs_numeric(const int64_t[::1] node_offset, const int64_t[::1] feature,
     bcount_arr = np.zeros(n_buckets, np.int64)
     lstart_arr = np.zeros(n_lists + 1, np.int64)
     lcount_arr = np.zeros(n_lists, np.int64)
-    tree_of_arr = np.empty(N, np.int32)
     used_arr = np.zeros(F, np.uint8)
     cdef int64_t[::1] bstart = bstart_arr
     cdef int64_t[::1] bcount = bcount_arr
     cdef int64_t[::1] lstart = lstart_arr
     cdef int64_t[::1] lcount = lcount_arr
-    cdef int32_t[::1] tree_of = tree_of_arr
     cdef uint8_t[::1] used = used_arr
     cdef Py_ssize_t n_entries = 0, n_list_entries = 0, nw
     with nogil:
-        for t in range(T):
-            for g in range(node_offset[t], node_offset[t + 1]):
-                tree_of[g] = <int32_t>t
         for g in range(N):
             f = feature[g]
             used[f] = 1
@@ -268,9 +287,11 @@ def qs_numeric(const int64_t[::1] node_offset, const int64_t[::1] feature,
     cdef uint64_t m
     with nogil:
         # place every node's entries (one per word its zero run touches), buckets in order
+        t = 0
         for g in range(N):
+            while g >= node_offset[t + 1]:
+                t += 1
             f = feature[g]
-            t = tree_of[g]
             b = N_KINDS * poff[f] + kind[g] * (poff[f + 1] - poff[f]) + rank[g]
             for w in range(lo[g] // 64, (mid[g] - 1) // 64 + 1):
                 a0 = lo[g] - 64 * w if lo[g] > 64 * w else 0
@@ -483,10 +504,10 @@ def segment_rank_table(const double[::1] thresholds, const int64_t[::1] segment_
             raise ValueError("segment_rank_table: a segment without its sentinel")
     offsets_arr = np.zeros(F + 1, np.int64)
     values_arr = np.empty(E, np.float64)
-    rank_arr = np.full(E, -1, np.int64)
+    rank_arr = np.full(E, -1, np.int32)
     cdef int64_t[::1] offsets = offsets_arr
     cdef double[::1] values = values_arr
-    cdef int64_t[::1] rank = rank_arr
+    cdef int32_t[::1] rank = rank_arr
     cdef Py_ssize_t f, k, total = 0
     cdef Py_ssize_t head[N_KINDS]
     cdef Py_ssize_t end[N_KINDS]
@@ -509,7 +530,7 @@ def segment_rank_table(const double[::1] thresholds, const int64_t[::1] segment_
                 values[total] = best
                 for k in range(N_KINDS):
                     while head[k] < end[k] and thresholds[head[k]] == best:
-                        rank[head[k]] = total - offsets[f]
+                        rank[head[k]] = <int32_t>(total - offsets[f])
                         head[k] += 1
                 total += 1
         offsets[F] = total
@@ -517,7 +538,7 @@ def segment_rank_table(const double[::1] thresholds, const int64_t[::1] segment_
 
 
 def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32_t[::1] trees,
-               const int64_t[::1] rank, const int64_t[::1] segment_offsets,
+               const int32_t[::1] rank, const int64_t[::1] segment_offsets,
                const int64_t[::1] list_offsets, const uint32_t[::1] list_words,
                const uint64_t[::1] list_masks, const int64_t[::1] tree_word_offsets,
                const int64_t[::1] tree_byte_offsets, const int64_t[::1] block_starts,

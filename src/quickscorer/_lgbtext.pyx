@@ -25,6 +25,23 @@ cdef enum:
 
 cdef extern from *:
     """
+    #if defined(__unix__) || defined(__APPLE__)
+    #include <sys/mman.h>
+    /* Give back the pages of a read-only file mapping (they are read again from the page
+       cache if touched): the parser's input never becomes resident whole. */
+    static void qs_release_pages(const char* p, size_t n) { madvise((void*)p, n, MADV_DONTNEED); }
+    #else
+    static void qs_release_pages(const char* p, size_t n) { (void)p; (void)n; }
+    #endif
+    """
+    void qs_release_pages(const char* p, size_t n) nogil
+
+#: with release_read, the bytes read are given back in steps of this many (a multiple of
+#: every page size)
+DEF RELEASE_STEP = 1 << 20
+
+cdef extern from *:
+    """
     typedef struct { char* p; size_t n; size_t cap; size_t item; } qs_buf;
     static int qs_buf_grow(qs_buf* b, size_t extra) {
         if (b->n + extra <= b->cap) return 0;
@@ -474,8 +491,12 @@ cdef object _owning_array(qs_buf* b, int typenum):
 
 
 def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_features,
-                int64_t max_leaves):
+                int64_t max_leaves, bint release_read=False):
     """Parse the trees of the model text ``data`` from byte ``start`` (a 'Tree=0' line).
+
+    ``release_read``: ``data`` is a read-only file mapping whose first byte starts a page;
+    the pages read are handed back to the system as the parser goes (``madvise``), so that
+    loading a large model does not hold its whole text in memory.
 
     Returns ``(arrays, n_trees, stop)``: the flat canonical arrays (PackedTrees' node and
     leaf fields, ``node_offset``, ``leaf_offset``), the number of trees and the offset of the
@@ -488,11 +509,18 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
     cdef int64_t n_trees = 0, got
     cdef int status = 0
     cdef const char* base = <const char*>&data[0] if n else NULL
+    cdef Py_ssize_t released = 0
     if start < 0 or start > n:
         return None
     for i in range(start, n):     # printable ASCII and ordinary whitespace only
         if data[i] >= 0x7f or (data[i] < 0x20 and not is_space(<char>data[i])):
             return None
+        if release_read and i - released >= 2 * RELEASE_STEP:
+            qs_release_pages(base + released, RELEASE_STEP)
+            released += RELEASE_STEP
+    if release_read and released:
+        qs_release_pages(base, released)
+        released = 0
     for i in range(N_COLS):
         cols[i].p = NULL
         cols[i].n = cols[i].cap = 0
@@ -541,6 +569,9 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
                 skip_line(&rest, raw)
                 status = parse_tree(&rest, n_features, max_leaves, &t, cols)
                 n_trees += 1
+                if release_read and (rest.p - base) - released >= 2 * RELEASE_STEP:
+                    qs_release_pages(base + released, RELEASE_STEP)
+                    released += RELEASE_STEP
         if status == -2:
             raise MemoryError("parsing the LightGBM trees")
         if status != 0:
