@@ -212,7 +212,7 @@ def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] left,
             or left.shape[0] != N or right.shape[0] != N
             or tree_word_offsets.shape[0] != T + 1 or T < 0 or node_offset[T] != N):
         raise ValueError("qs_numeric: inconsistent node arrays")
-    cdef Py_ssize_t g, t, i, s, f, b, w0, w1, e, pos, size
+    cdef Py_ssize_t g, t, i, s, f, b, e, pos, size
     cdef int64_t lc, rc
     for t in range(T):
         size = node_offset[t + 1] - node_offset[t]

@@ -36,9 +36,10 @@ cdef extern from *:
     """
     void qs_release_pages(const char* p, size_t n) nogil
 
-#: with release_read, the bytes read are given back in steps of this many (a multiple of
-#: every page size)
-DEF RELEASE_STEP = 1 << 20
+cdef enum:
+    # with release_read, the bytes read are given back in steps of this many (a multiple of
+    # every page size)
+    RELEASE_STEP = 1 << 20
 
 cdef extern from *:
     """
