@@ -39,6 +39,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from engines import compiled_path  # noqa: E402
+
 ENGINES = ("quickscorer", "quickscorer-auto", "lightgbm", "lleaves")
 XGB_ENGINES = ("quickscorer", "quickscorer-auto", "xgboost")
 
@@ -123,7 +125,6 @@ def prefix(src: Path, n: int, dst: Path) -> Path:
 
 def compile_lleaves(path: Path) -> Path:
     """The compiled lleaves object of a model file, compiled into the benchmark cache once."""
-    from engines import compiled_path
     cached = compiled_path(path, ".lleaves.o")
     if not cached.exists():
         import lleaves

@@ -100,16 +100,6 @@ def test_c_builders_match_the_references_on_random_models(seed, family, n_trees,
         assert_same_arrays(block, Q.quickscorer_arrays_reference(sub_ensemble(ens, a, b)))
 
 
-def test_models_with_categorical_splits_take_the_numpy_builder():
-    ens = random_ensemble(np.random.default_rng(3), "lightgbm", n_trees=10, max_leaves=20,
-                          p_categorical=0.5)
-    assert ens.has_categorical
-    assert_same_arrays(Q.quickscorer_arrays(ens), Q.quickscorer_arrays_reference(ens))
-    arrays = Q.quickscorer_arrays(ens)
-    for block, a, b in zip(Q.block_arrays(ens, arrays, [0, 4, 10]), [0, 4], [4, 10]):
-        assert_same_arrays(block, Q.quickscorer_arrays_reference(sub_ensemble(ens, a, b)))
-
-
 def test_rank_table_sorts_dedupes_and_ranks_per_feature():
     rng = np.random.default_rng(0)
     for n_features, n, distinct in [(1, 1, 1), (7, 5000, 40), (3, 20000, 20000), (50, 10, 3)]:

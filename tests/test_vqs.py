@@ -57,12 +57,14 @@ def test_random_models_match_the_reference(isa, seed, family, n_rows, n_outputs,
 
 @pytest.mark.parametrize("isa", ISA_LIST)
 @pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
-def test_mixed_tree_sizes_and_tree_blocks(isa, family):
+@pytest.mark.parametrize("p_categorical", [0.0, 0.15])   # blocks cut in C / built per block
+def test_mixed_tree_sizes_and_tree_blocks(isa, family, p_categorical):
     rng = np.random.default_rng(21)
     sizes = (1, 2, 63, 64, 65, 255, 1, 130, 7, 300)
-    trees = tuple(random_tree(rng, n, 6, family) for n in sizes)
+    trees = tuple(random_tree(rng, n, 6, family, p_categorical=p_categorical) for n in sizes)
     ens = Ensemble(trees=trees, tree_group=np.arange(len(trees)) % 2, n_outputs=2,
                    n_features=6, family=family, base_score=[0.5, -1.0])
+    assert ens.has_categorical == (p_categorical > 0)
     X = special_rows(rng, 77, 6)
     _check(ens, X, isa)                   # one block
     for merge in (True, False):

@@ -206,15 +206,16 @@ def _numeric_arrays(ens: Ensemble) -> dict:
         kind = np.full(packed["feature"].shape[0], SEGMENT_NAN, np.uint8)
     else:
         kind = np.ascontiguousarray(packed["missing_type"], np.uint8)
+    node_offset = np.ascontiguousarray(ens.trees.node_offset, np.int64)
+    lo, mid, _ = _build.packed_leaf_ranges(np.ascontiguousarray(packed["left"], np.int32),
+                                           np.ascontiguousarray(packed["right"], np.int32),
+                                           node_offset)
     (thresholds, words, masks, trees, segment_offsets, list_offsets, list_words, list_masks,
-     used) = _layout.qs_numeric(np.ascontiguousarray(ens.trees.node_offset, np.int64),
-                                np.ascontiguousarray(packed["left"], np.int32),
-                                np.ascontiguousarray(packed["right"], np.int32),
-                                np.ascontiguousarray(packed["feature"], np.int32),
+     used) = _layout.qs_numeric(node_offset, np.ascontiguousarray(packed["feature"], np.int32),
                                 np.ascontiguousarray(packed["threshold"], np.float64),
-                                packed["default_left"].view(np.uint8), kind,
+                                packed["default_left"].view(np.uint8), kind, lo, mid,
                                 tree_word_offsets, F)
-    del kind
+    del kind, lo, mid
     return _layout_dict(tree_word_offsets, thresholds, words, masks, trees, segment_offsets,
                         list_offsets, list_words, list_masks, _no_categories(F),
                         np.flatnonzero(used).astype(np.int32))

@@ -51,16 +51,16 @@ def leaf_ranges(const int32_t[::1] left, const int32_t[::1] right):
 def packed_leaf_ranges(const int32_t[::1] left, const int32_t[::1] right,
                        const int64_t[::1] node_offset):
     """:func:`leaf_ranges` of every tree of a packed ensemble at once (node ``n`` of tree ``t``
-    at ``node_offset[t] + n``; leaf numbers are the tree's own)."""
+    at ``node_offset[t] + n``; leaf numbers are the tree's own, int32 like the children)."""
     cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
     if right.shape[0] != n_nodes or n_trees < 0 or node_offset[n_trees] != n_nodes:
         raise ValueError("packed_leaf_ranges: inconsistent node arrays")
-    lo_arr = np.zeros(n_nodes, np.int64)
-    mid_arr = np.zeros(n_nodes, np.int64)
-    hi_arr = np.zeros(n_nodes, np.int64)
-    cdef int64_t[::1] lo = lo_arr
-    cdef int64_t[::1] mid = mid_arr
-    cdef int64_t[::1] hi = hi_arr
+    lo_arr = np.zeros(n_nodes, np.int32)
+    mid_arr = np.zeros(n_nodes, np.int32)
+    hi_arr = np.zeros(n_nodes, np.int32)
+    cdef int32_t[::1] lo = lo_arr
+    cdef int32_t[::1] mid = mid_arr
+    cdef int32_t[::1] hi = hi_arr
     cdef Py_ssize_t t, n, m, base
     cdef int64_t lc, rc
     for t in range(n_trees):
@@ -77,9 +77,9 @@ def packed_leaf_ranges(const int32_t[::1] left, const int32_t[::1] right,
             m = node_offset[t + 1] - base
             for n in range(m - 1, -1, -1):  # children first
                 lc, rc = left[base + n], right[base + n]
-                lo[base + n] = lo[base + lc] if lc >= 0 else ~lc
-                mid[base + n] = lo[base + rc] if rc >= 0 else ~rc
-                hi[base + n] = hi[base + rc] if rc >= 0 else ~rc + 1
+                lo[base + n] = lo[base + lc] if lc >= 0 else <int32_t>~lc
+                mid[base + n] = lo[base + rc] if rc >= 0 else <int32_t>~rc
+                hi[base + n] = hi[base + rc] if rc >= 0 else <int32_t>(~rc + 1)
     return lo_arr, mid_arr, hi_arr
 
 

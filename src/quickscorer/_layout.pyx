@@ -193,50 +193,35 @@ cdef void _sort_merge(uint32_t* word, uint64_t* mask, int32_t* tree, int64_t* co
         count[g] = k - a
 
 
-def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] left,
-               const int32_t[::1] right, const int32_t[::1] feature,
+cdef inline Py_ssize_t _first_bucket(const int64_t* poff, Py_ssize_t s) noexcept nogil:
+    """The first bucket of segment ``s = 3 f + k``: its feature's distinct thresholds ``poff[f]
+    .. poff[f + 1]`` get a bucket each in each of the feature's three segments."""
+    cdef Py_ssize_t f = s // N_KINDS
+    return N_KINDS * poff[f] + (s % N_KINDS) * (poff[f + 1] - poff[f])
+
+
+def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] feature,
                const double[::1] threshold, const uint8_t[::1] default_left,
-               const uint8_t[::1] kind, const int64_t[::1] tree_word_offsets,
-               Py_ssize_t n_features):
+               const uint8_t[::1] kind, const int32_t[::1] lo, const int32_t[::1] mid,
+               const int64_t[::1] tree_word_offsets, Py_ssize_t n_features):
     """The sorted segments and mask lists of QuickScorer's layout for a model whose nodes are
-    all numerical (see ``qs_layout``): node ``g`` of the packed ensemble (children ``left[g]``
-    / ``right[g]``: ``c >= 0`` a node of the same tree, numbered after ``g``, ``~c`` a leaf)
-    splits ``feature[g]`` at ``threshold[g]``, is of segment kind ``kind[g]`` (0 .. 2) and
-    sends missing values left when ``default_left[g]``.
+    all numerical (see ``qs_layout``): node ``g`` of the packed ensemble splits ``feature[g]``
+    at ``threshold[g]``, is of segment kind ``kind[g]`` (0 .. 2), sends missing values left
+    when ``default_left[g]``, and has the left leaves ``lo[g] .. mid[g] - 1`` of its tree
+    (``_build.packed_leaf_ranges``).
 
     Returns ``(thresholds, words, masks, trees, segment_offsets, list_offsets, list_words,
     list_masks, used)`` with ``used[f]`` 1 when a node splits on ``f``."""
     cdef Py_ssize_t N = feature.shape[0], F = n_features, T = node_offset.shape[0] - 1
     cdef Py_ssize_t n_seg = N_KINDS * F, n_lists = N_KINDS * F
     if (threshold.shape[0] != N or default_left.shape[0] != N or kind.shape[0] != N
-            or left.shape[0] != N or right.shape[0] != N
-            or tree_word_offsets.shape[0] != T + 1 or T < 0 or node_offset[T] != N):
+            or lo.shape[0] != N or mid.shape[0] != N or tree_word_offsets.shape[0] != T + 1
+            or T < 0 or node_offset[T] != N):
         raise ValueError("qs_numeric: inconsistent node arrays")
-    cdef Py_ssize_t g, t, i, s, f, b, e, pos, size
-    cdef int64_t lc, rc
-    for t in range(T):
-        size = node_offset[t + 1] - node_offset[t]
-        if size < 0:
-            raise ValueError("qs_numeric: inconsistent node arrays")
-        for g in range(node_offset[t], node_offset[t + 1]):
-            lc, rc = left[g], right[g]
-            if ((lc >= 0 and (lc <= g - node_offset[t] or lc >= size))
-                    or (rc >= 0 and (rc <= g - node_offset[t] or rc >= size))):
-                raise ValueError(f"qs_numeric: tree {t} node {g - node_offset[t]} has a child "
-                                 f"that is not numbered after it")
-            if kind[g] >= N_KINDS:
-                raise ValueError(f"qs_numeric: node {g} has a bad kind")
-    # each node's left leaves lo .. mid - 1 (children first, int32: a tree's leaf numbers)
-    lo_arr = np.empty(N, np.int32)
-    mid_arr = np.empty(N, np.int32)
-    cdef int32_t[::1] lo = lo_arr
-    cdef int32_t[::1] mid = mid_arr
-    with nogil:
-        for t in range(T):
-            for g in range(node_offset[t + 1] - 1, node_offset[t] - 1, -1):
-                lc, rc = left[g], right[g]
-                lo[g] = lo[node_offset[t] + lc] if lc >= 0 else <int32_t>~lc
-                mid[g] = lo[node_offset[t] + rc] if rc >= 0 else <int32_t>~rc
+    cdef Py_ssize_t g, t, i, s, f, b, e, pos
+    for g in range(N):
+        if kind[g] >= N_KINDS or not (0 <= lo[g] < mid[g]):
+            raise ValueError(f"qs_numeric: node {g} has a bad kind or leaf range")
     pair_offsets, values_arr, rank_arr = rank_table(feature, threshold, F)
     cdef int64_t[::1] poff = pair_offsets
     cdef int32_t[::1] rank = rank_arr
@@ -260,7 +245,7 @@ def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] left,
             f = feature[g]
             used[f] = 1
             nw = (mid[g] - 1) // 64 - lo[g] // 64 + 1
-            b = N_KINDS * poff[f] + kind[g] * (poff[f + 1] - poff[f]) + rank[g]
+            b = _first_bucket(&poff[0], N_KINDS * f + kind[g]) + rank[g]
             bstart[b + 1] += nw
             n_entries += nw
             if not default_left[g] and kind[g] != KIND_NONE:
@@ -285,6 +270,7 @@ def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] left,
     cdef uint64_t[::1] l_mask = l_mask_arr
     cdef int64_t w, a0, a1
     cdef uint64_t m
+    cdef uint32_t word
     with nogil:
         # place every node's entries (one per word its zero run touches), buckets in order
         t = 0
@@ -292,24 +278,23 @@ def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] left,
             while g >= node_offset[t + 1]:
                 t += 1
             f = feature[g]
-            b = N_KINDS * poff[f] + kind[g] * (poff[f + 1] - poff[f]) + rank[g]
+            b = _first_bucket(&poff[0], N_KINDS * f + kind[g]) + rank[g]
             for w in range(lo[g] // 64, (mid[g] - 1) // 64 + 1):
                 a0 = lo[g] - 64 * w if lo[g] > 64 * w else 0
                 a1 = mid[g] - 64 * w if mid[g] - 64 * w < 64 else 64
                 m = _zero_run(a0, a1)
+                word = <uint32_t>(tree_word_offsets[t] + w)
                 pos = bstart[b] + bcount[b]
                 bcount[b] += 1
-                e_word[pos] = <uint32_t>(tree_word_offsets[t] + w)
-                e_mask[pos] = m
-                e_tree[pos] = <int32_t>t
+                e_word[pos], e_mask[pos], e_tree[pos] = word, m, <int32_t>t
                 if not default_left[g] and kind[g] != KIND_NONE:
                     pos = lstart[f] + lcount[f]
                     lcount[f] += 1
-                    l_word[pos], l_mask[pos] = e_word[bstart[b] + bcount[b] - 1], m
+                    l_word[pos], l_mask[pos] = word, m
                     if kind[g] == KIND_ZERO:
                         pos = lstart[F + f] + lcount[F + f]
                         lcount[F + f] += 1
-                        l_word[pos], l_mask[pos] = e_word[bstart[b] + bcount[b] - 1], m
+                        l_word[pos], l_mask[pos] = word, m
         _sort_merge(&e_word[0] if n_entries else NULL, &e_mask[0] if n_entries else NULL,
                     &e_tree[0] if n_entries else NULL, &bcount[0] if n_buckets else NULL,
                     &bstart[0], n_buckets)
@@ -323,7 +308,7 @@ def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] left,
     with nogil:
         for s in range(n_seg):
             f = s // N_KINDS
-            a0 = N_KINDS * poff[f] + (s % N_KINDS) * (poff[f + 1] - poff[f])
+            a0 = _first_bucket(&poff[0], s)
             a1 = a0 + poff[f + 1] - poff[f]
             soff[s + 1] = soff[s] + 1
             for b in range(a0, a1):
@@ -341,7 +326,7 @@ def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] left,
     with nogil:
         for s in range(n_seg):
             f = s // N_KINDS
-            a0 = N_KINDS * poff[f] + (s % N_KINDS) * (poff[f + 1] - poff[f])
+            a0 = _first_bucket(&poff[0], s)
             pos = soff[s]
             for b in range(a0, a0 + poff[f + 1] - poff[f]):
                 for e in range(bstart[b], bstart[b] + bcount[b]):

@@ -519,9 +519,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
         if release_read and i - released >= 2 * RELEASE_STEP:
             qs_release_pages(base + released, RELEASE_STEP)
             released += RELEASE_STEP
-    if release_read and released:
-        qs_release_pages(base, released)
-        released = 0
+    released = 0                  # the parse reads the text again from its start
     for i in range(N_COLS):
         cols[i].p = NULL
         cols[i].n = cols[i].cap = 0
