@@ -139,17 +139,22 @@ cdef inline void scores_add(const ForestView* f, int64_t t, int64_t leaf, const 
     scores_add_strided(f, t, leaf, row, out64, out32, 1)
 
 
+cdef inline float leaf_f32(const ForestView* f, int64_t t, int64_t gleaf) noexcept nogil:
+    """What global leaf gleaf of tree t adds to an XGBoost (float32) score: its value, times
+    the tree's DART weight where there is one."""
+    cdef float v = f.leaf_value_f32[gleaf]
+    if f.tree_weight != NULL:
+        v = v * f.tree_weight[t]
+    return v
+
+
 cdef inline void scores_add_strided(const ForestView* f, int64_t t, int64_t leaf,
                                     const double* row, double* out64, float* out32,
                                     int64_t stride) noexcept nogil:
     """scores_add for scores kept `stride` apart (output g at out[g * stride])."""
     cdef int64_t g = f.tree_group[t] * stride
     cdef int64_t gleaf = f.tree_leaf_offset[t] + leaf
-    cdef float v
     if f.family == FAMILY_XGBOOST:
-        v = f.leaf_value_f32[gleaf]
-        if f.tree_weight != NULL:
-            v = v * f.tree_weight[t]
-        out32[g] = out32[g] + v
+        out32[g] = out32[g] + leaf_f32(f, t, gleaf)
     else:
         out64[g] = out64[g] + leaf_output(f, gleaf, row)
