@@ -53,26 +53,17 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
                 pass
 
 
-def _copied(data: bytes | str | mmap.mmap) -> bytes | str:
-    """A mapped file's bytes as ``bytes`` (the mapping's pages handed back), else ``data``."""
-    if not isinstance(data, mmap.mmap):
-        return data
-    out = data[:]
-    if hasattr(data, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
-        data.madvise(mmap.MADV_DONTNEED)
-    return out
-
-
 def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
-    """The ensemble of a model's text or bytes (a file's mapped bytes: LightGBM text is parsed
-    from the mapping, anything else from a copy)."""
+    """The ensemble of a model's text or bytes (a file's mapped bytes: LightGBM text and
+    XGBoost JSON are parsed from the mapping, anything else from a copy)."""
     if format == "lightgbm":
         return lgb_imp.load_lightgbm(data, utf8_errors="replace")
     if format == "xgboost":
-        return xgb_imp.load_xgboost(_copied(data))
+        return xgb_imp.load_xgboost(data)
     raw = data.encode() if isinstance(data, str) else data
     if xgb_imp.looks_like_xgboost(raw):
-        return xgb_imp.load_xgboost(_copied(data))
+        # JSON is parsed from the mapping itself, anything else from a copy
+        return xgb_imp.load_xgboost(data)
     if lgb_imp.looks_like_lightgbm_text(raw):
         # the bytes themselves: the tree parser reads them without a decoded copy
         return lgb_imp.load_lightgbm(data, utf8_errors="replace")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import mmap
 import os
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,12 @@ except ImportError:  # pragma: no cover - the json module does the same, slower
     orjson = None
 
 from .. import _build as _walks
+from .. import _xgbjson
 from ..ir.ensemble import (MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, Ensemble,
                            PackedTrees, build_tree)
 from .._transforms import xgb_prob_to_margin
 from ..errors import ModelFormatError
+from .lightgbm import map_model_file
 from .ubjson import decode_ubjson
 from .xgboost_binary import decode_xgboost_binary, looks_like_xgboost_binary
 
@@ -96,6 +99,9 @@ def load_xgboost(source: Any) -> Ensemble:
         If the model is malformed (the message names the tree and field) or uses something
         this library does not score (vector-leaf trees, gblinear, an unknown objective).
     """
+    fast = _load_json_fast(source)
+    if fast is not None:
+        return fast
     doc, fmt = xgboost_document(source)
     where = "XGBoost model"
     try:
@@ -105,6 +111,53 @@ def load_xgboost(source: Any) -> Ensemble:
     except (ValueError, TypeError, IndexError, KeyError, OverflowError, AttributeError,
             MemoryError, RecursionError) as exc:
         raise ModelFormatError(f"{where}: cannot read it ({type(exc).__name__}: {exc})") from None
+
+
+class _NotFast(Exception):
+    """The C parser's model needs the document path (which then names any problem)."""
+
+
+def _load_json_fast(source: Any) -> Ensemble | None:
+    """The model read by the C parser (``_xgbjson.parse_model``: node arrays packed as they
+    are read, a file mapped and its pages handed back as they are read) where ``source`` is
+    JSON text, bytes, a mapped file or a path and the parser takes the model; else None,
+    for :func:`xgboost_document` and the checks that name what is wrong."""
+    mapped = None
+    if isinstance(source, mmap.mmap):
+        data = source
+    elif isinstance(source, str) and source.lstrip().startswith("{"):
+        try:
+            data = source.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    elif isinstance(source, (bytes, bytearray)):
+        data = source
+    elif isinstance(source, (str, os.PathLike)):
+        try:
+            data = mapped = map_model_file(Path(source))
+        except ModelFormatError:
+            return None           # the document path reads it again and says why it cannot
+    else:
+        return None
+    try:
+        head = bytes(data[:256]).lstrip(b"\xef\xbb\xbf \t\r\n")
+        if not (head[:1] == b"{" and head[1:].lstrip(b" \t\r\n")[:1] in (b'"', b"}")):
+            return None           # UBJSON, legacy binary, or not a model
+        got = _xgbjson.parse_model(data, MAX_NODES_PER_TREE,
+                                   release_read=isinstance(data, mmap.mmap))
+        if got is None:
+            return None
+        doc, trees, arrays = got
+        try:
+            return _build(doc, "json", parsed=(trees, arrays))
+        except _NotFast:
+            return None
+    finally:
+        if mapped is not None and not isinstance(mapped, bytes):
+            try:
+                mapped.close()
+            except BufferError:   # a view is still alive: the collector unmaps it
+                pass
 
 
 # --------------------------------------------------------------------------------------------
@@ -123,6 +176,11 @@ def xgboost_document(source: Any) -> tuple[dict, str]:
             return _parse_bytes(bytes(source.save_raw()))
     if isinstance(source, dict):
         return source, "dict"
+    if isinstance(source, mmap.mmap):             # a mapped file: its bytes, pages given back
+        data = source[:]
+        if hasattr(source, "madvise") and hasattr(mmap, "MADV_DONTNEED"):
+            source.madvise(mmap.MADV_DONTNEED)
+        return _parse_bytes(data)
     if isinstance(source, (bytes, bytearray, memoryview)):
         return _parse_bytes(bytes(source))
     if isinstance(source, str) and source.lstrip().startswith("{"):
@@ -268,7 +326,9 @@ def _parse_base_score(raw: Any, where: str) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 # document -> Ensemble
 
-def _build(doc: dict, fmt: str) -> Ensemble:
+def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
+    """The Ensemble of a document; ``parsed``: the trees list and packed node arrays of the C
+    parser (raises _NotFast where they need the document path)."""
     where = "XGBoost model"
     learner = _get(doc, "learner", where)
     version = doc.get("version")
@@ -334,7 +394,10 @@ def _build(doc: dict, fmt: str) -> Ensemble:
         if not np.isfinite(weights).all():
             raise ModelFormatError(f"{where}: dart weight_drop holds a non-finite weight")
 
-    trees = packed_trees_fast(trees_raw, n_features)
+    if parsed is not None:
+        trees = _packed_parsed(trees_raw, n_features, *parsed)
+    else:
+        trees = packed_trees_fast(trees_raw, n_features)
     if trees is None:     # the reference path: per tree, every check with its message
         trees = tuple(_tree(t, raw, n_features) for t, raw in enumerate(trees_raw))
     per_iteration = _trees_per_iteration(model, n_trees, n_outputs, where)
@@ -389,6 +452,41 @@ _FAST_FIELDS = ("left_children", "right_children", "split_indices", "split_condi
                 "default_left")
 
 
+def _tree_param_fits(param: dict, n: int) -> bool:
+    """A tree's ``tree_param`` as the whole-model paths take it: no vector leaves, and
+    ``num_nodes`` (where given) ``n``."""
+    try:
+        if "size_leaf_vector" in param and int(str(param["size_leaf_vector"])) > 1:
+            return False
+        return "num_nodes" not in param or int(str(param["num_nodes"])) == n
+    except ValueError:
+        return False
+
+
+def _packed_parsed(trees_raw: list, n_features: int, trees: list,
+                   arrays: dict[str, np.ndarray]) -> PackedTrees:
+    """The PackedTrees of the C parser's arrays, after the checks it could not make: each
+    tree's ``tree_param`` (:func:`_tree_param_fits`) and the features against
+    ``num_feature``. Raises _NotFast where one fails, or where the parser's list of trees is
+    not the model's."""
+    if trees_raw is not trees:
+        raise _NotFast()
+    sizes = np.diff(arrays["node_offset"]) + np.diff(arrays["leaf_offset"])
+    for raw, n in zip(trees_raw, sizes.tolist()):
+        param = raw.get("tree_param", {})
+        if not isinstance(param, dict) or not _tree_param_fits(param, n):
+            raise _NotFast()
+    feature = arrays["feature"]
+    if feature.size and int(feature.max()) >= n_features:
+        raise _NotFast()
+    packed = dict(arrays)
+    packed["missing_type"] = np.full(feature.shape[0], MISSING_NAN, np.uint8)
+    packed["is_categorical"] = np.zeros(feature.shape[0], np.bool_)
+    for arr in packed.values():
+        arr.setflags(write=False)
+    return PackedTrees(packed)
+
+
 def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
     """All trees at once: each field of every tree concatenated and converted once, the
     checks of :func:`_tree` made on the whole arrays, the tree walks in one C call
@@ -424,12 +522,7 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
                 split_type = np.array(split_type, dtype=np.float64)
             if split_type.dtype.kind not in "iufb" or (split_type != 0).any():
                 return None        # categorical splits (or a damaged field)
-        try:
-            if "size_leaf_vector" in param and int(str(param["size_leaf_vector"])) > 1:
-                return None
-            if "num_nodes" in param and int(str(param["num_nodes"])) != n:
-                return None
-        except ValueError:
+        if not _tree_param_fits(param, n):
             return None
     arrays = {}
     for name in _FAST_FIELDS:

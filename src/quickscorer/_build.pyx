@@ -5,6 +5,9 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memset
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 
 cnp.import_array()
 
@@ -83,6 +86,71 @@ def packed_leaf_ranges(const int32_t[::1] left, const int32_t[::1] right,
     return lo_arr, mid_arr, hi_arr
 
 
+cdef int pack_one_tree(const int64_t* left, const int64_t* right, int64_t k,
+                       int64_t* order, int64_t* first, int64_t* count, int64_t* rank,
+                       uint8_t* seen, int64_t* internal, int64_t* leaf, int32_t* lref,
+                       int32_t* rref, int64_t* n_internal, int64_t* bad_node) noexcept nogil:
+    cdef int64_t i, j, n, c, lc, rc, head, tail, side, n_int = 0
+    if k < 1:
+        bad_node[0] = 0
+        return 1
+    for i in range(k):
+        lc, rc = left[i], right[i]
+        if (lc == -1) != (rc == -1) or lc < -1 or rc < -1 or lc >= k or rc >= k:
+            bad_node[0] = i
+            return 1
+    memset(seen, 0, <size_t>k)
+    # breadth-first from the root (order[] is the queue)
+    order[0] = 0
+    seen[0] = 1
+    head, tail = 0, 1
+    while head < tail:
+        n = order[head]
+        head += 1
+        if left[n] == -1:
+            continue
+        for side in range(2):
+            c = left[n] if side == 0 else right[n]
+            if seen[c]:
+                bad_node[0] = c
+                return 2
+            seen[c] = 1
+            order[tail] = c
+            tail += 1
+    if tail != k:
+        for i in range(k):
+            if not seen[i]:
+                bad_node[0] = i
+                break
+        return 3
+    # leaf counts bottom-up, then each node's first leaf top-down
+    for i in range(k - 1, -1, -1):
+        n = order[i]
+        count[n] = 1 if left[n] == -1 else count[left[n]] + count[right[n]]
+    first[0] = 0
+    for i in range(k):
+        n = order[i]
+        if left[n] != -1:
+            first[left[n]] = first[n]
+            first[right[n]] = first[n] + count[left[n]]
+            rank[n] = n_int                 # internal nodes: breadth-first rank
+            internal[n_int] = n
+            n_int += 1
+        else:
+            leaf[first[n]] = n              # leaves: in-order position
+    for j in range(n_int):
+        n = internal[j]
+        for side in range(2):
+            c = left[n] if side == 0 else right[n]
+            c = ~first[c] if left[c] == -1 else rank[c]
+            if side == 0:
+                lref[j] = <int32_t>c
+            else:
+                rref[j] = <int32_t>c
+    n_internal[0] = n_int
+    return 0
+
+
 def pack_trees(const int64_t[::1] left, const int64_t[::1] right,
                const int64_t[::1] node_offset):
     """The canonical order of every tree of concatenated source arrays at once.
@@ -99,116 +167,66 @@ def pack_trees(const int64_t[::1] left, const int64_t[::1] right,
     cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
     if right.shape[0] != n_nodes or n_trees < 0 or node_offset[n_trees] != n_nodes:
         raise ValueError("pack_trees: inconsistent node arrays")
-    order_arr = np.empty(n_nodes, np.int64)
-    first_arr = np.zeros(n_nodes, np.int64)
-    count_arr = np.zeros(n_nodes, np.int64)
-    seen_arr = np.zeros(n_nodes, np.uint8)
+    cdef Py_ssize_t t, i
+    cdef int64_t base, k, k_max = 1
+    for t in range(n_trees):
+        k_max = max(k_max, node_offset[t + 1] - node_offset[t])
+    # A tree's internal nodes and leaves together are its nodes, so tree t's outputs start at
+    # or before its first node: arrays of n_nodes entries hold them all.
+    internal_arr = np.empty(n_nodes, np.int64)
+    leaf_arr = np.empty(n_nodes, np.int64)
+    lref_arr = np.empty(n_nodes, np.int32)
+    rref_arr = np.empty(n_nodes, np.int32)
     n_int_arr = np.zeros(n_trees, np.int64)
-    cdef int64_t[::1] order = order_arr
-    cdef int64_t[::1] first = first_arr
-    cdef int64_t[::1] count = count_arr
-    cdef uint8_t[::1] seen = seen_arr
-    cdef int64_t[::1] n_int = n_int_arr
-    cdef Py_ssize_t t, base, k, head, tail, i, total_internal = 0
-    cdef int64_t n, c, side, lc, rc
-    cdef int problem = 0
-    cdef int64_t bad_tree = -1, bad_node = -1
-    with nogil:
-        for t in range(n_trees):
-            base = node_offset[t]
-            k = node_offset[t + 1] - base
-            if k < 1:
-                problem, bad_tree, bad_node = 1, t, 0
-                break
-            for i in range(k):
-                lc, rc = left[base + i], right[base + i]
-                if (lc == -1) != (rc == -1) or lc < -1 or rc < -1 or lc >= k or rc >= k:
-                    problem, bad_tree, bad_node = 1, t, i
-                    break
-            if problem:
-                break
-            # breadth-first from the root (order[] is the queue; tree-local indices)
-            order[base] = 0
-            seen[base] = 1
-            head, tail = 0, 1
-            while head < tail:
-                n = order[base + head]
-                head += 1
-                if left[base + n] == -1:
-                    continue
-                for side in range(2):
-                    c = left[base + n] if side == 0 else right[base + n]
-                    if seen[base + c]:
-                        problem, bad_tree, bad_node = 2, t, c
-                        break
-                    seen[base + c] = 1
-                    order[base + tail] = c
-                    tail += 1
-                if problem:
-                    break
-            if problem:
-                break
-            if tail != k:
-                problem, bad_tree = 3, t
-                for i in range(k):
-                    if not seen[base + i]:
-                        bad_node = i
-                        break
-                break
-            # leaf counts bottom-up, then each node's first leaf top-down
-            for i in range(k - 1, -1, -1):
-                n = order[base + i]
-                count[base + n] = (1 if left[base + n] == -1 else
-                                   count[base + left[base + n]] + count[base + right[base + n]])
-            first[base] = 0
-            for i in range(k):
-                n = order[base + i]
-                if left[base + n] != -1:
-                    first[base + left[base + n]] = first[base + n]
-                    first[base + right[base + n]] = first[base + n] + count[base + left[base + n]]
-                    n_int[t] += 1
-            total_internal += n_int[t]
-    if problem:
-        return None, int(bad_tree), problem, int(bad_node)
-    cdef Py_ssize_t total_leaves = n_nodes - total_internal
-    internal_arr = np.empty(total_internal, np.int64)
-    leaf_arr = np.empty(total_leaves, np.int64)
-    lref_arr = np.empty(total_internal, np.int32)
-    rref_arr = np.empty(total_internal, np.int32)
-    rank_arr = np.empty(n_nodes, np.int64)
+    scratch_arr = np.empty((4, k_max), np.int64)
+    seen_arr = np.empty(k_max, np.uint8)
     cdef int64_t[::1] internal = internal_arr
     cdef int64_t[::1] leaf = leaf_arr
     cdef int32_t[::1] lref = lref_arr
     cdef int32_t[::1] rref = rref_arr
-    cdef int64_t[::1] rank = rank_arr
-    cdef Py_ssize_t ib = 0, lb = 0, j
+    cdef int64_t[::1] n_int = n_int_arr
+    cdef int64_t[:, ::1] scratch = scratch_arr
+    cdef uint8_t[::1] seen = seen_arr
+    cdef int64_t ib = 0, lb = 0, bad_node = -1
+    cdef int problem = 0
     with nogil:
         for t in range(n_trees):
             base = node_offset[t]
             k = node_offset[t + 1] - base
-            j = 0
-            for i in range(k):                  # internal nodes: breadth-first rank
-                n = order[base + i]
-                if left[base + n] != -1:
-                    rank[base + n] = j
-                    internal[ib + j] = base + n
-                    j += 1
-            for i in range(k):                  # leaves: in-order position
-                if left[base + i] == -1:
-                    leaf[lb + first[base + i]] = base + i
-            for j in range(n_int[t]):
-                n = internal[ib + j] - base
-                for side in range(2):
-                    c = left[base + n] if side == 0 else right[base + n]
-                    if left[base + c] == -1:
-                        c = ~first[base + c]
-                    else:
-                        c = rank[base + c]
-                    if side == 0:
-                        lref[ib + j] = <int32_t>c
-                    else:
-                        rref[ib + j] = <int32_t>c
+            problem = pack_one_tree(&left[base], &right[base], k, &scratch[0, 0],
+                                    &scratch[1, 0], &scratch[2, 0], &scratch[3, 0], &seen[0],
+                                    &internal[ib], &leaf[lb], &lref[ib], &rref[ib], &n_int[t],
+                                    &bad_node)
+            if problem:
+                break
+            for i in range(n_int[t]):
+                internal[ib + i] += base
+            for i in range(k - n_int[t]):
+                leaf[lb + i] += base
             ib += n_int[t]
             lb += k - n_int[t]
+    if problem:
+        return None, int(t), problem, int(bad_node)
     n_leaf_arr = np.diff(np.asarray(node_offset)) - n_int_arr
-    return internal_arr, leaf_arr, lref_arr, rref_arr, n_int_arr, n_leaf_arr
+    return (internal_arr[:ib].copy(), leaf_arr[:lb].copy(), lref_arr[:ib].copy(),
+            rref_arr[:ib].copy(), n_int_arr, n_leaf_arr)
+
+
+cdef void _free_capsule(object capsule) noexcept:
+    free(PyCapsule_GetPointer(capsule, NULL))
+
+
+cdef object owning_array(qs_buf* b, int typenum):
+    """A numpy array that takes over the buffer's memory (no copy); the buffer is emptied."""
+    cdef cnp.npy_intp dims[1]
+    cdef char* p = b.p
+    if b.n == 0:
+        return np.empty(0, cnp.PyArray_TypeObjectFromType(typenum))
+    p = <char*>realloc(b.p, b.n * b.item)     # give back the unused capacity
+    if p == NULL:
+        p = b.p
+    b.p = NULL
+    dims[0] = <cnp.npy_intp>b.n
+    arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p)
+    cnp.set_array_base(arr, PyCapsule_New(p, NULL, _free_capsule))
+    return arr

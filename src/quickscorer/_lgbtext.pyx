@@ -16,49 +16,18 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, realloc, strtod
 from libc.string cimport memcmp, memcpy
 from libc.math cimport INFINITY, isfinite, isinf
-from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
 
 cnp.import_array()
 
 cdef enum:
     MAX_KEYS = 64
 
-cdef extern from *:
-    """
-    #if defined(__unix__) || defined(__APPLE__)
-    #include <sys/mman.h>
-    /* Give back the pages of a read-only file mapping (they are read again from the page
-       cache if touched): the parser's input never becomes resident whole. */
-    static void qs_release_pages(const char* p, size_t n) { madvise((void*)p, n, MADV_DONTNEED); }
-    #else
-    static void qs_release_pages(const char* p, size_t n) { (void)p; (void)n; }
-    #endif
-    """
-    void qs_release_pages(const char* p, size_t n) nogil
+from ._build cimport owning_array, qs_buf, qs_buf_grow, qs_release_pages
 
 cdef enum:
     # with release_read, the bytes read are given back in steps of this many (a multiple of
     # every page size)
     RELEASE_STEP = 1 << 20
-
-cdef extern from *:
-    """
-    typedef struct { char* p; size_t n; size_t cap; size_t item; } qs_buf;
-    static int qs_buf_grow(qs_buf* b, size_t extra) {
-        if (b->n + extra <= b->cap) return 0;
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->n + extra) cap *= 2;
-        char* p = (char*)realloc(b->p, cap * b->item);
-        if (!p) return -1;
-        b->p = p; b->cap = cap; return 0;
-    }
-    """
-    ctypedef struct qs_buf:
-        char* p
-        size_t n
-        size_t cap
-        size_t item
-    int qs_buf_grow(qs_buf* b, size_t extra) nogil
 
 
 cdef inline bint is_space(char c) noexcept nogil:
@@ -471,24 +440,6 @@ cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
     return emit_tree(t, num_leaves, cols)
 
 
-cdef void _free_capsule(object capsule) noexcept:
-    free(PyCapsule_GetPointer(capsule, NULL))
-
-
-cdef object _owning_array(qs_buf* b, int typenum):
-    """A numpy array that takes over the buffer's memory (no copy); the buffer is emptied."""
-    cdef cnp.npy_intp dims[1]
-    cdef char* p = b.p
-    if b.n == 0:
-        return np.empty(0, cnp.PyArray_TypeObjectFromType(typenum))
-    p = <char*>realloc(b.p, b.n * b.item)     # give back the unused capacity
-    if p == NULL:
-        p = b.p
-    b.p = NULL
-    dims[0] = <cnp.npy_intp>b.n
-    arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p)
-    cnp.set_array_base(arr, PyCapsule_New(p, NULL, _free_capsule))
-    return arr
 
 
 def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_features,
@@ -577,7 +528,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
             return None
         arrays = {}
         for i in range(N_COLS):
-            arr = _owning_array(&cols[i], _TYPENUMS[i])
+            arr = owning_array(&cols[i], _TYPENUMS[i])
             arr.setflags(write=False)
             arrays[_NAMES[i]] = arr
         return arrays, n_trees, <Py_ssize_t>(rest.p - base)
