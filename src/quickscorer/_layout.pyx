@@ -258,101 +258,98 @@ def qs_numeric(const int64_t[::1] node_offset, const int32_t[::1] feature,
             bstart[b + 1] += bstart[b]
         for s in range(n_lists):
             lstart[s + 1] += lstart[s]
-    e_word_arr = np.empty(n_entries, np.uint32)
-    e_mask_arr = np.empty(n_entries, np.uint64)
-    e_tree_arr = np.empty(n_entries, np.int32)
-    l_word_arr = np.empty(n_list_entries, np.uint32)
-    l_mask_arr = np.empty(n_list_entries, np.uint64)
-    cdef uint32_t[::1] e_word = e_word_arr
-    cdef uint64_t[::1] e_mask = e_mask_arr
-    cdef int32_t[::1] e_tree = e_tree_arr
-    cdef uint32_t[::1] l_word = l_word_arr
-    cdef uint64_t[::1] l_mask = l_mask_arr
+    # Every entry goes straight to its place in the output arrays (segment s's buckets start
+    # s sentinels later than bstart says), is sorted and merged there, and the arrays are
+    # packed in place: no second copy of the entries.
+    cdef Py_ssize_t total = n_entries + n_seg
+    thresholds_arr = np.empty(total, np.float64)
+    words_arr = np.empty(total, np.uint32)
+    masks_arr = np.empty(total, np.uint64)
+    trees_arr = np.empty(total, np.int32)
+    list_words_arr = np.empty(n_list_entries, np.uint32)
+    list_masks_arr = np.empty(n_list_entries, np.uint64)
+    segment_offsets_arr = np.zeros(n_seg + 1, np.int64)
+    list_offsets_arr = np.zeros(n_lists + 1, np.int64)
+    cdef double[::1] o_thr = thresholds_arr
+    cdef uint32_t[::1] o_word = words_arr
+    cdef uint64_t[::1] o_mask = masks_arr
+    cdef int32_t[::1] o_tree = trees_arr
+    cdef uint32_t[::1] ol_word = list_words_arr
+    cdef uint64_t[::1] ol_mask = list_masks_arr
+    cdef int64_t[::1] soff = segment_offsets_arr
+    cdef int64_t[::1] loff = list_offsets_arr
+    cdef double[::1] values = values_arr
     cdef int64_t w, a0, a1
     cdef uint64_t m
     cdef uint32_t word
     with nogil:
-        # place every node's entries (one per word its zero run touches), buckets in order
         t = 0
         for g in range(N):
             while g >= node_offset[t + 1]:
                 t += 1
             f = feature[g]
-            b = _first_bucket(&poff[0], N_KINDS * f + kind[g]) + rank[g]
+            s = N_KINDS * f + kind[g]
+            b = _first_bucket(&poff[0], s) + rank[g]
             for w in range(lo[g] // 64, (mid[g] - 1) // 64 + 1):
                 a0 = lo[g] - 64 * w if lo[g] > 64 * w else 0
                 a1 = mid[g] - 64 * w if mid[g] - 64 * w < 64 else 64
                 m = _zero_run(a0, a1)
                 word = <uint32_t>(tree_word_offsets[t] + w)
-                pos = bstart[b] + bcount[b]
+                pos = bstart[b] + s + bcount[b]
                 bcount[b] += 1
-                e_word[pos], e_mask[pos], e_tree[pos] = word, m, <int32_t>t
+                o_word[pos], o_mask[pos], o_tree[pos] = word, m, <int32_t>t
                 if not default_left[g] and kind[g] != KIND_NONE:
                     pos = lstart[f] + lcount[f]
                     lcount[f] += 1
-                    l_word[pos], l_mask[pos] = word, m
+                    ol_word[pos], ol_mask[pos] = word, m
                     if kind[g] == KIND_ZERO:
                         pos = lstart[F + f] + lcount[F + f]
                         lcount[F + f] += 1
-                        l_word[pos], l_mask[pos] = word, m
-        _sort_merge(&e_word[0] if n_entries else NULL, &e_mask[0] if n_entries else NULL,
-                    &e_tree[0] if n_entries else NULL, &bcount[0] if n_buckets else NULL,
-                    &bstart[0], n_buckets)
-        _sort_merge(&l_word[0] if n_list_entries else NULL,
-                    &l_mask[0] if n_list_entries else NULL, NULL,
+                        ol_word[pos], ol_mask[pos] = word, m
+        for s in range(n_seg):
+            a0 = _first_bucket(&poff[0], s)
+            a1 = a0 + poff[s // N_KINDS + 1] - poff[s // N_KINDS]
+            if a1 > a0:
+                _sort_merge(&o_word[s], &o_mask[s], &o_tree[s], &bcount[a0], &bstart[a0],
+                            a1 - a0)
+        _sort_merge(&ol_word[0] if n_list_entries else NULL,
+                    &ol_mask[0] if n_list_entries else NULL, NULL,
                     &lcount[0] if n_lists else NULL, &lstart[0], n_lists)
-
-    # segments: each segment's buckets in rank order, then a sentinel
-    segment_offsets_arr = np.zeros(n_seg + 1, np.int64)
-    cdef int64_t[::1] soff = segment_offsets_arr
-    with nogil:
+        # pack: each segment's buckets in rank order, then a sentinel (entries only move left)
+        pos = 0
         for s in range(n_seg):
             f = s // N_KINDS
             a0 = _first_bucket(&poff[0], s)
-            a1 = a0 + poff[f + 1] - poff[f]
-            soff[s + 1] = soff[s] + 1
-            for b in range(a0, a1):
-                soff[s + 1] += bcount[b]
-    cdef Py_ssize_t total = soff[n_seg]
-    thresholds_arr = np.empty(total, np.float64)
-    words_arr = np.empty(total, np.uint32)
-    masks_arr = np.empty(total, np.uint64)
-    trees_arr = np.empty(total, np.int32)
-    cdef double[::1] o_thr = thresholds_arr
-    cdef uint32_t[::1] o_word = words_arr
-    cdef uint64_t[::1] o_mask = masks_arr
-    cdef int32_t[::1] o_tree = trees_arr
-    cdef double[::1] values = values_arr
-    with nogil:
-        for s in range(n_seg):
-            f = s // N_KINDS
-            a0 = _first_bucket(&poff[0], s)
-            pos = soff[s]
             for b in range(a0, a0 + poff[f + 1] - poff[f]):
-                for e in range(bstart[b], bstart[b] + bcount[b]):
+                for e in range(bstart[b] + s, bstart[b] + s + bcount[b]):
                     o_thr[pos] = values[poff[f] + b - a0]
-                    o_word[pos] = e_word[e]
-                    o_mask[pos] = e_mask[e]
-                    o_tree[pos] = e_tree[e]
+                    o_word[pos] = o_word[e]
+                    o_mask[pos] = o_mask[e]
+                    o_tree[pos] = o_tree[e]
                     pos += 1
             o_thr[pos] = INFINITY
             o_word[pos] = 0
             o_mask[pos] = ALL_ONES
             o_tree[pos] = -1
-
-    list_offsets_arr = np.zeros(n_lists + 1, np.int64)
-    cdef int64_t[::1] loff = list_offsets_arr
-    for s in range(n_lists):
-        loff[s + 1] = loff[s] + lcount[s]
-    list_words_arr = np.empty(loff[n_lists], np.uint32)
-    list_masks_arr = np.empty(loff[n_lists], np.uint64)
-    cdef uint32_t[::1] ol_word = list_words_arr
-    cdef uint64_t[::1] ol_mask = list_masks_arr
-    with nogil:
+            pos += 1
+            soff[s + 1] = pos
         for s in range(n_lists):
+            loff[s + 1] = loff[s] + lcount[s]
             for i in range(lcount[s]):
-                ol_word[loff[s] + i] = l_word[lstart[s] + i]
-                ol_mask[loff[s] + i] = l_mask[lstart[s] + i]
+                ol_word[loff[s] + i] = ol_word[lstart[s] + i]
+                ol_mask[loff[s] + i] = ol_mask[lstart[s] + i]
+    # equal words merged: the arrays shrink in place (the views on them released first)
+    cdef Py_ssize_t n_packed = soff[n_seg], n_list_packed = loff[n_lists]
+    o_thr = None
+    o_word = None
+    o_mask = None
+    o_tree = None
+    ol_word = None
+    ol_mask = None
+    for arr in (thresholds_arr, words_arr, masks_arr, trees_arr):
+        arr.resize(n_packed, refcheck=False)
+    for arr in (list_words_arr, list_masks_arr):
+        arr.resize(n_list_packed, refcheck=False)
     return (thresholds_arr, words_arr, masks_arr, trees_arr, segment_offsets_arr,
             list_offsets_arr, list_words_arr, list_masks_arr, used_arr)
 
