@@ -150,3 +150,22 @@ def test_segment_rank_table_equals_the_numpy_rank_table(seed, family, n_trees, m
     feature = np.repeat(np.arange(3 * ens.n_features), np.diff(qs["segment_offsets"])) // 3
     np.testing.assert_array_equal(values[offsets[feature[real]] + rank[real]],
                                   qs["thresholds"][real])
+
+
+@pytest.mark.parametrize("seed,family,n_trees,max_leaves", CASES)
+def test_held_layouts_keep_what_the_kernels_read(seed, family, n_trees, max_leaves):
+    """A model keeps its layout without the tree of each entry (derived again from the words
+    where a builder needs it) and without the grouping of equal thresholds (added back for a
+    merged vqs scan): the derived fields equal the built ones."""
+    ens = numeric_ensemble(seed, family, n_trees, max_leaves)
+    built = Q.quickscorer_arrays(ens)
+    held = Q.kernel_arrays(built)
+    assert "trees" not in held and not set(Q.MERGE_FIELDS) & set(held)
+    np.testing.assert_array_equal(Q.entry_trees(held), built["trees"])
+    assert_same_arrays(Q.with_merge(held), Q.kernel_arrays(built, merged=True))
+    starts = np.array([0, (n_trees + 1) // 2, n_trees], np.int64)
+    if starts[1] in (0, n_trees):
+        starts = np.array([0, n_trees], np.int64)
+    for got, want in zip(Q.block_arrays(ens, held, starts, merged=False),
+                         Q.block_arrays(ens, built, starts)):
+        assert_same_arrays(got, Q.kernel_arrays(want))

@@ -6,6 +6,7 @@ import gc
 import pickle
 
 import numpy as np
+import pytest
 
 import quickscorer
 from quickscorer.ir import Tree
@@ -73,3 +74,27 @@ def test_memory_account_counts_each_buffer_once():
     assert model.prepare("vqs").tree_blocks == 1
     assert mem["bytes"]["vqs"] == 0
     assert mem["bytes"]["quickscorer"] == model.prepare("quickscorer").nbytes
+
+
+def test_a_merged_vqs_scan_brings_its_own_grouping():
+    """The shared layout holds no grouping of equal thresholds; a vqs asked to merge adds it
+    (its own arrays), and the kernel refuses a merged scan of layouts without it."""
+    from quickscorer import _vqs
+    from quickscorer.algorithms.vqs import VQuickScorer
+    model = quickscorer.Model(_model().ensemble, prepare=("quickscorer",))
+    shared = model.prepare("quickscorer")
+    assert not shared.layout.merged
+    X = np.random.default_rng(3).normal(size=(40, model.n_features))
+    want = model.predict(X, algorithm="quickscorer")
+    for block_bytes in (None, 1):
+        merged = VQuickScorer(model.ensemble, model._forest, merge=True, block_bytes=block_bytes)
+        assert merged._blocks.merged
+        plain = VQuickScorer(model.ensemble, model._forest, block_bytes=block_bytes)
+        assert not plain._blocks.merged
+        out = np.zeros((X.shape[0], 1))
+        with pytest.raises(ValueError, match="merged scan"):
+            _vqs.predict_raw(model._forest, plain._blocks, X, out, np.zeros((0, 0), np.float32),
+                             *plain._buffers(1, plain.doc_groups), 1, plain.isa, True,
+                             plain.doc_groups, 8)
+    got = quickscorer.Model(model.ensemble).predict(X, algorithm="vqs")
+    np.testing.assert_array_equal(got, want)

@@ -16,7 +16,7 @@ from .. import _quickscorer
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
-from .qs_layout import quickscorer_arrays
+from .qs_layout import kernel_arrays, quickscorer_arrays
 
 # one QuickScorer layout per ensemble, shared by "quickscorer" and "vqs" (built once)
 _LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -24,11 +24,13 @@ _LAYOUTS_LOCK = threading.Lock()
 
 
 def shared_layout(ens: Ensemble) -> tuple[dict, _quickscorer.QSLayout]:
-    """The QuickScorer arrays of ``ens`` (read-only) and their kernel wrapper, built once."""
+    """The QuickScorer arrays of ``ens`` that the kernels read (read-only,
+    :func:`~quickscorer.algorithms.qs_layout.kernel_arrays`) and their kernel wrapper, built
+    once."""
     with _LAYOUTS_LOCK:
         got = _LAYOUTS.get(ens)
         if got is None:
-            arrays = quickscorer_arrays(ens)
+            arrays = kernel_arrays(quickscorer_arrays(ens))
             for a in arrays.values():
                 a.setflags(write=False)
             got = (arrays, _quickscorer.QSLayout(arrays, ens.n_features))

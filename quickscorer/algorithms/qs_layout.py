@@ -151,6 +151,41 @@ def quickscorer_arrays(ens: Ensemble, *,
     return _numeric_arrays(ens)
 
 
+#: the grouping of equal thresholds (:func:`merge_equal_thresholds`): only ``vqs`` with
+#: ``merge=True`` scans it
+MERGE_FIELDS = ("scan_thresholds", "scan_segment_offsets", "scan_node_offsets")
+
+
+def kernel_arrays(arrays: dict, merged: bool = False) -> dict:
+    """The fields of a built layout that the kernels read, what a model keeps: without
+    ``trees`` (:func:`entry_trees` derives them where a builder needs them) and, unless
+    ``merged``, without :data:`MERGE_FIELDS`."""
+    return {k: v for k, v in arrays.items()
+            if k != "trees" and (merged or k not in MERGE_FIELDS)}
+
+
+def with_merge(arrays: dict) -> dict:
+    """``arrays`` with :data:`MERGE_FIELDS` (computed where they are absent; read-only)."""
+    if all(k in arrays for k in MERGE_FIELDS):
+        return arrays
+    merged = dict(zip(MERGE_FIELDS, merge_equal_thresholds(arrays["thresholds"],
+                                                           arrays["segment_offsets"])))
+    for arr in merged.values():
+        arr.setflags(write=False)
+    return {**arrays, **merged}
+
+
+def entry_trees(arrays: dict) -> np.ndarray:
+    """The tree of each entry of a layout (-1 at the sentinel that closes each segment):
+    ``trees`` where the layout holds it, else found from each entry's word."""
+    if "trees" in arrays:
+        return arrays["trees"]
+    trees = (np.searchsorted(arrays["tree_word_offsets"], arrays["words"], side="right")
+             - 1).astype(np.int32)
+    trees[arrays["segment_offsets"][1:] - 1] = -1
+    return trees
+
+
 def _tree_word_offsets(ens: Ensemble) -> np.ndarray:
     """Tree ``t``'s first word of a row's bitvectors: ``ceil(leaves / 64)`` words per tree."""
     tree_word_offsets = np.zeros(ens.n_trees + 1, np.int64)
@@ -221,12 +256,15 @@ def _numeric_arrays(ens: Ensemble) -> dict:
                         np.flatnonzero(used).astype(np.int32))
 
 
-def block_arrays(ens: Ensemble, arrays: dict, starts) -> list[dict]:
+def block_arrays(ens: Ensemble, arrays: dict, starts, merged: bool = True) -> list[dict]:
     """The QuickScorer layouts of consecutive tree blocks of ``ens`` (block ``b``: trees
     ``starts[b] .. starts[b + 1] - 1``), each the layout of those trees alone, from the
     model's own layout ``arrays``: cut in C for a model without categorical splits (the
-    blocks' arrays are views of one buffer per field), built anew per block otherwise."""
+    blocks' arrays are views of one buffer per field), built anew per block otherwise.
+    Without ``merged``, the blocks hold only :func:`kernel_arrays`."""
     starts = np.asarray(starts, np.int64)
+    if not merged:
+        return [kernel_arrays(a) for a in block_arrays(ens, arrays, starts)]
     if ens.has_categorical:
         return [quickscorer_arrays(Ensemble(
                     trees=ens.trees[a:b], tree_group=ens.tree_group[a:b],
@@ -236,7 +274,7 @@ def block_arrays(ens: Ensemble, arrays: dict, starts) -> list[dict]:
     F = ens.n_features
     (entry_start, thresholds, words, masks, trees, seg, list_start, lst, list_words,
      list_masks) = _layout.qs_split_blocks(
-        arrays["thresholds"], arrays["words"], arrays["masks"], arrays["trees"],
+        arrays["thresholds"], arrays["words"], arrays["masks"], entry_trees(arrays),
         arrays["segment_offsets"], arrays["list_offsets"], arrays["list_words"],
         arrays["list_masks"], arrays["tree_word_offsets"], starts)
     two = arrays["tree_word_offsets"]

@@ -41,7 +41,7 @@ import numpy as np
 from .. import _layout
 from ..errors import ModelFormatError
 from ..ir.ensemble import Ensemble
-from .qs_layout import N_SEGMENT_KINDS
+from .qs_layout import N_SEGMENT_KINDS, entry_trees
 
 #: ranks are bytes: a feature may have this many distinct thresholds (index 255 is the sentinel)
 MAX_THRESHOLDS = 255
@@ -74,7 +74,7 @@ def unsupported(ens: Ensemble) -> str | None:
 
 def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Indices of the real (non-sentinel) QuickScorer entries, their segment and feature."""
-    idx = np.flatnonzero(qs["trees"] >= 0)
+    idx = np.flatnonzero(entry_trees(qs) >= 0)
     seg = np.searchsorted(qs["segment_offsets"], idx, side="right") - 1
     return idx, seg, seg // N_SEGMENT_KINDS
 
@@ -174,7 +174,7 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
     try:
         (entries, segments, block_segments, list_offsets, list_bytes, list_masks,
          used_offsets, used_features) = _layout.rs_entries(
-            qs["words"], qs["masks"], qs["trees"], rank, qs["segment_offsets"],
+            qs["words"], qs["masks"], entry_trees(qs), rank, qs["segment_offsets"],
             qs["list_offsets"], qs["list_words"], qs["list_masks"], qs["tree_word_offsets"],
             tree_byte_offsets, block_starts, F)
     except ValueError as exc:

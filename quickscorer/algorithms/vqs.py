@@ -13,7 +13,7 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .cpu import MAX_LANES, default_block_bytes, env_int, isa_code, isa_name
 from .qs import QuickScorer
-from .qs_layout import block_arrays
+from .qs_layout import block_arrays, entry_trees, with_merge
 
 #: groups of documents scanned against one tree block before the next block
 DEFAULT_DOC_GROUPS = 8
@@ -61,7 +61,9 @@ class VQuickScorer(QuickScorer):
         ``block_trees`` trees when given), one layout each; the shared layout alone when the
         whole model fits one block."""
         a = self._arrays
-        entries = np.bincount(a["trees"][a["trees"] >= 0], minlength=ens.n_trees)
+        trees = entry_trees(a)
+        entries = np.bincount(trees[trees >= 0], minlength=ens.n_trees)
+        del trees
         words = np.diff(a["tree_word_offsets"])
         cost = entries * (8 + 4 + 8 + 8) + words * 8 * self.max_lanes
         starts = [0]
@@ -76,9 +78,13 @@ class VQuickScorer(QuickScorer):
         self.tree_blocks = len(starts) - 1
         self._block_arrays: list[dict] = []
         if self.tree_blocks == 1:
-            return _vqs.BlockedLayout([self.layout], starts)
+            if not self.merge:
+                return _vqs.BlockedLayout([self.layout], starts)
+            blocks = [with_merge(self._arrays)]   # the shared arrays and their grouping
+        else:
+            blocks = block_arrays(ens, self._arrays, starts, merged=self.merge)
         layouts = []
-        for arrays in block_arrays(ens, self._arrays, starts):
+        for arrays in blocks:
             for arr in arrays.values():
                 arr.setflags(write=False)
             self._block_arrays.append(arrays)

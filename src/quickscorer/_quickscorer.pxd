@@ -38,7 +38,8 @@ cdef struct QSView:
     int64_t total_words                # words of one row's bitvectors, all trees
     const int64_t* tree_word_offsets  # [n_trees + 1]
     const double* thresholds          # [n_distinct] distinct thresholds, sorted per segment,
-                                      # +inf sentinels
+                                      # +inf sentinels (this and the next two: NULL unless
+                                      # the layout is merged)
     const int64_t* node_offsets       # [n_distinct + 1] the mask entries of each threshold
     const uint32_t* words             # [n_entries] absolute word of each mask entry
     const uint64_t* masks             # [n_entries]
@@ -61,6 +62,7 @@ cdef struct QSView:
 
 cdef class QSLayout(Layout):
     cdef QSView view
+    cdef readonly bint merged         # holds the grouping of equal thresholds (NULL else)
 
 
 cdef inline void apply_list(const QSView* q, int64_t j, uint64_t* v,

@@ -38,17 +38,19 @@ cdef inline const void* _data(dict a, str name) except NULL:
 
 
 cdef class QSLayout(Layout):
-    """The QuickScorer arrays of one model, wrapped for the kernels without copying."""
+    """The QuickScorer arrays of one model, wrapped for the kernels without copying. The
+    grouping of equal thresholds (``scan_thresholds``, ``scan_segment_offsets``,
+    ``scan_node_offsets``) is optional: only the merged scan of ``vqs`` reads it
+    (``merged`` says whether the layout has it)."""
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
         F = n_features
         n_trees = a["tree_word_offsets"].shape[0] - 1
         n_keys = a["category_keys"].shape[0]
         n_direct = a["category_node_bits_offset"].shape[0]
+        self.merged = "scan_thresholds" in a
         checks = {
-            "scan_segment_offsets": N_SEGMENT_KINDS * F + 1,
             "segment_offsets": N_SEGMENT_KINDS * F + 1,
-            "scan_node_offsets": a["scan_thresholds"].shape[0] + 1,
             "category_mode": F,
             "category_key_offsets": F + 1, "category_node_offsets": F + 1,
             "list_offsets": N_SEGMENT_KINDS * F + n_keys + n_direct + 1,
@@ -62,23 +64,34 @@ cdef class QSLayout(Layout):
                                  f"entries, expected {n}")
         if int(a["list_offsets"][a["list_offsets"].shape[0] - 1]) != a["list_words"].shape[0]:
             raise ValueError("quickscorer layout: list_offsets do not cover list_words")
-        n_scan = a["scan_node_offsets"].shape[0]
-        if int(a["scan_node_offsets"][n_scan - 1]) != a["words"].shape[0]:
-            raise ValueError("quickscorer layout: scan_node_offsets do not cover the entries")
-        if int(a["scan_segment_offsets"][N_SEGMENT_KINDS * F]) != a["scan_thresholds"].shape[0]:
-            raise ValueError("quickscorer layout: scan_segment_offsets do not cover "
-                             "scan_thresholds")
+        self.view.thresholds = NULL
+        self.view.node_offsets = NULL
+        self.view.segment_offsets = NULL
+        if self.merged:
+            for name, n in (("scan_segment_offsets", N_SEGMENT_KINDS * F + 1),
+                            ("scan_node_offsets", a["scan_thresholds"].shape[0] + 1)):
+                if a[name].shape[0] != n:
+                    raise ValueError(f"quickscorer layout field {name!r} has "
+                                     f"{a[name].shape[0]} entries, expected {n}")
+            n_scan = a["scan_node_offsets"].shape[0]
+            if int(a["scan_node_offsets"][n_scan - 1]) != a["words"].shape[0]:
+                raise ValueError("quickscorer layout: scan_node_offsets do not cover the "
+                                 "entries")
+            if (int(a["scan_segment_offsets"][N_SEGMENT_KINDS * F])
+                    != a["scan_thresholds"].shape[0]):
+                raise ValueError("quickscorer layout: scan_segment_offsets do not cover "
+                                 "scan_thresholds")
+            self.view.thresholds = <const double*>_data(a, "scan_thresholds")
+            self.view.node_offsets = <const int64_t*>_data(a, "scan_node_offsets")
+            self.view.segment_offsets = <const int64_t*>_data(a, "scan_segment_offsets")
         self.view.n_features = F
         self.view.n_trees = n_trees
         self.view.n_used = a["used_features"].shape[0]
         self.view.used_features = <const int32_t*>_data(a, "used_features")
         self.view.total_words = int(a["tree_word_offsets"][n_trees])
         self.view.tree_word_offsets = <const int64_t*>_data(a, "tree_word_offsets")
-        self.view.thresholds = <const double*>_data(a, "scan_thresholds")
-        self.view.node_offsets = <const int64_t*>_data(a, "scan_node_offsets")
         self.view.words = <const uint32_t*>_data(a, "words")
         self.view.masks = <const uint64_t*>_data(a, "masks")
-        self.view.segment_offsets = <const int64_t*>_data(a, "scan_segment_offsets")
         self.view.entry_thresholds = <const double*>_data(a, "thresholds")
         self.view.entry_segment_offsets = <const int64_t*>_data(a, "segment_offsets")
         self.view.list_offsets = <const int64_t*>_data(a, "list_offsets")

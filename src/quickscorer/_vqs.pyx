@@ -99,7 +99,8 @@ cdef inline void exit_bits_lanes(const QSView* q, int family, int isa, int lanes
         scan_lanes(q, isa, lanes, merged, seg + SEGMENT_NONE, xs, v)
         # "NaN" segment: NaN lanes never exceed a threshold; they take the NaN list below
         scan_lanes(q, isa, lanes, merged, seg + SEGMENT_NAN, x, v)
-        if q.segment_offsets[seg + SEGMENT_ZERO] + 1 != q.segment_offsets[seg + SEGMENT_ZERO + 1]:
+        if (q.entry_segment_offsets[seg + SEGMENT_ZERO] + 1
+                != q.entry_segment_offsets[seg + SEGMENT_ZERO + 1]):
             if any_nan or any_zero:   # zero and NaN lanes take their lists instead of the scan
                 for l in range(n_lanes):
                     xs[l] = -INFINITY if (isnan(x[l]) or x[l] == 0.0) else x[l]
@@ -164,6 +165,7 @@ cdef class BlockedLayout:
     cdef QSView* views
     cdef int64_t* starts
     cdef readonly int64_t n_blocks, max_words, n_trees, n_features
+    cdef readonly bint merged          # every block groups its equal thresholds
     cdef object _layouts
 
     def __cinit__(self, list layouts, starts):
@@ -176,9 +178,11 @@ cdef class BlockedLayout:
         if self.views == NULL or self.starts == NULL:
             raise MemoryError()
         self.max_words = 1
+        self.merged = True
         cdef QSLayout lay
         for i, lay in enumerate(layouts):
             self.views[i] = lay.view
+            self.merged = self.merged and lay.merged
             self.max_words = max(self.max_words, lay.view.total_words)
         for i in range(self.n_blocks + 1):
             self.starts[i] = int(starts[i])
@@ -201,7 +205,9 @@ cdef class BlockedLayout:
 
 cdef int _check_groups(Forest forest, BlockedLayout bl, Py_ssize_t n_cols, int n_threads,
                        int isa, int lanes, int64_t doc_groups, double[:, ::1] rowbuf,
-                       uint64_t[:, ::1] bitbuf) except -1:
+                       uint64_t[:, ::1] bitbuf, bint merged) except -1:
+    if merged and not bl.merged:
+        raise ValueError("a merged scan needs layouts that group equal thresholds")
     if not qs_lanes_supported(lanes):
         raise ValueError(f"lanes must be one of {LANE_CHOICES}, got {lanes}")
     if not qs_isa_available(isa):
@@ -276,7 +282,8 @@ def predict_raw(Forest forest, BlockedLayout bl, const floating[:, :] X, double[
                 int n_threads, int isa, bint merged=False, int64_t doc_groups=1, int lanes=8):
     """Raw scores into out64 (float64 forests) or out32 (float32), the other one empty,
     `lanes` documents per scan on instruction set isa (see _run_groups for the buffers)."""
-    _check_groups(forest, bl, X.shape[1], n_threads, isa, lanes, doc_groups, rowbuf, bitbuf)
+    _check_groups(forest, bl, X.shape[1], n_threads, isa, lanes, doc_groups, rowbuf, bitbuf,
+                  merged)
     check_scores(forest, X.shape[0], out64, out32)
     cdef int32_t[:, ::1] no_leaves = np.empty((0, 0), np.int32)
     _run_groups(forest, bl, X, out64, out32, no_leaves, rowbuf, bitbuf, n_threads, isa, merged,
@@ -287,7 +294,8 @@ def predict_leaf(Forest forest, BlockedLayout bl, const floating[:, :] X, int32_
                  double[:, ::1] rowbuf, uint64_t[:, ::1] bitbuf, int n_threads, int isa,
                  bint merged=False, int64_t doc_groups=1, int lanes=8):
     """In-order exit leaf of every tree for every row, into out (n_rows, n_trees)."""
-    _check_groups(forest, bl, X.shape[1], n_threads, isa, lanes, doc_groups, rowbuf, bitbuf)
+    _check_groups(forest, bl, X.shape[1], n_threads, isa, lanes, doc_groups, rowbuf, bitbuf,
+                  merged)
     check_leaves(forest, X.shape[0], out)
     if X.shape[0] == 0:
         return
