@@ -87,14 +87,17 @@ def test_a_merged_vqs_scan_brings_its_own_grouping():
     X = np.random.default_rng(3).normal(size=(40, model.n_features))
     want = model.predict(X, algorithm="quickscorer")
     for block_bytes in (None, 1):
-        merged = VQuickScorer(model.ensemble, model._forest, merge=True, block_bytes=block_bytes)
-        assert merged._blocks.merged
+        merged = VQuickScorer(model.ensemble, model._forest, merge=True,
+                              block_bytes=block_bytes)
         plain = VQuickScorer(model.ensemble, model._forest, block_bytes=block_bytes)
-        assert not plain._blocks.merged
+        for alg, want_merged in ((merged, True), (plain, False)):
+            for layout in (alg._layout_for(1, 1, 8), alg._layout_for(10_000, 1, 8)):
+                assert layout.merged == want_merged
         out = np.zeros((X.shape[0], 1))
         with pytest.raises(ValueError, match="merged scan"):
-            _vqs.predict_raw(model._forest, plain._blocks, X, out, np.zeros((0, 0), np.float32),
-                             *plain._buffers(1, plain.doc_groups), 1, plain.isa, True,
+            blocks = plain._layout_for(X.shape[0], 1, 8)
+            _vqs.predict_raw(model._forest, blocks, X, out, np.zeros((0, 0), np.float32),
+                             *plain._buffers(1, plain.doc_groups, blocks), 1, plain.isa, True,
                              plain.doc_groups, 8)
     got = quickscorer.Model(model.ensemble).predict(X, algorithm="vqs")
     np.testing.assert_array_equal(got, want)

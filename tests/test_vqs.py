@@ -185,3 +185,26 @@ def test_group_width_follows_the_rows_per_thread(isa):
     assert alg.lanes_for(10_000, 1) == widest and alg.lanes_for(40, 2) == min(16, widest)
     fixed = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, lanes=16)
     assert fixed.lanes_for(10_000, 1) == 16 and fixed.lanes_for(1, 1) == 16
+
+
+@pytest.mark.parametrize("merge", [False, True])
+def test_calls_too_small_to_reuse_a_block_scan_the_whole_layout(merge):
+    """Tree blocks are built by the first call of lanes x doc_groups rows per thread; smaller
+    calls scan the whole layout (no blocks built); both are exact."""
+    rng = np.random.default_rng(5)
+    ens = random_ensemble(rng, "lightgbm", n_trees=12, n_features=6, max_leaves=40)
+    model = quickscorer.Model(ens)
+    alg = VQuickScorer(ens, model._forest, block_bytes=1, doc_groups=2, lanes=8, merge=merge)
+    assert alg.tree_blocks == 12
+    X = special_rows(rng, 40, 6)
+    before = len(alg.held_arrays())
+    for n in (1, 5, 15):                   # below 8 x 2 rows: the whole layout
+        raw = np.zeros((n, 1))
+        alg.predict_raw(X[:n], raw, np.zeros((0, 0), np.float32), 1)
+        np.testing.assert_array_equal(raw, reference.predict_raw(ens, X[:n]))
+    assert alg._blocked is None and len(alg.held_arrays()) == before
+    raw = np.zeros((40, 1))
+    alg.predict_raw(X, raw, np.zeros((0, 0), np.float32), 1)
+    np.testing.assert_array_equal(raw, reference.predict_raw(ens, X))
+    assert alg._blocked is not None and alg._blocked.n_blocks == 12
+    assert len(alg.held_arrays()) > before

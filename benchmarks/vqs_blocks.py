@@ -1,0 +1,91 @@
+"""V-QuickScorer with tree blocks against the whole layout, per call size.
+
+    python benchmarks/vqs_blocks.py
+    python benchmarks/vqs_blocks.py --rows 4,8,11,16,64,2000 --models full-1000x64,xgb-1000
+
+For each model (the matrix's workloads: ``full-<trees>x<leaves>`` LightGBM full trees,
+``xgb-<trees>`` XGBoost depth 6; uniform rows with 30% zeros), two ``VQuickScorer`` objects on
+the same model: one cut into tree blocks of the default size (half the L2 cache), one with a
+block size no model reaches (the whole layout), both called directly (``predict_raw``, one
+thread, the widest group the rows fill) on consecutive slices of the rows, interleaved,
+``--repeat`` rounds. Prints the median microseconds per document of each and their ratio.
+
+This is what decides when ``vqs`` uses its blocks (``VQuickScorer._layout_for``): only calls
+with enough documents per thread to reuse a block (``lanes * doc_groups``).
+"""
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import workloads as W  # noqa: E402
+
+
+def _workload(spec: str) -> W.Workload:
+    kind, _, shape = spec.partition("-")
+    if kind == "xgb":
+        return W.xgb_depth6(int(shape))
+    trees, _, leaves = shape.partition("x")
+    return W.full(int(trees), int(leaves))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default="full-1000x31,full-1000x64,full-1000x255,xgb-1000")
+    p.add_argument("--rows", default="4,8,11,16,32,64,256,2000")
+    p.add_argument("--calls-rows", type=int, default=3000,
+                   help="rows scored per timed round (in calls of --rows each)")
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args(argv)
+
+    import quickscorer
+    from quickscorer import _vqs
+    from quickscorer.algorithms.vqs import VQuickScorer
+    kernels = VQuickScorer.specialised(_vqs.predict_raw)
+
+    print(f"machine: {platform.machine()}, {platform.processor() or '?'}, Python "
+          f"{platform.python_version()}; median us/doc of {args.repeat} interleaved rounds")
+    print("| model | tree blocks | rows per call | blocked | whole layout | blocked / whole |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for spec in args.models.split(","):
+        wl = _workload(spec)
+        model = quickscorer.load(wl.lgb_path)
+        xgb = model.ensemble.family == "xgboost"
+        X = wl.X.astype(np.float32) if xgb else wl.X
+        blocked = VQuickScorer(model.ensemble, model._forest)
+        whole = VQuickScorer(model.ensemble, model._forest, block_bytes=1 << 50)
+        for rows in (int(r) for r in args.rows.split(",")):
+            calls = max(1, args.calls_rows // rows)
+            if calls * rows > X.shape[0]:
+                calls = X.shape[0] // rows
+            times = {"blocks": [], "whole": []}
+            for _ in range(args.repeat):
+                for name, alg in (("blocks", blocked), ("whole", whole)):
+                    out64 = np.zeros((0, 0)) if xgb else np.zeros((rows, 1))
+                    out32 = np.zeros((rows, 1), np.float32) if xgb else np.zeros((0, 0),
+                                                                                np.float32)
+                    lanes = alg.lanes_for(rows, 1)
+                    layout = (alg._layout_for(1 << 30, 1, lanes) if name == "blocks"
+                              else alg._layout_for(rows, 1, lanes))
+                    rowbuf, bits = alg._buffers(1, alg.doc_groups, layout)
+                    kernel = kernels[X.dtype]
+                    t = time.perf_counter()
+                    for i in range(0, calls * rows, rows):
+                        kernel(alg.forest, layout, X[i:i + rows], out64, out32, rowbuf, bits,
+                               1, alg.isa, alg.merge, alg.doc_groups, lanes)
+                    times[name].append((time.perf_counter() - t) / (calls * rows) * 1e6)
+            b, w = float(np.median(times["blocks"])), float(np.median(times["whole"]))
+            print(f"| {wl.name} | {blocked.tree_blocks} | {rows} | {b:.2f} | {w:.2f} | "
+                  f"{b / w:.2f}x |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
