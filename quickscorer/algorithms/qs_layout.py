@@ -180,8 +180,9 @@ def entry_trees(arrays: dict) -> np.ndarray:
     ``trees`` where the layout holds it, else found from each entry's word."""
     if "trees" in arrays:
         return arrays["trees"]
-    trees = (np.searchsorted(arrays["tree_word_offsets"], arrays["words"], side="right")
-             - 1).astype(np.int32)
+    two = arrays["tree_word_offsets"]
+    tree_of_word = np.repeat(np.arange(two.shape[0] - 1, dtype=np.int32), np.diff(two))
+    trees = tree_of_word[arrays["words"]]
     trees[arrays["segment_offsets"][1:] - 1] = -1
     return trees
 

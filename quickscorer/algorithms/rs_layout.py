@@ -74,7 +74,9 @@ def unsupported(ens: Ensemble) -> str | None:
 
 def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Indices of the real (non-sentinel) QuickScorer entries, their segment and feature."""
-    idx = np.flatnonzero(entry_trees(qs) >= 0)
+    real = np.ones(qs["words"].shape[0], bool)
+    real[qs["segment_offsets"][1:] - 1] = False          # the sentinel closing each segment
+    idx = np.flatnonzero(real)
     seg = np.searchsorted(qs["segment_offsets"], idx, side="right") - 1
     return idx, seg, seg // N_SEGMENT_KINDS
 
