@@ -136,7 +136,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trees", default="100,1000,20000")
     p.add_argument("--leaves", type=int, default=64)
-    p.add_argument("--engines", default=",".join(ENGINES))
+    p.add_argument("--engines", default=",".join(dict.fromkeys(ENGINES + XGB_ENGINES)),
+                   help="those to measure, of each library's own (LightGBM models: "
+                        f"{', '.join(ENGINES)}; XGBoost: {', '.join(XGB_ENGINES)})")
     p.add_argument("--libraries", default="lightgbm,xgboost",
                    help="models of which libraries (XGBoost: depth-6 JSON models)")
     p.add_argument("--lleaves-max-trees", type=int, default=1000,
@@ -151,20 +153,23 @@ def main(argv=None) -> int:
     print(f"| model | engine | resident | peak | peak / resident | held (numpy) |")
     print(f"| --- | --- | ---: | ---: | ---: | ---: |")
     from load_time import xgb_variant
+    wanted = set(args.engines.split(","))
+    lgb_engines = [e for e in ENGINES if e in wanted]
     for lib in args.libraries.split(","):
         for n in [int(v) for v in args.trees.split(",")]:
             if lib == "xgboost":
                 xbase = Path(W.xgb_depth6(1000).xgb_path)
                 path = xbase if n == 1000 else xgb_variant(xbase, n, cache / f"load_xgboost_{n}.json")
-                engines, label = XGB_ENGINES, f"XGBoost {n}, depth 6"
+                engines = [e for e in XGB_ENGINES if e in wanted]
+                label = f"XGBoost {n}, depth 6"
             elif n == 1000:
-                path, engines, label = Path(base), args.engines.split(","), f"{n} x {args.leaves}"
+                path, engines, label = Path(base), lgb_engines, f"{n} x {args.leaves}"
             elif n < 1000:
                 path = prefix(Path(base), n, cache / f"memory_{n}x{args.leaves}.txt")
-                engines, label = args.engines.split(","), f"{n} x {args.leaves}"
+                engines, label = lgb_engines, f"{n} x {args.leaves}"
             else:
                 path = repeated(Path(base), n // 1000, cache / f"memory_{n}x{args.leaves}.txt")
-                engines, label = args.engines.split(","), f"{n} x {args.leaves}"
+                engines, label = lgb_engines, f"{n} x {args.leaves}"
             for engine in engines:
                 extra = []
                 if engine == "lleaves":
