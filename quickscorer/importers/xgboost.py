@@ -165,8 +165,11 @@ def _load_json_fast(source: Any) -> Ensemble | None:
         doc, trees, arrays = got
         try:
             return _build(doc, "json", parsed=(trees, arrays))
-        except _NotFast:
-            return None
+        except ModelFormatError:
+            raise                 # about the document itself: the same message either way
+        except (_NotFast, ValueError, TypeError, IndexError, KeyError, OverflowError,
+                AttributeError, RecursionError):
+            return None           # the document path names the problem
     finally:
         if mapped is not None and not isinstance(mapped, bytes):
             try:
