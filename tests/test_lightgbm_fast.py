@@ -5,7 +5,11 @@ the reference refuses."""
 from __future__ import annotations
 
 import mmap
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -143,3 +147,38 @@ def test_an_empty_file_is_refused_clearly(tmp_path):
     path.write_bytes(b"")
     with pytest.raises(ModelFormatError):
         quickscorer.load(path)
+
+
+_LOCALE_CHILD = r"""
+import locale, sys
+import numpy as np
+import quickscorer
+path = sys.argv[1]
+locale.setlocale(locale.LC_ALL, "C")
+ref = quickscorer.load(path)
+locale.setlocale(locale.LC_ALL, "de_DE.UTF-8")       # decimal comma
+assert locale.localeconv()["decimal_point"] == ","
+got = quickscorer.load(path)
+for name, a in ref.ensemble.trees.arrays.items():
+    if a is not None:
+        assert np.array_equal(a, got.ensemble.trees.arrays[name]), name
+X = np.random.default_rng(0).normal(size=(50, ref.n_features))
+assert np.array_equal(ref.predict(X), got.predict(X))
+print("same")
+"""
+
+
+def test_a_decimal_comma_locale_reads_the_same_numbers(tmp_path):
+    """strtod follows the program's LC_NUMERIC: under a German locale the C parser once read
+    every threshold 1.5 as 1. It reads numbers as the "C" locale does, whatever is set."""
+    localedef = shutil.which("localedef")
+    if localedef is None or not Path("/usr/share/i18n/locales/de_DE").exists():
+        pytest.skip("needs glibc's localedef and the de_DE locale source to build a "
+                    "decimal-comma locale")
+    subprocess.run([localedef, "-i", "de_DE", "-f", "UTF-8", str(tmp_path / "de_DE.UTF-8")],
+                   check=True, capture_output=True)
+    model = Path(quickscorer.__file__).parent / "data" / "demo_model.txt"
+    out = subprocess.run([sys.executable, "-c", _LOCALE_CHILD, str(model)],
+                         env={**os.environ, "LOCPATH": str(tmp_path)}, capture_output=True,
+                         text=True)
+    assert out.returncode == 0 and out.stdout.strip() == "same", out.stderr[-2000:]

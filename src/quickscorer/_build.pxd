@@ -24,5 +24,7 @@ cdef extern from "quickscorer/qs_buf.h":
         size_t item
     int qs_buf_grow(qs_buf* b, size_t extra) nogil
     void qs_release_pages(const char* p, size_t n) nogil
+    void qs_c_numeric_init()
+    double qs_strtod_c(const char* s, char** end) nogil
 
 cdef object owning_array(qs_buf* b, int typenum)

@@ -13,16 +13,18 @@ import numpy as np
 
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint8_t
-from libc.stdlib cimport free, malloc, realloc, strtod
+from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 from libc.math cimport INFINITY, isfinite, isinf
 
 cnp.import_array()
+qs_c_numeric_init()     # numbers read as in the "C" locale, whatever locale the program sets
 
 cdef enum:
     MAX_KEYS = 64
 
-from ._build cimport owning_array, qs_buf, qs_buf_grow, qs_release_pages
+from ._build cimport (owning_array, qs_buf, qs_buf_grow, qs_c_numeric_init, qs_release_pages,
+                     qs_strtod_c)
 
 cdef enum:
     # with release_read, the bytes read are given back in steps of this many (a multiple of
@@ -88,6 +90,7 @@ cdef int parse_float(Span tok, bint allow_inf, double* out) noexcept nogil:
     or [+-]?inf where allowed; a literal that overflows is refused."""
     cdef Py_ssize_t i = 0, digits = 0
     cdef char buf[64]
+    cdef char* end = NULL
     if tok.n > 0 and (tok.p[0] == c'+' or tok.p[0] == c'-'):
         i = 1
     if allow_inf and tok.n - i == 3 and memcmp(tok.p + i, b"inf", 3) == 0:
@@ -117,9 +120,9 @@ cdef int parse_float(Span tok, bint allow_inf, double* out) noexcept nogil:
         return -1
     memcpy(buf, tok.p, tok.n)
     buf[tok.n] = 0
-    out[0] = strtod(buf, NULL)
-    if isinf(out[0]):
-        return -1
+    out[0] = qs_strtod_c(buf, &end)
+    if end != buf + tok.n or isinf(out[0]):
+        return -1     # (a strtod that stopped early: the Python parser reads the model)
     return 0
 
 

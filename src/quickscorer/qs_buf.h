@@ -1,5 +1,6 @@
 /* What the C model parsers (_lgbtext.pyx, _xgbjson.pyx) share: a growable array of fixed-size
-   items, and giving back the pages of a read-only file mapping already read. */
+   items, giving back the pages of a read-only file mapping already read, and strtod in the
+   "C" locale whatever locale the program has set. */
 #ifndef QS_BUF_H
 #define QS_BUF_H
 #include <stdlib.h>
@@ -23,6 +24,36 @@ static inline int qs_buf_grow(qs_buf* b, size_t extra) {
 static inline void qs_release_pages(const char* p, size_t n) { madvise((void*)p, n, MADV_DONTNEED); }
 #else
 static inline void qs_release_pages(const char* p, size_t n) { (void)p; (void)n; }
+#endif
+
+/* strtod reads the decimal point of the program's LC_NUMERIC: under a locale with a decimal
+   comma, "1.5" reads as 1. qs_strtod_c reads numbers as the "C" locale does (strtod_l);
+   qs_c_numeric_init runs once first (at module import, with the GIL). Without strtod_l, plain
+   strtod, whose callers check that it read the whole token. */
+#if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
+#include <locale.h>
+#ifdef __APPLE__
+#include <xlocale.h>
+#endif
+static locale_t qs_c_numeric = (locale_t)0;
+static inline void qs_c_numeric_init(void) {
+    if (!qs_c_numeric) qs_c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+static inline double qs_strtod_c(const char* s, char** end) {
+    return qs_c_numeric ? strtod_l(s, end, qs_c_numeric) : strtod(s, end);
+}
+#elif defined(_WIN32)
+#include <locale.h>
+static _locale_t qs_c_numeric = NULL;
+static inline void qs_c_numeric_init(void) {
+    if (!qs_c_numeric) qs_c_numeric = _create_locale(LC_NUMERIC, "C");
+}
+static inline double qs_strtod_c(const char* s, char** end) {
+    return qs_c_numeric ? _strtod_l(s, end, qs_c_numeric) : strtod(s, end);
+}
+#else
+static inline void qs_c_numeric_init(void) {}
+static inline double qs_strtod_c(const char* s, char** end) { return strtod(s, end); }
 #endif
 
 #endif
