@@ -3,14 +3,14 @@
     python benchmarks/rs_blocks.py
     python benchmarks/rs_blocks.py --sizes 32,64,96,128,256 --rows 100,10000 --repeat 7
 
-For each model (``full-<trees>x<leaves>``: LightGBM full trees, ``xgb-<trees>``: XGBoost depth
-6, ``ltr-<trees>x<leaves>``: the lambdarank model; uniform rows with 30% zeros, or the LTR
-rows), one ``RapidScorer`` per block size (KiB of bitvector byte rows per tree block and
-group, ``block_bytes``), each called directly (``predict_raw``, one thread) on the same 10,000
-rows in calls of ``--rows``; the sizes are timed interleaved, ``--repeat`` rounds. Prints the
-median microseconds per document of each size and, per row, each size's time over the
-fastest's; the last line gives each size's worst ratio over all rows (what the default is
-chosen by: the size whose worst case is best).
+For each model (``--models``: the shapes of ``benchmarks/matrix.py``, built by its
+``workload``), one ``RapidScorer`` per block size (KiB of bitvector byte rows per tree block
+and group, ``block_bytes``), each called directly (``predict_raw``, one thread) on the same
+10,000 rows in calls of ``--rows``; the sizes are timed interleaved, ``--repeat`` rounds.
+Prints each size's fastest round in microseconds per document (the minimum: this project's
+VMs stall whole rounds) and, per row, its time over the fastest size's; the last line gives
+each size's worst ratio over all rows (what the default is chosen by: the size whose worst
+case is best).
 """
 from __future__ import annotations
 
@@ -24,24 +24,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import workloads as W  # noqa: E402
-
-
-def _workload(spec: str) -> W.Workload:
-    kind, _, shape = spec.partition("-")
-    if kind == "xgb":
-        return W.xgb_depth6(int(shape))
-    trees, _, leaves = shape.partition("x")
-    if kind == "ltr":
-        return W.ltr(int(trees), int(leaves), xgboost=False)
-    return W.full(int(trees), int(leaves))
+import matrix as M  # noqa: E402
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models",
-                   default="full-1000x8,full-1000x31,full-1000x64,full-1000x255,ltr-1000x64,"
-                           "xgb-1000")
+    p.add_argument("--models", help="shapes, named as in benchmarks/matrix.py",
+                   default="full-uniform-1000x8,full-uniform-1000x31,full-uniform-1000x64,"
+                           "full-uniform-1000x255,ltr-1000x64,xgb-depth6-uniform-1000")
     p.add_argument("--sizes", default="32,64,96,128,192,256", help="KiB per block")
     p.add_argument("--rows", default="100,10000", help="rows per call")
     p.add_argument("--repeat", type=int, default=9)
@@ -57,7 +47,7 @@ def main(argv=None) -> int:
     print("| --- | ---: |" + " ---: |" * len(sizes))
     worst = {s: 1.0 for s in sizes}
     for spec in args.models.split(","):
-        wl = _workload(spec)
+        wl = M.workload(spec, 10_000)
         model = quickscorer.load(wl.lgb_path)
         xgb = model.ensemble.family == "xgboost"
         X = wl.X.astype(np.float32) if xgb else wl.X

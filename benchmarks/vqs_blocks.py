@@ -1,14 +1,13 @@
 """V-QuickScorer with tree blocks against the whole layout, per call size.
 
     python benchmarks/vqs_blocks.py
-    python benchmarks/vqs_blocks.py --rows 4,8,11,16,64,2000 --models full-1000x64,xgb-1000
+    python benchmarks/vqs_blocks.py --rows 4,8,11,16,64,2000 --models full-uniform-1000x64
 
-For each model (the matrix's workloads: ``full-<trees>x<leaves>`` LightGBM full trees,
-``xgb-<trees>`` XGBoost depth 6; uniform rows with 30% zeros), two ``VQuickScorer`` objects on
-the same model: one cut into tree blocks of the default size (half the L2 cache), one with a
-block size no model reaches (the whole layout), both called directly (``predict_raw``, one
-thread, the widest group the rows fill) on consecutive slices of the rows, interleaved,
-``--repeat`` rounds. Prints the median microseconds per document of each and their ratio.
+For each model (``--models``: the shapes of ``benchmarks/matrix.py``, built by its
+``workload``), two ``VQuickScorer`` objects on the same model: one cut into tree blocks of
+the default size (half the L2 cache), one with a block size no model reaches (the whole
+layout), both called directly (``predict_raw``, one thread, the widest group the rows fill)
+on consecutive slices of the rows, interleaved, ``--repeat`` rounds. Prints the median microseconds per document of each and their ratio.
 
 This is what decides when ``vqs`` uses its blocks (``VQuickScorer._layout_for``): only calls
 with enough documents per thread to reuse a block (``lanes * doc_groups``).
@@ -25,20 +24,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import workloads as W  # noqa: E402
-
-
-def _workload(spec: str) -> W.Workload:
-    kind, _, shape = spec.partition("-")
-    if kind == "xgb":
-        return W.xgb_depth6(int(shape))
-    trees, _, leaves = shape.partition("x")
-    return W.full(int(trees), int(leaves))
+import matrix as M  # noqa: E402
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="full-1000x31,full-1000x64,full-1000x255,xgb-1000")
+    p.add_argument("--models", help="shapes, named as in benchmarks/matrix.py",
+                   default="full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255,"
+                           "xgb-depth6-uniform-1000")
     p.add_argument("--rows", default="4,8,11,16,32,64,256,2000")
     p.add_argument("--calls-rows", type=int, default=3000,
                    help="rows scored per timed round (in calls of --rows each)")
@@ -55,7 +48,7 @@ def main(argv=None) -> int:
     print("| model | tree blocks | rows per call | blocked | whole layout | blocked / whole |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for spec in args.models.split(","):
-        wl = _workload(spec)
+        wl = M.workload(spec, 10_000)
         model = quickscorer.load(wl.lgb_path)
         xgb = model.ensemble.family == "xgboost"
         X = wl.X.astype(np.float32) if xgb else wl.X
