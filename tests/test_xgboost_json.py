@@ -109,9 +109,9 @@ def test_every_json_source_form_takes_the_parser(tmp_path):
     assert xgb_imp._load_json_fast(bytes(_trained("multi:softprob")[0].save_raw("ubj"))) is None
 
 
-def test_a_large_file_gives_back_its_pages(tmp_path):
-    """More than two release steps (1 MiB each) of trees: the parser hands pages back while
-    reading, and still reads every tree (the mapping is read again where needed)."""
+def test_a_file_longer_than_the_release_steps_is_read_whole(tmp_path):
+    """More than two release steps (1 MiB each) of trees, mapped: with the pages read handed
+    back as it goes, the parser still reads every tree as the document path does."""
     doc = _doc("reg:squarederror")
     model = doc["learner"]["gradient_booster"]["model"]
     trees = model["trees"]

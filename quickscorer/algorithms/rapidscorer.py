@@ -28,7 +28,8 @@ def default_block_bytes() -> int:
     group's segments are scanned): a quarter of the L2 cache. ``benchmarks/rs_blocks.py``
     measured it best in the worst case over six 1,000-tree models at 100 and 10,000 rows on
     an AVX2 EPYC with 512 KiB of L2 (128 KiB: at most 1.03x the fastest size of each row,
-    256 KiB up to 1.15x); it is the 256 KiB chosen earlier on a Zen 4 with 1 MiB.
+    256 KiB up to 1.15x). On the Zen 4 VM the algorithm was written on (1 MiB of L2 per core)
+    it is the 256 KiB it had then (no sweep of that size is recorded).
     ``$QUICKSCORER_RS_BLOCK_BYTES`` overrides it."""
     return l2_cache_bytes() // 4
 
