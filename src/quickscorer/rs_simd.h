@@ -165,14 +165,20 @@ static void rs_exits_avx2(const uint8_t* p, int nb, uint8_t* idx)
 __attribute__((target("avx2"), always_inline))
 static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, int npiv)
 {
+    /* npiv is 0, 8 or 16: unrolled, one popcount per level */
     const __m256d xb = _mm256_set1_pd(x);
-    int c1 = 0, c2 = 0;
-    for (int j = 0; j < npiv; j += 4)
-        c1 += __builtin_popcount(_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(piv + j), xb, _CMP_LT_OQ)));
+#define RS_LT4(p) _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p), xb, _CMP_LT_OQ))
+    unsigned m1 = 0;
+    if (npiv > 0)
+        m1 = (unsigned)RS_LT4(piv) | (unsigned)RS_LT4(piv + 4) << 4;
+    if (npiv > 8)
+        m1 |= (unsigned)RS_LT4(piv + 8) << 8 | (unsigned)RS_LT4(piv + 12) << 12;
+    const int c1 = __builtin_popcount(m1);
     const double* b = bkt + 16 * c1;
-    for (int j = 0; j < 16; j += 4)
-        c2 += __builtin_popcount(_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(b + j), xb, _CMP_LT_OQ)));
-    return 16 * c1 + c2;
+    const unsigned m2 = (unsigned)RS_LT4(b) | (unsigned)RS_LT4(b + 4) << 4
+                      | (unsigned)RS_LT4(b + 8) << 8 | (unsigned)RS_LT4(b + 12) << 12;
+#undef RS_LT4
+    return 16 * c1 + __builtin_popcount(m2);
 }
 
 /* ---- AVX-512 (AVX512BW): 64 lanes, one register per byte row, masked byte moves ---------- */
@@ -405,13 +411,19 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
         uint64_t nan_lanes = 0, zero_lanes = 0;                                             \
         const int64_t nbk = (bkt_off[f + 1] - bkt_off[f]) / 16 - 1;  /* real buckets */     \
         const int npiv = nbk <= 1 ? 0 : (nbk <= 8 ? 8 : 16);                                \
-        for (int l = 0; l < lanes; ++l) {                                                   \
-            if (l >= n_lanes) { rk[l] = 0; continue; }                                      \
+        const int rz = rank_zero[f];                                                        \
+        /* no branch on the value (30% zeros in a column mispredict): a zero's rank by     \
+         * the search is rank_zero, and NaN's (0, no comparison holds) is replaced */       \
+        for (int l = 0; l < n_lanes; ++l) {                                                 \
             const double x = rows[l * F + f];                                               \
-            if (x != x) { nan_lanes |= (uint64_t)1 << l; rk[l] = rank_zero[f]; }            \
-            else if (x == 0.0) { zero_lanes |= (uint64_t)1 << l; rk[l] = rank_zero[f]; }    \
-            else rk[l] = (uint8_t)RANK(piv + 16 * f, bkt + bkt_off[f], x, npiv);           \
+            const int is_nan = x != x;                                                      \
+            const int r = RANK(piv + 16 * f, bkt + bkt_off[f], x, npiv);                    \
+            rk[l] = (uint8_t)(r + ((rz - r) & -is_nan));                                    \
+            nan_lanes |= (uint64_t)is_nan << l;                                             \
+            zero_lanes |= (uint64_t)(x == 0.0) << l;                                        \
         }                                                                                   \
+        for (int l = n_lanes; l < lanes; ++l)                                               \
+            rk[l] = 0;                                                                      \
         skip[3 * f + 0] = 0;                                                                \
         skip[3 * f + 1] = nan_lanes | zero_lanes;                                           \
         skip[3 * f + 2] = nan_lanes;                                                        \
