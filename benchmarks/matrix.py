@@ -116,7 +116,8 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default="1,2")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--min-rows", type=int, default=5000,
-                   help="rows per timed run (batch 1: this many calls)")
+                   help="rows per timed run (batch 1: a fifth as many calls; a twentieth, "
+                        "before session 9, left one-row runs of 5 ms at the VM's mercy)")
     p.add_argument("--peers", default="lightgbm,xgboost,lleaves,tl2cgen,onnxruntime")
     p.add_argument("--algorithms", default="rapidscorer,vqs,quickscorer")
     p.add_argument("--compile-limit", type=int, default=70_000,
@@ -133,7 +134,7 @@ def main(argv=None) -> int:
     lines = [f"Machine: {C.machine()}; instruction sets: {cpu_flags()}",
              f"Command: python benchmarks/matrix.py {' '.join(sys.argv[1:] if argv is None else argv)}",
              f"Median of {args.repeat} interleaved runs after a warm-up, at least "
-             f"{args.min_rows} rows per run.", "",
+             f"{args.min_rows} rows per run ({args.min_rows // 5} calls at batch 1).", "",
              "| workload | threads | batch | engine | us/doc | vs fastest peer | vs lightgbm "
              "| scores vs source library |",
              "| --- | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
@@ -157,7 +158,7 @@ def main(argv=None) -> int:
                 # it, our 2-thread runs looked no faster than 1-thread ones in this loop,
                 # while alone they ran 1.95x faster)
                 times = C.time_engines(engines, wl.X, batch, args.repeat,
-                                       max(args.min_rows // (20 if batch == 1 else 1), batch),
+                                       max(args.min_rows // (5 if batch == 1 else 1), batch),
                                        pause=0.3 if n_threads > 1 else 0.0)
                 peers = [t for e, t in zip(engines, times) if not isinstance(e, E.QuickScorer)]
                 fastest = min(peers) if peers else float("nan")
