@@ -116,8 +116,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", default="1,2")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--min-rows", type=int, default=5000,
-                   help="rows per timed run (batch 1: a fifth as many calls; a twentieth, "
-                        "before session 9, left one-row runs of 5 ms at the VM's mercy)")
+                   help="rows per timed run (batch 1: a fifth as many one-row calls)")
     p.add_argument("--peers", default="lightgbm,xgboost,lleaves,tl2cgen,onnxruntime")
     p.add_argument("--algorithms", default="rapidscorer,vqs,quickscorer")
     p.add_argument("--compile-limit", type=int, default=70_000,
