@@ -375,6 +375,56 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
 }
 #endif
 
+#if RS_HAVE_X86
+/* AVX2, a model of one output without linear leaves: the exit leaves of trees [t0, t1) of a
+ * block (tree t's byte rows at state + (byte_off[t] - byte_off[t0]) * 32) added to the 32
+ * lanes' scores acc in tree order, the scores held in registers across the trees and each
+ * 4 lanes' leaf values loaded in pairs into one vector (no gather: AMD Zen 3 measured
+ * gathers slower than scalar loads, and these paired loads 1.6x faster than one scalar
+ * load, add and store per lane, on trees of 8 to 64 leaves). The same additions in the
+ * same order as rs_add_f64_c. */
+__attribute__((target("avx2")))
+static void rs_block_add_f64_avx2(const uint8_t* state, const int64_t* byte_off, int64_t t0,
+                                  int64_t t1, const double* leaf_value,
+                                  const int64_t* leaf_off, double* acc)
+{
+    uint8_t idx[32] __attribute__((aligned(32)));
+    __m256d a[8];
+    for (int c = 0; c < 8; ++c)
+        a[c] = _mm256_loadu_pd(acc + 4 * c);
+    for (int64_t t = t0; t < t1; ++t) {
+        rs_exits_avx2(state + (size_t)(byte_off[t] - byte_off[t0]) * 32,
+                      (int)(byte_off[t + 1] - byte_off[t]), idx);
+        const double* v = leaf_value + leaf_off[t];
+        for (int c = 0; c < 8; ++c) {
+            const uint8_t* q = idx + 4 * c;
+            const __m128d lo = _mm_loadh_pd(_mm_load_sd(v + q[0]), v + q[1]);
+            const __m128d hi = _mm_loadh_pd(_mm_load_sd(v + q[2]), v + q[3]);
+            a[c] = _mm256_add_pd(a[c], _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1));
+        }
+    }
+    for (int c = 0; c < 8; ++c)
+        _mm256_storeu_pd(acc + 4 * c, a[c]);
+}
+#endif
+
+/* rs_block_add_f64_avx2 where isa is AVX2 (returns 1); 0 elsewhere, the caller then finds
+ * and adds each tree's exit leaves itself */
+static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off,
+                                   int64_t t0, int64_t t1, const double* leaf_value,
+                                   const int64_t* leaf_off, double* acc)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX2) {
+        rs_block_add_f64_avx2(state, byte_off, t0, t1, leaf_value, leaf_off, acc);
+        return 1;
+    }
+#endif
+    (void)isa; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
+    (void)leaf_off; (void)acc;
+    return 0;
+}
+
 /* acc[l] += v[idx[l]] (float64, LightGBM's sum) for every lane of a group; v holds the n
  * leaf values of the tree. */
 static inline void rs_add_f64(int isa, const uint8_t* idx, const double* v, int n, double* acc)
