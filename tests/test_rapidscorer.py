@@ -63,12 +63,14 @@ def test_random_models_match_the_reference(isa, seed, family, n_rows, n_outputs,
 
 @pytest.mark.parametrize("isa", RS_ISAS)
 @pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
-def test_mixed_tree_sizes_threads_and_blocks(isa, family):
+@pytest.mark.parametrize("n_outputs", [1, 2])   # 1: a block's trees summed in one C call
+def test_mixed_tree_sizes_threads_and_blocks(isa, family, n_outputs):
     rng = np.random.default_rng(21)
     sizes = (1, 2, 8, 9, 16, 17, 63, 64, 65, 255, 256, 1, 130, 7)
     trees = tuple(random_tree(rng, n, 6, family, p_categorical=0.0) for n in sizes)
-    ens = Ensemble(trees=trees, tree_group=np.arange(len(trees)) % 2, n_outputs=2,
-                   n_features=6, family=family, base_score=[0.5, -1.0])
+    ens = Ensemble(trees=trees, tree_group=np.arange(len(trees)) % n_outputs,
+                   n_outputs=n_outputs, n_features=6, family=family,
+                   base_score=[0.5, -1.0][:n_outputs])
     X = special_rows(rng, 301, 6)
     for block_bytes in (None, 1, 3000):
         _check(ens, X, isa, block_bytes=block_bytes)

@@ -48,6 +48,9 @@ cdef extern from "quickscorer/rs_simd.h":
     int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off, int64_t t0,
                          int64_t t1, const double* leaf_value, const int64_t* leaf_off,
                          double* acc) noexcept nogil
+    int rs_block_add_f32(int isa, const uint8_t* state, const int64_t* byte_off, int64_t t0,
+                         int64_t t1, const float* leaf_value, const int64_t* leaf_off,
+                         const float* tree_weight, float* acc) noexcept nogil
     void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
                         const int32_t* used, int64_t n_used, const double* piv,
                         const double* bkt, const int64_t* bkt_off, const uint8_t* rank_zero,
@@ -271,14 +274,20 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
     rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
                    r.rank_pivots, r.rank_buckets, r.rank_bucket_offsets, r.rank_zero, ranks,
                    skip)
-    cdef bint fused = (leaves == NULL and f.n_outputs == 1 and not f.has_linear
-                       and f.family != FAMILY_XGBOOST)
+    # one output, no linear leaves: a block's trees in one C call (scores in registers)
+    cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
     for b in range(r.n_blocks):
         block_bits(r, isa, b, lanes, ranks, skip, state)
         t0 = r.block_starts[b]
-        if fused and rs_block_add_f64(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
-                                      f.leaf_value, f.tree_leaf_offset, acc64):
-            continue
+        if fused:
+            if f.family == FAMILY_XGBOOST:
+                if rs_block_add_f32(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
+                                    f.leaf_value_f32, f.tree_leaf_offset, f.tree_weight,
+                                    acc32):
+                    continue
+            elif rs_block_add_f64(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
+                                  f.leaf_value, f.tree_leaf_offset, acc64):
+                continue
         for t in range(t0, r.block_starts[b + 1]):
             rs_exits(isa, state + (r.tree_byte_offsets[t] - r.tree_byte_offsets[t0]) * lanes,
                      <int>(r.tree_byte_offsets[t + 1] - r.tree_byte_offsets[t]), idx)

@@ -408,8 +408,55 @@ static void rs_block_add_f64_avx2(const uint8_t* state, const int64_t* byte_off,
 }
 #endif
 
-/* rs_block_add_f64_avx2 where isa is AVX2 (returns 1); 0 elsewhere, the caller then finds
- * and adds each tree's exit leaves itself */
+#if RS_HAVE_X86
+/* The same for XGBoost's float32 sum: each 8 lanes' leaf values (times the tree's weight
+ * where tree_weight is not NULL, as rs_add_f32_c) added to scores held in four registers. */
+__attribute__((target("avx2")))
+static void rs_block_add_f32_avx2(const uint8_t* state, const int64_t* byte_off, int64_t t0,
+                                  int64_t t1, const float* leaf_value,
+                                  const int64_t* leaf_off, const float* tree_weight,
+                                  float* acc)
+{
+    uint8_t idx[32] __attribute__((aligned(32)));
+    __m256 a[4];
+    for (int c = 0; c < 4; ++c)
+        a[c] = _mm256_loadu_ps(acc + 8 * c);
+    for (int64_t t = t0; t < t1; ++t) {
+        rs_exits_avx2(state + (size_t)(byte_off[t] - byte_off[t0]) * 32,
+                      (int)(byte_off[t + 1] - byte_off[t]), idx);
+        const float* v = leaf_value + leaf_off[t];
+        for (int c = 0; c < 4; ++c) {
+            const uint8_t* q = idx + 8 * c;
+            __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],
+                                      v[q[4]], v[q[5]], v[q[6]], v[q[7]]);
+            if (tree_weight != NULL)
+                g = _mm256_mul_ps(g, _mm256_set1_ps(tree_weight[t]));
+            a[c] = _mm256_add_ps(a[c], g);
+        }
+    }
+    for (int c = 0; c < 4; ++c)
+        _mm256_storeu_ps(acc + 8 * c, a[c]);
+}
+#endif
+
+static inline int rs_block_add_f32(int isa, const uint8_t* state, const int64_t* byte_off,
+                                   int64_t t0, int64_t t1, const float* leaf_value,
+                                   const int64_t* leaf_off, const float* tree_weight,
+                                   float* acc)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX2) {
+        rs_block_add_f32_avx2(state, byte_off, t0, t1, leaf_value, leaf_off, tree_weight, acc);
+        return 1;
+    }
+#endif
+    (void)isa; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
+    (void)leaf_off; (void)tree_weight; (void)acc;
+    return 0;
+}
+
+/* rs_block_add_f64_avx2 (rs_block_add_f32 above: _f32) where isa is AVX2 (returns 1); 0
+ * elsewhere, the caller then finds and adds each tree's exit leaves itself */
 static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off,
                                    int64_t t0, int64_t t1, const double* leaf_value,
                                    const int64_t* leaf_off, double* acc)
