@@ -379,10 +379,8 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
 /* AVX2, a model of one output without linear leaves: the exit leaves of trees [t0, t1) of a
  * block (tree t's byte rows at state + (byte_off[t] - byte_off[t0]) * 32) added to the 32
  * lanes' scores acc in tree order, the scores held in registers across the trees and each
- * 4 lanes' leaf values loaded in pairs into one vector (no gather: AMD Zen 3 measured
- * gathers slower than scalar loads, and these paired loads 1.6x faster than one scalar
- * load, add and store per lane, on trees of 8 to 64 leaves). The same additions in the
- * same order as rs_add_f64_c. */
+ * 4 lanes' leaf values loaded in pairs into one vector (no gather instruction: slower than
+ * these loads on AMD Zen 3). The same additions in the same order as rs_add_f64_c. */
 __attribute__((target("avx2")))
 static void rs_block_add_f64_avx2(const uint8_t* state, const int64_t* byte_off, int64_t t0,
                                   int64_t t1, const double* leaf_value,
@@ -406,9 +404,7 @@ static void rs_block_add_f64_avx2(const uint8_t* state, const int64_t* byte_off,
     for (int c = 0; c < 8; ++c)
         _mm256_storeu_pd(acc + 4 * c, a[c]);
 }
-#endif
 
-#if RS_HAVE_X86
 /* The same for XGBoost's float32 sum: each 8 lanes' leaf values (times the tree's weight
  * where tree_weight is not NULL, as rs_add_f32_c) added to scores held in four registers. */
 __attribute__((target("avx2")))
@@ -439,6 +435,23 @@ static void rs_block_add_f32_avx2(const uint8_t* state, const int64_t* byte_off,
 }
 #endif
 
+/* rs_block_add_f64_avx2 (rs_block_add_f32: _f32) where isa is AVX2 (returns 1); 0 elsewhere,
+ * the caller then finds and adds each tree's exit leaves itself */
+static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off,
+                                   int64_t t0, int64_t t1, const double* leaf_value,
+                                   const int64_t* leaf_off, double* acc)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX2) {
+        rs_block_add_f64_avx2(state, byte_off, t0, t1, leaf_value, leaf_off, acc);
+        return 1;
+    }
+#endif
+    (void)isa; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
+    (void)leaf_off; (void)acc;
+    return 0;
+}
+
 static inline int rs_block_add_f32(int isa, const uint8_t* state, const int64_t* byte_off,
                                    int64_t t0, int64_t t1, const float* leaf_value,
                                    const int64_t* leaf_off, const float* tree_weight,
@@ -452,23 +465,6 @@ static inline int rs_block_add_f32(int isa, const uint8_t* state, const int64_t*
 #endif
     (void)isa; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
     (void)leaf_off; (void)tree_weight; (void)acc;
-    return 0;
-}
-
-/* rs_block_add_f64_avx2 (rs_block_add_f32 above: _f32) where isa is AVX2 (returns 1); 0
- * elsewhere, the caller then finds and adds each tree's exit leaves itself */
-static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off,
-                                   int64_t t0, int64_t t1, const double* leaf_value,
-                                   const int64_t* leaf_off, double* acc)
-{
-#if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) {
-        rs_block_add_f64_avx2(state, byte_off, t0, t1, leaf_value, leaf_off, acc);
-        return 1;
-    }
-#endif
-    (void)isa; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
-    (void)leaf_off; (void)acc;
     return 0;
 }
 
