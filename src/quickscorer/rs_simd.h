@@ -143,22 +143,30 @@ static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* 
 __attribute__((target("avx2")))
 static void rs_exits_avx2(const uint8_t* p, int nb, uint8_t* idx)
 {
-    /* rows from the last to the first: the lowest non-zero row of a lane writes last */
+    /* rows from the last to the first: each lane keeps its lowest non-zero byte and that
+     * byte's row (8 b), and the byte's trailing zeros are counted once at the end */
     const __m256i lut = _mm256_setr_epi8(RS_TZ_NIBBLE, RS_TZ_NIBBLE);
     const __m256i low = _mm256_set1_epi8(0x0F);
     const __m256i four = _mm256_set1_epi8(4);
+    const __m256i eight = _mm256_set1_epi8(8);
     const __m256i zero = _mm256_setzero_si256();
-    __m256i out = zero;
+    __m256i val = zero, row = zero;
+    __m256i b8 = _mm256_set1_epi8((char)(8 * nb));
     for (int b = nb - 1; b >= 0; --b) {
         const __m256i v = _mm256_load_si256((const __m256i*)(p + (size_t)b * 32));
-        const __m256i lo = _mm256_and_si256(v, low);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-        const __m256i tz = _mm256_blendv_epi8(_mm256_shuffle_epi8(lut, lo),
-                                              _mm256_add_epi8(_mm256_shuffle_epi8(lut, hi), four),
-                                              _mm256_cmpeq_epi8(lo, zero));
-        out = _mm256_blendv_epi8(_mm256_add_epi8(tz, _mm256_set1_epi8((char)(8 * b))), out,
-                                 _mm256_cmpeq_epi8(v, zero));
+        const __m256i keep = _mm256_cmpeq_epi8(v, zero);
+        b8 = _mm256_sub_epi8(b8, eight);
+        val = _mm256_blendv_epi8(v, val, keep);
+        row = _mm256_blendv_epi8(b8, row, keep);
     }
+    const __m256i lo = _mm256_and_si256(val, low);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(val, 4), low);
+    const __m256i tz = _mm256_blendv_epi8(_mm256_shuffle_epi8(lut, lo),
+                                          _mm256_add_epi8(_mm256_shuffle_epi8(lut, hi), four),
+                                          _mm256_cmpeq_epi8(lo, zero));
+    /* a lane with no bit left (none has one: a tree keeps its exit leaf) would give 0 */
+    const __m256i out = _mm256_andnot_si256(_mm256_cmpeq_epi8(val, zero),
+                                            _mm256_add_epi8(tz, row));
     _mm256_storeu_si256((__m256i*)idx, out);
 }
 
