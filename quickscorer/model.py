@@ -139,6 +139,7 @@ class Model:
         rs = self._prepared.get("rapidscorer")
         if rs is not None:
             d["rapidscorer_instruction_set"] = rs.isa_name
+            d["rapidscorer_documents_per_group"] = rs.groups
         vqs = self._prepared.get("vqs")
         if vqs is not None:
             d["vqs_instruction_set"] = vqs.isa_name

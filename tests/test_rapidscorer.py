@@ -15,7 +15,7 @@ import quickscorer
 from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.qs import shared_layout
-from quickscorer.algorithms.rapidscorer import RapidScorer, rs_isa_code
+from quickscorer.algorithms.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
 from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, rank_search_table,
                                               rank_table, unsupported)
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
@@ -23,14 +23,22 @@ from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 from conftest import random_ensemble, random_tree, run_kernel, special_rows
 
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
+if "avx2" in RS_ISAS:       # AVX2 with every group at 32 documents (no 64-lane groups)
+    RS_ISAS.insert(RS_ISAS.index("avx2") + 1, "avx2-32")
 
 
 def _model(ens):
     return quickscorer.Model(ens)
 
 
+def _alg(ens, isa, **kw):
+    if isa == "avx2-32":
+        isa, kw = "avx2", {**kw, "wide": False}
+    return RapidScorer(ens, _model(ens)._forest, isa=isa, **kw)
+
+
 def _run(ens, X, isa, n_threads=1, **kw):
-    return run_kernel(RapidScorer(ens, _model(ens)._forest, isa=isa, **kw), ens, X, n_threads)
+    return run_kernel(_alg(ens, isa, **kw), ens, X, n_threads)
 
 
 def _check(ens, X, isa, **kw):
@@ -43,7 +51,25 @@ def test_paths_of_this_cpu():
     assert "scalar" in RS_ISAS
     assert rs_isa_code("scalar") == 0
     assert {_rapidscorer.lanes_of(c) for c in (0, 1)} == {32}
-    assert _rapidscorer.lanes_of(2) == 64
+    assert _rapidscorer.lanes_of(2) == _rapidscorer.lanes_of(AVX2_WIDE) == 64
+    assert _rapidscorer.isa_available(AVX2_WIDE) == _rapidscorer.isa_available(ISAS["avx2"])
+
+
+def test_calls_of_more_than_32_rows_take_the_wide_avx2_path(monkeypatch):
+    monkeypatch.delenv("QUICKSCORER_ISA", raising=False)
+    rng = np.random.default_rng(12)
+    ens = random_ensemble(rng, "lightgbm", n_trees=5, p_categorical=0.0)
+    if "avx2" not in RS_ISAS:
+        pytest.skip("this CPU has no AVX2")
+    alg = RapidScorer(ens, _model(ens)._forest, isa="avx2")
+    assert alg.isa_for(32, 1) == ISAS["avx2"] and alg.isa_for(33, 1) == AVX2_WIDE
+    assert alg.isa_for(65, 2) == ISAS["avx2"] and alg.isa_for(66, 2) == AVX2_WIDE
+    assert alg.lanes == 64          # tree blocks sized for the widest groups
+    narrow = RapidScorer(ens, _model(ens)._forest, isa="avx2", wide=False)
+    assert narrow.isa_for(10_000, 1) == ISAS["avx2"] and narrow.lanes == 32
+    scalar = RapidScorer(ens, _model(ens)._forest, isa="scalar")
+    assert scalar.isa_for(10_000, 1) == ISAS["scalar"] and scalar.lanes == 32
+    assert "64 from there" in alg.groups and narrow.groups == scalar.groups == "32"
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)
@@ -75,7 +101,7 @@ def test_mixed_tree_sizes_threads_and_blocks(isa, family, n_outputs):
     for block_bytes in (None, 1, 3000):
         _check(ens, X, isa, block_bytes=block_bytes)
         _check(ens, X, isa, block_bytes=block_bytes, n_threads=2)
-    assert RapidScorer(ens, _model(ens)._forest, isa=isa, block_bytes=1).tree_blocks == len(sizes)
+    assert _alg(ens, isa, block_bytes=1).tree_blocks == len(sizes)
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)

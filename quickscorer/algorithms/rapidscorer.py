@@ -37,6 +37,15 @@ def default_block_bytes() -> int:
 #: on AVX-512, calls with fewer rows per thread run on the 32-lane path
 WIDE_MIN_ROWS = 48
 
+#: on AVX2, calls of this many rows per thread or more run groups of 64 documents (two
+#: registers per byte row): faster than groups of 32 from 33 rows on (1.04x at 33 rows, 1.06x
+#: to 1.30x at 40 to 64 rows on 1,000-tree models of 8 and 255 leaves, AMD EPYC Zen 3)
+AVX2_WIDE_MIN_ROWS = 33
+
+#: the kernel's code of the 64-lane AVX2 path (rs_simd.h RS_ISA_AVX2_WIDE; not an instruction
+#: set of its own, so not in cpu.ISAS)
+AVX2_WIDE = 3
+
 # why rapidscorer cannot score an ensemble (None: it can), computed once per ensemble
 _UNSUPPORTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _UNSUPPORTED_LOCK = threading.Lock()
@@ -54,8 +63,8 @@ def rs_isa_code(name: str | None = None) -> int:
 
 
 class RapidScorer(Algorithm):
-    """32 (AVX2, portable C) or 64 (AVX-512) documents per scan, bitvectors byte-transposed,
-    thresholds compared as byte ranks."""
+    """32 (portable C, small AVX2 calls) or 64 (AVX-512, AVX2 in two registers) documents
+    per scan, bitvectors byte-transposed, thresholds compared as byte ranks."""
 
     name = "rapidscorer"
     test_vector = ("feature-wise scans of sorted threshold ranks, 32 or 64 documents per "
@@ -70,12 +79,17 @@ class RapidScorer(Algorithm):
             return _UNSUPPORTED[ens]
 
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
-                 block_bytes: int | None = None):
+                 block_bytes: int | None = None, wide: bool = True):
         super().__init__(ens, forest)
         self.isa = rs_isa_code(isa)
         #: the path named by isa= or $QUICKSCORER_ISA, used for every call; else None
         self.fixed_isa = isa or os.environ.get("QUICKSCORER_ISA") or None
-        self.lanes = int(_rapidscorer.lanes_of(self.isa))
+        #: on AVX2, whether calls of AVX2_WIDE_MIN_ROWS rows per thread or more run groups of 64
+        #: documents (two registers per byte row); False keeps every group at 32
+        self.wide = bool(wide) and self.isa == ISAS["avx2"]
+        #: the widest path calls may take, which sizes the tree blocks and the scratch space
+        self.widest = AVX2_WIDE if self.wide else self.isa
+        self.lanes = int(_rapidscorer.lanes_of(self.widest))
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
                             or default_block_bytes())
         starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
@@ -89,16 +103,29 @@ class RapidScorer(Algorithm):
     def isa_name(self) -> str:
         return isa_name(self.isa)
 
+    @property
+    def groups(self) -> str:
+        """The documents per group that calls take, in words (``Model.info``)."""
+        if self.isa == ISAS["avx512"] and self.fixed_isa is None:
+            return f"32 below {WIDE_MIN_ROWS} rows per thread, 64 from there"
+        if self.wide:
+            return (f"32 below {AVX2_WIDE_MIN_ROWS} rows per thread, 64 from there (two "
+                    "AVX2 registers per byte row)")
+        return str(self.lanes)
+
     def _scratch_rows(self, n_threads: int) -> np.ndarray:
-        need = self.layout.scratch_bytes(self.isa, self.ens.n_outputs)
+        need = self.layout.scratch_bytes(self.widest, self.ens.n_outputs)
         return self.scratch("rs", n_threads, need // 8).view(np.uint8)
 
     def isa_for(self, n_rows: int, n_threads: int) -> int:
         """The path for a call: on AVX-512, the 32-lane path below WIDE_MIN_ROWS rows per
-        thread (a 64-document group that is half empty is slower, see autoselect.py)."""
-        if (self.isa == ISAS["avx512"] and self.fixed_isa is None
-                and n_rows < WIDE_MIN_ROWS * max(1, n_threads)):
+        thread (a 64-document group that is half empty is slower, see autoselect.py); on
+        AVX2, the 64-lane AVX2 path from AVX2_WIDE_MIN_ROWS rows per thread (``wide``)."""
+        per_thread = n_rows / max(1, n_threads)
+        if self.isa == ISAS["avx512"] and self.fixed_isa is None and per_thread < WIDE_MIN_ROWS:
             return ISAS["avx2"]
+        if self.wide and per_thread >= AVX2_WIDE_MIN_ROWS:
+            return AVX2_WIDE
         return self.isa
 
     def predict_raw(self, X, out64, out32, n_threads):

@@ -49,8 +49,10 @@ MAX_THRESHOLDS = 255
 MAX_LEAVES = 256
 SENTINEL_THR = 255
 
-#: rs_entry of rs_simd.h: uint32 byte, uint8 thr, uint8 mask, 2 bytes unused (little-endian)
-ENTRY_DTYPE = np.dtype([("byte", "<u4"), ("thr", "u1"), ("mask", "u1"), ("unused", "<u2")])
+#: rs_entry of rs_simd.h: uint32 byte, uint8 thr, uint8 mask, uint8 thr_b (thr ^ 0x80, the
+#: threshold as the AVX2 scans compare it), 1 byte unused (little-endian)
+ENTRY_DTYPE = np.dtype([("byte", "<u4"), ("thr", "u1"), ("mask", "u1"), ("thr_b", "u1"),
+                        ("unused", "u1")])
 
 
 def unsupported(ens: Ensemble) -> str | None:
@@ -262,6 +264,7 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
     entries["byte"][pos] = byte[order]
     entries["thr"][pos] = rank[src][order]
     entries["mask"][pos] = bmask[order]
+    entries["thr_b"] = entries["thr"] ^ 0x80
     segments = ((keys % n_seg).astype(np.uint64) << np.uint64(32)) | starts[:-1].astype(np.uint64)
     block_segments = np.zeros(n_blocks + 1, np.int64)
     np.cumsum(np.bincount(keys // n_seg, minlength=n_blocks), out=block_segments[1:])

@@ -623,7 +623,8 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                     segments[k] = ((<uint64_t>s) << 32) | <uint64_t>start
                     k += 1
                     start += key_count[key]
-                    entries[start] = ((<uint64_t>SENTINEL_RANK) << 32) | ((<uint64_t>0xFF) << 40)
+                    entries[start] = (((<uint64_t>SENTINEL_RANK) << 32) | ((<uint64_t>0xFF) << 40)
+                                      | ((<uint64_t>(SENTINEL_RANK ^ 0x80)) << 48))
                     start += 1
                     if s // N_KINDS != last_f:
                         last_f = s // N_KINDS
@@ -645,7 +646,8 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                     if ((m >> (8 * j)) & 0xFF) != 0xFF:
                         entries[cursor[key]] = (
                             <uint64_t>(wbyte + j) | ((<uint64_t>rank[e]) << 32)
-                            | (((m >> (8 * j)) & 0xFF) << 40))
+                            | (((m >> (8 * j)) & 0xFF) << 40)
+                            | ((<uint64_t>(rank[e] ^ 0x80)) << 48))
                         cursor[key] += 1
         for s in range(n_lists):
             for e in range(list_offsets[s], list_offsets[s + 1]):

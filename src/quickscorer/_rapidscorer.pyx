@@ -1,8 +1,8 @@
 # cython: language_level=3
 """RapidScorer-style scoring (Ye et al., KDD 2018) over the layout of
-``quickscorer.algorithms.rs_layout``: 32 (AVX2, portable C) or 64 (AVX-512) documents per
-group, byte-transposed leaf bitvectors, node masks as byte runs, comparisons in rank space
-(the scans are in rs_simd.h).
+``quickscorer.algorithms.rs_layout``: 32 (AVX2, portable C) or 64 (AVX-512, AVX2 wide)
+documents per group, byte-transposed leaf bitvectors, node masks as byte runs, comparisons
+in rank space (the scans are in rs_simd.h).
 
 Per group of documents: each document's value of each feature becomes its rank among that
 feature's distinct thresholds, once; then for every tree block, the bitvectors are set to all
@@ -33,6 +33,7 @@ cdef extern from "quickscorer/rs_simd.h":
     enum:
         RS_ISA_AVX2
         RS_ISA_AVX512
+        RS_ISA_AVX2_WIDE
     int rs_lanes(int isa) noexcept nogil
     int rs_isa_available(int isa) noexcept nogil
     const rs_entry* rs_scan(int isa, const uint8_t* rank, const rs_entry* e,
@@ -64,7 +65,8 @@ cdef enum:
 
 
 def isa_available(int isa):
-    """Whether this CPU runs the RapidScorer path isa (0 portable, 1 AVX2, 2 AVX-512 with BW)."""
+    """Whether this CPU runs the RapidScorer path isa (0 portable, 1 AVX2, 2 AVX-512 with BW,
+    3 AVX2 with 64 lanes)."""
     return bool(rs_isa_available(isa))
 
 
@@ -301,8 +303,9 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
 cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::1] out64,
                float[:, ::1] out32, int32_t[:, ::1] leaves, uint8_t[:, ::1] scratch,
                int n_threads, int isa) noexcept:
-    """Groups of rs_lanes(isa) rows; on AVX-512, a last group of at most 32 rows runs on the
-    32-lane path (measured faster than a 64-lane group that is half empty)."""
+    """Groups of rs_lanes(isa) rows; on the 64-lane paths (AVX-512, AVX2 wide), a last
+    group of at most 32 rows runs on the 32-lane AVX2 path (measured faster than a 64-lane
+    group that is half empty)."""
     cdef const ForestView* f = &forest.view
     cdef const RSView* r = &lay.view
     cdef bint want_leaves = leaves.shape[0] != 0
@@ -331,7 +334,8 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
         for gi in prange(n_groups, schedule="static"):
             i = gi * lanes
             n_lanes = min(lanes, n_rows - i)
-            gisa = RS_ISA_AVX2 if (isa == RS_ISA_AVX512 and n_lanes <= 32) else isa
+            gisa = RS_ISA_AVX2 if ((isa == RS_ISA_AVX512 or isa == RS_ISA_AVX2_WIDE)
+                                   and n_lanes <= 32) else isa
             gl = rs_lanes(gisa)
             for l in range(n_lanes):
                 load_row(f, X, i + l, rows + l * F)
