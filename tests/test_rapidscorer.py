@@ -195,6 +195,7 @@ def test_layout_entries_are_byte_runs_of_their_trees():
     alg = RapidScorer(ens, _model(ens)._forest, block_bytes=2000)
     a = alg.arrays()
     e = a["entries"].view(ENTRY_DTYPE)
+    assert (e["thr_b"] == (e["thr"] ^ 0x80)).all()     # the AVX2 scans compare thr_b
     tbo, bs = a["tree_byte_offsets"], a["block_starts"]
     for b in range(bs.shape[0] - 1):
         n_bytes = tbo[bs[b + 1]] - tbo[bs[b]]
