@@ -39,7 +39,9 @@ WIDE_MIN_ROWS = 48
 
 #: on AVX2, calls of this many rows per thread or more run groups of 64 documents (two
 #: registers per byte row): faster than groups of 32 from 33 rows on (1.04x at 33 rows, 1.06x
-#: to 1.30x at 40 to 64 rows on 1,000-tree models of 8 and 255 leaves, AMD EPYC Zen 3)
+#: to 1.30x at 40 to 64 rows on the 1,000 x 8 and 1,000 x 255 models of benchmarks/matrix.py,
+#: AMD EPYC Zen 3; a one-off timing of ``RapidScorer(wide=False)`` against the default,
+#: fastest of 7 interleaved rounds)
 AVX2_WIDE_MIN_ROWS = 33
 
 #: the kernel's code of the 64-lane AVX2 path (rs_simd.h RS_ISA_AVX2_WIDE; not an instruction

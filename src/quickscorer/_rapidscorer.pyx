@@ -36,8 +36,6 @@ cdef extern from "quickscorer/rs_simd.h":
         RS_ISA_AVX2_WIDE
     int rs_lanes(int isa) noexcept nogil
     int rs_isa_available(int isa) noexcept nogil
-    const rs_entry* rs_scan(int isa, const uint8_t* rank, const rs_entry* e,
-                            uint8_t* state) noexcept nogil
     void rs_exits(int isa, const uint8_t* p, int nb, uint8_t* idx) noexcept nogil
     void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg, const rs_entry* entries,
                        const uint8_t* ranks, const uint64_t* out, uint8_t* state) noexcept nogil
