@@ -25,13 +25,18 @@ PART_CACHE = 8
 DEFAULT_ALGORITHM = "auto"
 
 
+#: the named algorithms whose calls of a few rows take the low-latency entry (one row at a
+#: time, one thread): those that score one row at a time anyway
+_SMALL_CALL_ALGORITHMS = ("quickscorer", "walk")
+
+
 def _is_small_call(X: np.ndarray, algorithm: str | None, n_threads) -> bool:
-    """Whether a call takes the low-latency entry of the scalar QuickScorer scan: what the
-    automatic choice runs below VQS_MIN_ROWS rows, and what a call naming ``quickscorer``
-    runs on one thread (every call below PARALLEL_MIN_ROWS rows)."""
+    """Whether a call takes the low-latency entry of a one-row kernel: the scalar QuickScorer
+    scan that the automatic choice runs below VQS_MIN_ROWS rows, and a call naming
+    ``quickscorer`` or ``walk`` on one thread (every call below PARALLEL_MIN_ROWS rows)."""
     if algorithm is None or algorithm == DEFAULT_ALGORITHM:
         limit = autoselect.VQS_MIN_ROWS
-    elif algorithm == "quickscorer":
+    elif algorithm in _SMALL_CALL_ALGORITHMS:
         limit = autoselect.PARALLEL_MIN_ROWS
     else:
         return False
@@ -251,7 +256,7 @@ class Model:
         """
         if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads)
                 and not start_iteration and num_iteration is None and iteration_range is None):
-            out = self._small(X, False)
+            out = self._small(X, False, algorithm)
             if out is not None:
                 return out
         part = self._part(start_iteration, num_iteration, iteration_range)
@@ -297,7 +302,7 @@ class Model:
         if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads)
                 and not start_iteration and num_iteration is None and iteration_range is None):
             plain = raw_score or self._plain_output
-            out = self._small(X, plain)
+            out = self._small(X, plain, algorithm)
             if out is not None:
                 if plain:
                     return out
@@ -310,14 +315,16 @@ class Model:
             return self._transformed(raw)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
-    def _small(self, X: np.ndarray, squeeze: bool):
+    def _small(self, X: np.ndarray, squeeze: bool, algorithm: str | None = None):
         """Raw scores of a call of fewer rows than the vector scans pay off for, by the scalar
-        QuickScorer scan that the automatic choice picks there, through the kernel's
-        low-latency entry (``_kernel.predict_small``); None where X is not a C-contiguous
-        float32/float64 array of the model's width (the general path then reads it)."""
-        alg = self._prepared.get("quickscorer")
+        QuickScorer scan that the automatic choice picks there (or the named one-row
+        algorithm), through the kernel's low-latency entry (``_kernel.predict_small``); None
+        where X is not a C-contiguous float32/float64 array of the model's width (the general
+        path then reads it)."""
+        name = algorithm if algorithm in _SMALL_CALL_ALGORITHMS else "quickscorer"
+        alg = self._prepared.get(name)
         if alg is None:
-            alg = self.prepare("quickscorer")
+            alg = self.prepare(name)
         return _kernel.predict_small(self._forest, alg.layout, X, squeeze)
 
     def _transformed(self, raw: np.ndarray) -> np.ndarray:

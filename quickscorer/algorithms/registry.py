@@ -7,10 +7,11 @@ from .qs import QuickScorer
 from .rapidscorer import RapidScorer
 from .traversal import Traversal
 from .vqs import VQuickScorer
+from .walk import Walk
 
 #: name -> class, in the order of the README's table
 ALGORITHMS: dict[str, type[Algorithm]] = {
-    cls.name: cls for cls in (RapidScorer, VQuickScorer, QuickScorer, Traversal, *ARITHMETIC)}
+    cls.name: cls for cls in (RapidScorer, VQuickScorer, QuickScorer, Walk, Traversal, *ARITHMETIC)}
 
 
 def available() -> list[str]:

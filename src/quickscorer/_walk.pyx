@@ -1,0 +1,170 @@
+# cython: language_level=3
+"""The "walk" kernel: root-to-leaf walks of eight trees interleaved, one row at a time.
+
+A row is first expanded (``xr``): each (feature, missing-value rule) pair that some node uses
+gets a column holding the feature's value with its missing values already mapped to the side
+they go to (-inf: left, +inf: right), and each node that no such column can decide
+(categorical splits, thresholds that are NaN or +inf) gets a column of its own, set to -inf or
++inf by the shared node rule of _forest.pxd. Every node is then one test ``xr[col] > thr``,
+and the walks of eight trees advance together without a branch on the data (walk.h). The
+layout is built by ``quickscorer.algorithms.walk.walk_arrays``, whose docstring describes it;
+the row loops are the shared ones of _kernel.pyx.
+"""
+cimport numpy as cnp
+from libc.math cimport INFINITY, isnan
+from libc.stdint cimport int32_t, int64_t, uint64_t
+
+from ._forest cimport ForestView, FAMILY_XGBOOST, leaf_f32
+from ._kernel cimport emit, Layout, NodeView, array_data, node_goes_left, set_nodes
+
+import numpy as np
+
+cnp.import_array()
+
+
+cdef extern from "quickscorer/walk.h" nogil:
+    ctypedef struct qs_walk_node:
+        double thr
+        int32_t col
+        int32_t kid[2]
+    void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,
+                  const double* xr, int32_t* leaf)
+
+
+# the missing-value rules of a column (its index is rule * n_features + feature)
+cdef enum:
+    RULE_NAN_AS_ZERO = 0      # LightGBM, missing type None: NaN compares as 0.0
+    RULE_NAN_LEFT = 1         # NaN goes left (LightGBM missing type NaN, XGBoost)
+    RULE_NAN_RIGHT = 2
+    RULE_ZERO_LEFT = 3        # LightGBM missing type Zero: 0.0 and NaN go left
+    RULE_ZERO_RIGHT = 4
+    N_RULES = 5
+
+# the same numbers for the layout builder (quickscorer.algorithms.walk)
+RULES = {"nan_as_zero": RULE_NAN_AS_ZERO, "nan_left": RULE_NAN_LEFT,
+         "nan_right": RULE_NAN_RIGHT, "zero_left": RULE_ZERO_LEFT,
+         "zero_right": RULE_ZERO_RIGHT}
+N_RULE_KINDS = N_RULES
+
+
+cdef struct WalkView:
+    NodeView nodes                # the canonical nodes: the rule of the special nodes
+    const qs_walk_node* walk      # [n_walk] the walk's nodes, then the two sentinels
+    const int32_t* roots          # [n_trees + 8]
+    const int32_t* fill_cols      # [n_fill] the rule columns some node reads
+    const int64_t* special_nodes  # [n_special] canonical node of column N_RULES * F + j
+    int64_t n_fill
+    int64_t n_special
+    int64_t n_cols
+    int64_t n_features
+
+
+cdef class WalkLayout(Layout):
+    """The walk's node table, roots and expanded-row columns of one model."""
+    cdef WalkView view
+
+    def __cinit__(self, dict a, int64_t n_features):
+        self._keep = dict(a)
+        F = n_features
+        set_nodes(&self.view.nodes, a, "walk")
+        n_trees = a["node_offset"].shape[0] - 1
+        raw = a["walk_nodes"]
+        if raw.shape[0] % 3:
+            raise ValueError("walk layout field 'walk_nodes' is not a whole number of nodes")
+        n_walk = raw.shape[0] // 3
+        nodes = raw.view(np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2),
+                                   ("pad", "<i4")]))
+        special = a["special_nodes"]
+        n_cols = N_RULES * F + special.shape[0]
+        # every step must stay in the table and move down (children follow their parent in
+        # breadth-first order), so that a walk ends; the last node is the self-loop sentinel
+        if n_walk < 2 or n_walk >= 2 ** 31:
+            raise ValueError(f"walk layout: {n_walk} nodes")
+        body = nodes[:n_walk - 1]
+        kid = body["kid"]
+        own = np.arange(n_walk - 1)[:, None]
+        if (np.any((kid >= 0) & ((kid <= own) | (kid >= n_walk - 1)))
+                or np.any((body["col"] < 0) | (body["col"] >= n_cols))
+                or tuple(nodes[n_walk - 1]["kid"]) != (n_walk - 1, n_walk - 1)):
+            raise ValueError("walk layout: a node's child or column is out of place")
+        if a["roots"].shape[0] != n_trees + 8 or (a["roots"].shape[0] and (
+                a["roots"].min() < 0 or a["roots"].max() >= n_walk)):
+            raise ValueError("walk layout field 'roots' does not match the nodes")
+        fill = a["fill_cols"]
+        if fill.shape[0] and (fill.min() < 0 or fill.max() >= N_RULES * F):
+            raise ValueError("walk layout field 'fill_cols' is out of range")
+        n_canon = a["feature"].shape[0]
+        if special.shape[0] and (special.min() < 0 or special.max() >= n_canon):
+            raise ValueError("walk layout field 'special_nodes' is out of range")
+        self.view.walk = <const qs_walk_node*>array_data(raw, np.uint64, "walk", "walk_nodes")
+        self.view.roots = <const int32_t*>array_data(a["roots"], np.int32, "walk", "roots")
+        self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")
+        self.view.special_nodes = <const int64_t*>array_data(special, np.int64, "walk",
+                                                             "special_nodes")
+        self.view.n_fill = fill.shape[0]
+        self.view.n_special = special.shape[0]
+        self.view.n_cols = n_cols
+        self.view.n_features = F
+        self.n_trees = n_trees
+        self.n_features = F
+        # the expanded row (one double a column), then the exit leaves (int32, n_trees + 8)
+        self.scratch_words = n_cols + (n_trees + 8 + 1) // 2
+        self.ctx = &self.view
+        self.exits = walk_exits
+
+    def __reduce__(self):
+        return (WalkLayout, (self._keep, self.n_features))
+
+
+cdef inline void expand(const WalkView* v, int family, const double* row,
+                        double* xr) noexcept nogil:
+    """The columns of a converted row that the nodes read."""
+    cdef int64_t j, c, F = v.n_features
+    cdef int rule
+    cdef double x
+    for j in range(v.n_fill):
+        c = v.fill_cols[j]
+        rule = <int>(c // F)
+        x = row[c - rule * F]
+        if isnan(x):
+            if rule == RULE_NAN_AS_ZERO:
+                x = 0.0
+            elif rule == RULE_NAN_LEFT or rule == RULE_ZERO_LEFT:
+                x = -INFINITY
+            else:
+                x = INFINITY
+        elif x == 0.0 and rule >= RULE_ZERO_LEFT:
+            x = -INFINITY if rule == RULE_ZERO_LEFT else INFINITY
+        xr[c] = x
+    c = N_RULES * F
+    for j in range(v.n_special):
+        xr[c + j] = (-INFINITY if node_goes_left(&v.nodes, family, v.special_nodes[j], row)
+                     else INFINITY)
+
+
+cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
+                     uint64_t* scratch, int32_t* leaves,
+                     double* o64, float* o32) noexcept nogil:
+    cdef const WalkView* v = <const WalkView*>ctx
+    cdef double* xr = <double*>scratch
+    cdef int32_t* lf = <int32_t*>(scratch + v.n_cols)
+    cdef int64_t t
+    cdef double acc
+    cdef float acc32
+    expand(v, f.family, row, xr)
+    qs_walk8(v.walk, v.roots, f.n_trees, xr, lf)
+    if leaves == NULL and f.n_outputs == 1 and not f.has_linear:
+        # one score, kept in a register while the leaves are added in tree order
+        if f.family == FAMILY_XGBOOST:
+            acc32 = o32[0]
+            for t in range(f.n_trees):
+                acc32 = acc32 + leaf_f32(f, t, f.tree_leaf_offset[t] + lf[t])
+            o32[0] = acc32
+        else:
+            acc = o64[0]
+            for t in range(f.n_trees):
+                acc = acc + f.leaf_value[f.tree_leaf_offset[t] + lf[t]]
+            o64[0] = acc
+        return
+    for t in range(f.n_trees):
+        emit(f, t, lf[t], row, leaves, o64, o32)

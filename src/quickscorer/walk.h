@@ -1,0 +1,70 @@
+/* Root-to-leaf walks of eight trees at once, without a branch on the data.
+ *
+ * A node is one test "go right when xr[col] > thr" on an expanded row xr whose columns already
+ * hold each feature as a node of a given missing-value rule sees it (missing values mapped to
+ * -inf or +inf, the side they go to), so a step is a load of the node, a load of the value,
+ * one compare and a load of the chosen child: no test of NaN, of zero or of categories inside
+ * the walk. A child is a node index (>= 0) or ~leaf (< 0, the leaf's in-order number).
+ *
+ * Eight cursors walk their own trees (cursor k takes trees k, k + 8, k + 16, ...). A cursor
+ * that reaches a leaf writes it and restarts at its next tree's root by arithmetic on the
+ * sign of the child index, so the only branch is the loop's, taken until every tree has its
+ * leaf: the eight independent chains of loads overlap, where a single walk waits on each.
+ * A cursor past its last tree circles on a node whose children are itself.
+ */
+#ifndef QS_WALK_H
+#define QS_WALK_H
+
+#include <stdint.h>
+
+typedef struct {
+    double thr;
+    int32_t col;
+    int32_t kid[2];      /* [0]: left (xr[col] <= thr), [1]: right */
+    int32_t pad;
+} qs_walk_node;
+
+#if defined(__GNUC__) || defined(__clang__)
+#define QS_WALK_OPAQUE(v) __asm__("" : "+r"(v))
+#else
+#define QS_WALK_OPAQUE(v) ((void)0)
+#endif
+
+/* One cursor's step: move q one level down; at a leaf, store it for tree t and move to tree
+ * t + 8's root. `done` counts the leaves found. The empty asm keeps the compiler from turning
+ * the selection on the sign back into a branch. */
+#define QS_WALK_STEP(q, t)                                                            \
+    {                                                                                 \
+        const qs_walk_node* p_ = nodes + (q);                                         \
+        int32_t nq_ = p_->kid[xr[p_->col] > p_->thr];                                 \
+        int32_t m_ = nq_ >> 31;                                                       \
+        QS_WALK_OPAQUE(m_);                                                           \
+        leaf[t] = ~nq_;                                                               \
+        done -= m_;                                                                   \
+        t += 8 & m_;                                                                  \
+        q = (roots[t] & m_) | (nq_ & ~m_);                                            \
+    }
+
+/* The exit leaf of each of the n_trees trees into leaf[0 .. n_trees). roots[t] is tree t's
+ * root node for t < n_trees and the self-loop node for n_trees <= t < n_trees + 16; leaf has
+ * room for n_trees + 8 entries (cursors past their last tree write there). */
+static inline void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,
+                            const double* xr, int32_t* leaf)
+{
+    int32_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;
+    int32_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];
+    int32_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];
+    int64_t done = 0;
+    while (done < n_trees) {
+        QS_WALK_STEP(q0, t0)
+        QS_WALK_STEP(q1, t1)
+        QS_WALK_STEP(q2, t2)
+        QS_WALK_STEP(q3, t3)
+        QS_WALK_STEP(q4, t4)
+        QS_WALK_STEP(q5, t5)
+        QS_WALK_STEP(q6, t6)
+        QS_WALK_STEP(q7, t7)
+    }
+}
+
+#endif

@@ -1,0 +1,84 @@
+"""The "walk" kernel (eight root-to-leaf walks interleaved without branches): the reference's
+leaves and scores bit for bit through its own layout, one-row calls through the low-latency
+entry, and a clear error for a layout it cannot walk. (Its agreement on random models of every
+kind, NaN, zero-as-missing, categories, linear leaves and multiclass included, is checked
+with every other algorithm's in test_core.py, test_arithmetic.py and the other suites that
+take each supported algorithm.)"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import quickscorer
+from quickscorer.algorithms.walk import NODE_DTYPE, walk_arrays
+from quickscorer import _walk
+
+from conftest import random_ensemble, special_rows
+
+
+def _model(family, n_trees=40, n_outputs=1, seed=3):
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, family, n_trees=n_trees, n_outputs=n_outputs, n_features=7)
+    return quickscorer.Model(ens)
+
+
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("n_trees", [1, 7, 8, 9, 40])
+def test_leaves_and_scores_equal_the_reference_for_any_number_of_trees(family, n_trees):
+    # fewer trees than cursors, exactly eight, one more: each cursor's last tree and the
+    # self-loop sentinel
+    model = _model(family, n_trees=n_trees, n_outputs=2 if n_trees == 40 else 1)
+    X = special_rows(np.random.default_rng(1), 60, model.n_features)
+    assert np.array_equal(model.predict_leaf(X, algorithm="walk"),
+                          model.predict_leaf(X, algorithm="traversal"))
+    assert np.array_equal(model.predict_raw(X, algorithm="walk"),
+                          model.predict_raw(X, algorithm="traversal"))
+
+
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_one_row_calls_take_the_walk_through_the_low_latency_entry(family):
+    model = _model(family, seed=8)
+    X = special_rows(np.random.default_rng(2), 30, model.n_features)
+    want = model.predict_raw(X, algorithm="traversal")
+    for i in range(30):
+        assert np.array_equal(model.predict_raw(X[i:i + 1], algorithm="walk"), want[i:i + 1])
+        assert np.array_equal(model.predict_raw(np.ascontiguousarray(X[i]), algorithm="walk"),
+                              want[i:i + 1])
+    # the entry prepared the walk alone: a named one-row call does not build QuickScorer
+    assert "walk" in model._prepared and "quickscorer" not in model._prepared
+
+
+def test_rules_and_special_columns():
+    model = _model("lightgbm", seed=4)
+    a = walk_arrays(model.ensemble)
+    F = model.n_features
+    nodes = a["walk_nodes"].view(NODE_DTYPE)
+    n = a["feature"].shape[0]
+    special = ((a["flags"] & 1) == 1) | np.isnan(a["threshold"]) | (a["threshold"] == np.inf)
+    assert np.array_equal(np.flatnonzero(special), a["special_nodes"])
+    # a special node reads its own column with threshold 0; the others read rule * F + feature
+    assert np.array_equal(nodes["col"][:n][special],
+                          _walk.N_RULE_KINDS * F + np.arange(special.sum()))
+    assert np.all(nodes["thr"][:n][special] == 0.0)
+    plain = ~special
+    assert np.array_equal(nodes["col"][:n][plain] % F, a["feature"][plain])
+    assert np.array_equal(nodes["thr"][:n][plain], a["threshold"][plain])
+    assert set(np.unique(nodes["col"][:n][plain])) == set(a["fill_cols"])
+
+
+def test_a_layout_that_would_not_end_is_refused():
+    model = _model("xgboost", seed=6)
+    a = walk_arrays(model.ensemble)
+    nodes = a["walk_nodes"].view(NODE_DTYPE).copy()
+    internal = np.flatnonzero(nodes["kid"][:, 0] >= 0)
+    g = int(internal[internal < nodes.shape[0] - 2][-1])
+    nodes["kid"][g, 0] = g                     # a child that is its parent: a walk never ends
+    bad = dict(a, walk_nodes=nodes.view(np.uint64))
+    with pytest.raises(ValueError, match="out of place"):
+        _walk.WalkLayout(bad, model.n_features)
+    cols = a["walk_nodes"].view(NODE_DTYPE).copy()
+    cols["col"][0] = 10 ** 6
+    with pytest.raises(ValueError, match="out of place"):
+        _walk.WalkLayout(dict(a, walk_nodes=cols.view(np.uint64)), model.n_features)
+    with pytest.raises(ValueError, match="roots"):
+        _walk.WalkLayout(dict(a, roots=a["roots"][:-1].copy()), model.n_features)
