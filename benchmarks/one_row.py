@@ -1,0 +1,61 @@
+"""One-row calls of the one-row kernels, interleaved in one process: ``quickscorer`` (the
+scan the default ``predict`` runs for a row) against ``walk`` (eight interleaved root-to-leaf
+walks), each through ``Model.predict_raw(row, algorithm=...)`` (the low-latency entry).
+
+    python benchmarks/one_row.py                       # the nine shapes of the matrix
+    python benchmarks/one_row.py --shapes full-uniform-1000x64 --rounds 15
+
+Prints the minimum over rounds of the mean time of a call, per shape and kernel, and the
+ratio (above 1: the walk is faster). Every row's scores are first checked equal to the
+reference traversal's.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from matrix import workload  # noqa: E402
+
+SHAPES = ("full-uniform-1000x8,full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255,"
+          "full-heavy-1000x31,full-heavy-1000x64,xgb-depth6-uniform-1000,xgb-depth6-heavy-1000,"
+          "ltr-1000x64")
+KERNELS = ("quickscorer", "walk")
+
+
+def main() -> int:
+    import quickscorer
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--shapes", default=SHAPES)
+    ap.add_argument("--rows", type=int, default=300, help="one-row calls per round")
+    ap.add_argument("--rounds", type=int, default=9)
+    args = ap.parse_args()
+    for shape in args.shapes.split(","):
+        wl = workload(shape, max(args.rows, 1))
+        model = quickscorer.load(wl.lgb_path)
+        X = np.ascontiguousarray(wl.X[:args.rows])
+        rows = [X[i:i + 1] for i in range(X.shape[0])]
+        want = model.predict_raw(X, algorithm="traversal")
+        for name in KERNELS:
+            got = np.concatenate([model.predict_raw(r, algorithm=name) for r in rows])
+            if not np.array_equal(got, want):
+                raise SystemExit(f"{shape}: {name} differs from the reference")
+        best = dict.fromkeys(KERNELS, float("inf"))
+        for _ in range(args.rounds):
+            for name in KERNELS:
+                t0 = time.perf_counter()
+                for r in rows:
+                    model.predict_raw(r, algorithm=name)
+                best[name] = min(best[name], (time.perf_counter() - t0) / len(rows) * 1e6)
+        print(f"{shape:26s} quickscorer {best['quickscorer']:8.2f}  walk {best['walk']:8.2f} "
+              f"us/call  quickscorer/walk {best['quickscorer'] / best['walk']:.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
