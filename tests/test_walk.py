@@ -66,7 +66,7 @@ def test_rules_and_special_columns():
     assert set(np.unique(nodes["col"][:n][plain])) == set(a["fill_cols"])
 
 
-def test_a_layout_that_would_not_end_is_refused():
+def test_a_layout_the_walk_cannot_follow_is_refused():
     model = _model("xgboost", seed=6)
     a = walk_arrays(model.ensemble)
     nodes = a["walk_nodes"].view(NODE_DTYPE).copy()
@@ -80,5 +80,12 @@ def test_a_layout_that_would_not_end_is_refused():
     cols["col"][0] = 10 ** 6
     with pytest.raises(ValueError, match="out of place"):
         _walk.WalkLayout(dict(a, walk_nodes=cols.view(np.uint64)), model.n_features)
+    leaves = a["walk_nodes"].view(NODE_DTYPE).copy()
+    g = int(np.flatnonzero(leaves["kid"][:-2, 1] < 0)[0])
+    leaves["kid"][g, 1] = ~1000                # a leaf its tree does not have
+    with pytest.raises(ValueError, match="out of place"):
+        _walk.WalkLayout(dict(a, walk_nodes=leaves.view(np.uint64)), model.n_features)
+    with pytest.raises(ValueError, match="do not match the canonical nodes"):
+        _walk.WalkLayout(dict(a, walk_nodes=a["walk_nodes"][3:].copy()), model.n_features)
     with pytest.raises(ValueError, match="roots"):
         _walk.WalkLayout(dict(a, roots=a["roots"][:-1].copy()), model.n_features)

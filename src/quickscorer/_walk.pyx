@@ -83,7 +83,13 @@ cdef class WalkLayout(Layout):
         body = nodes[:n_walk - 1]
         kid = body["kid"]
         own = np.arange(n_walk - 1)[:, None]
+        # a leaf child ~l names leaf l of its tree, which has one leaf more than nodes
+        offsets = a["node_offset"]
+        if n_walk - 2 != a["feature"].shape[0] or (n_trees and offsets[n_trees] != n_walk - 2):
+            raise ValueError("walk layout: the walk's nodes do not match the canonical nodes")
+        size = np.append(np.repeat(np.diff(offsets), np.diff(offsets)), 1)
         if (np.any((kid >= 0) & ((kid <= own) | (kid >= n_walk - 1)))
+                or np.any((kid < 0) & (~kid > size[:, None]))
                 or np.any((body["col"] < 0) | (body["col"] >= n_cols))
                 or tuple(nodes[n_walk - 1]["kid"]) != (n_walk - 1, n_walk - 1)):
             raise ValueError("walk layout: a node's child or column is out of place")
