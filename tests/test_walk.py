@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import quickscorer
+from quickscorer.algorithms.traversal import node_arrays
 from quickscorer.algorithms.walk import NODE_DTYPE, walk_arrays
 from quickscorer import _walk
 
@@ -51,18 +52,24 @@ def test_one_row_calls_take_the_walk_through_the_low_latency_entry(family):
 def test_rules_and_special_columns():
     model = _model("lightgbm", seed=4)
     a = walk_arrays(model.ensemble)
+    canon = node_arrays(model.ensemble)
     F = model.n_features
     nodes = a["walk_nodes"].view(NODE_DTYPE)
-    n = a["feature"].shape[0]
-    special = ((a["flags"] & 1) == 1) | np.isnan(a["threshold"]) | (a["threshold"] == np.inf)
-    assert np.array_equal(np.flatnonzero(special), a["special_nodes"])
+    n = canon["feature"].shape[0]
+    special = (((canon["flags"] & 1) == 1) | np.isnan(canon["threshold"])
+               | (canon["threshold"] == np.inf))
+    assert special.any() and not special.all()
+    # the layout keeps the special nodes' own fields, in column order, and nothing of the rest
+    for name in ("feature", "threshold", "flags", "cat_offset", "cat_nwords"):
+        assert np.array_equal(a[name], canon[name][special], equal_nan=True), name
+    assert "left" not in a and "right" not in a
     # a special node reads its own column with threshold 0; the others read rule * F + feature
     assert np.array_equal(nodes["col"][:n][special],
                           _walk.N_RULE_KINDS * F + np.arange(special.sum()))
     assert np.all(nodes["thr"][:n][special] == 0.0)
     plain = ~special
-    assert np.array_equal(nodes["col"][:n][plain] % F, a["feature"][plain])
-    assert np.array_equal(nodes["thr"][:n][plain], a["threshold"][plain])
+    assert np.array_equal(nodes["col"][:n][plain] % F, canon["feature"][plain])
+    assert np.array_equal(nodes["thr"][:n][plain], canon["threshold"][plain])
     assert set(np.unique(nodes["col"][:n][plain])) == set(a["fill_cols"])
 
 

@@ -37,8 +37,7 @@ def _rules(ens: Ensemble, flags: np.ndarray) -> np.ndarray:
 
 
 def walk_arrays(ens: Ensemble) -> dict:
-    """The walk's layout: the canonical node arrays of :func:`node_arrays` (for the nodes
-    evaluated by the shared rule) and
+    """The walk's layout:
 
     - ``walk_nodes``: ``NODE_DTYPE`` records viewed as uint64 (3 words a node): node ``g`` of
       the canonical numbering (breadth-first in each tree, trees concatenated) tests
@@ -47,12 +46,15 @@ def walk_arrays(ens: Ensemble) -> dict:
       node whose children are both leaf 0 (the root of a tree that is one leaf) and the last
       node, whose children are itself (where a cursor with no trees left circles);
     - ``roots`` (int32, n_trees + 8): each tree's root, then the last node eight times;
+    - ``node_offset`` (int64, n_trees + 1): each tree's first canonical node;
     - ``fill_cols`` (int32): the columns ``rule * n_features + feature`` that some node
       reads, in increasing order;
-    - ``special_nodes`` (int64): the canonical nodes that read a column of their own,
-      ``N_RULES * n_features + j``, set to -inf (left) or +inf (right) from the node's own
-      decision: categorical splits, and thresholds that are NaN or +inf (where +inf could
-      not stand for "right").
+    - the special nodes, those that read a column of their own, ``N_RULES * n_features + j``
+      for the j-th, set to -inf (left) or +inf (right) by the node's own decision:
+      categorical splits, and thresholds that are NaN or +inf (where +inf could not stand
+      for "right"). Their canonical fields (``feature``, ``threshold``, ``flags``,
+      ``cat_offset``, ``cat_nwords``, ``cat_words``, as :func:`node_arrays` has them) are
+      kept for those nodes only, in column order.
     """
     a = node_arrays(ens)
     F = ens.n_features
@@ -60,10 +62,10 @@ def walk_arrays(ens: Ensemble) -> dict:
     flags = a["flags"]
     thr = a["threshold"].copy()
     special = ((flags & 1) == 1) | np.isnan(thr) | (thr == np.inf)
-    special_nodes = np.flatnonzero(special).astype(np.int64)
+    n_special = int(special.sum())
     col = (_rules(ens, flags).astype(np.int64) * F + a["feature"]).astype(np.int64)
-    col[special_nodes] = N_RULES * F + np.arange(special_nodes.shape[0])
-    thr[special_nodes] = 0.0
+    col[special] = N_RULES * F + np.arange(n_special)
+    thr[special] = 0.0
     offsets = a["node_offset"]
     n_trees = offsets.shape[0] - 1
     first = np.repeat(offsets[:-1], np.diff(offsets))
@@ -79,13 +81,16 @@ def walk_arrays(ens: Ensemble) -> dict:
     nodes["kid"][n + 1] = n + 1
     roots = np.full(n_trees + 8, n + 1, np.int32)
     roots[:n_trees] = np.where(np.diff(offsets) > 0, offsets[:-1], n)
-    a.update(
+    out = {name: np.ascontiguousarray(a[name][special])
+           for name in ("feature", "threshold", "flags", "cat_offset", "cat_nwords")}
+    out.update(
+        cat_words=a["cat_words"],
+        node_offset=offsets,
         walk_nodes=nodes.view(np.uint64),
         roots=roots,
         fill_cols=np.unique(col[~special]).astype(np.int32),
-        special_nodes=special_nodes,
     )
-    return a
+    return out
 
 
 class Walk(Algorithm):

@@ -21,6 +21,9 @@ import numpy as np
 
 cnp.import_array()
 
+# the node_offset that set_nodes reads: the special nodes belong to no tree of their own
+_NO_TREES = np.zeros(1, np.int64)
+
 
 cdef extern from "quickscorer/walk.h" nogil:
     ctypedef struct qs_walk_node:
@@ -48,11 +51,10 @@ N_RULE_KINDS = N_RULES
 
 
 cdef struct WalkView:
-    NodeView nodes                # the canonical nodes: the rule of the special nodes
+    NodeView nodes                # the special nodes' canonical fields, in column order
     const qs_walk_node* walk      # [n_walk] the walk's nodes, then the two sentinels
     const int32_t* roots          # [n_trees + 8]
     const int32_t* fill_cols      # [n_fill] the rule columns some node reads
-    const int64_t* special_nodes  # [n_special] canonical node of column N_RULES * F + j
     int64_t n_fill
     int64_t n_special
     int64_t n_cols
@@ -66,16 +68,19 @@ cdef class WalkLayout(Layout):
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
         F = n_features
-        set_nodes(&self.view.nodes, a, "walk")
-        n_trees = a["node_offset"].shape[0] - 1
+        set_nodes(&self.view.nodes, dict(a, node_offset=_NO_TREES), "walk")
+        offsets = a["node_offset"]
+        if offsets.dtype != np.int64 or offsets.ndim != 1 or offsets.shape[0] < 1:
+            raise ValueError("walk layout field 'node_offset' is not the trees' offsets")
+        n_trees = offsets.shape[0] - 1
         raw = a["walk_nodes"]
         if raw.shape[0] % 3:
             raise ValueError("walk layout field 'walk_nodes' is not a whole number of nodes")
         n_walk = raw.shape[0] // 3
         nodes = raw.view(np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2),
                                    ("pad", "<i4")]))
-        special = a["special_nodes"]
-        n_cols = N_RULES * F + special.shape[0]
+        n_special = a["feature"].shape[0]
+        n_cols = N_RULES * F + n_special
         # every step must stay in the table and move down (children follow their parent in
         # breadth-first order), so that a walk ends; the last node is the self-loop sentinel
         if n_walk < 2 or n_walk >= 2 ** 31:
@@ -83,10 +88,9 @@ cdef class WalkLayout(Layout):
         body = nodes[:n_walk - 1]
         kid = body["kid"]
         own = np.arange(n_walk - 1)[:, None]
-        # a leaf child ~l names leaf l of its tree, which has one leaf more than nodes
-        offsets = a["node_offset"]
-        if n_walk - 2 != a["feature"].shape[0] or (n_trees and offsets[n_trees] != n_walk - 2):
+        if offsets[n_trees] != n_walk - 2 or (n_trees and offsets[0] != 0):
             raise ValueError("walk layout: the walk's nodes do not match the canonical nodes")
+        # a leaf child ~l names leaf l of its tree, which has one leaf more than nodes
         size = np.append(np.repeat(np.diff(offsets), np.diff(offsets)), 1)
         if (np.any((kid >= 0) & ((kid <= own) | (kid >= n_walk - 1)))
                 or np.any((kid < 0) & (~kid > size[:, None]))
@@ -99,16 +103,11 @@ cdef class WalkLayout(Layout):
         fill = a["fill_cols"]
         if fill.shape[0] and (fill.min() < 0 or fill.max() >= N_RULES * F):
             raise ValueError("walk layout field 'fill_cols' is out of range")
-        n_canon = a["feature"].shape[0]
-        if special.shape[0] and (special.min() < 0 or special.max() >= n_canon):
-            raise ValueError("walk layout field 'special_nodes' is out of range")
         self.view.walk = <const qs_walk_node*>array_data(raw, np.uint64, "walk", "walk_nodes")
         self.view.roots = <const int32_t*>array_data(a["roots"], np.int32, "walk", "roots")
         self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")
-        self.view.special_nodes = <const int64_t*>array_data(special, np.int64, "walk",
-                                                             "special_nodes")
         self.view.n_fill = fill.shape[0]
-        self.view.n_special = special.shape[0]
+        self.view.n_special = n_special
         self.view.n_cols = n_cols
         self.view.n_features = F
         self.n_trees = n_trees
@@ -144,8 +143,7 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
         xr[c] = x
     c = N_RULES * F
     for j in range(v.n_special):
-        xr[c + j] = (-INFINITY if node_goes_left(&v.nodes, family, v.special_nodes[j], row)
-                     else INFINITY)
+        xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
 
 
 cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
