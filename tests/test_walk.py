@@ -54,7 +54,9 @@ def test_rules_and_special_columns():
     a = walk_arrays(model.ensemble)
     canon = node_arrays(model.ensemble)
     F = model.n_features
-    nodes = a["walk_nodes"].view(NODE_DTYPE)
+    # the table's rows in canonical order
+    nodes = a["walk_nodes"].view(NODE_DTYPE)[
+        _walk.preorder(canon["left"], canon["right"], canon["node_offset"])]
     n = canon["feature"].shape[0]
     special = (((canon["flags"] & 1) == 1) | np.isnan(canon["threshold"])
                | (canon["threshold"] == np.inf))
@@ -71,6 +73,47 @@ def test_rules_and_special_columns():
     assert np.array_equal(nodes["col"][:n][plain] % F, canon["feature"][plain])
     assert np.array_equal(nodes["thr"][:n][plain], canon["threshold"][plain])
     assert set(np.unique(nodes["col"][:n][plain])) == set(a["fill_cols"])
+
+
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_each_tree_is_laid_out_in_preorder(family):
+    model = _model(family, seed=9)
+    canon = node_arrays(model.ensemble)
+    offsets = canon["node_offset"]
+    place = _walk.preorder(canon["left"], canon["right"], offsets)
+    n = canon["feature"].shape[0]
+    assert np.array_equal(np.sort(place), np.arange(n))
+    nodes = walk_arrays(model.ensemble)["walk_nodes"].view(NODE_DTYPE)
+    for t in range(offsets.shape[0] - 1):
+        lo, hi = int(offsets[t]), int(offsets[t + 1])
+        if hi == lo:
+            continue
+        assert place[lo] == lo                           # the root first
+        # a depth-first preorder: walking the table's rows from the root visits the tree in
+        # the order "node, left subtree, right subtree"
+        order, stack = [], [lo]
+        while stack:
+            g = stack.pop()
+            order.append(g)
+            for kid in (canon["right"][g], canon["left"][g]):
+                if kid >= 0:
+                    stack.append(lo + int(kid))
+        assert np.array_equal(place[order], np.arange(lo, hi))
+        # and the table's children are the canonical children moved to their rows
+        for side, kids in ((0, canon["left"]), (1, canon["right"])):
+            k = kids[lo:hi]
+            want = np.where(k >= 0, place[lo + np.maximum(k, 0)], k)
+            assert np.array_equal(nodes["kid"][place[lo:hi], side], want)
+    assert nodes.shape[0] == n + 2
+
+
+def test_preorder_refuses_children_above_their_parent():
+    left = np.array([1, -1], np.int32)
+    right = np.array([-2, 0], np.int32)          # node 1's right child is the root
+    with pytest.raises(ValueError, match="preorder"):
+        _walk.preorder(left, right, np.array([0, 2], np.int64))
+    with pytest.raises(ValueError, match="preorder"):
+        _walk.preorder(left, right, np.array([0, 3], np.int64))
 
 
 def test_a_layout_the_walk_cannot_follow_is_refused():

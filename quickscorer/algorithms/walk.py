@@ -39,10 +39,14 @@ def _rules(ens: Ensemble, flags: np.ndarray) -> np.ndarray:
 def walk_arrays(ens: Ensemble) -> dict:
     """The walk's layout:
 
-    - ``walk_nodes``: ``NODE_DTYPE`` records viewed as uint64 (3 words a node): node ``g`` of
-      the canonical numbering (breadth-first in each tree, trees concatenated) tests
+    - ``walk_nodes``: ``NODE_DTYPE`` records viewed as uint64 (3 words a node), the trees'
+      nodes one tree after the other (tree ``t``'s from ``node_offset[t]``, its root first),
+      each tree's in depth-first preorder (``_walk.preorder``): a node tests
       ``xr[col] > thr`` and goes to ``kid[1]`` if so, else ``kid[0]``; a child is a node
-      (>= 0) or ``~leaf`` (the leaf's in-order number in its tree). Then two sentinels: a
+      (>= 0, always later in the table) or ``~leaf`` (the leaf's in-order number in its
+      tree). Preorder rather than the canonical breadth-first order keeps a subtree in one
+      run of memory: on 1,000 full 255-leaf trees, whose table outgrows the L2 cache, the
+      walk took 59 us a row against 86 in breadth-first order. Then two sentinels: a
       node whose children are both leaf 0 (the root of a tree that is one leaf) and the last
       node, whose children are itself (where a cursor with no trees left circles);
     - ``roots`` (int32, n_trees + 8): each tree's root, then the last node eight times;
@@ -69,11 +73,14 @@ def walk_arrays(ens: Ensemble) -> dict:
     offsets = a["node_offset"]
     n_trees = offsets.shape[0] - 1
     first = np.repeat(offsets[:-1], np.diff(offsets))
+    # table row of each canonical node: each tree's nodes in depth-first preorder
+    place = _walk.preorder(a["left"], a["right"], offsets)
     nodes = np.zeros(n + 2, NODE_DTYPE)
-    nodes["thr"][:n] = thr
-    nodes["col"][:n] = col
+    nodes["thr"][place] = thr
+    nodes["col"][place] = col
     for side, kids in enumerate((a["left"], a["right"])):
-        nodes["kid"][:n, side] = np.where(kids >= 0, first + kids, kids)
+        nodes["kid"][place, side] = np.where(kids >= 0, place[first + np.maximum(kids, 0)],
+                                             kids)
     if n + 2 >= 2 ** 31:
         raise ValueError(f"walk: a model of {n} nodes is too large for the walk's int32 nodes")
     nodes["thr"][n:] = np.inf            # never right: the value is not NaN, only finite or inf

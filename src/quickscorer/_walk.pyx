@@ -146,6 +146,54 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
         xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
 
 
+def preorder(const int32_t[::1] left, const int32_t[::1] right, const int64_t[::1] offsets):
+    """Each canonical node's place in the walk's table: tree by tree as in ``offsets``, the
+    nodes of a tree in depth-first preorder (a node, then its left subtree, then its right),
+    so that a path that goes left reads consecutive nodes and a subtree lies in one run of
+    memory. ``left`` / ``right`` are the canonical (breadth-first, per tree) children; returns
+    int64 positions."""
+    cdef Py_ssize_t n = left.shape[0], t, v, c, r, lo, hi
+    cdef bint bad = False
+    if right.shape[0] != n or offsets.shape[0] < 1 or offsets[offsets.shape[0] - 1] != n:
+        raise ValueError("preorder: the children do not match the trees' offsets")
+    out = np.full(n, -1, np.int64)
+    size_a = np.ones(n, np.int64)
+    cdef int64_t[::1] pos = out
+    cdef int64_t[::1] size = size_a   # internal nodes in each node's subtree
+    with nogil:
+        for t in range(offsets.shape[0] - 1):
+            lo = offsets[t]
+            hi = offsets[t + 1]
+            if lo < 0 or hi < lo or hi > n:
+                bad = True
+                break
+            for v in range(hi - 1, lo - 1, -1):   # children come after their parent
+                c = left[v]
+                r = right[v]
+                if (c >= 0 and (lo + c <= v or lo + c >= hi)) or (
+                        r >= 0 and (lo + r <= v or lo + r >= hi)):
+                    bad = True
+                    break
+                if c >= 0:
+                    size[v] += size[lo + c]
+                if r >= 0:
+                    size[v] += size[lo + r]
+            if bad:
+                break
+            if hi > lo:
+                pos[lo] = lo
+            for v in range(lo, hi):
+                c = left[v]
+                if c >= 0:
+                    pos[lo + c] = pos[v] + 1
+                if right[v] >= 0:
+                    pos[lo + right[v]] = pos[v] + 1 + (size[lo + c] if c >= 0 else 0)
+    if bad or (n and np.bincount(out[out >= 0], minlength=n).max(initial=0) != 1):
+        raise ValueError("preorder: a child is not below its parent in its tree, or a node "
+                         "is not the child of one parent")
+    return out
+
+
 cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
                      uint64_t* scratch, int32_t* leaves,
                      double* o64, float* o32) noexcept nogil:
