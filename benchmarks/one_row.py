@@ -1,13 +1,15 @@
 """One-row calls of the one-row kernels, interleaved in one process: ``quickscorer`` (the
-scan the default ``predict`` runs for a row) against ``walk`` (eight interleaved root-to-leaf
-walks), each through ``Model.predict_raw(row, algorithm=...)`` (the low-latency entry).
+QuickScorer scan) against ``walk`` (eight interleaved root-to-leaf walks), each through
+``Model.predict_raw(row, algorithm=...)`` (the low-latency entry), and the default
+``predict_raw(row)``, which runs the one the model's node counts pick
+(``model.info()["one_row_algorithm"]``, printed as "picks").
 
     python benchmarks/one_row.py                       # the nine shapes of the matrix
     python benchmarks/one_row.py --shapes full-uniform-1000x64 --rounds 15
 
 Prints the minimum over rounds of the mean time of a call, per shape and kernel, and the
 ratio (above 1: the walk is faster). Every row's scores are first checked equal to the
-reference traversal's.
+reference traversal's, the default's included.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from matrix import workload  # noqa: E402
 SHAPES = ("full-uniform-1000x8,full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255,"
           "full-heavy-1000x31,full-heavy-1000x64,xgb-depth6-uniform-1000,xgb-depth6-heavy-1000,"
           "ltr-1000x64")
-KERNELS = ("quickscorer", "walk")
+KERNELS = ("quickscorer", "walk", None)    # None: the default
 
 
 def main() -> int:
@@ -52,8 +54,10 @@ def main() -> int:
                 for r in rows:
                     model.predict_raw(r, algorithm=name)
                 best[name] = min(best[name], (time.perf_counter() - t0) / len(rows) * 1e6)
-        print(f"{shape:26s} quickscorer {best['quickscorer']:8.2f}  walk {best['walk']:8.2f} "
-              f"us/call  quickscorer/walk {best['quickscorer'] / best['walk']:.2f}", flush=True)
+        print(f"{shape:26s} quickscorer {best['quickscorer']:8.2f}  walk {best['walk']:8.2f}  "
+              f"default {best[None]:8.2f} us/call  quickscorer/walk "
+              f"{best['quickscorer'] / best['walk']:.2f}  picks "
+              f"{model.info()['one_row_algorithm']}", flush=True)
     return 0
 
 

@@ -31,9 +31,10 @@ _SMALL_CALL_ALGORITHMS = ("quickscorer", "walk")
 
 
 def _is_small_call(X: np.ndarray, algorithm: str | None, n_threads) -> bool:
-    """Whether a call takes the low-latency entry of a one-row kernel: the scalar QuickScorer
-    scan that the automatic choice runs below VQS_MIN_ROWS rows, and a call naming
-    ``quickscorer`` or ``walk`` on one thread (every call below PARALLEL_MIN_ROWS rows)."""
+    """Whether a call takes the low-latency entry of a one-row kernel: the one the automatic
+    choice runs below VQS_MIN_ROWS rows (the QuickScorer scan or the walk, per model), and a
+    call naming ``quickscorer`` or ``walk`` on one thread (every call below
+    PARALLEL_MIN_ROWS rows)."""
     if algorithm is None or algorithm == DEFAULT_ALGORITHM:
         limit = autoselect.VQS_MIN_ROWS
     elif algorithm in _SMALL_CALL_ALGORITHMS:
@@ -82,8 +83,8 @@ class Model:
         if isinstance(prepare, str):
             prepare = (prepare,)
         for name in prepare:
-            for one in (autoselect.candidates(self._supported()) if name == DEFAULT_ALGORITHM
-                        else (name,)):
+            for one in (autoselect.candidates(self._supported(), self._one_row()[0])
+                        if name == DEFAULT_ALGORITHM else (name,)):
                 self.prepare(one)
 
     # -- set-up ---------------------------------------------------------------------------
@@ -109,6 +110,15 @@ class Model:
         got = self.__dict__.get("_supported_names")
         if got is None:
             got = self.__dict__["_supported_names"] = tuple(registry.supported(self.ensemble))
+        return got
+
+    def _one_row(self) -> tuple[str, str]:
+        """The one-row kernel the automatic choice runs for this model, and why
+        (``autoselect.one_row``)."""
+        got = self.__dict__.get("_one_row_choice")
+        if got is None:
+            got = self.__dict__["_one_row_choice"] = autoselect.one_row(self.ensemble,
+                                                                        self._supported())
         return got
 
     def __reduce__(self):
@@ -140,7 +150,8 @@ class Model:
         """Facts about the model and the prepared layouts (sizes in bytes)."""
         d = self.ensemble.summary()
         d["default_algorithm"] = (f"{DEFAULT_ALGORITHM}: "
-                                  f"{autoselect.describe(self._supported())}")
+                                  f"{autoselect.describe(self._supported(), self._one_row())}")
+        d["one_row_algorithm"] = self._one_row()[0]
         rs = self._prepared.get("rapidscorer")
         if rs is not None:
             d["rapidscorer_instruction_set"] = rs.isa_name
@@ -186,7 +197,8 @@ class Model:
         X = as_rows(self.ensemble, X)
         n_threads = autoselect.threads_for(X.shape[0], _resolve_threads(n_threads))
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
-            algorithm = autoselect.choose(self._supported(), X.shape[0], n_threads)
+            algorithm = autoselect.choose(self._supported(), X.shape[0], n_threads,
+                                          self._one_row()[0])
         return X, self.prepare(algorithm), n_threads
 
     # -- part of the ensemble ---------------------------------------------------------------
@@ -316,12 +328,12 @@ class Model:
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
     def _small(self, X: np.ndarray, squeeze: bool, algorithm: str | None = None):
-        """Raw scores of a call of fewer rows than the vector scans pay off for, by the scalar
-        QuickScorer scan that the automatic choice picks there (or the named one-row
+        """Raw scores of a call of fewer rows than the vector scans pay off for, by the
+        one-row kernel that the automatic choice picks there (or the named one-row
         algorithm), through the kernel's low-latency entry (``_kernel.predict_small``); None
         where X is not a C-contiguous float32/float64 array of the model's width (the general
         path then reads it)."""
-        name = algorithm if algorithm in _SMALL_CALL_ALGORITHMS else "quickscorer"
+        name = algorithm if algorithm in _SMALL_CALL_ALGORITHMS else self._one_row()[0]
         alg = self._prepared.get(name)
         if alg is None:
             alg = self.prepare(name)

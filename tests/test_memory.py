@@ -59,7 +59,8 @@ def test_layouts_are_built_when_a_call_needs_them():
     assert list(model.info()["layout_bytes"]) == [chosen]
     warm = quickscorer.Model(model.ensemble, prepare=("auto",))
     assert set(warm.info()["layout_bytes"]) == set(
-        quickscorer.algorithms.autoselect.candidates(warm.supported_algorithms()))
+        quickscorer.algorithms.autoselect.candidates(warm.supported_algorithms(),
+                                                     warm.info()["one_row_algorithm"]))
 
 
 def test_memory_account_counts_each_buffer_once():

@@ -12,14 +12,36 @@ zeros), AMD EPYC (Zen 4) VM with AVX-512, one thread, microseconds per document,
     rapidscorer (32)    78.0   46.5   27.4   15.4   11.7    9.1    6.9    5.3    5.3    5.0
 
 (the 64-lane path runs a last group of at most 32 rows on the 32-lane path, hence the equal
-figures below 32 rows). So: ``quickscorer`` for 1 to 3 rows per thread, ``vqs`` from 4,
+figures below 32 rows). So: a one-row kernel for 1 to 3 rows per thread, ``vqs`` from 4,
 ``rapidscorer`` from 12 where it can score the model (no categorical split, at most 255
 distinct thresholds per feature, at most 256 leaves per tree; ``vqs`` otherwise); the
 arithmetic traversals of the paper are for study and are never chosen.
+
+The one-row kernel is the QuickScorer scan, which pays for each false node (about 3 cycles),
+or ``walk``, which pays for each node on the path (12 to 30 cycles, a load chain that grows
+with the table's size), chosen per model by :func:`one_row` from the training rows that
+reached each node (the covers LightGBM writes): the expected false nodes a row meets against
+the expected length of its path. Measured with ``python benchmarks/one_row.py --rounds 11``
+(AMD EPYC Zen 3 VM, AVX2; time of the scan / time of the walk, and the models' expected false
+nodes / path length)::
+
+    model (1,000 trees)          scan / walk   false / path
+    full 8 leaves                    0.66          1.1
+    full 31 leaves                   0.94          3.6
+    full 31 leaves, heavy-tailed     0.81          3.1
+    lambdarank 64 leaves             0.77          3.3
+    XGBoost depth 6                  0.63-0.68     3.0-3.5
+    full 64 leaves, heavy-tailed     1.00          5.4
+    full 64 leaves                   1.16          6.1
+    full 255 leaves                  1.63         14.2
+
+so the walk from WALK_MIN_RATIO up; the scan where the model gives no covers.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+import numpy as np
 
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
 VQS_MIN_ROWS = 4
@@ -30,21 +52,67 @@ RS_MIN_ROWS = 12
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up)
 PARALLEL_MIN_ROWS = 64
 
+#: the one-row walk from this many expected false nodes per node on a row's path
+WALK_MIN_RATIO = 5.0
+
 #: the algorithms predict may choose, prepared when a model is loaded (those it supports)
 CANDIDATES = ("quickscorer", "vqs", "rapidscorer")
 
 
-def candidates(supported: Sequence[str]) -> tuple[str, ...]:
-    """The candidates among the algorithms that can score a model."""
-    return tuple(name for name in CANDIDATES if name in supported)
+def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer") -> tuple[str, ...]:
+    """The candidates among the algorithms that can score a model (``one_row_kernel``: the
+    model's :func:`one_row` choice)."""
+    names = (one_row_kernel,) + tuple(n for n in CANDIDATES if n != "quickscorer")
+    return tuple(name for name in names if name in supported)
 
 
-def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1) -> str:
+def expected_costs(ens) -> tuple[float, float] | None:
+    """A row's expected path length (internal nodes on the path) and expected false nodes
+    (nodes whose test sends it right, those the QuickScorer scan pays for), summed over the
+    trees, as the training rows went (each node's cover over its tree's root's; the share of
+    a node's rows that went right). None without covers."""
+    if not ens.has_cover:
+        return None
+    a = ens.trees.arrays
+    node_cover, leaf_cover = a["node_cover"], a["leaf_cover"]
+    node_off, leaf_off = ens.trees.node_offset, ens.trees.leaf_offset
+    sizes = np.diff(node_off)
+    if not node_cover.size:
+        return 0.0, 0.0
+    tree_of = np.repeat(np.arange(sizes.shape[0]), sizes)
+    first = node_off[:-1][tree_of]
+    root = node_cover[np.minimum(node_off[:-1], node_cover.size - 1)][tree_of]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        path = np.where(root > 0, node_cover / root, 0.0)
+        right = a["right"].astype(np.int64)
+        right_cover = np.where(right >= 0, node_cover[first + np.maximum(right, 0)],
+                               leaf_cover[leaf_off[:-1][tree_of] + np.maximum(~right, 0)])
+        false = np.where(node_cover > 0, right_cover / node_cover, 0.5)
+    return float(path.sum()), float(false.sum())
+
+
+def one_row(ens, supported: Sequence[str]) -> tuple[str, str]:
+    """The kernel for calls of fewer than VQS_MIN_ROWS rows per thread, and why."""
+    costs = expected_costs(ens)
+    if costs is None:
+        return "quickscorer", "the model gives no node covers"
+    path, false = costs
+    ratio = false / path if path > 0 else 0.0
+    why = (f"{false / ens.n_trees:.1f} expected false nodes against a path of "
+           f"{path / ens.n_trees:.1f} nodes a tree")
+    if ratio >= WALK_MIN_RATIO and "walk" in supported:
+        return "walk", why
+    return "quickscorer", why
+
+
+def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1,
+           one_row_kernel: str = "quickscorer") -> str:
     """The algorithm to run for ``n_rows`` rows on ``n_threads`` threads, among those that
-    can score the model (``supported``)."""
+    can score the model (``supported``); ``one_row_kernel`` below VQS_MIN_ROWS rows per
+    thread (:func:`one_row`)."""
     per_thread = n_rows / max(1, n_threads)
     if per_thread < VQS_MIN_ROWS:
-        return "quickscorer"
+        return one_row_kernel
     if per_thread >= RS_MIN_ROWS and "rapidscorer" in supported:
         return "rapidscorer"
     return "vqs"
@@ -57,8 +125,11 @@ def threads_for(n_rows: int, n_threads: int) -> int:
     return max(1, min(n_threads, n_rows // 8))
 
 
-def describe(supported: Sequence[str]) -> str:
+def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quickscorer", "")
+             ) -> str:
     fast = ("rapidscorer" if "rapidscorer" in supported
             else "vqs (rapidscorer cannot score this model)")
+    name, why = one_row_choice
     return (f"{fast} for {RS_MIN_ROWS} or more rows per thread, vqs for {VQS_MIN_ROWS} or "
-            f"more, quickscorer below; one thread below {PARALLEL_MIN_ROWS} rows")
+            f"more, {name} below{f' ({why})' if why else ''}; one thread below "
+            f"{PARALLEL_MIN_ROWS} rows")

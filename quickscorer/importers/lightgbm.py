@@ -542,7 +542,22 @@ class _Parser:
             left=left, right=right, root=0, feature=feature, threshold=threshold,
             default_left=default_left, missing_type=missing, is_categorical=is_cat,
             categories=categories, value=value, source_id=source_id, linear=linear,
-            n_features=n_features, where=where)
+            cover=self._cover(f, num_leaves, m), n_features=n_features, where=where)
+
+    @staticmethod
+    def _cover(f: "_Fields", num_leaves: int, m: int) -> np.ndarray | None:
+        """The training rows of each source node (internal_count, then leaf_count), or None
+        where the tree does not give them as non-negative integers: they are advisory, so a
+        damaged count costs the model its covers, not its load."""
+        try:
+            leaf = f.ints("leaf_count", num_leaves, 0, None, allow_absent=True)
+            internal = (f.ints("internal_count", m, 0, None, allow_absent=True) if m
+                        else np.zeros(0, np.int64))
+        except (ModelFormatError, OverflowError, ValueError):
+            return None
+        if leaf.shape[0] != num_leaves or internal.shape[0] != m:
+            return None          # absent
+        return np.concatenate([internal, leaf]).astype(np.float64)
 
     @staticmethod
     def _categories(f: "_Fields", where: str, thr: np.ndarray, is_cat: np.ndarray,

@@ -90,6 +90,11 @@ class Tree:
     leaf_source_id: np.ndarray  # int32[n_leaves]: the source library's id of each leaf
     node_source_id: np.ndarray  # int32[n_internal]: the source library's id of each node
     linear: LinearLeaves | None = None
+    #: the training rows that reached each node / leaf (LightGBM's internal_count and
+    #: leaf_count), where the source gives them; they decide no score, only which kernel the
+    #: default predict runs for a few rows (algorithms/autoselect.py)
+    node_cover: np.ndarray | None = None   # float64[n_internal]
+    leaf_cover: np.ndarray | None = None   # float64[n_leaves]
 
     @property
     def n_internal(self) -> int:
@@ -162,6 +167,7 @@ def build_tree(
     value: Sequence[float] | np.ndarray,
     source_id: Sequence[int] | np.ndarray | None = None,
     linear: dict[int, tuple[float, Sequence[int], Sequence[float]]] | None = None,
+    cover: Sequence[float] | np.ndarray | None = None,
     n_features: int,
     where: str = "tree",
 ) -> Tree:
@@ -172,7 +178,10 @@ def build_tree(
     children. Per-node fields are read at internal nodes, ``value`` at leaves. ``categories``
     maps a categorical source node to its category list. ``linear`` maps a leaf source node to
     ``(const, features, coeffs)``. ``source_id`` gives the id to report for each source node
-    (defaults to the index). ``where`` prefixes every error message (e.g. ``"tree 12"``).
+    (defaults to the index). ``cover`` gives the training rows that reached each source node;
+    it is advisory (no score depends on it), so one that is not a finite, non-negative value
+    per node is dropped rather than refused. ``where`` prefixes every error message (e.g.
+    ``"tree 12"``).
 
     Raises :class:`ModelFormatError` if a child index is out of range, a node is reached twice
     (a cycle or shared child) or never (an orphan), a leaf count does not match, a threshold
@@ -315,6 +324,13 @@ def build_tree(
             coeff=_ro(np.concatenate(coeffs).astype(np.float64)),
         )
 
+    node_cover = leaf_cover = None
+    if cover is not None:
+        cov = np.asarray(cover, dtype=np.float64) if _numeric(cover) else None
+        if cov is not None and cov.shape == (k,) and np.isfinite(cov).all() and (cov >= 0).all():
+            node_cover = _ro(cov[internal_ids])
+            leaf_cover = _ro(cov[leaf_ids])
+
     return Tree(
         feature=_ro(feat.astype(np.int32)),
         threshold=_ro(thr.astype(np.float64)),
@@ -329,7 +345,16 @@ def build_tree(
         leaf_source_id=_ro(src_a[leaf_ids].astype(np.int32)),
         node_source_id=_ro(src_a[internal_ids].astype(np.int32)),
         linear=lin,
+        node_cover=node_cover,
+        leaf_cover=leaf_cover,
     )
+
+
+def _numeric(a) -> bool:
+    try:
+        return np.asarray(a).dtype.kind in "biuf"
+    except (ValueError, TypeError):
+        return False
 
 
 class PackedTrees(Sequence):
@@ -337,8 +362,9 @@ class PackedTrees(Sequence):
 
     Node fields of every tree lie one after the other in tree order (``node_offset[t]`` is
     tree ``t``'s first node), leaf fields likewise (``leaf_offset``); categories are one list
-    per node (``cat_offset``, absent when no node is categorical) and linear leaves one term
-    range per leaf (``lin_offset``, absent without linear trees). A loaded model keeps these
+    per node (``cat_offset``, absent when no node is categorical), linear leaves one term
+    range per leaf (``lin_offset``, absent without linear trees), and the covers
+    (``node_cover``, ``leaf_cover``) are absent unless every tree has them. A loaded model keeps these
     arrays and no object per tree: ``trees[t]`` is a :class:`Tree` of views into them, made
     when asked for (a slice is another :class:`PackedTrees` over the same memory).
     """
@@ -350,7 +376,7 @@ class PackedTrees(Sequence):
     LEAF_FIELDS = (("leaf_value", np.float64), ("leaf_source_id", np.int32))
     #: absent (None) when no node is categorical / no tree is linear
     OPTIONAL = ("cat_offset", "cat_values", "lin_tree", "lin_const", "lin_offset",
-                "lin_feature", "lin_coeff")
+                "lin_feature", "lin_coeff", "node_cover", "leaf_cover")
 
     def __init__(self, arrays: dict[str, np.ndarray | None]) -> None:
         self.arrays = dict(arrays)
@@ -359,6 +385,10 @@ class PackedTrees(Sequence):
         arrays = self.arrays
         self.node_offset = arrays["node_offset"]
         self.leaf_offset = arrays["leaf_offset"]
+        nc, lc = arrays["node_cover"], arrays["leaf_cover"]
+        if (nc is None or lc is None or nc.shape != arrays["feature"].shape
+                or lc.shape != arrays["leaf_value"].shape):
+            arrays["node_cover"] = arrays["leaf_cover"] = None   # both or neither
 
     @classmethod
     def pack(cls, trees: Sequence[Tree]) -> "PackedTrees":
@@ -393,6 +423,11 @@ class PackedTrees(Sequence):
                 [t.linear.feature for t in trees if t.linear is not None]).astype(np.int32))
             a["lin_coeff"] = _ro(np.concatenate(
                 [t.linear.coeff for t in trees if t.linear is not None]).astype(np.float64))
+        if trees and all(t.node_cover is not None and t.leaf_cover is not None for t in trees):
+            a["node_cover"] = _ro(np.concatenate([t.node_cover for t in trees])
+                                  .astype(np.float64, copy=False))
+            a["leaf_cover"] = _ro(np.concatenate([t.leaf_cover for t in trees])
+                                  .astype(np.float64, copy=False))
         return cls(a)
 
     def __len__(self) -> int:
@@ -432,7 +467,8 @@ class PackedTrees(Sequence):
             linear = LinearLeaves(const=a["lin_const"], offsets=a["lin_offset"],
                                   feature=a["lin_feature"], coeff=a["lin_coeff"])
         return Tree(**{name: a[name] for name, _ in self.NODE_FIELDS + self.LEAF_FIELDS},
-                    cat_offsets=cat_offsets, cat_values=cat_values, linear=linear)
+                    cat_offsets=cat_offsets, cat_values=cat_values, linear=linear,
+                    node_cover=a["node_cover"], leaf_cover=a["leaf_cover"])
 
     def _slice(self, start: int, stop: int) -> "PackedTrees":
         a = self.arrays
@@ -450,6 +486,9 @@ class PackedTrees(Sequence):
             c0, c1 = int(a["cat_offset"][n0]), int(a["cat_offset"][n1])
             out["cat_offset"] = _ro(a["cat_offset"][n0:n1 + 1] - c0)
             out["cat_values"] = a["cat_values"][c0:c1]
+        if a["node_cover"] is not None and a["leaf_cover"] is not None:
+            out["node_cover"] = a["node_cover"][n0:n1]
+            out["leaf_cover"] = a["leaf_cover"][l0:l1]
         if a["lin_tree"] is not None:
             k0, k1 = int(a["lin_offset"][l0]), int(a["lin_offset"][l1])
             out["lin_tree"] = a["lin_tree"][start:stop]
@@ -558,6 +597,11 @@ class Ensemble:
         return self.trees.arrays["cat_offset"] is not None
 
     @property
+    def has_cover(self) -> bool:
+        """Whether every tree says how many training rows reached each node and leaf."""
+        return self.trees.arrays["node_cover"] is not None
+
+    @property
     def n_leaves(self) -> np.ndarray:
         """Leaves of each tree."""
         return np.diff(self.trees.leaf_offset)
@@ -607,6 +651,7 @@ class Ensemble:
             "max_depth": max(t.depth() for t in self.trees),
             "categorical": self.has_categorical,
             "linear_trees": self.has_linear,
+            "node_covers": self.has_cover,
             "average_output": self.average_output,
             "dart_weights": self.tree_weight is not None,
             "iterations": self.n_iterations,

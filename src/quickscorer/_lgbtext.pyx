@@ -12,7 +12,7 @@ test_lightgbm_fast.py`` compares both paths on every model and on damaged ones.
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy
 from libc.math cimport INFINITY, isfinite, isinf
@@ -204,13 +204,16 @@ cdef enum:
     F_DECISION_TYPE = 6
     F_LEFT_CHILD = 7
     F_RIGHT_CHILD = 8
-    N_FIELDS = 9
+    F_LEAF_COUNT = 9
+    F_INTERNAL_COUNT = 10
+    N_FIELDS = 11
 
 cdef const char* FIELD_NAMES[N_FIELDS]
 FIELD_NAMES[:] = [b"num_leaves", b"num_cat", b"is_linear", b"leaf_value", b"split_feature",
-                  b"threshold", b"decision_type", b"left_child", b"right_child"]
+                  b"threshold", b"decision_type", b"left_child", b"right_child",
+                  b"leaf_count", b"internal_count"]
 cdef Py_ssize_t FIELD_LENGTHS[N_FIELDS]
-FIELD_LENGTHS[:] = [10, 7, 9, 10, 13, 9, 13, 10, 11]
+FIELD_LENGTHS[:] = [10, 7, 9, 10, 13, 9, 13, 10, 11, 10, 14]
 
 
 cdef struct Tmp:
@@ -221,6 +224,10 @@ cdef struct Tmp:
     double* lv
     int64_t* dec
     int64_t* feat
+    int64_t* lcnt       # leaf_count, internal_count (the covers), where the tree gives them
+    int64_t* icnt
+    bint has_cover
+    bint all_cover      # every tree so far gave them
     int64_t* order
     int64_t* first
     int64_t* count
@@ -233,7 +240,7 @@ cdef int tmp_reserve(Tmp* t, int64_t leaves) noexcept nogil:
         return 0
     cdef int64_t k = 2 * leaves
     free(t.lc); free(t.rc); free(t.ints); free(t.thr); free(t.lv); free(t.dec); free(t.feat)
-    free(t.order); free(t.first); free(t.count); free(t.seen)
+    free(t.order); free(t.first); free(t.count); free(t.seen); free(t.lcnt); free(t.icnt)
     t.lc = <int64_t*>malloc(leaves * 8)
     t.rc = <int64_t*>malloc(leaves * 8)
     t.ints = <int64_t*>malloc(leaves * 8)
@@ -241,6 +248,8 @@ cdef int tmp_reserve(Tmp* t, int64_t leaves) noexcept nogil:
     t.lv = <double*>malloc(leaves * 8)
     t.dec = <int64_t*>malloc(leaves * 8)
     t.feat = <int64_t*>malloc(leaves * 8)
+    t.lcnt = <int64_t*>malloc(leaves * 8)
+    t.icnt = <int64_t*>malloc(leaves * 8)
     t.order = <int64_t*>malloc(k * 8)
     t.first = <int64_t*>malloc(k * 8)
     t.count = <int64_t*>malloc(k * 8)
@@ -248,14 +257,14 @@ cdef int tmp_reserve(Tmp* t, int64_t leaves) noexcept nogil:
     t.cap = leaves
     if (t.lc == NULL or t.rc == NULL or t.ints == NULL or t.thr == NULL or t.lv == NULL
             or t.dec == NULL or t.feat == NULL or t.order == NULL or t.first == NULL
-            or t.count == NULL or t.seen == NULL):
+            or t.count == NULL or t.seen == NULL or t.lcnt == NULL or t.icnt == NULL):
         return -1
     return 0
 
 
 cdef void tmp_free(Tmp* t) noexcept nogil:
     free(t.lc); free(t.rc); free(t.ints); free(t.thr); free(t.lv); free(t.dec); free(t.feat)
-    free(t.order); free(t.first); free(t.count); free(t.seen)
+    free(t.order); free(t.first); free(t.count); free(t.seen); free(t.lcnt); free(t.icnt)
 
 
 # the output columns, in this order
@@ -269,17 +278,19 @@ cdef enum:
     C_NODE_SRC = 6
     C_LEAF_VALUE = 7
     C_LEAF_SRC = 8
-    C_NODE_OFFSET = 9
-    C_LEAF_OFFSET = 10
-    N_COLS = 11
-_ITEMS = (4, 8, 4, 4, 1, 1, 4, 8, 4, 8, 8)
-_DTYPES = (np.int32, np.float64, np.int32, np.int32, np.bool_, np.uint8, np.int32, np.float64,
-           np.int32, np.int64, np.int64)
+    C_NODE_COVER = 9
+    C_LEAF_COVER = 10
+    C_NODE_OFFSET = 11
+    C_LEAF_OFFSET = 12
+    N_COLS = 13
+    N_NODE_COLS = 7     # C_FEATURE .. C_NODE_SRC: one entry per internal node
+_ITEMS = (4, 8, 4, 4, 1, 1, 4, 8, 4, 8, 8, 8, 8)
 _TYPENUMS = (cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_INT32, cnp.NPY_INT32, cnp.NPY_BOOL,
-             cnp.NPY_UINT8, cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_INT32, cnp.NPY_INT64,
-             cnp.NPY_INT64)
+             cnp.NPY_UINT8, cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_INT32, cnp.NPY_FLOAT64,
+             cnp.NPY_FLOAT64, cnp.NPY_INT64, cnp.NPY_INT64)
 _NAMES = ("feature", "threshold", "left", "right", "default_left", "missing_type",
-          "node_source_id", "leaf_value", "leaf_source_id", "node_offset", "leaf_offset")
+          "node_source_id", "leaf_value", "leaf_source_id", "node_cover", "leaf_cover",
+          "node_offset", "leaf_offset")
 
 
 cdef int emit_tree(Tmp* t, int64_t num_leaves, qs_buf* cols) noexcept nogil:
@@ -330,7 +341,8 @@ cdef int emit_tree(Tmp* t, int64_t num_leaves, qs_buf* cols) noexcept nogil:
             t.first[c] = t.first[n]
             t.first[src] = t.first[n] + t.count[c]
     for side in range(N_COLS - 2):
-        if qs_buf_grow(&cols[side], <size_t>(m if side < C_LEAF_VALUE else num_leaves)):
+        if qs_buf_grow(&cols[side], <size_t>(m if side < N_NODE_COLS or side == C_NODE_COVER
+                                              else num_leaves)):
             return -2
     for i in range(k):
         n = t.order[i]
@@ -349,12 +361,15 @@ cdef int emit_tree(Tmp* t, int64_t num_leaves, qs_buf* cols) noexcept nogil:
         (<uint8_t*>cols[C_DEFAULT_LEFT].p)[j] = (t.dec[n] & 2) != 0
         (<uint8_t*>cols[C_MISSING].p)[j] = <uint8_t>((t.dec[n] >> 2) & 3)
         (<int32_t*>cols[C_NODE_SRC].p)[j] = <int32_t>n
+        (<double*>cols[C_NODE_COVER].p)[j] = <double>t.icnt[n] if t.has_cover else 0.0
     for leaf in range(num_leaves):
         j = leaf_base + t.first[m + leaf]
         (<double*>cols[C_LEAF_VALUE].p)[j] = t.lv[leaf]
         (<int32_t*>cols[C_LEAF_SRC].p)[j] = <int32_t>leaf
+        (<double*>cols[C_LEAF_COVER].p)[j] = <double>t.lcnt[leaf] if t.has_cover else 0.0
     for side in range(N_COLS - 2):
-        cols[side].n += <size_t>(m if side < C_LEAF_VALUE else num_leaves)
+        cols[side].n += <size_t>(m if side < N_NODE_COLS or side == C_NODE_COVER
+                                 else num_leaves)
     if qs_buf_grow(&cols[C_NODE_OFFSET], 1) or qs_buf_grow(&cols[C_LEAF_OFFSET], 1):
         return -2
     (<int64_t*>cols[C_NODE_OFFSET].p)[cols[C_NODE_OFFSET].n] = node_base + m
@@ -440,6 +455,13 @@ cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
             v = t.dec[i]
             if (v & ~0b1111) != 0 or (v & 1) != 0 or ((v >> 2) & 3) == 3:
                 return -1     # unknown bits, categorical, or missing type 3
+    # the covers are advisory: a tree without them (or with a damaged count) loads, and the
+    # model then has none (as the Python parser's _cover decides)
+    t.has_cover = (got[F_LEAF_COUNT] and (m == 0 or got[F_INTERNAL_COUNT])
+                   and ints_field(f[F_LEAF_COUNT], num_leaves, 0, INT64_MAX, t.lcnt) == 0
+                   and (m == 0 or ints_field(f[F_INTERNAL_COUNT], m, 0, INT64_MAX,
+                                             t.icnt) == 0))
+    t.all_cover = t.all_cover and t.has_cover
     return emit_tree(t, num_leaves, cols)
 
 
@@ -454,7 +476,8 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
     loading a large model does not hold its whole text in memory.
 
     Returns ``(arrays, n_trees, stop)``: the flat canonical arrays (PackedTrees' node and
-    leaf fields, ``node_offset``, ``leaf_offset``), the number of trees and the offset of the
+    leaf fields, the covers ``node_cover`` / ``leaf_cover`` or None where a tree lacks them,
+    ``node_offset``, ``leaf_offset``), the number of trees and the offset of the
     line that ended the trees ('end of trees' or a following section; ``len(data)`` at the end
     of the text), or None to decline (see the module docstring)."""
     cdef Py_ssize_t n = data.shape[0], i
@@ -484,6 +507,8 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
             cols[i].p = NULL
             cols[i].cap = 0
     t.cap = 0
+    t.all_cover = True
+    t.lcnt = t.icnt = NULL
     t.lc = t.rc = t.ints = t.dec = t.feat = t.order = t.first = t.count = NULL
     t.thr = t.lv = NULL
     t.seen = NULL
@@ -534,6 +559,8 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
             arr = owning_array(&cols[i], _TYPENUMS[i])
             arr.setflags(write=False)
             arrays[_NAMES[i]] = arr
+        if not t.all_cover:
+            arrays["node_cover"] = arrays["leaf_cover"] = None
         return arrays, n_trees, <Py_ssize_t>(rest.p - base)
     finally:
         for i in range(N_COLS):
