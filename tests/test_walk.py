@@ -114,6 +114,10 @@ def test_preorder_refuses_children_above_their_parent():
         _walk.preorder(left, right, np.array([0, 2], np.int64))
     with pytest.raises(ValueError, match="preorder"):
         _walk.preorder(left, right, np.array([0, 3], np.int64))
+    # node 1 is nobody's child: it would keep no place
+    with pytest.raises(ValueError, match="preorder"):
+        _walk.preorder(np.array([-1, -1], np.int32), np.array([-2, -3], np.int32),
+                       np.array([0, 2], np.int64))
 
 
 def test_a_layout_the_walk_cannot_follow_is_refused():

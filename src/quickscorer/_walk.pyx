@@ -188,7 +188,8 @@ def preorder(const int32_t[::1] left, const int32_t[::1] right, const int64_t[::
                     pos[lo + c] = pos[v] + 1
                 if right[v] >= 0:
                     pos[lo + right[v]] = pos[v] + 1 + (size[lo + c] if c >= 0 else 0)
-    if bad or (n and np.bincount(out[out >= 0], minlength=n).max(initial=0) != 1):
+    # every node placed once: none left out (not reached from its root), none placed twice
+    if bad or (n and ((out < 0).any() or np.bincount(out, minlength=n).max() != 1)):
         raise ValueError("preorder: a child is not below its parent in its tree, or a node "
                          "is not the child of one parent")
     return out
