@@ -55,15 +55,16 @@ PARALLEL_MIN_ROWS = 64
 #: the one-row walk from this many expected false nodes per node on a row's path
 WALK_MIN_RATIO = 5.0
 
-#: the algorithms predict may choose, prepared when a model is loaded (those it supports)
-CANDIDATES = ("quickscorer", "vqs", "rapidscorer")
+#: the algorithms predict may choose from VQS_MIN_ROWS rows per thread; below, the model's
+#: one-row kernel (:func:`one_row`)
+MULTI_ROW_CANDIDATES = ("vqs", "rapidscorer")
 
 
 def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer") -> tuple[str, ...]:
-    """The candidates among the algorithms that can score a model (``one_row_kernel``: the
-    model's :func:`one_row` choice)."""
-    names = (one_row_kernel,) + tuple(n for n in CANDIDATES if n != "quickscorer")
-    return tuple(name for name in names if name in supported)
+    """The algorithms predict may choose for a model, among those that can score it
+    (``one_row_kernel``: the model's :func:`one_row` choice)."""
+    return tuple(name for name in (one_row_kernel,) + MULTI_ROW_CANDIDATES
+                 if name in supported)
 
 
 def expected_costs(ens) -> tuple[float, float] | None:
@@ -76,12 +77,9 @@ def expected_costs(ens) -> tuple[float, float] | None:
     a = ens.trees.arrays
     node_cover, leaf_cover = a["node_cover"], a["leaf_cover"]
     node_off, leaf_off = ens.trees.node_offset, ens.trees.leaf_offset
-    sizes = np.diff(node_off)
-    if not node_cover.size:
-        return 0.0, 0.0
-    tree_of = np.repeat(np.arange(sizes.shape[0]), sizes)
-    first = node_off[:-1][tree_of]
-    root = node_cover[np.minimum(node_off[:-1], node_cover.size - 1)][tree_of]
+    tree_of = np.repeat(np.arange(ens.n_trees), np.diff(node_off))   # each node's tree
+    first = node_off[:-1][tree_of]                                   # its tree's root
+    root = node_cover[first]
     with np.errstate(divide="ignore", invalid="ignore"):
         path = np.where(root > 0, node_cover / root, 0.0)
         right = a["right"].astype(np.int64)

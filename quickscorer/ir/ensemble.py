@@ -325,11 +325,14 @@ def build_tree(
         )
 
     node_cover = leaf_cover = None
-    if cover is not None:
-        cov = np.asarray(cover, dtype=np.float64) if _numeric(cover) else None
-        if cov is not None and cov.shape == (k,) and np.isfinite(cov).all() and (cov >= 0).all():
-            node_cover = _ro(cov[internal_ids])
-            leaf_cover = _ro(cov[leaf_ids])
+    try:
+        cov = np.asarray(cover)
+    except ValueError:        # ragged
+        cov = None
+    if (cov is not None and cov.dtype.kind in "biuf" and cov.shape == (k,)
+            and np.isfinite(cov).all() and (cov >= 0).all()):
+        node_cover = _ro(cov[internal_ids].astype(np.float64))
+        leaf_cover = _ro(cov[leaf_ids].astype(np.float64))
 
     return Tree(
         feature=_ro(feat.astype(np.int32)),
@@ -350,13 +353,6 @@ def build_tree(
     )
 
 
-def _numeric(a) -> bool:
-    try:
-        return np.asarray(a).dtype.kind in "biuf"
-    except (ValueError, TypeError):
-        return False
-
-
 class PackedTrees(Sequence):
     """All trees of an ensemble in a few flat arrays (struct of arrays), read-only.
 
@@ -364,9 +360,9 @@ class PackedTrees(Sequence):
     tree ``t``'s first node), leaf fields likewise (``leaf_offset``); categories are one list
     per node (``cat_offset``, absent when no node is categorical), linear leaves one term
     range per leaf (``lin_offset``, absent without linear trees), and the covers
-    (``node_cover``, ``leaf_cover``) are absent unless every tree has them. A loaded model keeps these
-    arrays and no object per tree: ``trees[t]`` is a :class:`Tree` of views into them, made
-    when asked for (a slice is another :class:`PackedTrees` over the same memory).
+    (``node_cover``, ``leaf_cover``) are absent unless every tree has them. A loaded model
+    keeps these arrays and no object per tree: ``trees[t]`` is a :class:`Tree` of views into
+    them, made when asked for (a slice is another :class:`PackedTrees` over the same memory).
     """
 
     NODE_FIELDS = (("feature", np.int32), ("threshold", np.float64), ("left", np.int32),
@@ -374,7 +370,7 @@ class PackedTrees(Sequence):
                    ("missing_type", np.uint8), ("is_categorical", np.bool_),
                    ("node_source_id", np.int32))
     LEAF_FIELDS = (("leaf_value", np.float64), ("leaf_source_id", np.int32))
-    #: absent (None) when no node is categorical / no tree is linear
+    #: absent (None) when no node is categorical / no tree is linear / a tree lacks covers
     OPTIONAL = ("cat_offset", "cat_values", "lin_tree", "lin_const", "lin_offset",
                 "lin_feature", "lin_coeff", "node_cover", "leaf_cover")
 
@@ -486,7 +482,7 @@ class PackedTrees(Sequence):
             c0, c1 = int(a["cat_offset"][n0]), int(a["cat_offset"][n1])
             out["cat_offset"] = _ro(a["cat_offset"][n0:n1 + 1] - c0)
             out["cat_values"] = a["cat_values"][c0:c1]
-        if a["node_cover"] is not None and a["leaf_cover"] is not None:
+        if a["node_cover"] is not None:          # with leaf_cover (see __init__)
             out["node_cover"] = a["node_cover"][n0:n1]
             out["leaf_cover"] = a["leaf_cover"][l0:l1]
         if a["lin_tree"] is not None:
