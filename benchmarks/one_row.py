@@ -26,6 +26,7 @@ from matrix import workload  # noqa: E402
 
 SHAPES = ("full-uniform-1000x8,full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255,"
           "full-heavy-1000x31,full-heavy-1000x64,xgb-depth6-uniform-1000,xgb-depth6-heavy-1000,"
+          "xgb-depth8-uniform-1000,"
           "ltr-1000x64")
 KERNELS = ("quickscorer", "walk", None)    # None: the default
 

@@ -1,8 +1,9 @@
-"""Node covers (the training rows that reached each node, LightGBM's internal_count and
-leaf_count) in the IR, and the one-row kernel the default predict picks from them
-(``autoselect.one_row``): the QuickScorer scan or the walk, both exact."""
+"""Node covers (the training rows that reached each node: LightGBM's internal_count and
+leaf_count, XGBoost's sum_hessian) in the IR, and the one-row kernel the default predict picks
+from them (``autoselect.one_row``): the QuickScorer scan or the walk, both exact."""
 from __future__ import annotations
 
+import json
 import pickle
 
 import numpy as np
@@ -10,11 +11,17 @@ import pytest
 
 import quickscorer
 from quickscorer.algorithms import autoselect
+from quickscorer.importers import xgboost as xgb_imp
 from quickscorer.importers.lightgbm import load_lightgbm, parse_fast, parse_reference
 from quickscorer.ir import Ensemble, build_tree
 
 from conftest import random_ensemble, special_rows
 from test_lightgbm_import import _trained
+from test_xgboost_import import _trained as _xgb_trained
+from test_xgboost_json import _document_path, assert_same_ensemble
+from test_legacy_formats import LEGACY
+
+xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
 
 
 def _counts_of(booster):
@@ -45,10 +52,8 @@ def test_lightgbm_covers_are_its_counts(name):
         assert [leaves[int(s)] for s in tree.leaf_source_id] == tree.leaf_cover.tolist()
 
 
-def test_the_expected_path_is_the_training_rows_mean_path():
-    booster, X, _ = _trained("regression")
-    model = quickscorer.Model(load_lightgbm(booster))
-    path, false = autoselect.expected_costs(model.ensemble)
+def _mean_path(model, X):
+    """The rows' mean number of internal nodes on their paths, summed over the trees."""
     leaves = model.predict_leaf(X, algorithm="traversal")
     depth_sum = 0.0
     for t, tree in enumerate(model.trees):
@@ -62,7 +67,14 @@ def test_the_expected_path_is_the_training_rows_mean_path():
                 else:
                     depth[~kid] = d + 1
         depth_sum += depth[leaves[:, t]].mean()
-    assert path == pytest.approx(depth_sum, rel=1e-12)
+    return depth_sum
+
+
+def test_the_expected_path_is_the_training_rows_mean_path():
+    booster, X, _ = _trained("regression")
+    model = quickscorer.Model(load_lightgbm(booster))
+    path, false = autoselect.expected_costs(model.ensemble)
+    assert path == pytest.approx(_mean_path(model, X), rel=1e-12)
     assert 0 < false < sum(t.n_internal for t in model.trees)
 
 
@@ -151,3 +163,115 @@ def test_the_default_runs_the_chosen_one_row_kernel_exactly(monkeypatch, ratio, 
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
     warm = quickscorer.Model(model.ensemble, prepare=("auto",))
     assert kernel in warm.info()["layout_bytes"]
+
+
+# XGBoost: sum_hessian, the rows' count under squared error (a hessian of 1 per row)
+
+SQUARED = ["reg:squarederror", "categorical", "multi_target", "single_leaf", "deep"]
+
+
+@pytest.mark.parametrize("name", SQUARED)
+def test_xgboost_covers_count_the_rows_its_predictor_sends_to_each_leaf(name):
+    booster, X, kw = _xgb_trained(name)
+    for fmt in ("json", "ubj"):
+        ens = xgb_imp.load_xgboost(bytes(booster.save_raw(fmt)))
+        assert ens.has_cover and ens.summary()["node_covers"]
+        leaves = booster.predict(xgb.DMatrix(X, missing=np.nan, **kw), pred_leaf=True)
+        leaves = leaves.reshape(X.shape[0], -1).astype(np.int64)
+        for t, tree in enumerate(ens.trees):
+            counts = np.bincount(leaves[:, t], minlength=int(tree.leaf_source_id.max()) + 1)
+            assert np.array_equal(tree.leaf_cover, counts[tree.leaf_source_id]), (fmt, t)
+            if tree.n_internal:       # the root's cover is every training row
+                assert tree.node_cover[0] == X.shape[0]
+
+
+def test_xgboost_expected_path_is_the_training_rows_mean_path():
+    booster, X, kw = _xgb_trained("deep")
+    model = quickscorer.Model(xgb_imp.load_xgboost(booster))
+    path, _ = autoselect.expected_costs(model.ensemble)
+    assert path == pytest.approx(_mean_path(model, X), rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["binary:logistic", "dart", "random_forest"])
+def test_xgboost_hessian_weighted_covers_every_path_alike(name):
+    # not counts (the logistic hessian weighs rows; subsampling), but the covers of the JSON
+    # parser, the document path, UBJSON and the Booster are the same float32 sums
+    booster = _xgb_trained(name)[0]
+    raw = bytes(booster.save_raw("json"))
+    fast, ref = xgb_imp._load_json_fast(raw), _document_path(raw)
+    assert fast is not None and fast.has_cover
+    assert_same_ensemble(fast, ref)
+    for other in (xgb_imp.load_xgboost(bytes(booster.save_raw("ubj"))),
+                  xgb_imp.load_xgboost(booster)):
+        assert np.array_equal(other.trees.arrays["node_cover"], ref.trees.arrays["node_cover"])
+        assert np.array_equal(other.trees.arrays["leaf_cover"], ref.trees.arrays["leaf_cover"])
+
+
+def _with_sum_hessian(doc, tree, value):
+    doc = json.loads(json.dumps(doc))
+    trees = doc["learner"]["gradient_booster"]["model"]["trees"]
+    if value is _ABSENT:
+        del trees[tree]["sum_hessian"]
+    elif callable(value):
+        trees[tree]["sum_hessian"] = value(trees[tree]["sum_hessian"])
+    else:
+        trees[tree]["sum_hessian"][1] = value
+    return json.dumps(doc).encode()
+
+
+_ABSENT = object()
+
+
+@pytest.mark.parametrize("tree", [0, 9])
+@pytest.mark.parametrize("value", [_ABSENT, -1.0, 1e39, None, "3", [1.0, 2.0],
+                                   lambda h: h[:-1], lambda h: h + [1.0], lambda h: 5.0])
+def test_a_damaged_sum_hessian_costs_the_covers_not_the_load(tree, value):
+    booster, X, _ = _xgb_trained("reg:squarederror")
+    doc = json.loads(bytes(booster.save_raw("json")))
+    raw = _with_sum_hessian(doc, tree, value)
+    got, ref = xgb_imp.load_xgboost(raw), _document_path(raw)
+    assert not got.has_cover and not ref.has_cover
+    assert_same_ensemble(got, ref)
+    model = quickscorer.Model(got)
+    assert model.info()["one_row_algorithm"] == "quickscorer"
+    want = booster.predict(xgb.DMatrix(X[:50], missing=np.nan), output_margin=True)
+    assert np.array_equal(model.predict(X[:50].astype(np.float32), raw_score=True), want)
+
+
+@pytest.mark.parametrize("release", ["xgboost-0.90", "xgboost-2.0.3"])
+def test_xgboost_covers_of_a_pruned_model_and_of_the_legacy_binary(release):
+    # the pruner's deleted nodes stay in the file, unreachable; the importer leaves them out,
+    # their covers with them. The binary file's node statistics give the JSON twin's covers.
+    folder = LEGACY / release
+    binary = xgb_imp.load_xgboost(folder / "pruned.model")
+    twin = xgb_imp.load_xgboost(folder / "pruned.json")
+    assert binary.has_cover and twin.has_cover
+    doc = xgb_imp.xgboost_document(folder / "pruned.json")[0]
+    sizes = [len(t["left_children"]) for t in doc["learner"]["gradient_booster"]["model"]["trees"]]
+    assert sum(t.n_internal + t.n_leaves for t in binary.trees) < sum(sizes)
+    for name in ("node_cover", "leaf_cover"):
+        assert np.array_equal(binary.trees.arrays[name], twin.trees.arrays[name])
+    for tree in binary.trees:
+        assert tree.node_cover.shape == (tree.n_internal,)
+        assert tree.leaf_cover.shape == (tree.n_leaves,)
+        # each training row goes one way: a node's cover is its children's (float32 sums)
+        kid = [tree.node_cover[k] if k >= 0 else tree.leaf_cover[~k]
+               for k in np.r_[tree.left, tree.right]]
+        m = tree.n_internal
+        assert np.allclose(np.add(kid[:m], kid[m:]), tree.node_cover, rtol=1e-5)
+
+
+@pytest.mark.parametrize("ratio, kernel", [(0.0, "walk"), (float("inf"), "quickscorer")])
+@pytest.mark.parametrize("name", ["deep", "multi:softprob", "categorical", "dart"])
+def test_the_default_runs_the_chosen_one_row_kernel_exactly_on_xgboost(monkeypatch, ratio,
+                                                                       kernel, name):
+    monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", ratio)
+    booster, X, kw = _xgb_trained(name)
+    model = quickscorer.Model(xgb_imp.load_xgboost(booster))
+    assert model.ensemble.has_cover
+    assert model.info()["one_row_algorithm"] == kernel
+    rows = X[:40].astype(np.float32)
+    want = booster.predict(xgb.DMatrix(rows, missing=np.nan, **kw), output_margin=True)
+    got = np.concatenate([model.predict_raw(rows[i]) for i in range(rows.shape[0])])
+    assert np.array_equal(got.reshape(want.shape), want)
+    assert kernel in model.info()["layout_bytes"]

@@ -82,7 +82,7 @@ def test_fast_path_declines_the_reference_refusals(how):
 
 
 FIELDS = ["left_children", "right_children", "split_indices", "split_conditions",
-          "default_left", "split_type"]
+          "default_left", "split_type", "sum_hessian"]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

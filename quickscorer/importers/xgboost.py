@@ -322,6 +322,25 @@ def _array(obj: dict, key: str, n: int, dtype, where: str, default=None) -> np.n
         raise ModelFormatError(f"{where}: field '{key}' is not numeric") from None
 
 
+def _sum_hessian(raw: Any, n: int) -> np.ndarray | None:
+    """A tree's ``sum_hessian`` (the hessian mass of the training rows that reached each node:
+    their count under squared error) as float64 of its float32 values, or None where it is
+    absent or not ``n`` finite non-negative numbers. It is advisory (the node covers that
+    pick the one-row kernel), so damage costs the model its covers, not its load."""
+    value = raw.get("sum_hessian")
+    if isinstance(value, list):
+        if not set(map(type, value)) <= _NUMBER_TYPES:
+            return None
+        value = np.asarray(value, dtype=np.float64)
+    if not isinstance(value, np.ndarray) or value.shape != (n,) or value.dtype.kind not in "iufb":
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        cover = value.astype(np.float32).astype(np.float64)
+    if not (np.isfinite(cover).all() and (cover >= 0).all()):
+        return None
+    return cover
+
+
 def _parse_base_score(raw: Any, where: str) -> np.ndarray:
     """``"5E-1"``, ``"[5E-1]"`` or ``"[a,b,c]"`` (or a number) -> float64 values."""
     if isinstance(raw, (int, float)) and not isinstance(raw, bool):
@@ -502,7 +521,8 @@ def _packed_parsed(trees_raw: list, n_features: int, trees: list,
     packed["missing_type"] = np.full(feature.shape[0], MISSING_NAN, np.uint8)
     packed["is_categorical"] = np.zeros(feature.shape[0], np.bool_)
     for arr in packed.values():
-        arr.setflags(write=False)
+        if arr is not None:          # the covers, where a tree lacks them
+            arr.setflags(write=False)
     return PackedTrees(packed)
 
 
@@ -514,6 +534,7 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
     or fields it does not expect. Same PackedTrees as the reference path otherwise
     (``tests/test_xgboost_fast.py``)."""
     columns: dict[str, list] = {name: [] for name in _FAST_FIELDS}
+    covers: list[np.ndarray] | None = []
     sizes = np.empty(len(trees_raw), np.int64)
     for t, raw in enumerate(trees_raw):
         if not isinstance(raw, dict):
@@ -543,6 +564,12 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
                 return None        # categorical splits (or a damaged field)
         if not _tree_param_fits(param, n):
             return None
+        if covers is not None:       # the covers are kept only if every tree gives them
+            cover = _sum_hessian(raw, n)
+            if cover is None:
+                covers = None
+            else:
+                covers.append(cover)
     arrays = {}
     for name in _FAST_FIELDS:
         parts = columns[name]
@@ -601,6 +628,10 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
         "leaf_value": cond[leaves].astype(np.float64),
         "leaf_source_id": local[leaves].astype(np.int32),
     }
+    if covers is not None:
+        cover = np.concatenate(covers)
+        packed["node_cover"] = cover[inner]
+        packed["leaf_cover"] = cover[leaves]
     for arr in packed.values():
         arr.setflags(write=False)
     return PackedTrees(packed)
@@ -706,14 +737,16 @@ def _tree(t: int, raw: Any, n_features: int):
         raise ModelFormatError(f"{where}: node {node}: split_indices = {int(feature[node])} "
                                f"is outside [0, {n_features})")
     source_id = np.arange(n)
+    cover = _sum_hessian(raw, n)
     if keep is not None:
         ir_left, ir_right, feature, threshold, ir_default_left, is_cat, value, source_id = (
             a[keep] for a in (ir_left, ir_right, feature, threshold, ir_default_left, is_cat,
                               value, source_id))
+        cover = cover[keep] if cover is not None else None
         new_index = np.cumsum(keep) - 1
         categories = {int(new_index[node]): cats for node, cats in categories.items()}
     return build_tree(
         left=ir_left, right=ir_right, root=0, feature=feature, threshold=threshold,
         default_left=ir_default_left, missing_type=np.full(source_id.size, MISSING_NAN),
         is_categorical=is_cat, categories=categories, value=value,
-        source_id=source_id, n_features=n_features, where=where)
+        source_id=source_id, cover=cover, n_features=n_features, where=where)

@@ -91,8 +91,9 @@ class Tree:
     node_source_id: np.ndarray  # int32[n_internal]: the source library's id of each node
     linear: LinearLeaves | None = None
     #: the training rows that reached each node / leaf (LightGBM's internal_count and
-    #: leaf_count), where the source gives them; they decide no score, only which kernel the
-    #: default predict runs for a few rows (algorithms/autoselect.py)
+    #: leaf_count; XGBoost's sum_hessian, the rows' hessian mass), where the source gives
+    #: them; they decide no score, only which kernel the default predict runs for a few rows
+    #: (algorithms/autoselect.py)
     node_cover: np.ndarray | None = None   # float64[n_internal]
     leaf_cover: np.ndarray | None = None   # float64[n_leaves]
 

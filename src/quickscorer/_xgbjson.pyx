@@ -5,6 +5,9 @@ flat canonical arrays of ``PackedTrees`` (``quickscorer/importers/xgboost.py`` c
 
 No Python object is made per node, so that a model's load peaks near what the loaded model
 holds, where a parsed document holds a Python number per node and field (about 32 bytes each).
+Each tree's ``sum_hessian`` becomes the node covers (float32 values, as XGBoost holds them);
+they are advisory, so a tree whose ``sum_hessian`` is absent, of another length, negative or
+beyond float32 leaves the model without covers, as on the Python path.
 
 ``parse_model`` accepts part of what the Python path (orjson or json, then
 ``packed_trees_fast``) accepts and gives the same numbers there; it declines everything else
@@ -58,14 +61,15 @@ cdef enum:
     F_COND = 3
     F_DEFAULT_LEFT = 4
     F_SPLIT_TYPE = 5
-    N_FIELDS = 6
-cdef const char* FIELD_NAMES[6]
+    F_COVER = 6           # sum_hessian: optional and advisory (the node covers)
+    N_FIELDS = 7
+cdef const char* FIELD_NAMES[7]
 FIELD_NAMES[:] = [b"left_children", b"right_children", b"split_indices", b"split_conditions",
-                  b"default_left", b"split_type"]
+                  b"default_left", b"split_type", b"sum_hessian"]
 # fields of a tree object that scoring does not read: checked as JSON, kept nowhere (the
 # categories lists matter only where split_type marks categorical splits, which decline)
-cdef const char* SKIPPED[8]
-SKIPPED[:] = [b"parents", b"base_weights", b"loss_changes", b"sum_hessian", b"categories",
+cdef const char* SKIPPED[7]
+SKIPPED[:] = [b"parents", b"base_weights", b"loss_changes", b"categories",
               b"categories_nodes", b"categories_segments", b"categories_sizes"]
 
 # output columns: the fields of PackedTrees this parser fills
@@ -80,14 +84,18 @@ cdef enum:
     C_NODE_SOURCE = 7
     C_LEAF_VALUE = 8
     C_LEAF_SOURCE = 9
-    N_COLS = 10
+    C_NODE_COVER = 10
+    C_LEAF_COVER = 11
+    N_COLS = 12
 _NAMES = ("node_offset", "leaf_offset", "feature", "threshold", "left", "right",
-          "default_left", "node_source_id", "leaf_value", "leaf_source_id")
-cdef int _TYPENUMS[10]
+          "default_left", "node_source_id", "leaf_value", "leaf_source_id", "node_cover",
+          "leaf_cover")
+cdef int _TYPENUMS[12]
 _TYPENUMS[:] = [cnp.NPY_INT64, cnp.NPY_INT64, cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_INT32,
-                cnp.NPY_INT32, cnp.NPY_BOOL, cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_INT32]
-cdef size_t _ITEMS[10]
-_ITEMS[:] = [8, 8, 4, 8, 4, 4, 1, 4, 8, 4]
+                cnp.NPY_INT32, cnp.NPY_BOOL, cnp.NPY_INT32, cnp.NPY_FLOAT64, cnp.NPY_INT32,
+                cnp.NPY_FLOAT64, cnp.NPY_FLOAT64]
+cdef size_t _ITEMS[12]
+_ITEMS[:] = [8, 8, 4, 8, 4, 4, 1, 4, 8, 4, 8, 8]
 
 cdef double POW10[23]
 POW10[:] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14,
@@ -109,8 +117,8 @@ cdef struct Cursor:
 
 cdef struct Tree:
     # one tree's source fields (tree-local), then the scratch of pack_one_tree and its outputs
-    qs_buf field[6]
-    int got[6]
+    qs_buf field[7]
+    int got[7]
     int64_t cap
     int64_t* order
     int64_t* first
@@ -134,10 +142,11 @@ cdef struct Number:
 
 
 cdef class Parser:
-    cdef qs_buf cols[10]
+    cdef qs_buf cols[12]
     cdef Tree tree
     cdef object trees
     cdef int64_t max_nodes
+    cdef bint all_cover       # every tree so far gave its sum_hessian as covers
 
     def __cinit__(self):
         cdef int i
@@ -148,7 +157,7 @@ cdef class Parser:
         for i in range(N_FIELDS):
             self.tree.field[i].p = NULL
             self.tree.field[i].n = self.tree.field[i].cap = 0
-            self.tree.field[i].item = 4 if i == F_COND else 8
+            self.tree.field[i].item = 4 if i == F_COND or i == F_COVER else 8
         self.tree.cap = 0
         self.tree.order = self.tree.first = self.tree.count = self.tree.rank = NULL
         self.tree.internal = self.tree.leaf = NULL
@@ -564,7 +573,7 @@ cdef object parse_tree(Cursor* c, dict shared, Parser ps):
                     f = i
                     break
             if f < 0:
-                for i in range(8):
+                for i in range(7):
                     if span_is(c.p + 1, klen, SKIPPED[i]):
                         s = i
                         break
@@ -578,7 +587,7 @@ cdef object parse_tree(Cursor* c, dict shared, Parser ps):
             if t.got[f]:
                 raise _Decline()                      # the field twice
             t.got[f] = 1
-            read_numbers(c, &t.field[f], f == F_COND)
+            read_numbers(c, &t.field[f], f == F_COND or f == F_COVER)
         elif s >= 0:
             skip_value(c, shared, ps)
         else:
@@ -601,12 +610,17 @@ cdef int pack_tree(Parser ps) except -1:
     cdef const float* cond = <float*>t.field[F_COND].p
     cdef const int64_t* dl = <int64_t*>t.field[F_DEFAULT_LEFT].p
     cdef const int64_t* st = <int64_t*>t.field[F_SPLIT_TYPE].p
+    cdef const float* hess = <float*>t.field[F_COVER].p
+    cdef bint has_cover
     cdef qs_buf* cols = ps.cols
-    for f in range(N_FIELDS):
+    for f in range(F_COVER):
         if f != F_SPLIT_TYPE and not t.got[f]:
             raise _Decline()
         if t.got[f] and <int64_t>t.field[f].n != k:
             raise _Decline()
+    # the covers are advisory: a tree without them (or with a damaged one) loads, and the
+    # model then has none (as _sum_hessian decides on the Python path)
+    has_cover = t.got[F_COVER] and <int64_t>t.field[F_COVER].n == k
     if k < 1 or k > ps.max_nodes:
         raise _Decline()
     for i in range(k):
@@ -619,11 +633,16 @@ cdef int pack_tree(Parser ps) except -1:
                 raise _Decline()                      # a node the pruner deleted
         elif feat[i] < 0 or feat[i] > 2147483647:
             raise _Decline()
+        if has_cover and not (isfinite(hess[i]) and hess[i] >= 0):
+            has_cover = False
+    ps.all_cover = ps.all_cover and has_cover
     ps.reserve(k)
     if pack_one_tree(lc, rc, k, t.order, t.first, t.count, t.rank, t.seen, t.internal,
                      t.leaf, t.lref, t.rref, &n_int, &bad):
         raise _Decline()
     for f in range(N_COLS):
+        if f >= C_NODE_COVER and not ps.all_cover:
+            continue
         if qs_buf_grow(&cols[f], <size_t>(k if f > C_LEAF_OFFSET else 1)):
             raise MemoryError()
     (<int64_t*>cols[C_NODE_OFFSET].p)[cols[C_NODE_OFFSET].n] = (
@@ -641,6 +660,8 @@ cdef int pack_tree(Parser ps) except -1:
         (<int32_t*>cols[C_RIGHT].p)[j + i] = t.rref[i]
         (<uint8_t*>cols[C_DEFAULT_LEFT].p)[j + i] = dl[n] != 0
         (<int32_t*>cols[C_NODE_SOURCE].p)[j + i] = <int32_t>n
+        if ps.all_cover:
+            (<double*>cols[C_NODE_COVER].p)[j + i] = <double>hess[n]
     for f in range(C_FEATURE, C_LEAF_VALUE):
         cols[f].n += n_int
     j = <int64_t>cols[C_LEAF_VALUE].n
@@ -648,8 +669,13 @@ cdef int pack_tree(Parser ps) except -1:
         n = t.leaf[i]
         (<double*>cols[C_LEAF_VALUE].p)[j + i] = <double>cond[n]
         (<int32_t*>cols[C_LEAF_SOURCE].p)[j + i] = <int32_t>n
+        if ps.all_cover:
+            (<double*>cols[C_LEAF_COVER].p)[j + i] = <double>hess[n]
     cols[C_LEAF_VALUE].n += k - n_int
     cols[C_LEAF_SOURCE].n += k - n_int
+    if ps.all_cover:
+        cols[C_NODE_COVER].n += n_int
+        cols[C_LEAF_COVER].n += k - n_int
     return 0
 
 
@@ -663,8 +689,9 @@ def parse_model(const unsigned char[::1] data, int64_t max_nodes, bint release_r
     fields other than the node arrays (``trees`` is that list, wherever the document holds
     it), and the node and leaf fields of ``PackedTrees`` that the node arrays give
     (``node_offset``, ``leaf_offset``, ``feature``, ``threshold``, ``left``, ``right``,
-    ``default_left``, ``node_source_id``, ``leaf_value``, ``leaf_source_id``); or None to
-    decline (see the module docstring)."""
+    ``default_left``, ``node_source_id``, ``leaf_value``, ``leaf_source_id``, and the covers
+    ``node_cover`` / ``leaf_cover`` from ``sum_hessian``, None unless every tree gives them
+    as finite non-negative float32 numbers); or None to decline (see the module docstring)."""
     cdef Py_ssize_t n = data.shape[0]
     cdef Cursor c
     cdef Parser ps = Parser()
@@ -676,6 +703,7 @@ def parse_model(const unsigned char[::1] data, int64_t max_nodes, bint release_r
     c.release_read = release_read
     c.depth = 0
     ps.max_nodes = max_nodes
+    ps.all_cover = True
     if n >= 3 and memcmp(c.p, b"\xef\xbb\xbf", 3) == 0:
         c.p += 3
     for i in (C_NODE_OFFSET, C_LEAF_OFFSET):
@@ -696,6 +724,9 @@ def parse_model(const unsigned char[::1] data, int64_t max_nodes, bint release_r
         return None
     arrays = {}
     for i in range(N_COLS):
+        if i >= C_NODE_COVER and not ps.all_cover:
+            arrays[_NAMES[i]] = None
+            continue
         arr = owning_array(&ps.cols[i], _TYPENUMS[i])
         arr.setflags(write=False)
         arrays[_NAMES[i]] = arr
