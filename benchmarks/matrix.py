@@ -6,8 +6,8 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
 * ``full-<data>-<trees>x<leaves>``: LightGBM regression whose trees are all full (a noisy
   target), on ``uniform`` rows (values in [0, 1), 30% exact zeros) or ``heavy`` rows
   (log-normal counts and reals), 136 features;
-* ``xgb-depth<d>-<data>-<trees>``: XGBoost grown depth-wise to depth d (6 is its default),
-  same data;
+* ``xgb-depth<d>-<data>-<trees>[-exact|-approx]``: XGBoost grown depth-wise to depth d (6
+  is its default) by its hist method (or the one named), same data;
 * ``ltr-1000x64``: the partial trees of the lambdarank model of ``compare.py``.
 
 Engines, timed interleaved in one process on the same rows with the same thread count: this
@@ -51,9 +51,10 @@ def workload(shape: str, n_rows: int) -> W.Workload:
     m = re.fullmatch(r"full-(\w+)-(\d+)x(\d+)", shape)
     if m:
         return W.full(int(m.group(2)), int(m.group(3)), m.group(1), n_rows)
-    m = re.fullmatch(r"xgb-depth(\d+)-(\w+)-(\d+)", shape)
+    m = re.fullmatch(r"xgb-depth(\d+)-([a-z]+)-(\d+)(?:-(exact|approx))?", shape)
     if m:
-        return W.xgb_depth(int(m.group(3)), int(m.group(1)), m.group(2), n_rows)
+        return W.xgb_depth(int(m.group(3)), int(m.group(1)), m.group(2), n_rows,
+                           m.group(4) or "hist")
     m = re.fullmatch(r"ltr-(\d+)x(\d+)", shape)
     if m:
         return W.ltr(int(m.group(1)), int(m.group(2)), n_rows, xgboost=False)

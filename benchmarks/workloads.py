@@ -281,20 +281,24 @@ def full(n_trees: int, n_leaves: int, kind: str = "uniform", n_rows: int = 10_00
                     matrix_rows(kind, n_rows, seed=13), n_trees, n_leaves)
 
 
-def xgb_depth(n_trees: int, depth: int = 6, kind: str = "uniform",
-              n_rows: int = 10_000) -> Workload:
-    """An XGBoost regression model grown depth-wise to ``depth`` (6 is XGBoost's default;
-    hist), trained on 20,000 rows of ``kind`` data; the LightGBM path is unused (``lgb_path``
-    is the XGBoost model too, scored by this library as an XGBoost model)."""
+def xgb_depth(n_trees: int, depth: int = 6, kind: str = "uniform", n_rows: int = 10_000,
+              method: str = "hist") -> Workload:
+    """An XGBoost regression model grown depth-wise to ``depth`` (6 is XGBoost's default)
+    by ``tree_method`` ``method`` (``exact``, the default of XGBoost before 2.0 on small data,
+    splits between any two distinct values: hundreds of distinct thresholds per feature),
+    trained on 20,000 rows of ``kind`` data; the LightGBM path is unused (``lgb_path`` is
+    the XGBoost model too, scored by this library as an XGBoost model)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"depth{depth}_{kind}_xgb_{n_trees}.json"
+    suffix = "" if method == "hist" else f"_{method}"
+    path = CACHE / f"depth{depth}_{kind}_xgb_{n_trees}{suffix}.json"
     if not path.exists():
         X = matrix_rows(kind, 20_000, seed=11)
         _train_xgboost(path, n_trees, 0, X, _matrix_target(X, 12), None, "reg:squarederror",
                        {"grow_policy": "depthwise", "max_depth": depth, "max_leaves": 0,
-                        "max_bin": 256, "subsample": 1.0, "colsample_bytree": 1.0})
-    return Workload(f"xgb-depth{depth}-{kind}-{n_trees}", path, path,
-                    matrix_rows(kind, n_rows, seed=13), n_trees, 1 << depth)
+                        "max_bin": 256, "subsample": 1.0, "colsample_bytree": 1.0,
+                        "tree_method": method})
+    name = f"xgb-depth{depth}-{kind}-{n_trees}" + (f"-{method}" if suffix else "")
+    return Workload(name, path, path, matrix_rows(kind, n_rows, seed=13), n_trees, 1 << depth)
 
 
 def xgb_depth6(n_trees: int, kind: str = "uniform", n_rows: int = 10_000) -> Workload:

@@ -79,6 +79,24 @@ def test_rapidscorer_layout_in_c_equals_the_numpy_reference(seed, family, n_tree
                        R.rapidscorer_arrays_reference(ens, qs, starts))
 
 
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("n_distinct", [256, 600])
+def test_rapidscorer_layout_over_rank_slots_in_c_equals_the_numpy_reference(family,
+                                                                             n_distinct):
+    # features of more than 255 distinct thresholds: several rank slots each
+    rng = np.random.default_rng(n_distinct)
+    values = np.r_[0.0, -np.inf, np.unique(rng.normal(size=n_distinct))]
+    ens = numeric_ensemble(n_distinct, family, 60, 150, n_features=2, thresholds=values)
+    qs = Q.quickscorer_arrays(ens)
+    _, column = R.rank_slots(qs, ens.n_features)
+    assert column.shape[0] > ens.n_features
+    for budget in (64, 1 << 20):
+        starts = R.block_starts_for(R.tree_bytes(ens), budget, 32)
+        got = R.rapidscorer_arrays(ens, qs, starts)
+        assert np.array_equal(got["slot_column"], column)
+        assert_same_arrays(got, R.rapidscorer_arrays_reference(ens, qs, starts))
+
+
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost"]),
        n_trees=st.integers(1, 25), max_leaves=st.integers(1, 140),

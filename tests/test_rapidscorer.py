@@ -17,7 +17,7 @@ from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.qs import shared_layout
 from quickscorer.algorithms.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
 from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, rank_search_table,
-                                              rank_table, unsupported)
+                                              rank_slots, rank_table, unsupported)
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 
 from conftest import random_ensemble, random_tree, run_kernel, special_rows
@@ -223,13 +223,7 @@ def test_models_it_cannot_score_are_refused_with_the_reason():
                    tree_group=[0], n_outputs=1, n_features=3, family="lightgbm",
                    base_score=[0.0])
     assert "256 leaves" in RapidScorer.unsupported(big)
-    many = Ensemble(trees=tuple(random_tree(rng, 40, 1, "lightgbm", p_categorical=0.0,
-                                            thresholds=rng.normal(size=300))
-                                for _ in range(20)),
-                    tree_group=[0] * 20, n_outputs=1, n_features=1, family="lightgbm",
-                    base_score=[0.0])
-    assert "distinct thresholds" in RapidScorer.unsupported(many)
-    for ens in (cat, big, many):
+    for ens in (cat, big):
         model = quickscorer.Model(ens)
         assert "rapidscorer" not in model.supported_algorithms()
         assert "vqs (rapidscorer cannot score this model)" in model.info()["default_algorithm"]
@@ -275,3 +269,68 @@ def test_small_calls_take_the_narrow_path_on_avx512(monkeypatch):
     assert alg.isa_for(95, 2) == ISAS["avx2"]
     forced = RapidScorer(ens, _model(ens)._forest, isa="avx512")
     assert forced.isa_for(3, 1) == ISAS["avx512"]
+
+
+
+def _many_thresholds(rng, family, n_distinct, n_trees=40, n_features=3):
+    """Trees whose nodes draw from n_distinct thresholds (zero, a tiny one, infinities and
+    normal draws), so each feature has hundreds of distinct ones; LightGBM trees mix the
+    three missing-value kinds."""
+    values = np.unique(np.round(rng.normal(size=3 * n_distinct), 4))
+    values = np.r_[0.0, 1e-36, -np.inf, np.inf,
+                   rng.choice(values[values != 0.0], n_distinct - 4, replace=False)]
+    trees = tuple(random_tree(rng, int(rng.integers(2, 200)), n_features, family,
+                              p_categorical=0.0, thresholds=values) for _ in range(n_trees))
+    ens = Ensemble(trees=trees, tree_group=[0] * n_trees, n_outputs=1,
+                   n_features=n_features, family=family, base_score=[0.25])
+    return ens, values
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+@pytest.mark.parametrize("n_distinct", [300, 700])
+def test_features_of_more_than_255_thresholds_are_ranked_in_slots(isa, family, n_distinct):
+    rng = np.random.default_rng(n_distinct + len(family))
+    ens, values = _many_thresholds(rng, family, n_distinct)
+    offsets, _ = rank_table(shared_layout(ens)[0], ens.n_features)
+    assert np.diff(offsets).max() > 255                 # the case at hand
+    qs = shared_layout(ens)[0]
+    slotted, column = rank_slots(qs, ens.n_features)
+    assert column.shape[0] == int(np.sum(np.maximum(1, -(-np.diff(offsets) // 255))))
+    assert np.array_equal(np.unique(column), np.arange(ens.n_features))
+    assert unsupported(ens) is None
+    # every threshold, its neighbours on both sides, NaN, zeros and infinities, in 3 columns
+    x = np.r_[values, np.nextafter(values, np.inf), np.nextafter(values, -np.inf), np.nan,
+              -0.0]
+    X = np.c_[x, rng.permutation(x), rng.permutation(x)]
+    _check(ens, X, isa)
+    _check(ens, special_rows(rng, 200, ens.n_features), isa, block_bytes=300)
+
+
+def test_rank_slots_keep_a_model_of_few_thresholds_as_it_is():
+    ens = random_ensemble(np.random.default_rng(4), "lightgbm", p_categorical=0.0)
+    qs = shared_layout(ens)[0]
+    slotted, column = rank_slots(qs, ens.n_features)
+    assert slotted is qs and np.array_equal(column, np.arange(ens.n_features))
+
+
+def test_an_xgboost_exact_model_takes_rapidscorer_and_scores_as_xgboost():
+    xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(3000, 4))
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=3000)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[rng.random(X.shape) < 0.05] = 0.0
+    booster = xgb.train(dict(tree_method="exact", max_depth=6, eta=0.3, nthread=1, seed=1),
+                        xgb.DMatrix(X, label=y, missing=np.nan), 60)
+    model = quickscorer.Model(quickscorer.load_ensemble(booster))
+    offsets, _ = rank_table(shared_layout(model.ensemble)[0], 4)
+    assert np.diff(offsets).max() > 255
+    assert "rapidscorer" in model.supported_algorithms()
+    rows = X[:1000].astype(np.float32)
+    want = booster.predict(xgb.DMatrix(rows, missing=np.nan), output_margin=True)
+    for isa in [i for i in RS_ISAS if i != "avx2-32"]:
+        got = run_kernel(_alg(model.ensemble, isa), model.ensemble, rows, 1)[0]
+        assert np.array_equal(got.reshape(want.shape), want), isa
+    assert np.array_equal(model.predict(rows, raw_score=True), want)
+    assert "rapidscorer" in model.info()["default_algorithm"]

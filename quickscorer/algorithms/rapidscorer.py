@@ -3,9 +3,10 @@ RapidScorer (Ye et al., KDD 2018): byte-transposed leaf bitvectors, node masks a
 and comparisons of byte ranks (layout: :mod:`~quickscorer.algorithms.rs_layout`; kernel:
 ``src/quickscorer/_rapidscorer.pyx`` and ``rs_simd.h``).
 
-It scores models without categorical splits whose features have at most 255 distinct
-thresholds and whose trees have at most 256 leaves (:func:`rs_layout.unsupported` says why
-another model is not one; ``vqs`` scores every model).
+It scores models without categorical splits whose trees have at most 256 leaves
+(:func:`rs_layout.unsupported` says why another model is not one; ``vqs`` scores every
+model); a feature of more than 255 distinct thresholds is ranked in several byte-wide slots
+(``rs_layout.rank_slots``).
 """
 from __future__ import annotations
 

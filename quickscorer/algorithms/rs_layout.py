@@ -29,10 +29,20 @@ The NaN and zero lists of QuickScorer (nodes that send those values to the right
 lists per block: list ``b * 2 F + f`` (NaN on feature ``f``) and ``b * 2 F + F + f`` (zero on
 ``f``), entries ``list_bytes`` / ``list_masks``.
 
-The layout exists only for models it can score exactly: no categorical split, at most 255
-distinct thresholds per feature (LightGBM's and XGBoost's histogram methods split at bin
-boundaries, 255 at most by default) and at most 256 leaves per tree; :func:`unsupported` says
-why a model is not one.
+**Rank slots**: a rank is a byte, so a feature with more than 255 distinct thresholds
+(XGBoost's ``exact`` method splits between any two training values; LightGBM with ``max_bin``
+above 256) is ranked in several *slots*, slot ``v`` of the feature holding its thresholds
+``255 v`` to ``255 v + 254``. A value's rank in slot ``v`` is the count of that slot's
+thresholds below it, ``clamp(rank(x) - 255 v, 0, 255)``, and a node of threshold index ``j``
+is false exactly when the rank in slot ``j // 255`` exceeds ``j % 255`` (a rank of 255 is
+above every node of the slot, 0 above none). The layout is built over slots as over features
+(segment ``3 s + k``, rank tables and NaN / zero lists per slot: each slot of a feature
+carries the feature's whole lists, an AND applied twice being applied once), and
+``slot_column[s]`` names the input column slot ``s`` reads. Where no feature has more than 255
+thresholds, slot ``s`` is feature ``s``.
+
+The layout exists only for models it can score exactly: no categorical split and at most
+256 leaves per tree; :func:`unsupported` says why a model is not one.
 """
 from __future__ import annotations
 
@@ -62,16 +72,56 @@ def unsupported(ens: Ensemble) -> str | None:
         return "the model has categorical splits"
     if int(ens.n_leaves.max()) > MAX_LEAVES:
         return f"a tree has more than {MAX_LEAVES} leaves"
-    packed = ens.trees.arrays
-    offsets, _, _ = _layout.rank_table(np.ascontiguousarray(packed["feature"], np.int32),
-                                       np.ascontiguousarray(packed["threshold"], np.float64),
-                                       ens.n_features)
-    counts = np.diff(offsets)
-    if counts.size and counts.max() > MAX_THRESHOLDS:
-        f = int(np.argmax(counts))
-        return (f"feature {f} has {int(counts[f])} distinct thresholds "
-                f"(more than {MAX_THRESHOLDS})")
     return None
+
+
+def rank_slots(qs: dict, n_features: int) -> tuple[dict, np.ndarray]:
+    """The QuickScorer arrays of ``qs`` over rank slots (see the module docstring), and each
+    slot's input column. ``qs`` itself where every feature has at most 255 distinct
+    thresholds (one slot per feature)."""
+    F = n_features
+    offsets, _, rank = _layout.segment_rank_table(qs["thresholds"], qs["segment_offsets"], F)
+    n_slots = np.maximum(1, -(-np.diff(offsets) // MAX_THRESHOLDS))
+    if not (n_slots > 1).any():
+        return qs, np.arange(F, dtype=np.int32)
+    slot_base = np.zeros(F + 1, np.int64)
+    np.cumsum(n_slots, out=slot_base[1:])
+    S = int(slot_base[-1])
+    slot_column = np.repeat(np.arange(F, dtype=np.int32), n_slots)
+    seg_off = qs["segment_offsets"]
+    n_seg = N_SEGMENT_KINDS * F
+    seg = np.repeat(np.arange(n_seg, dtype=np.int64), np.diff(seg_off))
+    real = rank >= 0                                   # not a sentinel
+    f, kind = seg // N_SEGMENT_KINDS, seg % N_SEGMENT_KINDS
+    new_seg = N_SEGMENT_KINDS * (slot_base[f] + np.maximum(rank, 0) // MAX_THRESHOLDS) + kind
+    idx = np.flatnonzero(real)
+    order = idx[np.argsort(new_seg[idx], kind="stable")]  # segments keep threshold order
+    key = new_seg[order]
+    counts = np.bincount(key, minlength=N_SEGMENT_KINDS * S)
+    segment_offsets = np.zeros(N_SEGMENT_KINDS * S + 1, np.int64)
+    np.cumsum(counts + 1, out=segment_offsets[1:])    # each closed by a sentinel
+    pos = np.arange(key.shape[0]) + key                # one sentinel before each earlier slot
+    sentinel = seg_off[1] - 1                          # an entry that closes a segment
+    out = {"tree_word_offsets": qs["tree_word_offsets"]}
+    trees = entry_trees(qs)
+    for name, src in (("thresholds", qs["thresholds"]), ("words", qs["words"]),
+                      ("masks", qs["masks"]), ("trees", trees)):
+        arr = np.full(int(segment_offsets[-1]), src[sentinel], src.dtype)
+        arr[pos] = src[order]
+        out[name] = arr
+    # lists: NaN on slot s (list s) and 0.0 on slot s (list S + s) are those of its feature
+    lo = qs["list_offsets"]
+    lists = np.r_[slot_column, F + slot_column]
+    lengths = lo[lists + 1] - lo[lists]
+    list_offsets = np.zeros(2 * S + 1, np.int64)
+    np.cumsum(lengths, out=list_offsets[1:])
+    take = (np.repeat(lo[lists] - list_offsets[:-1], lengths)
+            + np.arange(int(list_offsets[-1]))).astype(np.int64)
+    out["list_offsets"] = list_offsets
+    out["list_words"] = qs["list_words"][take]
+    out["list_masks"] = qs["list_masks"][take]
+    out["segment_offsets"] = segment_offsets
+    return out, slot_column
 
 
 def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -168,7 +218,8 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
     """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``,
     its sorting and byte splitting in C (``src/quickscorer/_layout.pyx``); the same arrays
     as :func:`rapidscorer_arrays_reference`."""
-    F = ens.n_features
+    qs, slot_column = rank_slots(qs, ens.n_features)
+    F = slot_column.shape[0]                    # slots, ranked and scanned as features
     n_trees = ens.n_trees
     tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
     np.cumsum(tree_bytes(ens), out=tree_byte_offsets[1:])
@@ -195,6 +246,7 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
         "rank_buckets": rank_buckets,
         "rank_bucket_offsets": rank_bucket_offsets,
         "rank_zero": rank_zero,
+        "slot_column": slot_column,
         "model_used": np.flatnonzero(np.diff(rank_offsets)).astype(np.int32),
         "tree_byte_offsets": tree_byte_offsets,
         "block_starts": block_starts,
@@ -212,7 +264,8 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
 def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dict:
     """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``, in
     numpy (the reference of :func:`rapidscorer_arrays`)."""
-    F = ens.n_features
+    qs, slot_column = rank_slots(qs, ens.n_features)
+    F = slot_column.shape[0]                    # slots, ranked and scanned as features
     n_seg = N_SEGMENT_KINDS * F
     n_trees = ens.n_trees
     n_bytes = tree_bytes(ens)
@@ -293,6 +346,7 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
         "rank_buckets": rank_buckets,
         "rank_bucket_offsets": rank_bucket_offsets,
         "rank_zero": rank_zero,
+        "slot_column": slot_column,
         "model_used": np.unique(feat).astype(np.int32),
         "tree_byte_offsets": tree_byte_offsets,
         "block_starts": block_starts,

@@ -51,7 +51,8 @@ cdef extern from "quickscorer/rs_simd.h":
                          int64_t t1, const float* leaf_value, const int64_t* leaf_off,
                          const float* tree_weight, float* acc) noexcept nogil
     void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
-                        const int32_t* used, int64_t n_used, const double* piv,
+                        const int32_t* used, int64_t n_used, const int32_t* column,
+                        const double* piv,
                         const double* bkt, const int64_t* bkt_off, const uint8_t* rank_zero,
                         uint8_t* ranks, uint64_t* skip) noexcept nogil
 
@@ -74,21 +75,24 @@ def lanes_of(int isa):
 
 
 cdef struct RSView:
+    # S: the rank slots (rs_layout.py), ranked and scanned as features; F: the input's columns
     int64_t n_features
+    int64_t n_slots
+    const int32_t* slot_column        # [S] the column each slot reads
     int64_t n_trees
     int64_t n_blocks
-    const double* rank_pivots         # [16 F]
+    const double* rank_pivots         # [16 S]
     const double* rank_buckets
-    const int64_t* rank_bucket_offsets  # [F + 1]
-    const uint8_t* rank_zero          # [F] rank of 0.0
+    const int64_t* rank_bucket_offsets  # [S + 1]
+    const uint8_t* rank_zero          # [S] rank of 0.0
     int64_t n_model_used
     const int32_t* model_used
     const int64_t* tree_byte_offsets  # [n_trees + 1]
     const int64_t* block_starts       # [n_blocks + 1]
     const rs_entry* entries
-    const uint64_t* segments          # (3 f + kind) << 32 | first entry, per block
+    const uint64_t* segments          # (3 s + kind) << 32 | first entry, per block
     const int64_t* block_segments     # [n_blocks + 1]
-    const int64_t* list_offsets       # [n_blocks * 2F + 1]
+    const int64_t* list_offsets       # [n_blocks * 2S + 1]
     const uint32_t* list_bytes
     const uint8_t* list_masks
     const int64_t* used_offsets       # [n_blocks + 1]
@@ -98,7 +102,7 @@ cdef struct RSView:
 
 _FIELDS = {
     "rank_pivots": np.float64, "rank_buckets": np.float64, "rank_bucket_offsets": np.int64,
-    "rank_zero": np.uint8,
+    "rank_zero": np.uint8, "slot_column": np.int32,
     "model_used": np.int32, "tree_byte_offsets": np.int64, "block_starts": np.int64,
     "entries": np.uint64, "segments": np.uint64, "block_segments": np.int64, "list_offsets": np.int64,
     "list_bytes": np.uint32, "list_masks": np.uint8, "used_offsets": np.int64,
@@ -110,13 +114,19 @@ cdef class RSLayout:
     """The RapidScorer arrays of one model, wrapped for the kernel without copying."""
     cdef RSView view
     cdef object _keep
-    cdef readonly int64_t n_features, n_trees, max_block_bytes
+    cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes
 
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
         for name, dtype in _FIELDS.items():
             array_data(a[name], dtype, "rapidscorer", name)
-        F = n_features
+        F = a["slot_column"].shape[0]      # the checks below are of the slots
+        sc = a["slot_column"]
+        if F < n_features or (F and (int(sc.min()) < 0 or int(sc.max()) >= n_features)):
+            raise ValueError("rapidscorer layout: slot_column names a column outside the input")
+        for name in ("model_used", "used_features"):
+            if a[name].shape[0] and (int(a[name].min()) < 0 or int(a[name].max()) >= F):
+                raise ValueError(f"rapidscorer layout: {name} names a slot out of range")
         n_trees = a["tree_byte_offsets"].shape[0] - 1
         n_blocks = a["block_starts"].shape[0] - 1
         checks = {"rank_pivots": 16 * F, "rank_bucket_offsets": F + 1, "rank_zero": F,
@@ -148,7 +158,9 @@ cdef class RSLayout:
         if tree_bytes.size and (tree_bytes.min() < 1 or tree_bytes.max() > 32):
             raise ValueError("rapidscorer layout: a tree has fewer than 1 or more than 32 bytes")
         block_bytes = np.diff(tbo[bs])
-        self.view.n_features = F
+        self.view.n_features = n_features
+        self.view.n_slots = F
+        self.view.slot_column = <const int32_t*>cnp.PyArray_DATA(sc)
         self.view.n_trees = n_trees
         self.view.n_blocks = n_blocks
         self.view.rank_pivots = <const double*>cnp.PyArray_DATA(a["rank_pivots"])
@@ -176,17 +188,18 @@ cdef class RSLayout:
         self.view.used_features = <const int32_t*>array_data(a["used_features"], np.int32,
                                                              "rapidscorer", "used_features")
         self.view.max_block_bytes = max(1, int(block_bytes.max()))
-        self.n_features = F
+        self.n_features = n_features
+        self.n_slots = F
         self.n_trees = n_trees
         self.max_block_bytes = self.view.max_block_bytes
 
     def scratch_bytes(self, int isa, int64_t n_outputs):
         """Scratch bytes one thread needs on path isa (a multiple of 64)."""
         cdef int64_t lanes = rs_lanes(isa)
-        cdef int64_t F = self.n_features
+        cdef int64_t F = self.n_features, S = self.n_slots
         total = (lanes * F * 8              # the group's converted rows (float64)
-                 + F * 24                   # lanes each segment kind of a feature skips
-                 + lanes * F                # ranks
+                 + S * 24                   # lanes each segment kind of a slot skips
+                 + lanes * S                # ranks
                  + lanes                    # exit leaves of one tree
                  + n_outputs * lanes * 8    # the group's scores
                  + self.max_block_bytes * lanes)
@@ -218,7 +231,7 @@ cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
                             const uint8_t* ranks, const uint64_t* skip,
                             uint8_t* state) noexcept nogil:
     """Leave in state the byte rows of block b's trees for the group."""
-    cdef int64_t F = r.n_features
+    cdef int64_t F = r.n_slots
     cdef int64_t t0 = r.block_starts[b]
     cdef int64_t n_bytes = r.tree_byte_offsets[r.block_starts[b + 1]] - r.tree_byte_offsets[t0]
     cdef int64_t u, f
@@ -272,7 +285,7 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                 else:
                     acc64[k * lanes + l] = f.base_score[k]
     rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
-                   r.rank_pivots, r.rank_buckets, r.rank_bucket_offsets, r.rank_zero, ranks,
+                   r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_bucket_offsets, r.rank_zero, ranks,
                    skip)
     # one output, no linear leaves: a block's trees in one C call (scores in registers)
     cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
@@ -308,7 +321,7 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
     cdef const RSView* r = &lay.view
     cdef bint want_leaves = leaves.shape[0] != 0
     cdef int64_t lanes = rs_lanes(isa)         # the widest group, which sizes the scratch
-    cdef int64_t F = f.n_features, K = f.n_outputs
+    cdef int64_t F = f.n_features, K = f.n_outputs, S = r.n_slots
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef Py_ssize_t n_groups = (n_rows + lanes - 1) // lanes
     cdef Py_ssize_t gi, i
@@ -327,8 +340,8 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
         acc64 = rows + lanes * F
         acc32 = <float*>acc64
         skip = <uint64_t*>(acc64 + K * lanes)
-        ranks = _align64(<uint8_t*>(skip + N_SEGMENT_KINDS * F))
-        idx = ranks + lanes * F
+        ranks = _align64(<uint8_t*>(skip + N_SEGMENT_KINDS * S))
+        idx = ranks + lanes * S
         for gi in prange(n_groups, schedule="static"):
             i = gi * lanes
             n_lanes = min(lanes, n_rows - i)

@@ -560,13 +560,15 @@ static inline void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n
     rs_add_f32_c(idx, v, acc, rs_lanes(isa), weighted, w);
 }
 
-/* Ranks of a group's values (rows[l * F + f], n_lanes lanes of `lanes`) of the features
- * used[0 .. n_used): NaN and zero take rank_zero[f] (NaN is compared as 0.0 by the "None"
- * missing type) and are marked in skip[3 f + kind], the lanes that segment kind skips (NaN
- * for kinds 1 and 2, zero for kind 1); lanes past n_lanes rank 0. */
+/* Ranks of a group's values of the rank slots used[0 .. n_used) (slot f reads column
+ * column[f] of rows[l * F + ...], n_lanes lanes of `lanes`; rs_layout.py's rank slots): NaN
+ * and zero take rank_zero[f] (NaN is compared as 0.0 by the "None" missing type) and are
+ * marked in skip[3 f + kind], the lanes that segment kind skips (NaN for kinds 1 and 2, zero
+ * for kind 1); lanes past n_lanes rank 0. */
 #define RS_GROUP_RANKS(NAME, RANK, TARGET)                                                   \
 TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,              \
-                        const int32_t* used, int64_t n_used, const double* piv,             \
+                        const int32_t* used, int64_t n_used, const int32_t* column,         \
+                        const double* piv,                                                  \
                         const double* bkt, const int64_t* bkt_off, const uint8_t* rank_zero,\
                         uint8_t* ranks, uint64_t* skip)                                     \
 {                                                                                           \
@@ -580,7 +582,7 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
         /* no branch on the value (30% zeros in a column mispredict): a zero's rank by     \
          * the search is rank_zero, and NaN's (0, no comparison holds) is replaced */       \
         for (int l = 0; l < n_lanes; ++l) {                                                 \
-            const double x = rows[l * F + f];                                               \
+            const double x = rows[l * F + column[f]];                                       \
             const int is_nan = x != x;                                                      \
             const int r = RANK(piv + 16 * f, bkt + bkt_off[f], x, npiv);                    \
             rk[l] = (uint8_t)(r + ((rz - r) & -is_nan));                                    \
@@ -602,16 +604,17 @@ RS_GROUP_RANKS(rs_group_ranks_avx512, rs_rank_avx512, __attribute__((target("avx
 #endif
 
 static inline void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
-                                  const int32_t* used, int64_t n_used, const double* piv,
+                                  const int32_t* used, int64_t n_used,
+                                  const int32_t* column, const double* piv,
                                   const double* bkt, const int64_t* bkt_off,
                                   const uint8_t* rank_zero, uint8_t* ranks, uint64_t* skip)
 {
     const int lanes = rs_lanes(isa);
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX512) { rs_group_ranks_avx512(rows, F, lanes, n_lanes, used, n_used, piv, bkt, bkt_off, rank_zero, ranks, skip); return; }
-    if (isa == RS_ISA_AVX2 || isa == RS_ISA_AVX2_WIDE) { rs_group_ranks_avx2(rows, F, lanes, n_lanes, used, n_used, piv, bkt, bkt_off, rank_zero, ranks, skip); return; }
+    if (isa == RS_ISA_AVX512) { rs_group_ranks_avx512(rows, F, lanes, n_lanes, used, n_used, column, piv, bkt, bkt_off, rank_zero, ranks, skip); return; }
+    if (isa == RS_ISA_AVX2 || isa == RS_ISA_AVX2_WIDE) { rs_group_ranks_avx2(rows, F, lanes, n_lanes, used, n_used, column, piv, bkt, bkt_off, rank_zero, ranks, skip); return; }
 #endif
-    rs_group_ranks_c(rows, F, lanes, n_lanes, used, n_used, piv, bkt, bkt_off, rank_zero, ranks, skip);
+    rs_group_ranks_c(rows, F, lanes, n_lanes, used, n_used, column, piv, bkt, bkt_off, rank_zero, ranks, skip);
 }
 
 #endif
