@@ -329,8 +329,29 @@ def test_an_xgboost_exact_model_takes_rapidscorer_and_scores_as_xgboost():
     assert "rapidscorer" in model.supported_algorithms()
     rows = X[:1000].astype(np.float32)
     want = booster.predict(xgb.DMatrix(rows, missing=np.nan), output_margin=True)
-    for isa in [i for i in RS_ISAS if i != "avx2-32"]:
+    for isa in RS_ISAS:
         got = run_kernel(_alg(model.ensemble, isa), model.ensemble, rows, 1)[0]
         assert np.array_equal(got.reshape(want.shape), want), isa
     assert np.array_equal(model.predict(rows, raw_score=True), want)
+    assert "rapidscorer" in model.info()["default_algorithm"]
+
+
+def test_a_lightgbm_model_of_1023_bins_takes_rapidscorer_and_scores_as_lightgbm():
+    lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(4000, 3))
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=4000)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    X[rng.random(X.shape) < 0.05] = 0.0
+    booster = lgb.train(dict(objective="regression", max_bin=1023, num_leaves=63,
+                             min_data_in_leaf=2, verbose=-1, num_threads=1,
+                             zero_as_missing=False), lgb.Dataset(X, y), 60)
+    model = quickscorer.Model(quickscorer.load_ensemble(booster))
+    offsets, _ = rank_table(shared_layout(model.ensemble)[0], 3)
+    assert np.diff(offsets).max() > 255
+    want = booster.predict(X[:1000], raw_score=True)
+    for isa in RS_ISAS:
+        got = run_kernel(_alg(model.ensemble, isa), model.ensemble, X[:1000], 1)[0]
+        assert np.array_equal(got.reshape(want.shape), want), isa
+    assert np.array_equal(model.predict(X[:1000], raw_score=True), want)
     assert "rapidscorer" in model.info()["default_algorithm"]
