@@ -579,10 +579,11 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
         const int64_t nbk = (bkt_off[f + 1] - bkt_off[f]) / 16 - 1;  /* real buckets */     \
         const int npiv = nbk <= 1 ? 0 : (nbk <= 8 ? 8 : 16);                                \
         const int rz = rank_zero[f];                                                        \
+        const double* xs = rows + column[f];     /* the slot's column, lane l at l * F */   \
         /* no branch on the value (30% zeros in a column mispredict): a zero's rank by     \
          * the search is rank_zero, and NaN's (0, no comparison holds) is replaced */       \
         for (int l = 0; l < n_lanes; ++l) {                                                 \
-            const double x = rows[l * F + column[f]];                                       \
+            const double x = xs[l * F];                                                     \
             const int is_nan = x != x;                                                      \
             const int r = RANK(piv + 16 * f, bkt + bkt_off[f], x, npiv);                    \
             rk[l] = (uint8_t)(r + ((rz - r) & -is_nan));                                    \
