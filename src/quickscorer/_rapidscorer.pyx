@@ -285,8 +285,8 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                 else:
                     acc64[k * lanes + l] = f.base_score[k]
     rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
-                   r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_bucket_offsets, r.rank_zero, ranks,
-                   skip)
+                   r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_bucket_offsets,
+                   r.rank_zero, ranks, skip)
     # one output, no linear leaves: a block's trees in one C call (scores in registers)
     cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
     for b in range(r.n_blocks):
