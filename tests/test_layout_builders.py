@@ -88,8 +88,13 @@ def test_rapidscorer_layout_over_rank_slots_in_c_equals_the_numpy_reference(fami
     values = np.r_[0.0, -np.inf, np.unique(rng.normal(size=n_distinct))]
     ens = numeric_ensemble(n_distinct, family, 60, 150, n_features=2, thresholds=values)
     qs = Q.quickscorer_arrays(ens)
-    _, column = R.rank_slots(qs, ens.n_features)
+    slotted, column, table = R.rank_slots(qs, ens.n_features)
     assert column.shape[0] > ens.n_features
+    # the slots' rank table, derived from the features', is the one computed over the slots
+    again = _layout.segment_rank_table(slotted["thresholds"], slotted["segment_offsets"],
+                                       column.shape[0])
+    for a, b in zip(table, again):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
     for budget in (64, 1 << 20):
         starts = R.block_starts_for(R.tree_bytes(ens), budget, 32)
         got = R.rapidscorer_arrays(ens, qs, starts)

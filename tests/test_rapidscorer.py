@@ -292,10 +292,10 @@ def _many_thresholds(rng, family, n_distinct, n_trees=40, n_features=3):
 def test_features_of_more_than_255_thresholds_are_ranked_in_slots(isa, family, n_distinct):
     rng = np.random.default_rng(n_distinct + len(family))
     ens, values = _many_thresholds(rng, family, n_distinct)
-    offsets, _ = rank_table(shared_layout(ens)[0], ens.n_features)
-    assert np.diff(offsets).max() > 255                 # the case at hand
     qs = shared_layout(ens)[0]
-    slotted, column = rank_slots(qs, ens.n_features)
+    offsets, _ = rank_table(qs, ens.n_features)
+    assert np.diff(offsets).max() > 255                 # the case at hand
+    slotted, column, _ = rank_slots(qs, ens.n_features)
     assert column.shape[0] == int(np.sum(np.maximum(1, -(-np.diff(offsets) // 255))))
     assert np.array_equal(np.unique(column), np.arange(ens.n_features))
     assert unsupported(ens) is None
@@ -310,25 +310,25 @@ def test_features_of_more_than_255_thresholds_are_ranked_in_slots(isa, family, n
 def test_rank_slots_keep_a_model_of_few_thresholds_as_it_is():
     ens = random_ensemble(np.random.default_rng(4), "lightgbm", p_categorical=0.0)
     qs = shared_layout(ens)[0]
-    slotted, column = rank_slots(qs, ens.n_features)
+    slotted, column, _ = rank_slots(qs, ens.n_features)
     assert slotted is qs and np.array_equal(column, np.arange(ens.n_features))
 
 
-def test_an_xgboost_exact_model_takes_rapidscorer_and_scores_as_xgboost():
-    xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
-    rng = np.random.default_rng(21)
-    X = rng.normal(size=(3000, 4))
-    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=3000)
+def _noisy_rows(rng, n_rows, n_features):
+    """Normal rows with 5% NaN and 5% exact zeros, and a target on the first two columns."""
+    X = rng.normal(size=(n_rows, n_features))
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=n_rows)
     X[rng.random(X.shape) < 0.05] = np.nan
     X[rng.random(X.shape) < 0.05] = 0.0
-    booster = xgb.train(dict(tree_method="exact", max_depth=6, eta=0.3, nthread=1, seed=1),
-                        xgb.DMatrix(X, label=y, missing=np.nan), 60)
-    model = quickscorer.Model(quickscorer.load_ensemble(booster))
-    offsets, _ = rank_table(shared_layout(model.ensemble)[0], 4)
+    return X, y
+
+
+def _assert_slotted_and_exact(model, rows, want):
+    """The model has a feature of more than 255 thresholds, every rapidscorer path of the
+    CPU and the default predict (rapidscorer) give the library's raw scores ``want``."""
+    offsets, _ = rank_table(shared_layout(model.ensemble)[0], model.n_features)
     assert np.diff(offsets).max() > 255
     assert "rapidscorer" in model.supported_algorithms()
-    rows = X[:1000].astype(np.float32)
-    want = booster.predict(xgb.DMatrix(rows, missing=np.nan), output_margin=True)
     for isa in RS_ISAS:
         got = run_kernel(_alg(model.ensemble, isa), model.ensemble, rows, 1)[0]
         assert np.array_equal(got.reshape(want.shape), want), isa
@@ -336,22 +336,22 @@ def test_an_xgboost_exact_model_takes_rapidscorer_and_scores_as_xgboost():
     assert "rapidscorer" in model.info()["default_algorithm"]
 
 
+def test_an_xgboost_exact_model_takes_rapidscorer_and_scores_as_xgboost():
+    xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
+    X, y = _noisy_rows(np.random.default_rng(21), 3000, 4)
+    booster = xgb.train(dict(tree_method="exact", max_depth=6, eta=0.3, nthread=1, seed=1),
+                        xgb.DMatrix(X, label=y, missing=np.nan), 60)
+    rows = X[:1000].astype(np.float32)
+    want = booster.predict(xgb.DMatrix(rows, missing=np.nan), output_margin=True)
+    _assert_slotted_and_exact(quickscorer.Model(quickscorer.load_ensemble(booster)), rows,
+                              want)
+
+
 def test_a_lightgbm_model_of_1023_bins_takes_rapidscorer_and_scores_as_lightgbm():
     lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
-    rng = np.random.default_rng(22)
-    X = rng.normal(size=(4000, 3))
-    y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.1 * rng.normal(size=4000)
-    X[rng.random(X.shape) < 0.05] = np.nan
-    X[rng.random(X.shape) < 0.05] = 0.0
+    X, y = _noisy_rows(np.random.default_rng(22), 4000, 3)
     booster = lgb.train(dict(objective="regression", max_bin=1023, num_leaves=63,
                              min_data_in_leaf=2, verbose=-1, num_threads=1,
                              zero_as_missing=False), lgb.Dataset(X, y), 60)
-    model = quickscorer.Model(quickscorer.load_ensemble(booster))
-    offsets, _ = rank_table(shared_layout(model.ensemble)[0], 3)
-    assert np.diff(offsets).max() > 255
-    want = booster.predict(X[:1000], raw_score=True)
-    for isa in RS_ISAS:
-        got = run_kernel(_alg(model.ensemble, isa), model.ensemble, X[:1000], 1)[0]
-        assert np.array_equal(got.reshape(want.shape), want), isa
-    assert np.array_equal(model.predict(X[:1000], raw_score=True), want)
-    assert "rapidscorer" in model.info()["default_algorithm"]
+    _assert_slotted_and_exact(quickscorer.Model(quickscorer.load_ensemble(booster)), X[:1000],
+                              booster.predict(X[:1000], raw_score=True))

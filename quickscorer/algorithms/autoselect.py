@@ -13,8 +13,8 @@ zeros), AMD EPYC (Zen 4) VM with AVX-512, one thread, microseconds per document,
 
 (the 64-lane path runs a last group of at most 32 rows on the 32-lane path, hence the equal
 figures below 32 rows). So: a one-row kernel for 1 to 3 rows per thread, ``vqs`` from 4,
-``rapidscorer`` from 12 where it can score the model (no categorical split, at most 255
-distinct thresholds per feature, at most 256 leaves per tree; ``vqs`` otherwise); the
+``rapidscorer`` from 12 where it can score the model (no categorical split, at most 256
+leaves per tree; ``vqs`` otherwise); the
 arithmetic traversals of the paper are for study and are never chosen.
 
 The one-row kernel is the QuickScorer scan, which pays for each false node (about 3 cycles),

@@ -75,15 +75,18 @@ def unsupported(ens: Ensemble) -> str | None:
     return None
 
 
-def rank_slots(qs: dict, n_features: int) -> tuple[dict, np.ndarray]:
-    """The QuickScorer arrays of ``qs`` over rank slots (see the module docstring), and each
-    slot's input column. ``qs`` itself where every feature has at most 255 distinct
-    thresholds (one slot per feature)."""
+def rank_slots(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple]:
+    """The QuickScorer arrays of ``qs`` over rank slots (see the module docstring), each
+    slot's input column, and their ``_layout.segment_rank_table`` (per slot: its distinct
+    thresholds, and each entry's rank among them). ``qs`` itself where every feature has at
+    most 255 distinct thresholds (one slot per feature)."""
     F = n_features
-    offsets, _, rank = _layout.segment_rank_table(qs["thresholds"], qs["segment_offsets"], F)
-    n_slots = np.maximum(1, -(-np.diff(offsets) // MAX_THRESHOLDS))
+    offsets, values, rank = _layout.segment_rank_table(qs["thresholds"],
+                                                       qs["segment_offsets"], F)
+    n_thresholds = np.diff(offsets)
+    n_slots = np.maximum(1, -(-n_thresholds // MAX_THRESHOLDS))
     if not (n_slots > 1).any():
-        return qs, np.arange(F, dtype=np.int32)
+        return qs, np.arange(F, dtype=np.int32), (offsets, values, rank)
     slot_base = np.zeros(F + 1, np.int64)
     np.cumsum(n_slots, out=slot_base[1:])
     S = int(slot_base[-1])
@@ -121,7 +124,14 @@ def rank_slots(qs: dict, n_features: int) -> tuple[dict, np.ndarray]:
     out["list_words"] = qs["list_words"][take]
     out["list_masks"] = qs["list_masks"][take]
     out["segment_offsets"] = segment_offsets
-    return out, slot_column
+    # the slots' table: the feature's thresholds in runs of 255, ranks within the run
+    v = np.arange(S) - slot_base[slot_column]
+    slot_offsets = np.zeros(S + 1, np.int64)
+    np.cumsum(np.clip(n_thresholds[slot_column] - MAX_THRESHOLDS * v, 0, MAX_THRESHOLDS),
+              out=slot_offsets[1:])
+    slot_rank = np.full(int(segment_offsets[-1]), -1, rank.dtype)
+    slot_rank[pos] = rank[order] % MAX_THRESHOLDS
+    return out, slot_column, (slot_offsets, values, slot_rank)
 
 
 def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -218,14 +228,12 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
     """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``,
     its sorting and byte splitting in C (``src/quickscorer/_layout.pyx``); the same arrays
     as :func:`rapidscorer_arrays_reference`."""
-    qs, slot_column = rank_slots(qs, ens.n_features)
+    qs, slot_column, (rank_offsets, rank_thresholds, rank) = rank_slots(qs, ens.n_features)
     F = slot_column.shape[0]                    # slots, ranked and scanned as features
     n_trees = ens.n_trees
     tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
     np.cumsum(tree_bytes(ens), out=tree_byte_offsets[1:])
     block_starts = np.asarray(block_starts, np.int64)
-    rank_offsets, rank_thresholds, rank = _layout.segment_rank_table(
-        qs["thresholds"], qs["segment_offsets"], F)
     try:
         (entries, segments, block_segments, list_offsets, list_bytes, list_masks,
          used_offsets, used_features) = _layout.rs_entries(
@@ -264,7 +272,7 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
 def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dict:
     """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``, in
     numpy (the reference of :func:`rapidscorer_arrays`)."""
-    qs, slot_column = rank_slots(qs, ens.n_features)
+    qs, slot_column, _ = rank_slots(qs, ens.n_features)
     F = slot_column.shape[0]                    # slots, ranked and scanned as features
     n_seg = N_SEGMENT_KINDS * F
     n_trees = ens.n_trees
