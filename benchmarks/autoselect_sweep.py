@@ -5,7 +5,8 @@ behind ``quickscorer/algorithms/autoselect.py``.
     python benchmarks/autoselect_sweep.py --shape full-uniform-1000x31 --repeat 5
 
 Each kernel scores consecutive slices of the rows in calls of each size, one thread, timed
-interleaved (every kernel once per round); the table gives the best round.
+interleaved (every kernel once per round); the table gives the best round. The last row is
+the default ``Model.predict_raw`` (the automatic choice, its call overhead included).
 """
 from __future__ import annotations
 
@@ -33,11 +34,13 @@ def main(argv=None) -> int:
     from quickscorer.algorithms.qs import QuickScorer
     from quickscorer.algorithms.rapidscorer import RapidScorer
     from quickscorer.algorithms.vqs import VQuickScorer
+    from quickscorer.algorithms.walk import Walk
 
     wl = M.workload(args.shape, 10_000)
     model = quickscorer.load(wl.lgb_path)
     ens, forest = model.ensemble, model._forest
-    kernels = {"quickscorer": QuickScorer(ens, forest), "vqs": VQuickScorer(ens, forest)}
+    kernels = {"quickscorer": QuickScorer(ens, forest), "walk": Walk(ens, forest),
+               "vqs": VQuickScorer(ens, forest)}
     if RapidScorer.unsupported(ens) is None:
         for isa in ("avx512", "avx2"):
             if isa in available_isas():
@@ -45,6 +48,7 @@ def main(argv=None) -> int:
                     kernels[f"rapidscorer ({isa})"] = RapidScorer(ens, forest, isa=isa)
                 except ValueError:
                     pass
+    kernels["default predict_raw"] = None
     sizes = [int(r) for r in args.rows.split(",")]
     k = model.n_outputs
     dtype = np.float32 if ens.family == "xgboost" else np.float64
@@ -58,7 +62,9 @@ def main(argv=None) -> int:
             for name, alg in kernels.items():
                 t0 = time.perf_counter()
                 for s in range(0, total, n):
-                    if dtype == np.float32:
+                    if alg is None:
+                        model.predict_raw(X[s:s + n])
+                    elif dtype == np.float32:
                         alg.predict_raw(X[s:s + n], other, out, 1)
                     else:
                         alg.predict_raw(X[s:s + n], out, other, 1)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import threading
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -30,13 +31,13 @@ DEFAULT_ALGORITHM = "auto"
 _SMALL_CALL_ALGORITHMS = ("quickscorer", "walk")
 
 
-def _is_small_call(X: np.ndarray, algorithm: str | None, n_threads) -> bool:
+def _is_small_call(X: np.ndarray, algorithm: str | None, n_threads, auto_limit: int) -> bool:
     """Whether a call takes the low-latency entry of a one-row kernel: the one the automatic
-    choice runs below VQS_MIN_ROWS rows (the QuickScorer scan or the walk, per model), and a
+    choice runs below ``auto_limit`` rows (the model's ``Model._small_limit``), and a
     call naming ``quickscorer`` or ``walk`` on one thread (every call below
     PARALLEL_MIN_ROWS rows)."""
     if algorithm is None or algorithm == DEFAULT_ALGORITHM:
-        limit = autoselect.VQS_MIN_ROWS
+        limit = auto_limit
     elif algorithm in _SMALL_CALL_ALGORITHMS:
         limit = autoselect.PARALLEL_MIN_ROWS
     else:
@@ -83,7 +84,8 @@ class Model:
         if isinstance(prepare, str):
             prepare = (prepare,)
         for name in prepare:
-            for one in (autoselect.candidates(self._supported(), self._one_row()[0])
+            for one in (autoselect.candidates(self._supported, self._one_row[0],
+                                              self._few_rows)
                         if name == DEFAULT_ALGORITHM else (name,)):
                 self.prepare(one)
 
@@ -104,22 +106,32 @@ class Model:
     def supported_algorithms(self) -> list[str]:
         """The algorithms that can score this model (all but ``rapidscorer`` score every
         model; ``Algorithm.unsupported`` says why one cannot)."""
-        return list(self._supported())
+        return list(self._supported)
 
+    # facts of the model computed on first use and kept (attribute reads once computed)
+    @cached_property
     def _supported(self) -> tuple[str, ...]:
-        got = self.__dict__.get("_supported_names")
-        if got is None:
-            got = self.__dict__["_supported_names"] = tuple(registry.supported(self.ensemble))
-        return got
+        return tuple(registry.supported(self.ensemble))
 
+    @cached_property
     def _one_row(self) -> tuple[str, str]:
         """The one-row kernel the automatic choice runs for this model, and why
         (``autoselect.one_row``)."""
-        got = self.__dict__.get("_one_row_choice")
-        if got is None:
-            got = self.__dict__["_one_row_choice"] = autoselect.one_row(self.ensemble,
-                                                                        self._supported())
-        return got
+        return autoselect.one_row(self.ensemble, self._supported)
+
+    @cached_property
+    def _few_rows(self) -> str:
+        """The kernel the automatic choice runs for VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows per
+        thread (``autoselect.few_rows``)."""
+        return autoselect.few_rows(self.ensemble, self._supported)
+
+    @cached_property
+    def _small_limit(self) -> int:
+        """Calls of fewer rows than this, with the automatic choice, run a one-row kernel
+        through its low-latency entry: VQS_MIN_ROWS, or RS_MIN_ROWS where the few-rows
+        kernel is the walk too."""
+        return (autoselect.RS_MIN_ROWS if self._few_rows in _SMALL_CALL_ALGORITHMS
+                else autoselect.VQS_MIN_ROWS)
 
     def __reduce__(self):
         # the copy prepares the layouts this one had built
@@ -149,9 +161,10 @@ class Model:
     def info(self) -> dict[str, Any]:
         """Facts about the model and the prepared layouts (sizes in bytes)."""
         d = self.ensemble.summary()
-        d["default_algorithm"] = (f"{DEFAULT_ALGORITHM}: "
-                                  f"{autoselect.describe(self._supported(), self._one_row())}")
-        d["one_row_algorithm"] = self._one_row()[0]
+        d["default_algorithm"] = (f"{DEFAULT_ALGORITHM}: " + autoselect.describe(
+            self._supported, self._one_row, self._few_rows))
+        d["one_row_algorithm"] = self._one_row[0]
+        d["few_rows_algorithm"] = self._few_rows
         rs = self._prepared.get("rapidscorer")
         if rs is not None:
             d["rapidscorer_instruction_set"] = rs.isa_name
@@ -197,8 +210,8 @@ class Model:
         X = as_rows(self.ensemble, X)
         n_threads = autoselect.threads_for(X.shape[0], _resolve_threads(n_threads))
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
-            algorithm = autoselect.choose(self._supported(), X.shape[0], n_threads,
-                                          self._one_row()[0])
+            algorithm = autoselect.choose(self._supported, X.shape[0], n_threads,
+                                          self._one_row[0], self._few_rows)
         return X, self.prepare(algorithm), n_threads
 
     # -- part of the ensemble ---------------------------------------------------------------
@@ -266,7 +279,7 @@ class Model:
         ``start_iteration`` / ``num_iteration`` (LightGBM) or ``iteration_range`` (XGBoost)
         score with part of the ensemble (:meth:`iteration_bounds`).
         """
-        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads)
+        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads, self._small_limit)
                 and not start_iteration and num_iteration is None and iteration_range is None):
             out = self._small(X, False, algorithm)
             if out is not None:
@@ -311,7 +324,7 @@ class Model:
         -------
         ndarray of shape (n_rows,) for one output, (n_rows, n_outputs) otherwise.
         """
-        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads)
+        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads, self._small_limit)
                 and not start_iteration and num_iteration is None and iteration_range is None):
             plain = raw_score or self._plain_output
             out = self._small(X, plain, algorithm)
@@ -333,7 +346,12 @@ class Model:
         algorithm), through the kernel's low-latency entry (``_kernel.predict_small``); None
         where X is not a C-contiguous float32/float64 array of the model's width (the general
         path then reads it)."""
-        name = algorithm if algorithm in _SMALL_CALL_ALGORITHMS else self._one_row()[0]
+        if algorithm in _SMALL_CALL_ALGORITHMS:
+            name = algorithm
+        elif X.ndim == 2 and X.shape[0] >= autoselect.VQS_MIN_ROWS:
+            name = self._few_rows
+        else:
+            name = self._one_row[0]
         alg = self._prepared.get(name)
         if alg is None:
             alg = self.prepare(name)

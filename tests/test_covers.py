@@ -165,6 +165,78 @@ def test_the_default_runs_the_chosen_one_row_kernel_exactly(monkeypatch, ratio, 
     assert kernel in warm.info()["layout_bytes"]
 
 
+@pytest.mark.parametrize("ratio, kernel", [(0.0, "walk"), (float("inf"), "vqs")])
+@pytest.mark.parametrize("name", ["regression", "multiclass", "categorical", "linear_tree"])
+def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio, kernel, name):
+    """Calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows run autoselect.few_rows's kernel (the
+    walk through the low-latency entry, or vqs), exactly; from RS_MIN_ROWS the multi-row
+    algorithm. The one-row kernel is kept the scan, so that the walk's layout appears only
+    where the few-rows calls run it."""
+    monkeypatch.setattr(autoselect, "FEW_ROWS_WALK_RATIO", ratio)
+    monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", float("inf"))
+    booster, X, _ = _trained(name)
+    model = quickscorer.Model(load_lightgbm(booster))
+    assert model.info()["few_rows_algorithm"] == kernel
+    assert model.info()["one_row_algorithm"] == "quickscorer"
+    assert f"{kernel} for {autoselect.VQS_MIN_ROWS} or more" in model.info()["default_algorithm"]
+    rows = special_rows(np.random.default_rng(6), 40, model.n_features)
+    rows[:, :] = np.where(np.isnan(rows), rows, X[:40])
+    want = model.predict_raw(rows, algorithm="traversal")
+    for n in range(autoselect.VQS_MIN_ROWS, autoselect.RS_MIN_ROWS):
+        assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
+        assert np.array_equal(model.predict_raw(np.asfortranarray(rows[n:2 * n])),
+                              want[n:2 * n])
+        assert np.array_equal(model.predict(rows[:n], raw_score=True),
+                              model.predict(rows[:n], raw_score=True, algorithm="traversal"))
+    assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
+    many = "vqs" if name == "categorical" else "rapidscorer"
+    n = autoselect.RS_MIN_ROWS
+    assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
+    assert set(model.info()["layout_bytes"]) == {"traversal", kernel, many}
+    warm = quickscorer.Model(model.ensemble, prepare=("auto",))
+    assert set(warm.info()["layout_bytes"]) == {"quickscorer", kernel, many}
+
+
+def _balanced(depth: int) -> Ensemble:
+    """Two balanced trees of 2 ** depth leaves whose covers split evenly at every node: a row's
+    path has ``depth`` nodes and it meets (2 ** depth - 1) / 2 false nodes per tree."""
+    n_internal = 2 ** depth - 1
+    k = 2 * n_internal + 1                      # heap numbering, leaves last
+    left = [2 * i + 1 if i < n_internal else -1 for i in range(k)]
+    right = [2 * i + 2 if i < n_internal else -1 for i in range(k)]
+    level = [int(np.log2(i + 1)) for i in range(k)]
+    tree = build_tree(left=left, right=right, root=0, feature=[0] * k,
+                      threshold=[float(i) for i in range(k)], default_left=[False] * k,
+                      missing_type=[0] * k, is_categorical=[False] * k, categories=None,
+                      value=[0.5 * i for i in range(k)],
+                      cover=[2.0 ** (depth - lv) for lv in level], n_features=1)
+    return Ensemble(trees=[tree, tree], tree_group=[0, 0], n_outputs=1, n_features=1,
+                    family="lightgbm", base_score=[0.0])
+
+
+@pytest.mark.parametrize("depth, kernel", [(3, "vqs"), (6, "vqs"), (7, "walk"), (8, "walk")])
+def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(depth, kernel):
+    """FEW_ROWS_WALK_RATIO = 8 expected false nodes per path node: balanced trees of depth 6
+    (31.5 / 6) stay on vqs, depth 7 (63.5 / 7) and 8 (127.5 / 8) walk; without covers, or
+    without the walk among the supported algorithms, vqs."""
+    ens = _balanced(depth)
+    path, false = autoselect.expected_costs(ens)
+    assert path == pytest.approx(2 * depth)
+    assert false == pytest.approx(2 ** depth - 1)
+    model = quickscorer.Model(ens)
+    assert autoselect.few_rows(ens, model.supported_algorithms()) == kernel
+    assert model.info()["few_rows_algorithm"] == kernel
+    assert model._small_limit == (autoselect.RS_MIN_ROWS if kernel == "walk"
+                                    else autoselect.VQS_MIN_ROWS)
+    assert autoselect.few_rows(ens, ["quickscorer", "vqs", "rapidscorer"]) == "vqs"
+    X = np.linspace(-1.0, 2.0 ** (depth + 1), 8 * model.n_features).reshape(8, -1)
+    assert np.array_equal(model.predict_raw(X), model.predict_raw(X, algorithm="traversal"))
+    assert kernel in model.info()["layout_bytes"]
+    bare = random_ensemble(np.random.default_rng(3), "lightgbm", n_trees=20)
+    assert not bare.has_cover
+    assert autoselect.few_rows(bare, quickscorer.Model(bare).supported_algorithms()) == "vqs"
+
+
 # XGBoost: sum_hessian, the rows' count under squared error (a hessian of 1 per row)
 
 SQUARED = ["reg:squarederror", "categorical", "multi_target", "single_leaf", "deep"]

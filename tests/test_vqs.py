@@ -143,6 +143,15 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose(supported, 1000, 1) == "vqs"
     assert autoselect.choose(names, 8, 1) == "vqs"
     assert autoselect.choose(names, 1000, 1) == "rapidscorer"
+    # the boundaries: one-row kernel below 4 rows, few-rows kernel below 9, then rapidscorer
+    assert autoselect.choose(names, 3, 1, "walk", "walk") == "walk"
+    assert autoselect.choose(names, 4, 1, "walk", "vqs") == "vqs"
+    assert autoselect.choose(names, 8, 1, "quickscorer", "walk") == "walk"
+    assert autoselect.choose(names, 9, 1, "walk", "walk") == "rapidscorer"
+    assert autoselect.choose(supported, 9, 1, "walk", "walk") == "vqs"
+    assert autoselect.choose(names, 17, 2, "walk", "walk") == "walk"    # 8.5 rows per thread
+    assert autoselect.candidates(names, "walk", "walk") == ("walk", "rapidscorer")
+    assert autoselect.candidates(supported, "quickscorer", "vqs") == ("quickscorer", "vqs")
     X = special_rows(rng, 300, ens.n_features)
     want = reference.predict_raw(ens, X)
     for n in (1, 3, 300):

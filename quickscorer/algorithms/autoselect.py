@@ -12,10 +12,27 @@ zeros), AMD EPYC (Zen 4) VM with AVX-512, one thread, microseconds per document,
     rapidscorer (32)    78.0   46.5   27.4   15.4   11.7    9.1    6.9    5.3    5.3    5.0
 
 (the 64-lane path runs a last group of at most 32 rows on the 32-lane path, hence the equal
-figures below 32 rows). So: a one-row kernel for 1 to 3 rows per thread, ``vqs`` from 4,
-``rapidscorer`` from 12 where it can score the model (no categorical split, at most 256
-leaves per tree; ``vqs`` otherwise); the
-arithmetic traversals of the paper are for study and are never chosen.
+figures below 32 rows). The same sweep on an AMD EPYC (Zen 3) VM with AVX2 only, nine
+1,000-tree models (``--rows 1,2,3,4,5,6,7,8,9,10,11,12,16 --repeat 5``, walk included), at 8
+and 9 rows::
+
+    model                  vqs 8   rapidscorer 8   vqs 9   rapidscorer 9   walk 8
+    full 8 leaves            4.3         4.7          5.5        4.4          9.2
+    full 31 leaves           7.9         8.9         10.4        8.3         13.6
+    full 64 leaves          13.2        15.6         17.4       14.6         18.9
+    lambdarank 64 leaves     8.6         9.5         11.2        8.9         21.4
+    XGBoost depth 6         12.6        13.5         16.6       12.2         28.4
+    XGBoost depth 8         48.0        37.3         61.1       34.6         43.7
+    full 255 leaves         65.8        55.3         79.3       51.5         47.8
+
+(heavy-tailed 31 and 64 leaves as their uniform twins). So: a one-row kernel for 1 to 3 rows
+per thread, ``vqs`` from 4, ``rapidscorer`` from 9 where it can score the model (no
+categorical split, at most 256 leaves per tree; ``vqs`` otherwise): at 9 rows ``vqs`` adds a
+group of 8 lanes for one row, a 32-document group has room. On the two models of large trees
+the walk beat both scans from 4 to 8 rows (255 leaves: 47.8-50.9 us against ``vqs``'s
+65.8-102.8; XGBoost depth 8 43.4-45.6 against 48.0-79.3), so :func:`few_rows` runs it there
+where the covers say so. The arithmetic traversals of the paper are for study and are never
+chosen.
 
 The one-row kernel is the QuickScorer scan, which pays for each false node (about 3 cycles),
 or ``walk``, which pays for each node on the path (about 15 to 30 cycles, a load chain that grows
@@ -34,9 +51,13 @@ nodes / path length)::
     XGBoost depth 6                  0.63-0.68     3.0-3.5
     full 64 leaves, heavy-tailed     1.00          5.4
     full 64 leaves                   1.16          6.1
+    XGBoost depth 8                  1.61          9.1
     full 255 leaves                  1.63         14.2
 
-so the walk from WALK_MIN_RATIO up; the scan where the model gives no covers.
+so the walk from WALK_MIN_RATIO up; the scan where the model gives no covers. For 4 to 8
+rows the walk from FEW_ROWS_WALK_RATIO up, between the full 64-leaf model (6.1: ``vqs``
+faster from 5 rows) and XGBoost depth 8 (9.1: the walk faster to 6 rows, within 17% at 7
+and 8).
 """
 from __future__ import annotations
 
@@ -47,8 +68,9 @@ import numpy as np
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
 VQS_MIN_ROWS = 4
 
-#: from this many rows per thread RapidScorer's 32- or 64-document groups win
-RS_MIN_ROWS = 12
+#: from this many rows per thread RapidScorer's 32- or 64-document groups win (from 9 rows
+#: ``vqs`` runs a second group of 8 lanes for the rows past 8; see the module docstring)
+RS_MIN_ROWS = 9
 
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up)
 PARALLEL_MIN_ROWS = 64
@@ -56,16 +78,18 @@ PARALLEL_MIN_ROWS = 64
 #: the one-row walk from this many expected false nodes per node on a row's path
 WALK_MIN_RATIO = 5.0
 
-#: the algorithms predict may choose from VQS_MIN_ROWS rows per thread; below, the model's
-#: one-row kernel (:func:`one_row`)
-MULTI_ROW_CANDIDATES = ("vqs", "rapidscorer")
+#: the walk also for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows (instead of ``vqs``) from
+#: this many: trees so large that an 8-lane scan of their false nodes costs more than 8 walks
+FEW_ROWS_WALK_RATIO = 8.0
 
-
-def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer") -> tuple[str, ...]:
+def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer",
+               few_rows_kernel: str = "vqs") -> tuple[str, ...]:
     """The algorithms predict may choose for a model, among those that can score it
-    (``one_row_kernel``: the model's :func:`one_row` choice)."""
-    return tuple(name for name in (one_row_kernel,) + MULTI_ROW_CANDIDATES
-                 if name in supported)
+    (``one_row_kernel``, ``few_rows_kernel``: the model's :func:`one_row` and
+    :func:`few_rows` choices)."""
+    many = "rapidscorer" if "rapidscorer" in supported else "vqs"
+    names = dict.fromkeys((one_row_kernel, few_rows_kernel, many))
+    return tuple(name for name in names if name in supported)
 
 
 def expected_costs(ens) -> tuple[float, float] | None:
@@ -90,6 +114,17 @@ def expected_costs(ens) -> tuple[float, float] | None:
     return float(path.sum()), float(false.sum())
 
 
+def few_rows(ens, supported: Sequence[str]) -> str:
+    """The kernel for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows per thread: ``walk``
+    where the model's covers give at least FEW_ROWS_WALK_RATIO expected false nodes per node
+    on a row's path, ``vqs`` otherwise (and without covers)."""
+    costs = expected_costs(ens)
+    if costs is None or "walk" not in supported:
+        return "vqs"
+    path, false = costs
+    return "walk" if path > 0 and false / path >= FEW_ROWS_WALK_RATIO else "vqs"
+
+
 def one_row(ens, supported: Sequence[str]) -> tuple[str, str]:
     """The kernel for calls of fewer than VQS_MIN_ROWS rows per thread, and why."""
     costs = expected_costs(ens)
@@ -105,16 +140,17 @@ def one_row(ens, supported: Sequence[str]) -> tuple[str, str]:
 
 
 def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1,
-           one_row_kernel: str = "quickscorer") -> str:
+           one_row_kernel: str = "quickscorer", few_rows_kernel: str = "vqs") -> str:
     """The algorithm to run for ``n_rows`` rows on ``n_threads`` threads, among those that
-    can score the model (``supported``); ``one_row_kernel`` below VQS_MIN_ROWS rows per
-    thread (:func:`one_row`)."""
+    can score the model (``supported``): ``one_row_kernel`` below VQS_MIN_ROWS rows per
+    thread (:func:`one_row`), ``few_rows_kernel`` below RS_MIN_ROWS (:func:`few_rows`),
+    then ``rapidscorer`` (``vqs`` where it cannot score the model)."""
     per_thread = n_rows / max(1, n_threads)
     if per_thread < VQS_MIN_ROWS:
         return one_row_kernel
-    if per_thread >= RS_MIN_ROWS and "rapidscorer" in supported:
-        return "rapidscorer"
-    return "vqs"
+    if per_thread < RS_MIN_ROWS:
+        return few_rows_kernel
+    return "rapidscorer" if "rapidscorer" in supported else "vqs"
 
 
 def threads_for(n_rows: int, n_threads: int) -> int:
@@ -124,11 +160,11 @@ def threads_for(n_rows: int, n_threads: int) -> int:
     return max(1, min(n_threads, n_rows // 8))
 
 
-def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quickscorer", "")
-             ) -> str:
+def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quickscorer", ""),
+             few_rows_kernel: str = "vqs") -> str:
     fast = ("rapidscorer" if "rapidscorer" in supported
             else "vqs (rapidscorer cannot score this model)")
     name, why = one_row_choice
-    return (f"{fast} for {RS_MIN_ROWS} or more rows per thread, vqs for {VQS_MIN_ROWS} or "
-            f"more, {name} below{f' ({why})' if why else ''}; one thread below "
-            f"{PARALLEL_MIN_ROWS} rows")
+    return (f"{fast} for {RS_MIN_ROWS} or more rows per thread, {few_rows_kernel} for "
+            f"{VQS_MIN_ROWS} or more, {name} below{f' ({why})' if why else ''}; one thread "
+            f"below {PARALLEL_MIN_ROWS} rows")
