@@ -82,6 +82,7 @@ WALK_MIN_RATIO = 5.0
 #: this many: trees so large that an 8-lane scan of their false nodes costs more than 8 walks
 FEW_ROWS_WALK_RATIO = 8.0
 
+
 def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer",
                few_rows_kernel: str = "vqs") -> tuple[str, ...]:
     """The algorithms predict may choose for a model, among those that can score it
