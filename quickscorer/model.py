@@ -31,13 +31,12 @@ DEFAULT_ALGORITHM = "auto"
 _SMALL_CALL_ALGORITHMS = ("quickscorer", "walk")
 
 
-def _is_small_call(X: np.ndarray, algorithm: str | None, n_threads, auto_limit: int) -> bool:
+def _is_small_call(X: np.ndarray, algorithm: str | None, n_threads, model: "Model") -> bool:
     """Whether a call takes the low-latency entry of a one-row kernel: the one the automatic
-    choice runs below ``auto_limit`` rows (the model's ``Model._small_limit``), and a
-    call naming ``quickscorer`` or ``walk`` on one thread (every call below
-    PARALLEL_MIN_ROWS rows)."""
+    choice runs below the model's ``_small_limit`` rows, and a call naming ``quickscorer``
+    or ``walk`` on one thread (every call below PARALLEL_MIN_ROWS rows)."""
     if algorithm is None or algorithm == DEFAULT_ALGORITHM:
-        limit = auto_limit
+        limit = model._small_limit
     elif algorithm in _SMALL_CALL_ALGORITHMS:
         limit = autoselect.PARALLEL_MIN_ROWS
     else:
@@ -114,16 +113,21 @@ class Model:
         return tuple(registry.supported(self.ensemble))
 
     @cached_property
+    def _costs(self) -> tuple[float, float] | None:
+        """``autoselect.expected_costs`` (one pass over the node covers; None without)."""
+        return autoselect.expected_costs(self.ensemble)
+
+    @cached_property
     def _one_row(self) -> tuple[str, str]:
         """The one-row kernel the automatic choice runs for this model, and why
         (``autoselect.one_row``)."""
-        return autoselect.one_row(self.ensemble, self._supported)
+        return autoselect.one_row(self.ensemble, self._supported, self._costs)
 
     @cached_property
     def _few_rows(self) -> str:
         """The kernel the automatic choice runs for VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows per
         thread (``autoselect.few_rows``)."""
-        return autoselect.few_rows(self.ensemble, self._supported)
+        return autoselect.few_rows(self.ensemble, self._supported, self._costs)
 
     @cached_property
     def _small_limit(self) -> int:
@@ -279,7 +283,7 @@ class Model:
         ``start_iteration`` / ``num_iteration`` (LightGBM) or ``iteration_range`` (XGBoost)
         score with part of the ensemble (:meth:`iteration_bounds`).
         """
-        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads, self._small_limit)
+        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads, self)
                 and not start_iteration and num_iteration is None and iteration_range is None):
             out = self._small(X, False, algorithm)
             if out is not None:
@@ -324,7 +328,7 @@ class Model:
         -------
         ndarray of shape (n_rows,) for one output, (n_rows, n_outputs) otherwise.
         """
-        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads, self._small_limit)
+        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads, self)
                 and not start_iteration and num_iteration is None and iteration_range is None):
             plain = raw_score or self._plain_output
             out = self._small(X, plain, algorithm)

@@ -115,20 +115,28 @@ def expected_costs(ens) -> tuple[float, float] | None:
     return float(path.sum()), float(false.sum())
 
 
-def few_rows(ens, supported: Sequence[str]) -> str:
+#: one_row's and few_rows's default: compute the model's expected_costs
+_COMPUTE = object()
+
+
+def few_rows(ens, supported: Sequence[str], costs=_COMPUTE) -> str:
     """The kernel for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows per thread: ``walk``
     where the model's covers give at least FEW_ROWS_WALK_RATIO expected false nodes per node
-    on a row's path, ``vqs`` otherwise (and without covers)."""
-    costs = expected_costs(ens)
+    on a row's path, ``vqs`` otherwise (and without covers). ``costs``: the model's
+    :func:`expected_costs`, where the caller has them."""
+    if costs is _COMPUTE:
+        costs = expected_costs(ens)
     if costs is None or "walk" not in supported:
         return "vqs"
     path, false = costs
     return "walk" if path > 0 and false / path >= FEW_ROWS_WALK_RATIO else "vqs"
 
 
-def one_row(ens, supported: Sequence[str]) -> tuple[str, str]:
-    """The kernel for calls of fewer than VQS_MIN_ROWS rows per thread, and why."""
-    costs = expected_costs(ens)
+def one_row(ens, supported: Sequence[str], costs=_COMPUTE) -> tuple[str, str]:
+    """The kernel for calls of fewer than VQS_MIN_ROWS rows per thread, and why (``costs``
+    as for :func:`few_rows`)."""
+    if costs is _COMPUTE:
+        costs = expected_costs(ens)
     if costs is None:
         return "quickscorer", "the model gives no node covers"
     path, false = costs
