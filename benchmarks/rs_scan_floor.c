@@ -37,7 +37,7 @@ static double now(void)
 __attribute__((target("avx2"), noinline))
 static const rs_entry* shipped(const uint8_t* rank, const rs_entry* e, uint8_t* state)
 {
-    return rs_scan_avx2(rank, e, state);
+    return rs_scan_avx2(rank, e, state, 0);
 }
 
 __attribute__((target("avx2"), noinline))
@@ -107,7 +107,7 @@ static const rs_entry* halves(const uint8_t* rank, const rs_entry* e, uint8_t* s
 __attribute__((target("avx2"), noinline))
 static const rs_entry* wide64(const uint8_t* rank, const rs_entry* e, uint8_t* state)
 {
-    return rs_scan_avx2w(rank, e, state);
+    return rs_scan_avx2w(rank, e, state, 0);
 }
 
 __attribute__((target("avx2"), noinline))

@@ -77,6 +77,17 @@ def test_rapidscorer_layout_in_c_equals_the_numpy_reference(seed, family, n_tree
     starts = R.block_starts_for(R.tree_bytes(ens), budget, 32)
     assert_same_arrays(R.rapidscorer_arrays(ens, qs, starts),
                        R.rapidscorer_arrays_reference(ens, qs, starts))
+    assert_same_mirrored(ens, starts)
+
+
+def assert_same_mirrored(ens, starts):
+    """The layout with mirrored nodes, in C and in numpy, where the model has some."""
+    mirrored = R.mirrored_arrays(ens)
+    if mirrored is not None:
+        mq, order = mirrored
+        assert_same_arrays(R.rapidscorer_arrays(ens, mq, starts, order),
+                           R.rapidscorer_arrays_reference(ens, mq, starts, order))
+    return mirrored is not None
 
 
 @pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
@@ -100,6 +111,7 @@ def test_rapidscorer_layout_over_rank_slots_in_c_equals_the_numpy_reference(fami
         got = R.rapidscorer_arrays(ens, qs, starts)
         assert np.array_equal(got["slot_column"], column)
         assert_same_arrays(got, R.rapidscorer_arrays_reference(ens, qs, starts))
+        assert assert_same_mirrored(ens, starts)
 
 
 @settings(max_examples=40, deadline=None)
@@ -117,6 +129,7 @@ def test_c_builders_match_the_references_on_random_models(seed, family, n_trees,
         starts = R.block_starts_for(R.tree_bytes(ens), 64 * (1 + seed % 4), 32)
         assert_same_arrays(R.rapidscorer_arrays(ens, qs, starts),
                            R.rapidscorer_arrays_reference(ens, qs, starts))
+        assert_same_mirrored(ens, starts)
     half = max(1, n_trees // 2)
     starts = [0, half, n_trees] if half < n_trees else [0, n_trees]
     for block, a, b in zip(Q.block_arrays(ens, qs, starts), starts[:-1], starts[1:]):

@@ -76,15 +76,16 @@ def test_calls_of_more_than_32_rows_take_the_wide_avx2_path(monkeypatch):
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost"]),
        n_rows=st.sampled_from([1, 31, 32, 33, 64, 65, 150]), n_outputs=st.integers(1, 3),
-       max_leaves=st.sampled_from([2, 9, 40, 70, 256]))
-def test_random_models_match_the_reference(isa, seed, family, n_rows, n_outputs, max_leaves):
+       max_leaves=st.sampled_from([2, 9, 40, 70, 256]), mirror=st.booleans())
+def test_random_models_match_the_reference(isa, seed, family, n_rows, n_outputs, max_leaves,
+                                           mirror):
     rng = np.random.default_rng(seed)
     ens = random_ensemble(rng, family, n_trees=12, n_outputs=n_outputs, max_leaves=max_leaves,
                           p_categorical=0.0)
     X = special_rows(rng, n_rows, ens.n_features)
-    _check(ens, X, isa)
-    _check(ens, X.astype(np.float32), isa)
-    _check(ens, X, isa, block_bytes=1)      # one tree per block
+    _check(ens, X, isa, mirror=mirror)
+    _check(ens, X.astype(np.float32), isa, mirror=mirror)
+    _check(ens, X, isa, block_bytes=1, mirror=mirror)      # one tree per block
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)
@@ -113,8 +114,10 @@ def test_zero_as_missing_nan_and_infinities(isa):
     assert any((t.missing_type == MISSING_ZERO).any() for t in ens.trees)
     X = rng.choice([0.0, -0.0, np.nan, 1.0, 2.0, 33.0, -1.0, 1e-36, np.inf, -np.inf, 0.5],
                    size=(97, 5))
-    _check(ens, X, isa)
-    _check(ens, X, isa, block_bytes=500)
+    assert _alg(ens, isa).mirrored       # mirrored nodes send missing values the other way
+    for mirror in (True, False):
+        _check(ens, X, isa, mirror=mirror)
+        _check(ens, X, isa, block_bytes=500, mirror=mirror)
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)
@@ -303,8 +306,11 @@ def test_features_of_more_than_255_thresholds_are_ranked_in_slots(isa, family, n
     x = np.r_[values, np.nextafter(values, np.inf), np.nextafter(values, -np.inf), np.nan,
               -0.0]
     X = np.c_[x, rng.permutation(x), rng.permutation(x)]
-    _check(ens, X, isa)
-    _check(ens, special_rows(rng, 200, ens.n_features), isa, block_bytes=300)
+    assert _alg(ens, isa).mirrored       # mirrored nodes test the complement of slot ranks
+    for mirror in (True, False):
+        _check(ens, X, isa, mirror=mirror)
+        _check(ens, special_rows(rng, 200, ens.n_features), isa, block_bytes=300,
+               mirror=mirror)
 
 
 def test_rank_slots_keep_a_model_of_few_thresholds_as_it_is():
@@ -355,3 +361,135 @@ def test_a_lightgbm_model_of_1023_bins_takes_rapidscorer_and_scores_as_lightgbm(
                              zero_as_missing=False), lgb.Dataset(X, y), 60)
     _assert_slotted_and_exact(quickscorer.Model(quickscorer.load_ensemble(booster)), X[:1000],
                               booster.predict(X[:1000], raw_score=True))
+
+
+def _span_total(left, right, flips):
+    """Bytes spanned by every node's first subtree of one tree, the nodes in ``flips``
+    putting their right subtree first (a brute-force count)."""
+    total = 0
+
+    def size(c):
+        return 1 if c < 0 else size(left[c]) + size(right[c])
+
+    def walk(n, p):
+        nonlocal total
+        a, b = (right[n], left[n]) if n in flips else (left[n], right[n])
+        k = size(a)
+        total += (p % 8 + k - 1) // 8 + 1
+        for c, q in ((a, p), (b, p + k)):
+            if c >= 0:
+                walk(c, q)
+    walk(0, 0)
+    return total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_mirrored_leaf_order_spans_the_fewest_bytes(seed):
+    """_build.mirrored_ranges: a leaf order per tree, each node's first subtree a
+    contiguous range of it, spanning the fewest bytes of all 2^nodes choices."""
+    from itertools import combinations
+    from quickscorer import _build
+    rng = np.random.default_rng(seed)
+    trees = tuple(random_tree(rng, int(rng.integers(1, 12)), 3, "lightgbm",
+                              p_categorical=0.0) for _ in range(8))
+    ens = Ensemble(trees=trees, tree_group=np.zeros(8, np.int64), n_outputs=1, n_features=3,
+                   family="lightgbm", base_score=[0.0])
+    packed = ens.trees.arrays
+    node_offset = np.ascontiguousarray(ens.trees.node_offset, np.int64)
+    leaf_offset = np.ascontiguousarray(ens.trees.leaf_offset, np.int64)
+    left = np.ascontiguousarray(packed["left"], np.int32)
+    right = np.ascontiguousarray(packed["right"], np.int32)
+    lo, mid, hi = _build.packed_leaf_ranges(left, right, node_offset)
+    for allow in (1, 0):
+        flip, first_lo, first_hi, order = _build.mirrored_ranges(
+            left, right, node_offset, leaf_offset, lo, mid, hi,
+            np.full(left.shape[0], allow, np.uint8))
+        for t, tree in enumerate(trees):
+            a, b = node_offset[t], node_offset[t + 1]
+            pos = order[leaf_offset[t]:leaf_offset[t + 1]]
+            assert sorted(pos.tolist()) == list(range(tree.n_leaves))
+            if b == a:
+                continue
+            got = int(np.sum((first_hi[a:b] - 1) // 8 - first_lo[a:b] // 8 + 1))
+            chosen = {n for n in range(b - a) if flip[a + n]}
+            assert got == _span_total(tree.left, tree.right, chosen)
+            # each node's first subtree holds the leaves of the side it chose
+            tlo, tmid, thi = tree.leaf_ranges()
+            inv = np.empty_like(pos)
+            inv[pos] = np.arange(pos.shape[0])
+            for n in range(b - a):
+                own = (range(tmid[n], thi[n]) if flip[a + n] else range(tlo[n], tmid[n]))
+                assert sorted(inv[list(own)].tolist()) == list(range(first_lo[a + n],
+                                                                      first_hi[a + n]))
+            if not allow:
+                assert not chosen
+                continue
+            nodes = range(b - a)
+            best = min(_span_total(tree.left, tree.right, set(c))
+                       for k in range(len(nodes) + 1) for c in combinations(nodes, k))
+            assert got == best
+
+
+def _lopsided_tree(rng, n_leaves, n_features, family):
+    """A tree whose every node has about four fifths of its leaves on its left: the case
+    mirrored nodes are for."""
+    left, right = [], []
+
+    def grow(n):                # a subtree of n leaves; its source node
+        k = len(left)
+        left.append(-1)
+        right.append(-1)
+        if n > 1:
+            small = max(1, n // 5)
+            left[k] = grow(n - small)
+            right[k] = grow(small)
+        return k
+    grow(n_leaves)
+    k = len(left)
+    return build_tree(left=left, right=right, root=0,
+                      feature=rng.integers(0, n_features, k).tolist(),
+                      threshold=np.round(rng.normal(size=k), 1).tolist(),
+                      default_left=(rng.random(k) < 0.5).tolist(),
+                      missing_type=(rng.integers(0, 3, k).tolist() if family == "lightgbm"
+                                    else [2] * k),
+                      is_categorical=[False] * k, categories=None,
+                      value=np.round(rng.normal(size=k), 3).tolist(), n_features=n_features)
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_lopsided_trees_are_scored_with_mirrored_nodes(isa, family):
+    rng = np.random.default_rng(17)
+    trees = tuple(_lopsided_tree(rng, n, 4, family) for n in (40, 200, 64, 9, 256, 100))
+    ens = Ensemble(trees=trees, tree_group=np.zeros(len(trees), np.int64), n_outputs=1,
+                   n_features=4, family=family, base_score=[0.5])
+    mirrored, plain = _alg(ens, isa), _alg(ens, isa, mirror=False)
+    assert mirrored.mirrored and not plain.mirrored
+    a, p = mirrored.arrays(), plain.arrays()
+    real = a["entries"].view(ENTRY_DTYPE)["thr"] != SENTINEL_THR
+    real_p = p["entries"].view(ENTRY_DTYPE)["thr"] != SENTINEL_THR
+    assert real.sum() < 0.7 * real_p.sum()             # far fewer bytes to AND
+    assert (a["segments"] >> np.uint64(63)).any()        # segments of mirrored nodes
+    order = a["leaf_order"]
+    assert not np.array_equal(order, np.concatenate([np.arange(t.n_leaves) for t in trees]))
+    X = special_rows(rng, 150, 4)
+    for kw in ({}, {"block_bytes": 1}, {"n_threads": 2}):
+        _check(ens, X, isa, **kw)
+        _check(ens, X, isa, mirror=False, **kw)
+
+
+def test_a_layout_whose_leaf_order_does_not_fit_its_trees_is_refused():
+    ens = random_ensemble(np.random.default_rng(5), "lightgbm", n_trees=6, max_leaves=60,
+                          p_categorical=0.0)
+    alg = RapidScorer(ens, _model(ens)._forest)
+    assert alg.mirrored
+    a = {k: v.copy() for k, v in alg.arrays().items()}
+    bad = dict(a, leaf_order=a["leaf_order"] + 300)
+    with pytest.raises(ValueError, match="leaf order"):
+        _rapidscorer.RSLayout(bad, ens.n_features)
+    bad = dict(a, leaf_value=a["leaf_value"][:-1])
+    with pytest.raises(ValueError, match="leaf order"):
+        _rapidscorer.RSLayout(bad, ens.n_features)
+    bad = dict(a, segments=a["segments"] | np.uint64(0x7FFF << 32))
+    with pytest.raises(ValueError, match="segment"):
+        _rapidscorer.RSLayout(bad, ens.n_features)

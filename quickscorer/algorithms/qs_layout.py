@@ -187,7 +187,7 @@ def entry_trees(arrays: dict) -> np.ndarray:
     return trees
 
 
-def _tree_word_offsets(ens: Ensemble) -> np.ndarray:
+def tree_word_offsets_of(ens: Ensemble) -> np.ndarray:
     """Tree ``t``'s first word of a row's bitvectors: ``ceil(leaves / 64)`` words per tree."""
     tree_word_offsets = np.zeros(ens.n_trees + 1, np.int64)
     np.cumsum((ens.n_leaves + 63) // 64, out=tree_word_offsets[1:])
@@ -236,7 +236,7 @@ def _no_categories(n_features: int) -> dict:
 def _numeric_arrays(ens: Ensemble) -> dict:
     """:func:`quickscorer_arrays` of a model whose nodes are all numerical, in C."""
     F = ens.n_features
-    tree_word_offsets = _tree_word_offsets(ens)
+    tree_word_offsets = tree_word_offsets_of(ens)
     packed = ens.trees.arrays
     if ens.family == "xgboost":   # XGBoost sends only NaN to the default side
         kind = np.full(packed["feature"].shape[0], SEGMENT_NAN, np.uint8)
@@ -246,14 +246,21 @@ def _numeric_arrays(ens: Ensemble) -> dict:
     lo, mid, _ = _build.packed_leaf_ranges(np.ascontiguousarray(packed["left"], np.int32),
                                            np.ascontiguousarray(packed["right"], np.int32),
                                            node_offset)
+    return numeric_layout(node_offset, np.ascontiguousarray(packed["feature"], np.int32),
+                          np.ascontiguousarray(packed["threshold"], np.float64),
+                          packed["default_left"].view(np.uint8), kind, lo, mid,
+                          tree_word_offsets, F)
+
+
+def numeric_layout(node_offset, feature, threshold, default_left, kind, lo, mid,
+                   tree_word_offsets, n_features: int) -> dict:
+    """The layout of numerical nodes given per node (packed, tree by tree): feature,
+    threshold, default side, segment kind and the leaves ``[lo, mid)`` its mask clears."""
     (thresholds, words, masks, trees, segment_offsets, list_offsets, list_words, list_masks,
-     used) = _layout.qs_numeric(node_offset, np.ascontiguousarray(packed["feature"], np.int32),
-                                np.ascontiguousarray(packed["threshold"], np.float64),
-                                packed["default_left"].view(np.uint8), kind, lo, mid,
-                                tree_word_offsets, F)
-    del kind, lo, mid
+     used) = _layout.qs_numeric(node_offset, feature, threshold, default_left, kind, lo, mid,
+                                tree_word_offsets, n_features)
     return _layout_dict(tree_word_offsets, thresholds, words, masks, trees, segment_offsets,
-                        list_offsets, list_words, list_masks, _no_categories(F),
+                        list_offsets, list_words, list_masks, _no_categories(n_features),
                         np.flatnonzero(used).astype(np.int32))
 
 
@@ -313,7 +320,7 @@ def quickscorer_arrays_reference(ens: Ensemble, *,
     """
     F = ens.n_features
     xgb = ens.family == "xgboost"
-    tree_word_offsets = _tree_word_offsets(ens)
+    tree_word_offsets = tree_word_offsets_of(ens)
 
     # All internal nodes of all trees, in tree then node order: the packed arrays themselves.
     packed = ens.trees.arrays

@@ -22,7 +22,8 @@ from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
 from .qs import layout_arrays
-from .rs_layout import block_starts_for, rapidscorer_arrays, tree_bytes, unsupported
+from .rs_layout import (block_starts_for, mirrored_arrays, rapidscorer_arrays, tree_bytes,
+                        unsupported)
 
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
@@ -82,7 +83,7 @@ class RapidScorer(Algorithm):
             return _UNSUPPORTED[ens]
 
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
-                 block_bytes: int | None = None, wide: bool = True):
+                 block_bytes: int | None = None, wide: bool = True, mirror: bool = True):
         super().__init__(ens, forest)
         self.isa = rs_isa_code(isa)
         #: the path named by isa= or $QUICKSCORER_ISA, used for every call; else None
@@ -96,7 +97,15 @@ class RapidScorer(Algorithm):
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
                             or default_block_bytes())
         starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
-        self._arrays = rapidscorer_arrays(ens, layout_arrays(ens), starts)
+        # mirrored nodes (rs_layout): False scores with every node's left subtree first
+        mirrored = mirrored_arrays(ens) if mirror else None
+        if mirrored is None:
+            self._arrays = rapidscorer_arrays(ens, layout_arrays(ens), starts)
+        else:
+            self._arrays = rapidscorer_arrays(ens, mirrored[0], starts, mirrored[1])
+        del mirrored
+        #: nodes whose right subtree comes first in the layout's leaf order
+        self.mirrored = self._arrays["leaf_order"].shape[0] != 0
         for a in self._arrays.values():
             a.setflags(write=False)
         self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features)

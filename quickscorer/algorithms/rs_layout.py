@@ -22,7 +22,8 @@ Trees are cut into consecutive blocks (``block_starts``) whose bitvectors for a 
 cache budget; every block has its own entries, sorted per segment (feature ``f``, missing-value
 kind ``k``: segment ``3 f + k`` as in QuickScorer) by threshold index and closed by a sentinel
 (``thr = 255``). Block ``b`` scans the segments ``segments[block_segments[b] :
-block_segments[b + 1]]``, each ``(3 f + k) << 32 | first entry``; empty ones are left out. Byte positions are relative to the block:
+block_segments[b + 1]]``, each ``(3 f + k) << 32 | first entry`` (bit 63 set for a segment
+of mirrored nodes, below); empty ones are left out. Byte positions are relative to the block:
 ``tree_byte_offsets[t] - tree_byte_offsets[block_starts[b]]``.
 
 The NaN and zero lists of QuickScorer (nodes that send those values to the right) become byte
@@ -41,6 +42,20 @@ carries the feature's whole lists, an AND applied twice being applied once), and
 ``slot_column[s]`` names the input column slot ``s`` reads. Where no feature has more than 255
 thresholds, slot ``s`` is feature ``s``.
 
+**Mirrored nodes**: a node's entries are the bytes its first subtree spans, and which
+subtree comes first is a choice of leaf order. :func:`mirrored_arrays` picks, per tree, the
+order that minimises the bytes all nodes span (dynamic programming over each subtree and
+its start position mod 8, ``_build.mirrored_ranges``): a *mirrored* node puts its right
+subtree first, is false when ``x <= t`` (it then clears its right subtree: the exit leaf
+lies after it) and sends missing values to the side opposite its default. Its test is
+``rank(x) <= j``, that is ``255 - rank(x) > 254 - j``: it is scanned on the complemented
+rank of its feature's own slot (no second search), in segments of their own, sorted by
+``254 - j`` (segment word with the high bit set). The leaf positions are then not the
+trees' own leaf numbers: ``leaf_order`` maps them back and ``leaf_value`` /
+``leaf_value_f32`` hold the values by position (all three empty when no node is mirrored).
+On the 1,000-tree models of ``benchmarks/matrix.py`` this removes 31% of the entries of
+full 255-leaf trees, 24% of 64-leaf ones, 13% of the lambdarank model's.
+
 The layout exists only for models it can score exactly: no categorical split and at most
 256 leaves per tree; :func:`unsupported` says why a model is not one.
 """
@@ -48,10 +63,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _layout
+from .. import _build, _layout
 from ..errors import ModelFormatError
 from ..ir.ensemble import Ensemble
-from .qs_layout import N_SEGMENT_KINDS, entry_trees
+from .qs_layout import (N_SEGMENT_KINDS, SEGMENT_NAN, entry_trees, numeric_layout,
+                        tree_word_offsets_of)
 
 #: ranks are bytes: a feature may have this many distinct thresholds (index 255 is the sentinel)
 MAX_THRESHOLDS = 255
@@ -73,6 +89,154 @@ def unsupported(ens: Ensemble) -> str | None:
     if int(ens.n_leaves.max()) > MAX_LEAVES:
         return f"a tree has more than {MAX_LEAVES} leaves"
     return None
+
+
+def mirrored_arrays(ens: Ensemble) -> tuple[dict, np.ndarray] | None:
+    """The QuickScorer arrays of the model in the leaf order of its mirrored nodes (see the
+    module docstring): over ``2 F`` features, ``F + f`` holding the mirrored nodes of feature
+    ``f`` with their thresholds negated (so that a segment of them runs from the largest
+    threshold down: :func:`fold_mirrored` ranks them), and each tree's leaf order
+    (``order[leaf_offset[t] + p]``: the tree's own number of the leaf at position ``p``).
+    None where no node is mirrored (the model's own arrays then serve)."""
+    F = ens.n_features
+    packed = ens.trees.arrays
+    node_offset = np.ascontiguousarray(ens.trees.node_offset, np.int64)
+    left = np.ascontiguousarray(packed["left"], np.int32)
+    right = np.ascontiguousarray(packed["right"], np.int32)
+    lo, mid, hi = _build.packed_leaf_ranges(left, right, node_offset)
+    flip, first_lo, first_hi, order = _build.mirrored_ranges(
+        left, right, node_offset, np.ascontiguousarray(ens.trees.leaf_offset, np.int64),
+        lo, mid, hi, np.ones(left.shape[0], np.uint8))
+    del lo, mid, hi
+    if not flip.any():
+        return None
+    flipped = flip.view(bool)
+    feature = packed["feature"].astype(np.int32) + F * flip.astype(np.int32)
+    threshold = np.ascontiguousarray(packed["threshold"], np.float64)
+    threshold = np.where(flipped, -threshold, threshold)
+    # a mirrored node's first subtree is its right one: missing values change sides
+    default_left = packed["default_left"].view(np.uint8) ^ flip
+    if ens.family == "xgboost":   # XGBoost sends only NaN to the default side
+        kind = np.full(feature.shape[0], SEGMENT_NAN, np.uint8)
+    else:
+        kind = np.ascontiguousarray(packed["missing_type"], np.uint8)
+    return (numeric_layout(node_offset, feature, threshold, default_left, kind, first_lo,
+                           first_hi, tree_word_offsets_of(ens), 2 * F), order)
+
+
+def leaf_arrays(ens: Ensemble, order: np.ndarray | None) -> dict:
+    """The leaf fields of the layout: for a leaf ``order`` (:func:`mirrored_arrays`), the
+    tree's own number of each position's leaf and the leaf values in that order (float64,
+    and float32 for XGBoost, as ``forest.forest_arrays``); empty without one."""
+    if order is None:
+        return {"leaf_order": np.zeros(0, np.int32), "leaf_value": np.zeros(0, np.float64),
+                "leaf_value_f32": np.zeros(0, np.float32)}
+    offset = np.repeat(np.asarray(ens.trees.leaf_offset[:-1], np.int64),
+                       np.diff(ens.trees.leaf_offset))
+    value = np.ascontiguousarray(ens.trees.arrays["leaf_value"], np.float64)[offset + order]
+    return {"leaf_order": np.ascontiguousarray(order, np.int32), "leaf_value": value,
+            "leaf_value_f32": (value.astype(np.float32) if ens.family == "xgboost"
+                               else np.zeros(0, np.float32))}
+
+
+def _gather_lists(qs: dict, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """New lists, list ``i`` the concatenation of the lists ``sources[i]`` of ``qs`` (-1: none):
+    ``(list_offsets, list_words, list_masks)``."""
+    lo = qs["list_offsets"]
+    src = sources.reshape(-1)
+    lengths = np.where(src >= 0, lo[np.maximum(src, 0) + 1] - lo[np.maximum(src, 0)], 0)
+    starts = np.zeros(src.shape[0] + 1, np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    take = (np.repeat(lo[np.maximum(src, 0)] - starts[:-1], lengths)
+            + np.arange(int(starts[-1]))).astype(np.int64)
+    list_offsets = np.ascontiguousarray(starts[::sources.shape[1]])
+    return list_offsets, qs["list_words"][take], qs["list_masks"][take]
+
+
+def fold_mirrored(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple, int]:
+    """The arrays of :func:`mirrored_arrays` over rank slots: like :func:`rank_slots`, but
+    a mirrored node is ranked among the thresholds of its own feature (``F + f`` is ``f``'s),
+    and lands in segment ``3 (S + s) + k`` (``S`` slots; slot ``s`` of its feature) with
+    threshold index ``254 - j % 255``, the scan's test on the complemented rank. Returns
+    the arrays over ``2 S`` segment features (NaN / zero lists on the first ``S``: those of
+    both halves of the feature), ``slot_column`` (``S``), the slots' rank table, and ``S``."""
+    F = n_features
+    idx, seg, feat2 = _entry_features(qs)
+    kind = seg % N_SEGMENT_KINDS
+    flip = (feat2 >= F).astype(np.int64)
+    f = feat2 % F
+    t = np.where(flip == 1, -qs["thresholds"][idx], qs["thresholds"][idx])
+    order = np.lexsort((t, f))
+    fo, to = f[order], t[order]
+    new = np.ones(fo.shape[0], bool)
+    new[1:] = (fo[1:] != fo[:-1]) | (to[1:] != to[:-1])
+    pair = np.empty(fo.shape[0], np.int64)
+    pair[order] = np.cumsum(new) - 1
+    counts = np.bincount(fo[new], minlength=F)
+    offsets = np.zeros(F + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    rank = pair - offsets[f]                   # among all thresholds of the feature
+    n_slots = np.maximum(1, -(-counts // MAX_THRESHOLDS))
+    slot_base = np.zeros(F + 1, np.int64)
+    np.cumsum(n_slots, out=slot_base[1:])
+    S = int(slot_base[-1])
+    slot_column = np.repeat(np.arange(F, dtype=np.int32), n_slots)
+    within = rank % MAX_THRESHOLDS
+    thr = np.where(flip == 1, MAX_THRESHOLDS - 1 - within, within)
+    new_seg = N_SEGMENT_KINDS * (slot_base[f] + rank // MAX_THRESHOLDS + S * flip) + kind
+    o = np.lexsort((thr, new_seg))             # each segment by its test's threshold
+    key = new_seg[o]
+    n_seg = N_SEGMENT_KINDS * 2 * S
+    segment_offsets = np.zeros(n_seg + 1, np.int64)
+    np.cumsum(np.bincount(key, minlength=n_seg) + 1, out=segment_offsets[1:])
+    pos = np.arange(key.shape[0]) + key        # one sentinel closes each earlier segment
+    sentinel = qs["segment_offsets"][1] - 1
+    out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets}
+    for name, src in (("thresholds", qs["thresholds"]), ("words", qs["words"]),
+                      ("masks", qs["masks"]), ("trees", entry_trees(qs))):
+        arr = np.full(int(segment_offsets[-1]), src[sentinel], src.dtype)
+        arr[pos] = src[idx[o]]
+        out[name] = arr
+    slot_rank = np.full(int(segment_offsets[-1]), -1, np.int32)
+    slot_rank[pos] = thr[o]
+    # lists NaN (kind 0) and zero (kind 1) of segment feature s < S: those of F + f and f
+    # in the mirrored arrays (lists k 2 F + f there); none for s >= S
+    sources = np.full((2, 2 * S, 2), -1, np.int64)
+    for k in range(2):
+        sources[k, :S, 0] = k * 2 * F + slot_column
+        sources[k, :S, 1] = k * 2 * F + F + slot_column
+    (out["list_offsets"], out["list_words"],
+     out["list_masks"]) = _gather_lists(qs, sources.reshape(4 * S, 2))
+    # the slots' table: the feature's thresholds in runs of 255
+    v = np.arange(S) - slot_base[slot_column]
+    slot_offsets = np.zeros(S + 1, np.int64)
+    np.cumsum(np.clip(counts[slot_column] - MAX_THRESHOLDS * v, 0, MAX_THRESHOLDS),
+              out=slot_offsets[1:])
+    values = np.ascontiguousarray(to[new], np.float64)
+    return out, slot_column, (slot_offsets, values, slot_rank), S
+
+
+def _unfold(segments: np.ndarray, list_offsets: np.ndarray, used_offsets: np.ndarray,
+            used_features: np.ndarray, S: int, n_blocks: int):
+    """The layout over ``2 S`` segment features (:func:`fold_mirrored`) in the kernel's
+    terms: a segment of feature ``S + s`` becomes segment ``3 s + k`` of slot ``s`` with
+    the high bit (``MIRRORED_SEGMENT``) set; lists and features used per block over the
+    ``S`` slots (the lists of ``S + s`` are empty)."""
+    fk = segments >> np.uint64(32)
+    f2 = fk // np.uint64(N_SEGMENT_KINDS)
+    mirrored = f2 >= np.uint64(S)
+    fk = fk - np.where(mirrored, np.uint64(N_SEGMENT_KINDS * S), np.uint64(0))
+    segments = ((mirrored.astype(np.uint64) << np.uint64(63)) | (fk << np.uint64(32))
+                | (segments & np.uint64(0xFFFFFFFF)))
+    b = np.repeat(np.arange(n_blocks), 2 * S)
+    k = np.tile(np.repeat(np.arange(2), S), n_blocks)
+    s = np.tile(np.arange(S), 2 * n_blocks)
+    list_offsets = np.r_[list_offsets[b * 4 * S + k * 2 * S + s], list_offsets[-1:]]
+    block = np.repeat(np.arange(n_blocks), np.diff(used_offsets))
+    key = np.unique(block * S + used_features.astype(np.int64) % S)
+    used_offsets = np.zeros(n_blocks + 1, np.int64)
+    np.cumsum(np.bincount(key // S, minlength=n_blocks), out=used_offsets[1:])
+    return segments, list_offsets, used_offsets, (key % S).astype(np.int32)
 
 
 def rank_slots(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple]:
@@ -224,12 +388,24 @@ def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.n
     return np.asarray(starts, np.int64)
 
 
-def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dict:
-    """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``,
-    its sorting and byte splitting in C (``src/quickscorer/_layout.pyx``); the same arrays
-    as :func:`rapidscorer_arrays_reference`."""
-    qs, slot_column, (rank_offsets, rank_thresholds, rank) = rank_slots(qs, ens.n_features)
-    F = slot_column.shape[0]                    # slots, ranked and scanned as features
+def _over_slots(ens: Ensemble, qs: dict, leaf_order: np.ndarray | None):
+    """:func:`rank_slots`, or :func:`fold_mirrored` where there is a leaf order, with the
+    number of slots ``S`` and of segment features (``2 S`` where mirrored)."""
+    if leaf_order is None:
+        qs, slot_column, table = rank_slots(qs, ens.n_features)
+        return qs, slot_column, table, slot_column.shape[0], slot_column.shape[0]
+    qs, slot_column, table, S = fold_mirrored(qs, ens.n_features)
+    return qs, slot_column, table, S, 2 * S
+
+
+def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray,
+                       leaf_order: np.ndarray | None = None) -> dict:
+    """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``
+    (with ``leaf_order``: :func:`mirrored_arrays`), its sorting and byte splitting in C
+    (``src/quickscorer/_layout.pyx``); the same arrays as
+    :func:`rapidscorer_arrays_reference`."""
+    qs, slot_column, (rank_offsets, rank_thresholds, rank), S, F = _over_slots(ens, qs,
+                                                                               leaf_order)
     n_trees = ens.n_trees
     tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
     np.cumsum(tree_bytes(ens), out=tree_byte_offsets[1:])
@@ -243,6 +419,9 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
     except ValueError as exc:
         raise ModelFormatError(f"cannot build the rapidscorer layout: {exc}") from None
     del rank
+    if leaf_order is not None:
+        segments, list_offsets, used_offsets, used_features = _unfold(
+            segments, list_offsets, used_offsets, used_features, S, block_starts.shape[0] - 1)
     # rank_zero[f]: the thresholds of f below 0.0 (-0.0 is not below it)
     below = np.zeros(rank_thresholds.shape[0] + 1, np.int64)
     np.cumsum(rank_thresholds < 0.0, out=below[1:])
@@ -266,14 +445,16 @@ def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dic
         "list_masks": list_masks,
         "used_offsets": used_offsets,
         "used_features": used_features,
+        "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),
+        **leaf_arrays(ens, leaf_order),
     }
 
 
-def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarray) -> dict:
+def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarray,
+                                 leaf_order: np.ndarray | None = None) -> dict:
     """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``, in
     numpy (the reference of :func:`rapidscorer_arrays`)."""
-    qs, slot_column, _ = rank_slots(qs, ens.n_features)
-    F = slot_column.shape[0]                    # slots, ranked and scanned as features
+    qs, slot_column, table, S, F = _over_slots(ens, qs, leaf_order)
     n_seg = N_SEGMENT_KINDS * F
     n_trees = ens.n_trees
     n_bytes = tree_bytes(ens)
@@ -293,15 +474,19 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
                        + (word.astype(np.int64) - two[tree]) * 8)
 
     # --- ranks ---------------------------------------------------------------------------
-    pairs, counts, pair = _feature_thresholds(qs, F, with_pair=True)
-    rank_offsets = np.zeros(F + 1, np.int64)
-    np.cumsum(counts, out=rank_offsets[1:])
-    rank_thresholds = np.ascontiguousarray(pairs[1], np.float64)
     idx, seg, feat = _entry_features(qs)
-    # an entry's rank: the position of its threshold among its feature's distinct ones
-    rank = pair - rank_offsets[feat]
-    rank_zero = np.zeros(F, np.uint8)
-    for f in range(F):
+    if leaf_order is None:
+        pairs, counts, pair = _feature_thresholds(qs, F, with_pair=True)
+        rank_offsets = np.zeros(F + 1, np.int64)
+        np.cumsum(counts, out=rank_offsets[1:])
+        rank_thresholds = np.ascontiguousarray(pairs[1], np.float64)
+        # an entry's rank: the position of its threshold among its feature's distinct ones
+        rank = pair - rank_offsets[feat]
+    else:       # ranks of the mirrored nodes' tests: fold_mirrored's
+        rank_offsets, rank_thresholds = table[0], table[1]
+        rank = table[2][idx].astype(np.int64)
+    rank_zero = np.zeros(S, np.uint8)
+    for f in range(S):
         rank_zero[f] = np.searchsorted(rank_thresholds[rank_offsets[f]:rank_offsets[f + 1]],
                                        0.0, side="left")
     rank_pivots, rank_buckets, rank_bucket_offsets = rank_search_table(rank_offsets,
@@ -348,6 +533,10 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
     bf = np.unique(block[src].astype(np.int64) * F + feat[src]) if src.size else np.zeros(0, np.int64)
     used_offsets = np.zeros(n_blocks + 1, np.int64)
     np.cumsum(np.bincount(bf // F, minlength=n_blocks), out=used_offsets[1:])
+    used_features = (bf % F).astype(np.int32)
+    if leaf_order is not None:
+        segments, list_offsets, used_offsets, used_features = _unfold(
+            segments, list_offsets, used_offsets, used_features, S, n_blocks)
 
     return {
         "rank_pivots": rank_pivots,
@@ -355,7 +544,7 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
         "rank_bucket_offsets": rank_bucket_offsets,
         "rank_zero": rank_zero,
         "slot_column": slot_column,
-        "model_used": np.unique(feat).astype(np.int32),
+        "model_used": np.unique(feat % S).astype(np.int32),
         "tree_byte_offsets": tree_byte_offsets,
         "block_starts": block_starts,
         "entries": entries.view(np.uint64),
@@ -365,5 +554,7 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
         "list_bytes": list_bytes,
         "list_masks": list_masks,
         "used_offsets": used_offsets,
-        "used_features": (bf % F).astype(np.int32),
+        "used_features": used_features,
+        "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),
+        **leaf_arrays(ens, leaf_order),
     }

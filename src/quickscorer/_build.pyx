@@ -86,6 +86,97 @@ def packed_leaf_ranges(const int32_t[::1] left, const int32_t[::1] right,
     return lo_arr, mid_arr, hi_arr
 
 
+cdef inline int64_t _span(int64_t a, int64_t n) noexcept nogil:
+    """Bytes spanned by n >= 1 leaves from position a (mod 8)."""
+    return (a + n - 1) // 8 + 1
+
+
+def mirrored_ranges(const int32_t[::1] left, const int32_t[::1] right,
+                    const int64_t[::1] node_offset, const int64_t[::1] leaf_offset,
+                    const int32_t[::1] lo, const int32_t[::1] mid, const int32_t[::1] hi,
+                    const uint8_t[::1] may_flip):
+    """A leaf order per tree that minimises the bytes the nodes' masks span: each node
+    puts first (its mask clears them when it is false) either its left subtree or, where
+    ``may_flip`` allows and it spans fewer bytes in all, its right one (``flip``); the
+    choice per node and start position mod 8 by dynamic programming over the subtrees.
+
+    Returns ``flip`` (uint8 per node), ``first_lo`` and ``first_hi`` (int32 per node: the
+    first subtree's leaves in the new order), and ``order`` (int32 per leaf, ``leaf_offset[t]
+    + p``: the tree's own number of the leaf at new position p)."""
+    cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
+    if (right.shape[0] != n_nodes or lo.shape[0] != n_nodes or mid.shape[0] != n_nodes
+            or hi.shape[0] != n_nodes or may_flip.shape[0] != n_nodes or n_trees < 0
+            or leaf_offset.shape[0] != n_trees + 1 or node_offset[n_trees] != n_nodes):
+        raise ValueError("mirrored_ranges: inconsistent node arrays")
+    cdef Py_ssize_t t
+    for t in range(n_trees):
+        if (leaf_offset[t + 1] - leaf_offset[t]
+                != node_offset[t + 1] - node_offset[t] + 1):
+            raise ValueError(f"mirrored_ranges: tree {t} has not one leaf more than nodes")
+    flip_arr = np.zeros(n_nodes, np.uint8)
+    first_lo_arr = np.zeros(n_nodes, np.int32)
+    first_hi_arr = np.zeros(n_nodes, np.int32)
+    order_arr = np.zeros(leaf_offset[n_trees], np.int32)
+    start_arr = np.zeros(n_nodes, np.int32)   # each node's first leaf in the new order
+    cost_arr = np.zeros((n_nodes, 8), np.int64)   # bytes spanned below node n from a mod 8
+    choice_arr = np.zeros((n_nodes, 8), np.uint8)
+    cdef uint8_t[::1] flip = flip_arr
+    cdef int32_t[::1] first_lo = first_lo_arr
+    cdef int32_t[::1] first_hi = first_hi_arr
+    cdef int32_t[::1] order = order_arr
+    cdef int32_t[::1] start = start_arr
+    cdef int64_t[:, ::1] cost = cost_arr
+    cdef uint8_t[:, ::1] choice = choice_arr
+    cdef Py_ssize_t n, m, base, lbase
+    cdef int64_t a, b, c, p, nl, nr, keep, swap, ca, cb, al
+    with nogil:
+        for t in range(n_trees):
+            base = node_offset[t]
+            lbase = leaf_offset[t]
+            m = node_offset[t + 1] - base
+            if m == 0:
+                order[lbase] = 0
+                continue
+            for n in range(m - 1, -1, -1):      # children after parents: bottom-up
+                a, b = left[base + n], right[base + n]
+                nl = mid[base + n] - lo[base + n]
+                nr = hi[base + n] - mid[base + n]
+                for al in range(8):
+                    ca = cost[base + a, al] if a >= 0 else 0
+                    cb = cost[base + b, (al + nl) % 8] if b >= 0 else 0
+                    keep = _span(al, nl) + ca + cb
+                    ca = cost[base + b, al] if b >= 0 else 0
+                    cb = cost[base + a, (al + nr) % 8] if a >= 0 else 0
+                    swap = _span(al, nr) + ca + cb
+                    if may_flip[base + n] and swap < keep:
+                        cost[base + n, al] = swap
+                        choice[base + n, al] = 1
+                    else:
+                        cost[base + n, al] = keep
+                        choice[base + n, al] = 0
+            start[base] = 0
+            for n in range(m):          # parents before children (packed_leaf_ranges checks)
+                p = start[base + n]
+                nl = mid[base + n] - lo[base + n]
+                nr = hi[base + n] - mid[base + n]
+                a, b = left[base + n], right[base + n]
+                if choice[base + n, p % 8]:
+                    flip[base + n] = 1
+                    a, b = b, a
+                    nl = nr
+                first_lo[base + n] = <int32_t>p
+                first_hi[base + n] = <int32_t>(p + nl)
+                for c in range(2):
+                    if c == 1:
+                        a = b
+                        p = p + nl
+                    if a >= 0:
+                        start[base + a] = <int32_t>p
+                    else:
+                        order[lbase + p] = <int32_t>~a
+    return flip_arr, first_lo_arr, first_hi_arr, order_arr
+
+
 cdef int pack_one_tree(const int64_t* left, const int64_t* right, int64_t k,
                        int64_t* order, int64_t* first, int64_t* count, int64_t* rank,
                        uint8_t* seen, int64_t* internal, int64_t* leaf, int32_t* lref,

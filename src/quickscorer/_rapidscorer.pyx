@@ -98,6 +98,11 @@ cdef struct RSView:
     const int64_t* used_offsets       # [n_blocks + 1]
     const int32_t* used_features
     int64_t max_block_bytes           # byte rows of the largest block
+    # mirrored nodes (rs_layout.mirrored_arrays): leaf positions are not the tree's own leaf
+    # numbers; NULL where they are
+    const int32_t* leaf_order         # [n_leaves] the tree's own number of each position
+    const double* leaf_value          # [n_leaves] float64 values by position
+    const float* leaf_value_f32       # [n_leaves] float32 (XGBoost) values by position
 
 
 _FIELDS = {
@@ -106,7 +111,8 @@ _FIELDS = {
     "model_used": np.int32, "tree_byte_offsets": np.int64, "block_starts": np.int64,
     "entries": np.uint64, "segments": np.uint64, "block_segments": np.int64, "list_offsets": np.int64,
     "list_bytes": np.uint32, "list_masks": np.uint8, "used_offsets": np.int64,
-    "used_features": np.int32,
+    "used_features": np.int32, "leaf_offset": np.int64, "leaf_order": np.int32,
+    "leaf_value": np.float64, "leaf_value_f32": np.float32,
 }
 
 
@@ -114,7 +120,8 @@ cdef class RSLayout:
     """The RapidScorer arrays of one model, wrapped for the kernel without copying."""
     cdef RSView view
     cdef object _keep
-    cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes
+    cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
+    cdef readonly bint reordered, has_f32
 
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
@@ -143,7 +150,7 @@ cdef class RSLayout:
             raise ValueError("rapidscorer layout: block_segments do not cover the segments")
         seg = a["segments"]
         if seg.shape[0] and (int((seg & 0xFFFFFFFF).max()) >= a["entries"].shape[0]
-                             or int((seg >> 32).max()) >= N_SEGMENT_KINDS * F):
+                             or int(((seg >> 32) & 0x7FFFFFFF).max()) >= N_SEGMENT_KINDS * F):
             raise ValueError("rapidscorer layout: a segment is out of range")
         if int(a["list_offsets"][a["list_offsets"].shape[0] - 1]) != a["list_bytes"].shape[0]:
             raise ValueError("rapidscorer layout: list_offsets do not cover the lists")
@@ -158,6 +165,18 @@ cdef class RSLayout:
         if tree_bytes.size and (tree_bytes.min() < 1 or tree_bytes.max() > 32):
             raise ValueError("rapidscorer layout: a tree has fewer than 1 or more than 32 bytes")
         block_bytes = np.diff(tbo[bs])
+        lof, order = a["leaf_offset"], a["leaf_order"]
+        if lof.shape[0] != n_trees + 1 or (n_trees and (int(lof[0]) != 0 or (np.diff(lof) < 1).any()
+                                                        or (np.diff(lof) > 256).any())):
+            raise ValueError("rapidscorer layout: leaf_offset does not give each tree 1 to 256 "
+                             "leaves")
+        n_leaves = int(lof[n_trees]) if n_trees else 0
+        if order.shape[0]:
+            size = np.repeat(np.diff(lof), np.diff(lof))
+            if (order.shape[0] != n_leaves or a["leaf_value"].shape[0] != n_leaves
+                    or a["leaf_value_f32"].shape[0] not in (0, n_leaves)
+                    or (order < 0).any() or (order >= size).any()):
+                raise ValueError("rapidscorer layout: the leaf order does not fit the trees")
         self.view.n_features = n_features
         self.view.n_slots = F
         self.view.slot_column = <const int32_t*>cnp.PyArray_DATA(sc)
@@ -188,6 +207,17 @@ cdef class RSLayout:
         self.view.used_features = <const int32_t*>array_data(a["used_features"], np.int32,
                                                              "rapidscorer", "used_features")
         self.view.max_block_bytes = max(1, int(block_bytes.max()))
+        self.view.leaf_order = NULL
+        self.view.leaf_value = NULL
+        self.view.leaf_value_f32 = NULL
+        if order.shape[0]:
+            self.view.leaf_order = <const int32_t*>cnp.PyArray_DATA(order)
+            self.view.leaf_value = <const double*>cnp.PyArray_DATA(a["leaf_value"])
+            if a["leaf_value_f32"].shape[0]:
+                self.view.leaf_value_f32 = <const float*>cnp.PyArray_DATA(a["leaf_value_f32"])
+        self.n_leaves = n_leaves
+        self.reordered = order.shape[0] != 0
+        self.has_f32 = a["leaf_value_f32"].shape[0] != 0
         self.n_features = n_features
         self.n_slots = F
         self.n_trees = n_trees
@@ -249,23 +279,32 @@ cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
             apply_lists(r, (b * 2 + 1) * F + f, zm, state, lanes)
 
 
-cdef inline void add_leaves(const ForestView* f, int isa, int64_t t, const uint8_t* idx,
-                            int64_t lanes, int64_t n_lanes, const double* rows, double* acc64,
-                            float* acc32) noexcept nogil:
-    """Add tree t's exit leaves idx to the group's scores (acc[g * lanes + l]), tree order."""
+cdef inline int32_t leaf_number(const RSView* r, int64_t base, uint8_t position) noexcept nogil:
+    """The tree's own number of the leaf at a position of the layout's order."""
+    return r.leaf_order[base + position] if r.leaf_order != NULL else position
+
+
+cdef inline void add_leaves(const ForestView* f, const RSView* r, int isa, int64_t t,
+                            const uint8_t* idx, int64_t lanes, int64_t n_lanes,
+                            const double* rows, double* acc64, float* acc32) noexcept nogil:
+    """Add tree t's exit leaves idx (positions) to the group's scores (acc[g * lanes + l]),
+    tree order."""
     cdef int64_t l
     cdef int64_t g = f.tree_group[t]
     cdef int64_t base = f.tree_leaf_offset[t]
     cdef int n = <int>(f.tree_leaf_offset[t + 1] - base)
     if f.has_linear:
         for l in range(n_lanes):
-            scores_add_strided(f, t, idx[l], rows + l * f.n_features, acc64 + l, acc32 + l,
-                               lanes)
+            scores_add_strided(f, t, leaf_number(r, base, idx[l]), rows + l * f.n_features,
+                               acc64 + l, acc32 + l, lanes)
     elif f.family == FAMILY_XGBOOST:
-        rs_add_f32(isa, idx, f.leaf_value_f32 + base, n, acc32 + g * lanes,
+        rs_add_f32(isa, idx, (r.leaf_value_f32 if r.leaf_order != NULL
+                              else f.leaf_value_f32) + base, n, acc32 + g * lanes,
                    f.tree_weight != NULL, f.tree_weight[t] if f.tree_weight != NULL else 1.0)
     else:
-        rs_add_f64(isa, idx, f.leaf_value + base, n, acc64 + g * lanes)
+        rs_add_f64(isa, idx, (r.leaf_value if r.leaf_order != NULL else f.leaf_value) + base,
+                   n, acc64 + g * lanes)
+
 
 
 cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
@@ -289,26 +328,27 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                    r.rank_zero, ranks, skip)
     # one output, no linear leaves: a block's trees in one C call (scores in registers)
     cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
+    cdef const double* lv64 = r.leaf_value if r.leaf_order != NULL else f.leaf_value
+    cdef const float* lv32 = r.leaf_value_f32 if r.leaf_order != NULL else f.leaf_value_f32
     for b in range(r.n_blocks):
         block_bits(r, isa, b, lanes, ranks, skip, state)
         t0 = r.block_starts[b]
         if fused:
             if f.family == FAMILY_XGBOOST:
                 if rs_block_add_f32(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
-                                    f.leaf_value_f32, f.tree_leaf_offset, f.tree_weight,
-                                    acc32):
+                                    lv32, f.tree_leaf_offset, f.tree_weight, acc32):
                     continue
             elif rs_block_add_f64(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
-                                  f.leaf_value, f.tree_leaf_offset, acc64):
+                                  lv64, f.tree_leaf_offset, acc64):
                 continue
         for t in range(t0, r.block_starts[b + 1]):
             rs_exits(isa, state + (r.tree_byte_offsets[t] - r.tree_byte_offsets[t0]) * lanes,
                      <int>(r.tree_byte_offsets[t + 1] - r.tree_byte_offsets[t]), idx)
             if leaves != NULL:
                 for l in range(n_lanes):
-                    leaves[l * leaf_stride + t] = idx[l]
+                    leaves[l * leaf_stride + t] = leaf_number(r, f.tree_leaf_offset[t], idx[l])
             else:
-                add_leaves(f, isa, t, idx, lanes, n_lanes, rows, acc64, acc32)
+                add_leaves(f, r, isa, t, idx, lanes, n_lanes, rows, acc64, acc32)
 
 
 cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::1] out64,
@@ -373,7 +413,9 @@ cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] 
     if n_cols != forest.view.n_features:
         raise ValueError(f"input has {n_cols} features, the model expects "
                          f"{forest.view.n_features}")
-    if lay.n_features != forest.view.n_features or lay.n_trees != forest.view.n_trees:
+    if (lay.n_features != forest.view.n_features or lay.n_trees != forest.view.n_trees
+            or lay.n_leaves != forest.view.tree_leaf_offset[forest.view.n_trees]
+            or (lay.reordered and forest.view.family == FAMILY_XGBOOST and not lay.has_f32)):
         raise ValueError("the rapidscorer layout and the forest disagree on the model's shape")
     need = lay.scratch_bytes(isa, forest.view.n_outputs)
     if scratch.shape[0] < n_threads or scratch.shape[1] < need:

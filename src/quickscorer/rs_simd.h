@@ -14,7 +14,9 @@
  *
  * Entries of one (feature, missing-value kind) segment are sorted by thr and closed by a
  * sentinel with thr = 255, which no rank exceeds; a scan stops at the first entry no lane
- * exceeds. Three implementations give identical results (the same byte ANDs).
+ * exceeds. A segment of mirrored nodes (rs_layout.py: false when rank(x) <= j) compares
+ * the complemented rank 255 - rank(x) with thr = 254 - j instead (`flip`). Three
+ * implementations give identical results (the same byte ANDs).
  *
  * On AVX2 a group is 32 documents (one register per byte row) or, for calls that fill them,
  * 64 (RS_ISA_AVX2_WIDE: a row of 64 bytes in two registers, both halves of one cache line):
@@ -56,14 +58,16 @@ static inline int rs_ctz64(uint64_t x) { return __builtin_ctzll(x); }
 #define RS_TZ_NIBBLE 0, 0, 1, 0, 2, 0, 1, 0, 3, 0, 1, 0, 2, 0, 1, 0
 
 /* ---- portable C (32 lanes; the compiler vectorises the lane loops) --------------------- */
-static inline const rs_entry* rs_scan_c(const uint8_t* rank, const rs_entry* e, uint8_t* state)
+static inline const rs_entry* rs_scan_c(const uint8_t* rank, const rs_entry* e, uint8_t* state,
+                                        int flip)
 {
     enum { L = 32 };
+    const uint8_t x = flip ? 0xFF : 0;
     for (;; ++e) {
         uint8_t keep[L];
         int any = 0;
         for (int l = 0; l < L; ++l) {
-            const int gt = rank[l] > e->thr;
+            const int gt = (uint8_t)(rank[l] ^ x) > e->thr;
             keep[l] = gt ? e->mask : 0xFF;
             any |= gt;
         }
@@ -132,9 +136,9 @@ static inline int rs_rank_c(const double* piv, const double* bkt, double x, int 
 /* ---- AVX2: 32 lanes, one register per byte row ----------------------------------------- */
 __attribute__((target("avx2"), always_inline))
 static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* e,
-                                           uint8_t* state)
+                                           uint8_t* state, int flip)
 {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const __m256i bias = _mm256_set1_epi8((char)(flip ? 0x7F : 0x80));
     const __m256i r = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)rank), bias);
     for (;; ++e) {
         /* thr_b broadcast from memory, no scalar bias per entry (7-14% less time per entry in
@@ -153,9 +157,9 @@ static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* 
  * register, 32-63 in its second. */
 __attribute__((target("avx2"), always_inline))
 static inline const rs_entry* rs_scan_avx2w(const uint8_t* rank, const rs_entry* e,
-                                            uint8_t* state)
+                                            uint8_t* state, int flip)
 {
-    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const __m256i bias = _mm256_set1_epi8((char)(flip ? 0x7F : 0x80));
     const __m256i r0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)rank), bias);
     const __m256i r1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)(rank + 32)), bias);
     for (;; ++e) {
@@ -240,11 +244,12 @@ static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, i
 /* ---- AVX-512 (AVX512BW): 64 lanes, one register per byte row, masked byte moves ---------- */
 __attribute__((target("avx512f,avx512bw"), always_inline))
 static inline const rs_entry* rs_scan_avx512(const uint8_t* rank, const rs_entry* e,
-                                             uint8_t* state)
+                                             uint8_t* state, int flip)
 {
     /* A whole-register store of the row ANDed with a per-lane blend of the mask (not a
      * masked store: a later entry's load of the same row then takes the stored value). */
-    const __m512i r = _mm512_loadu_si512((const void*)rank);
+    const __m512i r = _mm512_xor_si512(_mm512_loadu_si512((const void*)rank),
+                                       _mm512_set1_epi8((char)(flip ? 0xFF : 0)));
     const __m512i ones = _mm512_set1_epi8(-1);
     for (;; ++e) {
         const __mmask64 k = _mm512_cmpgt_epu8_mask(r, _mm512_set1_epi8((char)e->thr));
@@ -312,24 +317,28 @@ static inline int rs_isa_available(int isa) { return isa < RS_ISA_AVX512 && qs_i
 #endif
 
 /* The scans of one tree block for one group: segment j of the block starts at entry
- * seg[j] & 0xFFFFFFFF and belongs to (feature, kind) = divmod(seg[j] >> 32, 3). Lanes whose
- * value no comparison decides (NaN for kinds 1 and 2, zero for kind 1: out[3 f + kind]) scan
- * with rank 0, which passes no threshold; ranks[f * lanes + l] is lane l's rank for f. */
+ * seg[j] & 0xFFFFFFFF and belongs to (feature, kind) = divmod((seg[j] >> 32) & 0x7FFFFFFF,
+ * 3), its nodes mirrored where bit 63 is set. Lanes whose value no comparison decides (NaN
+ * for kinds 1 and 2, zero for kind 1: out[3 f + kind]) scan with rank 0 (255 before the
+ * complement of a mirrored segment), which passes no threshold; ranks[f * lanes + l] is
+ * lane l's rank for f. */
 #define RS_BLOCK_SCAN(NAME, SCAN, LANES, TARGET)                                              \
 TARGET static void NAME(const uint64_t* seg, int64_t n_seg, const rs_entry* entries,         \
                         const uint8_t* ranks, const uint64_t* out, uint8_t* state)           \
 {                                                                                            \
     uint8_t tmp[LANES] __attribute__((aligned(64)));                                         \
     for (int64_t j = 0; j < n_seg; ++j) {                                                    \
-        const uint64_t fk = seg[j] >> 32;                                                    \
+        const uint64_t fk = (seg[j] >> 32) & 0x7FFFFFFFu;                                    \
+        const int flip = (int)(seg[j] >> 63);                                                \
         const uint8_t* rk = ranks + (fk / 3) * LANES;                                        \
         const uint64_t skip = out[fk];                                                       \
         if (skip) {                                                                          \
+            const uint8_t none = flip ? 0xFF : 0;                                            \
             for (int l = 0; l < LANES; ++l)                                                  \
-                tmp[l] = ((skip >> l) & 1) ? 0 : rk[l];                                      \
+                tmp[l] = ((skip >> l) & 1) ? none : rk[l];                                   \
             rk = tmp;                                                                        \
         }                                                                                    \
-        SCAN(rk, entries + (seg[j] & 0xFFFFFFFFu), state);                                   \
+        SCAN(rk, entries + (seg[j] & 0xFFFFFFFFu), state, flip);                             \
     }                                                                                        \
 }
 
