@@ -161,21 +161,28 @@ def fold_mirrored(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple, i
     the arrays over ``2 S`` segment features (NaN / zero lists on the first ``S``: those of
     both halves of the feature), ``slot_column`` (``S``), the slots' rank table, and ``S``."""
     F = n_features
+    # each half-feature's distinct thresholds (C, over the sorted segments), then their union
+    # per feature: few pairs (at most 255 a slot), sorted in numpy
+    half_offsets, half_values, half_rank = _layout.segment_rank_table(
+        qs["thresholds"], qs["segment_offsets"], 2 * F)
+    half = np.repeat(np.arange(2 * F), np.diff(half_offsets))
+    pf = half % F
+    pt = np.where(half >= F, -half_values, half_values)     # mirrored: t was negated
+    order = np.lexsort((pt, pf))
+    fo, to = pf[order], pt[order]
+    new = np.ones(fo.shape[0], bool)
+    new[1:] = (fo[1:] != fo[:-1]) | (to[1:] != to[:-1])
+    union = np.empty(fo.shape[0], np.int64)       # a half-table position's union position
+    union[order] = np.cumsum(new) - 1
+    counts = np.bincount(fo[new], minlength=F)
+    offsets = np.zeros(F + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
     idx, seg, feat2 = _entry_features(qs)
     kind = seg % N_SEGMENT_KINDS
     flip = (feat2 >= F).astype(np.int64)
     f = feat2 % F
-    t = np.where(flip == 1, -qs["thresholds"][idx], qs["thresholds"][idx])
-    order = np.lexsort((t, f))
-    fo, to = f[order], t[order]
-    new = np.ones(fo.shape[0], bool)
-    new[1:] = (fo[1:] != fo[:-1]) | (to[1:] != to[:-1])
-    pair = np.empty(fo.shape[0], np.int64)
-    pair[order] = np.cumsum(new) - 1
-    counts = np.bincount(fo[new], minlength=F)
-    offsets = np.zeros(F + 1, np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    rank = pair - offsets[f]                   # among all thresholds of the feature
+    rank = union[half_offsets[feat2] + half_rank[idx]] - offsets[f]   # among all of f's
+    del half, pf, pt, order, union
     n_slots = np.maximum(1, -(-counts // MAX_THRESHOLDS))
     slot_base = np.zeros(F + 1, np.int64)
     np.cumsum(n_slots, out=slot_base[1:])
@@ -184,7 +191,12 @@ def fold_mirrored(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple, i
     within = rank % MAX_THRESHOLDS
     thr = np.where(flip == 1, MAX_THRESHOLDS - 1 - within, within)
     new_seg = N_SEGMENT_KINDS * (slot_base[f] + rank // MAX_THRESHOLDS + S * flip) + kind
-    o = np.lexsort((thr, new_seg))             # each segment by its test's threshold
+    # the entries are in segment order, each segment by threshold (a mirrored one from the
+    # largest down): splitting features into slots is a stable sort by the new segment
+    if (np.diff(new_seg) >= 0).all():
+        o = np.arange(new_seg.shape[0])
+    else:
+        o = np.argsort(new_seg, kind="stable")
     key = new_seg[o]
     n_seg = N_SEGMENT_KINDS * 2 * S
     segment_offsets = np.zeros(n_seg + 1, np.int64)

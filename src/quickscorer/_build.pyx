@@ -118,8 +118,13 @@ def mirrored_ranges(const int32_t[::1] left, const int32_t[::1] right,
     first_hi_arr = np.zeros(n_nodes, np.int32)
     order_arr = np.zeros(leaf_offset[n_trees], np.int32)
     start_arr = np.zeros(n_nodes, np.int32)   # each node's first leaf in the new order
-    cost_arr = np.zeros((n_nodes, 8), np.int64)   # bytes spanned below node n from a mod 8
-    choice_arr = np.zeros((n_nodes, 8), np.uint8)
+    cdef Py_ssize_t most = 1                  # nodes of the largest tree
+    for t in range(n_trees):
+        most = max(most, node_offset[t + 1] - node_offset[t])
+    # per node of the tree at hand: bytes its subtrees' masks span from position a mod 8,
+    # and whether its right subtree goes first there
+    cost_arr = np.zeros((most, 8), np.int64)
+    choice_arr = np.zeros((most, 8), np.uint8)
     cdef uint8_t[::1] flip = flip_arr
     cdef int32_t[::1] first_lo = first_lo_arr
     cdef int32_t[::1] first_hi = first_hi_arr
@@ -142,25 +147,25 @@ def mirrored_ranges(const int32_t[::1] left, const int32_t[::1] right,
                 nl = mid[base + n] - lo[base + n]
                 nr = hi[base + n] - mid[base + n]
                 for al in range(8):
-                    ca = cost[base + a, al] if a >= 0 else 0
-                    cb = cost[base + b, (al + nl) % 8] if b >= 0 else 0
+                    ca = cost[a, al] if a >= 0 else 0
+                    cb = cost[b, (al + nl) % 8] if b >= 0 else 0
                     keep = _span(al, nl) + ca + cb
-                    ca = cost[base + b, al] if b >= 0 else 0
-                    cb = cost[base + a, (al + nr) % 8] if a >= 0 else 0
+                    ca = cost[b, al] if b >= 0 else 0
+                    cb = cost[a, (al + nr) % 8] if a >= 0 else 0
                     swap = _span(al, nr) + ca + cb
                     if may_flip[base + n] and swap < keep:
-                        cost[base + n, al] = swap
-                        choice[base + n, al] = 1
+                        cost[n, al] = swap
+                        choice[n, al] = 1
                     else:
-                        cost[base + n, al] = keep
-                        choice[base + n, al] = 0
+                        cost[n, al] = keep
+                        choice[n, al] = 0
             start[base] = 0
             for n in range(m):          # parents before children (packed_leaf_ranges checks)
                 p = start[base + n]
                 nl = mid[base + n] - lo[base + n]
                 nr = hi[base + n] - mid[base + n]
                 a, b = left[base + n], right[base + n]
-                if choice[base + n, p % 8]:
+                if choice[n, p % 8]:
                     flip[base + n] = 1
                     a, b = b, a
                     nl = nr
