@@ -478,6 +478,26 @@ def test_lopsided_trees_are_scored_with_mirrored_nodes(isa, family):
         _check(ens, X, isa, mirror=False, **kw)
 
 
+def test_full_balanced_trees_keep_the_plain_layout():
+    """Mirroring a full tree of 2^d leaves saves no byte: the plain layout serves."""
+    def full(depth):
+        k = 2 ** (depth + 1) - 1
+        left = [2 * i + 1 if 2 * i + 1 < k else -1 for i in range(k)]
+        right = [2 * i + 2 if 2 * i + 2 < k else -1 for i in range(k)]
+        return build_tree(left=left, right=right, root=0, feature=[i % 3 for i in range(k)],
+                          threshold=[0.1 * i for i in range(k)], default_left=[True] * k,
+                          missing_type=[2] * k, is_categorical=[False] * k, categories=None,
+                          value=[float(i) for i in range(k)], n_features=3)
+    trees = tuple(full(d) for d in (1, 3, 6, 8))
+    ens = Ensemble(trees=trees, tree_group=np.zeros(4, np.int64), n_outputs=1, n_features=3,
+                   family="lightgbm", base_score=[0.0])
+    from quickscorer.algorithms.rs_layout import mirrored_arrays
+    assert mirrored_arrays(ens) is None
+    alg = RapidScorer(ens, _model(ens)._forest)
+    assert not alg.mirrored and alg.arrays()["leaf_order"].shape[0] == 0
+    _check(ens, special_rows(np.random.default_rng(3), 80, 3), "scalar")
+
+
 def test_a_layout_whose_leaf_order_does_not_fit_its_trees_is_refused():
     ens = random_ensemble(np.random.default_rng(5), "lightgbm", n_trees=6, max_leaves=60,
                           p_categorical=0.0)
