@@ -430,9 +430,9 @@ def test_mirrored_leaf_order_spans_the_fewest_bytes(seed):
             assert got == best
 
 
-def _lopsided_tree(rng, n_leaves, n_features, family):
+def _lopsided_tree(rng, n_leaves, n_features, family, linear=False):
     """A tree whose every node has about four fifths of its leaves on its left: the case
-    mirrored nodes are for."""
+    mirrored nodes are for (``linear``: LightGBM linear leaves)."""
     left, right = [], []
 
     def grow(n):                # a subtree of n leaves; its source node
@@ -453,7 +453,9 @@ def _lopsided_tree(rng, n_leaves, n_features, family):
                       missing_type=(rng.integers(0, 3, k).tolist() if family == "lightgbm"
                                     else [2] * k),
                       is_categorical=[False] * k, categories=None,
-                      value=np.round(rng.normal(size=k), 3).tolist(), n_features=n_features)
+                      value=np.round(rng.normal(size=k), 3).tolist(), n_features=n_features,
+                      linear=({i: (float(rng.normal()), [i % n_features], [0.5 + 0.01 * i])
+                               for i in range(k) if left[i] == -1} if linear else None))
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)
@@ -476,6 +478,20 @@ def test_lopsided_trees_are_scored_with_mirrored_nodes(isa, family):
     for kw in ({}, {"block_bytes": 1}, {"n_threads": 2}):
         _check(ens, X, isa, **kw)
         _check(ens, X, isa, mirror=False, **kw)
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+def test_linear_leaves_of_mirrored_trees(isa):
+    """Linear leaves add per lane by the tree's own leaf number, not the layout's position."""
+    rng = np.random.default_rng(23)
+    trees = tuple(_lopsided_tree(rng, n, 4, "lightgbm", linear=True) for n in (30, 90, 12))
+    ens = Ensemble(trees=trees, tree_group=np.zeros(3, np.int64), n_outputs=1, n_features=4,
+                   family="lightgbm", base_score=[0.0])
+    assert _alg(ens, isa).mirrored
+    X = special_rows(rng, 120, 4)
+    X[np.isinf(X)] = 7.0             # an infinite value times a coefficient: no NaN sums
+    _check(ens, X, isa)
+    _check(ens, X, isa, mirror=False)
 
 
 def test_full_balanced_trees_keep_the_plain_layout():
