@@ -520,7 +520,7 @@ def test_a_layout_whose_leaf_order_does_not_fit_its_trees_is_refused():
     alg = RapidScorer(ens, _model(ens)._forest)
     assert alg.mirrored
     a = {k: v.copy() for k, v in alg.arrays().items()}
-    bad = dict(a, leaf_order=a["leaf_order"] + 300)
+    bad = dict(a, leaf_order=np.full_like(a["leaf_order"], 255))   # trees of <= 60 leaves
     with pytest.raises(ValueError, match="leaf order"):
         _rapidscorer.RSLayout(bad, ens.n_features)
     bad = dict(a, leaf_value=a["leaf_value"][:-1])

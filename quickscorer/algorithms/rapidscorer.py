@@ -101,8 +101,9 @@ class RapidScorer(Algorithm):
         mirrored = mirrored_arrays(ens) if mirror else None
         if mirrored is None:
             self._arrays = rapidscorer_arrays(ens, layout_arrays(ens), starts)
-        else:
-            self._arrays = rapidscorer_arrays(ens, mirrored[0], starts, mirrored[1])
+        else:   # the mirrored QuickScorer arrays serve this build only: freed as it goes
+            self._arrays = rapidscorer_arrays(ens, mirrored[0], starts, mirrored[1],
+                                              consume=True)
         del mirrored
         #: nodes whose right subtree comes first in the layout's leaf order
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0

@@ -141,12 +141,12 @@ def leaf_arrays(ens: Ensemble, order: np.ndarray | None) -> dict:
     tree's own number of each position's leaf and the leaf values in that order (float64,
     and float32 for XGBoost, as ``forest.forest_arrays``); empty without one."""
     if order is None:
-        return {"leaf_order": np.zeros(0, np.int32), "leaf_value": np.zeros(0, np.float64),
+        return {"leaf_order": np.zeros(0, np.uint8), "leaf_value": np.zeros(0, np.float64),
                 "leaf_value_f32": np.zeros(0, np.float32)}
     offset = np.repeat(np.asarray(ens.trees.leaf_offset[:-1], np.int64),
                        np.diff(ens.trees.leaf_offset))
     value = np.ascontiguousarray(ens.trees.arrays["leaf_value"], np.float64)[offset + order]
-    return {"leaf_order": np.ascontiguousarray(order, np.int32), "leaf_value": value,
+    return {"leaf_order": order.astype(np.uint8), "leaf_value": value,   # MAX_LEAVES: a byte
             "leaf_value_f32": (value.astype(np.float32) if ens.family == "xgboost"
                                else np.zeros(0, np.float32))}
 
@@ -165,16 +165,29 @@ def _gather_lists(qs: dict, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return list_offsets, qs["list_words"][take], qs["list_masks"][take]
 
 
-def fold_mirrored(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple, int]:
-    """The arrays of :func:`mirrored_arrays` over rank slots: like :func:`rank_slots`, but
-    a mirrored node is ranked among the thresholds of its own feature (``F + f`` is ``f``'s),
-    and lands in segment ``3 (S + s) + k`` (``S`` slots; slot ``s`` of its feature) with
-    threshold index ``254 - j % 255``, the scan's test on the complemented rank. Returns
-    the arrays over ``2 S`` segment features (NaN / zero lists on the first ``S``: those of
-    both halves of the feature), ``slot_column`` (``S``), the slots' rank table, and ``S``."""
-    F = n_features
-    # each half-feature's distinct thresholds (C, over the sorted segments), then their union
-    # per feature: few pairs (at most 255 a slot), sorted in numpy
+def _mirrored_ranks(qs: dict, F: int):
+    """The rank tables of :func:`fold_mirrored`: each half-feature's distinct thresholds
+    and their union per feature (C: merges of sorted runs), and the slots. Returns
+    ``(half_offsets, half_rank, half_to_rank, counts, values, slot_base)``: entry ``e`` of
+    half-feature ``h`` has rank
+    ``half_to_rank[half_offsets[h] + half_rank[e]]`` among the ``counts[f]`` thresholds of
+    its feature, ``values`` (all features' thresholds, feature by feature, ascending)."""
+    half_offsets, half_values, half_rank = _layout.segment_rank_table(
+        qs["thresholds"], qs["segment_offsets"], 2 * F)
+    offsets, values, half_to_rank = _layout.rs_union_ranks(half_offsets, half_values, F)
+    return half_offsets, half_rank, half_to_rank, *_slot_base(np.diff(offsets), values)
+
+
+def _slot_base(counts: np.ndarray, values: np.ndarray):
+    """``(counts, values, slot_base)``: the first slot of each feature of ``counts``
+    thresholds (one slot per 255, at least one)."""
+    slot_base = np.zeros(counts.shape[0] + 1, np.int64)
+    np.cumsum(np.maximum(1, -(-counts // MAX_THRESHOLDS)), out=slot_base[1:])
+    return counts, values, slot_base
+
+
+def _mirrored_ranks_reference(qs: dict, F: int):
+    """:func:`_mirrored_ranks` with the union sorted in numpy."""
     half_offsets, half_values, half_rank = _layout.segment_rank_table(
         qs["thresholds"], qs["segment_offsets"], 2 * F)
     half = np.repeat(np.arange(2 * F), np.diff(half_offsets))
@@ -184,47 +197,21 @@ def fold_mirrored(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple, i
     fo, to = pf[order], pt[order]
     new = np.ones(fo.shape[0], bool)
     new[1:] = (fo[1:] != fo[:-1]) | (to[1:] != to[:-1])
-    union = np.empty(fo.shape[0], np.int64)       # a half-table position's union position
-    union[order] = np.cumsum(new) - 1
     counts = np.bincount(fo[new], minlength=F)
     offsets = np.zeros(F + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    idx, seg, feat2 = _entry_features(qs)
-    kind = seg % N_SEGMENT_KINDS
-    flip = (feat2 >= F).astype(np.int64)
-    f = feat2 % F
-    rank = union[half_offsets[feat2] + half_rank[idx]] - offsets[f]   # among all of f's
-    del half, pf, pt, order, union
-    n_slots = np.maximum(1, -(-counts // MAX_THRESHOLDS))
-    slot_base = np.zeros(F + 1, np.int64)
-    np.cumsum(n_slots, out=slot_base[1:])
+    half_to_rank = np.empty(fo.shape[0], np.int32)
+    half_to_rank[order] = np.cumsum(new) - 1 - offsets[fo]
+    return (half_offsets, half_rank, half_to_rank,
+            *_slot_base(counts, np.ascontiguousarray(to[new], np.float64)))
+
+
+def _fold_rest(qs: dict, F: int, out: dict, counts, values, slot_base):
+    """The NaN / zero lists and the slots' rank table of :func:`fold_mirrored`."""
     S = int(slot_base[-1])
-    slot_column = np.repeat(np.arange(F, dtype=np.int32), n_slots)
-    within = rank % MAX_THRESHOLDS
-    thr = np.where(flip == 1, MAX_THRESHOLDS - 1 - within, within)
-    new_seg = N_SEGMENT_KINDS * (slot_base[f] + rank // MAX_THRESHOLDS + S * flip) + kind
-    # the entries are in segment order, each segment by threshold (a mirrored one from the
-    # largest down): splitting features into slots is a stable sort by the new segment
-    if (np.diff(new_seg) >= 0).all():
-        o = np.arange(new_seg.shape[0])
-    else:
-        o = np.argsort(new_seg, kind="stable")
-    key = new_seg[o]
-    n_seg = N_SEGMENT_KINDS * 2 * S
-    segment_offsets = np.zeros(n_seg + 1, np.int64)
-    np.cumsum(np.bincount(key, minlength=n_seg) + 1, out=segment_offsets[1:])
-    pos = np.arange(key.shape[0]) + key        # one sentinel closes each earlier segment
-    sentinel = qs["segment_offsets"][1] - 1
-    out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets}
-    for name, src in (("thresholds", qs["thresholds"]), ("words", qs["words"]),
-                      ("masks", qs["masks"]), ("trees", entry_trees(qs))):
-        arr = np.full(int(segment_offsets[-1]), src[sentinel], src.dtype)
-        arr[pos] = src[idx[o]]
-        out[name] = arr
-    slot_rank = np.full(int(segment_offsets[-1]), -1, np.int32)
-    slot_rank[pos] = thr[o]
-    # lists NaN (kind 0) and zero (kind 1) of segment feature s < S: those of F + f and f
-    # in the mirrored arrays (lists k 2 F + f there); none for s >= S
+    slot_column = np.repeat(np.arange(F, dtype=np.int32), np.diff(slot_base))
+    # lists NaN (kind 0) and zero (kind 1) of segment feature s < S: those of f and F + f in
+    # the mirrored arrays (lists k 2 F + h there); none for s >= S
     sources = np.full((2, 2 * S, 2), -1, np.int64)
     for k in range(2):
         sources[k, :S, 0] = k * 2 * F + slot_column
@@ -236,7 +223,67 @@ def fold_mirrored(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple, i
     slot_offsets = np.zeros(S + 1, np.int64)
     np.cumsum(np.clip(counts[slot_column] - MAX_THRESHOLDS * v, 0, MAX_THRESHOLDS),
               out=slot_offsets[1:])
-    values = np.ascontiguousarray(to[new], np.float64)
+    return slot_column, slot_offsets
+
+
+def fold_mirrored(qs: dict, n_features: int,
+                  consume: bool = False) -> tuple[dict, np.ndarray, tuple, int]:
+    """The arrays of :func:`mirrored_arrays` over rank slots: like :func:`rank_slots`, but
+    a mirrored node is ranked among the thresholds of its own feature (``F + f`` is ``f``'s),
+    and lands in segment ``3 (S + s) + k`` (``S`` slots; slot ``s`` of its feature) with
+    threshold index ``254 - j % 255``, the scan's test on the complemented rank. Returns
+    the arrays over ``2 S`` segment features (no thresholds: ranks replace them; NaN / zero
+    lists on the first ``S``: those of both halves of the feature), ``slot_column`` (``S``),
+    the slots' rank table, and ``S``. With ``consume``, ``qs`` is emptied once read (its
+    arrays freed while the layout is built). The entries are placed in C (``_layout.rs_fold_mirrored``); the same arrays as
+    :func:`fold_mirrored_reference`."""
+    F = n_features
+    half_offsets, half_rank, half_to_rank, counts, values, slot_base = _mirrored_ranks(qs, F)
+    words, masks, trees, segment_offsets, slot_rank = _layout.rs_fold_mirrored(
+        qs["words"], qs["masks"], entry_trees(qs), qs["segment_offsets"], half_rank,
+        half_offsets, half_to_rank, slot_base, F)
+    del half_rank
+    out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets,
+           "words": words, "masks": masks, "trees": trees}
+    slot_column, slot_offsets = _fold_rest(qs, F, out, counts, values, slot_base)
+    if consume:
+        qs.clear()
+    return out, slot_column, (slot_offsets, values, slot_rank), int(slot_base[-1])
+
+
+def fold_mirrored_reference(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple, int]:
+    """:func:`fold_mirrored` with the union of thresholds and the entries in numpy (its
+    reference)."""
+    F = n_features
+    (half_offsets, half_rank, half_to_rank, counts, values,
+     slot_base) = _mirrored_ranks_reference(qs, F)
+    S = int(slot_base[-1])
+    idx, seg, feat2 = _entry_features(qs)
+    kind = seg % N_SEGMENT_KINDS
+    flip = (feat2 >= F).astype(np.int64)
+    f = feat2 % F
+    rank = half_to_rank[half_offsets[feat2] + half_rank[idx]].astype(np.int64)
+    within = rank % MAX_THRESHOLDS
+    thr = np.where(flip == 1, MAX_THRESHOLDS - 1 - within, within)
+    new_seg = N_SEGMENT_KINDS * (slot_base[f] + rank // MAX_THRESHOLDS + S * flip) + kind
+    # the entries are in segment order, each segment by threshold (a mirrored one from the
+    # largest down): splitting features into slots is a stable sort by the new segment
+    o = np.argsort(new_seg, kind="stable")
+    key = new_seg[o]
+    n_seg = N_SEGMENT_KINDS * 2 * S
+    segment_offsets = np.zeros(n_seg + 1, np.int64)
+    np.cumsum(np.bincount(key, minlength=n_seg) + 1, out=segment_offsets[1:])
+    pos = np.arange(key.shape[0]) + key        # one sentinel closes each earlier segment
+    sentinel = qs["segment_offsets"][1] - 1
+    out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets}
+    for name, src in (("words", qs["words"]), ("masks", qs["masks"]),
+                      ("trees", entry_trees(qs))):
+        arr = np.full(int(segment_offsets[-1]), src[sentinel], src.dtype)
+        arr[pos] = src[idx[o]]
+        out[name] = arr
+    slot_rank = np.full(int(segment_offsets[-1]), -1, np.int32)
+    slot_rank[pos] = thr[o]
+    slot_column, slot_offsets = _fold_rest(qs, F, out, counts, values, slot_base)
     return out, slot_column, (slot_offsets, values, slot_rank), S
 
 
@@ -257,7 +304,9 @@ def _unfold(segments: np.ndarray, list_offsets: np.ndarray, used_offsets: np.nda
     s = np.tile(np.arange(S), 2 * n_blocks)
     list_offsets = np.r_[list_offsets[b * 4 * S + k * 2 * S + s], list_offsets[-1:]]
     block = np.repeat(np.arange(n_blocks), np.diff(used_offsets))
-    key = np.unique(block * S + used_features.astype(np.int64) % S)
+    key = np.sort(block * S + used_features.astype(np.int64) % S)
+    # distinct (not np.unique: its first call in a process pages in about 1 MiB of code)
+    key = key[np.r_[True, key[1:] != key[:-1]]] if key.size else key
     used_offsets = np.zeros(n_blocks + 1, np.int64)
     np.cumsum(np.bincount(key // S, minlength=n_blocks), out=used_offsets[1:])
     return segments, list_offsets, used_offsets, (key % S).astype(np.int32)
@@ -412,24 +461,26 @@ def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.n
     return np.asarray(starts, np.int64)
 
 
-def _over_slots(ens: Ensemble, qs: dict, leaf_order: np.ndarray | None):
-    """:func:`rank_slots`, or :func:`fold_mirrored` where there is a leaf order, with the
-    number of slots ``S`` and of segment features (``2 S`` where mirrored)."""
+def _over_slots(ens: Ensemble, qs: dict, leaf_order: np.ndarray | None, fold=fold_mirrored,
+                consume: bool = False):
+    """:func:`rank_slots`, or ``fold`` (:func:`fold_mirrored`) where there is a leaf order,
+    with the number of slots ``S`` and of segment features (``2 S`` where mirrored)."""
     if leaf_order is None:
         qs, slot_column, table = rank_slots(qs, ens.n_features)
         return qs, slot_column, table, slot_column.shape[0], slot_column.shape[0]
-    qs, slot_column, table, S = fold_mirrored(qs, ens.n_features)
+    qs, slot_column, table, S = (fold(qs, ens.n_features, consume) if consume
+                                 else fold(qs, ens.n_features))
     return qs, slot_column, table, S, 2 * S
 
 
 def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray,
-                       leaf_order: np.ndarray | None = None) -> dict:
+                       leaf_order: np.ndarray | None = None, consume: bool = False) -> dict:
     """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``
-    (with ``leaf_order``: :func:`mirrored_arrays`), its sorting and byte splitting in C
-    (``src/quickscorer/_layout.pyx``); the same arrays as
-    :func:`rapidscorer_arrays_reference`."""
-    qs, slot_column, (rank_offsets, rank_thresholds, rank), S, F = _over_slots(ens, qs,
-                                                                               leaf_order)
+    (with ``leaf_order``: :func:`mirrored_arrays`, which ``consume`` lets it empty once
+    read), its sorting and byte splitting in C (``src/quickscorer/_layout.pyx``); the same
+    arrays as :func:`rapidscorer_arrays_reference`."""
+    qs, slot_column, (rank_offsets, rank_thresholds, rank), S, F = _over_slots(
+        ens, qs, leaf_order, consume=consume)
     n_trees = ens.n_trees
     tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
     np.cumsum(tree_bytes(ens), out=tree_byte_offsets[1:])
@@ -478,7 +529,7 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
                                  leaf_order: np.ndarray | None = None) -> dict:
     """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``, in
     numpy (the reference of :func:`rapidscorer_arrays`)."""
-    qs, slot_column, table, S, F = _over_slots(ens, qs, leaf_order)
+    qs, slot_column, table, S, F = _over_slots(ens, qs, leaf_order, fold_mirrored_reference)
     n_seg = N_SEGMENT_KINDS * F
     n_trees = ens.n_trees
     n_bytes = tree_bytes(ens)

@@ -28,6 +28,7 @@ cdef enum:
     KIND_ZERO = 1
     KIND_NAN = 2
     SENTINEL_RANK = 255  # rs_layout.SENTINEL_THR
+    MAX_THR_SLOT = 255   # rs_layout.MAX_THRESHOLDS: thresholds a rank slot holds
 
 cdef uint64_t ALL_ONES = 0xFFFFFFFFFFFFFFFFULL
 
@@ -371,7 +372,7 @@ def qs_split_blocks(const double[::1] thresholds, const uint32_t[::1] words,
     cdef Py_ssize_t n_seg = segment_offsets.shape[0] - 1, n_lists = list_offsets.shape[0] - 1
     cdef Py_ssize_t T = tree_word_offsets.shape[0] - 1, nb = block_starts.shape[0] - 1
     cdef Py_ssize_t E = thresholds.shape[0], L = list_words.shape[0]
-    if (words.shape[0] != E or masks.shape[0] != E or trees.shape[0] != E or n_seg < 0
+    if (masks.shape[0] != E or trees.shape[0] != E or n_seg < 0
             or segment_offsets[n_seg] != E or list_masks.shape[0] != L or n_lists < 0
             or list_offsets[n_lists] != L or T < 0 or nb < 1 or block_starts[0] != 0
             or block_starts[nb] != T):
@@ -664,3 +665,137 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                         lcursor[key] += 1
     return (entries_arr, segments_arr, block_segments_arr, list_count_arr, lbytes_arr,
             lmasks_arr, used_offsets_arr, used_arr[:n_used].copy())
+
+
+def rs_fold_mirrored(const uint32_t[::1] words, const uint64_t[::1] masks,
+                     const int32_t[::1] trees,
+                     const int64_t[::1] segment_offsets, const int32_t[::1] half_rank,
+                     const int64_t[::1] half_offsets, const int32_t[::1] half_to_rank,
+                     const int64_t[::1] slot_base, Py_ssize_t n_features):
+    """``rs_layout.fold_mirrored``'s entries in two counting passes: QuickScorer's arrays over
+    ``2 F`` half-features (``F + f``: the mirrored nodes of ``f``), entry ``e``'s threshold
+    at position ``half_rank[e]`` of its half-feature's table, and that position's rank among
+    all of ``f``'s thresholds ``half_to_rank[half_offsets[h] + half_rank[e]]``, become the
+    arrays over ``2 S`` segment features (``S = slot_base[F]``): segment ``3 (slot_base[f] +
+    rank // 255 + S mirrored) + k``, threshold index ``rank % 255`` or ``254 - rank % 255``
+    (mirrored), each segment in its source segment's order and closed by a sentinel.
+
+    Returns ``(words, masks, trees, segment_offsets, slot_rank)`` (the thresholds are not
+    needed past their ranks)."""
+    cdef Py_ssize_t F = n_features, E = words.shape[0]
+    cdef Py_ssize_t n_src = N_KINDS * 2 * F
+    if (masks.shape[0] != E or trees.shape[0] != E
+            or half_rank.shape[0] != E or segment_offsets.shape[0] != n_src + 1
+            or segment_offsets[n_src] != E or half_offsets.shape[0] != 2 * F + 1
+            or half_offsets[2 * F] != half_to_rank.shape[0] or slot_base.shape[0] != F + 1):
+        raise ValueError("rs_fold_mirrored: inconsistent layout arrays")
+    cdef Py_ssize_t S = slot_base[F], n_seg = N_KINDS * 2 * S
+    cdef Py_ssize_t s, e, h, f, k, flip, ns, pos, total = 0
+    cdef int64_t r
+    for s in range(n_src):
+        if segment_offsets[s + 1] <= segment_offsets[s]:
+            raise ValueError("rs_fold_mirrored: a segment without its sentinel")
+        h = s // N_KINDS
+        f = h % F
+        for e in range(segment_offsets[s], segment_offsets[s + 1] - 1):
+            if not 0 <= half_rank[e] < half_offsets[h + 1] - half_offsets[h]:
+                raise ValueError("rs_fold_mirrored: an entry's rank is out of range")
+            r = half_to_rank[half_offsets[h] + half_rank[e]]
+            if not 0 <= r < MAX_THR_SLOT * (slot_base[f + 1] - slot_base[f]):
+                raise ValueError("rs_fold_mirrored: a rank beyond its feature's slots")
+    offsets_arr = np.zeros(n_seg + 1, np.int64)
+    cursor_arr = np.zeros(n_seg, np.int64)
+    cdef int64_t[::1] offsets = offsets_arr
+    cdef int64_t[::1] cursor = cursor_arr
+    cdef Py_ssize_t sentinel = segment_offsets[1] - 1
+    with nogil:
+        for s in range(n_src):
+            h = s // N_KINDS
+            k = s % N_KINDS
+            flip = h >= F
+            f = h - F * flip
+            for e in range(segment_offsets[s], segment_offsets[s + 1] - 1):
+                r = half_to_rank[half_offsets[h] + half_rank[e]]
+                ns = N_KINDS * (slot_base[f] + r // MAX_THR_SLOT + S * flip) + k
+                cursor[ns] += 1
+        for ns in range(n_seg):
+            offsets[ns] = total
+            total += cursor[ns] + 1          # and its sentinel
+            cursor[ns] = offsets[ns]
+        offsets[n_seg] = total
+    words_arr = np.empty(total, np.uint32)
+    masks_arr = np.empty(total, np.uint64)
+    trees_arr = np.empty(total, np.int32)
+    rank_arr = np.empty(total, np.int32)
+    cdef uint32_t[::1] words_out = words_arr
+    cdef uint64_t[::1] masks_out = masks_arr
+    cdef int32_t[::1] trees_out = trees_arr
+    cdef int32_t[::1] rank_out = rank_arr
+    with nogil:
+        for s in range(n_src):
+            h = s // N_KINDS
+            k = s % N_KINDS
+            flip = h >= F
+            f = h - F * flip
+            for e in range(segment_offsets[s], segment_offsets[s + 1] - 1):
+                r = half_to_rank[half_offsets[h] + half_rank[e]]
+                ns = N_KINDS * (slot_base[f] + r // MAX_THR_SLOT + S * flip) + k
+                pos = cursor[ns]
+                cursor[ns] += 1
+                words_out[pos] = words[e]
+                masks_out[pos] = masks[e]
+                trees_out[pos] = trees[e]
+                rank_out[pos] = <int32_t>(MAX_THR_SLOT - 1 - r % MAX_THR_SLOT if flip
+                                          else r % MAX_THR_SLOT)
+        for ns in range(n_seg):
+            pos = offsets[ns + 1] - 1
+            words_out[pos] = words[sentinel]
+            masks_out[pos] = masks[sentinel]
+            trees_out[pos] = trees[sentinel]
+            rank_out[pos] = -1
+    return words_arr, masks_arr, trees_arr, offsets_arr, rank_arr
+
+
+def rs_union_ranks(const int64_t[::1] half_offsets, const double[::1] half_values,
+                   Py_ssize_t n_features):
+    """The union per feature of the distinct thresholds of its two half-features
+    (``segment_rank_table`` over ``2 F``: ``f``, ascending, and ``F + f``, whose thresholds
+    are negated, so ascending ``-t``), merged. Returns ``(offsets, values, half_to_rank)``:
+    feature ``f``'s thresholds ``values[offsets[f] : offsets[f + 1]]`` ascending, and for
+    each position of a half-table its threshold's rank among them (int32)."""
+    cdef Py_ssize_t F = n_features
+    if half_offsets.shape[0] != 2 * F + 1 or half_offsets[2 * F] != half_values.shape[0]:
+        raise ValueError("rs_union_ranks: inconsistent tables")
+    cdef Py_ssize_t H = half_values.shape[0]
+    offsets_arr = np.zeros(F + 1, np.int64)
+    values_arr = np.empty(H, np.float64)
+    to_rank_arr = np.empty(H, np.int32)
+    cdef int64_t[::1] offsets = offsets_arr
+    cdef double[::1] values = values_arr
+    cdef int32_t[::1] to_rank = to_rank_arr
+    cdef Py_ssize_t f, i, j, i_end, j_end, total = 0, n
+    cdef double a, b, v
+    with nogil:
+        for f in range(F):
+            offsets[f] = total
+            i = half_offsets[f]                  # plain: ascending
+            i_end = half_offsets[f + 1]
+            j = half_offsets[F + f + 1] - 1      # mirrored: -t ascending, t from the end up
+            j_end = half_offsets[F + f] - 1
+            n = 0
+            while i < i_end or j > j_end:
+                if j <= j_end or (i < i_end and half_values[i] <= -half_values[j]):
+                    v = half_values[i]
+                else:
+                    v = -half_values[j]
+                values[total] = v
+                while i < i_end and half_values[i] == v:
+                    to_rank[i] = <int32_t>n
+                    i += 1
+                while j > j_end and -half_values[j] == v:
+                    to_rank[j] = <int32_t>n
+                    j -= 1
+                n += 1
+                total += 1
+        offsets[F] = total
+    return offsets_arr, values_arr[:total].copy(), to_rank_arr

@@ -100,7 +100,7 @@ cdef struct RSView:
     int64_t max_block_bytes           # byte rows of the largest block
     # mirrored nodes (rs_layout.mirrored_arrays): leaf positions are not the tree's own leaf
     # numbers; NULL where they are
-    const int32_t* leaf_order         # [n_leaves] the tree's own number of each position
+    const uint8_t* leaf_order         # [n_leaves] the tree's own number of each position
     const double* leaf_value          # [n_leaves] float64 values by position
     const float* leaf_value_f32       # [n_leaves] float32 (XGBoost) values by position
 
@@ -111,7 +111,7 @@ _FIELDS = {
     "model_used": np.int32, "tree_byte_offsets": np.int64, "block_starts": np.int64,
     "entries": np.uint64, "segments": np.uint64, "block_segments": np.int64, "list_offsets": np.int64,
     "list_bytes": np.uint32, "list_masks": np.uint8, "used_offsets": np.int64,
-    "used_features": np.int32, "leaf_offset": np.int64, "leaf_order": np.int32,
+    "used_features": np.int32, "leaf_offset": np.int64, "leaf_order": np.uint8,
     "leaf_value": np.float64, "leaf_value_f32": np.float32,
 }
 
@@ -211,7 +211,7 @@ cdef class RSLayout:
         self.view.leaf_value = NULL
         self.view.leaf_value_f32 = NULL
         if order.shape[0]:
-            self.view.leaf_order = <const int32_t*>cnp.PyArray_DATA(order)
+            self.view.leaf_order = <const uint8_t*>cnp.PyArray_DATA(order)
             self.view.leaf_value = <const double*>cnp.PyArray_DATA(a["leaf_value"])
             if a["leaf_value_f32"].shape[0]:
                 self.view.leaf_value_f32 = <const float*>cnp.PyArray_DATA(a["leaf_value_f32"])
