@@ -494,6 +494,18 @@ def test_linear_leaves_of_mirrored_trees(isa):
     _check(ens, X, isa, mirror=False)
 
 
+def test_the_environment_can_turn_mirrored_nodes_off(monkeypatch):
+    rng = np.random.default_rng(29)
+    ens = Ensemble(trees=tuple(_lopsided_tree(rng, n, 3, "lightgbm") for n in (50, 20)),
+                   tree_group=np.zeros(2, np.int64), n_outputs=1, n_features=3,
+                   family="lightgbm", base_score=[0.0])
+    assert RapidScorer(ens, _model(ens)._forest).mirrored
+    monkeypatch.setenv("QUICKSCORER_RS_MIRROR", "0")
+    assert not RapidScorer(ens, _model(ens)._forest).mirrored
+    monkeypatch.setenv("QUICKSCORER_RS_MIRROR", "1")
+    assert RapidScorer(ens, _model(ens)._forest).mirrored
+
+
 def test_full_balanced_trees_keep_the_plain_layout():
     """Mirroring a full tree of 2^d leaves saves no byte: the plain layout serves."""
     def full(depth):

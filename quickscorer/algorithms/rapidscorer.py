@@ -97,7 +97,10 @@ class RapidScorer(Algorithm):
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
                             or default_block_bytes())
         starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
-        # mirrored nodes (rs_layout): False scores with every node's left subtree first
+        # mirrored nodes (rs_layout): False, or $QUICKSCORER_RS_MIRROR=0, scores with every
+        # node's left subtree first (a smaller layout, no copy of the leaf values)
+        if env_int("QUICKSCORER_RS_MIRROR") == 0:
+            mirror = False
         mirrored = mirrored_arrays(ens) if mirror else None
         if mirrored is None:
             self._arrays = rapidscorer_arrays(ens, layout_arrays(ens), starts)
