@@ -169,9 +169,9 @@ def _mirrored_ranks(qs: dict, F: int):
     """The rank tables of :func:`fold_mirrored`: each half-feature's distinct thresholds
     and their union per feature (C: merges of sorted runs), and the slots. Returns
     ``(half_offsets, half_rank, half_to_rank, counts, values, slot_base)``: entry ``e`` of
-    half-feature ``h`` has rank
-    ``half_to_rank[half_offsets[h] + half_rank[e]]`` among the ``counts[f]`` thresholds of
-    its feature, ``values`` (all features' thresholds, feature by feature, ascending)."""
+    half-feature ``h`` has rank ``half_to_rank[half_offsets[h] + half_rank[e]]`` among the
+    ``counts[f]`` thresholds of its feature, ``values`` (all features' thresholds, feature
+    by feature, ascending)."""
     half_offsets, half_values, half_rank = _layout.segment_rank_table(
         qs["thresholds"], qs["segment_offsets"], 2 * F)
     offsets, values, half_to_rank = _layout.rs_union_ranks(half_offsets, half_values, F)
@@ -235,8 +235,8 @@ def fold_mirrored(qs: dict, n_features: int,
     the arrays over ``2 S`` segment features (no thresholds: ranks replace them; NaN / zero
     lists on the first ``S``: those of both halves of the feature), ``slot_column`` (``S``),
     the slots' rank table, and ``S``. With ``consume``, ``qs`` is emptied once read (its
-    arrays freed while the layout is built). The entries are placed in C (``_layout.rs_fold_mirrored``); the same arrays as
-    :func:`fold_mirrored_reference`."""
+    arrays freed while the layout is built). The entries are placed in C
+    (``_layout.rs_fold_mirrored``): the same arrays as :func:`fold_mirrored_reference`."""
     F = n_features
     half_offsets, half_rank, half_to_rank, counts, values, slot_base = _mirrored_ranks(qs, F)
     words, masks, trees, segment_offsets, slot_rank = _layout.rs_fold_mirrored(
@@ -251,7 +251,8 @@ def fold_mirrored(qs: dict, n_features: int,
     return out, slot_column, (slot_offsets, values, slot_rank), int(slot_base[-1])
 
 
-def fold_mirrored_reference(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple, int]:
+def fold_mirrored_reference(qs: dict, n_features: int,
+                            consume: bool = False) -> tuple[dict, np.ndarray, tuple, int]:
     """:func:`fold_mirrored` with the union of thresholds and the entries in numpy (its
     reference)."""
     F = n_features
@@ -284,6 +285,8 @@ def fold_mirrored_reference(qs: dict, n_features: int) -> tuple[dict, np.ndarray
     slot_rank = np.full(int(segment_offsets[-1]), -1, np.int32)
     slot_rank[pos] = thr[o]
     slot_column, slot_offsets = _fold_rest(qs, F, out, counts, values, slot_base)
+    if consume:
+        qs.clear()
     return out, slot_column, (slot_offsets, values, slot_rank), S
 
 
@@ -291,7 +294,7 @@ def _unfold(segments: np.ndarray, list_offsets: np.ndarray, used_offsets: np.nda
             used_features: np.ndarray, S: int, n_blocks: int):
     """The layout over ``2 S`` segment features (:func:`fold_mirrored`) in the kernel's
     terms: a segment of feature ``S + s`` becomes segment ``3 s + k`` of slot ``s`` with
-    the high bit (``MIRRORED_SEGMENT``) set; lists and features used per block over the
+    bit 63 of its word set; lists and features used per block over the
     ``S`` slots (the lists of ``S + s`` are empty)."""
     fk = segments >> np.uint64(32)
     f2 = fk // np.uint64(N_SEGMENT_KINDS)
@@ -468,8 +471,7 @@ def _over_slots(ens: Ensemble, qs: dict, leaf_order: np.ndarray | None, fold=fol
     if leaf_order is None:
         qs, slot_column, table = rank_slots(qs, ens.n_features)
         return qs, slot_column, table, slot_column.shape[0], slot_column.shape[0]
-    qs, slot_column, table, S = (fold(qs, ens.n_features, consume) if consume
-                                 else fold(qs, ens.n_features))
+    qs, slot_column, table, S = fold(qs, ens.n_features, consume)
     return qs, slot_column, table, S, 2 * S
 
 

@@ -166,13 +166,14 @@ cdef class RSLayout:
             raise ValueError("rapidscorer layout: a tree has fewer than 1 or more than 32 bytes")
         block_bytes = np.diff(tbo[bs])
         lof, order = a["leaf_offset"], a["leaf_order"]
-        if lof.shape[0] != n_trees + 1 or (n_trees and (int(lof[0]) != 0 or (np.diff(lof) < 1).any()
-                                                        or (np.diff(lof) > 256).any())):
+        sizes = np.diff(lof)
+        if lof.shape[0] != n_trees + 1 or (n_trees and (int(lof[0]) != 0 or (sizes < 1).any()
+                                                        or (sizes > 256).any())):
             raise ValueError("rapidscorer layout: leaf_offset does not give each tree 1 to 256 "
                              "leaves")
         n_leaves = int(lof[n_trees]) if n_trees else 0
         if order.shape[0]:
-            size = np.repeat(np.diff(lof), np.diff(lof))
+            size = np.repeat(sizes, sizes)
             if (order.shape[0] != n_leaves or a["leaf_value"].shape[0] != n_leaves
                     or a["leaf_value_f32"].shape[0] not in (0, n_leaves)
                     or (order < 0).any() or (order >= size).any()):
