@@ -46,7 +46,7 @@ static const rs_entry* subs(const uint8_t* rank, const rs_entry* e, uint8_t* sta
     const __m256i r = _mm256_loadu_si256((const __m256i*)rank);
     const __m256i zero = _mm256_setzero_si256();
     for (;; ++e) {
-        const __m256i d = _mm256_subs_epu8(r, _mm256_set1_epi8((char)e->thr));
+        const __m256i d = _mm256_subs_epu8(r, _mm256_set1_epi8((char)(e->thr_b ^ 0x80)));
         if (_mm256_testz_si256(d, d))
             return e;
         __m256i* p = (__m256i*)(state + (size_t)e->byte * 32);
@@ -71,8 +71,8 @@ static const rs_entry* pairs(const uint8_t* rank, const rs_entry* e, uint8_t* st
     const __m256i bias = _mm256_set1_epi8((char)0x80);
     const __m256i r = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)rank), bias);
     for (;; e += 2) {
-        const __m256i gt1 = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)(e[1].thr ^ 0x80)));
-        const __m256i gt0 = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)(e[0].thr ^ 0x80)));
+        const __m256i gt1 = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)e[1].thr_b));
+        const __m256i gt0 = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)e[0].thr_b));
         if (_mm256_testz_si256(gt1, gt1)) {
             if (_mm256_testz_si256(gt0, gt0))
                 return e;
@@ -90,7 +90,7 @@ static const rs_entry* halves(const uint8_t* rank, const rs_entry* e, uint8_t* s
     const __m256i bias = _mm256_set1_epi8((char)0x80);
     const __m256i r = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)rank), bias);
     for (;; ++e) {
-        const __m256i gt = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)(e->thr ^ 0x80)));
+        const __m256i gt = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)e->thr_b));
         if (_mm256_testz_si256(gt, gt))
             return e;
         uint8_t* p = state + (size_t)e->byte * 32;
@@ -114,7 +114,7 @@ __attribute__((target("avx2"), noinline))
 static const rs_entry* rows_only(const uint8_t* rank, const rs_entry* e, uint8_t* state)
 {
     const __m256i clear = _mm256_loadu_si256((const __m256i*)rank);
-    for (; e->thr != 255; ++e) {
+    for (; e->thr_b != (255 ^ 0x80); ++e) {
         __m256i* p = (__m256i*)(state + (size_t)e->byte * 32);
         _mm256_store_si256(p, _mm256_andnot_si256(clear, _mm256_load_si256(p)));
     }
@@ -139,12 +139,10 @@ int main(int argc, char** argv)
         return 1;
     srand(1);
     for (long i = 0; i < n; ++i) {
-        e[i].byte = (uint32_t)(rand() % rows);
-        e[i].thr = 10;
+        e[i].byte = (uint16_t)(rand() % rows);
         e[i].mask = (uint8_t)(rand() | 1);
-        e[i].thr_b = (uint8_t)(e[i].thr ^ 0x80);
+        e[i].thr_b = (uint8_t)(10 ^ 0x80);
     }
-    e[n].thr = e[n + 1].thr = 255;
     e[n].thr_b = e[n + 1].thr_b = 255 ^ 0x80;
     e[n].byte = e[n + 1].byte = 0;
     uint8_t rank[64] __attribute__((aligned(64)));

@@ -16,7 +16,8 @@ from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.qs import shared_layout
 from quickscorer.algorithms.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
-from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, rank_search_table,
+from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, entry_thr,
+                                              rank_search_table,
                                               rank_slots, rank_table, unsupported)
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 
@@ -198,7 +199,8 @@ def test_layout_entries_are_byte_runs_of_their_trees():
     alg = RapidScorer(ens, _model(ens)._forest, block_bytes=2000)
     a = alg.arrays()
     e = a["entries"].view(ENTRY_DTYPE)
-    assert (e["thr_b"] == (e["thr"] ^ 0x80)).all()     # the AVX2 scans compare thr_b
+    assert a["entries"].dtype == np.uint32 and e.itemsize == 4
+    thr_of = entry_thr(a["entries"])
     tbo, bs = a["tree_byte_offsets"], a["block_starts"]
     for b in range(bs.shape[0] - 1):
         n_bytes = tbo[bs[b + 1]] - tbo[bs[b]]
@@ -206,9 +208,9 @@ def test_layout_entries_are_byte_runs_of_their_trees():
         for s in segs:
             j = int(s & np.uint64(0xFFFFFFFF))
             thr = []
-            while e["thr"][j] != SENTINEL_THR:
+            while thr_of[j] != SENTINEL_THR:
                 assert e["byte"][j] < n_bytes and e["mask"][j] != 0xFF
-                thr.append(int(e["thr"][j]))
+                thr.append(int(thr_of[j]))
                 j += 1
             assert thr == sorted(thr) and thr         # ascending, never empty
     offsets, values = rank_table(shared_layout(ens)[0], ens.n_features)
@@ -468,8 +470,8 @@ def test_lopsided_trees_are_scored_with_mirrored_nodes(isa, family):
     mirrored, plain = _alg(ens, isa), _alg(ens, isa, mirror=False)
     assert mirrored.mirrored and not plain.mirrored
     a, p = mirrored.arrays(), plain.arrays()
-    real = a["entries"].view(ENTRY_DTYPE)["thr"] != SENTINEL_THR
-    real_p = p["entries"].view(ENTRY_DTYPE)["thr"] != SENTINEL_THR
+    real = entry_thr(a["entries"]) != SENTINEL_THR
+    real_p = entry_thr(p["entries"]) != SENTINEL_THR
     assert real.sum() < 0.7 * real_p.sum()             # far fewer bytes to AND
     assert (a["segments"] >> np.uint64(63)).any()        # segments of mirrored nodes
     order = a["leaf_order"]
@@ -541,3 +543,25 @@ def test_a_layout_whose_leaf_order_does_not_fit_its_trees_is_refused():
     bad = dict(a, segments=a["segments"] | np.uint64(0x7FFF << 32))
     with pytest.raises(ValueError, match="segment"):
         _rapidscorer.RSLayout(bad, ens.n_features)
+
+
+def test_tree_blocks_stay_within_16_bit_byte_rows():
+    """An entry's byte row is 16 bits: blocks are cut at MAX_BLOCK_ROWS rows whatever the
+    budget, and a block beyond it is refused, not wrapped."""
+    from quickscorer import _layout
+    from quickscorer.algorithms.qs_layout import entry_trees
+    from quickscorer.algorithms.rs_layout import MAX_BLOCK_ROWS, block_starts_for
+    n_bytes = np.full(5000, 32, np.int64)               # 255-leaf trees
+    starts = block_starts_for(n_bytes, 1 << 40, 64)
+    rows = np.add.reduceat(n_bytes, starts[:-1])
+    assert len(starts) > 2 and rows.max() <= MAX_BLOCK_ROWS
+    ens = random_ensemble(np.random.default_rng(6), "lightgbm", n_trees=3, max_leaves=20,
+                          p_categorical=0.0)
+    qs = shared_layout(ens)[0]
+    _, _, rank = rank_slots(qs, ens.n_features)[2]
+    huge = np.array([0, 40000, 80000, 80001], np.int64)  # one block of 80,001 rows
+    with pytest.raises(ValueError, match="byte rows"):
+        _layout.rs_entries(qs["words"], qs["masks"], entry_trees(qs), rank,
+                           qs["segment_offsets"], qs["list_offsets"], qs["list_words"],
+                           qs["list_masks"], qs["tree_word_offsets"], huge,
+                           np.array([0, 3], np.int64), ens.n_features)

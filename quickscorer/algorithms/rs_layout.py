@@ -80,10 +80,11 @@ SENTINEL_THR = 255
 #: plain layout, quicker to build, serves
 MIRROR_MIN_SAVING = 0.05
 
-#: rs_entry of rs_simd.h: uint32 byte, uint8 thr, uint8 mask, uint8 thr_b (thr ^ 0x80, the
-#: threshold as the AVX2 scans compare it), 1 byte unused (little-endian)
-ENTRY_DTYPE = np.dtype([("byte", "<u4"), ("thr", "u1"), ("mask", "u1"), ("thr_b", "u1"),
-                        ("unused", "u1")])
+#: rs_entry of rs_simd.h, 4 bytes: uint16 byte (block-relative row), uint8 thr_b (the
+#: threshold index ``thr`` as the scans compare it, ``thr ^ 0x80``: signed), uint8 mask
+ENTRY_DTYPE = np.dtype([("byte", "<u2"), ("thr_b", "u1"), ("mask", "u1")])
+#: an entry's byte row is 16 bits: a tree block holds at most this many byte rows
+MAX_BLOCK_ROWS = 65536
 
 
 def unsupported(ens: Ensemble) -> str | None:
@@ -445,6 +446,12 @@ def _changed_bytes(word_byte: np.ndarray, masks: np.ndarray):
     return r, word_byte[r] + j, m8[r, j]
 
 
+def entry_thr(entries: np.ndarray) -> np.ndarray:
+    """The threshold index of each entry of a layout's ``entries`` (uint32 or
+    ``ENTRY_DTYPE``); ``SENTINEL_THR`` at sentinels."""
+    return entries.view(ENTRY_DTYPE)["thr_b"] ^ 0x80
+
+
 def tree_bytes(ens: Ensemble) -> np.ndarray:
     """Bytes of bitvector per tree and document: ceil(leaves / 8), at least 1."""
     return np.maximum(1, (ens.n_leaves.astype(np.int64) + 7) // 8)
@@ -452,11 +459,13 @@ def tree_bytes(ens: Ensemble) -> np.ndarray:
 
 def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.ndarray:
     """Consecutive trees whose byte rows for a group of ``lanes`` documents fit
-    ``budget_bytes`` (a tree larger than the budget gets a block of its own)."""
+    ``budget_bytes`` (a tree larger than the budget gets a block of its own), at most
+    ``MAX_BLOCK_ROWS`` byte rows a block."""
+    budget = min(int(budget_bytes), MAX_BLOCK_ROWS * int(lanes))
     starts = [0]
     acc = 0
     for t, c in enumerate((n_bytes * lanes).tolist()):
-        if acc and acc + c > budget_bytes:
+        if acc and acc + c > budget:
             starts.append(t)
             acc = 0
         acc += c
@@ -581,13 +590,12 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
     if starts[-1] >= 2**32:
         raise ModelFormatError("the model has too many nodes for the rapidscorer layout")
     entries = np.zeros(int(starts[-1]), ENTRY_DTYPE)
-    entries["thr"] = SENTINEL_THR
+    entries["thr_b"] = SENTINEL_THR ^ 0x80
     entries["mask"] = 0xFF
     pos = np.arange(key.shape[0]) + np.searchsorted(keys, key)   # skip earlier sentinels
     entries["byte"][pos] = byte[order]
-    entries["thr"][pos] = rank[src][order]
+    entries["thr_b"][pos] = rank[src][order] ^ 0x80
     entries["mask"][pos] = bmask[order]
-    entries["thr_b"] = entries["thr"] ^ 0x80
     segments = ((keys % n_seg).astype(np.uint64) << np.uint64(32)) | starts[:-1].astype(np.uint64)
     block_segments = np.zeros(n_blocks + 1, np.int64)
     np.cumsum(np.bincount(keys // n_seg, minlength=n_blocks), out=block_segments[1:])
@@ -624,7 +632,7 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
         "model_used": np.unique(feat % S).astype(np.int32),
         "tree_byte_offsets": tree_byte_offsets,
         "block_starts": block_starts,
-        "entries": entries.view(np.uint64),
+        "entries": entries.view(np.uint32),
         "segments": segments,
         "block_segments": block_segments,
         "list_offsets": list_offsets,

@@ -29,6 +29,7 @@ cdef enum:
     KIND_NAN = 2
     SENTINEL_RANK = 255  # rs_layout.SENTINEL_THR
     MAX_THR_SLOT = 255   # rs_layout.MAX_THRESHOLDS: thresholds a rank slot holds
+    MAX_BLOCK_ROWS = 65536  # rs_layout.MAX_BLOCK_ROWS: an entry's byte row is 16 bits
 
 cdef uint64_t ALL_ONES = 0xFFFFFFFFFFFFFFFFULL
 
@@ -547,6 +548,9 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
     for b in range(nb):
         if block_starts[b + 1] <= block_starts[b]:
             raise ValueError("rs_entries: an empty tree block")
+        if (tree_byte_offsets[block_starts[b + 1]] - tree_byte_offsets[block_starts[b]]
+                > MAX_BLOCK_ROWS):
+            raise ValueError(f"rs_entries: a tree block of more than {MAX_BLOCK_ROWS} byte rows")
     for e in range(E):
         if trees[e] >= T or (trees[e] >= 0 and (words[e] >= W or not 0 <= rank[e] < 255)):
             raise ValueError("rs_entries: an entry out of range")
@@ -592,7 +596,7 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
             list_count[key + 1] += list_count[key]
     if n_entries >= 2**32:
         raise ValueError("the model has too many nodes for the rapidscorer layout")
-    entries_arr = np.empty(n_entries, np.uint64)
+    entries_arr = np.empty(n_entries, np.uint32)
     segments_arr = np.empty(n_keys, np.uint64)
     block_segments_arr = np.zeros(nb + 1, np.int64)
     cursor_arr = np.empty(nb * n_seg, np.int64)
@@ -601,7 +605,7 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
     lcursor_arr = np.array(list_count_arr[:nb * n_lists])
     used_offsets_arr = np.zeros(nb + 1, np.int64)
     used_arr = np.empty(n_keys, np.int32)
-    cdef uint64_t[::1] entries = entries_arr
+    cdef uint32_t[::1] entries = entries_arr
     cdef uint64_t[::1] segments = segments_arr
     cdef int64_t[::1] block_segments = block_segments_arr
     cdef int64_t[::1] cursor = cursor_arr
@@ -624,8 +628,7 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                     segments[k] = ((<uint64_t>s) << 32) | <uint64_t>start
                     k += 1
                     start += key_count[key]
-                    entries[start] = (((<uint64_t>SENTINEL_RANK) << 32) | ((<uint64_t>0xFF) << 40)
-                                      | ((<uint64_t>(SENTINEL_RANK ^ 0x80)) << 48))
+                    entries[start] = ((<uint32_t>(SENTINEL_RANK ^ 0x80)) << 16) | (<uint32_t>0xFF << 24)
                     start += 1
                     if s // N_KINDS != last_f:
                         last_f = s // N_KINDS
@@ -646,9 +649,8 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                 for j in range(8):
                     if ((m >> (8 * j)) & 0xFF) != 0xFF:
                         entries[cursor[key]] = (
-                            <uint64_t>(wbyte + j) | ((<uint64_t>rank[e]) << 32)
-                            | (((m >> (8 * j)) & 0xFF) << 40)
-                            | ((<uint64_t>(rank[e] ^ 0x80)) << 48))
+                            <uint32_t>(wbyte + j) | ((<uint32_t>(rank[e] ^ 0x80)) << 16)
+                            | (<uint32_t>((m >> (8 * j)) & 0xFF) << 24))
                         cursor[key] += 1
         for s in range(n_lists):
             for e in range(list_offsets[s], list_offsets[s + 1]):

@@ -16,7 +16,7 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport isnan
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
 
 from ._forest cimport (Forest, ForestView, floating, load_row, scores_add_strided,
@@ -27,8 +27,8 @@ cnp.import_array()
 
 cdef extern from "quickscorer/rs_simd.h":
     ctypedef struct rs_entry:
-        uint32_t byte
-        uint8_t thr
+        uint16_t byte
+        uint8_t thr_b
         uint8_t mask
     enum:
         RS_ISA_AVX2
@@ -109,7 +109,7 @@ _FIELDS = {
     "rank_pivots": np.float64, "rank_buckets": np.float64, "rank_bucket_offsets": np.int64,
     "rank_zero": np.uint8, "slot_column": np.int32,
     "model_used": np.int32, "tree_byte_offsets": np.int64, "block_starts": np.int64,
-    "entries": np.uint64, "segments": np.uint64, "block_segments": np.int64, "list_offsets": np.int64,
+    "entries": np.uint32, "segments": np.uint64, "block_segments": np.int64, "list_offsets": np.int64,
     "list_bytes": np.uint32, "list_masks": np.uint8, "used_offsets": np.int64,
     "used_features": np.int32, "leaf_offset": np.int64, "leaf_order": np.uint8,
     "leaf_value": np.float64, "leaf_value_f32": np.float32,
@@ -165,6 +165,8 @@ cdef class RSLayout:
         if tree_bytes.size and (tree_bytes.min() < 1 or tree_bytes.max() > 32):
             raise ValueError("rapidscorer layout: a tree has fewer than 1 or more than 32 bytes")
         block_bytes = np.diff(tbo[bs])
+        if block_bytes.size and block_bytes.max() > 65536:
+            raise ValueError("rapidscorer layout: a tree block of more than 65,536 byte rows")
         lof, order = a["leaf_offset"], a["leaf_order"]
         sizes = np.diff(lof)
         if lof.shape[0] != n_trees + 1 or (n_trees and (int(lof[0]) != 0 or (sizes < 1).any()
@@ -194,7 +196,7 @@ cdef class RSLayout:
                                                           "rapidscorer", "model_used")
         self.view.tree_byte_offsets = <const int64_t*>cnp.PyArray_DATA(tbo)
         self.view.block_starts = <const int64_t*>cnp.PyArray_DATA(bs)
-        self.view.entries = <const rs_entry*>array_data(a["entries"], np.uint64,
+        self.view.entries = <const rs_entry*>array_data(a["entries"], np.uint32,
                                                         "rapidscorer", "entries")
         self.view.segments = <const uint64_t*>array_data(a["segments"], np.uint64,
                                                          "rapidscorer", "segments")

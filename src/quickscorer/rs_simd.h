@@ -6,11 +6,12 @@
  * group is one row of `lanes` bytes: state[b * lanes + l] is byte b of document l. A node
  * clears the contiguous leaf range of its left subtree, so its mask touches a contiguous run
  * of bytes (its "epitome"): the first and last partially, those between entirely. An entry
- * is one byte of that run (`byte`, its AND `mask`) with the node's threshold as a rank: `thr`
+ * is one byte of that run (`byte`, its AND `mask`) with the node's threshold as a rank: thr
  * is the index of the threshold among the distinct thresholds of its feature, and a document
  * whose value x has rank(x) = #{thresholds < x} makes the node false exactly when
- * rank(x) > thr. (One entry per byte keeps the scan free of branches on the run's length;
- * a 64-leaf tree has 68 entries for its 63 nodes.)
+ * rank(x) > thr; the entry holds thr_b = thr ^ 0x80, the threshold as a signed byte, and
+ * the scans compare rank ^ 0x80 with it. (One entry per byte keeps the scan free of
+ * branches on the run's length; a 64-leaf tree has 68 entries for its 63 nodes.)
  *
  * Entries of one (feature, missing-value kind) segment are sorted by thr and closed by a
  * sentinel with thr = 255, which no rank exceeds; a scan stops at the first entry no lane
@@ -38,12 +39,11 @@
 #define RS_ISA_AVX2_WIDE 3   /* AVX2 instructions, 64 lanes (not one of vqs's paths) */
 
 typedef struct {
-    uint32_t byte;   /* the byte row, relative to the tree block */
-    uint8_t thr;     /* the node is false for a document iff its rank > thr (255: sentinel) */
+    uint16_t byte;   /* the byte row, relative to the tree block (at most 65,536 a block) */
+    uint8_t thr_b;   /* thr ^ 0x80: the node is false for a document iff its rank > thr
+                      * (255: sentinel), compared signed as rank ^ 0x80 > thr_b */
     uint8_t mask;    /* AND mask of the byte */
-    uint8_t thr_b;   /* thr ^ 0x80: the threshold as the AVX2 scans compare it (signed) */
-    uint8_t unused;
-} rs_entry;
+} rs_entry;          /* 4 bytes (8 before session 15: half the entry stream now) */
 
 static inline int rs_lanes(int isa) { return isa == RS_ISA_AVX512 || isa == RS_ISA_AVX2_WIDE ? 64 : 32; }
 
@@ -67,7 +67,7 @@ static inline const rs_entry* rs_scan_c(const uint8_t* rank, const rs_entry* e, 
         uint8_t keep[L];
         int any = 0;
         for (int l = 0; l < L; ++l) {
-            const int gt = (uint8_t)(rank[l] ^ x) > e->thr;
+            const int gt = (uint8_t)(rank[l] ^ x) > (uint8_t)(e->thr_b ^ 0x80);
             keep[l] = gt ? e->mask : 0xFF;
             any |= gt;
         }
@@ -255,10 +255,10 @@ static inline const rs_entry* rs_scan_avx512(const uint8_t* rank, const rs_entry
     /* A whole-register store of the row ANDed with a per-lane blend of the mask (not a
      * masked store: a later entry's load of the same row then takes the stored value). */
     const __m512i r = _mm512_xor_si512(_mm512_loadu_si512((const void*)rank),
-                                       _mm512_set1_epi8((char)(flip ? 0xFF : 0)));
+                                       _mm512_set1_epi8((char)(flip ? 0x7F : 0x80)));
     const __m512i ones = _mm512_set1_epi8(-1);
     for (;; ++e) {
-        const __mmask64 k = _mm512_cmpgt_epu8_mask(r, _mm512_set1_epi8((char)e->thr));
+        const __mmask64 k = _mm512_cmpgt_epi8_mask(r, _mm512_set1_epi8((char)e->thr_b));
         if (!k)
             return e;
         __m512i* p = (__m512i*)(state + (size_t)e->byte * 64);
