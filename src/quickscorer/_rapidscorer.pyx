@@ -40,6 +40,8 @@ cdef extern from "quickscorer/rs_simd.h":
     void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg, const rs_entry* entries,
                        const uint8_t* ranks, const uint64_t* out, uint8_t* state) noexcept nogil
     int rs_ctz64(uint64_t x) noexcept nogil
+    void rs_apply_list(int isa, uint64_t lanes_in, const uint32_t* bytes, const uint8_t* masks,
+                       int64_t lo, int64_t hi, uint8_t* state) noexcept nogil
     void rs_add_f64(int isa, const uint8_t* idx, const double* v, int n,
                     double* acc) noexcept nogil
     void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n, float* acc,
@@ -246,18 +248,12 @@ cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:
     return <uint8_t*>((<size_t>p + 63) & ~(<size_t>63))
 
 
-cdef inline void apply_lists(const RSView* r, int64_t j, uint64_t lanes_in, uint8_t* state,
-                             int64_t lanes) noexcept nogil:
+cdef inline void apply_lists(const RSView* r, int isa, int64_t j, uint64_t lanes_in,
+                             uint8_t* state) noexcept nogil:
     """AND byte list j into the lanes of the mask lanes_in."""
-    cdef int64_t k, l
     cdef int64_t lo = r.list_offsets[j], hi = r.list_offsets[j + 1]
-    if lo == hi:
-        return
-    while lanes_in:
-        l = rs_ctz64(lanes_in)
-        lanes_in &= lanes_in - 1
-        for k in range(lo, hi):
-            state[r.list_bytes[k] * lanes + l] &= r.list_masks[k]
+    if lo != hi:
+        rs_apply_list(isa, lanes_in, r.list_bytes, r.list_masks, lo, hi, state)
 
 
 cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
@@ -277,9 +273,9 @@ cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
         nm = skip[N_SEGMENT_KINDS * f + SEGMENT_NAN]
         zm = skip[N_SEGMENT_KINDS * f + SEGMENT_ZERO] & ~nm
         if nm:
-            apply_lists(r, (b * 2) * F + f, nm, state, lanes)
+            apply_lists(r, isa, (b * 2) * F + f, nm, state)
         if zm:
-            apply_lists(r, (b * 2 + 1) * F + f, zm, state, lanes)
+            apply_lists(r, isa, (b * 2 + 1) * F + f, zm, state)
 
 
 cdef inline int32_t leaf_number(const RSView* r, int64_t base, uint8_t position) noexcept nogil:

@@ -368,6 +368,74 @@ static inline void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg,
     rs_block_scan_c(seg, n_seg, entries, ranks, out, state);
 }
 
+/* AND the byte list [lo, hi) (row bytes[k], AND mask masks[k]) into the lanes of lanes_in
+ * (rows of `lanes` bytes): the NaN and zero lists of a group's missing values. The vector
+ * paths do one read-modify-write of a row for all those lanes (per lane and byte before:
+ * an XGBoost depth-6 model on rows with 5% NaN spent 55% of its time there). */
+static inline void rs_apply_list_c(uint64_t lanes_in, const uint32_t* bytes,
+                                   const uint8_t* masks, int64_t lo, int64_t hi,
+                                   uint8_t* state, int lanes)
+{
+    while (lanes_in) {
+        const int l = rs_ctz64(lanes_in);
+        lanes_in &= lanes_in - 1;
+        for (int64_t k = lo; k < hi; ++k)
+            state[(size_t)bytes[k] * lanes + l] &= masks[k];
+    }
+}
+
+#if RS_HAVE_X86
+__attribute__((target("avx2")))
+static void rs_apply_list_avx2(uint64_t lanes_in, const uint32_t* bytes, const uint8_t* masks,
+                               int64_t lo, int64_t hi, uint8_t* state, int lanes)
+{
+    /* byte l of sel[h] is 0xFF where lane 32 h + l is in lanes_in */
+    const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,
+                                            2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const __m256i bit = _mm256_set1_epi64x((long long)0x8040201008040201ULL);
+    __m256i sel[2];
+    const int halves = lanes / 32;
+    for (int h = 0; h < halves; ++h) {
+        const __m256i v = _mm256_shuffle_epi8(
+            _mm256_set1_epi32((int)(uint32_t)(lanes_in >> (32 * h))), spread);
+        sel[h] = _mm256_cmpeq_epi8(_mm256_and_si256(v, bit), bit);
+    }
+    for (int64_t k = lo; k < hi; ++k) {
+        __m256i* p = (__m256i*)(state + (size_t)bytes[k] * lanes);
+        const __m256i m = _mm256_set1_epi8((char)masks[k]);
+        for (int h = 0; h < halves; ++h)     /* v &= ~(sel & ~mask) */
+            _mm256_store_si256(p + h, _mm256_andnot_si256(_mm256_andnot_si256(m, sel[h]),
+                                                          _mm256_load_si256(p + h)));
+    }
+}
+
+__attribute__((target("avx512f,avx512bw")))
+static void rs_apply_list_avx512(uint64_t lanes_in, const uint32_t* bytes,
+                                 const uint8_t* masks, int64_t lo, int64_t hi, uint8_t* state)
+{
+    const __m512i ones = _mm512_set1_epi8(-1);
+    for (int64_t k = lo; k < hi; ++k) {
+        __m512i* p = (__m512i*)(state + (size_t)bytes[k] * 64);
+        const __m512i m = _mm512_mask_blend_epi8((__mmask64)lanes_in, ones,
+                                                 _mm512_set1_epi8((char)masks[k]));
+        _mm512_store_si512((void*)p, _mm512_and_si512(_mm512_load_si512((const void*)p), m));
+    }
+}
+#endif
+
+static inline void rs_apply_list(int isa, uint64_t lanes_in, const uint32_t* bytes,
+                                 const uint8_t* masks, int64_t lo, int64_t hi, uint8_t* state)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX512) { rs_apply_list_avx512(lanes_in, bytes, masks, lo, hi, state); return; }
+    if (isa == RS_ISA_AVX2 || isa == RS_ISA_AVX2_WIDE) {
+        rs_apply_list_avx2(lanes_in, bytes, masks, lo, hi, state, rs_lanes(isa));
+        return;
+    }
+#endif
+    rs_apply_list_c(lanes_in, bytes, masks, lo, hi, state, rs_lanes(isa));
+}
+
 /* Exit leaf of every lane of one tree whose nb byte rows start at p (nb <= 32). */
 static inline void rs_exits(int isa, const uint8_t* p, int nb, uint8_t* idx)
 {
