@@ -72,22 +72,18 @@ def test_tree_blocks_cut_from_the_layout_equal_the_blocks_built_alone(seed, fami
 def test_rapidscorer_layout_in_c_equals_the_numpy_reference(seed, family, n_trees, max_leaves,
                                                             budget):
     ens = numeric_ensemble(seed, family, n_trees, max_leaves)
-    qs = Q.quickscorer_arrays(ens)
     assert R.unsupported(ens) is None
     starts = R.block_starts_for(R.tree_bytes(ens), budget, 32)
-    assert_same_arrays(R.rapidscorer_arrays(ens, qs, starts),
-                       R.rapidscorer_arrays_reference(ens, qs, starts))
-    assert_same_mirrored(ens, starts)
+    assert_same_rapidscorer(ens, starts)
 
 
-def assert_same_mirrored(ens, starts):
-    """The layout with mirrored nodes, in C and in numpy, where the model has some."""
-    mirrored = R.mirrored_arrays(ens)
-    if mirrored is not None:
-        mq, order = mirrored
-        assert_same_arrays(R.rapidscorer_arrays(ens, mq, starts, order),
-                           R.rapidscorer_arrays_reference(ens, mq, starts, order))
-    return mirrored is not None
+def assert_same_rapidscorer(ens, starts):
+    """The layout, with and without mirrored nodes, in C and in numpy; whether the model
+    had mirrored nodes."""
+    for mirror in (False, True):
+        got = R.rapidscorer_arrays(ens, starts, mirror)
+        assert_same_arrays(got, R.rapidscorer_arrays_reference(ens, starts, mirror))
+    return got["leaf_order"].shape[0] != 0
 
 
 @pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
@@ -98,20 +94,16 @@ def test_rapidscorer_layout_over_rank_slots_in_c_equals_the_numpy_reference(fami
     rng = np.random.default_rng(n_distinct)
     values = np.r_[0.0, -np.inf, np.unique(rng.normal(size=n_distinct))]
     ens = numeric_ensemble(n_distinct, family, 60, 150, n_features=2, thresholds=values)
-    qs = Q.quickscorer_arrays(ens)
-    slotted, column, table = R.rank_slots(qs, ens.n_features)
-    assert column.shape[0] > ens.n_features
-    # the slots' rank table, derived from the features', is the one computed over the slots
-    again = _layout.segment_rank_table(slotted["thresholds"], slotted["segment_offsets"],
-                                       column.shape[0])
-    for a, b in zip(table, again):
+    qs, _ = R.half_arrays(ens)
+    # the union of the half-features' thresholds (C merge) is the one sorted in numpy
+    for a, b in zip(R._half_ranks(qs, ens.n_features),
+                    R._half_ranks_reference(qs, ens.n_features)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
     for budget in (64, 1 << 20):
         starts = R.block_starts_for(R.tree_bytes(ens), budget, 32)
-        got = R.rapidscorer_arrays(ens, qs, starts)
-        assert np.array_equal(got["slot_column"], column)
-        assert_same_arrays(got, R.rapidscorer_arrays_reference(ens, qs, starts))
-        assert assert_same_mirrored(ens, starts)
+        assert assert_same_rapidscorer(ens, starts)
+        got = R.rapidscorer_arrays(ens, starts)
+        assert got["slot_column"].shape[0] > ens.n_features     # several slots a feature
 
 
 @settings(max_examples=40, deadline=None)
@@ -127,9 +119,7 @@ def test_c_builders_match_the_references_on_random_models(seed, family, n_trees,
     assert_same_arrays(qs, Q.quickscorer_arrays_reference(ens))
     if R.unsupported(ens) is None:
         starts = R.block_starts_for(R.tree_bytes(ens), 64 * (1 + seed % 4), 32)
-        assert_same_arrays(R.rapidscorer_arrays(ens, qs, starts),
-                           R.rapidscorer_arrays_reference(ens, qs, starts))
-        assert_same_mirrored(ens, starts)
+        assert_same_rapidscorer(ens, starts)
     half = max(1, n_trees // 2)
     starts = [0, half, n_trees] if half < n_trees else [0, n_trees]
     for block, a, b in zip(Q.block_arrays(ens, qs, starts), starts[:-1], starts[1:]):

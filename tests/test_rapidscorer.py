@@ -18,7 +18,7 @@ from quickscorer.algorithms.qs import shared_layout
 from quickscorer.algorithms.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
 from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, entry_thr,
                                               rank_search_table,
-                                              rank_slots, rank_table, unsupported)
+                                              rank_table, unsupported)
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 
 from conftest import random_ensemble, random_tree, run_kernel, special_rows
@@ -300,7 +300,7 @@ def test_features_of_more_than_255_thresholds_are_ranked_in_slots(isa, family, n
     qs = shared_layout(ens)[0]
     offsets, _ = rank_table(qs, ens.n_features)
     assert np.diff(offsets).max() > 255                 # the case at hand
-    slotted, column, _ = rank_slots(qs, ens.n_features)
+    column = _alg(ens, isa).arrays()["slot_column"]
     assert column.shape[0] == int(np.sum(np.maximum(1, -(-np.diff(offsets) // 255))))
     assert np.array_equal(np.unique(column), np.arange(ens.n_features))
     assert unsupported(ens) is None
@@ -315,11 +315,10 @@ def test_features_of_more_than_255_thresholds_are_ranked_in_slots(isa, family, n
                mirror=mirror)
 
 
-def test_rank_slots_keep_a_model_of_few_thresholds_as_it_is():
+def test_a_model_of_few_thresholds_has_one_slot_a_feature():
     ens = random_ensemble(np.random.default_rng(4), "lightgbm", p_categorical=0.0)
-    qs = shared_layout(ens)[0]
-    slotted, column, _ = rank_slots(qs, ens.n_features)
-    assert slotted is qs and np.array_equal(column, np.arange(ens.n_features))
+    column = RapidScorer(ens, _model(ens)._forest).arrays()["slot_column"]
+    assert np.array_equal(column, np.arange(ens.n_features))
 
 
 def _noisy_rows(rng, n_rows, n_features):
@@ -521,8 +520,8 @@ def test_full_balanced_trees_keep_the_plain_layout():
     trees = tuple(full(d) for d in (1, 3, 6, 8))
     ens = Ensemble(trees=trees, tree_group=np.zeros(4, np.int64), n_outputs=1, n_features=3,
                    family="lightgbm", base_score=[0.0])
-    from quickscorer.algorithms.rs_layout import mirrored_arrays
-    assert mirrored_arrays(ens) is None
+    from quickscorer.algorithms.rs_layout import half_arrays
+    assert half_arrays(ens)[1] is None
     alg = RapidScorer(ens, _model(ens)._forest)
     assert not alg.mirrored and alg.arrays()["leaf_order"].shape[0] == 0
     _check(ens, special_rows(np.random.default_rng(3), 80, 3), "scalar")
@@ -549,19 +548,18 @@ def test_tree_blocks_stay_within_16_bit_byte_rows():
     """An entry's byte row is 16 bits: blocks are cut at MAX_BLOCK_ROWS rows whatever the
     budget, and a block beyond it is refused, not wrapped."""
     from quickscorer import _layout
-    from quickscorer.algorithms.qs_layout import entry_trees
-    from quickscorer.algorithms.rs_layout import MAX_BLOCK_ROWS, block_starts_for
+    from quickscorer.algorithms.rs_layout import (MAX_BLOCK_ROWS, N_HALVES, block_starts_for,
+                                                  fold_halves, half_arrays)
     n_bytes = np.full(5000, 32, np.int64)               # 255-leaf trees
     starts = block_starts_for(n_bytes, 1 << 40, 64)
     rows = np.add.reduceat(n_bytes, starts[:-1])
     assert len(starts) > 2 and rows.max() <= MAX_BLOCK_ROWS
     ens = random_ensemble(np.random.default_rng(6), "lightgbm", n_trees=3, max_leaves=20,
                           p_categorical=0.0)
-    qs = shared_layout(ens)[0]
-    _, _, rank = rank_slots(qs, ens.n_features)[2]
+    qs, _, (_, _, rank), S = fold_halves(half_arrays(ens)[0], ens.n_features)
     huge = np.array([0, 40000, 80000, 80001], np.int64)  # one block of 80,001 rows
     with pytest.raises(ValueError, match="byte rows"):
-        _layout.rs_entries(qs["words"], qs["masks"], entry_trees(qs), rank,
+        _layout.rs_entries(qs["words"], qs["masks"], qs["trees"], rank,
                            qs["segment_offsets"], qs["list_offsets"], qs["list_words"],
                            qs["list_masks"], qs["tree_word_offsets"], huge,
-                           np.array([0, 3], np.int64), ens.n_features)
+                           np.array([0, 3], np.int64), N_HALVES * S)

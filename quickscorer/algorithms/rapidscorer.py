@@ -6,7 +6,7 @@ and comparisons of byte ranks (layout: :mod:`~quickscorer.algorithms.rs_layout`;
 It scores models without categorical splits whose trees have at most 256 leaves
 (:func:`rs_layout.unsupported` says why another model is not one; ``vqs`` scores every
 model); a feature of more than 255 distinct thresholds is ranked in several byte-wide slots
-(``rs_layout.rank_slots``).
+(``rs_layout.fold_halves``).
 """
 from __future__ import annotations
 
@@ -21,9 +21,7 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
-from .qs import layout_arrays
-from .rs_layout import (block_starts_for, mirrored_arrays, rapidscorer_arrays, tree_bytes,
-                        unsupported)
+from .rs_layout import block_starts_for, rapidscorer_arrays, tree_bytes, unsupported
 
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
@@ -101,13 +99,7 @@ class RapidScorer(Algorithm):
         # node's left subtree first (a smaller layout, no copy of the leaf values)
         if env_int("QUICKSCORER_RS_MIRROR") == 0:
             mirror = False
-        mirrored = mirrored_arrays(ens) if mirror else None
-        if mirrored is None:
-            self._arrays = rapidscorer_arrays(ens, layout_arrays(ens), starts)
-        else:   # the mirrored QuickScorer arrays serve this build only: freed as it goes
-            self._arrays = rapidscorer_arrays(ens, mirrored[0], starts, mirrored[1],
-                                              consume=True)
-        del mirrored
+        self._arrays = rapidscorer_arrays(ens, starts, mirror)
         #: nodes whose right subtree comes first in the layout's leaf order
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
         for a in self._arrays.values():

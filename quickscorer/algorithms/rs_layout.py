@@ -85,6 +85,8 @@ MIRROR_MIN_SAVING = 0.05
 ENTRY_DTYPE = np.dtype([("byte", "<u2"), ("thr_b", "u1"), ("mask", "u1")])
 #: an entry's byte row is 16 bits: a tree block holds at most this many byte rows
 MAX_BLOCK_ROWS = 65536
+#: node variants a feature is split into (mirrored or not, missing values cleared or not)
+N_HALVES = 4
 
 
 def unsupported(ens: Ensemble) -> str | None:
@@ -103,42 +105,49 @@ def _spanned_bytes(lo: np.ndarray, hi: np.ndarray) -> int:
     return int(np.sum((hi.astype(np.int64) - 1) // 8 - lo // 8 + 1))
 
 
-def mirrored_arrays(ens: Ensemble) -> tuple[dict, np.ndarray] | None:
-    """The QuickScorer arrays of the model in the leaf order of its mirrored nodes (see the
-    module docstring): over ``2 F`` features, ``F + f`` holding the mirrored nodes of feature
-    ``f`` with their thresholds negated (so that a segment of them runs from the largest
-    threshold down: :func:`fold_mirrored` ranks them), and each tree's leaf order
-    (``order[leaf_offset[t] + p]``: the tree's own number of the leaf at position ``p``).
-    None where the mirrored order saves less than ``MIRROR_MIN_SAVING`` of the bytes the
-    nodes' masks span (the model's own arrays then serve)."""
+def half_arrays(ens: Ensemble, mirror: bool = True) -> tuple[dict, np.ndarray | None]:
+    """The QuickScorer arrays of the model's nodes over ``4 F`` *half-features*: node ``n``
+    of feature ``f`` goes to ``f + F r``, bit 0 of ``r`` set where the node is mirrored (its
+    threshold then negated, so that a segment of them runs from the largest threshold
+    down), bit 1 where its missing values go to the side its mask clears (they then fail
+    every test of the node's segment: no byte lists). With ``mirror``, the leaf order of
+    fewest spanned bytes (``_build.mirrored_ranges``) where it saves at least
+    ``MIRROR_MIN_SAVING`` of them. Returns the arrays and each tree's leaf order
+    (``order[leaf_offset[t] + p]``: the tree's own number of the leaf at position ``p``),
+    None where no node is mirrored."""
     F = ens.n_features
     packed = ens.trees.arrays
     node_offset = np.ascontiguousarray(ens.trees.node_offset, np.int64)
     left = np.ascontiguousarray(packed["left"], np.int32)
     right = np.ascontiguousarray(packed["right"], np.int32)
     lo, mid, hi = _build.packed_leaf_ranges(left, right, node_offset)
-    flip, first_lo, first_hi, order = _build.mirrored_ranges(
-        left, right, node_offset, np.ascontiguousarray(ens.trees.leaf_offset, np.int64),
-        lo, mid, hi, np.ones(left.shape[0], np.uint8))
-    if _spanned_bytes(first_lo, first_hi) > (1.0 - MIRROR_MIN_SAVING) * _spanned_bytes(lo, mid):
-        return None
-    del lo, mid, hi
-    flipped = flip.view(bool)
-    feature = packed["feature"].astype(np.int32) + F * flip.astype(np.int32)
-    threshold = np.ascontiguousarray(packed["threshold"], np.float64)
-    threshold = np.where(flipped, -threshold, threshold)
-    # a mirrored node's first subtree is its right one: missing values change sides
-    default_left = packed["default_left"].view(np.uint8) ^ flip
+    order = None
+    flip = np.zeros(left.shape[0], np.uint8)
+    if mirror and left.shape[0]:
+        flip2, first_lo, first_hi, order2 = _build.mirrored_ranges(
+            left, right, node_offset, np.ascontiguousarray(ens.trees.leaf_offset, np.int64),
+            lo, mid, hi, np.ones(left.shape[0], np.uint8))
+        if (_spanned_bytes(first_lo, first_hi)
+                <= (1.0 - MIRROR_MIN_SAVING) * _spanned_bytes(lo, mid)):
+            flip, lo, mid, order = flip2, first_lo, first_hi, order2
+    del hi
     if ens.family == "xgboost":   # XGBoost sends only NaN to the default side
-        kind = np.full(feature.shape[0], SEGMENT_NAN, np.uint8)
+        kind = np.full(left.shape[0], SEGMENT_NAN, np.uint8)
     else:
         kind = np.ascontiguousarray(packed["missing_type"], np.uint8)
-    return (numeric_layout(node_offset, feature, threshold, default_left, kind, first_lo,
-                           first_hi, tree_word_offsets_of(ens), 2 * F), order)
+    # a mirrored node's first subtree is its right one: missing values change sides
+    default_left = packed["default_left"].view(np.uint8) ^ flip
+    cleared = ((kind != 0) & (default_left == 0)).astype(np.int32)
+    feature = (packed["feature"].astype(np.int32) + F * flip.astype(np.int32)
+               + 2 * F * cleared)
+    threshold = np.ascontiguousarray(packed["threshold"], np.float64)
+    threshold = np.where(flip.view(bool), -threshold, threshold)
+    return (numeric_layout(node_offset, feature, threshold, default_left, kind, lo, mid,
+                           tree_word_offsets_of(ens), N_HALVES * F), order)
 
 
 def leaf_arrays(ens: Ensemble, order: np.ndarray | None) -> dict:
-    """The leaf fields of the layout: for a leaf ``order`` (:func:`mirrored_arrays`), the
+    """The leaf fields of the layout: for a leaf ``order`` (:func:`half_arrays`), the
     tree's own number of each position's leaf and the leaf values in that order (float64,
     and float32 for XGBoost, as ``forest.forest_arrays``); empty without one."""
     if order is None:
@@ -152,29 +161,15 @@ def leaf_arrays(ens: Ensemble, order: np.ndarray | None) -> dict:
                                else np.zeros(0, np.float32))}
 
 
-def _gather_lists(qs: dict, sources: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """New lists, list ``i`` the concatenation of the lists ``sources[i]`` of ``qs`` (-1: none):
-    ``(list_offsets, list_words, list_masks)``."""
-    lo = qs["list_offsets"]
-    src = sources.reshape(-1)
-    lengths = np.where(src >= 0, lo[np.maximum(src, 0) + 1] - lo[np.maximum(src, 0)], 0)
-    starts = np.zeros(src.shape[0] + 1, np.int64)
-    np.cumsum(lengths, out=starts[1:])
-    take = (np.repeat(lo[np.maximum(src, 0)] - starts[:-1], lengths)
-            + np.arange(int(starts[-1]))).astype(np.int64)
-    list_offsets = np.ascontiguousarray(starts[::sources.shape[1]])
-    return list_offsets, qs["list_words"][take], qs["list_masks"][take]
-
-
-def _mirrored_ranks(qs: dict, F: int):
-    """The rank tables of :func:`fold_mirrored`: each half-feature's distinct thresholds
-    and their union per feature (C: merges of sorted runs), and the slots. Returns
+def _half_ranks(qs: dict, F: int):
+    """The rank tables of :func:`fold_halves`: each half-feature's distinct thresholds and
+    their union per feature (C: merges of sorted runs), and the slots. Returns
     ``(half_offsets, half_rank, half_to_rank, counts, values, slot_base)``: entry ``e`` of
     half-feature ``h`` has rank ``half_to_rank[half_offsets[h] + half_rank[e]]`` among the
     ``counts[f]`` thresholds of its feature, ``values`` (all features' thresholds, feature
     by feature, ascending)."""
     half_offsets, half_values, half_rank = _layout.segment_rank_table(
-        qs["thresholds"], qs["segment_offsets"], 2 * F)
+        qs["thresholds"], qs["segment_offsets"], N_HALVES * F)
     offsets, values, half_to_rank = _layout.rs_union_ranks(half_offsets, half_values, F)
     return half_offsets, half_rank, half_to_rank, *_slot_base(np.diff(offsets), values)
 
@@ -187,13 +182,13 @@ def _slot_base(counts: np.ndarray, values: np.ndarray):
     return counts, values, slot_base
 
 
-def _mirrored_ranks_reference(qs: dict, F: int):
-    """:func:`_mirrored_ranks` with the union sorted in numpy."""
+def _half_ranks_reference(qs: dict, F: int):
+    """:func:`_half_ranks` with the union sorted in numpy."""
     half_offsets, half_values, half_rank = _layout.segment_rank_table(
-        qs["thresholds"], qs["segment_offsets"], 2 * F)
-    half = np.repeat(np.arange(2 * F), np.diff(half_offsets))
+        qs["thresholds"], qs["segment_offsets"], N_HALVES * F)
+    half = np.repeat(np.arange(N_HALVES * F), np.diff(half_offsets))
     pf = half % F
-    pt = np.where(half >= F, -half_values, half_values)     # mirrored: t was negated
+    pt = np.where((half // F) & 1 == 1, -half_values, half_values)   # mirrored: negated
     order = np.lexsort((pt, pf))
     fo, to = pf[order], pt[order]
     new = np.ones(fo.shape[0], bool)
@@ -207,19 +202,11 @@ def _mirrored_ranks_reference(qs: dict, F: int):
             *_slot_base(counts, np.ascontiguousarray(to[new], np.float64)))
 
 
-def _fold_rest(qs: dict, F: int, out: dict, counts, values, slot_base):
-    """The NaN / zero lists and the slots' rank table of :func:`fold_mirrored`."""
+def _slot_table(F: int, counts, slot_base):
+    """Each slot's input column and the slots' rank table offsets (a feature's thresholds
+    in runs of 255)."""
     S = int(slot_base[-1])
     slot_column = np.repeat(np.arange(F, dtype=np.int32), np.diff(slot_base))
-    # lists NaN (kind 0) and zero (kind 1) of segment feature s < S: those of f and F + f in
-    # the mirrored arrays (lists k 2 F + h there); none for s >= S
-    sources = np.full((2, 2 * S, 2), -1, np.int64)
-    for k in range(2):
-        sources[k, :S, 0] = k * 2 * F + slot_column
-        sources[k, :S, 1] = k * 2 * F + F + slot_column
-    (out["list_offsets"], out["list_words"],
-     out["list_masks"]) = _gather_lists(qs, sources.reshape(4 * S, 2))
-    # the slots' table: the feature's thresholds in runs of 255
     v = np.arange(S) - slot_base[slot_column]
     slot_offsets = np.zeros(S + 1, np.int64)
     np.cumsum(np.clip(counts[slot_column] - MAX_THRESHOLDS * v, 0, MAX_THRESHOLDS),
@@ -227,57 +214,64 @@ def _fold_rest(qs: dict, F: int, out: dict, counts, values, slot_base):
     return slot_column, slot_offsets
 
 
-def fold_mirrored(qs: dict, n_features: int,
-                  consume: bool = False) -> tuple[dict, np.ndarray, tuple, int]:
-    """The arrays of :func:`mirrored_arrays` over rank slots: like :func:`rank_slots`, but
-    a mirrored node is ranked among the thresholds of its own feature (``F + f`` is ``f``'s),
-    and lands in segment ``3 (S + s) + k`` (``S`` slots; slot ``s`` of its feature) with
-    threshold index ``254 - j % 255``, the scan's test on the complemented rank. Returns
-    the arrays over ``2 S`` segment features (no thresholds: ranks replace them; NaN / zero
-    lists on the first ``S``: those of both halves of the feature), ``slot_column`` (``S``),
+def _no_lists(n: int) -> dict:
+    return {"list_offsets": np.zeros(2 * n + 1, np.int64),
+            "list_words": np.zeros(0, np.uint32), "list_masks": np.zeros(0, np.uint64)}
+
+
+def fold_halves(qs: dict, n_features: int,
+                consume: bool = False) -> tuple[dict, np.ndarray, tuple, int]:
+    """The arrays of :func:`half_arrays` over rank slots: every node is ranked among the
+    thresholds of its feature, split into slots of 255 (a rank is a byte), and lands in
+    segment ``3 (s + S r) + k`` (``S`` slots; slot ``s`` of its feature, variant ``r`` of
+    its half-feature) with threshold index ``j % 255``, ``254 - j % 255`` where mirrored
+    (the scan's test on the complemented rank). Returns the arrays over ``4 S`` segment
+    features (no thresholds: ranks replace them; no byte lists), ``slot_column`` (``S``),
     the slots' rank table, and ``S``. With ``consume``, ``qs`` is emptied once read (its
     arrays freed while the layout is built). The entries are placed in C
-    (``_layout.rs_fold_mirrored``): the same arrays as :func:`fold_mirrored_reference`."""
+    (``_layout.rs_fold_halves``): the same arrays as :func:`fold_halves_reference`."""
     F = n_features
-    half_offsets, half_rank, half_to_rank, counts, values, slot_base = _mirrored_ranks(qs, F)
-    words, masks, trees, segment_offsets, slot_rank = _layout.rs_fold_mirrored(
+    half_offsets, half_rank, half_to_rank, counts, values, slot_base = _half_ranks(qs, F)
+    words, masks, trees, segment_offsets, slot_rank = _layout.rs_fold_halves(
         qs["words"], qs["masks"], entry_trees(qs), qs["segment_offsets"], half_rank,
         half_offsets, half_to_rank, slot_base, F)
     del half_rank
+    S = int(slot_base[-1])
     out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets,
-           "words": words, "masks": masks, "trees": trees}
-    slot_column, slot_offsets = _fold_rest(qs, F, out, counts, values, slot_base)
+           "words": words, "masks": masks, "trees": trees, **_no_lists(N_HALVES * S)}
     if consume:
         qs.clear()
-    return out, slot_column, (slot_offsets, values, slot_rank), int(slot_base[-1])
+    slot_column, slot_offsets = _slot_table(F, counts, slot_base)
+    return out, slot_column, (slot_offsets, values, slot_rank), S
 
 
-def fold_mirrored_reference(qs: dict, n_features: int,
-                            consume: bool = False) -> tuple[dict, np.ndarray, tuple, int]:
-    """:func:`fold_mirrored` with the union of thresholds and the entries in numpy (its
+def fold_halves_reference(qs: dict, n_features: int,
+                          consume: bool = False) -> tuple[dict, np.ndarray, tuple, int]:
+    """:func:`fold_halves` with the union of thresholds and the entries in numpy (its
     reference)."""
     F = n_features
     (half_offsets, half_rank, half_to_rank, counts, values,
-     slot_base) = _mirrored_ranks_reference(qs, F)
+     slot_base) = _half_ranks_reference(qs, F)
     S = int(slot_base[-1])
-    idx, seg, feat2 = _entry_features(qs)
+    idx, seg, half = _entry_features(qs)
     kind = seg % N_SEGMENT_KINDS
-    flip = (feat2 >= F).astype(np.int64)
-    f = feat2 % F
-    rank = half_to_rank[half_offsets[feat2] + half_rank[idx]].astype(np.int64)
+    variant = half // F
+    f = half % F
+    rank = half_to_rank[half_offsets[half] + half_rank[idx]].astype(np.int64)
     within = rank % MAX_THRESHOLDS
-    thr = np.where(flip == 1, MAX_THRESHOLDS - 1 - within, within)
-    new_seg = N_SEGMENT_KINDS * (slot_base[f] + rank // MAX_THRESHOLDS + S * flip) + kind
+    thr = np.where(variant & 1 == 1, MAX_THRESHOLDS - 1 - within, within)
+    new_seg = N_SEGMENT_KINDS * (slot_base[f] + rank // MAX_THRESHOLDS + S * variant) + kind
     # the entries are in segment order, each segment by threshold (a mirrored one from the
     # largest down): splitting features into slots is a stable sort by the new segment
     o = np.argsort(new_seg, kind="stable")
     key = new_seg[o]
-    n_seg = N_SEGMENT_KINDS * 2 * S
+    n_seg = N_SEGMENT_KINDS * N_HALVES * S
     segment_offsets = np.zeros(n_seg + 1, np.int64)
     np.cumsum(np.bincount(key, minlength=n_seg) + 1, out=segment_offsets[1:])
     pos = np.arange(key.shape[0]) + key        # one sentinel closes each earlier segment
     sentinel = qs["segment_offsets"][1] - 1
-    out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets}
+    out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets,
+           **_no_lists(N_HALVES * S)}
     for name, src in (("words", qs["words"]), ("masks", qs["masks"]),
                       ("trees", entry_trees(qs))):
         arr = np.full(int(segment_offsets[-1]), src[sentinel], src.dtype)
@@ -285,94 +279,34 @@ def fold_mirrored_reference(qs: dict, n_features: int,
         out[name] = arr
     slot_rank = np.full(int(segment_offsets[-1]), -1, np.int32)
     slot_rank[pos] = thr[o]
-    slot_column, slot_offsets = _fold_rest(qs, F, out, counts, values, slot_base)
     if consume:
         qs.clear()
+    slot_column, slot_offsets = _slot_table(F, counts, slot_base)
     return out, slot_column, (slot_offsets, values, slot_rank), S
 
 
-def _unfold(segments: np.ndarray, list_offsets: np.ndarray, used_offsets: np.ndarray,
-            used_features: np.ndarray, S: int, n_blocks: int):
-    """The layout over ``2 S`` segment features (:func:`fold_mirrored`) in the kernel's
-    terms: a segment of feature ``S + s`` becomes segment ``3 s + k`` of slot ``s`` with
-    bit 63 of its word set; lists and features used per block over the
-    ``S`` slots (the lists of ``S + s`` are empty)."""
+def _unfold(segments: np.ndarray, used_offsets: np.ndarray, used_features: np.ndarray,
+            S: int, n_blocks: int):
+    """The layout over ``4 S`` segment features (:func:`fold_halves`) in the kernel's terms:
+    a segment of feature ``s + S r`` becomes segment ``3 s + k`` of slot ``s``, bit 63 of
+    its word set where ``r`` is odd (mirrored nodes), bit 62 where ``r >= 2`` (missing
+    values fail every test); the features used per block over the ``S`` slots, and empty
+    byte lists."""
     fk = segments >> np.uint64(32)
-    f2 = fk // np.uint64(N_SEGMENT_KINDS)
-    mirrored = f2 >= np.uint64(S)
-    fk = fk - np.where(mirrored, np.uint64(N_SEGMENT_KINDS * S), np.uint64(0))
-    segments = ((mirrored.astype(np.uint64) << np.uint64(63)) | (fk << np.uint64(32))
+    f4 = (fk // np.uint64(N_SEGMENT_KINDS)).astype(np.int64)
+    variant = (f4 // S).astype(np.uint64)
+    fk = fk - np.uint64(N_SEGMENT_KINDS * S) * variant
+    segments = (((variant & np.uint64(1)) << np.uint64(63))
+                | ((variant >> np.uint64(1)) << np.uint64(62)) | (fk << np.uint64(32))
                 | (segments & np.uint64(0xFFFFFFFF)))
-    b = np.repeat(np.arange(n_blocks), 2 * S)
-    k = np.tile(np.repeat(np.arange(2), S), n_blocks)
-    s = np.tile(np.arange(S), 2 * n_blocks)
-    list_offsets = np.r_[list_offsets[b * 4 * S + k * 2 * S + s], list_offsets[-1:]]
     block = np.repeat(np.arange(n_blocks), np.diff(used_offsets))
     key = np.sort(block * S + used_features.astype(np.int64) % S)
     # distinct (not np.unique: its first call in a process pages in about 1 MiB of code)
     key = key[np.r_[True, key[1:] != key[:-1]]] if key.size else key
     used_offsets = np.zeros(n_blocks + 1, np.int64)
     np.cumsum(np.bincount(key // S, minlength=n_blocks), out=used_offsets[1:])
-    return segments, list_offsets, used_offsets, (key % S).astype(np.int32)
-
-
-def rank_slots(qs: dict, n_features: int) -> tuple[dict, np.ndarray, tuple]:
-    """The QuickScorer arrays of ``qs`` over rank slots (see the module docstring), each
-    slot's input column, and their ``_layout.segment_rank_table`` (per slot: its distinct
-    thresholds, and each entry's rank among them). ``qs`` itself where every feature has at
-    most 255 distinct thresholds (one slot per feature)."""
-    F = n_features
-    offsets, values, rank = _layout.segment_rank_table(qs["thresholds"],
-                                                       qs["segment_offsets"], F)
-    n_thresholds = np.diff(offsets)
-    n_slots = np.maximum(1, -(-n_thresholds // MAX_THRESHOLDS))
-    if not (n_slots > 1).any():
-        return qs, np.arange(F, dtype=np.int32), (offsets, values, rank)
-    slot_base = np.zeros(F + 1, np.int64)
-    np.cumsum(n_slots, out=slot_base[1:])
-    S = int(slot_base[-1])
-    slot_column = np.repeat(np.arange(F, dtype=np.int32), n_slots)
-    seg_off = qs["segment_offsets"]
-    n_seg = N_SEGMENT_KINDS * F
-    seg = np.repeat(np.arange(n_seg, dtype=np.int64), np.diff(seg_off))
-    real = rank >= 0                                   # not a sentinel
-    f, kind = seg // N_SEGMENT_KINDS, seg % N_SEGMENT_KINDS
-    new_seg = N_SEGMENT_KINDS * (slot_base[f] + np.maximum(rank, 0) // MAX_THRESHOLDS) + kind
-    idx = np.flatnonzero(real)
-    order = idx[np.argsort(new_seg[idx], kind="stable")]  # segments keep threshold order
-    key = new_seg[order]
-    counts = np.bincount(key, minlength=N_SEGMENT_KINDS * S)
-    segment_offsets = np.zeros(N_SEGMENT_KINDS * S + 1, np.int64)
-    np.cumsum(counts + 1, out=segment_offsets[1:])    # each closed by a sentinel
-    pos = np.arange(key.shape[0]) + key                # one sentinel before each earlier slot
-    sentinel = seg_off[1] - 1                          # an entry that closes a segment
-    out = {"tree_word_offsets": qs["tree_word_offsets"]}
-    trees = entry_trees(qs)
-    for name, src in (("thresholds", qs["thresholds"]), ("words", qs["words"]),
-                      ("masks", qs["masks"]), ("trees", trees)):
-        arr = np.full(int(segment_offsets[-1]), src[sentinel], src.dtype)
-        arr[pos] = src[order]
-        out[name] = arr
-    # lists: NaN on slot s (list s) and 0.0 on slot s (list S + s) are those of its feature
-    lo = qs["list_offsets"]
-    lists = np.r_[slot_column, F + slot_column]
-    lengths = lo[lists + 1] - lo[lists]
-    list_offsets = np.zeros(2 * S + 1, np.int64)
-    np.cumsum(lengths, out=list_offsets[1:])
-    take = (np.repeat(lo[lists] - list_offsets[:-1], lengths)
-            + np.arange(int(list_offsets[-1]))).astype(np.int64)
-    out["list_offsets"] = list_offsets
-    out["list_words"] = qs["list_words"][take]
-    out["list_masks"] = qs["list_masks"][take]
-    out["segment_offsets"] = segment_offsets
-    # the slots' table: the feature's thresholds in runs of 255, ranks within the run
-    v = np.arange(S) - slot_base[slot_column]
-    slot_offsets = np.zeros(S + 1, np.int64)
-    np.cumsum(np.clip(n_thresholds[slot_column] - MAX_THRESHOLDS * v, 0, MAX_THRESHOLDS),
-              out=slot_offsets[1:])
-    slot_rank = np.full(int(segment_offsets[-1]), -1, rank.dtype)
-    slot_rank[pos] = rank[order] % MAX_THRESHOLDS
-    return out, slot_column, (slot_offsets, values, slot_rank)
+    return (segments, np.zeros(n_blocks * 2 * S + 1, np.int64), used_offsets,
+            (key % S).astype(np.int32))
 
 
 def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -473,74 +407,73 @@ def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.n
     return np.asarray(starts, np.int64)
 
 
-def _over_slots(ens: Ensemble, qs: dict, leaf_order: np.ndarray | None, fold=fold_mirrored,
-                consume: bool = False):
-    """:func:`rank_slots`, or ``fold`` (:func:`fold_mirrored`) where there is a leaf order,
-    with the number of slots ``S`` and of segment features (``2 S`` where mirrored)."""
-    if leaf_order is None:
-        qs, slot_column, table = rank_slots(qs, ens.n_features)
-        return qs, slot_column, table, slot_column.shape[0], slot_column.shape[0]
-    qs, slot_column, table, S = fold(qs, ens.n_features, consume)
-    return qs, slot_column, table, S, 2 * S
+def _folded(ens: Ensemble, mirror: bool, fold):
+    """:func:`half_arrays` folded by ``fold`` (:func:`fold_halves` or its reference), the
+    half-features' arrays freed once read."""
+    qs, order = half_arrays(ens, mirror)
+    qs, slot_column, table, S = fold(qs, ens.n_features, consume=True)
+    return qs, order, slot_column, table, S
 
 
-def rapidscorer_arrays(ens: Ensemble, qs: dict, block_starts: np.ndarray,
-                       leaf_order: np.ndarray | None = None, consume: bool = False) -> dict:
-    """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``
-    (with ``leaf_order``: :func:`mirrored_arrays`, which ``consume`` lets it empty once
-    read), its sorting and byte splitting in C (``src/quickscorer/_layout.pyx``); the same
-    arrays as :func:`rapidscorer_arrays_reference`."""
-    qs, slot_column, (rank_offsets, rank_thresholds, rank), S, F = _over_slots(
-        ens, qs, leaf_order, consume=consume)
+def _rank_fields(rank_offsets: np.ndarray, rank_thresholds: np.ndarray) -> dict:
+    """The slots' rank-search fields and ``rank_zero`` (the thresholds below 0.0; -0.0 is
+    not below it)."""
+    below = np.zeros(rank_thresholds.shape[0] + 1, np.int64)
+    np.cumsum(rank_thresholds < 0.0, out=below[1:])
+    rank_pivots, rank_buckets, rank_bucket_offsets = rank_search_table(rank_offsets,
+                                                                       rank_thresholds)
+    return {"rank_pivots": rank_pivots, "rank_buckets": rank_buckets,
+            "rank_bucket_offsets": rank_bucket_offsets,
+            "rank_zero": (below[rank_offsets[1:]] - below[rank_offsets[:-1]]).astype(np.uint8),
+            "model_used": np.flatnonzero(np.diff(rank_offsets)).astype(np.int32)}
+
+
+def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = True) -> dict:
+    """The layout (see the module docstring) of ``ens`` in tree blocks ``block_starts``
+    (``mirror``: with mirrored nodes where they pay), its sorting and byte splitting in C
+    (``src/quickscorer/_layout.pyx``); the same arrays as
+    :func:`rapidscorer_arrays_reference`."""
+    qs, order, slot_column, (rank_offsets, rank_thresholds, rank), S = _folded(
+        ens, mirror, fold_halves)
     n_trees = ens.n_trees
     tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
     np.cumsum(tree_bytes(ens), out=tree_byte_offsets[1:])
     block_starts = np.asarray(block_starts, np.int64)
     try:
-        (entries, segments, block_segments, list_offsets, list_bytes, list_masks,
-         used_offsets, used_features) = _layout.rs_entries(
-            qs["words"], qs["masks"], entry_trees(qs), rank, qs["segment_offsets"],
+        (entries, segments, block_segments, _, _, _, used_offsets,
+         used_features) = _layout.rs_entries(
+            qs["words"], qs["masks"], qs["trees"], rank, qs["segment_offsets"],
             qs["list_offsets"], qs["list_words"], qs["list_masks"], qs["tree_word_offsets"],
-            tree_byte_offsets, block_starts, F)
+            tree_byte_offsets, block_starts, N_HALVES * S)
     except ValueError as exc:
         raise ModelFormatError(f"cannot build the rapidscorer layout: {exc}") from None
-    del rank
-    if leaf_order is not None:
-        segments, list_offsets, used_offsets, used_features = _unfold(
-            segments, list_offsets, used_offsets, used_features, S, block_starts.shape[0] - 1)
-    # rank_zero[f]: the thresholds of f below 0.0 (-0.0 is not below it)
-    below = np.zeros(rank_thresholds.shape[0] + 1, np.int64)
-    np.cumsum(rank_thresholds < 0.0, out=below[1:])
-    rank_zero = (below[rank_offsets[1:]] - below[rank_offsets[:-1]]).astype(np.uint8)
-    rank_pivots, rank_buckets, rank_bucket_offsets = rank_search_table(rank_offsets,
-                                                                       rank_thresholds)
+    del rank, qs
+    segments, list_offsets, used_offsets, used_features = _unfold(
+        segments, used_offsets, used_features, S, block_starts.shape[0] - 1)
     return {
-        "rank_pivots": rank_pivots,
-        "rank_buckets": rank_buckets,
-        "rank_bucket_offsets": rank_bucket_offsets,
-        "rank_zero": rank_zero,
+        **_rank_fields(rank_offsets, rank_thresholds),
         "slot_column": slot_column,
-        "model_used": np.flatnonzero(np.diff(rank_offsets)).astype(np.int32),
         "tree_byte_offsets": tree_byte_offsets,
         "block_starts": block_starts,
         "entries": entries,
         "segments": segments,
         "block_segments": block_segments,
         "list_offsets": list_offsets,
-        "list_bytes": list_bytes,
-        "list_masks": list_masks,
+        "list_bytes": np.zeros(0, np.uint32),
+        "list_masks": np.zeros(0, np.uint8),
         "used_offsets": used_offsets,
         "used_features": used_features,
         "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),
-        **leaf_arrays(ens, leaf_order),
+        **leaf_arrays(ens, order),
     }
 
 
-def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarray,
-                                 leaf_order: np.ndarray | None = None) -> dict:
-    """The layout (see the module docstring) from the model's QuickScorer arrays ``qs``, in
-    numpy (the reference of :func:`rapidscorer_arrays`)."""
-    qs, slot_column, table, S, F = _over_slots(ens, qs, leaf_order, fold_mirrored_reference)
+def rapidscorer_arrays_reference(ens: Ensemble, block_starts: np.ndarray,
+                                 mirror: bool = True) -> dict:
+    """The layout (see the module docstring) in numpy (the reference of
+    :func:`rapidscorer_arrays`)."""
+    qs, leaf_order, slot_column, table, S = _folded(ens, mirror, fold_halves_reference)
+    F = N_HALVES * S                  # segment features
     n_seg = N_SEGMENT_KINDS * F
     n_trees = ens.n_trees
     n_bytes = tree_bytes(ens)
@@ -559,24 +492,14 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
         return block, (tree_byte_offsets[tree] - block_base[block]
                        + (word.astype(np.int64) - two[tree]) * 8)
 
-    # --- ranks ---------------------------------------------------------------------------
     idx, seg, feat = _entry_features(qs)
-    if leaf_order is None:
-        pairs, counts, pair = _feature_thresholds(qs, F, with_pair=True)
-        rank_offsets = np.zeros(F + 1, np.int64)
-        np.cumsum(counts, out=rank_offsets[1:])
-        rank_thresholds = np.ascontiguousarray(pairs[1], np.float64)
-        # an entry's rank: the position of its threshold among its feature's distinct ones
-        rank = pair - rank_offsets[feat]
-    else:       # ranks of the mirrored nodes' tests: fold_mirrored's
-        rank_offsets, rank_thresholds = table[0], table[1]
-        rank = table[2][idx].astype(np.int64)
+    rank = table[2][idx].astype(np.int64)        # the tests' threshold indices (fold's)
+    rank_offsets, rank_thresholds = table[0], table[1]
     rank_zero = np.zeros(S, np.uint8)
     for f in range(S):
         rank_zero[f] = np.searchsorted(rank_thresholds[rank_offsets[f]:rank_offsets[f + 1]],
                                        0.0, side="left")
-    rank_pivots, rank_buckets, rank_bucket_offsets = rank_search_table(rank_offsets,
-                                                                       rank_thresholds)
+    fields = {**_rank_fields(rank_offsets, rank_thresholds), "rank_zero": rank_zero}
 
     # --- entries: epitomes, sorted by (block, segment, rank), sentinels -------------------
     block, wbyte = word_bytes(qs["words"][idx])
@@ -600,44 +523,25 @@ def rapidscorer_arrays_reference(ens: Ensemble, qs: dict, block_starts: np.ndarr
     block_segments = np.zeros(n_blocks + 1, np.int64)
     np.cumsum(np.bincount(keys // n_seg, minlength=n_blocks), out=block_segments[1:])
 
-    # --- NaN and zero lists, per block, as bytes ------------------------------------------
-    lo = qs["list_offsets"]
-    lids = np.repeat(np.arange(lo.shape[0] - 1), np.diff(lo))
-    keep = lids < 2 * F                        # lists f (NaN) and F + f (zero)
-    lw, lm, lids = qs["list_words"][keep], qs["list_masks"][keep], lids[keep]
-    lblock, lbyte = word_bytes(lw)
-    r, byte_of_list, mask_of_list = _changed_bytes(lbyte, lm)
-    list_id = lblock[r] * 2 * F + lids[r]
-    order = np.argsort(list_id, kind="stable")
-    list_offsets = np.zeros(n_blocks * 2 * F + 1, np.int64)
-    np.cumsum(np.bincount(list_id, minlength=n_blocks * 2 * F), out=list_offsets[1:])
-    list_bytes = byte_of_list[order].astype(np.uint32)
-    list_masks = mask_of_list[order].astype(np.uint8)
-
     # --- features each block splits on ----------------------------------------------------
     bf = np.unique(block[src].astype(np.int64) * F + feat[src]) if src.size else np.zeros(0, np.int64)
     used_offsets = np.zeros(n_blocks + 1, np.int64)
     np.cumsum(np.bincount(bf // F, minlength=n_blocks), out=used_offsets[1:])
-    used_features = (bf % F).astype(np.int32)
-    if leaf_order is not None:
-        segments, list_offsets, used_offsets, used_features = _unfold(
-            segments, list_offsets, used_offsets, used_features, S, n_blocks)
+    segments, list_offsets, used_offsets, used_features = _unfold(
+        segments, used_offsets, (bf % F).astype(np.int32), S, n_blocks)
 
     return {
-        "rank_pivots": rank_pivots,
-        "rank_buckets": rank_buckets,
-        "rank_bucket_offsets": rank_bucket_offsets,
-        "rank_zero": rank_zero,
-        "slot_column": slot_column,
+        **fields,
         "model_used": np.unique(feat % S).astype(np.int32),
+        "slot_column": slot_column,
         "tree_byte_offsets": tree_byte_offsets,
         "block_starts": block_starts,
         "entries": entries.view(np.uint32),
         "segments": segments,
         "block_segments": block_segments,
         "list_offsets": list_offsets,
-        "list_bytes": list_bytes,
-        "list_masks": list_masks,
+        "list_bytes": np.zeros(0, np.uint32),
+        "list_masks": np.zeros(0, np.uint8),
         "used_offsets": used_offsets,
         "used_features": used_features,
         "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),

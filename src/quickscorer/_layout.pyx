@@ -30,6 +30,7 @@ cdef enum:
     SENTINEL_RANK = 255  # rs_layout.SENTINEL_THR
     MAX_THR_SLOT = 255   # rs_layout.MAX_THRESHOLDS: thresholds a rank slot holds
     MAX_BLOCK_ROWS = 65536  # rs_layout.MAX_BLOCK_ROWS: an entry's byte row is 16 bits
+    N_HALVES = 4         # rs_layout.N_HALVES: node variants (mirrored, missing side) a feature
 
 cdef uint64_t ALL_ONES = 0xFFFFFFFFFFFFFFFFULL
 
@@ -669,42 +670,44 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
             lmasks_arr, used_offsets_arr, used_arr[:n_used].copy())
 
 
-def rs_fold_mirrored(const uint32_t[::1] words, const uint64_t[::1] masks,
-                     const int32_t[::1] trees,
-                     const int64_t[::1] segment_offsets, const int32_t[::1] half_rank,
-                     const int64_t[::1] half_offsets, const int32_t[::1] half_to_rank,
-                     const int64_t[::1] slot_base, Py_ssize_t n_features):
-    """``rs_layout.fold_mirrored``'s entries in two counting passes: QuickScorer's arrays over
-    ``2 F`` half-features (``F + f``: the mirrored nodes of ``f``), entry ``e``'s threshold
-    at position ``half_rank[e]`` of its half-feature's table, and that position's rank among
-    all of ``f``'s thresholds ``half_to_rank[half_offsets[h] + half_rank[e]]``, become the
-    arrays over ``2 S`` segment features (``S = slot_base[F]``): segment ``3 (slot_base[f] +
-    rank // 255 + S mirrored) + k``, threshold index ``rank % 255`` or ``254 - rank % 255``
-    (mirrored), each segment in its source segment's order and closed by a sentinel.
+def rs_fold_halves(const uint32_t[::1] words, const uint64_t[::1] masks,
+                   const int32_t[::1] trees, const int64_t[::1] segment_offsets,
+                   const int32_t[::1] half_rank, const int64_t[::1] half_offsets,
+                   const int32_t[::1] half_to_rank, const int64_t[::1] slot_base,
+                   Py_ssize_t n_features):
+    """``rs_layout.fold_halves``'s entries in two counting passes: QuickScorer's arrays over
+    ``4 F`` half-features (``f + F r``: the nodes of ``f`` of variant ``r``, bit 0 mirrored,
+    bit 1 missing values sent to the side the mask clears), entry ``e``'s threshold at
+    position ``half_rank[e]`` of its half-feature's table and that position's rank among all
+    of ``f``'s thresholds ``half_to_rank[half_offsets[h] + half_rank[e]]``, become the arrays
+    over ``4 S`` segment features (``S = slot_base[F]``): segment ``3 (slot_base[f] +
+    rank // 255 + S r) + k``, threshold index ``rank % 255`` or, mirrored, ``254 - rank %
+    255``, each segment in its source segment's order and closed by a sentinel.
 
     Returns ``(words, masks, trees, segment_offsets, slot_rank)`` (the thresholds are not
     needed past their ranks)."""
     cdef Py_ssize_t F = n_features, E = words.shape[0]
-    cdef Py_ssize_t n_src = N_KINDS * 2 * F
+    cdef Py_ssize_t n_src = N_KINDS * N_HALVES * F
     if (masks.shape[0] != E or trees.shape[0] != E
             or half_rank.shape[0] != E or segment_offsets.shape[0] != n_src + 1
-            or segment_offsets[n_src] != E or half_offsets.shape[0] != 2 * F + 1
-            or half_offsets[2 * F] != half_to_rank.shape[0] or slot_base.shape[0] != F + 1):
-        raise ValueError("rs_fold_mirrored: inconsistent layout arrays")
-    cdef Py_ssize_t S = slot_base[F], n_seg = N_KINDS * 2 * S
-    cdef Py_ssize_t s, e, h, f, k, flip, ns, pos, total = 0
+            or segment_offsets[n_src] != E or half_offsets.shape[0] != N_HALVES * F + 1
+            or half_offsets[N_HALVES * F] != half_to_rank.shape[0]
+            or slot_base.shape[0] != F + 1):
+        raise ValueError("rs_fold_halves: inconsistent layout arrays")
+    cdef Py_ssize_t S = slot_base[F], n_seg = N_KINDS * N_HALVES * S
+    cdef Py_ssize_t s, e, h, f, k, v, ns, pos, total = 0
     cdef int64_t r
     for s in range(n_src):
         if segment_offsets[s + 1] <= segment_offsets[s]:
-            raise ValueError("rs_fold_mirrored: a segment without its sentinel")
+            raise ValueError("rs_fold_halves: a segment without its sentinel")
         h = s // N_KINDS
         f = h % F
         for e in range(segment_offsets[s], segment_offsets[s + 1] - 1):
             if not 0 <= half_rank[e] < half_offsets[h + 1] - half_offsets[h]:
-                raise ValueError("rs_fold_mirrored: an entry's rank is out of range")
+                raise ValueError("rs_fold_halves: an entry's rank is out of range")
             r = half_to_rank[half_offsets[h] + half_rank[e]]
             if not 0 <= r < MAX_THR_SLOT * (slot_base[f + 1] - slot_base[f]):
-                raise ValueError("rs_fold_mirrored: a rank beyond its feature's slots")
+                raise ValueError("rs_fold_halves: a rank beyond its feature's slots")
     offsets_arr = np.zeros(n_seg + 1, np.int64)
     cursor_arr = np.zeros(n_seg, np.int64)
     cdef int64_t[::1] offsets = offsets_arr
@@ -714,11 +717,11 @@ def rs_fold_mirrored(const uint32_t[::1] words, const uint64_t[::1] masks,
         for s in range(n_src):
             h = s // N_KINDS
             k = s % N_KINDS
-            flip = h >= F
-            f = h - F * flip
+            v = h // F
+            f = h - F * v
             for e in range(segment_offsets[s], segment_offsets[s + 1] - 1):
                 r = half_to_rank[half_offsets[h] + half_rank[e]]
-                ns = N_KINDS * (slot_base[f] + r // MAX_THR_SLOT + S * flip) + k
+                ns = N_KINDS * (slot_base[f] + r // MAX_THR_SLOT + S * v) + k
                 cursor[ns] += 1
         for ns in range(n_seg):
             offsets[ns] = total
@@ -737,17 +740,17 @@ def rs_fold_mirrored(const uint32_t[::1] words, const uint64_t[::1] masks,
         for s in range(n_src):
             h = s // N_KINDS
             k = s % N_KINDS
-            flip = h >= F
-            f = h - F * flip
+            v = h // F
+            f = h - F * v
             for e in range(segment_offsets[s], segment_offsets[s + 1] - 1):
                 r = half_to_rank[half_offsets[h] + half_rank[e]]
-                ns = N_KINDS * (slot_base[f] + r // MAX_THR_SLOT + S * flip) + k
+                ns = N_KINDS * (slot_base[f] + r // MAX_THR_SLOT + S * v) + k
                 pos = cursor[ns]
                 cursor[ns] += 1
                 words_out[pos] = words[e]
                 masks_out[pos] = masks[e]
                 trees_out[pos] = trees[e]
-                rank_out[pos] = <int32_t>(MAX_THR_SLOT - 1 - r % MAX_THR_SLOT if flip
+                rank_out[pos] = <int32_t>(MAX_THR_SLOT - 1 - r % MAX_THR_SLOT if v & 1
                                           else r % MAX_THR_SLOT)
         for ns in range(n_seg):
             pos = offsets[ns + 1] - 1
@@ -760,13 +763,15 @@ def rs_fold_mirrored(const uint32_t[::1] words, const uint64_t[::1] masks,
 
 def rs_union_ranks(const int64_t[::1] half_offsets, const double[::1] half_values,
                    Py_ssize_t n_features):
-    """The union per feature of the distinct thresholds of its two half-features
-    (``segment_rank_table`` over ``2 F``: ``f``, ascending, and ``F + f``, whose thresholds
-    are negated, so ascending ``-t``), merged. Returns ``(offsets, values, half_to_rank)``:
-    feature ``f``'s thresholds ``values[offsets[f] : offsets[f + 1]]`` ascending, and for
-    each position of a half-table its threshold's rank among them (int32)."""
+    """The union per feature of the distinct thresholds of its ``N_HALVES`` half-features
+    (``segment_rank_table`` over ``4 F``: ``f + F r``, ascending, their thresholds negated
+    where ``r`` is odd (mirrored nodes), so ascending ``-t`` there), merged. Returns
+    ``(offsets, values, half_to_rank)``: feature ``f``'s thresholds ``values[offsets[f] :
+    offsets[f + 1]]`` ascending, and for each position of a half-table its threshold's rank
+    among them (int32)."""
     cdef Py_ssize_t F = n_features
-    if half_offsets.shape[0] != 2 * F + 1 or half_offsets[2 * F] != half_values.shape[0]:
+    if (half_offsets.shape[0] != N_HALVES * F + 1
+            or half_offsets[N_HALVES * F] != half_values.shape[0]):
         raise ValueError("rs_union_ranks: inconsistent tables")
     cdef Py_ssize_t H = half_values.shape[0]
     offsets_arr = np.zeros(F + 1, np.int64)
@@ -775,28 +780,43 @@ def rs_union_ranks(const int64_t[::1] half_offsets, const double[::1] half_value
     cdef int64_t[::1] offsets = offsets_arr
     cdef double[::1] values = values_arr
     cdef int32_t[::1] to_rank = to_rank_arr
-    cdef Py_ssize_t f, i, j, i_end, j_end, total = 0, n
-    cdef double a, b, v
+    cdef Py_ssize_t f, q, h, total = 0, n
+    cdef Py_ssize_t at[N_HALVES]      # each run's next position (mirrored: from its end)
+    cdef Py_ssize_t stop[N_HALVES]
+    cdef double v, x
+    cdef bint found
     with nogil:
         for f in range(F):
             offsets[f] = total
-            i = half_offsets[f]                  # plain: ascending
-            i_end = half_offsets[f + 1]
-            j = half_offsets[F + f + 1] - 1      # mirrored: -t ascending, t from the end up
-            j_end = half_offsets[F + f] - 1
-            n = 0
-            while i < i_end or j > j_end:
-                if j <= j_end or (i < i_end and half_values[i] <= -half_values[j]):
-                    v = half_values[i]
+            for q in range(N_HALVES):
+                h = f + F * q
+                if q & 1:
+                    at[q] = half_offsets[h + 1] - 1
+                    stop[q] = half_offsets[h] - 1
                 else:
-                    v = -half_values[j]
+                    at[q] = half_offsets[h]
+                    stop[q] = half_offsets[h + 1]
+            n = 0
+            while True:
+                found = False
+                for q in range(N_HALVES):
+                    if at[q] != stop[q]:
+                        x = -half_values[at[q]] if q & 1 else half_values[at[q]]
+                        if not found or x < v:
+                            v = x
+                            found = True
+                if not found:
+                    break
                 values[total] = v
-                while i < i_end and half_values[i] == v:
-                    to_rank[i] = <int32_t>n
-                    i += 1
-                while j > j_end and -half_values[j] == v:
-                    to_rank[j] = <int32_t>n
-                    j -= 1
+                for q in range(N_HALVES):
+                    if q & 1:
+                        while at[q] != stop[q] and -half_values[at[q]] == v:
+                            to_rank[at[q]] = <int32_t>n
+                            at[q] -= 1
+                    else:
+                        while at[q] != stop[q] and half_values[at[q]] == v:
+                            to_rank[at[q]] = <int32_t>n
+                            at[q] += 1
                 n += 1
                 total += 1
         offsets[F] = total

@@ -152,7 +152,7 @@ cdef class RSLayout:
             raise ValueError("rapidscorer layout: block_segments do not cover the segments")
         seg = a["segments"]
         if seg.shape[0] and (int((seg & 0xFFFFFFFF).max()) >= a["entries"].shape[0]
-                             or int(((seg >> 32) & 0x7FFFFFFF).max()) >= N_SEGMENT_KINDS * F):
+                             or int(((seg >> 32) & 0x3FFFFFFF).max()) >= N_SEGMENT_KINDS * F):
             raise ValueError("rapidscorer layout: a segment is out of range")
         if int(a["list_offsets"][a["list_offsets"].shape[0] - 1]) != a["list_bytes"].shape[0]:
             raise ValueError("rapidscorer layout: list_offsets do not cover the lists")
