@@ -1,5 +1,5 @@
-"""The RapidScorer layout (Ye et al., KDD 2018), built once per model from the QuickScorer
-layout of :mod:`~quickscorer.algorithms.qs_layout`.
+"""The RapidScorer layout (Ye et al., KDD 2018), built once per model from QuickScorer's
+arrays (:mod:`~quickscorer.algorithms.qs_layout`) of its nodes split into half-features.
 
 Three changes to QuickScorer's layout let one SIMD instruction serve 32 or 64 documents:
 
@@ -16,19 +16,24 @@ Three changes to QuickScorer's layout let one SIMD instruction serve 32 or 64 do
   with threshold index ``j`` is false for a value ``x`` exactly when ``rank(x) = #{thresholds
   < x} > j``. The kernel computes ``rank(x)`` once per document and feature, by a two-level
   search (:func:`rank_search_table`), and compares bytes; NaN and zero take ``rank_zero[f]``,
-  the rank of 0.0, and the segments that must not compare them skip their lanes.
+  the rank of 0.0, where no segment treats them as missing (below).
 
 Trees are cut into consecutive blocks (``block_starts``) whose bitvectors for a group fit a
-cache budget; every block has its own entries, sorted per segment (feature ``f``, missing-value
-kind ``k``: segment ``3 f + k`` as in QuickScorer) by threshold index and closed by a sentinel
-(``thr = 255``). Block ``b`` scans the segments ``segments[block_segments[b] :
-block_segments[b + 1]]``, each ``(3 f + k) << 32 | first entry`` (bit 63 set for a segment
-of mirrored nodes, below); empty ones are left out. Byte positions are relative to the block:
+cache budget (at most ``MAX_BLOCK_ROWS`` byte rows: an entry's row is 16 bits); every block
+has its own entries, sorted per segment (feature ``f``, missing-value kind ``k``: segment
+``3 f + k`` as in QuickScorer) by threshold index and closed by a sentinel (``thr = 255``).
+Block ``b`` scans the segments ``segments[block_segments[b] : block_segments[b + 1]]``, each
+``(3 f + k) << 32 | first entry`` (bit 63 set for a segment of mirrored nodes, bit 62 for one
+whose missing values fail every test, below); empty ones are left out. Byte positions are
+relative to the block:
 ``tree_byte_offsets[t] - tree_byte_offsets[block_starts[b]]``.
 
-The NaN and zero lists of QuickScorer (nodes that send those values to the right) become byte
-lists per block: list ``b * 2 F + f`` (NaN on feature ``f``) and ``b * 2 F + F + f`` (zero on
-``f``), entries ``list_bytes`` / ``list_masks``.
+**Missing values** (NaN; LightGBM's zero-as-missing, where zero is one too) are decided by no
+comparison: they go to a node's default side. The nodes of a feature are split by that side
+(*half-features*, :func:`half_arrays`): where it is the side the node's mask clears, the
+segment's word has bit 62 set and its missing lanes scan with rank 255, failing every test;
+elsewhere with rank 0, passing none. So the scan applies the default sides itself (before
+session 15, byte lists per block and feature were ANDed into the missing lanes afterwards).
 
 **Rank slots**: a rank is a byte, so a feature with more than 255 distinct thresholds
 (XGBoost's ``exact`` method splits between any two training values; LightGBM with ``max_bin``
@@ -36,25 +41,24 @@ above 256) is ranked in several *slots*, slot ``v`` of the feature holding its t
 ``255 v`` to ``255 v + 254``. A value's rank in slot ``v`` is the count of that slot's
 thresholds below it, ``clamp(rank(x) - 255 v, 0, 255)``, and a node of threshold index ``j``
 is false exactly when the rank in slot ``j // 255`` exceeds ``j % 255`` (a rank of 255 is
-above every node of the slot, 0 above none). The layout is built over slots as over features
-(segment ``3 s + k``, rank tables and NaN / zero lists per slot: each slot of a feature
-carries the feature's whole lists, an AND applied twice being applied once), and
-``slot_column[s]`` names the input column slot ``s`` reads. Where no feature has more than 255
-thresholds, slot ``s`` is feature ``s``.
+above every node of the slot, 0 above none). Segments are per slot (``3 s + k``, rank tables
+per slot), and ``slot_column[s]`` names the input column slot ``s`` reads. Where no feature
+has more than 255 thresholds, slot ``s`` is feature ``s``.
 
 **Mirrored nodes**: a node's entries are the bytes its first subtree spans, and which
-subtree comes first is a choice of leaf order. :func:`mirrored_arrays` picks, per tree, the
+subtree comes first is a choice of leaf order. :func:`half_arrays` picks, per tree, the
 order that minimises the bytes all nodes span (dynamic programming over each subtree and
 its start position mod 8, ``_build.mirrored_ranges``): a *mirrored* node puts its right
 subtree first, is false when ``x <= t`` (it then clears its right subtree: the exit leaf
 lies after it) and sends missing values to the side opposite its default. Its test is
 ``rank(x) <= j``, that is ``255 - rank(x) > 254 - j``: it is scanned on the complemented
 rank of its feature's own slot (no second search), in segments of their own, sorted by
-``254 - j`` (segment word with the high bit set). The leaf positions are then not the
+``254 - j`` (segment word with bit 63 set). The leaf positions are then not the
 trees' own leaf numbers: ``leaf_order`` maps them back and ``leaf_value`` /
 ``leaf_value_f32`` hold the values by position (all three empty when no node is mirrored).
 On the 1,000-tree models of ``benchmarks/matrix.py`` this removes 31% of the entries of
-full 255-leaf trees, 24% of 64-leaf ones, 13% of the lambdarank model's.
+full 255-leaf trees, 24% of 64-leaf ones, 13% of the lambdarank model's; a model where the
+order saves under ``MIRROR_MIN_SAVING`` of the bytes keeps its own.
 
 The layout exists only for models it can score exactly: no categorical split and at most
 256 leaves per tree; :func:`unsupported` says why a model is not one.
@@ -215,6 +219,8 @@ def _slot_table(F: int, counts, slot_base):
 
 
 def _no_lists(n: int) -> dict:
+    """Empty NaN / zero byte lists for ``n`` segment features (``_layout.rs_entries`` takes
+    them; missing values are scanned instead)."""
     return {"list_offsets": np.zeros(2 * n + 1, np.int64),
             "list_words": np.zeros(0, np.uint32), "list_masks": np.zeros(0, np.uint64)}
 
@@ -285,28 +291,18 @@ def fold_halves_reference(qs: dict, n_features: int,
     return out, slot_column, (slot_offsets, values, slot_rank), S
 
 
-def _unfold(segments: np.ndarray, used_offsets: np.ndarray, used_features: np.ndarray,
-            S: int, n_blocks: int):
-    """The layout over ``4 S`` segment features (:func:`fold_halves`) in the kernel's terms:
-    a segment of feature ``s + S r`` becomes segment ``3 s + k`` of slot ``s``, bit 63 of
-    its word set where ``r`` is odd (mirrored nodes), bit 62 where ``r >= 2`` (missing
-    values fail every test); the features used per block over the ``S`` slots, and empty
-    byte lists."""
+def _unfold(segments: np.ndarray, S: int) -> np.ndarray:
+    """The segments of the layout over ``4 S`` segment features (:func:`fold_halves`) in
+    the kernel's terms: a segment of feature ``s + S r`` becomes segment ``3 s + k`` of slot
+    ``s``, bit 63 of its word set where ``r`` is odd (mirrored nodes), bit 62 where ``r >=
+    2`` (missing values fail every test)."""
     fk = segments >> np.uint64(32)
     f4 = (fk // np.uint64(N_SEGMENT_KINDS)).astype(np.int64)
     variant = (f4 // S).astype(np.uint64)
     fk = fk - np.uint64(N_SEGMENT_KINDS * S) * variant
-    segments = (((variant & np.uint64(1)) << np.uint64(63))
-                | ((variant >> np.uint64(1)) << np.uint64(62)) | (fk << np.uint64(32))
-                | (segments & np.uint64(0xFFFFFFFF)))
-    block = np.repeat(np.arange(n_blocks), np.diff(used_offsets))
-    key = np.sort(block * S + used_features.astype(np.int64) % S)
-    # distinct (not np.unique: its first call in a process pages in about 1 MiB of code)
-    key = key[np.r_[True, key[1:] != key[:-1]]] if key.size else key
-    used_offsets = np.zeros(n_blocks + 1, np.int64)
-    np.cumsum(np.bincount(key // S, minlength=n_blocks), out=used_offsets[1:])
-    return (segments, np.zeros(n_blocks * 2 * S + 1, np.int64), used_offsets,
-            (key % S).astype(np.int32))
+    return (((variant & np.uint64(1)) << np.uint64(63))
+            | ((variant >> np.uint64(1)) << np.uint64(62)) | (fk << np.uint64(32))
+            | (segments & np.uint64(0xFFFFFFFF)))
 
 
 def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -440,29 +436,22 @@ def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = T
     np.cumsum(tree_bytes(ens), out=tree_byte_offsets[1:])
     block_starts = np.asarray(block_starts, np.int64)
     try:
-        (entries, segments, block_segments, _, _, _, used_offsets,
-         used_features) = _layout.rs_entries(
+        # (the builder's byte lists and features per block: none and unused here)
+        entries, segments, block_segments, _, _, _, _, _ = _layout.rs_entries(
             qs["words"], qs["masks"], qs["trees"], rank, qs["segment_offsets"],
             qs["list_offsets"], qs["list_words"], qs["list_masks"], qs["tree_word_offsets"],
             tree_byte_offsets, block_starts, N_HALVES * S)
     except ValueError as exc:
         raise ModelFormatError(f"cannot build the rapidscorer layout: {exc}") from None
     del rank, qs
-    segments, list_offsets, used_offsets, used_features = _unfold(
-        segments, used_offsets, used_features, S, block_starts.shape[0] - 1)
     return {
         **_rank_fields(rank_offsets, rank_thresholds),
         "slot_column": slot_column,
         "tree_byte_offsets": tree_byte_offsets,
         "block_starts": block_starts,
         "entries": entries,
-        "segments": segments,
+        "segments": _unfold(segments, S),
         "block_segments": block_segments,
-        "list_offsets": list_offsets,
-        "list_bytes": np.zeros(0, np.uint32),
-        "list_masks": np.zeros(0, np.uint8),
-        "used_offsets": used_offsets,
-        "used_features": used_features,
         "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),
         **leaf_arrays(ens, order),
     }
@@ -523,13 +512,6 @@ def rapidscorer_arrays_reference(ens: Ensemble, block_starts: np.ndarray,
     block_segments = np.zeros(n_blocks + 1, np.int64)
     np.cumsum(np.bincount(keys // n_seg, minlength=n_blocks), out=block_segments[1:])
 
-    # --- features each block splits on ----------------------------------------------------
-    bf = np.unique(block[src].astype(np.int64) * F + feat[src]) if src.size else np.zeros(0, np.int64)
-    used_offsets = np.zeros(n_blocks + 1, np.int64)
-    np.cumsum(np.bincount(bf // F, minlength=n_blocks), out=used_offsets[1:])
-    segments, list_offsets, used_offsets, used_features = _unfold(
-        segments, used_offsets, (bf % F).astype(np.int32), S, n_blocks)
-
     return {
         **fields,
         "model_used": np.unique(feat % S).astype(np.int32),
@@ -537,13 +519,8 @@ def rapidscorer_arrays_reference(ens: Ensemble, block_starts: np.ndarray,
         "tree_byte_offsets": tree_byte_offsets,
         "block_starts": block_starts,
         "entries": entries.view(np.uint32),
-        "segments": segments,
+        "segments": _unfold(segments, S),
         "block_segments": block_segments,
-        "list_offsets": list_offsets,
-        "list_bytes": np.zeros(0, np.uint32),
-        "list_masks": np.zeros(0, np.uint8),
-        "used_offsets": used_offsets,
-        "used_features": used_features,
         "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),
         **leaf_arrays(ens, leaf_order),
     }

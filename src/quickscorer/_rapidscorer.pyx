@@ -7,7 +7,8 @@ in rank space (the scans are in rs_simd.h).
 Per group of documents: each document's value of each feature becomes its rank among that
 feature's distinct thresholds, once; then for every tree block, the bitvectors are set to all
 ones, every segment of every feature the block splits on is scanned (values that no
-comparison decides, NaN and LightGBM's zero-as-missing, take their byte lists instead), and
+comparison decides, NaN and LightGBM's zero-as-missing, scan as the rank that sends them to
+the nodes' default side: 0 or 255, per segment), and
 every tree's exit leaf is found byte-wise and added to the group's scores in tree order, in
 the source library's precision: bit-exact with the reference walk.
 """
@@ -40,8 +41,6 @@ cdef extern from "quickscorer/rs_simd.h":
     void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg, const rs_entry* entries,
                        const uint8_t* ranks, const uint64_t* out, uint8_t* state) noexcept nogil
     int rs_ctz64(uint64_t x) noexcept nogil
-    void rs_apply_list(int isa, uint64_t lanes_in, const uint32_t* bytes, const uint8_t* masks,
-                       int64_t lo, int64_t hi, uint8_t* state) noexcept nogil
     void rs_add_f64(int isa, const uint8_t* idx, const double* v, int n,
                     double* acc) noexcept nogil
     void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n, float* acc,
@@ -59,10 +58,7 @@ cdef extern from "quickscorer/rs_simd.h":
                         uint8_t* ranks, uint64_t* skip) noexcept nogil
 
 cdef enum:
-    N_SEGMENT_KINDS = 3
-    SEGMENT_NONE = 0
-    SEGMENT_ZERO = 1
-    SEGMENT_NAN = 2
+    N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
 
 
 def isa_available(int isa):
@@ -94,11 +90,6 @@ cdef struct RSView:
     const rs_entry* entries
     const uint64_t* segments          # (3 s + kind) << 32 | first entry, per block
     const int64_t* block_segments     # [n_blocks + 1]
-    const int64_t* list_offsets       # [n_blocks * 2S + 1]
-    const uint32_t* list_bytes
-    const uint8_t* list_masks
-    const int64_t* used_offsets       # [n_blocks + 1]
-    const int32_t* used_features
     int64_t max_block_bytes           # byte rows of the largest block
     # mirrored nodes (rs_layout.mirrored_arrays): leaf positions are not the tree's own leaf
     # numbers; NULL where they are
@@ -111,9 +102,8 @@ _FIELDS = {
     "rank_pivots": np.float64, "rank_buckets": np.float64, "rank_bucket_offsets": np.int64,
     "rank_zero": np.uint8, "slot_column": np.int32,
     "model_used": np.int32, "tree_byte_offsets": np.int64, "block_starts": np.int64,
-    "entries": np.uint32, "segments": np.uint64, "block_segments": np.int64, "list_offsets": np.int64,
-    "list_bytes": np.uint32, "list_masks": np.uint8, "used_offsets": np.int64,
-    "used_features": np.int32, "leaf_offset": np.int64, "leaf_order": np.uint8,
+    "entries": np.uint32, "segments": np.uint64, "block_segments": np.int64,
+    "leaf_offset": np.int64, "leaf_order": np.uint8,
     "leaf_value": np.float64, "leaf_value_f32": np.float32,
 }
 
@@ -133,15 +123,13 @@ cdef class RSLayout:
         sc = a["slot_column"]
         if F < n_features or (F and (int(sc.min()) < 0 or int(sc.max()) >= n_features)):
             raise ValueError("rapidscorer layout: slot_column names a column outside the input")
-        for name in ("model_used", "used_features"):
-            if a[name].shape[0] and (int(a[name].min()) < 0 or int(a[name].max()) >= F):
-                raise ValueError(f"rapidscorer layout: {name} names a slot out of range")
+        if a["model_used"].shape[0] and (int(a["model_used"].min()) < 0
+                                         or int(a["model_used"].max()) >= F):
+            raise ValueError("rapidscorer layout: model_used names a slot out of range")
         n_trees = a["tree_byte_offsets"].shape[0] - 1
         n_blocks = a["block_starts"].shape[0] - 1
         checks = {"rank_pivots": 16 * F, "rank_bucket_offsets": F + 1, "rank_zero": F,
-                  "block_segments": n_blocks + 1,
-                  "list_offsets": n_blocks * 2 * F + 1, "used_offsets": n_blocks + 1,
-                  "list_masks": a["list_bytes"].shape[0]}
+                  "block_segments": n_blocks + 1}
         for name, n in checks.items():
             if a[name].shape[0] != n:
                 raise ValueError(f"rapidscorer layout field {name!r} has {a[name].shape[0]} "
@@ -154,10 +142,6 @@ cdef class RSLayout:
         if seg.shape[0] and (int((seg & 0xFFFFFFFF).max()) >= a["entries"].shape[0]
                              or int(((seg >> 32) & 0x3FFFFFFF).max()) >= N_SEGMENT_KINDS * F):
             raise ValueError("rapidscorer layout: a segment is out of range")
-        if int(a["list_offsets"][a["list_offsets"].shape[0] - 1]) != a["list_bytes"].shape[0]:
-            raise ValueError("rapidscorer layout: list_offsets do not cover the lists")
-        if int(a["used_offsets"][a["used_offsets"].shape[0] - 1]) != a["used_features"].shape[0]:
-            raise ValueError("rapidscorer layout: used_offsets do not cover used_features")
         bo = a["rank_bucket_offsets"]
         if int(bo[F]) != a["rank_buckets"].shape[0] or (np.diff(bo) < 16).any():
             raise ValueError("rapidscorer layout: rank_bucket_offsets do not fit the buckets")
@@ -203,14 +187,6 @@ cdef class RSLayout:
         self.view.segments = <const uint64_t*>array_data(a["segments"], np.uint64,
                                                          "rapidscorer", "segments")
         self.view.block_segments = <const int64_t*>cnp.PyArray_DATA(a["block_segments"])
-        self.view.list_offsets = <const int64_t*>cnp.PyArray_DATA(a["list_offsets"])
-        self.view.list_bytes = <const uint32_t*>array_data(a["list_bytes"], np.uint32,
-                                                           "rapidscorer", "list_bytes")
-        self.view.list_masks = <const uint8_t*>array_data(a["list_masks"], np.uint8,
-                                                          "rapidscorer", "list_masks")
-        self.view.used_offsets = <const int64_t*>cnp.PyArray_DATA(a["used_offsets"])
-        self.view.used_features = <const int32_t*>array_data(a["used_features"], np.int32,
-                                                             "rapidscorer", "used_features")
         self.view.max_block_bytes = max(1, int(block_bytes.max()))
         self.view.leaf_order = NULL
         self.view.leaf_value = NULL
@@ -248,34 +224,16 @@ cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:
     return <uint8_t*>((<size_t>p + 63) & ~(<size_t>63))
 
 
-cdef inline void apply_lists(const RSView* r, int isa, int64_t j, uint64_t lanes_in,
-                             uint8_t* state) noexcept nogil:
-    """AND byte list j into the lanes of the mask lanes_in."""
-    cdef int64_t lo = r.list_offsets[j], hi = r.list_offsets[j + 1]
-    if lo != hi:
-        rs_apply_list(isa, lanes_in, r.list_bytes, r.list_masks, lo, hi, state)
-
-
 cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
                             const uint8_t* ranks, const uint64_t* skip,
                             uint8_t* state) noexcept nogil:
-    """Leave in state the byte rows of block b's trees for the group."""
-    cdef int64_t F = r.n_slots
+    """Leave in state the byte rows of block b's trees for the group (missing values take
+    their default sides in the scan: rs_layout's half-features)."""
     cdef int64_t t0 = r.block_starts[b]
     cdef int64_t n_bytes = r.tree_byte_offsets[r.block_starts[b + 1]] - r.tree_byte_offsets[t0]
-    cdef int64_t u, f
-    cdef uint64_t nm, zm
     memset(state, 0xFF, n_bytes * lanes)
     rs_block_scan(isa, r.segments + r.block_segments[b],
                   r.block_segments[b + 1] - r.block_segments[b], r.entries, ranks, skip, state)
-    for u in range(r.used_offsets[b], r.used_offsets[b + 1]):
-        f = r.used_features[u]
-        nm = skip[N_SEGMENT_KINDS * f + SEGMENT_NAN]
-        zm = skip[N_SEGMENT_KINDS * f + SEGMENT_ZERO] & ~nm
-        if nm:
-            apply_lists(r, isa, (b * 2) * F + f, nm, state)
-        if zm:
-            apply_lists(r, isa, (b * 2 + 1) * F + f, zm, state)
 
 
 cdef inline int32_t leaf_number(const RSView* r, int64_t base, uint8_t position) noexcept nogil:
