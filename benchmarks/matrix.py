@@ -4,7 +4,8 @@ data this project's other benchmarks do not flatter.
 Workloads (``--shapes``; models trained once and cached in ``cache/``):
 
 * ``full-<data>-<trees>x<leaves>``: LightGBM regression whose trees are all full (a noisy
-  target), on ``uniform`` rows (values in [0, 1), 30% exact zeros) or ``heavy`` rows
+  target), on ``uniform`` rows (values in [0, 1), 30% exact zeros), ``missing`` rows (the
+  same with 10% NaN: every node learns a default side) or ``heavy`` rows
   (log-normal counts and reals), 136 features;
 * ``xgb-depth<d>-<data>-<trees>[-exact|-approx]``: XGBoost grown depth-wise to depth d (6
   is its default) by its hist method (or the one named), same data;
@@ -43,6 +44,7 @@ DEFAULT_SHAPES = ",".join([
     "full-uniform-1000x8", "full-uniform-1000x31", "full-uniform-1000x64",
     "full-uniform-1000x255", "full-heavy-1000x31", "full-heavy-1000x64",
     "xgb-depth6-uniform-1000", "xgb-depth6-heavy-1000", "ltr-1000x64",
+    "full-missing-1000x64", "xgb-depth6-missing-1000",
 ])
 OURS = ("quickscorer",)
 

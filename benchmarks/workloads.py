@@ -235,18 +235,21 @@ def shared(name: str, n_trees: int, n_leaves: int, xgboost: bool = True) -> Work
 
 # --- the speed matrix (benchmarks/matrix.py): full trees on two kinds of data --------------
 
-DATA_KINDS = ("uniform", "heavy")
+DATA_KINDS = ("uniform", "heavy", "missing")
 
 
 def matrix_rows(kind: str, n_rows: int, n_features: int = 136, seed: int = 0) -> np.ndarray:
-    """Rows of one kind: ``uniform`` values in [0, 1) with 30% exact zeros, or ``heavy``:
+    """Rows of one kind: ``uniform`` values in [0, 1) with 30% exact zeros, ``heavy``:
     log-normal counts (``floor(exp(N(0, 1.5)))``, most small, a long tail, many zeros) in
     the first half of the columns and log-normal reals in the rest, as MSLR's
-    query-document features are."""
+    query-document features are, or ``missing``: ``uniform`` with 10% of the values NaN
+    (models trained on it learn a default side for missing values at every node)."""
     rng = np.random.default_rng(seed)
-    if kind == "uniform":
+    if kind in ("uniform", "missing"):
         X = rng.random((n_rows, n_features))
         X[rng.random(X.shape) < 0.3] = 0.0
+        if kind == "missing":
+            X[rng.random(X.shape) < 0.1] = np.nan
     elif kind == "heavy":
         X = np.exp(rng.normal(0.0, 1.5, size=(n_rows, n_features)))
         half = n_features // 2
@@ -259,7 +262,7 @@ def matrix_rows(kind: str, n_rows: int, n_features: int = 136, seed: int = 0) ->
 def _matrix_target(X: np.ndarray, seed: int) -> np.ndarray:
     """A target that keeps trees full: a smooth signal on a few columns plus noise."""
     rng = np.random.default_rng(seed)
-    z = np.log1p(np.abs(X[:, :12]))
+    z = np.log1p(np.abs(np.nan_to_num(X[:, :12])))     # a missing value counts as 0
     return z[:, :6].sum(1) - z[:, 6:].sum(1) + rng.normal(0.0, 1.0, size=X.shape[0])
 
 
