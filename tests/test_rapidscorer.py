@@ -560,6 +560,5 @@ def test_tree_blocks_stay_within_16_bit_byte_rows():
     huge = np.array([0, 40000, 80000, 80001], np.int64)  # one block of 80,001 rows
     with pytest.raises(ValueError, match="byte rows"):
         _layout.rs_entries(qs["words"], qs["masks"], qs["trees"], rank,
-                           qs["segment_offsets"], qs["list_offsets"], qs["list_words"],
-                           qs["list_masks"], qs["tree_word_offsets"], huge,
+                           qs["segment_offsets"], qs["tree_word_offsets"], huge,
                            np.array([0, 3], np.int64), N_HALVES * S)

@@ -218,13 +218,6 @@ def _slot_table(F: int, counts, slot_base):
     return slot_column, slot_offsets
 
 
-def _no_lists(n: int) -> dict:
-    """Empty NaN / zero byte lists for ``n`` segment features (``_layout.rs_entries`` takes
-    them; missing values are scanned instead)."""
-    return {"list_offsets": np.zeros(2 * n + 1, np.int64),
-            "list_words": np.zeros(0, np.uint32), "list_masks": np.zeros(0, np.uint64)}
-
-
 def fold_halves(qs: dict, n_features: int,
                 consume: bool = False) -> tuple[dict, np.ndarray, tuple, int]:
     """The arrays of :func:`half_arrays` over rank slots: every node is ranked among the
@@ -244,7 +237,7 @@ def fold_halves(qs: dict, n_features: int,
     del half_rank
     S = int(slot_base[-1])
     out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets,
-           "words": words, "masks": masks, "trees": trees, **_no_lists(N_HALVES * S)}
+           "words": words, "masks": masks, "trees": trees}
     if consume:
         qs.clear()
     slot_column, slot_offsets = _slot_table(F, counts, slot_base)
@@ -276,8 +269,7 @@ def fold_halves_reference(qs: dict, n_features: int,
     np.cumsum(np.bincount(key, minlength=n_seg) + 1, out=segment_offsets[1:])
     pos = np.arange(key.shape[0]) + key        # one sentinel closes each earlier segment
     sentinel = qs["segment_offsets"][1] - 1
-    out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets,
-           **_no_lists(N_HALVES * S)}
+    out = {"tree_word_offsets": qs["tree_word_offsets"], "segment_offsets": segment_offsets}
     for name, src in (("words", qs["words"]), ("masks", qs["masks"]),
                       ("trees", entry_trees(qs))):
         arr = np.full(int(segment_offsets[-1]), src[sentinel], src.dtype)
@@ -436,11 +428,9 @@ def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = T
     np.cumsum(tree_bytes(ens), out=tree_byte_offsets[1:])
     block_starts = np.asarray(block_starts, np.int64)
     try:
-        # (the builder's byte lists and features per block: none and unused here)
-        entries, segments, block_segments, _, _, _, _, _ = _layout.rs_entries(
+        entries, segments, block_segments = _layout.rs_entries(
             qs["words"], qs["masks"], qs["trees"], rank, qs["segment_offsets"],
-            qs["list_offsets"], qs["list_words"], qs["list_masks"], qs["tree_word_offsets"],
-            tree_byte_offsets, block_starts, N_HALVES * S)
+            qs["tree_word_offsets"], tree_byte_offsets, block_starts, N_HALVES * S)
     except ValueError as exc:
         raise ModelFormatError(f"cannot build the rapidscorer layout: {exc}") from None
     del rank, qs

@@ -524,28 +524,23 @@ def segment_rank_table(const double[::1] thresholds, const int64_t[::1] segment_
 
 def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32_t[::1] trees,
                const int32_t[::1] rank, const int64_t[::1] segment_offsets,
-               const int64_t[::1] list_offsets, const uint32_t[::1] list_words,
-               const uint64_t[::1] list_masks, const int64_t[::1] tree_word_offsets,
-               const int64_t[::1] tree_byte_offsets, const int64_t[::1] block_starts,
-               Py_ssize_t n_features):
-    """RapidScorer's entries, segments and byte lists (``rs_layout``) from QuickScorer's
-    layout of a model without categorical splits whose ranks (``segment_rank_table``) are
-    below 255: every 64-bit mask entry becomes one entry per byte it changes, grouped by
-    (tree block, segment), each group in QuickScorer's order (by rank) and closed by a
-    sentinel.
+               const int64_t[::1] tree_word_offsets, const int64_t[::1] tree_byte_offsets,
+               const int64_t[::1] block_starts, Py_ssize_t n_features):
+    """RapidScorer's entries and segments (``rs_layout``) from QuickScorer's arrays over
+    ``n_features`` segment features (``rs_layout.fold_halves``) whose ranks are below 255:
+    every 64-bit mask entry becomes one entry per byte it changes, grouped by (tree block,
+    segment), each group in QuickScorer's order (by rank) and closed by a sentinel.
 
-    Returns ``(entries, segments, block_segments, list_offsets, list_bytes, list_masks,
-    used_offsets, used_features)``."""
-    cdef Py_ssize_t F = n_features, n_seg = N_KINDS * n_features, n_lists = 2 * n_features
+    Returns ``(entries, segments, block_segments)``."""
+    cdef Py_ssize_t n_seg = N_KINDS * n_features
     cdef Py_ssize_t E = words.shape[0], T = tree_word_offsets.shape[0] - 1
-    cdef Py_ssize_t nb = block_starts.shape[0] - 1, L = list_words.shape[0]
+    cdef Py_ssize_t nb = block_starts.shape[0] - 1
     if (masks.shape[0] != E or trees.shape[0] != E or rank.shape[0] != E
             or segment_offsets.shape[0] != n_seg + 1 or segment_offsets[n_seg] != E
-            or list_offsets.shape[0] < n_lists + 1 or list_masks.shape[0] != L
             or tree_byte_offsets.shape[0] != T + 1 or T < 0 or nb < 1
             or block_starts[0] != 0 or block_starts[nb] != T):
         raise ValueError("rs_entries: inconsistent layout arrays")
-    cdef Py_ssize_t W = tree_word_offsets[T], e, s, b, t, j, k, pos, n_keys, key
+    cdef Py_ssize_t W = tree_word_offsets[T], e, s, b, t, j, k, n_keys, key
     for b in range(nb):
         if block_starts[b + 1] <= block_starts[b]:
             raise ValueError("rs_entries: an empty tree block")
@@ -555,25 +550,16 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
     for e in range(E):
         if trees[e] >= T or (trees[e] >= 0 and (words[e] >= W or not 0 <= rank[e] < 255)):
             raise ValueError("rs_entries: an entry out of range")
-    for e in range(list_offsets[n_lists]):
-        if list_words[e] >= W:
-            raise ValueError("rs_entries: a list entry out of range")
     block_of_tree_arr = np.empty(max(T, 1), np.int64)
-    tree_of_word_arr = np.empty(max(W, 1), np.int64)
     key_count_arr = np.zeros(nb * n_seg, np.int64)
-    list_count_arr = np.zeros(nb * n_lists + 1, np.int64)
     cdef int64_t[::1] block_of_tree = block_of_tree_arr
-    cdef int64_t[::1] tree_of_word = tree_of_word_arr
     cdef int64_t[::1] key_count = key_count_arr
-    cdef int64_t[::1] list_count = list_count_arr
     cdef uint64_t m
     cdef int64_t n_entries = 0
     with nogil:
         for b in range(nb):
             for t in range(block_starts[b], block_starts[b + 1]):
                 block_of_tree[t] = b
-                for k in range(tree_word_offsets[t], tree_word_offsets[t + 1]):
-                    tree_of_word[k] = t
         for s in range(n_seg):
             for e in range(segment_offsets[s], segment_offsets[s + 1]):
                 if trees[e] >= 0:
@@ -581,47 +567,26 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                     for j in range(8):
                         if ((m >> (8 * j)) & 0xFF) != 0xFF:
                             key_count[block_of_tree[trees[e]] * n_seg + s] += 1
-        for s in range(n_lists):
-            for e in range(list_offsets[s], list_offsets[s + 1]):
-                m = list_masks[e]
-                key = block_of_tree[tree_of_word[list_words[e]]] * n_lists + s
-                for j in range(8):
-                    if ((m >> (8 * j)) & 0xFF) != 0xFF:
-                        list_count[key + 1] += 1
         n_keys = 0
         for key in range(nb * n_seg):
             if key_count[key]:
                 n_keys += 1
                 n_entries += key_count[key] + 1
-        for key in range(nb * n_lists):
-            list_count[key + 1] += list_count[key]
     if n_entries >= 2**32:
         raise ValueError("the model has too many nodes for the rapidscorer layout")
     entries_arr = np.empty(n_entries, np.uint32)
     segments_arr = np.empty(n_keys, np.uint64)
     block_segments_arr = np.zeros(nb + 1, np.int64)
     cursor_arr = np.empty(nb * n_seg, np.int64)
-    lbytes_arr = np.empty(list_count[nb * n_lists], np.uint32)
-    lmasks_arr = np.empty(list_count[nb * n_lists], np.uint8)
-    lcursor_arr = np.array(list_count_arr[:nb * n_lists])
-    used_offsets_arr = np.zeros(nb + 1, np.int64)
-    used_arr = np.empty(n_keys, np.int32)
     cdef uint32_t[::1] entries = entries_arr
     cdef uint64_t[::1] segments = segments_arr
     cdef int64_t[::1] block_segments = block_segments_arr
     cdef int64_t[::1] cursor = cursor_arr
-    cdef uint32_t[::1] lbytes = lbytes_arr
-    cdef uint8_t[::1] lmasks = lmasks_arr
-    cdef int64_t[::1] lcursor = lcursor_arr
-    cdef int64_t[::1] used_offsets = used_offsets_arr
-    cdef int32_t[::1] used = used_arr
     cdef int64_t wbyte, start = 0
-    cdef Py_ssize_t n_used = 0, last_f
     with nogil:
         # groups in (block, segment) order, each followed by its sentinel
         k = 0
         for b in range(nb):
-            last_f = -1
             for s in range(n_seg):
                 key = b * n_seg + s
                 if key_count[key]:
@@ -631,12 +596,7 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                     start += key_count[key]
                     entries[start] = ((<uint32_t>(SENTINEL_RANK ^ 0x80)) << 16) | (<uint32_t>0xFF << 24)
                     start += 1
-                    if s // N_KINDS != last_f:
-                        last_f = s // N_KINDS
-                        used[n_used] = <int32_t>last_f
-                        n_used += 1
             block_segments[b + 1] = k
-            used_offsets[b + 1] = n_used
         for s in range(n_seg):
             for e in range(segment_offsets[s], segment_offsets[s + 1]):
                 t = trees[e]
@@ -653,21 +613,7 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                             <uint32_t>(wbyte + j) | ((<uint32_t>(rank[e] ^ 0x80)) << 16)
                             | (<uint32_t>((m >> (8 * j)) & 0xFF) << 24))
                         cursor[key] += 1
-        for s in range(n_lists):
-            for e in range(list_offsets[s], list_offsets[s + 1]):
-                t = tree_of_word[list_words[e]]
-                b = block_of_tree[t]
-                key = b * n_lists + s
-                m = list_masks[e]
-                wbyte = (tree_byte_offsets[t] - tree_byte_offsets[block_starts[b]]
-                         + (list_words[e] - tree_word_offsets[t]) * 8)
-                for j in range(8):
-                    if ((m >> (8 * j)) & 0xFF) != 0xFF:
-                        lbytes[lcursor[key]] = <uint32_t>(wbyte + j)
-                        lmasks[lcursor[key]] = <uint8_t>((m >> (8 * j)) & 0xFF)
-                        lcursor[key] += 1
-    return (entries_arr, segments_arr, block_segments_arr, list_count_arr, lbytes_arr,
-            lmasks_arr, used_offsets_arr, used_arr[:n_used].copy())
+    return entries_arr, segments_arr, block_segments_arr
 
 
 def rs_fold_halves(const uint32_t[::1] words, const uint64_t[::1] masks,
