@@ -401,34 +401,29 @@ def test_mirrored_leaf_order_spans_the_fewest_bytes(seed):
     left = np.ascontiguousarray(packed["left"], np.int32)
     right = np.ascontiguousarray(packed["right"], np.int32)
     lo, mid, hi = _build.packed_leaf_ranges(left, right, node_offset)
-    for allow in (1, 0):
-        flip, first_lo, first_hi, order = _build.mirrored_ranges(
-            left, right, node_offset, leaf_offset, lo, mid, hi,
-            np.full(left.shape[0], allow, np.uint8))
-        for t, tree in enumerate(trees):
-            a, b = node_offset[t], node_offset[t + 1]
-            pos = order[leaf_offset[t]:leaf_offset[t + 1]]
-            assert sorted(pos.tolist()) == list(range(tree.n_leaves))
-            if b == a:
-                continue
-            got = int(np.sum((first_hi[a:b] - 1) // 8 - first_lo[a:b] // 8 + 1))
-            chosen = {n for n in range(b - a) if flip[a + n]}
-            assert got == _span_total(tree.left, tree.right, chosen)
-            # each node's first subtree holds the leaves of the side it chose
-            tlo, tmid, thi = tree.leaf_ranges()
-            inv = np.empty_like(pos)
-            inv[pos] = np.arange(pos.shape[0])
-            for n in range(b - a):
-                own = (range(tmid[n], thi[n]) if flip[a + n] else range(tlo[n], tmid[n]))
-                assert sorted(inv[list(own)].tolist()) == list(range(first_lo[a + n],
-                                                                      first_hi[a + n]))
-            if not allow:
-                assert not chosen
-                continue
-            nodes = range(b - a)
-            best = min(_span_total(tree.left, tree.right, set(c))
-                       for k in range(len(nodes) + 1) for c in combinations(nodes, k))
-            assert got == best
+    flip, first_lo, first_hi, order = _build.mirrored_ranges(left, right, node_offset,
+                                                             leaf_offset, lo, mid, hi)
+    for t, tree in enumerate(trees):
+        a, b = node_offset[t], node_offset[t + 1]
+        pos = order[leaf_offset[t]:leaf_offset[t + 1]]
+        assert sorted(pos.tolist()) == list(range(tree.n_leaves))
+        if b == a:
+            continue
+        got = int(np.sum((first_hi[a:b] - 1) // 8 - first_lo[a:b] // 8 + 1))
+        chosen = {n for n in range(b - a) if flip[a + n]}
+        assert got == _span_total(tree.left, tree.right, chosen)
+        # each node's first subtree holds the leaves of the side it chose
+        tlo, tmid, thi = tree.leaf_ranges()
+        inv = np.empty_like(pos)
+        inv[pos] = np.arange(pos.shape[0])
+        for n in range(b - a):
+            own = (range(tmid[n], thi[n]) if flip[a + n] else range(tlo[n], tmid[n]))
+            assert sorted(inv[list(own)].tolist()) == list(range(first_lo[a + n],
+                                                                  first_hi[a + n]))
+        nodes = range(b - a)
+        best = min(_span_total(tree.left, tree.right, set(c))
+                   for k in range(len(nodes) + 1) for c in combinations(nodes, k))
+        assert got == best
 
 
 def _lopsided_tree(rng, n_leaves, n_features, family, linear=False):

@@ -100,7 +100,7 @@ class RapidScorer(Algorithm):
         if env_int("QUICKSCORER_RS_MIRROR") == 0:
             mirror = False
         self._arrays = rapidscorer_arrays(ens, starts, mirror)
-        #: nodes whose right subtree comes first in the layout's leaf order
+        #: whether the layout's leaf order puts some nodes' right subtree first (rs_layout)
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
         for a in self._arrays.values():
             a.setflags(write=False)

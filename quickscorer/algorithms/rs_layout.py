@@ -130,7 +130,7 @@ def half_arrays(ens: Ensemble, mirror: bool = True) -> tuple[dict, np.ndarray | 
     if mirror and left.shape[0]:
         flip2, first_lo, first_hi, order2 = _build.mirrored_ranges(
             left, right, node_offset, np.ascontiguousarray(ens.trees.leaf_offset, np.int64),
-            lo, mid, hi, np.ones(left.shape[0], np.uint8))
+            lo, mid, hi)
         if (_spanned_bytes(first_lo, first_hi)
                 <= (1.0 - MIRROR_MIN_SAVING) * _spanned_bytes(lo, mid)):
             flip, lo, mid, order = flip2, first_lo, first_hi, order2
@@ -175,15 +175,16 @@ def _half_ranks(qs: dict, F: int):
     half_offsets, half_values, half_rank = _layout.segment_rank_table(
         qs["thresholds"], qs["segment_offsets"], N_HALVES * F)
     offsets, values, half_to_rank = _layout.rs_union_ranks(half_offsets, half_values, F)
-    return half_offsets, half_rank, half_to_rank, *_slot_base(np.diff(offsets), values)
+    counts = np.diff(offsets)
+    return half_offsets, half_rank, half_to_rank, counts, values, _slot_base(counts)
 
 
-def _slot_base(counts: np.ndarray, values: np.ndarray):
-    """``(counts, values, slot_base)``: the first slot of each feature of ``counts``
-    thresholds (one slot per 255, at least one)."""
+def _slot_base(counts: np.ndarray) -> np.ndarray:
+    """The first slot of each feature of ``counts`` thresholds (one slot per 255, at least
+    one), and the number of slots last."""
     slot_base = np.zeros(counts.shape[0] + 1, np.int64)
     np.cumsum(np.maximum(1, -(-counts // MAX_THRESHOLDS)), out=slot_base[1:])
-    return counts, values, slot_base
+    return slot_base
 
 
 def _half_ranks_reference(qs: dict, F: int):
@@ -202,8 +203,8 @@ def _half_ranks_reference(qs: dict, F: int):
     np.cumsum(counts, out=offsets[1:])
     half_to_rank = np.empty(fo.shape[0], np.int32)
     half_to_rank[order] = np.cumsum(new) - 1 - offsets[fo]
-    return (half_offsets, half_rank, half_to_rank,
-            *_slot_base(counts, np.ascontiguousarray(to[new], np.float64)))
+    return (half_offsets, half_rank, half_to_rank, counts,
+            np.ascontiguousarray(to[new], np.float64), _slot_base(counts))
 
 
 def _slot_table(F: int, counts, slot_base):
@@ -306,11 +307,10 @@ def _entry_features(qs: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return idx, seg, seg // N_SEGMENT_KINDS
 
 
-def _feature_thresholds(qs: dict, n_features: int, with_pair: bool = False):
+def _feature_thresholds(qs: dict, n_features: int):
     """Per feature, the sorted distinct thresholds of its numerical entries (all segments):
     ``(features, thresholds)`` of the distinct pairs in (feature, threshold) order, and the
-    count per feature; with ``with_pair``, also the index of each real entry's pair (in the
-    order of :func:`_entry_features`)."""
+    count per feature."""
     idx, _, feat = _entry_features(qs)
     thr = qs["thresholds"][idx]
     order = np.lexsort((thr, feat))
@@ -318,12 +318,7 @@ def _feature_thresholds(qs: dict, n_features: int, with_pair: bool = False):
     new = np.ones(f.shape[0], bool)
     new[1:] = (f[1:] != f[:-1]) | (t[1:] != t[:-1])
     pairs = (f[new], t[new])
-    counts = np.bincount(pairs[0], minlength=n_features)
-    if not with_pair:
-        return pairs, counts
-    pair = np.empty(f.shape[0], np.int64)
-    pair[order] = np.cumsum(new) - 1
-    return pairs, counts, pair
+    return pairs, np.bincount(pairs[0], minlength=n_features)
 
 
 def rank_table(qs: dict, n_features: int) -> tuple[np.ndarray, np.ndarray]:

@@ -93,19 +93,17 @@ cdef inline int64_t _span(int64_t a, int64_t n) noexcept nogil:
 
 def mirrored_ranges(const int32_t[::1] left, const int32_t[::1] right,
                     const int64_t[::1] node_offset, const int64_t[::1] leaf_offset,
-                    const int32_t[::1] lo, const int32_t[::1] mid, const int32_t[::1] hi,
-                    const uint8_t[::1] may_flip):
+                    const int32_t[::1] lo, const int32_t[::1] mid, const int32_t[::1] hi):
     """A leaf order per tree that minimises the bytes the nodes' masks span: each node
     puts first (its mask clears them when it is false) either its left subtree or, where
-    ``may_flip`` allows and it spans fewer bytes in all, its right one (``flip``); the
-    choice per node and start position mod 8 by dynamic programming over the subtrees.
+    that spans fewer bytes in all, its right one (``flip``); the choice per node and start position mod 8 by dynamic programming over the subtrees.
 
     Returns ``flip`` (uint8 per node), ``first_lo`` and ``first_hi`` (int32 per node: the
     first subtree's leaves in the new order), and ``order`` (int32 per leaf, ``leaf_offset[t]
     + p``: the tree's own number of the leaf at new position p)."""
     cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
     if (right.shape[0] != n_nodes or lo.shape[0] != n_nodes or mid.shape[0] != n_nodes
-            or hi.shape[0] != n_nodes or may_flip.shape[0] != n_nodes or n_trees < 0
+            or hi.shape[0] != n_nodes or n_trees < 0
             or leaf_offset.shape[0] != n_trees + 1 or node_offset[n_trees] != n_nodes):
         raise ValueError("mirrored_ranges: inconsistent node arrays")
     cdef Py_ssize_t t
@@ -153,7 +151,7 @@ def mirrored_ranges(const int32_t[::1] left, const int32_t[::1] right,
                     ca = cost[b, al] if b >= 0 else 0
                     cb = cost[a, (al + nr) % 8] if a >= 0 else 0
                     swap = _span(al, nr) + ca + cb
-                    if may_flip[base + n] and swap < keep:
+                    if swap < keep:
                         cost[n, al] = swap
                         choice[n, al] = 1
                     else:

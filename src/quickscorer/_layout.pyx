@@ -374,7 +374,7 @@ def qs_split_blocks(const double[::1] thresholds, const uint32_t[::1] words,
     cdef Py_ssize_t n_seg = segment_offsets.shape[0] - 1, n_lists = list_offsets.shape[0] - 1
     cdef Py_ssize_t T = tree_word_offsets.shape[0] - 1, nb = block_starts.shape[0] - 1
     cdef Py_ssize_t E = thresholds.shape[0], L = list_words.shape[0]
-    if (masks.shape[0] != E or trees.shape[0] != E or n_seg < 0
+    if (words.shape[0] != E or masks.shape[0] != E or trees.shape[0] != E or n_seg < 0
             or segment_offsets[n_seg] != E or list_masks.shape[0] != L or n_lists < 0
             or list_offsets[n_lists] != L or T < 0 or nb < 1 or block_starts[0] != 0
             or block_starts[nb] != T):
@@ -643,32 +643,27 @@ def rs_fold_halves(const uint32_t[::1] words, const uint64_t[::1] masks,
     cdef Py_ssize_t S = slot_base[F], n_seg = N_KINDS * N_HALVES * S
     cdef Py_ssize_t s, e, h, f, k, v, ns, pos, total = 0
     cdef int64_t r
+    offsets_arr = np.zeros(n_seg + 1, np.int64)
+    cursor_arr = np.zeros(n_seg, np.int64)
+    cdef int64_t[::1] offsets = offsets_arr
+    cdef int64_t[::1] cursor = cursor_arr
+    cdef Py_ssize_t sentinel = segment_offsets[1] - 1
+    # first pass (checking every entry): the entries of each new segment
     for s in range(n_src):
         if segment_offsets[s + 1] <= segment_offsets[s]:
             raise ValueError("rs_fold_halves: a segment without its sentinel")
         h = s // N_KINDS
-        f = h % F
+        k = s % N_KINDS
+        v = h // F
+        f = h - F * v
         for e in range(segment_offsets[s], segment_offsets[s + 1] - 1):
             if not 0 <= half_rank[e] < half_offsets[h + 1] - half_offsets[h]:
                 raise ValueError("rs_fold_halves: an entry's rank is out of range")
             r = half_to_rank[half_offsets[h] + half_rank[e]]
             if not 0 <= r < MAX_THR_SLOT * (slot_base[f + 1] - slot_base[f]):
                 raise ValueError("rs_fold_halves: a rank beyond its feature's slots")
-    offsets_arr = np.zeros(n_seg + 1, np.int64)
-    cursor_arr = np.zeros(n_seg, np.int64)
-    cdef int64_t[::1] offsets = offsets_arr
-    cdef int64_t[::1] cursor = cursor_arr
-    cdef Py_ssize_t sentinel = segment_offsets[1] - 1
+            cursor[N_KINDS * (slot_base[f] + r // MAX_THR_SLOT + S * v) + k] += 1
     with nogil:
-        for s in range(n_src):
-            h = s // N_KINDS
-            k = s % N_KINDS
-            v = h // F
-            f = h - F * v
-            for e in range(segment_offsets[s], segment_offsets[s + 1] - 1):
-                r = half_to_rank[half_offsets[h] + half_rank[e]]
-                ns = N_KINDS * (slot_base[f] + r // MAX_THR_SLOT + S * v) + k
-                cursor[ns] += 1
         for ns in range(n_seg):
             offsets[ns] = total
             total += cursor[ns] + 1          # and its sentinel

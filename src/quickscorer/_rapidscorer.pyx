@@ -91,7 +91,7 @@ cdef struct RSView:
     const uint64_t* segments          # (3 s + kind) << 32 | first entry, per block
     const int64_t* block_segments     # [n_blocks + 1]
     int64_t max_block_bytes           # byte rows of the largest block
-    # mirrored nodes (rs_layout.mirrored_arrays): leaf positions are not the tree's own leaf
+    # mirrored nodes (rs_layout.half_arrays): leaf positions are not the tree's own leaf
     # numbers; NULL where they are
     const uint8_t* leaf_order         # [n_leaves] the tree's own number of each position
     const double* leaf_value          # [n_leaves] float64 values by position
@@ -243,9 +243,10 @@ cdef inline int32_t leaf_number(const RSView* r, int64_t base, uint8_t position)
 
 cdef inline void add_leaves(const ForestView* f, const RSView* r, int isa, int64_t t,
                             const uint8_t* idx, int64_t lanes, int64_t n_lanes,
-                            const double* rows, double* acc64, float* acc32) noexcept nogil:
+                            const double* rows, const double* lv64, const float* lv32,
+                            double* acc64, float* acc32) noexcept nogil:
     """Add tree t's exit leaves idx (positions) to the group's scores (acc[g * lanes + l]),
-    tree order."""
+    tree order; lv64 / lv32: the leaf values by position (score_group's)."""
     cdef int64_t l
     cdef int64_t g = f.tree_group[t]
     cdef int64_t base = f.tree_leaf_offset[t]
@@ -255,14 +256,10 @@ cdef inline void add_leaves(const ForestView* f, const RSView* r, int isa, int64
             scores_add_strided(f, t, leaf_number(r, base, idx[l]), rows + l * f.n_features,
                                acc64 + l, acc32 + l, lanes)
     elif f.family == FAMILY_XGBOOST:
-        rs_add_f32(isa, idx, (r.leaf_value_f32 if r.leaf_order != NULL
-                              else f.leaf_value_f32) + base, n, acc32 + g * lanes,
+        rs_add_f32(isa, idx, lv32 + base, n, acc32 + g * lanes,
                    f.tree_weight != NULL, f.tree_weight[t] if f.tree_weight != NULL else 1.0)
     else:
-        rs_add_f64(isa, idx, (r.leaf_value if r.leaf_order != NULL else f.leaf_value) + base,
-                   n, acc64 + g * lanes)
-
-
+        rs_add_f64(isa, idx, lv64 + base, n, acc64 + g * lanes)
 
 cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                              int64_t n_lanes, const double* rows, uint8_t* state,
@@ -305,7 +302,7 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                 for l in range(n_lanes):
                     leaves[l * leaf_stride + t] = leaf_number(r, f.tree_leaf_offset[t], idx[l])
             else:
-                add_leaves(f, r, isa, t, idx, lanes, n_lanes, rows, acc64, acc32)
+                add_leaves(f, r, isa, t, idx, lanes, n_lanes, rows, lv64, lv32, acc64, acc32)
 
 
 cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::1] out64,

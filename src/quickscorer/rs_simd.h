@@ -43,7 +43,7 @@ typedef struct {
     uint8_t thr_b;   /* thr ^ 0x80: the node is false for a document iff its rank > thr
                       * (255: sentinel), compared signed as rank ^ 0x80 > thr_b */
     uint8_t mask;    /* AND mask of the byte */
-} rs_entry;          /* 4 bytes (8 before session 15: half the entry stream now) */
+} rs_entry;          /* 4 bytes */
 
 static inline int rs_lanes(int isa) { return isa == RS_ISA_AVX512 || isa == RS_ISA_AVX2_WIDE ? 64 : 32; }
 
@@ -322,14 +322,6 @@ static inline int rs_isa_available(int isa)
 static inline int rs_isa_available(int isa) { return isa < RS_ISA_AVX512 && qs_isa_available(isa); }
 #endif
 
-/* The scans of one tree block for one group: segment j of the block starts at entry
- * seg[j] & 0xFFFFFFFF and belongs to (feature, kind) = divmod((seg[j] >> 32) & 0x3FFFFFFF,
- * 3), its nodes mirrored where bit 63 is set. Lanes whose value no comparison decides (NaN
- * for kinds 1 and 2, zero for kind 1: out[3 f + kind]) go to the nodes' default side: they
- * scan with rank 0, which passes no threshold (the default side keeps the node's mask
- * out), or, where bit 62 is set, 255, which passes all (the default side is the one the
- * mask clears); both before a mirrored segment's complement. ranks[f * lanes + l] is lane
- * l's rank for f. */
 /* rs_bytes_of_bits[b]: byte i of the result 0xFF where bit i of b is set (little-endian) */
 #define RS_B8(b) ((((b) & 1) ? 0xFFULL : 0) | (((b) & 2) ? 0xFF00ULL : 0)                     \
                   | (((b) & 4) ? 0xFF0000ULL : 0) | (((b) & 8) ? 0xFF000000ULL : 0)            \
@@ -360,6 +352,14 @@ static void rs_fill_missing(const uint8_t* rk, uint64_t skip, uint8_t fill, uint
     }
 }
 
+/* The scans of one tree block for one group: segment j of the block starts at entry
+ * seg[j] & 0xFFFFFFFF and belongs to (feature, kind) = divmod((seg[j] >> 32) & 0x3FFFFFFF,
+ * 3), its nodes mirrored where bit 63 is set. Lanes whose value no comparison decides (NaN
+ * for kinds 1 and 2, zero for kind 1: out[3 f + kind]) go to the nodes' default side: they
+ * scan with rank 0, which passes no threshold (the default side keeps the node's mask
+ * out), or, where bit 62 is set, 255, which passes all (the default side is the one the
+ * mask clears); both before a mirrored segment's complement. ranks[f * lanes + l] is lane
+ * l's rank for f. */
 #define RS_BLOCK_SCAN(NAME, SCAN, LANES, TARGET)                                              \
 TARGET static void NAME(const uint64_t* seg, int64_t n_seg, const rs_entry* entries,         \
                         const uint8_t* ranks, const uint64_t* out, uint8_t* state)           \
