@@ -160,6 +160,12 @@ def test_split_refuses_inconsistent_blocks():
     for starts in ([0, 3], [0, 3, 3, 6], [1, 6], [0, 7]):
         with pytest.raises(ValueError):
             _layout.qs_split_blocks(*args, np.asarray(starts, np.int64))
+    # an array shorter than the entries is refused, not read past its end
+    for k in range(4):
+        short = list(args)
+        short[k] = short[k][:-1]
+        with pytest.raises(ValueError, match="inconsistent"):
+            _layout.qs_split_blocks(*short, np.asarray([0, 6], np.int64))
 
 
 @pytest.mark.parametrize("seed,family,n_trees,max_leaves", CASES)
