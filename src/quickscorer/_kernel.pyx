@@ -125,7 +125,7 @@ cdef void _run_rows(Forest forest, Layout lay, const floating[:, :] X, double[:,
     with nogil, parallel(num_threads=n_threads):
         row = &rowbuf[threadid(), 0]
         s = &scratch[threadid(), 0]
-        for i in prange(X.shape[0], schedule="static"):
+        for i in prange(X.shape[0], schedule="dynamic", chunksize=16):
             load_row(f, X, i, row)
             if want_leaves:
                 exits(ctx, f, row, s, &leaves[i, 0], NULL, NULL)

@@ -336,7 +336,10 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
         skip = <uint64_t*>(acc64 + K * lanes)
         ranks = _align64(<uint8_t*>(skip + N_SEGMENT_KINDS * S))
         idx = ranks + lanes * S
-        for gi in prange(n_groups, schedule="static"):
+        # groups handed out one by one, not split in equal shares up front: with one of two
+        # cores busy with another process, 2-thread calls of 1,000 x 64 ran 15-25% faster so
+        # (session 16); with both cores free the two measured alike
+        for gi in prange(n_groups, schedule="dynamic"):
             i = gi * lanes
             n_lanes = min(lanes, n_rows - i)
             gisa = RS_ISA_AVX2 if ((isa == RS_ISA_AVX512 or isa == RS_ISA_AVX2_WIDE)

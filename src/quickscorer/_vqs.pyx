@@ -249,7 +249,7 @@ cdef void _run_groups(Forest forest, BlockedLayout bl, const floating[:, :] X,
         rows = &rowbuf[threadid(), 0]
         x = rows + lanes * doc_groups * F
         v = &bitbuf[threadid(), 0]
-        for db in prange(n_dblocks, schedule="static"):
+        for db in prange(n_dblocks, schedule="dynamic"):
             g0 = db * doc_groups
             g1 = min(g0 + doc_groups, n_groups)
             for g in range(g0, g1):
