@@ -5,6 +5,10 @@ Environment switches:
   QUICKSCORER_DEBUG=1   bounds and wraparound checks on, -O0 -g, for a debug test run
   QUICKSCORER_ANNOTATE=1  write cython -a HTML next to each .pyx
   QUICKSCORER_ONLY=_vqs,_arith  build only these modules (a developer's quick rebuild)
+  QUICKSCORER_EMULATE_AVX512=1  a test build whose AVX2 and AVX-512 paths run on SIMDe's
+                        portable C (Debian's libsimde-dev), every path available on any x86-64
+                        CPU: .ci/run tests the AVX-512 kernels so on CPUs without them. Slow;
+                        never for use.
 """
 import os
 import sys
@@ -17,6 +21,7 @@ from setuptools import Extension, setup
 HERE = Path(__file__).parent
 DEBUG = os.environ.get("QUICKSCORER_DEBUG", "") not in ("", "0")
 NATIVE = os.environ.get("QUICKSCORER_NATIVE", "") not in ("", "0")
+EMULATE_AVX512 = os.environ.get("QUICKSCORER_EMULATE_AVX512", "") not in ("", "0")
 ONLY = {s.strip() for s in os.environ.get("QUICKSCORER_ONLY", "").split(",") if s.strip()}
 
 # All compiler directives live here, once.
@@ -48,7 +53,8 @@ extensions = [
         f"quickscorer.{pyx.stem}",
         [str(pyx.relative_to(HERE))],
         include_dirs=[np.get_include(), "src"],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+        + ([("QS_EMULATE_AVX512", "1")] if EMULATE_AVX512 else []),
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )

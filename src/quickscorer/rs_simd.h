@@ -130,11 +130,10 @@ static inline int rs_rank_c(const double* piv, const double* bkt, double x, int 
 }
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define RS_HAVE_X86 1
-#include <immintrin.h>
+#define RS_HAVE_X86 1     /* intrinsics, QS_TARGET and QS_CPU_SUPPORTS: vqs_simd.h */
 
 /* ---- AVX2: 32 lanes, one register per byte row ----------------------------------------- */
-__attribute__((target("avx2"), always_inline))
+QS_TARGET("avx2") __attribute__((always_inline))
 static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* e,
                                            uint8_t* state, int flip)
 {
@@ -155,7 +154,7 @@ static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* 
 
 /* The same for 64 lanes (rank[0 .. 64), rows of 64 bytes): lanes 0-31 in the row's first
  * register, 32-63 in its second. */
-__attribute__((target("avx2"), always_inline))
+QS_TARGET("avx2") __attribute__((always_inline))
 static inline const rs_entry* rs_scan_avx2w(const uint8_t* rank, const rs_entry* e,
                                             uint8_t* state, int flip)
 {
@@ -179,7 +178,7 @@ static inline const rs_entry* rs_scan_avx2w(const uint8_t* rank, const rs_entry*
 }
 
 /* lanes 0-31 of rows `stride` bytes apart (32; 64 for a half of a wide group's rows) */
-__attribute__((target("avx2"), always_inline))
+QS_TARGET("avx2") __attribute__((always_inline))
 static inline void rs_exits_avx2s(const uint8_t* p, int nb, size_t stride, uint8_t* idx)
 {
     /* rows from the last to the first: each lane keeps its lowest non-zero byte and that
@@ -209,13 +208,13 @@ static inline void rs_exits_avx2s(const uint8_t* p, int nb, size_t stride, uint8
     _mm256_storeu_si256((__m256i*)idx, out);
 }
 
-__attribute__((target("avx2")))
+QS_TARGET("avx2")
 static void rs_exits_avx2(const uint8_t* p, int nb, uint8_t* idx)
 {
     rs_exits_avx2s(p, nb, 32, idx);
 }
 
-__attribute__((target("avx2")))
+QS_TARGET("avx2")
 static void rs_exits_avx2w(const uint8_t* p, int nb, uint8_t* idx)
 {
     rs_exits_avx2s(p, nb, 64, idx);
@@ -225,7 +224,7 @@ static void rs_exits_avx2w(const uint8_t* p, int nb, uint8_t* idx)
 /* how many of the 16 doubles at p are below xb: the four compare masks packed to bytes and
  * counted by one movemask (each 64-bit mask leaves 2 bits), fewer instructions than a
  * movemask per register (a group's ranks: 4.3-4.4 against 6.3-6.7 ns each on AMD Zen 3) */
-__attribute__((target("avx2"), always_inline))
+QS_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_below16_avx2(const double* p, __m256d xb)
 {
     const __m256i a = _mm256_castpd_si256(_mm256_cmp_pd(_mm256_loadu_pd(p), xb, _CMP_LT_OQ));
@@ -236,7 +235,7 @@ static inline int rs_below16_avx2(const double* p, __m256d xb)
     return __builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_packs_epi16(ab, cd))) >> 1;
 }
 
-__attribute__((target("avx2"), always_inline))
+QS_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, int npiv)
 {
     /* all 16 pivots, whatever npiv: those past the feature's buckets are +inf (measured
@@ -248,7 +247,7 @@ static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, i
 }
 
 /* ---- AVX-512 (AVX512BW): 64 lanes, one register per byte row, masked byte moves ---------- */
-__attribute__((target("avx512f,avx512bw"), always_inline))
+QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline const rs_entry* rs_scan_avx512(const uint8_t* rank, const rs_entry* e,
                                              uint8_t* state, int flip)
 {
@@ -267,7 +266,7 @@ static inline const rs_entry* rs_scan_avx512(const uint8_t* rank, const rs_entry
     }
 }
 
-__attribute__((target("avx512f,avx512bw")))
+QS_TARGET("avx512f,avx512bw")
 static void rs_exits_avx512(const uint8_t* p, int nb, uint8_t* idx)
 {
     /* rows from the last to the first: the lowest non-zero row of a lane writes last */
@@ -293,7 +292,7 @@ static void rs_exits_avx512(const uint8_t* p, int nb, uint8_t* idx)
  * thresholds, piv[0 .. npiv)), then how many thresholds of the next bucket do. Pivots past
  * the feature's buckets are +inf and never counted, so only the first npiv (0, 8 or 16: no
  * pivot is needed for a feature of one bucket) are compared. */
-__attribute__((target("avx512f,avx512bw"), always_inline))
+QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline int rs_rank_avx512(const double* piv, const double* bkt, double x, int npiv)
 {
     const __m512d xb = _mm512_set1_pd(x);
@@ -312,7 +311,7 @@ static inline int rs_rank_avx512(const double* piv, const double* bkt, double x,
 static inline int rs_isa_available(int isa)
 {
     if (isa == RS_ISA_AVX512)
-        return qs_isa_available(QS_ISA_AVX512) && __builtin_cpu_supports("avx512bw");
+        return qs_isa_available(QS_ISA_AVX512) && QS_CPU_SUPPORTS("avx512bw");
     if (isa == RS_ISA_AVX2_WIDE)
         return qs_isa_available(QS_ISA_AVX2);
     return qs_isa_available(isa);
@@ -384,10 +383,10 @@ TARGET static void NAME(const uint64_t* seg, int64_t n_seg, const rs_entry* entr
 
 RS_BLOCK_SCAN(rs_block_scan_c, rs_scan_c, 32, )
 #if RS_HAVE_X86
-RS_BLOCK_SCAN(rs_block_scan_avx2, rs_scan_avx2, 32, __attribute__((target("avx2"))))
-RS_BLOCK_SCAN(rs_block_scan_avx2w, rs_scan_avx2w, 64, __attribute__((target("avx2"))))
+RS_BLOCK_SCAN(rs_block_scan_avx2, rs_scan_avx2, 32, QS_TARGET("avx2"))
+RS_BLOCK_SCAN(rs_block_scan_avx2w, rs_scan_avx2w, 64, QS_TARGET("avx2"))
 RS_BLOCK_SCAN(rs_block_scan_avx512, rs_scan_avx512, 64,
-              __attribute__((target("avx512f,avx512bw"))))
+              QS_TARGET("avx512f,avx512bw"))
 #endif
 
 static inline void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg,
@@ -418,7 +417,7 @@ static inline void rs_exits(int isa, const uint8_t* p, int nb, uint8_t* idx)
  * 4 (float32), and a lane's value is picked by permutes and blends on the bits of its leaf
  * index: no memory access per lane. (Gathers measured slower than plain loads on the
  * development machine, AMD Zen 4: 3.36-3.43 against 3.23 us/doc on a 1,000 x 64 model.) */
-__attribute__((target("avx512f,avx512bw"), always_inline))
+QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline __m512d rs_table_f64(const double* v, int n, int j)
 {
     const int left = n - 8 * j;
@@ -426,7 +425,7 @@ static inline __m512d rs_table_f64(const double* v, int n, int j)
                      : _mm512_maskz_loadu_pd((__mmask8)(left >= 8 ? 0xFF : (1u << left) - 1), v + 8 * j);
 }
 
-__attribute__((target("avx512f,avx512bw")))
+QS_TARGET("avx512f,avx512bw")
 static void rs_add_f64_avx512(const uint8_t* idx, const double* v, int n, double* acc)
 {
     __m512d t[8];
@@ -456,7 +455,7 @@ static void rs_add_f64_avx512(const uint8_t* idx, const double* v, int n, double
     }
 }
 
-__attribute__((target("avx512f,avx512bw")))
+QS_TARGET("avx512f,avx512bw")
 static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* acc,
                               int weighted, float w)
 {
@@ -491,7 +490,7 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
  * 64 for either half of a wide group) added to the 32 lanes' scores acc in tree order, the scores held in registers across the trees and each
  * 4 lanes' leaf values loaded in pairs into one vector (no gather instruction: slower than
  * these loads on AMD Zen 3). The same additions in the same order as rs_add_f64_c. */
-__attribute__((target("avx2")))
+QS_TARGET("avx2")
 static void rs_block_add_f64_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
                                   int64_t t0, int64_t t1, const double* leaf_value,
                                   const int64_t* leaf_off, double* acc)
@@ -517,7 +516,7 @@ static void rs_block_add_f64_avx2(const uint8_t* state, size_t stride, const int
 
 /* The same for XGBoost's float32 sum: each 8 lanes' leaf values (times the tree's weight
  * where tree_weight is not NULL, as rs_add_f32_c) added to scores held in four registers. */
-__attribute__((target("avx2")))
+QS_TARGET("avx2")
 static void rs_block_add_f32_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
                                   int64_t t0, int64_t t1, const float* leaf_value,
                                   const int64_t* leaf_off, const float* tree_weight,
@@ -649,8 +648,8 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
 
 RS_GROUP_RANKS(rs_group_ranks_c, rs_rank_c, )
 #if RS_HAVE_X86
-RS_GROUP_RANKS(rs_group_ranks_avx2, rs_rank_avx2, __attribute__((target("avx2"))))
-RS_GROUP_RANKS(rs_group_ranks_avx512, rs_rank_avx512, __attribute__((target("avx512f,avx512bw"))))
+RS_GROUP_RANKS(rs_group_ranks_avx2, rs_rank_avx2, QS_TARGET("avx2"))
+RS_GROUP_RANKS(rs_group_ranks_avx512, rs_rank_avx512, QS_TARGET("avx512f,avx512bw"))
 #endif
 
 static inline void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
