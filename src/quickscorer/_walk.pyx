@@ -55,6 +55,7 @@ cdef struct WalkView:
     const qs_walk_node* walk      # [n_walk] the walk's nodes, then the two sentinels
     const int32_t* roots          # [n_trees + 8]
     const int32_t* fill_cols      # [n_fill] the rule columns some node reads
+    const int64_t* rule_start     # [N_RULES + 1] where each rule's columns start in fill_cols
     int64_t n_fill
     int64_t n_special
     int64_t n_cols
@@ -64,6 +65,7 @@ cdef struct WalkView:
 cdef class WalkLayout(Layout):
     """The walk's node table, roots and expanded-row columns of one model."""
     cdef WalkView view
+    cdef object _rule_start
 
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
@@ -106,6 +108,10 @@ cdef class WalkLayout(Layout):
         self.view.walk = <const qs_walk_node*>array_data(raw, np.uint64, "walk", "walk_nodes")
         self.view.roots = <const int32_t*>array_data(a["roots"], np.int32, "walk", "roots")
         self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")
+        # fill_cols is rule * F + feature in increasing order: each rule's columns in one run
+        self._rule_start = np.searchsorted(fill, np.arange(N_RULES + 1) * F).astype(np.int64)
+        self.view.rule_start = <const int64_t*>array_data(self._rule_start, np.int64, "walk",
+                                                          "rule_start")
         self.view.n_fill = fill.shape[0]
         self.view.n_special = n_special
         self.view.n_cols = n_cols
@@ -123,24 +129,26 @@ cdef class WalkLayout(Layout):
 
 cdef inline void expand(const WalkView* v, int family, const double* row,
                         double* xr) noexcept nogil:
-    """The columns of a converted row that the nodes read."""
-    cdef int64_t j, c, F = v.n_features
+    """The columns of a converted row that the nodes read, rule by rule (a division per
+    column to find its rule cost 1.1-1.2 us of a one-row call on 136 features, Zen 3)."""
+    cdef int64_t j, c, base, F = v.n_features
     cdef int rule
     cdef double x
-    for j in range(v.n_fill):
-        c = v.fill_cols[j]
-        rule = <int>(c // F)
-        x = row[c - rule * F]
-        if isnan(x):
-            if rule == RULE_NAN_AS_ZERO:
-                x = 0.0
-            elif rule == RULE_NAN_LEFT or rule == RULE_ZERO_LEFT:
-                x = -INFINITY
-            else:
-                x = INFINITY
-        elif x == 0.0 and rule >= RULE_ZERO_LEFT:
-            x = -INFINITY if rule == RULE_ZERO_LEFT else INFINITY
-        xr[c] = x
+    for rule in range(N_RULES):
+        base = rule * F
+        for j in range(v.rule_start[rule], v.rule_start[rule + 1]):
+            c = v.fill_cols[j]
+            x = row[c - base]
+            if isnan(x):
+                if rule == RULE_NAN_AS_ZERO:
+                    x = 0.0
+                elif rule == RULE_NAN_LEFT or rule == RULE_ZERO_LEFT:
+                    x = -INFINITY
+                else:
+                    x = INFINITY
+            elif x == 0.0 and rule >= RULE_ZERO_LEFT:
+                x = -INFINITY if rule == RULE_ZERO_LEFT else INFINITY
+            xr[c] = x
     c = N_RULES * F
     for j in range(v.n_special):
         xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
