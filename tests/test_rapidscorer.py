@@ -557,3 +557,26 @@ def test_tree_blocks_stay_within_16_bit_byte_rows():
         _layout.rs_entries(qs["words"], qs["masks"], qs["trees"], rank,
                            qs["segment_offsets"], qs["tree_word_offsets"], huge,
                            np.array([0, 3], np.int64), N_HALVES * S)
+
+
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_xgboost_models_rank_in_float32_and_keep_it_through_pickle(family):
+    """XGBoost rows are float32 values, so their rank search compares in float32 (float32
+    copies of the search tables); LightGBM rows are doubles and keep the float64 search.
+    Both stay exact, here on rows with NaN, zeros, subnormals and infinities, on every path
+    the CPU has."""
+    import pickle
+    rng = np.random.default_rng(31)
+    # float32 values as thresholds (XGBoost's are; a model with others keeps float64)
+    thresholds = (-1.0, 0.0, 0.5, float(np.float32(1e-36)), 2.0, float(np.float32(2.7)),
+                  np.inf, -np.inf)
+    ens = random_ensemble(rng, family, n_trees=30, p_categorical=0.0, thresholds=thresholds)
+    alg = _alg(ens, None)
+    assert alg.layout.float32_ranks == (family == "xgboost")
+    again = pickle.loads(pickle.dumps(alg.layout))
+    assert again.float32_ranks == alg.layout.float32_ranks
+    X = special_rows(rng, 300, ens.n_features)
+    for name in ("scalar", "avx2", "avx2-32", "avx512"):
+        if name != "avx2-32" and not _rapidscorer.isa_available(ISAS[name]):
+            continue                      # a path this CPU does not have
+        _check(ens, X, name)

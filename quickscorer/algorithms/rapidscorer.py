@@ -104,7 +104,9 @@ class RapidScorer(Algorithm):
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
         for a in self._arrays.values():
             a.setflags(write=False)
-        self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features)
+        # XGBoost rows are float32 values: the rank search compares in float32 there
+        self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features,
+                                            float32_ranks=ens.family == "xgboost")
         self.tree_blocks = len(starts) - 1
 
     @property

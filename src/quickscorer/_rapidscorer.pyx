@@ -53,8 +53,8 @@ cdef extern from "quickscorer/rs_simd.h":
                          const float* tree_weight, float* acc) noexcept nogil
     void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
                         const int32_t* used, int64_t n_used, const int32_t* column,
-                        const double* piv,
-                        const double* bkt, const int64_t* bkt_off, const uint8_t* rank_zero,
+                        const double* piv, const double* bkt, const float* piv32,
+                        const float* bkt32, const int64_t* bkt_off, const uint8_t* rank_zero,
                         uint8_t* ranks, uint64_t* skip) noexcept nogil
 
 cdef enum:
@@ -81,6 +81,8 @@ cdef struct RSView:
     int64_t n_blocks
     const double* rank_pivots         # [16 S]
     const double* rank_buckets
+    const float* rank_pivots32        # the two in float32 (XGBoost models), else NULL
+    const float* rank_buckets32
     const int64_t* rank_bucket_offsets  # [S + 1]
     const uint8_t* rank_zero          # [S] rank of 0.0
     int64_t n_model_used
@@ -111,11 +113,15 @@ _FIELDS = {
 cdef class RSLayout:
     """The RapidScorer arrays of one model, wrapped for the kernel without copying."""
     cdef RSView view
-    cdef object _keep
+    cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
-    cdef readonly bint reordered, has_f32
+    cdef readonly bint reordered, has_f32, float32_ranks
 
-    def __cinit__(self, dict a, int64_t n_features):
+    def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False):
+        """float32_ranks: also keep the rank search's thresholds in float32, for a model
+        whose rows the kernel reads as float32 values (XGBoost's), where the AVX2 and
+        AVX-512 searches then compare 8 or 16 thresholds a register; ignored where a
+        threshold is not a float32 value."""
         self._keep = dict(a)
         for name, dtype in _FIELDS.items():
             array_data(a[name], dtype, "rapidscorer", name)
@@ -175,6 +181,18 @@ cdef class RSLayout:
         self.view.rank_buckets = <const double*>array_data(a["rank_buckets"], np.float64,
                                                            "rapidscorer", "rank_buckets")
         self.view.rank_bucket_offsets = <const int64_t*>cnp.PyArray_DATA(bo)
+        self.view.rank_pivots32 = NULL
+        self.view.rank_buckets32 = NULL
+        self.float32_ranks = False
+        if float32_ranks:
+            piv, bkt = a["rank_pivots"], a["rank_buckets"]
+            piv32, bkt32 = piv.astype(np.float32), bkt.astype(np.float32)
+            if (np.array_equal(piv32.astype(np.float64), piv)
+                    and np.array_equal(bkt32.astype(np.float64), bkt)):
+                self._ranks32 = (piv32, bkt32)
+                self.view.rank_pivots32 = <const float*>cnp.PyArray_DATA(piv32)
+                self.view.rank_buckets32 = <const float*>cnp.PyArray_DATA(bkt32)
+                self.float32_ranks = True
         self.view.rank_zero = <const uint8_t*>array_data(a["rank_zero"], np.uint8,
                                                          "rapidscorer", "rank_zero")
         self.view.n_model_used = a["model_used"].shape[0]
@@ -217,7 +235,7 @@ cdef class RSLayout:
         return (total + 64 * 8 + 63) // 64 * 64
 
     def __reduce__(self):
-        return (RSLayout, (self._keep, self.n_features))
+        return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None))
 
 
 cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:
@@ -278,8 +296,9 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                 else:
                     acc64[k * lanes + l] = f.base_score[k]
     rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
-                   r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_bucket_offsets,
-                   r.rank_zero, ranks, skip)
+                   r.slot_column, r.rank_pivots, r.rank_buckets,
+                   r.rank_pivots32 if f.family == FAMILY_XGBOOST else NULL,
+                   r.rank_buckets32, r.rank_bucket_offsets, r.rank_zero, ranks, skip)
     # one output, no linear leaves: a block's trees in one C call (scores in registers)
     cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
     cdef const double* lv64 = r.leaf_value if r.leaf_order != NULL else f.leaf_value

@@ -246,6 +246,25 @@ static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, i
     return 16 * c1 + rs_below16_avx2(bkt + 16 * c1, xb);
 }
 
+/* The same search in float32, for XGBoost models (their rows and thresholds are float32
+ * values, so float32 compares rank exactly): 8 thresholds a register, half the compares */
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline int rs_below16_f32_avx2(const float* p, __m256 xb)
+{
+    const int a = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), xb, _CMP_LT_OQ));
+    const int b = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p + 8), xb, _CMP_LT_OQ));
+    return __builtin_popcount((unsigned)(a | (b << 8)));
+}
+
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline int rs_rank_f32_avx2(const float* piv, const float* bkt, float x, int npiv)
+{
+    (void)npiv;
+    const __m256 xb = _mm256_set1_ps(x);
+    const int c1 = rs_below16_f32_avx2(piv, xb);
+    return 16 * c1 + rs_below16_f32_avx2(bkt + 16 * c1, xb);
+}
+
 /* ---- AVX-512 (AVX512BW): 64 lanes, one register per byte row, masked byte moves ---------- */
 QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline const rs_entry* rs_scan_avx512(const uint8_t* rank, const rs_entry* e,
@@ -305,6 +324,17 @@ static inline int rs_rank_avx512(const double* piv, const double* bkt, double x,
     return 16 * c1
          + __builtin_popcount(_mm512_cmp_pd_mask(_mm512_loadu_pd(b), xb, _CMP_LT_OQ))
          + __builtin_popcount(_mm512_cmp_pd_mask(_mm512_loadu_pd(b + 8), xb, _CMP_LT_OQ));
+}
+
+/* float32 (XGBoost models, as rs_rank_f32_avx2): one compare a level */
+QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
+static inline int rs_rank_f32_avx512(const float* piv, const float* bkt, float x, int npiv)
+{
+    (void)npiv;
+    const __m512 xb = _mm512_set1_ps(x);
+    const int c1 = __builtin_popcount(_mm512_cmp_ps_mask(_mm512_loadu_ps(piv), xb, _CMP_LT_OQ));
+    return 16 * c1 + __builtin_popcount(_mm512_cmp_ps_mask(_mm512_loadu_ps(bkt + 16 * c1), xb,
+                                                           _CMP_LT_OQ));
 }
 
 /* the CPU checks of vqs_simd.h, plus AVX512BW for the byte-wise AVX-512 path */
@@ -613,11 +643,11 @@ static inline void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n
  * and zero take rank_zero[f] (NaN is compared as 0.0 by the "None" missing type) and are
  * marked in skip[3 f + kind], the lanes that segment kind skips (NaN for kinds 1 and 2, zero
  * for kind 1); lanes past n_lanes rank 0. */
-#define RS_GROUP_RANKS(NAME, RANK, TARGET)                                                   \
+#define RS_GROUP_RANKS(NAME, RANK, T, TARGET)                                                \
 TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,              \
                         const int32_t* used, int64_t n_used, const int32_t* column,         \
-                        const double* piv,                                                  \
-                        const double* bkt, const int64_t* bkt_off, const uint8_t* rank_zero,\
+                        const T* piv,                                                       \
+                        const T* bkt, const int64_t* bkt_off, const uint8_t* rank_zero,     \
                         uint8_t* ranks, uint64_t* skip)                                     \
 {                                                                                           \
     for (int64_t u = 0; u < n_used; ++u) {                                                  \
@@ -633,7 +663,7 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
         for (int l = 0; l < n_lanes; ++l) {                                                 \
             const double x = xs[l * F];                                                     \
             const int is_nan = x != x;                                                      \
-            const int r = RANK(piv + 16 * f, bkt + bkt_off[f], x, npiv);                    \
+            const int r = RANK(piv + 16 * f, bkt + bkt_off[f], (T)x, npiv);                 \
             rk[l] = (uint8_t)(r + ((rz - r) & -is_nan));                                    \
             nan_lanes |= (uint64_t)is_nan << l;                                             \
             zero_lanes |= (uint64_t)(x == 0.0) << l;                                        \
@@ -646,23 +676,32 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
     }                                                                                       \
 }
 
-RS_GROUP_RANKS(rs_group_ranks_c, rs_rank_c, )
+RS_GROUP_RANKS(rs_group_ranks_c, rs_rank_c, double, )
 #if RS_HAVE_X86
-RS_GROUP_RANKS(rs_group_ranks_avx2, rs_rank_avx2, QS_TARGET("avx2"))
-RS_GROUP_RANKS(rs_group_ranks_avx512, rs_rank_avx512, QS_TARGET("avx512f,avx512bw"))
+RS_GROUP_RANKS(rs_group_ranks_avx2, rs_rank_avx2, double, QS_TARGET("avx2"))
+RS_GROUP_RANKS(rs_group_ranks_avx512, rs_rank_avx512, double, QS_TARGET("avx512f,avx512bw"))
+RS_GROUP_RANKS(rs_group_ranks_f32_avx2, rs_rank_f32_avx2, float, QS_TARGET("avx2"))
+RS_GROUP_RANKS(rs_group_ranks_f32_avx512, rs_rank_f32_avx512, float,
+               QS_TARGET("avx512f,avx512bw"))
 #endif
 
+/* piv32 / bkt32: the same tables in float32, or NULL; where given (an XGBoost model, whose
+ * rows hold float32 values), the AVX2 and AVX-512 searches compare in float32 */
 static inline void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
                                   const int32_t* used, int64_t n_used,
                                   const int32_t* column, const double* piv,
-                                  const double* bkt, const int64_t* bkt_off,
+                                  const double* bkt, const float* piv32, const float* bkt32,
+                                  const int64_t* bkt_off,
                                   const uint8_t* rank_zero, uint8_t* ranks, uint64_t* skip)
 {
     const int lanes = rs_lanes(isa);
 #if RS_HAVE_X86
+    if (isa == RS_ISA_AVX512 && piv32 != NULL) { rs_group_ranks_f32_avx512(rows, F, lanes, n_lanes, used, n_used, column, piv32, bkt32, bkt_off, rank_zero, ranks, skip); return; }
     if (isa == RS_ISA_AVX512) { rs_group_ranks_avx512(rows, F, lanes, n_lanes, used, n_used, column, piv, bkt, bkt_off, rank_zero, ranks, skip); return; }
+    if ((isa == RS_ISA_AVX2 || isa == RS_ISA_AVX2_WIDE) && piv32 != NULL) { rs_group_ranks_f32_avx2(rows, F, lanes, n_lanes, used, n_used, column, piv32, bkt32, bkt_off, rank_zero, ranks, skip); return; }
     if (isa == RS_ISA_AVX2 || isa == RS_ISA_AVX2_WIDE) { rs_group_ranks_avx2(rows, F, lanes, n_lanes, used, n_used, column, piv, bkt, bkt_off, rank_zero, ranks, skip); return; }
 #endif
+    (void)piv32; (void)bkt32;
     rs_group_ranks_c(rows, F, lanes, n_lanes, used, n_used, column, piv, bkt, bkt_off, rank_zero, ranks, skip);
 }
 
