@@ -143,3 +143,9 @@ def test_a_layout_the_walk_cannot_follow_is_refused():
         _walk.WalkLayout(dict(a, walk_nodes=a["walk_nodes"][3:].copy()), model.n_features)
     with pytest.raises(ValueError, match="roots"):
         _walk.WalkLayout(dict(a, roots=a["roots"][:-1].copy()), model.n_features)
+    # the row is expanded rule by rule over fill_cols, which must increase
+    assert a["fill_cols"].shape[0] > 1
+    with pytest.raises(ValueError, match="fill_cols"):
+        _walk.WalkLayout(dict(a, fill_cols=a["fill_cols"][::-1].copy()), model.n_features)
+    with pytest.raises(ValueError, match="fill_cols"):
+        _walk.WalkLayout(dict(a, fill_cols=np.repeat(a["fill_cols"], 2)), model.n_features)

@@ -103,8 +103,10 @@ cdef class WalkLayout(Layout):
                 a["roots"].min() < 0 or a["roots"].max() >= n_walk)):
             raise ValueError("walk layout field 'roots' does not match the nodes")
         fill = a["fill_cols"]
-        if fill.shape[0] and (fill.min() < 0 or fill.max() >= N_RULES * F):
-            raise ValueError("walk layout field 'fill_cols' is out of range")
+        if fill.shape[0] and (fill.min() < 0 or fill.max() >= N_RULES * F
+                              or np.any(np.diff(fill) <= 0)):
+            # increasing: expand reads each rule's columns as one run
+            raise ValueError("walk layout field 'fill_cols' is out of range or out of order")
         self.view.walk = <const qs_walk_node*>array_data(raw, np.uint64, "walk", "walk_nodes")
         self.view.roots = <const int32_t*>array_data(a["roots"], np.int32, "walk", "roots")
         self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")

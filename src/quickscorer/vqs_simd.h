@@ -80,7 +80,7 @@ typedef simde__mmask64 __mmask64;
 /* SIMDe's alias takes its 32 arguments before they are expanded; this one after */
 #undef _mm256_setr_epi8
 #define _mm256_setr_epi8(...) simde_mm256_setr_epi8(__VA_ARGS__)
-/* SIMDe 0.7.4's portable testz answers 1 when either 64-bit half of a 128-bit pair ANDs to
+/* SIMDe 0.7.4~rc2's portable testz answers 1 when either 64-bit half of a 128-bit pair ANDs to
  * zero (both must); checked against the native instruction on AVX2 */
 static inline int qs_emu_testz_si256(simde__m256i a, simde__m256i b)
 {
@@ -93,7 +93,7 @@ static inline int qs_emu_testz_si256(simde__m256i a, simde__m256i b)
 }
 #undef _mm256_testz_si256
 #define _mm256_testz_si256(a, b) qs_emu_testz_si256((a), (b))
-/* what SIMDe 0.7.4 lacks, in plain C: a masked load reads no element its mask clears */
+/* what SIMDe 0.7.4~rc2 lacks, in plain C: a masked load reads no element its mask clears */
 #ifndef _mm512_maskz_loadu_pd
 static inline simde__m512d qs_emu_maskz_loadu_pd(simde__mmask8 k, const void* p)
 {
