@@ -235,14 +235,24 @@ static inline int rs_below16_avx2(const double* p, __m256d xb)
     return __builtin_popcount((unsigned)_mm256_movemask_epi8(_mm256_packs_epi16(ab, cd))) >> 1;
 }
 
+/* how many of the 8 doubles at p are below xb */
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline int rs_below8_avx2(const double* p, __m256d xb)
+{
+    const int a = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p), xb, _CMP_LT_OQ));
+    const int b = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p + 4), xb, _CMP_LT_OQ));
+    return __builtin_popcount((unsigned)(a | (b << 4)));
+}
+
+/* npiv (0, 8 or 16) is a constant where RS_GROUP_RANKS inlines this: the pivots past the
+ * feature's buckets are +inf, so a feature of at most 8 buckets compares 8 of them and one of
+ * a single bucket none */
 QS_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, int npiv)
 {
-    /* all 16 pivots, whatever npiv: those past the feature's buckets are +inf (measured
-     * faster than a branch on npiv) */
-    (void)npiv;
     const __m256d xb = _mm256_set1_pd(x);
-    const int c1 = rs_below16_avx2(piv, xb);
+    const int c1 = npiv == 0 ? 0 : (npiv == 8 ? rs_below8_avx2(piv, xb)
+                                              : rs_below16_avx2(piv, xb));
     return 16 * c1 + rs_below16_avx2(bkt + 16 * c1, xb);
 }
 
@@ -259,9 +269,11 @@ static inline int rs_below16_f32_avx2(const float* p, __m256 xb)
 QS_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_rank_f32_avx2(const float* piv, const float* bkt, float x, int npiv)
 {
-    (void)npiv;
     const __m256 xb = _mm256_set1_ps(x);
-    const int c1 = rs_below16_f32_avx2(piv, xb);
+    const int c1 = npiv == 0 ? 0 : (npiv == 8 ? __builtin_popcount((unsigned)_mm256_movemask_ps(
+                                                    _mm256_cmp_ps(_mm256_loadu_ps(piv), xb,
+                                                                  _CMP_LT_OQ)))
+                                              : rs_below16_f32_avx2(piv, xb));
     return 16 * c1 + rs_below16_f32_avx2(bkt + 16 * c1, xb);
 }
 
@@ -330,9 +342,9 @@ static inline int rs_rank_avx512(const double* piv, const double* bkt, double x,
 QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline int rs_rank_f32_avx512(const float* piv, const float* bkt, float x, int npiv)
 {
-    (void)npiv;
     const __m512 xb = _mm512_set1_ps(x);
-    const int c1 = __builtin_popcount(_mm512_cmp_ps_mask(_mm512_loadu_ps(piv), xb, _CMP_LT_OQ));
+    const int c1 = npiv == 0 ? 0 : __builtin_popcount(_mm512_cmp_ps_mask(_mm512_loadu_ps(piv),
+                                                                         xb, _CMP_LT_OQ));
     return 16 * c1 + __builtin_popcount(_mm512_cmp_ps_mask(_mm512_loadu_ps(bkt + 16 * c1), xb,
                                                            _CMP_LT_OQ));
 }
@@ -643,6 +655,16 @@ static inline void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n
  * and zero take rank_zero[f] (NaN is compared as 0.0 by the "None" missing type) and are
  * marked in skip[3 f + kind], the lanes that segment kind skips (NaN for kinds 1 and 2, zero
  * for kind 1); lanes past n_lanes rank 0. */
+#define RS_RANK_LANES(RANK, T, NPIV)                                                         \
+        for (int l = 0; l < n_lanes; ++l) {                                                 \
+            const double x = xs[l * F];                                                     \
+            const int is_nan = x != x;                                                      \
+            const int r = RANK(pv, bk, (T)x, NPIV);                                         \
+            rk[l] = (uint8_t)(r + ((rz - r) & -is_nan));                                    \
+            nan_lanes |= (uint64_t)is_nan << l;                                             \
+            zero_lanes |= (uint64_t)(x == 0.0) << l;                                        \
+        }
+
 #define RS_GROUP_RANKS(NAME, RANK, T, TARGET)                                                \
 TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,              \
                         const int32_t* used, int64_t n_used, const int32_t* column,         \
@@ -658,16 +680,18 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
         const int npiv = nbk <= 1 ? 0 : (nbk <= 8 ? 8 : 16);                                \
         const int rz = rank_zero[f];                                                        \
         const double* xs = rows + column[f];     /* the slot's column, lane l at l * F */   \
+        const T* pv = piv + 16 * f;                                                         \
+        const T* bk = bkt + bkt_off[f];                                                     \
         /* no branch on the value (30% zeros in a column mispredict): a zero's rank by     \
-         * the search is rank_zero, and NaN's (0, no comparison holds) is replaced */       \
-        for (int l = 0; l < n_lanes; ++l) {                                                 \
-            const double x = xs[l * F];                                                     \
-            const int is_nan = x != x;                                                      \
-            const int r = RANK(piv + 16 * f, bkt + bkt_off[f], (T)x, npiv);                 \
-            rk[l] = (uint8_t)(r + ((rz - r) & -is_nan));                                    \
-            nan_lanes |= (uint64_t)is_nan << l;                                             \
-            zero_lanes |= (uint64_t)(x == 0.0) << l;                                        \
-        }                                                                                   \
+         * the search is rank_zero, and NaN's (0, no comparison holds) is replaced; one    \
+         * loop per pivot count, a constant in each (features of at most 8 buckets: 2 of   \
+         * the 4 AVX2 pivot compares; of one bucket: none) */                               \
+        if (npiv == 0)                                                                      \
+            RS_RANK_LANES(RANK, T, 0)                                                       \
+        else if (npiv == 8)                                                                 \
+            RS_RANK_LANES(RANK, T, 8)                                                       \
+        else                                                                                \
+            RS_RANK_LANES(RANK, T, 16)                                                      \
         for (int l = n_lanes; l < lanes; ++l)                                               \
             rk[l] = 0;                                                                      \
         skip[3 * f + 0] = 0;                                                                \
