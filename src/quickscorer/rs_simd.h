@@ -656,16 +656,25 @@ static inline void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n
  * marked in skip[3 f + kind], the lanes that segment kind skips (NaN for kinds 1 and 2, zero
  * for kind 1); lanes past n_lanes rank 0. */
 #define RS_RANK_LANES(RANK, T, NPIV)                                                         \
-        for (int l = 0; l < n_lanes; ++l) {                                                 \
-            const double x = xs[l * F];                                                     \
-            const int is_nan = x != x;                                                      \
-            const int r = RANK(pv, bk, (T)x, NPIV);                                         \
-            rk[l] = (uint8_t)(r + ((rz - r) & -is_nan));                                    \
-            nan_lanes |= (uint64_t)is_nan << l;                                             \
-            zero_lanes |= (uint64_t)(x == 0.0) << l;                                        \
-        }
+        for (int l = 0; l < n_lanes; ++l)                                                   \
+            rk[l] = (uint8_t)RANK(pv, bk, (T)xs[l * F], NPIV);
 
-#define RS_GROUP_RANKS(NAME, RANK, T, TARGET)                                                \
+/* the lanes whose value is NaN and those whose value is 0.0 (or -0.0), as bits, of the
+ * n_lanes values xs[l * F] */
+static inline void rs_missing_c(const double* xs, int64_t F, int n_lanes, uint64_t* nan,
+                                uint64_t* zero)
+{
+    uint64_t a = 0, b = 0;
+    for (int l = 0; l < n_lanes; ++l) {
+        const double x = xs[l * F];
+        a |= (uint64_t)(x != x) << l;
+        b |= (uint64_t)(x == 0.0) << l;
+    }
+    *nan = a;
+    *zero = b;
+}
+
+#define RS_GROUP_RANKS(NAME, RANK, MISSING, T, TARGET)                                       \
 TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,              \
                         const int32_t* used, int64_t n_used, const int32_t* column,         \
                         const T* piv,                                                       \
@@ -683,15 +692,19 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
         const T* pv = piv + 16 * f;                                                         \
         const T* bk = bkt + bkt_off[f];                                                     \
         /* no branch on the value (30% zeros in a column mispredict): a zero's rank by     \
-         * the search is rank_zero, and NaN's (0, no comparison holds) is replaced; one    \
-         * loop per pivot count, a constant in each (features of at most 8 buckets: 2 of   \
-         * the 4 AVX2 pivot compares; of one bucket: none) */                               \
+         * the search is rank_zero; one loop per pivot count, a constant in each (features  \
+         * of at most 8 buckets: 2 of the 4 AVX2 pivot compares; of one bucket: none) */    \
         if (npiv == 0)                                                                      \
             RS_RANK_LANES(RANK, T, 0)                                                       \
         else if (npiv == 8)                                                                 \
             RS_RANK_LANES(RANK, T, 8)                                                       \
         else                                                                                \
             RS_RANK_LANES(RANK, T, 16)                                                      \
+        /* the NaN and zero lanes, several a compare; NaN, which the search ranks 0 (no    \
+         * comparison holds), takes rank_zero */                                            \
+        MISSING(xs, F, n_lanes, &nan_lanes, &zero_lanes);                                   \
+        for (uint64_t m = nan_lanes; m; m &= m - 1)                                         \
+            rk[rs_ctz64(m)] = (uint8_t)rz;                                                  \
         for (int l = n_lanes; l < lanes; ++l)                                               \
             rk[l] = 0;                                                                      \
         skip[3 * f + 0] = 0;                                                                \
@@ -700,12 +713,40 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
     }                                                                                       \
 }
 
-RS_GROUP_RANKS(rs_group_ranks_c, rs_rank_c, double, )
 #if RS_HAVE_X86
-RS_GROUP_RANKS(rs_group_ranks_avx2, rs_rank_avx2, double, QS_TARGET("avx2"))
-RS_GROUP_RANKS(rs_group_ranks_avx512, rs_rank_avx512, double, QS_TARGET("avx512f,avx512bw"))
-RS_GROUP_RANKS(rs_group_ranks_f32_avx2, rs_rank_f32_avx2, float, QS_TARGET("avx2"))
-RS_GROUP_RANKS(rs_group_ranks_f32_avx512, rs_rank_f32_avx512, float,
+/* rs_missing_c four lanes a compare */
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline void rs_missing_avx2(const double* xs, int64_t F, int n_lanes, uint64_t* nan,
+                                   uint64_t* zero)
+{
+    uint64_t a = 0, b = 0;
+    int l = 0;
+    const __m256d z = _mm256_setzero_pd();
+    for (; l + 4 <= n_lanes; l += 4) {
+        const __m128d lo = _mm_loadh_pd(_mm_load_sd(xs + l * F), xs + (l + 1) * F);
+        const __m128d hi = _mm_loadh_pd(_mm_load_sd(xs + (l + 2) * F), xs + (l + 3) * F);
+        const __m256d v = _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
+        a |= (uint64_t)_mm256_movemask_pd(_mm256_cmp_pd(v, v, _CMP_UNORD_Q)) << l;
+        b |= (uint64_t)_mm256_movemask_pd(_mm256_cmp_pd(v, z, _CMP_EQ_OQ)) << l;
+    }
+    for (; l < n_lanes; ++l) {
+        const double x = xs[l * F];
+        a |= (uint64_t)(x != x) << l;
+        b |= (uint64_t)(x == 0.0) << l;
+    }
+    *nan = a;
+    *zero = b;
+}
+#endif
+
+RS_GROUP_RANKS(rs_group_ranks_c, rs_rank_c, rs_missing_c, double, )
+#if RS_HAVE_X86
+RS_GROUP_RANKS(rs_group_ranks_avx2, rs_rank_avx2, rs_missing_avx2, double, QS_TARGET("avx2"))
+RS_GROUP_RANKS(rs_group_ranks_avx512, rs_rank_avx512, rs_missing_avx2, double,
+               QS_TARGET("avx512f,avx512bw"))
+RS_GROUP_RANKS(rs_group_ranks_f32_avx2, rs_rank_f32_avx2, rs_missing_avx2, float,
+               QS_TARGET("avx2"))
+RS_GROUP_RANKS(rs_group_ranks_f32_avx512, rs_rank_f32_avx512, rs_missing_avx2, float,
                QS_TARGET("avx512f,avx512bw"))
 #endif
 
