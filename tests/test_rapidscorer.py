@@ -575,6 +575,15 @@ def test_xgboost_models_rank_in_float32_and_keep_it_through_pickle(family):
     assert alg.layout.float32_ranks == (family == "xgboost")
     again = pickle.loads(pickle.dumps(alg.layout))
     assert again.float32_ranks == alg.layout.float32_ranks
+    if family == "lightgbm":
+        # float64 rows ranked in float32 would round: a LightGBM forest refuses such a layout
+        f32 = _rapidscorer.RSLayout(alg._arrays, ens.n_features, float32_ranks=True)
+        assert f32.float32_ranks
+        out = np.empty((2, 1))
+        with pytest.raises(ValueError, match="float32"):
+            _rapidscorer.predict_raw(alg.forest, f32, np.zeros((2, ens.n_features)), out,
+                                     np.empty((0, 1), np.float32), alg._scratch_rows(1), 1,
+                                     alg.isa)
     X = special_rows(rng, 300, ens.n_features)
     for name in ("scalar", "avx2", "avx2-32", "avx512"):
         if name != "avx2-32" and not _rapidscorer.isa_available(ISAS[name]):

@@ -81,7 +81,7 @@ cdef struct RSView:
     int64_t n_blocks
     const double* rank_pivots         # [16 S]
     const double* rank_buckets
-    const float* rank_pivots32        # the two in float32 (XGBoost models), else NULL
+    const float* rank_pivots32        # the two in float32 (XGBoost models: _check), else NULL
     const float* rank_buckets32
     const int64_t* rank_bucket_offsets  # [S + 1]
     const uint8_t* rank_zero          # [S] rank of 0.0
@@ -296,8 +296,7 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                 else:
                     acc64[k * lanes + l] = f.base_score[k]
     rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
-                   r.slot_column, r.rank_pivots, r.rank_buckets,
-                   r.rank_pivots32 if f.family == FAMILY_XGBOOST else NULL,
+                   r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_pivots32,
                    r.rank_buckets32, r.rank_bucket_offsets, r.rank_zero, ranks, skip)
     # one output, no linear leaves: a block's trees in one C call (scores in registers)
     cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
@@ -393,6 +392,10 @@ cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] 
             or lay.n_leaves != forest.view.tree_leaf_offset[forest.view.n_trees]
             or (lay.reordered and forest.view.family == FAMILY_XGBOOST and not lay.has_f32)):
         raise ValueError("the rapidscorer layout and the forest disagree on the model's shape")
+    if lay.float32_ranks and forest.view.family != FAMILY_XGBOOST:
+        # float32 ranks are exact for float32 rows only (XGBoost's, as load_row reads them)
+        raise ValueError("the rapidscorer layout ranks in float32, which only an XGBoost "
+                         "forest's rows allow")
     need = lay.scratch_bytes(isa, forest.view.n_outputs)
     if scratch.shape[0] < n_threads or scratch.shape[1] < need:
         raise ValueError(f"scratch must be at least ({n_threads}, {need}) bytes")

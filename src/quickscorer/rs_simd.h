@@ -267,12 +267,17 @@ static inline int rs_below16_f32_avx2(const float* p, __m256 xb)
 }
 
 QS_TARGET("avx2") __attribute__((always_inline))
+static inline int rs_below8_f32_avx2(const float* p, __m256 xb)
+{
+    return __builtin_popcount(
+        (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), xb, _CMP_LT_OQ)));
+}
+
+QS_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_rank_f32_avx2(const float* piv, const float* bkt, float x, int npiv)
 {
     const __m256 xb = _mm256_set1_ps(x);
-    const int c1 = npiv == 0 ? 0 : (npiv == 8 ? __builtin_popcount((unsigned)_mm256_movemask_ps(
-                                                    _mm256_cmp_ps(_mm256_loadu_ps(piv), xb,
-                                                                  _CMP_LT_OQ)))
+    const int c1 = npiv == 0 ? 0 : (npiv == 8 ? rs_below8_f32_avx2(piv, xb)
                                               : rs_below16_f32_avx2(piv, xb));
     return 16 * c1 + rs_below16_f32_avx2(bkt + 16 * c1, xb);
 }
