@@ -189,7 +189,7 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
         assert np.array_equal(model.predict(rows[:n], raw_score=True),
                               model.predict(rows[:n], raw_score=True, algorithm="traversal"))
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
-    many = "vqs" if name == "categorical" else "rapidscorer"
+    many = "rapidscorer"                  # categorical splits too
     n = autoselect.RS_MIN_ROWS
     assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel, many}
@@ -197,21 +197,43 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     assert set(warm.info()["layout_bytes"]) == {"quickscorer", kernel, many}
 
 
-def _balanced(depth: int) -> Ensemble:
+def _balanced(depth: int, categorical_level: int | None = None) -> Ensemble:
     """Two balanced trees of 2 ** depth leaves whose covers split evenly at every node: a row's
-    path has ``depth`` nodes and it meets (2 ** depth - 1) / 2 false nodes per tree."""
+    path has ``depth`` nodes and it meets (2 ** depth - 1) / 2 false nodes per tree. With
+    ``categorical_level``, the nodes of that level split feature 1 by category."""
     n_internal = 2 ** depth - 1
     k = 2 * n_internal + 1                      # heap numbering, leaves last
     left = [2 * i + 1 if i < n_internal else -1 for i in range(k)]
     right = [2 * i + 2 if i < n_internal else -1 for i in range(k)]
     level = [int(np.log2(i + 1)) for i in range(k)]
-    tree = build_tree(left=left, right=right, root=0, feature=[0] * k,
+    cat = [i < n_internal and level[i] == categorical_level for i in range(k)]
+    tree = build_tree(left=left, right=right, root=0, feature=[int(c) for c in cat],
                       threshold=[float(i) for i in range(k)], default_left=[False] * k,
-                      missing_type=[0] * k, is_categorical=[False] * k, categories=None,
+                      missing_type=[0] * k, is_categorical=cat,
+                      categories={i: [i % 7, 3] for i in range(k) if cat[i]},
                       value=[0.5 * i for i in range(k)],
-                      cover=[2.0 ** (depth - lv) for lv in level], n_features=1)
-    return Ensemble(trees=[tree, tree], tree_group=[0, 0], n_outputs=1, n_features=1,
+                      cover=[2.0 ** (depth - lv) for lv in level], n_features=2)
+    return Ensemble(trees=[tree, tree], tree_group=[0, 0], n_outputs=1, n_features=2,
                     family="lightgbm", base_score=[0.0])
+
+
+def test_the_walk_is_not_picked_where_it_decides_many_categorical_nodes_one_by_one():
+    """The walk settles every categorical split before it starts (SPECIAL_NODE_STEPS a
+    node): depth-8 trees whose last level splits by category keep the scan for one row and
+    vqs for a few, where the same trees without categories walk."""
+    plain, cat = _balanced(8), _balanced(8, categorical_level=7)
+    assert autoselect.special_nodes(plain) == 0 and autoselect.special_nodes(cat) == 256
+    path, false = autoselect.expected_costs(cat)
+    assert path == pytest.approx(16 + autoselect.SPECIAL_NODE_STEPS * 256)
+    assert false == pytest.approx(autoselect.expected_costs(plain)[1])
+    for ens, one, few in ((plain, "walk", "walk"), (cat, "quickscorer", "vqs")):
+        model = quickscorer.Model(ens)
+        assert autoselect.one_row(ens, model.supported_algorithms())[0] == one
+        assert autoselect.few_rows(ens, model.supported_algorithms()) == few
+        X = np.column_stack([np.linspace(-1.0, 600.0, 40), np.arange(40) % 9 - 1.0])
+        for rows in (X[:1], X[:5], X):
+            assert np.array_equal(model.predict_raw(rows),
+                                  model.predict_raw(rows, algorithm="traversal"))
 
 
 @pytest.mark.parametrize("depth, kernel", [(3, "vqs"), (6, "vqs"), (7, "walk"), (8, "walk")])

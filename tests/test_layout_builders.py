@@ -94,7 +94,7 @@ def test_rapidscorer_layout_over_rank_slots_in_c_equals_the_numpy_reference(fami
     rng = np.random.default_rng(n_distinct)
     values = np.r_[0.0, -np.inf, np.unique(rng.normal(size=n_distinct))]
     ens = numeric_ensemble(n_distinct, family, 60, 150, n_features=2, thresholds=values)
-    qs, _ = R.half_arrays(ens)
+    qs, _, _ = R.half_arrays(ens)
     # the union of the half-features' thresholds (C merge) is the one sorted in numpy
     for a, b in zip(R._half_ranks(qs, ens.n_features),
                     R._half_ranks_reference(qs, ens.n_features)):

@@ -220,10 +220,72 @@ def test_layout_entries_are_byte_runs_of_their_trees():
     assert all(not arr.flags.writeable for arr in a.values())
 
 
+def _category_rows(rng, n: int, n_features: int) -> np.ndarray:
+    """special_rows, a third of them category-like: small integers and their neighbours
+    (fractions that truncate to them, -0.5, -1), categories past the codes (254, 300, 2**24),
+    NaN and infinities."""
+    X = special_rows(rng, n, n_features)
+    k = n // 3
+    cats = rng.integers(-2, 80, size=(k, n_features)).astype(np.float64)
+    cats += rng.choice([0.0, 0.0, 0.3, 0.999, -0.5], size=cats.shape)
+    odd = rng.random(cats.shape) < 0.15
+    cats[odd] = rng.choice([253.0, 254.0, 300.0, 2.0**24, 2.0**31, -np.inf, np.inf, np.nan,
+                            -0.0], size=int(odd.sum()))
+    X[n - k:] = cats
+    return X
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost"]),
+       n_rows=st.sampled_from([1, 32, 33, 100]), n_outputs=st.integers(1, 2),
+       max_leaves=st.sampled_from([2, 9, 40, 256]), mirror=st.booleans())
+def test_categorical_splits_match_the_reference(isa, seed, family, n_rows, n_outputs,
+                                                max_leaves, mirror):
+    """Categorical nodes (applied per block after the scan, by each value's code) among
+    numerical ones, on the same features too, with mirrored leaf orders and tree blocks."""
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, family, n_trees=10, n_outputs=n_outputs, max_leaves=max_leaves,
+                          p_categorical=0.4)
+    assert RapidScorer.unsupported(ens) is None
+    X = _category_rows(rng, n_rows, ens.n_features)
+    _check(ens, X, isa, mirror=mirror)
+    _check(ens, X.astype(np.float32), isa, mirror=mirror)
+    _check(ens, X, isa, block_bytes=1, mirror=mirror)
+    _check(ens, X, isa, n_threads=2, mirror=mirror)
+
+
+def test_a_model_of_categorical_splits_only_and_its_layout_checks():
+    rng = np.random.default_rng(17)
+    ens = random_ensemble(rng, "lightgbm", n_trees=8, max_leaves=30, p_categorical=1.0)
+    assert ens.trees.arrays["is_categorical"].all()
+    X = _category_rows(rng, 70, ens.n_features)
+    for isa in RS_ISAS:
+        _check(ens, X, isa)
+    alg = RapidScorer(ens, _model(ens)._forest)
+    a = {k: v.copy() for k, v in alg.arrays().items()}
+    assert a["cat_node_slot"].shape[0] == ens.trees.arrays["is_categorical"].sum()
+    assert a["entries"].shape[0] <= 1         # no numerical node: no entry but a sentinel
+    for field, value, message in (
+            ("cat_node_slot", a["cat_node_slot"].shape[0] and 99, "categorical slot"),
+            ("cat_slot_column", ens.n_features, "categorical slot"),
+            ("cat_entries", 0xFFFF, "byte row"),
+            ("cat_entry_offsets", 10**6, "entry offsets"),
+            ("block_cat", 10**6, "block_cat")):
+        bad = dict(a, **{field: np.full_like(a[field], value)})
+        with pytest.raises(ValueError, match=message):
+            _rapidscorer.RSLayout(bad, ens.n_features)
+
+
 def test_models_it_cannot_score_are_refused_with_the_reason():
     rng = np.random.default_rng(9)
-    cat = random_ensemble(rng, "lightgbm", n_trees=5, p_categorical=0.5)
-    assert "categorical" in RapidScorer.unsupported(cat)
+    numeric = random_tree(rng, 20, 3, "lightgbm", p_categorical=0.0)
+    cat = Ensemble(trees=(build_tree(
+        left=[1, -1, -1], right=[2, -1, -1], root=0, feature=[0, 0, 0], threshold=[0, 0, 0],
+        default_left=[False] * 3, missing_type=[0] * 3, is_categorical=[True, False, False],
+        categories={0: [2, 300]}, value=[0.0, 1.0, 2.0], n_features=3), numeric),
+        tree_group=[0, 0], n_outputs=1, n_features=3, family="lightgbm", base_score=[0.0])
+    assert "category 300" in RapidScorer.unsupported(cat)
     big = Ensemble(trees=(random_tree(rng, 257, 3, "lightgbm", p_categorical=0.0),),
                    tree_group=[0], n_outputs=1, n_features=3, family="lightgbm",
                    base_score=[0.0])

@@ -134,13 +134,14 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     model = quickscorer.Model(ens)
     names = quickscorer.available_algorithms()
     supported = model.supported_algorithms()
-    assert "rapidscorer" not in supported     # random_ensemble has categorical splits
+    assert "rapidscorer" in supported         # categorical splits too
     for n_rows in (1, 4, 5, 8, 100, 1000):
         for n_threads in (1, 2):
             assert autoselect.choose(supported, n_rows, n_threads) in names
             assert 1 <= autoselect.threads_for(n_rows, n_threads) <= n_threads
     assert autoselect.choose(supported, 1, 1) == "quickscorer"
-    assert autoselect.choose(supported, 1000, 1) == "vqs"
+    assert autoselect.choose(supported, 1000, 1) == "rapidscorer"
+    assert autoselect.choose([n for n in supported if n != "rapidscorer"], 1000, 1) == "vqs"
     assert autoselect.choose(names, 8, 1) == "vqs"
     assert autoselect.choose(names, 1000, 1) == "rapidscorer"
     # the boundaries: one-row kernel below 4 rows, few-rows kernel below 9, then rapidscorer
@@ -148,16 +149,20 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose(names, 4, 1, "walk", "vqs") == "vqs"
     assert autoselect.choose(names, 8, 1, "quickscorer", "walk") == "walk"
     assert autoselect.choose(names, 9, 1, "walk", "walk") == "rapidscorer"
-    assert autoselect.choose(supported, 9, 1, "walk", "walk") == "vqs"
+    assert autoselect.choose(["quickscorer", "vqs", "walk"], 9, 1, "walk", "walk") == "vqs"
     assert autoselect.choose(names, 17, 2, "walk", "walk") == "walk"    # 8.5 rows per thread
     assert autoselect.candidates(names, "walk", "walk") == ("walk", "rapidscorer")
-    assert autoselect.candidates(supported, "quickscorer", "vqs") == ("quickscorer", "vqs")
+    assert autoselect.candidates(supported, "quickscorer", "vqs") == ("quickscorer", "vqs",
+                                                                      "rapidscorer")
+    assert autoselect.candidates(["quickscorer", "vqs"], "quickscorer", "vqs") == (
+        "quickscorer", "vqs")
     X = special_rows(rng, 300, ens.n_features)
     want = reference.predict_raw(ens, X)
-    for n in (1, 3, 300):
+    for n in (1, 3, 5, 300):            # the one-row, few-rows and many-rows kernels
         np.testing.assert_array_equal(model.predict_raw(X[:n]), want[:n])
     assert model.info()["default_algorithm"].startswith("auto")
     assert model.info()["vqs_instruction_set"] in ISA_LIST
+    assert "rapidscorer" in model.info()["layout_bytes"]
 
 
 @pytest.mark.parametrize("algorithm", ["quickscorer", "vqs"])

@@ -26,8 +26,8 @@ and 9 rows::
     full 255 leaves         65.8        55.3         79.3       51.5         47.8
 
 (heavy-tailed 31 and 64 leaves as their uniform twins). So: a one-row kernel for 1 to 3 rows
-per thread, ``vqs`` from 4, ``rapidscorer`` from 9 where it can score the model (no
-categorical split, at most 256 leaves per tree; ``vqs`` otherwise): at 9 rows ``vqs`` adds a
+per thread, ``vqs`` from 4, ``rapidscorer`` from 9 where it can score the model (at most
+256 leaves per tree, categories below 254; ``vqs`` otherwise): at 9 rows ``vqs`` adds a
 group of 8 lanes for one row, a 32-document group has room. On the two models of large trees
 the walk beat both scans from 4 to 8 rows (255 leaves: 47.8-50.9 us against ``vqs``'s
 65.8-102.8; XGBoost depth 8 43.4-45.6 against 48.0-79.3), so :func:`few_rows` runs it there
@@ -78,6 +78,12 @@ PARALLEL_MIN_ROWS = 64
 #: the one-row walk from this many expected false nodes per node on a row's path
 WALK_MIN_RATIO = 5.0
 
+#: a node the walk decides before it starts, one by one, for every row (a categorical split, a
+#: NaN or +inf threshold: walk.walk_arrays's special nodes) costs about this many steps of a
+#: walk: 11 ns against 2.7 (a LightGBM model of 500 trees, 28,586 of its 31,500 nodes
+#: categorical: the walk took 315 us a row, the scan 11.4; AMD EPYC Zen 3)
+SPECIAL_NODE_STEPS = 4.0
+
 #: the walk also for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows (instead of ``vqs``) from
 #: this many: trees so large that an 8-lane scan of their false nodes costs more than 8 walks
 FEW_ROWS_WALK_RATIO = 8.0
@@ -93,11 +99,21 @@ def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer",
     return tuple(name for name in names if name in supported)
 
 
+def special_nodes(ens) -> int:
+    """The nodes the walk decides one by one before it starts (walk.walk_arrays's special
+    nodes): categorical splits, NaN and +inf thresholds."""
+    a = ens.trees.arrays
+    thr = np.asarray(a["threshold"], np.float64)
+    return int(np.count_nonzero(np.asarray(a["is_categorical"], bool) | np.isnan(thr)
+                                | (thr == np.inf)))
+
+
 def expected_costs(ens) -> tuple[float, float] | None:
-    """A row's expected path length (internal nodes on the path) and expected false nodes
-    (nodes whose test sends it right, those the QuickScorer scan pays for), summed over the
-    trees, as the training rows went (each node's cover over its tree's root's; the share of
-    a node's rows that went right). None without covers."""
+    """A row's expected cost for the walk, in steps (the internal nodes on its path, and
+    SPECIAL_NODE_STEPS for each special node) and its expected false nodes (nodes whose test
+    sends it right, those the QuickScorer scan pays for), summed over the trees, as the
+    training rows went (each node's cover over its tree's root's; the share of a node's rows
+    that went right). None without covers."""
     if not ens.has_cover:
         return None
     a = ens.trees.arrays
@@ -112,7 +128,7 @@ def expected_costs(ens) -> tuple[float, float] | None:
         right_cover = np.where(right >= 0, node_cover[first + np.maximum(right, 0)],
                                leaf_cover[leaf_off[:-1][tree_of] + np.maximum(~right, 0)])
         false = np.where(node_cover > 0, right_cover / node_cover, 0.5)
-    return float(path.sum()), float(false.sum())
+    return float(path.sum()) + SPECIAL_NODE_STEPS * special_nodes(ens), float(false.sum())
 
 
 #: one_row's and few_rows's default: compute the model's expected_costs
@@ -141,8 +157,8 @@ def one_row(ens, supported: Sequence[str], costs=_COMPUTE) -> tuple[str, str]:
         return "quickscorer", "the model gives no node covers"
     path, false = costs
     ratio = false / path if path > 0 else 0.0
-    why = (f"{false / ens.n_trees:.1f} expected false nodes against a path of "
-           f"{path / ens.n_trees:.1f} nodes a tree")
+    why = (f"{false / ens.n_trees:.1f} expected false nodes against a walk of "
+           f"{path / ens.n_trees:.1f} steps a tree")
     if ratio >= WALK_MIN_RATIO and "walk" in supported:
         return "walk", why
     return "quickscorer", why

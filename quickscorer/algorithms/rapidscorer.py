@@ -3,9 +3,9 @@ RapidScorer (Ye et al., KDD 2018): byte-transposed leaf bitvectors, node masks a
 and comparisons of byte ranks (layout: :mod:`~quickscorer.algorithms.rs_layout`; kernel:
 ``src/quickscorer/_rapidscorer.pyx`` and ``rs_simd.h``).
 
-It scores models without categorical splits whose trees have at most 256 leaves
-(:func:`rs_layout.unsupported` says why another model is not one; ``vqs`` scores every
-model); a feature of more than 255 distinct thresholds is ranked in several byte-wide slots
+It scores models whose trees have at most 256 leaves and whose categorical splits list
+categories below 254 (:func:`rs_layout.unsupported` says why another model is not one;
+``vqs`` scores every model); a feature of more than 255 distinct thresholds is ranked in several byte-wide slots
 (``rs_layout.fold_halves``).
 """
 from __future__ import annotations

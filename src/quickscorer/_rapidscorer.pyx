@@ -56,6 +56,11 @@ cdef extern from "quickscorer/rs_simd.h":
                         const double* piv, const double* bkt, const float* piv32,
                         const float* bkt32, const int64_t* bkt_off, const uint8_t* rank_zero,
                         uint8_t* ranks, uint64_t* skip) noexcept nogil
+    void rs_group_codes(int xgboost, const double* rows, int64_t F, int lanes, int n_lanes,
+                        const int32_t* column, int64_t n_slots, uint8_t* codes) noexcept nogil
+    void rs_block_cat(int isa, const uint8_t* codes, const int32_t* node_slot,
+                      const uint8_t* tables, const int64_t* eoff, const rs_entry* entries,
+                      int64_t k0, int64_t k1, uint8_t* state) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
@@ -98,6 +103,14 @@ cdef struct RSView:
     const uint8_t* leaf_order         # [n_leaves] the tree's own number of each position
     const double* leaf_value          # [n_leaves] float64 values by position
     const float* leaf_value_f32       # [n_leaves] float32 (XGBoost) values by position
+    # categorical nodes (rs_layout.categorical_nodes), applied per block after its scan
+    int64_t n_cat_slots
+    const int32_t* cat_slot_column    # [C] the column each categorical slot reads
+    const int32_t* cat_node_slot      # [N] each node's slot
+    const uint8_t* cat_tables         # [32 N] each node's codes that leave it away
+    const int64_t* cat_entry_offsets  # [N + 1]
+    const rs_entry* cat_entries
+    const int64_t* block_cat          # [n_blocks + 1] each block's first node
 
 
 _FIELDS = {
@@ -107,6 +120,8 @@ _FIELDS = {
     "entries": np.uint32, "segments": np.uint64, "block_segments": np.int64,
     "leaf_offset": np.int64, "leaf_order": np.uint8,
     "leaf_value": np.float64, "leaf_value_f32": np.float32,
+    "cat_slot_column": np.int32, "cat_node_slot": np.int32, "cat_tables": np.uint8,
+    "cat_entry_offsets": np.int64, "cat_entries": np.uint32, "block_cat": np.int64,
 }
 
 
@@ -172,6 +187,7 @@ cdef class RSLayout:
                     or a["leaf_value_f32"].shape[0] not in (0, n_leaves)
                     or (order < 0).any() or (order >= size).any()):
                 raise ValueError("rapidscorer layout: the leaf order does not fit the trees")
+        self._check_categorical(a, n_features, n_blocks, np.diff(tbo[bs]))
         self.view.n_features = n_features
         self.view.n_slots = F
         self.view.slot_column = <const int32_t*>cnp.PyArray_DATA(sc)
@@ -214,6 +230,17 @@ cdef class RSLayout:
             self.view.leaf_value = <const double*>cnp.PyArray_DATA(a["leaf_value"])
             if a["leaf_value_f32"].shape[0]:
                 self.view.leaf_value_f32 = <const float*>cnp.PyArray_DATA(a["leaf_value_f32"])
+        self.view.n_cat_slots = a["cat_slot_column"].shape[0]
+        self.view.cat_slot_column = <const int32_t*>array_data(
+            a["cat_slot_column"], np.int32, "rapidscorer", "cat_slot_column")
+        self.view.cat_node_slot = <const int32_t*>array_data(
+            a["cat_node_slot"], np.int32, "rapidscorer", "cat_node_slot")
+        self.view.cat_tables = <const uint8_t*>array_data(a["cat_tables"], np.uint8,
+                                                          "rapidscorer", "cat_tables")
+        self.view.cat_entry_offsets = <const int64_t*>cnp.PyArray_DATA(a["cat_entry_offsets"])
+        self.view.cat_entries = <const rs_entry*>array_data(a["cat_entries"], np.uint32,
+                                                            "rapidscorer", "cat_entries")
+        self.view.block_cat = <const int64_t*>cnp.PyArray_DATA(a["block_cat"])
         self.n_leaves = n_leaves
         self.reordered = order.shape[0] != 0
         self.has_f32 = a["leaf_value_f32"].shape[0] != 0
@@ -221,6 +248,32 @@ cdef class RSLayout:
         self.n_slots = F
         self.n_trees = n_trees
         self.max_block_bytes = self.view.max_block_bytes
+
+    @staticmethod
+    def _check_categorical(dict a, int64_t n_features, int64_t n_blocks, block_bytes):
+        """The categorical fields fit each other, the input and the blocks: every node's
+        slot, table and entries in range, every entry's byte row inside its block."""
+        col, slot, off = a["cat_slot_column"], a["cat_node_slot"], a["cat_entry_offsets"]
+        bc, ent = a["block_cat"], a["cat_entries"]
+        n = slot.shape[0]
+        if (col.shape[0] and (int(col.min()) < 0 or int(col.max()) >= n_features)) or (
+                n and (int(slot.min()) < 0 or int(slot.max()) >= col.shape[0])):
+            raise ValueError("rapidscorer layout: a categorical slot or its column is out "
+                             "of range")
+        if (a["cat_tables"].shape[0] != 32 * n or off.shape[0] != n + 1 or int(off[0]) != 0
+                or int(off[n]) != ent.shape[0] or (np.diff(off) < 0).any()):
+            raise ValueError("rapidscorer layout: the categorical tables or entry offsets "
+                             "do not fit the nodes")
+        if (bc.shape[0] != n_blocks + 1 or int(bc[0]) != 0 or int(bc[n_blocks]) != n
+                or (np.diff(bc) < 0).any()):
+            raise ValueError("rapidscorer layout: block_cat does not cover the categorical "
+                             "nodes")
+        if ent.shape[0]:
+            node = np.repeat(np.arange(n), np.diff(off))
+            block = np.searchsorted(bc, node, side="right") - 1
+            if ((ent & 0xFFFF).astype(np.int64) >= block_bytes[block]).any():
+                raise ValueError("rapidscorer layout: a categorical entry's byte row is "
+                                 "outside its block")
 
     def scratch_bytes(self, int isa, int64_t n_outputs):
         """Scratch bytes one thread needs on path isa (a multiple of 64)."""
@@ -230,6 +283,7 @@ cdef class RSLayout:
                  + S * 24                   # lanes each segment kind of a slot skips
                  + lanes * S                # ranks
                  + lanes                    # exit leaves of one tree
+                 + lanes * self.view.n_cat_slots  # categorical codes
                  + n_outputs * lanes * 8    # the group's scores
                  + self.max_block_bytes * lanes)
         return (total + 64 * 8 + 63) // 64 * 64
@@ -243,15 +297,18 @@ cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:
 
 
 cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
-                            const uint8_t* ranks, const uint64_t* skip,
+                            const uint8_t* ranks, const uint64_t* skip, const uint8_t* codes,
                             uint8_t* state) noexcept nogil:
     """Leave in state the byte rows of block b's trees for the group (missing values take
-    their default sides in the scan: rs_layout's half-features)."""
+    their default sides in the scan: rs_layout's half-features; then the categorical
+    nodes, on the group's codes)."""
     cdef int64_t t0 = r.block_starts[b]
     cdef int64_t n_bytes = r.tree_byte_offsets[r.block_starts[b + 1]] - r.tree_byte_offsets[t0]
     memset(state, 0xFF, n_bytes * lanes)
     rs_block_scan(isa, r.segments + r.block_segments[b],
                   r.block_segments[b + 1] - r.block_segments[b], r.entries, ranks, skip, state)
+    rs_block_cat(isa, codes, r.cat_node_slot, r.cat_tables, r.cat_entry_offsets, r.cat_entries,
+                 r.block_cat[b], r.block_cat[b + 1], state)
 
 
 cdef inline int32_t leaf_number(const RSView* r, int64_t base, uint8_t position) noexcept nogil:
@@ -281,8 +338,9 @@ cdef inline void add_leaves(const ForestView* f, const RSView* r, int isa, int64
 
 cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                              int64_t n_lanes, const double* rows, uint8_t* state,
-                             uint8_t* ranks, uint64_t* skip, uint8_t* idx, double* acc64,
-                             float* acc32, int32_t* leaves, int64_t leaf_stride) noexcept nogil:
+                             uint8_t* ranks, uint64_t* skip, uint8_t* idx, uint8_t* codes,
+                             double* acc64, float* acc32, int32_t* leaves,
+                             int64_t leaf_stride) noexcept nogil:
     """Exit leaves of every tree for the group's n_lanes converted rows: into
     leaves[l * leaf_stride + t] when leaves is not NULL, else added to acc (set to the base
     scores here) in tree order."""
@@ -298,12 +356,15 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
     rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
                    r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_pivots32,
                    r.rank_buckets32, r.rank_bucket_offsets, r.rank_zero, ranks, skip)
+    if r.n_cat_slots:
+        rs_group_codes(f.family == FAMILY_XGBOOST, rows, f.n_features, <int>lanes,
+                       <int>n_lanes, r.cat_slot_column, r.n_cat_slots, codes)
     # one output, no linear leaves: a block's trees in one C call (scores in registers)
     cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
     cdef const double* lv64 = r.leaf_value if r.leaf_order != NULL else f.leaf_value
     cdef const float* lv32 = r.leaf_value_f32 if r.leaf_order != NULL else f.leaf_value_f32
     for b in range(r.n_blocks):
-        block_bits(r, isa, b, lanes, ranks, skip, state)
+        block_bits(r, isa, b, lanes, ranks, skip, codes, state)
         t0 = r.block_starts[b]
         if fused:
             if f.family == FAMILY_XGBOOST:
@@ -342,6 +403,7 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
     cdef uint8_t* state
     cdef uint8_t* ranks
     cdef uint8_t* idx
+    cdef uint8_t* codes
     cdef double* rows
     cdef double* acc64
     cdef float* acc32
@@ -354,6 +416,7 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
         skip = <uint64_t*>(acc64 + K * lanes)
         ranks = _align64(<uint8_t*>(skip + N_SEGMENT_KINDS * S))
         idx = ranks + lanes * S
+        codes = idx + lanes
         # groups handed out one by one, not split in equal shares up front: with one of two
         # cores busy with another process, 2-thread calls of 1,000 x 64 ran 15-25% faster so
         # (session 16); with both cores free the two measured alike
@@ -366,11 +429,11 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
             for l in range(n_lanes):
                 load_row(f, X, i + l, rows + l * F)
             if want_leaves:
-                score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, acc64, acc32,
-                            &leaves[i, 0], f.n_trees)
+                score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes, acc64,
+                            acc32, &leaves[i, 0], f.n_trees)
             else:
-                score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, acc64, acc32,
-                            NULL, 0)
+                score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes, acc64,
+                            acc32, NULL, 0)
                 for l in range(n_lanes):
                     for k in range(K):
                         if f.family == FAMILY_XGBOOST:

@@ -775,4 +775,129 @@ static inline void rs_group_ranks(int isa, const double* rows, int64_t F, int n_
     rs_group_ranks_c(rows, F, lanes, n_lanes, used, n_used, column, piv, bkt, bkt_off, rank_zero, ranks, skip);
 }
 
+/* ---- categorical nodes ------------------------------------------------------------------
+ * A categorical node is not a threshold, so it is not scanned by rank: each categorical
+ * feature has a slot whose byte per document is the value's code (rs_cat_code: the category
+ * below RS_CAT_CODES, RS_CAT_NONE where the value names none of them, RS_CAT_NAN), and each
+ * node has a 256-bit table (32 bytes, bit c % 8 of byte c / 8) of the codes that leave it
+ * away from its first subtree, whose leaves its entries then clear (rs_layout.py's
+ * categorical_nodes). A block's categorical nodes are applied after its scan: every node,
+ * every lane, no early stop (a node's cost is its table lookup and its entries). */
+#define RS_CAT_CODES 254
+#define RS_CAT_NONE 254
+#define RS_CAT_NAN 255
+
+/* the code of a converted value x: the rule of _forest.pxd's category_of (LightGBM
+ * truncates, XGBoost first checks the float), categories from RS_CAT_CODES up as NONE (no
+ * split of a layout lists them: rs_layout.unsupported) */
+static inline uint8_t rs_cat_code(int xgboost, double x)
+{
+    int64_t c;
+    if (x != x)
+        return RS_CAT_NAN;
+    if (xgboost) {
+        if (!(x >= 0.0 && x < 16777216.0))
+            return RS_CAT_NONE;
+    } else if (!(x > -2147483649.0 && x < 2147483648.0)) {
+        return RS_CAT_NONE;
+    }
+    c = (int64_t)x;
+    return (c < 0 || c >= RS_CAT_CODES) ? RS_CAT_NONE : (uint8_t)c;
+}
+
+/* codes[s * lanes + l] for the categorical slots s (input column column[s]) of a group's
+ * n_lanes converted rows (row l at rows + l * F); lanes past n_lanes take RS_CAT_NONE */
+static inline void rs_group_codes(int xgboost, const double* rows, int64_t F, int lanes,
+                                  int n_lanes, const int32_t* column, int64_t n_slots,
+                                  uint8_t* codes)
+{
+    for (int64_t s = 0; s < n_slots; ++s) {
+        uint8_t* out = codes + s * lanes;
+        const double* xs = rows + column[s];
+        for (int l = 0; l < n_lanes; ++l)
+            out[l] = rs_cat_code(xgboost, xs[l * F]);
+        for (int l = n_lanes; l < lanes; ++l)
+            out[l] = RS_CAT_NONE;
+    }
+}
+
+/* nodes k0 .. k1 - 1 on a group of `lanes` lanes (portable C) */
+static void rs_cat_c(const uint8_t* codes, int lanes, const int32_t* node_slot,
+                     const uint8_t* tables, const int64_t* eoff, const rs_entry* entries,
+                     int64_t k0, int64_t k1, uint8_t* state)
+{
+    for (int64_t k = k0; k < k1; ++k) {
+        const uint8_t* c = codes + (size_t)node_slot[k] * lanes;
+        const uint8_t* t = tables + 32 * k;
+        for (int64_t e = eoff[k]; e < eoff[k + 1]; ++e) {
+            uint8_t* p = state + (size_t)entries[e].byte * lanes;
+            const uint8_t m = entries[e].mask;
+            for (int l = 0; l < lanes; ++l)
+                if ((t[c[l] >> 3] >> (c[l] & 7)) & 1)
+                    p[l] &= m;
+        }
+    }
+}
+
+#if RS_HAVE_X86
+/* the same for 32 lanes of rows `stride` bytes apart (32; 64 for a half of a wide group):
+ * a lane's table byte by two 16-byte shuffles (codes below and from 128), its bit by a
+ * third, so a node costs about as many instructions as an entry's test in the scan */
+QS_TARGET("avx2")
+static void rs_cat_avx2s(const uint8_t* codes, size_t stride, const int32_t* node_slot,
+                         const uint8_t* tables, const int64_t* eoff, const rs_entry* entries,
+                         int64_t k0, int64_t k1, uint8_t* state)
+{
+    const __m256i bit_of = _mm256_setr_epi8(1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4, 8, 16, 32,
+                                            64, -128, 1, 2, 4, 8, 16, 32, 64, -128, 1, 2, 4,
+                                            8, 16, 32, 64, -128);
+    const __m256i seven = _mm256_set1_epi8(7), low5 = _mm256_set1_epi8(0x1F);
+    int32_t last = -1;
+    __m256i c = _mm256_setzero_si256(), byte_of = c, bit = c;
+    for (int64_t k = k0; k < k1; ++k) {
+        if (node_slot[k] != last) {      /* consecutive nodes of one slot share these */
+            last = node_slot[k];
+            c = _mm256_loadu_si256((const __m256i*)(codes + (size_t)last * stride));
+            byte_of = _mm256_and_si256(_mm256_srli_epi16(c, 3), low5);
+            bit = _mm256_shuffle_epi8(bit_of, _mm256_and_si256(c, seven));
+        }
+        const __m128i* t = (const __m128i*)(tables + 32 * k);
+        const __m256i lo = _mm256_broadcastsi128_si256(_mm_loadu_si128(t));
+        const __m256i hi = _mm256_broadcastsi128_si256(_mm_loadu_si128(t + 1));
+        const __m256i tb = _mm256_blendv_epi8(_mm256_shuffle_epi8(lo, byte_of),
+                                              _mm256_shuffle_epi8(hi, byte_of), c);
+        const __m256i away = _mm256_cmpeq_epi8(_mm256_and_si256(tb, bit), bit);
+        for (int64_t e = eoff[k]; e < eoff[k + 1]; ++e) {
+            __m256i* p = (__m256i*)(state + (size_t)entries[e].byte * stride);
+            const __m256i m = _mm256_set1_epi8((char)entries[e].mask);
+            _mm256_store_si256(p, _mm256_andnot_si256(_mm256_andnot_si256(m, away),
+                                                      _mm256_load_si256(p)));
+        }
+    }
+}
+#endif
+
+/* a block's categorical nodes k0 .. k1 - 1 for a group on path isa (AVX-512 groups, of 64
+ * lanes in rows of 64 bytes, by the AVX2 code on each half, as the AVX2 wide path) */
+static inline void rs_block_cat(int isa, const uint8_t* codes, const int32_t* node_slot,
+                                const uint8_t* tables, const int64_t* eoff,
+                                const rs_entry* entries, int64_t k0, int64_t k1,
+                                uint8_t* state)
+{
+    if (k0 >= k1)
+        return;
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX2) {
+        rs_cat_avx2s(codes, 32, node_slot, tables, eoff, entries, k0, k1, state);
+        return;
+    }
+    if (isa == RS_ISA_AVX2_WIDE || isa == RS_ISA_AVX512) {
+        rs_cat_avx2s(codes, 64, node_slot, tables, eoff, entries, k0, k1, state);
+        rs_cat_avx2s(codes + 32, 64, node_slot, tables, eoff, entries, k0, k1, state + 32);
+        return;
+    }
+#endif
+    rs_cat_c(codes, rs_lanes(isa), node_slot, tables, eoff, entries, k0, k1, state);
+}
+
 #endif
