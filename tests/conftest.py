@@ -61,6 +61,21 @@ def special_rows(rng, n: int, n_features: int) -> np.ndarray:
     return X
 
 
+def category_rows(rng, n: int, n_features: int) -> np.ndarray:
+    """special_rows, a third of them category-like: small integers and their neighbours
+    (fractions that truncate to them, -0.5, -1), categories past the codes (254, 300, 2**24),
+    NaN and infinities."""
+    X = special_rows(rng, n, n_features)
+    k = n // 3
+    cats = rng.integers(-2, 80, size=(k, n_features)).astype(np.float64)
+    cats += rng.choice([0.0, 0.0, 0.3, 0.999, -0.5], size=cats.shape)
+    odd = rng.random(cats.shape) < 0.15
+    cats[odd] = rng.choice([253.0, 254.0, 300.0, 2.0**24, 2.0**31, -np.inf, np.inf, np.nan,
+                            -0.0], size=int(odd.sum()))
+    X[n - k:] = cats
+    return X
+
+
 def scoring_algorithms(model) -> list[str]:
     """The algorithms that can score ``model``; every other one must refuse it clearly."""
     import quickscorer

@@ -197,10 +197,11 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     assert set(warm.info()["layout_bytes"]) == {"quickscorer", kernel, many}
 
 
-def _balanced(depth: int, categorical_level: int | None = None) -> Ensemble:
+def _balanced(depth: int, categorical_level: int | None = None, big: int = 3) -> Ensemble:
     """Two balanced trees of 2 ** depth leaves whose covers split evenly at every node: a row's
     path has ``depth`` nodes and it meets (2 ** depth - 1) / 2 false nodes per tree. With
-    ``categorical_level``, the nodes of that level split feature 1 by category."""
+    ``categorical_level``, the nodes of that level split feature 1 by category (listing
+    ``big`` among them)."""
     n_internal = 2 ** depth - 1
     k = 2 * n_internal + 1                      # heap numbering, leaves last
     left = [2 * i + 1 if i < n_internal else -1 for i in range(k)]
@@ -210,7 +211,7 @@ def _balanced(depth: int, categorical_level: int | None = None) -> Ensemble:
     tree = build_tree(left=left, right=right, root=0, feature=[int(c) for c in cat],
                       threshold=[float(i) for i in range(k)], default_left=[False] * k,
                       missing_type=[0] * k, is_categorical=cat,
-                      categories={i: [i % 7, 3] for i in range(k) if cat[i]},
+                      categories={i: [i % 7, big] for i in range(k) if cat[i]},
                       value=[0.5 * i for i in range(k)],
                       cover=[2.0 ** (depth - lv) for lv in level], n_features=2)
     return Ensemble(trees=[tree, tree], tree_group=[0, 0], n_outputs=1, n_features=2,
@@ -218,15 +219,22 @@ def _balanced(depth: int, categorical_level: int | None = None) -> Ensemble:
 
 
 def test_the_walk_is_not_picked_where_it_decides_many_categorical_nodes_one_by_one():
-    """The walk settles every categorical split before it starts (SPECIAL_NODE_STEPS a
-    node): depth-8 trees whose last level splits by category keep the scan for one row and
-    vqs for a few, where the same trees without categories walk."""
+    """The walk settles every categorical split before it starts (CODED_NODE_STEPS a node
+    whose categories are below 254, SPECIAL_NODE_STEPS another): depth-8 trees whose last
+    level splits by category keep the scan for one row and vqs for a few, where the same
+    trees without categories walk."""
     plain, cat = _balanced(8), _balanced(8, categorical_level=7)
-    assert autoselect.special_nodes(plain) == 0 and autoselect.special_nodes(cat) == 256
-    path, false = autoselect.expected_costs(cat)
+    big = _balanced(8, categorical_level=7, big=300)
+    assert autoselect.special_nodes(plain) == (0, 0)
+    assert autoselect.special_nodes(cat) == (256, 0)
+    assert autoselect.special_nodes(big) == (0, 256)
+    assert autoselect.expected_costs(cat)[0] == pytest.approx(
+        16 + autoselect.CODED_NODE_STEPS * 256)
+    path, false = autoselect.expected_costs(big)
     assert path == pytest.approx(16 + autoselect.SPECIAL_NODE_STEPS * 256)
     assert false == pytest.approx(autoselect.expected_costs(plain)[1])
-    for ens, one, few in ((plain, "walk", "walk"), (cat, "quickscorer", "vqs")):
+    for ens, one, few in ((plain, "walk", "walk"), (cat, "quickscorer", "vqs"),
+                          (big, "quickscorer", "vqs")):
         model = quickscorer.Model(ens)
         assert autoselect.one_row(ens, model.supported_algorithms())[0] == one
         assert autoselect.few_rows(ens, model.supported_algorithms()) == few

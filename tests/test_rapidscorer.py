@@ -21,7 +21,7 @@ from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, entry_t
                                               rank_table, unsupported)
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 
-from conftest import random_ensemble, random_tree, run_kernel, special_rows
+from conftest import category_rows, random_ensemble, random_tree, run_kernel, special_rows
 
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
 if "avx2" in RS_ISAS:       # AVX2 with every group at 32 documents (no 64-lane groups)
@@ -220,21 +220,6 @@ def test_layout_entries_are_byte_runs_of_their_trees():
     assert all(not arr.flags.writeable for arr in a.values())
 
 
-def _category_rows(rng, n: int, n_features: int) -> np.ndarray:
-    """special_rows, a third of them category-like: small integers and their neighbours
-    (fractions that truncate to them, -0.5, -1), categories past the codes (254, 300, 2**24),
-    NaN and infinities."""
-    X = special_rows(rng, n, n_features)
-    k = n // 3
-    cats = rng.integers(-2, 80, size=(k, n_features)).astype(np.float64)
-    cats += rng.choice([0.0, 0.0, 0.3, 0.999, -0.5], size=cats.shape)
-    odd = rng.random(cats.shape) < 0.15
-    cats[odd] = rng.choice([253.0, 254.0, 300.0, 2.0**24, 2.0**31, -np.inf, np.inf, np.nan,
-                            -0.0], size=int(odd.sum()))
-    X[n - k:] = cats
-    return X
-
-
 @pytest.mark.parametrize("isa", RS_ISAS)
 @settings(max_examples=12, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost"]),
@@ -248,7 +233,7 @@ def test_categorical_splits_match_the_reference(isa, seed, family, n_rows, n_out
     ens = random_ensemble(rng, family, n_trees=10, n_outputs=n_outputs, max_leaves=max_leaves,
                           p_categorical=0.4)
     assert RapidScorer.unsupported(ens) is None
-    X = _category_rows(rng, n_rows, ens.n_features)
+    X = category_rows(rng, n_rows, ens.n_features)
     _check(ens, X, isa, mirror=mirror)
     _check(ens, X.astype(np.float32), isa, mirror=mirror)
     _check(ens, X, isa, block_bytes=1, mirror=mirror)
@@ -259,7 +244,7 @@ def test_a_model_of_categorical_splits_only_and_its_layout_checks():
     rng = np.random.default_rng(17)
     ens = random_ensemble(rng, "lightgbm", n_trees=8, max_leaves=30, p_categorical=1.0)
     assert ens.trees.arrays["is_categorical"].all()
-    X = _category_rows(rng, 70, ens.n_features)
+    X = category_rows(rng, 70, ens.n_features)
     for isa in RS_ISAS:
         _check(ens, X, isa)
     alg = RapidScorer(ens, _model(ens)._forest)

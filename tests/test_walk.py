@@ -13,8 +13,9 @@ import quickscorer
 from quickscorer.algorithms.traversal import node_arrays
 from quickscorer.algorithms.walk import NODE_DTYPE, walk_arrays
 from quickscorer import _walk
+from quickscorer.ir import Ensemble, build_tree
 
-from conftest import random_ensemble, special_rows
+from conftest import category_rows, random_ensemble, special_rows
 
 
 def _model(family, n_trees=40, n_outputs=1, seed=3):
@@ -149,3 +150,46 @@ def test_a_layout_the_walk_cannot_follow_is_refused():
         _walk.WalkLayout(dict(a, fill_cols=a["fill_cols"][::-1].copy()), model.n_features)
     with pytest.raises(ValueError, match="fill_cols"):
         _walk.WalkLayout(dict(a, fill_cols=np.repeat(a["fill_cols"], 2)), model.n_features)
+
+
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_categorical_nodes_decided_by_their_tables(family):
+    """Categorical splits whose categories are below 254 are settled by a code and a table
+    bit (special_tables), the others by their own rule; both exact on category-like rows
+    (fractions, negatives, categories past the codes, infinities, NaN), float32 rows too."""
+    rng = np.random.default_rng(23)
+    ens = random_ensemble(rng, family, n_trees=30, n_features=5, p_categorical=0.5)
+    a = walk_arrays(ens)
+    special = a["special_table"]
+    is_cat = (a["flags"] & 1) == 1          # the others: NaN and +inf thresholds
+    assert is_cat.any() and not is_cat.all()
+    assert np.array_equal(special >= 0, is_cat)
+    assert a["special_tables"].shape[0] == 32 * int(is_cat.sum())
+    X = category_rows(rng, 90, ens.n_features)
+    model = quickscorer.Model(ens)
+    for rows in (X, X.astype(np.float32)):
+        want = model.predict_raw(rows, algorithm="traversal")
+        got = np.concatenate([model.predict_raw(rows[i:i + 1], algorithm="walk")
+                              for i in range(rows.shape[0])])
+        assert np.array_equal(got, want)
+    # a node listing category 300 keeps its own rule; the others keep their tables
+    big = build_tree(left=[1, -1, -1], right=[2, -1, -1], root=0, feature=[2, 0, 0],
+                     threshold=[0.0] * 3, default_left=[True] * 3, missing_type=[0] * 3,
+                     is_categorical=[True, False, False], categories={0: [1, 300]},
+                     value=[0.0, 1.5, -2.0], n_features=5)
+    mixed = Ensemble(trees=(big,) + tuple(ens.trees), tree_group=np.zeros(31, np.int64),
+                     n_outputs=1, n_features=5, family=family, base_score=[0.0])
+    b = walk_arrays(mixed)
+    assert b["special_table"][0] == -1
+    assert np.array_equal(b["special_table"][1:] >= 0, is_cat)
+    mixed_model = quickscorer.Model(mixed)
+    X[:5, 2] = [300.0, 1.0, 300.7, np.nan, 299.0]
+    got = np.concatenate([mixed_model.predict_raw(X[i:i + 1], algorithm="walk")
+                          for i in range(X.shape[0])])
+    assert np.array_equal(got, mixed_model.predict_raw(X, algorithm="traversal"))
+    # tables that do not fit the special nodes are refused
+    for bad in (dict(a, special_table=special[:-1]),
+                dict(a, special_table=np.full_like(special, special.shape[0])),
+                dict(a, special_tables=a["special_tables"][:-1])):
+        with pytest.raises(ValueError, match="special_table"):
+            _walk.WalkLayout(bad, ens.n_features)

@@ -65,6 +65,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .rs_layout import coded_categorical
+
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
 VQS_MIN_ROWS = 4
 
@@ -78,10 +80,13 @@ PARALLEL_MIN_ROWS = 64
 #: the one-row walk from this many expected false nodes per node on a row's path
 WALK_MIN_RATIO = 5.0
 
-#: a node the walk decides before it starts, one by one, for every row (a categorical split, a
-#: NaN or +inf threshold: walk.walk_arrays's special nodes) costs about this many steps of a
-#: walk: 11 ns against 2.7 (a LightGBM model of 500 trees, 28,586 of its 31,500 nodes
-#: categorical: the walk took 315 us a row, the scan 11.4; AMD EPYC Zen 3)
+#: a node the walk decides before it starts, one by one, for every row (walk.walk_arrays's
+#: special nodes) costs about this many steps of a walk (2.7 ns a step, 1,000 x 31 leaves):
+#: a categorical split whose categories are below 254, decided by a code and a table bit,
+#: 2.8 ns; another (a NaN or +inf threshold; more categories) by the node's own rule, 11 ns.
+#: Measured on a LightGBM model of 500 trees, 28,586 of its 31,500 nodes categorical, AMD
+#: EPYC Zen 3: the walk took 312 us a row by the rule, 81 by tables; the scan 9.5-11.4
+CODED_NODE_STEPS = 1.0
 SPECIAL_NODE_STEPS = 4.0
 
 #: the walk also for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows (instead of ``vqs``) from
@@ -99,18 +104,21 @@ def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer",
     return tuple(name for name in names if name in supported)
 
 
-def special_nodes(ens) -> int:
+def special_nodes(ens) -> tuple[int, int]:
     """The nodes the walk decides one by one before it starts (walk.walk_arrays's special
-    nodes): categorical splits, NaN and +inf thresholds."""
+    nodes): the categorical splits it decides by a table (``rs_layout.coded_categorical``)
+    and the others (other categorical splits, NaN and +inf thresholds)."""
     a = ens.trees.arrays
     thr = np.asarray(a["threshold"], np.float64)
-    return int(np.count_nonzero(np.asarray(a["is_categorical"], bool) | np.isnan(thr)
-                                | (thr == np.inf)))
+    special = np.flatnonzero(np.asarray(a["is_categorical"], bool) | np.isnan(thr)
+                             | (thr == np.inf))
+    coded = int(np.count_nonzero(coded_categorical(ens, special)))
+    return coded, special.shape[0] - coded
 
 
 def expected_costs(ens) -> tuple[float, float] | None:
     """A row's expected cost for the walk, in steps (the internal nodes on its path, and
-    SPECIAL_NODE_STEPS for each special node) and its expected false nodes (nodes whose test
+    CODED_NODE_STEPS or SPECIAL_NODE_STEPS for each special node) and its expected false nodes (nodes whose test
     sends it right, those the QuickScorer scan pays for), summed over the trees, as the
     training rows went (each node's cover over its tree's root's; the share of a node's rows
     that went right). None without covers."""
@@ -128,7 +136,9 @@ def expected_costs(ens) -> tuple[float, float] | None:
         right_cover = np.where(right >= 0, node_cover[first + np.maximum(right, 0)],
                                leaf_cover[leaf_off[:-1][tree_of] + np.maximum(~right, 0)])
         false = np.where(node_cover > 0, right_cover / node_cover, 0.5)
-    return float(path.sum()) + SPECIAL_NODE_STEPS * special_nodes(ens), float(false.sum())
+    coded, other = special_nodes(ens)
+    return (float(path.sum()) + CODED_NODE_STEPS * coded + SPECIAL_NODE_STEPS * other,
+            float(false.sum()))
 
 
 #: one_row's and few_rows's default: compute the model's expected_costs

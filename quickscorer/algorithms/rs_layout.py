@@ -202,6 +202,41 @@ def categorical_nodes(ens: Ensemble, nodes: np.ndarray, flip: np.ndarray, lo: np
     node_offset = np.asarray(ens.trees.node_offset, np.int64)
     feature = np.asarray(packed["feature"], np.int64)[nodes]
     slot_column, slot = np.unique(feature, return_inverse=True)
+    # away from the first subtree: right for a node in its own order, left for a mirrored one
+    away = codes_going_left(ens, nodes) == flip[nodes].astype(bool)[:, None]
+    return {
+        "slot_column": slot_column.astype(np.int32),
+        "tree": (np.searchsorted(node_offset, nodes, side="right") - 1).astype(np.int64),
+        "slot": slot.astype(np.int32).reshape(-1),
+        "table": np.packbits(away, axis=1, bitorder="little"),
+        "lo": np.asarray(lo, np.int64)[nodes],
+        "hi": np.asarray(mid, np.int64)[nodes],
+    }
+
+
+def coded_categorical(ens: Ensemble, nodes: np.ndarray) -> np.ndarray:
+    """Which of the nodes ``nodes`` (packed indices) are categorical splits whose listed
+    categories are all below CAT_CODES (those a code decides: :func:`codes_going_left`)."""
+    packed = ens.trees.arrays
+    if nodes.shape[0] == 0 or not ens.has_categorical:
+        return np.zeros(nodes.shape[0], bool)
+    cat_off = np.asarray(packed["cat_offset"], np.int64)
+    counts = cat_off[nodes + 1] - cat_off[nodes]
+    owner = np.repeat(np.arange(nodes.shape[0]), counts)
+    first = np.repeat(cat_off[nodes] - np.cumsum(counts) + counts, counts)
+    listed = np.asarray(packed["cat_values"], np.int64)[first + np.arange(owner.shape[0])]
+    top = np.full(nodes.shape[0], -1, np.int64)      # the largest listed category
+    np.maximum.at(top, owner, listed)
+    return np.asarray(packed["is_categorical"], bool)[nodes] & (top < CAT_CODES)
+
+
+def codes_going_left(ens: Ensemble, nodes: np.ndarray) -> np.ndarray:
+    """For the categorical nodes ``nodes`` (packed indices) whose categories are all below
+    CAT_CODES, which of the 256 codes (``CAT_*``) go left: the listed categories, and NaN
+    where the node's default side is left. Shape (len(nodes), 256), bool."""
+    packed = ens.trees.arrays
+    if nodes.shape[0] == 0:             # (a model without categorical splits has no lists)
+        return np.zeros((0, 256), bool)
     cat_offset = np.asarray(packed["cat_offset"], np.int64)
     counts = cat_offset[nodes + 1] - cat_offset[nodes]
     starts = np.zeros(nodes.shape[0] + 1, np.int64)
@@ -213,16 +248,7 @@ def categorical_nodes(ens: Ensemble, nodes: np.ndarray, flip: np.ndarray, lo: np
     left[owner, listed] = True
     left[:, CAT_NONE] = False
     left[:, CAT_NAN] = np.asarray(packed["default_left"], bool)[nodes]
-    # away from the first subtree: right for a node in its own order, left for a mirrored one
-    away = left == flip[nodes].astype(bool)[:, None]
-    return {
-        "slot_column": slot_column.astype(np.int32),
-        "tree": (np.searchsorted(node_offset, nodes, side="right") - 1).astype(np.int64),
-        "slot": slot.astype(np.int32).reshape(-1),
-        "table": np.packbits(away, axis=1, bitorder="little"),
-        "lo": np.asarray(lo, np.int64)[nodes],
-        "hi": np.asarray(mid, np.int64)[nodes],
-    }
+    return left
 
 
 def categorical_fields(cat: dict | None, tree_byte_offsets: np.ndarray,

@@ -14,6 +14,7 @@ from .. import _walk
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
+from .rs_layout import coded_categorical, codes_going_left
 from .traversal import node_arrays
 
 N_RULES = _walk.N_RULE_KINDS
@@ -58,7 +59,14 @@ def walk_arrays(ens: Ensemble) -> dict:
       categorical splits, and thresholds that are NaN or +inf (where +inf could not stand
       for "right"). Their canonical fields (``feature``, ``threshold``, ``flags``,
       ``cat_offset``, ``cat_nwords``, ``cat_words``, as :func:`node_arrays` has them) are
-      kept for those nodes only, in column order.
+      kept for those nodes only, in column order;
+    - ``special_table`` (int32, one per special node): for a categorical node whose
+      categories are all below ``rs_layout.CAT_CODES`` (``rs_layout.coded_categorical``),
+      its row of ``special_tables``
+      (uint8, 32 bytes a row: bit ``c % 8`` of byte ``c // 8`` set where a value of code ``c``,
+      rs_layout's ``CAT_*``, goes right), so that expanding a row costs such a node a code
+      and a bit, without a branch on its side (11 ns a node before, by the node's own rule,
+      which the others, -1, keep).
     """
     a = node_arrays(ens)
     F = ens.n_features
@@ -90,7 +98,14 @@ def walk_arrays(ens: Ensemble) -> dict:
     roots[:n_trees] = np.where(np.diff(offsets) > 0, offsets[:-1], n)
     out = {name: np.ascontiguousarray(a[name][special])
            for name in ("feature", "threshold", "flags", "cat_offset", "cat_nwords")}
+    canon = np.flatnonzero(special)              # column order
+    tabled = coded_categorical(ens, canon)
+    table = np.full(n_special, -1, np.int32)
+    table[tabled] = np.arange(int(tabled.sum()), dtype=np.int32)
+    goes_right = ~codes_going_left(ens, canon[tabled])
     out.update(
+        special_table=table,
+        special_tables=np.packbits(goes_right, axis=1, bitorder="little").reshape(-1),
         cat_words=a["cat_words"],
         node_offset=offsets,
         walk_nodes=nodes.view(np.uint64),

@@ -14,7 +14,9 @@ cimport numpy as cnp
 from libc.math cimport INFINITY, isnan
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
-from ._forest cimport ForestView, FAMILY_XGBOOST, leaf_f32
+from libc.stdint cimport uint8_t
+
+from ._forest cimport ForestView, FAMILY_XGBOOST, category_of, leaf_f32
 from ._kernel cimport emit, Layout, NodeView, array_data, node_goes_left, set_nodes
 
 import numpy as np
@@ -57,6 +59,8 @@ cdef struct WalkView:
     const int32_t* fill_cols      # [n_fill] the rule columns some node reads
     const int64_t* rule_start     # [N_RULES + 1] where each rule's columns start in fill_cols
     int64_t n_fill
+    const int32_t* special_table  # [n_special] a categorical node's row of tables, or -1
+    const uint8_t* tables         # [32 rows] the codes (rs_layout CAT_*) that go right
     int64_t n_special
     int64_t n_cols
     int64_t n_features
@@ -114,6 +118,16 @@ cdef class WalkLayout(Layout):
         self._rule_start = np.searchsorted(fill, np.arange(N_RULES + 1) * F).astype(np.int64)
         self.view.rule_start = <const int64_t*>array_data(self._rule_start, np.int64, "walk",
                                                           "rule_start")
+        table, tables = a["special_table"], a["special_tables"]
+        if (table.shape[0] != n_special or tables.shape[0] % 32 or (n_special and (
+                table.min() < -1 or table.max() >= tables.shape[0] // 32
+                or np.any((a["flags"][table >= 0] & 1) == 0)))):
+            raise ValueError("walk layout fields 'special_table' / 'special_tables' do not "
+                             "fit the special nodes")
+        self.view.special_table = <const int32_t*>array_data(table, np.int32, "walk",
+                                                             "special_table")
+        self.view.tables = <const uint8_t*>array_data(tables, np.uint8, "walk",
+                                                      "special_tables")
         self.view.n_fill = fill.shape[0]
         self.view.n_special = n_special
         self.view.n_cols = n_cols
@@ -152,8 +166,28 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
                 x = -INFINITY if rule == RULE_ZERO_LEFT else INFINITY
             xr[c] = x
     c = N_RULES * F
+    cdef double sides[2]
+    sides[0] = -INFINITY
+    sides[1] = INFINITY
+    cdef int32_t k
+    cdef int code
     for j in range(v.n_special):
-        xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
+        k = v.special_table[j]
+        if k >= 0:         # a categorical node: its side by its table, no branch on it
+            code = cat_code(family, row[v.nodes.feature[j]])
+            xr[c + j] = sides[(v.tables[32 * k + (code >> 3)] >> (code & 7)) & 1]
+        else:
+            xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
+
+
+cdef inline int cat_code(int family, double x) noexcept nogil:
+    """A value's code in the tables (rs_layout's CAT_*: the category below 254, 254 where
+    it names none of those, 255 for NaN)."""
+    cdef int64_t cat
+    if isnan(x):
+        return 255
+    cat = category_of(family, x)
+    return <int>cat if 0 <= cat < 254 else 254
 
 
 def preorder(const int32_t[::1] left, const int32_t[::1] right, const int64_t[::1] offsets):
