@@ -9,7 +9,10 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
   (log-normal counts and reals), 136 features;
 * ``xgb-depth<d>-<data>-<trees>[-exact|-approx]``: XGBoost grown depth-wise to depth d (6
   is its default) by its hist method (or the one named), same data;
-* ``ltr-1000x64``: the partial trees of the lambdarank model of ``compare.py``.
+* ``ltr-1000x64``: the partial trees of the lambdarank model of ``compare.py``;
+* ``cat<c>x<k>-<trees>x<leaves>``: LightGBM regression with categorical splits, ``c``
+  categorical columns of ``k`` categories among 136 (``cat2x8-500x64``: 3% of the nodes
+  categorical; ``cat8x40-500x64``: 90%).
 
 Engines, timed interleaved in one process on the same rows with the same thread count: this
 library's default ``predict`` (and the same with ``QUICKSCORER_ISA=avx2``, what an AVX2-only
@@ -57,6 +60,10 @@ def workload(shape: str, n_rows: int) -> W.Workload:
     if m:
         return W.xgb_depth(int(m.group(3)), int(m.group(1)), m.group(2), n_rows,
                            m.group(4) or "hist")
+    m = re.fullmatch(r"cat(\d+)x(\d+)-(\d+)x(\d+)", shape)
+    if m:
+        return W.categorical(int(m.group(3)), int(m.group(4)), int(m.group(1)),
+                             int(m.group(2)), n_rows)
     m = re.fullmatch(r"ltr-(\d+)x(\d+)", shape)
     if m:
         return W.ltr(int(m.group(1)), int(m.group(2)), n_rows, xgboost=False)
