@@ -118,10 +118,10 @@ def special_nodes(ens) -> tuple[int, int]:
 
 def expected_costs(ens) -> tuple[float, float] | None:
     """A row's expected cost for the walk, in steps (the internal nodes on its path, and
-    CODED_NODE_STEPS or SPECIAL_NODE_STEPS for each special node) and its expected false nodes (nodes whose test
-    sends it right, those the QuickScorer scan pays for), summed over the trees, as the
-    training rows went (each node's cover over its tree's root's; the share of a node's rows
-    that went right). None without covers."""
+    CODED_NODE_STEPS or SPECIAL_NODE_STEPS for each special node) and its expected false
+    nodes (nodes whose test sends it right, those the QuickScorer scan pays for), summed
+    over the trees, as the training rows went (each node's cover over its tree's root's;
+    the share of a node's rows that went right). None without covers."""
     if not ens.has_cover:
         return None
     a = ens.trees.arrays

@@ -5,8 +5,8 @@ and comparisons of byte ranks (layout: :mod:`~quickscorer.algorithms.rs_layout`;
 
 It scores models whose trees have at most 256 leaves and whose categorical splits list
 categories below 254 (:func:`rs_layout.unsupported` says why another model is not one;
-``vqs`` scores every model); a feature of more than 255 distinct thresholds is ranked in several byte-wide slots
-(``rs_layout.fold_halves``).
+``vqs`` scores every model); a feature of more than 255 distinct thresholds is ranked in
+several byte-wide slots (``rs_layout.fold_halves``).
 """
 from __future__ import annotations
 

@@ -214,20 +214,29 @@ def categorical_nodes(ens: Ensemble, nodes: np.ndarray, flip: np.ndarray, lo: np
     }
 
 
-def coded_categorical(ens: Ensemble, nodes: np.ndarray) -> np.ndarray:
-    """Which of the nodes ``nodes`` (packed indices) are categorical splits whose listed
-    categories are all below CAT_CODES (those a code decides: :func:`codes_going_left`)."""
+def _listed(ens: Ensemble, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The categories listed by the nodes ``nodes`` (packed indices), all in one array, and
+    the position in ``nodes`` of the node that lists each."""
     packed = ens.trees.arrays
-    if nodes.shape[0] == 0 or not ens.has_categorical:
-        return np.zeros(nodes.shape[0], bool)
+    if nodes.shape[0] == 0 or not ens.has_categorical:   # (no lists without categories)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     cat_off = np.asarray(packed["cat_offset"], np.int64)
     counts = cat_off[nodes + 1] - cat_off[nodes]
     owner = np.repeat(np.arange(nodes.shape[0]), counts)
     first = np.repeat(cat_off[nodes] - np.cumsum(counts) + counts, counts)
-    listed = np.asarray(packed["cat_values"], np.int64)[first + np.arange(owner.shape[0])]
+    return (np.asarray(packed["cat_values"], np.int64)[first + np.arange(owner.shape[0])],
+            owner)
+
+
+def coded_categorical(ens: Ensemble, nodes: np.ndarray) -> np.ndarray:
+    """Which of the nodes ``nodes`` (packed indices) are categorical splits whose listed
+    categories are all below CAT_CODES (those a code decides: :func:`codes_going_left`)."""
+    if nodes.shape[0] == 0 or not ens.has_categorical:
+        return np.zeros(nodes.shape[0], bool)
+    listed, owner = _listed(ens, nodes)
     top = np.full(nodes.shape[0], -1, np.int64)      # the largest listed category
     np.maximum.at(top, owner, listed)
-    return np.asarray(packed["is_categorical"], bool)[nodes] & (top < CAT_CODES)
+    return np.asarray(ens.trees.arrays["is_categorical"], bool)[nodes] & (top < CAT_CODES)
 
 
 def codes_going_left(ens: Ensemble, nodes: np.ndarray) -> np.ndarray:
@@ -235,15 +244,7 @@ def codes_going_left(ens: Ensemble, nodes: np.ndarray) -> np.ndarray:
     CAT_CODES, which of the 256 codes (``CAT_*``) go left: the listed categories, and NaN
     where the node's default side is left. Shape (len(nodes), 256), bool."""
     packed = ens.trees.arrays
-    if nodes.shape[0] == 0:             # (a model without categorical splits has no lists)
-        return np.zeros((0, 256), bool)
-    cat_offset = np.asarray(packed["cat_offset"], np.int64)
-    counts = cat_offset[nodes + 1] - cat_offset[nodes]
-    starts = np.zeros(nodes.shape[0] + 1, np.int64)
-    np.cumsum(counts, out=starts[1:])
-    owner = np.repeat(np.arange(nodes.shape[0]), counts)
-    listed = np.asarray(packed["cat_values"], np.int64)[
-        cat_offset[nodes][owner] + np.arange(int(starts[-1])) - starts[owner]]
+    listed, owner = _listed(ens, nodes)
     left = np.zeros((nodes.shape[0], 256), bool)
     left[owner, listed] = True
     left[:, CAT_NONE] = False
