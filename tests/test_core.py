@@ -9,6 +9,7 @@ import pytest
 
 import quickscorer
 from quickscorer import InputError, Model, ModelFormatError
+from quickscorer.algorithms.forest import MAX_CATEGORY_WORDS, category_tables
 from quickscorer.ir import reference
 from quickscorer.ir import Ensemble, build_tree
 
@@ -91,6 +92,28 @@ def test_categorical_values_must_be_integers():
         paper_tree(is_categorical=cat, categories={0: [1.5]})
     with pytest.raises(ModelFormatError, match="invalid category"):
         paper_tree(is_categorical=cat, categories={0: [-1]})
+
+
+def test_category_bitsets_too_large_are_refused_and_others_laid_out_word_by_word():
+    """forest.category_tables lays every categorical node's bitset out at once: its words
+    hold exactly the listed categories, and bitsets past MAX_CATEGORY_WORDS in all are
+    refused, naming the category, before anything that size is allocated."""
+    cat = [True] + [False] * 10
+    ens = Ensemble(trees=(paper_tree(is_categorical=cat, categories={0: [0, 31, 32, 95]}),
+                          paper_tree(is_categorical=cat, categories={0: []}),
+                          paper_tree(is_categorical=cat, categories={0: [5]})),
+                   tree_group=[0, 0, 0], n_outputs=1, n_features=8, family="lightgbm",
+                   base_score=[0.0])
+    offset, nwords, words = category_tables(ens)
+    root = np.asarray(ens.trees.node_offset[:-1])
+    assert list(nwords[root]) == [3, 0, 1] and list(offset[root]) == [0, 3, 3]
+    assert list(words) == [1 | (1 << 31), 1, 1 << 31, 1 << 5]
+    huge = 32 * MAX_CATEGORY_WORDS
+    big = Ensemble(trees=(paper_tree(is_categorical=cat, categories={0: [3, huge]}),),
+                   tree_group=[0], n_outputs=1, n_features=8, family="lightgbm",
+                   base_score=[0.0])
+    with pytest.raises(ModelFormatError, match=f"largest category {huge}"):
+        category_tables(big)
 
 
 @pytest.mark.parametrize("change, message", [

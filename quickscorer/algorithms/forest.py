@@ -46,21 +46,29 @@ def category_tables(ens: Ensemble) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     nwords = np.zeros(n_nodes, np.int64)
     if packed["cat_offset"] is None:
         return offset, nwords, np.zeros(1, np.uint32)
-    chunks = []
-    pos = 0
-    cat_offset, cat_values = packed["cat_offset"], packed["cat_values"]
-    for g in np.flatnonzero(packed["is_categorical"]).tolist():
-        cats = cat_values[cat_offset[g]:cat_offset[g + 1]].astype(np.int64)
-        if cats.size and int(cats.max()) // 32 + 1 + pos > MAX_CATEGORY_WORDS:
-            raise ModelFormatError(
-                f"categorical splits need more than {MAX_CATEGORY_WORDS} bitset words "
-                f"(largest category {int(cats.max())}); refusing an absurd model")
-        words = category_bitset(cats)
-        offset[g] = pos
-        nwords[g] = words.size
-        chunks.append(words)
-        pos += words.size
-    words = np.concatenate(chunks) if chunks else np.zeros(1, np.uint32)
+    cat_offset = np.asarray(packed["cat_offset"], np.int64)
+    nodes = np.flatnonzero(packed["is_categorical"])
+    if nodes.size == 0:
+        return offset, nwords, np.zeros(1, np.uint32)
+    # every listed category at once (a loop over the nodes took 0.43 s for 28,586 of them)
+    counts = cat_offset[nodes + 1] - cat_offset[nodes]
+    owner = np.repeat(np.arange(nodes.size), counts)
+    first = np.repeat(cat_offset[nodes] - np.cumsum(counts) + counts, counts)
+    cats = np.asarray(packed["cat_values"], np.int64)[first + np.arange(owner.size)]
+    top = np.full(nodes.size, -1, np.int64)              # largest category per node
+    np.maximum.at(top, owner, cats)
+    size = np.where(counts > 0, top // 32 + 1, 0)
+    end = np.cumsum(size)
+    if end.size and int(end[-1]) > MAX_CATEGORY_WORDS:
+        bad = int(np.argmax(end > MAX_CATEGORY_WORDS))
+        raise ModelFormatError(
+            f"categorical splits need more than {MAX_CATEGORY_WORDS} bitset words "
+            f"(largest category {int(top[bad])}); refusing an absurd model")
+    offset[nodes] = end - size
+    nwords[nodes] = size
+    words = np.zeros(int(end[-1]), np.uint32)
+    np.bitwise_or.at(words, offset[nodes][owner] + cats // 32,
+                     np.uint32(1) << (cats % 32).astype(np.uint32))
     return offset, nwords, words
 
 
