@@ -54,7 +54,35 @@ nodes / path length)::
     XGBoost depth 8                  1.61          9.1
     full 255 leaves                  1.63         14.2
 
-so the walk from WALK_MIN_RATIO up; the scan where the model gives no covers. For 4 to 8
+so the walk from WALK_MIN_RATIO up; the scan where the model gives no covers. Measured
+again in session 17, after the walk's rule-by-rule expansion (session 16) and with the
+categorical nodes the walk decides by a table counted as steps (CODED_NODE_STEPS), 19 models
+(``python benchmarks/one_row.py --shapes ... --rounds 5``, same VM), by ratio::
+
+    model                         false / walk steps   scan / walk
+    categorical, 90% (500 trees)          0.58             0.10
+    full 8 leaves                         1.13             0.70
+    XGBoost depth 4, heavy-tailed         1.15             0.56
+    full 16 leaves                        2.10             0.89
+    XGBoost depth 6, heavy-tailed         3.03             0.78
+    full 31 leaves, heavy-tailed          3.11             0.93
+    lambdarank 64 leaves                  3.27             0.79
+    XGBoost depth 6                       3.47             0.90
+    full 31 leaves                        3.61             1.12
+    categorical, 3% (500 trees)           3.66             1.14
+    full 64 leaves, 10% NaN               4.50             1.21
+    full 64 leaves, heavy-tailed          5.40             1.18
+    XGBoost depth 7, 10% NaN              5.74             1.21
+    full 64 leaves                        6.09             1.38
+    lambdarank 255 leaves                 7.62             1.48
+    XGBoost depth 8                       9.13             1.92
+    full 128 leaves                       9.89             1.72
+    full 255 leaves, heavy-tailed        12.45             1.87
+    full 255 leaves                      14.24             2.29
+
+The scan is faster on every model up to 3.47, the walk on every model from 3.61, so
+WALK_MIN_RATIO is 3.55 (it was 5, which left the walk's 12-21% on full 31 leaves, the
+3%-categorical model and full 64 leaves with NaN). For 4 to 8
 rows the walk from FEW_ROWS_WALK_RATIO up, between the full 64-leaf model (6.1: ``vqs``
 faster from 5 rows) and XGBoost depth 8 (9.1: the walk faster to 6 rows, within 17% at 7
 and 8).
@@ -78,7 +106,7 @@ RS_MIN_ROWS = 9
 PARALLEL_MIN_ROWS = 64
 
 #: the one-row walk from this many expected false nodes per node on a row's path
-WALK_MIN_RATIO = 5.0
+WALK_MIN_RATIO = 3.55
 
 #: a node the walk decides before it starts, one by one, for every row (walk.walk_arrays's
 #: special nodes) costs about this many steps of a walk (2.7 ns a step, 1,000 x 31 leaves):
