@@ -94,6 +94,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .rs_layout import coded_categorical
+from .walk import special_mask
 
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
 VQS_MIN_ROWS = 4
@@ -136,10 +137,7 @@ def special_nodes(ens) -> tuple[int, int]:
     """The nodes the walk decides one by one before it starts (walk.walk_arrays's special
     nodes): the categorical splits it decides by a table (``rs_layout.coded_categorical``)
     and the others (other categorical splits, NaN and +inf thresholds)."""
-    a = ens.trees.arrays
-    thr = np.asarray(a["threshold"], np.float64)
-    special = np.flatnonzero(np.asarray(a["is_categorical"], bool) | np.isnan(thr)
-                             | (thr == np.inf))
+    special = np.flatnonzero(special_mask(ens))
     coded = int(np.count_nonzero(coded_categorical(ens, special)))
     return coded, special.shape[0] - coded
 

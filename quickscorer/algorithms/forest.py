@@ -35,6 +35,20 @@ def category_bitset(cats: np.ndarray) -> np.ndarray:
     return words
 
 
+def listed_categories(ens: Ensemble, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The categories the nodes ``nodes`` (packed indices, categorical or not) list, all in
+    one int64 array, and for each the position in ``nodes`` of the node that lists it."""
+    packed = ens.trees.arrays
+    if nodes.shape[0] == 0 or packed["cat_offset"] is None:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cat_offset = np.asarray(packed["cat_offset"], np.int64)
+    counts = cat_offset[nodes + 1] - cat_offset[nodes]
+    owner = np.repeat(np.arange(nodes.shape[0]), counts)
+    first = np.repeat(cat_offset[nodes] - np.cumsum(counts) + counts, counts)
+    return (np.asarray(packed["cat_values"], np.int64)[first + np.arange(owner.shape[0])],
+            owner)
+
+
 def category_tables(ens: Ensemble) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bitsets of all categorical nodes, concatenated in tree then node order.
 
@@ -46,18 +60,14 @@ def category_tables(ens: Ensemble) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     nwords = np.zeros(n_nodes, np.int64)
     if packed["cat_offset"] is None:
         return offset, nwords, np.zeros(1, np.uint32)
-    cat_offset = np.asarray(packed["cat_offset"], np.int64)
     nodes = np.flatnonzero(packed["is_categorical"])
     if nodes.size == 0:
         return offset, nwords, np.zeros(1, np.uint32)
     # every listed category at once (a loop over the nodes took 0.43 s for 28,586 of them)
-    counts = cat_offset[nodes + 1] - cat_offset[nodes]
-    owner = np.repeat(np.arange(nodes.size), counts)
-    first = np.repeat(cat_offset[nodes] - np.cumsum(counts) + counts, counts)
-    cats = np.asarray(packed["cat_values"], np.int64)[first + np.arange(owner.size)]
-    top = np.full(nodes.size, -1, np.int64)              # largest category per node
+    cats, owner = listed_categories(ens, nodes)
+    top = np.full(nodes.size, -1, np.int64)              # largest category per node (-1: none)
     np.maximum.at(top, owner, cats)
-    size = np.where(counts > 0, top // 32 + 1, 0)
+    size = top // 32 + 1
     end = np.cumsum(size)
     if end.size and int(end[-1]) > MAX_CATEGORY_WORDS:
         bad = int(np.argmax(end > MAX_CATEGORY_WORDS))

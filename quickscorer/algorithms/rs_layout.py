@@ -78,9 +78,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _build, _layout
+from .. import _build, _forest, _layout
 from ..errors import ModelFormatError
 from ..ir.ensemble import Ensemble
+from .forest import listed_categories
 from .qs_layout import (N_SEGMENT_KINDS, SEGMENT_NAN, entry_trees, numeric_layout,
                         tree_word_offsets_of)
 
@@ -102,12 +103,10 @@ ENTRY_DTYPE = np.dtype([("byte", "<u2"), ("thr_b", "u1"), ("mask", "u1")])
 MAX_BLOCK_ROWS = 65536
 #: node variants a feature is split into (mirrored or not, missing values cleared or not)
 N_HALVES = 4
-#: a categorical slot's byte code of a value (rs_simd.h's rs_cat_code): the category itself
-#: below CAT_CODES, CAT_NONE where the value names no category below it (negative, too
-#: large, infinite: no split lists it), CAT_NAN for NaN
-CAT_CODES = 254
-CAT_NONE = 254
-CAT_NAN = 255
+#: a categorical slot's byte code of a value (_forest.pxd's category_code, which the kernels
+#: run): the category itself below CAT_CODES, CAT_NONE where the value names no category
+#: below it (negative, too large, infinite: no split lists it), CAT_NAN for NaN
+CAT_CODES, CAT_NONE, CAT_NAN = _forest.CATEGORY_CODES
 
 
 def unsupported(ens: Ensemble) -> str | None:
@@ -214,26 +213,12 @@ def categorical_nodes(ens: Ensemble, nodes: np.ndarray, flip: np.ndarray, lo: np
     }
 
 
-def _listed(ens: Ensemble, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The categories listed by the nodes ``nodes`` (packed indices), all in one array, and
-    the position in ``nodes`` of the node that lists each."""
-    packed = ens.trees.arrays
-    if nodes.shape[0] == 0 or not ens.has_categorical:   # (no lists without categories)
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    cat_off = np.asarray(packed["cat_offset"], np.int64)
-    counts = cat_off[nodes + 1] - cat_off[nodes]
-    owner = np.repeat(np.arange(nodes.shape[0]), counts)
-    first = np.repeat(cat_off[nodes] - np.cumsum(counts) + counts, counts)
-    return (np.asarray(packed["cat_values"], np.int64)[first + np.arange(owner.shape[0])],
-            owner)
-
-
 def coded_categorical(ens: Ensemble, nodes: np.ndarray) -> np.ndarray:
     """Which of the nodes ``nodes`` (packed indices) are categorical splits whose listed
     categories are all below CAT_CODES (those a code decides: :func:`codes_going_left`)."""
     if nodes.shape[0] == 0 or not ens.has_categorical:
         return np.zeros(nodes.shape[0], bool)
-    listed, owner = _listed(ens, nodes)
+    listed, owner = listed_categories(ens, nodes)
     top = np.full(nodes.shape[0], -1, np.int64)      # the largest listed category
     np.maximum.at(top, owner, listed)
     return np.asarray(ens.trees.arrays["is_categorical"], bool)[nodes] & (top < CAT_CODES)
@@ -244,7 +229,7 @@ def codes_going_left(ens: Ensemble, nodes: np.ndarray) -> np.ndarray:
     CAT_CODES, which of the 256 codes (``CAT_*``) go left: the listed categories, and NaN
     where the node's default side is left. Shape (len(nodes), 256), bool."""
     packed = ens.trees.arrays
-    listed, owner = _listed(ens, nodes)
+    listed, owner = listed_categories(ens, nodes)
     left = np.zeros((nodes.shape[0], 256), bool)
     left[owner, listed] = True
     left[:, CAT_NONE] = False

@@ -37,6 +37,15 @@ def _rules(ens: Ensemble, flags: np.ndarray) -> np.ndarray:
                      _R["nan_left"] + side)
 
 
+def special_mask(ens: Ensemble) -> np.ndarray:
+    """The nodes (packed order) that read a column of their own in the walk, decided one by
+    one before it starts: categorical splits, and thresholds that are NaN or +inf (where
+    +inf could not stand for "right")."""
+    a = ens.trees.arrays
+    thr = np.asarray(a["threshold"], np.float64)
+    return np.asarray(a["is_categorical"], bool) | np.isnan(thr) | (thr == np.inf)
+
+
 def walk_arrays(ens: Ensemble) -> dict:
     """The walk's layout:
 
@@ -73,7 +82,7 @@ def walk_arrays(ens: Ensemble) -> dict:
     n = a["feature"].shape[0]
     flags = a["flags"]
     thr = a["threshold"].copy()
-    special = ((flags & 1) == 1) | np.isnan(thr) | (thr == np.inf)
+    special = special_mask(ens)
     n_special = int(special.sum())
     col = (_rules(ens, flags).astype(np.int64) * F + a["feature"]).astype(np.int64)
     col[special] = N_RULES * F + np.arange(n_special)

@@ -80,6 +80,24 @@ cdef inline int64_t category_of(int family, double x) noexcept nogil:
     return <int64_t>x
 
 
+# a value's one-byte category code (rs_layout / walk tables, indexed by it): the category
+# below CAT_CODES, CAT_NONE where the value names none of those, CAT_NAN for NaN
+cdef enum:
+    CAT_CODES = 254
+    CAT_NONE = 254
+    CAT_NAN = 255
+
+
+cdef inline int category_code(int family, double x) noexcept nogil:
+    """The code of a converted value (a split listing only categories below CAT_CODES
+    decides every value by it: NONE is listed by none)."""
+    cdef int64_t c
+    if isnan(x):
+        return CAT_NAN
+    c = category_of(family, x)
+    return <int>c if 0 <= c < CAT_CODES else CAT_NONE
+
+
 cdef inline bint goes_left(int family, uint8_t flags, double threshold,
                            const uint32_t* cat_words, int64_t cat_nwords,
                            double x) noexcept nogil:

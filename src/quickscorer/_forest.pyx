@@ -7,6 +7,9 @@ from libc.stdint cimport int32_t, int64_t
 
 cnp.import_array()
 
+#: (CAT_CODES, CAT_NONE, CAT_NAN) of _forest.pxd's category_code, for the layout builders
+CATEGORY_CODES = (CAT_CODES, CAT_NONE, CAT_NAN)
+
 
 cdef const void* _ptr(object a, object dtype, Py_ssize_t n, str name) except NULL:
     cdef cnp.ndarray arr = <cnp.ndarray?>a

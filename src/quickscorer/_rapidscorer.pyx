@@ -21,7 +21,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
 
 from ._forest cimport (Forest, ForestView, floating, load_row, scores_add_strided,
-                       FAMILY_XGBOOST)
+                       category_code, CAT_NONE, FAMILY_XGBOOST)
 from ._kernel cimport array_data, check_leaves, check_scores
 
 cnp.import_array()
@@ -56,8 +56,6 @@ cdef extern from "quickscorer/rs_simd.h":
                         const double* piv, const double* bkt, const float* piv32,
                         const float* bkt32, const int64_t* bkt_off, const uint8_t* rank_zero,
                         uint8_t* ranks, uint64_t* skip) noexcept nogil
-    void rs_group_codes(int xgboost, const double* rows, int64_t F, int lanes, int n_lanes,
-                        const int32_t* column, int64_t n_slots, uint8_t* codes) noexcept nogil
     void rs_block_cat(int isa, const uint8_t* codes, const int32_t* node_slot,
                       const uint8_t* tables, const int64_t* eoff, const rs_entry* entries,
                       int64_t k0, int64_t k1, uint8_t* state) noexcept nogil
@@ -356,9 +354,12 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
     rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
                    r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_pivots32,
                    r.rank_buckets32, r.rank_bucket_offsets, r.rank_zero, ranks, skip)
-    if r.n_cat_slots:
-        rs_group_codes(f.family == FAMILY_XGBOOST, rows, f.n_features, <int>lanes,
-                       <int>n_lanes, r.cat_slot_column, r.n_cat_slots, codes)
+    for k in range(r.n_cat_slots):       # each categorical slot's code per lane
+        for l in range(n_lanes):
+            codes[k * lanes + l] = <uint8_t>category_code(
+                f.family, rows[l * f.n_features + r.cat_slot_column[k]])
+        for l in range(n_lanes, lanes):
+            codes[k * lanes + l] = CAT_NONE
     # one output, no linear leaves: a block's trees in one C call (scores in registers)
     cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
     cdef const double* lv64 = r.leaf_value if r.leaf_order != NULL else f.leaf_value

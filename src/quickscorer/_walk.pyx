@@ -16,7 +16,7 @@ from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from libc.stdint cimport uint8_t
 
-from ._forest cimport ForestView, FAMILY_XGBOOST, category_of, leaf_f32
+from ._forest cimport ForestView, FAMILY_XGBOOST, category_code, leaf_f32
 from ._kernel cimport emit, Layout, NodeView, array_data, node_goes_left, set_nodes
 
 import numpy as np
@@ -174,20 +174,10 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
     for j in range(v.n_special):
         k = v.special_table[j]
         if k >= 0:         # a categorical node: its side by its table, no branch on it
-            code = cat_code(family, row[v.nodes.feature[j]])
+            code = category_code(family, row[v.nodes.feature[j]])
             xr[c + j] = sides[(v.tables[32 * k + (code >> 3)] >> (code & 7)) & 1]
         else:
             xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
-
-
-cdef inline int cat_code(int family, double x) noexcept nogil:
-    """A value's code in the tables (rs_layout's CAT_*: the category below 254, 254 where
-    it names none of those, 255 for NaN)."""
-    cdef int64_t cat
-    if isnan(x):
-        return 255
-    cat = category_of(family, x)
-    return <int>cat if 0 <= cat < 254 else 254
 
 
 def preorder(const int32_t[::1] left, const int32_t[::1] right, const int64_t[::1] offsets):

@@ -777,49 +777,13 @@ static inline void rs_group_ranks(int isa, const double* rows, int64_t F, int n_
 
 /* ---- categorical nodes ------------------------------------------------------------------
  * A categorical node is not a threshold, so it is not scanned by rank: each categorical
- * feature has a slot whose byte per document is the value's code (rs_cat_code: the category
- * below RS_CAT_CODES, RS_CAT_NONE where the value names none of them, RS_CAT_NAN), and each
+ * feature has a slot whose byte per document is the value's code (_forest.pxd's
+ * category_code: the category below 254, 254 where the value names none of those, 255 for
+ * NaN; computed by _rapidscorer.pyx's score_group), and each
  * node has a 256-bit table (32 bytes, bit c % 8 of byte c / 8) of the codes that leave it
  * away from its first subtree, whose leaves its entries then clear (rs_layout.py's
  * categorical_nodes). A block's categorical nodes are applied after its scan: every node,
  * every lane, no early stop (a node's cost is its table lookup and its entries). */
-#define RS_CAT_CODES 254
-#define RS_CAT_NONE 254
-#define RS_CAT_NAN 255
-
-/* the code of a converted value x: the rule of _forest.pxd's category_of (LightGBM
- * truncates, XGBoost first checks the float), categories from RS_CAT_CODES up as NONE (no
- * split of a layout lists them: rs_layout.unsupported) */
-static inline uint8_t rs_cat_code(int xgboost, double x)
-{
-    int64_t c;
-    if (x != x)
-        return RS_CAT_NAN;
-    if (xgboost) {
-        if (!(x >= 0.0 && x < 16777216.0))
-            return RS_CAT_NONE;
-    } else if (!(x > -2147483649.0 && x < 2147483648.0)) {
-        return RS_CAT_NONE;
-    }
-    c = (int64_t)x;
-    return (c < 0 || c >= RS_CAT_CODES) ? RS_CAT_NONE : (uint8_t)c;
-}
-
-/* codes[s * lanes + l] for the categorical slots s (input column column[s]) of a group's
- * n_lanes converted rows (row l at rows + l * F); lanes past n_lanes take RS_CAT_NONE */
-static inline void rs_group_codes(int xgboost, const double* rows, int64_t F, int lanes,
-                                  int n_lanes, const int32_t* column, int64_t n_slots,
-                                  uint8_t* codes)
-{
-    for (int64_t s = 0; s < n_slots; ++s) {
-        uint8_t* out = codes + s * lanes;
-        const double* xs = rows + column[s];
-        for (int l = 0; l < n_lanes; ++l)
-            out[l] = rs_cat_code(xgboost, xs[l * F]);
-        for (int l = n_lanes; l < lanes; ++l)
-            out[l] = RS_CAT_NONE;
-    }
-}
 
 /* nodes k0 .. k1 - 1 on a group of `lanes` lanes (portable C) */
 static void rs_cat_c(const uint8_t* codes, int lanes, const int32_t* node_slot,
