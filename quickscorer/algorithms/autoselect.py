@@ -110,11 +110,13 @@ PARALLEL_MIN_ROWS = 64
 WALK_MIN_RATIO = 3.55
 
 #: a node the walk decides before it starts, one by one, for every row (walk.walk_arrays's
-#: special nodes) costs about this many steps of a walk (2.7 ns a step, 1,000 x 31 leaves):
-#: a categorical split whose categories are below 254, decided by a code and a table bit,
-#: 2.8 ns; another (a NaN or +inf threshold; more categories) by the node's own rule, 11 ns.
-#: Measured on a LightGBM model of 500 trees, 28,586 of its 31,500 nodes categorical, AMD
-#: EPYC Zen 3: the walk took 312 us a row by the rule, 81 by tables; the scan 9.5-11.4
+#: special nodes) costs about this many steps of a walk. Measured on a LightGBM model of 500
+#: trees, 28,586 of its 31,500 nodes categorical, AMD EPYC Zen 3: the walk took 81 us a row
+#: deciding them by tables (2.8 ns a node, everything else of the call included), 312 by the
+#: nodes' own rule (10.9 ns); a step costs up to 4.9 ns (1,000 x 31 leaves: 13.2 us a row for
+#: 2,713 expected steps, every cost of the call included). So a categorical split whose
+#: categories are below 254 counts one step, another special node (a NaN or +inf threshold;
+#: larger categories) four
 CODED_NODE_STEPS = 1.0
 SPECIAL_NODE_STEPS = 4.0
 
