@@ -69,12 +69,15 @@ def time_engines(engines, X: np.ndarray, batch: int, repeat: int, min_rows: int,
 
 
 def agreement(engine, X: np.ndarray, reference: np.ndarray) -> tuple[bool, str]:
+    """Whether ``engine`` gives the source library's margins ``reference`` on ``X``; a peer
+    that returns probabilities is compared with the margins turned the same way."""
     got = np.asarray(engine.predict(X), dtype=np.float64).reshape(reference.shape)
-    ref = np.asarray(reference, dtype=np.float64)
+    ref = E.as_output(reference, engine.output)
+    what = "" if engine.output == "margin" else f" ({engine.output})"
     if np.array_equal(got, ref):
-        return True, "exact"
+        return True, "exact" + what
     diff = float(np.max(np.abs(got - ref)))
-    return False, f"max diff {diff:.2g}"
+    return False, f"max diff {diff:.2g}{what}"
 
 
 def build_engines(wl, names, n_threads, algorithms, dtypes, progress):

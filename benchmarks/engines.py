@@ -29,6 +29,9 @@ class Engine:
     name = "?"
     source = "lightgbm"      # which twin model it scores: "lightgbm" or "xgboost"
     exact = True             # promises bit-exact raw scores with the source library
+    # what predict returns: "margin" (raw scores), or for a peer that cannot give margins
+    # "probability" (sigmoid of the margin), "softmax" or "ova-probability" (sigmoid per class)
+    output = "margin"
 
     def __init__(self, model_path: Path, n_threads: int = 1):
         self.model_path = Path(model_path)
@@ -47,6 +50,17 @@ class Engine:
     def nbytes(self) -> tuple[int, str]:
         """Memory of the prepared model and how it was measured."""
         return self.model_path.stat().st_size, "model file"
+
+
+def as_output(margins: np.ndarray, output: str) -> np.ndarray:
+    """The source library's margins turned into what an engine with ``output`` returns."""
+    m = np.asarray(margins, dtype=np.float64)
+    if output in ("probability", "ova-probability"):
+        return 1.0 / (1.0 + np.exp(-m))
+    if output == "softmax":
+        e = np.exp(m - m.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    return m
 
 
 def compiled_path(model_path: Path, suffix: str) -> Path:
@@ -213,10 +227,23 @@ class ONNXRuntime(Engine):
                                             providers=["CPUExecutionProvider"])
         self._input = self.session.get_inputs()[0].name
         self._objective = objective
+        # the converter makes a classifier of a binary or multiclass model: its outputs are a
+        # label and the probabilities, never the margins; time that, and say so
+        outputs = [o.name for o in self.session.get_outputs()]
+        self._output = outputs[-1] if len(outputs) > 1 else outputs[0]
+        if objective.startswith(("binary", "cross_entropy")):
+            self.output = "probability"
+        elif objective.startswith("multiclass") and objective != "multiclassova":
+            self.output = "softmax"
+        elif objective.startswith("multiclass"):
+            self.output = "ova-probability"
 
     def predict(self, X):
-        out = self.session.run(None, {self._input: X.astype(np.float32)})
-        return np.squeeze(out[0]).astype(np.float64)
+        out = self.session.run([self._output], {self._input: X.astype(np.float32)})[0]
+        out = np.asarray(out, dtype=np.float64)
+        if self.output == "probability" and out.ndim == 2:
+            out = out[:, -1]
+        return np.squeeze(out)
 
     def nbytes(self):
         return self._bytes, "ONNX model"

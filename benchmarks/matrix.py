@@ -12,7 +12,10 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
 * ``ltr-1000x64``: the partial trees of the lambdarank model of ``compare.py``;
 * ``cat<c>x<k>-<trees>x<leaves>``: LightGBM regression with categorical splits, ``c``
   categorical columns of ``k`` categories among 136 (``cat2x8-500x64``: 3% of the nodes
-  categorical; ``cat8x40-500x64``: 90%).
+  categorical; ``cat8x40-500x64``: 90%);
+* ``shared-<task>-<iterations>x<leaves>``: LightGBM on one of the shared example datasets
+  (``rank``, ``binary``, ``multiclass``: 5 trees an iteration, ``regression``), scoring its
+  test rows; needs ``../shared`` beside the clone.
 
 Engines, timed interleaved in one process on the same rows with the same thread count: this
 library's default ``predict`` (and the same with ``QUICKSCORER_ISA=avx2``, what an AVX2-only
@@ -67,6 +70,9 @@ def workload(shape: str, n_rows: int) -> W.Workload:
     m = re.fullmatch(r"ltr-(\d+)x(\d+)", shape)
     if m:
         return W.ltr(int(m.group(1)), int(m.group(2)), n_rows, xgboost=False)
+    m = re.fullmatch(r"(shared-[a-z]+)-(\d+)x(\d+)", shape)
+    if m and m.group(1) in W.SHARED_TASKS:
+        return W.shared(m.group(1), int(m.group(2)), int(m.group(3)), xgboost=False)
     raise SystemExit(f"unknown shape {shape!r}")
 
 

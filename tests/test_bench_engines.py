@@ -72,3 +72,40 @@ def test_timing_is_per_document_and_positive(models):
     X = models["rows"]
     times = time_engines(engines, X, batch=7, repeat=2, min_rows=50)
     assert len(times) == 2 and all(0 < us < 1e5 for us in times)
+
+
+@pytest.mark.parametrize("objective", ["binary", "multiclass"])
+def test_classifier_peers_agree_in_their_own_output(objective, models, tmp_path):
+    """ONNX Runtime gives a classifier's probabilities, not its margins: the comparison turns
+    LightGBM's margins the same way (sigmoid, softmax) before it compares, so a classifier
+    model can be timed and checked like a regression one."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(1500, 6))
+    k = 3 if objective == "multiclass" else 2
+    y = np.digitize(X[:, 0] + X[:, 1] * X[:, 2], [-0.5, 0.5][: k - 1])
+    params = dict(objective=objective, num_leaves=8, verbose=-1, num_threads=1, seed=2)
+    if objective == "multiclass":
+        params["num_class"] = k
+    booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=10)
+    path = tmp_path / f"{objective}.txt"
+    booster.save_model(str(path))
+    ref = booster.predict(X[:200], raw_score=True)
+    for name in ("lightgbm", "onnxruntime"):
+        try:
+            engine = E.PEERS[name](path, n_threads=1)
+        except E.Missing as exc:
+            pytest.skip(f"{exc} (the bench and test extras install it)")
+        want = E.as_output(ref, engine.output)
+        got = np.asarray(engine.predict(X[:200]), dtype=np.float64).reshape(want.shape)
+        assert np.max(np.abs(got - want)) <= TOLERANCE[name], name
+        exact, text = agreement(engine, X[:200], ref)
+        assert exact == (name == "lightgbm"), text
+    assert engine.output == ("softmax" if objective == "multiclass" else "probability")
+
+
+def test_margins_turned_into_probabilities():
+    m = np.array([[0.0, np.log(3.0)], [2.0, 2.0]])
+    np.testing.assert_allclose(E.as_output(m, "softmax"), [[0.25, 0.75], [0.5, 0.5]])
+    np.testing.assert_allclose(E.as_output(np.array([0.0, np.log(3.0)]), "probability"),
+                               [0.5, 0.75])
+    assert np.array_equal(E.as_output(m, "margin"), m)
