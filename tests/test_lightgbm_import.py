@@ -649,11 +649,11 @@ def _break(text: str, how: str) -> tuple[str, str]:
             text, 1, "leaf_value", " ".join(_field(text, 1, "leaf_value") + ["1.5"])),
             r"tree 1: .*leaf_value"),
         "non_numeric_threshold": (_edit_tree_field(
-            text, 1, "threshold", " ".join(["abc"] + thr[1:])), r"tree 1: .*threshold"),
+            text, 1, "threshold", " ".join(["abc"] + thr[1:])), r"tree 1: .*threshold.*'abc'"),
         "two_dots": (_edit_tree_field(text, 1, "threshold", " ".join(["1.2.3"] + thr[1:])),
                      r"tree 1: .*threshold"),
         "nan_threshold": (_edit_tree_field(text, 1, "threshold", " ".join(["nan"] + thr[1:])),
-                          r"tree 1: .*threshold"),
+                          r"tree 1: .*threshold.* holds 'nan'"),
         "infinite_threshold": (_edit_tree_field(
             text, 1, "threshold", " ".join(["1e999"] + thr[1:])), r"tree 1: .*threshold"),
         "float_child": (_edit_tree_field(text, 1, "left_child", " ".join(["1.5"] + left[1:])),

@@ -350,6 +350,10 @@ def _break(how):
         t["split_conditions"][0] = "x"
     elif how == "unknown_split_type":
         t["split_type"][0] = 7
+    elif how == "default_left_not_bool":
+        t["default_left"][1] = 5          # XGBoost sends it right: only 1 means left
+    elif how == "default_left_negative":
+        t["default_left"][0] = -1
     elif how == "cat_segment_out_of_range":
         t = next(tr for tr in doc["learner"]["gradient_booster"]["model"]["trees"]
                  if tr["categories_nodes"])
@@ -374,7 +378,8 @@ BREAKS = ["short_array", "child_out_of_range", "cycle", "one_child", "feature_ou
           "negative_feature", "num_nodes_mismatch", "absurd_num_feature", "absurd_num_class",
           "base_score_text", "base_score_length", "unknown_objective", "gblinear",
           "vector_leaf", "tree_info_out_of_range", "tree_info_short", "no_trees",
-          "string_in_array", "unknown_split_type", "cat_segment_out_of_range", "cat_negative",
+          "string_in_array", "unknown_split_type", "default_left_not_bool",
+          "default_left_negative", "cat_segment_out_of_range", "cat_negative",
           "cat_node_not_categorical", "missing_learner"]
 
 
@@ -396,6 +401,8 @@ def test_messages_name_the_problem():
         load_xgboost(_break("unknown_objective"))
     with pytest.raises(ModelFormatError, match="vector-leaf"):
         load_xgboost(_break("vector_leaf"))
+    with pytest.raises(ModelFormatError, match=r"tree 0: node 1 has default_left = 5"):
+        load_xgboost(json.dumps(_break("default_left_not_bool")).encode())
 
 
 def test_truncated_files_are_refused():

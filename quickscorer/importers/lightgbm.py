@@ -623,9 +623,12 @@ class _Fields:
             return []
         m = bad_chars.search(value)
         if m:
+            # name the whole value the character sits in ('nan', not 'a')
+            start = max(value.rfind(" ", 0, m.start()), value.rfind("\t", 0, m.start())) + 1
+            token = value[start:].split(None, 1)[0][:40]
             raise ModelFormatError(
-                f"{self.where}: field '{key}' holds {m.group()!r}, which is not part of a "
-                f"number")
+                f"{self.where}: field '{key}' holds {token!r}, which is not a number "
+                f"this field can hold")
         tokens = value.split()
         if len(tokens) != n:
             raise ModelFormatError(

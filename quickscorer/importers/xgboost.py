@@ -594,6 +594,8 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
     left = whole["left_children"].astype(np.int64)
     right = whole["right_children"].astype(np.int64)
     feature = whole["split_indices"].astype(np.int64)
+    if ((whole["default_left"] != 0) & (whole["default_left"] != 1)).any():
+        return None                # refused by the checked path, which names the node
     default_left = whole["default_left"] != 0
     leaf = left == -1
     if (leaf & (feature == DELETED_SPLIT_INDEX) & default_left).any():
@@ -664,7 +666,14 @@ def _tree(t: int, raw: Any, n_features: int):
     right = _array(raw, "right_children", n, np.int64, where)
     feature = _array(raw, "split_indices", n, np.int64, where)
     cond = _array(raw, "split_conditions", n, np.float32, where)
-    default_left = _array(raw, "default_left", n, np.int64, where) != 0
+    default_left = _array(raw, "default_left", n, np.int64, where)
+    if ((default_left != 0) & (default_left != 1)).any():
+        # XGBoost reads only 1 as "left" (5 or -1 go right): no value but 0 and 1 is a
+        # model it wrote, so none is guessed at
+        node = int(np.flatnonzero((default_left != 0) & (default_left != 1))[0])
+        raise ModelFormatError(f"{where}: node {node} has default_left = "
+                               f"{int(default_left[node])} (0 or 1 expected)")
+    default_left = default_left != 0
     split_type = _array(raw, "split_type", n, np.int64, where, default=0)
     leaf = left == -1
     if (leaf != (right == -1)).any():

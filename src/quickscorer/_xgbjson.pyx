@@ -628,6 +628,8 @@ cdef int pack_tree(Parser ps) except -1:
             raise _Decline()                          # categorical splits (or damage)
         if not isfinite(cond[i]):
             raise _Decline()
+        if dl[i] != 0 and dl[i] != 1:
+            raise _Decline()                          # refused, by name, on the Python path
         if lc[i] == -1:
             if feat[i] == 2147483647 and dl[i] != 0:
                 raise _Decline()                      # a node the pruner deleted
