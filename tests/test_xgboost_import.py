@@ -354,6 +354,8 @@ def _break(how):
         t["default_left"][1] = 5          # XGBoost sends it right: only 1 means left
     elif how == "default_left_negative":
         t["default_left"][0] = -1
+    elif how == "tree_id_repeated":
+        doc["learner"]["gradient_booster"]["model"]["trees"][1]["id"] = 0
     elif how == "cat_segment_out_of_range":
         t = next(tr for tr in doc["learner"]["gradient_booster"]["model"]["trees"]
                  if tr["categories_nodes"])
@@ -379,7 +381,7 @@ BREAKS = ["short_array", "child_out_of_range", "cycle", "one_child", "feature_ou
           "base_score_text", "base_score_length", "unknown_objective", "gblinear",
           "vector_leaf", "tree_info_out_of_range", "tree_info_short", "no_trees",
           "string_in_array", "unknown_split_type", "default_left_not_bool",
-          "default_left_negative", "cat_segment_out_of_range", "cat_negative",
+          "default_left_negative", "tree_id_repeated", "cat_segment_out_of_range", "cat_negative",
           "cat_node_not_categorical", "missing_learner"]
 
 
@@ -403,6 +405,8 @@ def test_messages_name_the_problem():
         load_xgboost(_break("vector_leaf"))
     with pytest.raises(ModelFormatError, match=r"tree 0: node 1 has default_left = 5"):
         load_xgboost(json.dumps(_break("default_left_not_bool")).encode())
+    with pytest.raises(ModelFormatError, match=r"tree 1 has id 0"):
+        load_xgboost(json.dumps(_break("tree_id_repeated")).encode())
 
 
 def test_truncated_files_are_refused():

@@ -420,6 +420,13 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
         raise ModelFormatError(f"{where}: the model has no trees")
     if n_trees > MAX_TREES:
         raise ModelFormatError(f"{where}: {n_trees} trees is absurd")
+    for t, raw in enumerate(trees_raw):
+        # XGBoost puts each tree at the position its id names (a repeated id crashes it):
+        # the files it writes number them in order, and no other numbering is guessed at
+        tid = raw.get("id", t) if isinstance(raw, dict) else t
+        if isinstance(tid, bool) or not isinstance(tid, (int, np.integer)) or tid != t:
+            raise ModelFormatError(f"{where}: tree {t} has id {tid!r} (the trees are "
+                                   f"numbered 0 to {n_trees - 1} in order)")
     tree_info = _array(model, "tree_info", n_trees, np.int64, f"{where}: gbtree model")
     if ((tree_info < 0) | (tree_info >= n_outputs)).any():
         raise ModelFormatError(f"{where}: tree_info names an output outside [0, {n_outputs})")
