@@ -659,7 +659,9 @@ static inline void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n
  * column[f] of rows[l * F + ...], n_lanes lanes of `lanes`; rs_layout.py's rank slots): NaN
  * and zero take rank_zero[f] (NaN is compared as 0.0 by the "None" missing type) and are
  * marked in skip[3 f + kind], the lanes that segment kind skips (NaN for kinds 1 and 2, zero
- * for kind 1); lanes past n_lanes rank 0. */
+ * for kind 1); lanes past n_lanes copy lane 0's rank, so that they end no scan later than
+ * a real lane (rank 0, passing every test, would fail every mirrored one: its complement is
+ * 255, and mirrored segments of a partial group would then run to their sentinels). */
 #define RS_RANK_LANES(RANK, T, NPIV)                                                         \
         for (int l = 0; l < n_lanes; ++l)                                                   \
             rk[l] = (uint8_t)RANK(pv, bk, (T)xs[l * F], NPIV);
@@ -711,7 +713,7 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
         for (uint64_t m = nan_lanes; m; m &= m - 1)                                         \
             rk[rs_ctz64(m)] = (uint8_t)rz;                                                  \
         for (int l = n_lanes; l < lanes; ++l)                                               \
-            rk[l] = 0;                                                                      \
+            rk[l] = rk[0];                                                                  \
         skip[3 * f + 0] = 0;                                                                \
         skip[3 * f + 1] = nan_lanes | zero_lanes;                                           \
         skip[3 * f + 2] = nan_lanes;                                                        \
