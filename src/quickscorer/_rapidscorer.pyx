@@ -47,10 +47,10 @@ cdef extern from "quickscorer/rs_simd.h":
                     int weighted, float w) noexcept nogil
     int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off, int64_t t0,
                          int64_t t1, const double* leaf_value, const int64_t* leaf_off,
-                         double* acc) noexcept nogil
+                         double* acc, int n_lanes) noexcept nogil
     int rs_block_add_f32(int isa, const uint8_t* state, const int64_t* byte_off, int64_t t0,
                          int64_t t1, const float* leaf_value, const int64_t* leaf_off,
-                         const float* tree_weight, float* acc) noexcept nogil
+                         const float* tree_weight, float* acc, int n_lanes) noexcept nogil
     void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
                         const int32_t* used, int64_t n_used, const int32_t* column,
                         const double* piv, const double* bkt, const float* piv32,
@@ -370,10 +370,11 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
         if fused:
             if f.family == FAMILY_XGBOOST:
                 if rs_block_add_f32(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
-                                    lv32, f.tree_leaf_offset, f.tree_weight, acc32):
+                                    lv32, f.tree_leaf_offset, f.tree_weight, acc32,
+                                    <int>n_lanes):
                     continue
             elif rs_block_add_f64(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
-                                  lv64, f.tree_leaf_offset, acc64):
+                                  lv64, f.tree_leaf_offset, acc64, <int>n_lanes):
                 continue
         for t in range(t0, r.block_starts[b + 1]):
             rs_exits(isa, state + (r.tree_byte_offsets[t] - r.tree_byte_offsets[t0]) * lanes,

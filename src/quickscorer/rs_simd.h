@@ -537,47 +537,62 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
  * 64 for either half of a wide group) added to the 32 lanes' scores acc in tree order, the scores held in registers across the trees and each
  * 4 lanes' leaf values loaded in pairs into one vector (no gather instruction: slower than
  * these loads on AMD Zen 3). The same additions in the same order as rs_add_f64_c. */
-QS_TARGET("avx2")
-static void rs_block_add_f64_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
-                                  int64_t t0, int64_t t1, const double* leaf_value,
-                                  const int64_t* leaf_off, double* acc)
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline void rs_block_add_f64_avx2_n(const uint8_t* state, size_t stride,
+                                           const int64_t* byte_off, int64_t t0, int64_t t1,
+                                           const double* leaf_value, const int64_t* leaf_off,
+                                           double* acc, const int nc)
 {
     uint8_t idx[32] __attribute__((aligned(32)));
     __m256d a[8];
-    for (int c = 0; c < 8; ++c)
+    for (int c = 0; c < nc; ++c)
         a[c] = _mm256_loadu_pd(acc + 4 * c);
     for (int64_t t = t0; t < t1; ++t) {
         rs_exits_avx2s(state + (size_t)(byte_off[t] - byte_off[t0]) * stride,
                        (int)(byte_off[t + 1] - byte_off[t]), stride, idx);
         const double* v = leaf_value + leaf_off[t];
-        for (int c = 0; c < 8; ++c) {
+        for (int c = 0; c < nc; ++c) {
             const uint8_t* q = idx + 4 * c;
             const __m128d lo = _mm_loadh_pd(_mm_load_sd(v + q[0]), v + q[1]);
             const __m128d hi = _mm_loadh_pd(_mm_load_sd(v + q[2]), v + q[3]);
             a[c] = _mm256_add_pd(a[c], _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1));
         }
     }
-    for (int c = 0; c < 8; ++c)
+    for (int c = 0; c < nc; ++c)
         _mm256_storeu_pd(acc + 4 * c, a[c]);
+}
+
+/* all 32 lanes (a full group: the chunk count a constant, the scores in registers), or the
+ * first n_lanes of a partial one rounded up to 4 (a 10-row call adds 12 lanes, not 32) */
+QS_TARGET("avx2")
+static void rs_block_add_f64_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
+                                  int64_t t0, int64_t t1, const double* leaf_value,
+                                  const int64_t* leaf_off, double* acc, int n_lanes)
+{
+    if (n_lanes >= 29)
+        rs_block_add_f64_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off, acc, 8);
+    else
+        rs_block_add_f64_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off, acc,
+                                (n_lanes + 3) / 4);
 }
 
 /* The same for XGBoost's float32 sum: each 8 lanes' leaf values (times the tree's weight
  * where tree_weight is not NULL, as rs_add_f32_c) added to scores held in four registers. */
-QS_TARGET("avx2")
-static void rs_block_add_f32_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
-                                  int64_t t0, int64_t t1, const float* leaf_value,
-                                  const int64_t* leaf_off, const float* tree_weight,
-                                  float* acc)
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline void rs_block_add_f32_avx2_n(const uint8_t* state, size_t stride,
+                                           const int64_t* byte_off, int64_t t0, int64_t t1,
+                                           const float* leaf_value, const int64_t* leaf_off,
+                                           const float* tree_weight, float* acc, const int nc)
 {
     uint8_t idx[32] __attribute__((aligned(32)));
     __m256 a[4];
-    for (int c = 0; c < 4; ++c)
+    for (int c = 0; c < nc; ++c)
         a[c] = _mm256_loadu_ps(acc + 8 * c);
     for (int64_t t = t0; t < t1; ++t) {
         rs_exits_avx2s(state + (size_t)(byte_off[t] - byte_off[t0]) * stride,
                        (int)(byte_off[t + 1] - byte_off[t]), stride, idx);
         const float* v = leaf_value + leaf_off[t];
-        for (int c = 0; c < 4; ++c) {
+        for (int c = 0; c < nc; ++c) {
             const uint8_t* q = idx + 8 * c;
             __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],
                                       v[q[4]], v[q[5]], v[q[6]], v[q[7]]);
@@ -586,8 +601,23 @@ static void rs_block_add_f32_avx2(const uint8_t* state, size_t stride, const int
             a[c] = _mm256_add_ps(a[c], g);
         }
     }
-    for (int c = 0; c < 4; ++c)
+    for (int c = 0; c < nc; ++c)
         _mm256_storeu_ps(acc + 8 * c, a[c]);
+}
+
+/* as rs_block_add_f64_avx2: all 32 lanes, or the first n_lanes rounded up to 8 */
+QS_TARGET("avx2")
+static void rs_block_add_f32_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
+                                  int64_t t0, int64_t t1, const float* leaf_value,
+                                  const int64_t* leaf_off, const float* tree_weight,
+                                  float* acc, int n_lanes)
+{
+    if (n_lanes >= 25)
+        rs_block_add_f32_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off,
+                                tree_weight, acc, 4);
+    else
+        rs_block_add_f32_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off,
+                                tree_weight, acc, (n_lanes + 7) / 8);
 }
 #endif
 
@@ -595,43 +625,46 @@ static void rs_block_add_f32_avx2(const uint8_t* state, size_t stride, const int
  * the caller then finds and adds each tree's exit leaves itself */
 static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off,
                                    int64_t t0, int64_t t1, const double* leaf_value,
-                                   const int64_t* leaf_off, double* acc)
+                                   const int64_t* leaf_off, double* acc, int n_lanes)
 {
 #if RS_HAVE_X86
     if (isa == RS_ISA_AVX2) {
-        rs_block_add_f64_avx2(state, 32, byte_off, t0, t1, leaf_value, leaf_off, acc);
+        rs_block_add_f64_avx2(state, 32, byte_off, t0, t1, leaf_value, leaf_off, acc, n_lanes);
         return 1;
     }
     if (isa == RS_ISA_AVX2_WIDE) {      /* each half of the lanes on its own */
-        rs_block_add_f64_avx2(state, 64, byte_off, t0, t1, leaf_value, leaf_off, acc);
-        rs_block_add_f64_avx2(state + 32, 64, byte_off, t0, t1, leaf_value, leaf_off, acc + 32);
+        rs_block_add_f64_avx2(state, 64, byte_off, t0, t1, leaf_value, leaf_off, acc, 32);
+        rs_block_add_f64_avx2(state + 32, 64, byte_off, t0, t1, leaf_value, leaf_off, acc + 32,
+                              n_lanes - 32);
         return 1;
     }
 #endif
     (void)isa; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
-    (void)leaf_off; (void)acc;
+    (void)leaf_off; (void)acc; (void)n_lanes;
     return 0;
 }
 
 static inline int rs_block_add_f32(int isa, const uint8_t* state, const int64_t* byte_off,
                                    int64_t t0, int64_t t1, const float* leaf_value,
                                    const int64_t* leaf_off, const float* tree_weight,
-                                   float* acc)
+                                   float* acc, int n_lanes)
 {
 #if RS_HAVE_X86
     if (isa == RS_ISA_AVX2) {
-        rs_block_add_f32_avx2(state, 32, byte_off, t0, t1, leaf_value, leaf_off, tree_weight, acc);
+        rs_block_add_f32_avx2(state, 32, byte_off, t0, t1, leaf_value, leaf_off, tree_weight,
+                              acc, n_lanes);
         return 1;
     }
     if (isa == RS_ISA_AVX2_WIDE) {
-        rs_block_add_f32_avx2(state, 64, byte_off, t0, t1, leaf_value, leaf_off, tree_weight, acc);
+        rs_block_add_f32_avx2(state, 64, byte_off, t0, t1, leaf_value, leaf_off, tree_weight,
+                              acc, 32);
         rs_block_add_f32_avx2(state + 32, 64, byte_off, t0, t1, leaf_value, leaf_off, tree_weight,
-                              acc + 32);
+                              acc + 32, n_lanes - 32);
         return 1;
     }
 #endif
     (void)isa; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
-    (void)leaf_off; (void)tree_weight; (void)acc;
+    (void)leaf_off; (void)tree_weight; (void)acc; (void)n_lanes;
     return 0;
 }
 
