@@ -12,9 +12,7 @@ the row loops are the shared ones of _kernel.pyx.
 """
 cimport numpy as cnp
 from libc.math cimport INFINITY, isnan
-from libc.stdint cimport int32_t, int64_t, uint64_t
-
-from libc.stdint cimport uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
 from ._forest cimport ForestView, FAMILY_XGBOOST, category_code, leaf_f32
 from ._kernel cimport emit, Layout, NodeView, array_data, node_goes_left, set_nodes

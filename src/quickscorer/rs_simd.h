@@ -534,9 +534,10 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
 #if RS_HAVE_X86
 /* AVX2, a model of one output without linear leaves: the exit leaves of trees [t0, t1) of a
  * block (tree t's byte rows at state + (byte_off[t] - byte_off[t0]) * stride, stride 32, or
- * 64 for either half of a wide group) added to the 32 lanes' scores acc in tree order, the scores held in registers across the trees and each
- * 4 lanes' leaf values loaded in pairs into one vector (no gather instruction: slower than
- * these loads on AMD Zen 3). The same additions in the same order as rs_add_f64_c. */
+ * 64 for either half of a wide group) added to the scores acc of the first 4 nc lanes in
+ * tree order, the scores held in registers across the trees and each 4 lanes' leaf values
+ * loaded in pairs into one vector (no gather instruction: slower than these loads on AMD
+ * Zen 3). The same additions in the same order as rs_add_f64_c. */
 QS_TARGET("avx2") __attribute__((always_inline))
 static inline void rs_block_add_f64_avx2_n(const uint8_t* state, size_t stride,
                                            const int64_t* byte_off, int64_t t0, int64_t t1,
@@ -562,18 +563,18 @@ static inline void rs_block_add_f64_avx2_n(const uint8_t* state, size_t stride,
         _mm256_storeu_pd(acc + 4 * c, a[c]);
 }
 
-/* all 32 lanes (a full group: the chunk count a constant, the scores in registers), or the
- * first n_lanes of a partial one rounded up to 4 (a 10-row call adds 12 lanes, not 32) */
+/* the first n_lanes lanes, in chunks of 4 (a 10-row call adds 12 lanes, not 32); a full
+ * group's chunk count is passed as a constant, so that its scores stay in registers */
 QS_TARGET("avx2")
 static void rs_block_add_f64_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
                                   int64_t t0, int64_t t1, const double* leaf_value,
                                   const int64_t* leaf_off, double* acc, int n_lanes)
 {
-    if (n_lanes >= 29)
+    const int nc = (n_lanes + 3) / 4;
+    if (nc == 8)
         rs_block_add_f64_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off, acc, 8);
     else
-        rs_block_add_f64_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off, acc,
-                                (n_lanes + 3) / 4);
+        rs_block_add_f64_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off, acc, nc);
 }
 
 /* The same for XGBoost's float32 sum: each 8 lanes' leaf values (times the tree's weight
@@ -605,19 +606,20 @@ static inline void rs_block_add_f32_avx2_n(const uint8_t* state, size_t stride,
         _mm256_storeu_ps(acc + 8 * c, a[c]);
 }
 
-/* as rs_block_add_f64_avx2: all 32 lanes, or the first n_lanes rounded up to 8 */
+/* as rs_block_add_f64_avx2, in chunks of 8 lanes */
 QS_TARGET("avx2")
 static void rs_block_add_f32_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
                                   int64_t t0, int64_t t1, const float* leaf_value,
                                   const int64_t* leaf_off, const float* tree_weight,
                                   float* acc, int n_lanes)
 {
-    if (n_lanes >= 25)
+    const int nc = (n_lanes + 7) / 8;
+    if (nc == 4)
         rs_block_add_f32_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off,
                                 tree_weight, acc, 4);
     else
         rs_block_add_f32_avx2_n(state, stride, byte_off, t0, t1, leaf_value, leaf_off,
-                                tree_weight, acc, (n_lanes + 7) / 8);
+                                tree_weight, acc, nc);
 }
 #endif
 
