@@ -17,6 +17,11 @@ class Missing(RuntimeError):
     """An optional peer is not installed."""
 
 
+class Unsupported(Missing):
+    """A peer that cannot score this kind of model (noted by the benchmarks, as a missing
+    peer is)."""
+
+
 def _need(module: str, package: str):
     import importlib
     try:
@@ -249,8 +254,66 @@ class ONNXRuntime(Engine):
         return self._bytes, "ONNX model"
 
 
+class OneDAL(Engine):
+    """Intel oneDAL's gradient-boosted-trees inference (daal4py's model builders, shipped in
+    scikit-learn-intelex), which converts a LightGBM or an XGBoost booster. It scores both
+    sources, so its source is read from the file (JSON or UBJSON: XGBoost)."""
+    name = "onedal"
+    exact = False   # float32 sums on XGBoost models, its own summation order on LightGBM ones
+    _threads = None  # oneDAL's thread count is one setting of the process
+
+    def _prepare(self):
+        d4p = _need("daal4py", "scikit-learn-intelex")
+        if self.model_path.suffix in (".json", ".ubj"):
+            xgb = _need("xgboost", "xgboost")
+            self.source = "xgboost"
+            booster = xgb.Booster(model_file=str(self.model_path))
+            config = booster.save_config()
+            kind = ("probability" if '"binary:logistic"' in config
+                    else "softmax" if '"multi:softprob"' in config
+                    or '"multi:softmax"' in config else "margin")
+        else:
+            lgb = _need("lightgbm", "lightgbm")
+            booster = lgb.Booster(model_file=str(self.model_path))
+            objective = booster.dump_model()["objective"].split()[0]
+            if objective in ("lambdarank", "rank_xendcg"):
+                # oneDAL refuses ranking objectives (it reads the parameters section too); a
+                # ranker's raw score is a regression sum, so score the same trees as a
+                # regression model, as for ONNX Runtime
+                text = (booster.model_to_string()
+                        .replace(f"objective={objective}", "objective=regression", 1)
+                        .replace(f"[objective: {objective}]", "[objective: regression]", 1))
+                booster = lgb.Booster(model_str=text)
+                objective = "regression"
+            if objective not in ("regression", "regression_l2", "binary", "multiclass"):
+                raise Unsupported(f"oneDAL is not compared on LightGBM objective {objective!r}"
+                                  " (its output is not the raw margin there, or it refuses it)")
+            kind = ("probability" if objective == "binary"
+                    else "softmax" if objective == "multiclass" else "margin")
+        try:
+            self.model = d4p.mb.convert_model(booster)
+        except (TypeError, ValueError) as exc:
+            raise Unsupported(f"oneDAL cannot convert this model: {exc}") from None
+        self.output = kind
+        self._d4p = d4p
+        self._set_threads()
+
+    def _set_threads(self):
+        if OneDAL._threads != self.n_threads:
+            self._d4p.daalinit(self.n_threads)
+            OneDAL._threads = self.n_threads
+
+    def predict(self, X):
+        self._set_threads()
+        if self.output == "margin":
+            return np.asarray(self.model.predict(X), dtype=np.float64)
+        p = np.asarray(self.model.predict_proba(X), dtype=np.float64)
+        return p[:, 1] if self.output == "probability" else p
+
+
 PEERS = {"lightgbm": LightGBM, "xgboost": XGBoost, "treelite-gtil": TreeliteGTIL,
-         "tl2cgen": TL2cgen, "lleaves": LLeaves, "onnxruntime": ONNXRuntime}
+         "tl2cgen": TL2cgen, "lleaves": LLeaves, "onnxruntime": ONNXRuntime,
+         "onedal": OneDAL}
 
 
 def ours(model_path: Path, n_threads: int = 1, algorithms=None, dtypes=(np.float64,),

@@ -19,9 +19,10 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
 
 Engines, timed interleaved in one process on the same rows with the same thread count: this
 library's default ``predict`` (and the same with ``QUICKSCORER_ISA=avx2``, what an AVX2-only
-CPU gets) and its fast kernels, LightGBM, XGBoost (on XGBoost models), lleaves, TL2cgen and
-ONNX Runtime (compiled peers are cached in ``cache/compiled/``; ``--compile-limit`` skips
-compiling models with more nodes than it, whose compilation takes too long here, and says so).
+CPU gets) and its fast kernels, LightGBM, XGBoost (on XGBoost models), lleaves, TL2cgen,
+ONNX Runtime and Intel oneDAL (on LightGBM and XGBoost models). Compiled peers are cached in
+``cache/compiled/``; ``--compile-limit`` skips compiling models with more nodes than it,
+whose compilation takes too long here, and says so.
 
     python benchmarks/matrix.py                       # the default matrix (long: trains, compiles)
     python benchmarks/matrix.py --shapes full-uniform-1000x64 --batch 100,10000 --threads 1,2
@@ -97,7 +98,7 @@ def build(wl: W.Workload, n_threads: int, peers: list[str], algorithms: list[str
             notes.append(f"{wl.name}: quickscorer[{a}] not run: {exc}")
     nodes = wl.n_trees * (wl.n_leaves - 1)
     for name in peers:
-        if src == "xgboost" and name != "xgboost":
+        if src == "xgboost" and name not in ("xgboost", "onedal"):
             continue                         # the other peers here read LightGBM models
         if src == "lightgbm" and name == "xgboost":
             continue
@@ -134,7 +135,7 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--min-rows", type=int, default=5000,
                    help="rows per timed run (batch 1: a fifth as many one-row calls)")
-    p.add_argument("--peers", default="lightgbm,xgboost,lleaves,tl2cgen,onnxruntime")
+    p.add_argument("--peers", default="lightgbm,xgboost,lleaves,tl2cgen,onnxruntime,onedal")
     p.add_argument("--algorithms", default="rapidscorer,vqs,quickscorer")
     p.add_argument("--compile-limit", type=int, default=70_000,
                    help="compile lleaves / TL2cgen only for models of at most this many nodes")

@@ -101,7 +101,7 @@ def main(argv=None) -> int:
     p.add_argument("--caller-calls", type=int, default=50, help="calls per caller per run")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--min-rows", type=int, default=20_000, help="rows per timed run, threads mode")
-    p.add_argument("--peers", default="lightgbm,xgboost,lleaves,tl2cgen,onnxruntime")
+    p.add_argument("--peers", default="lightgbm,xgboost,lleaves,tl2cgen,onnxruntime,onedal")
     p.add_argument("--isa", default="",
                    help="also time our default with this instruction set forced (avx2)")
     p.add_argument("--compile-limit", type=int, default=70_000)

@@ -18,7 +18,7 @@ xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu
 
 # how close each peer must be (max abs difference on scores of size ~1); ours are exact
 TOLERANCE = {"lightgbm": 0.0, "xgboost": 0.0, "treelite-gtil": 1e-9, "tl2cgen": 1e-9,
-             "lleaves": 1e-9, "onnxruntime": 1e-4}
+             "lleaves": 1e-9, "onnxruntime": 1e-4, "onedal": 1e-5}
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +58,43 @@ def test_peer_engine_agrees_with_its_source_library(name, models):
     assert engine.nbytes()[0] > 0
 
 
+def test_onedal_scores_xgboost_models_too(models):
+    """oneDAL converts XGBoost boosters as well: given the JSON file it scores the XGBoost
+    model (float32 sums, so close, not exact)."""
+    try:
+        engine = E.OneDAL(models["xgboost"], n_threads=1)
+    except E.Unsupported:
+        raise
+    except E.Missing as exc:
+        pytest.skip(f"{exc} (the bench and test extras install it)")
+    assert engine.source == "xgboost"
+    got = np.asarray(engine.predict(models["rows"]), dtype=np.float64)
+    ref = models["ref_xgb"]
+    assert np.max(np.abs(got - ref)) <= TOLERANCE["onedal"]
+    assert not np.array_equal(got, models["ref_lgb"])
+
+
+def test_onedal_scores_a_ranker_as_its_regression_sum(tmp_path):
+    """oneDAL refuses ranking objectives; the engine hands it the same trees as a regression
+    model, whose raw score is the ranker's."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(600, 5))
+    y = np.digitize(X[:, 0] + 0.3 * X[:, 1], [-0.5, 0.5])
+    booster = lgb.train(dict(objective="lambdarank", num_leaves=8, verbose=-1, num_threads=1),
+                        lgb.Dataset(X, y, group=[60] * 10), num_boost_round=10)
+    path = tmp_path / "rank.txt"
+    booster.save_model(str(path))
+    try:
+        engine = E.OneDAL(path, n_threads=1)
+    except E.Unsupported:
+        raise
+    except E.Missing as exc:
+        pytest.skip(f"{exc} (the bench and test extras install it)")
+    assert engine.output == "margin"
+    ref = booster.predict(X, raw_score=True)
+    assert np.max(np.abs(engine.predict(X) - ref)) <= TOLERANCE["onedal"]
+
+
 @pytest.mark.parametrize("source", ["lightgbm", "xgboost"])
 def test_every_algorithm_of_ours_is_exact(source, models):
     dtype = np.float64 if source == "lightgbm" else np.float32
@@ -76,9 +113,9 @@ def test_timing_is_per_document_and_positive(models):
 
 @pytest.mark.parametrize("objective", ["binary", "multiclass", "multiclassova"])
 def test_classifier_peers_agree_in_their_own_output(objective, models, tmp_path):
-    """ONNX Runtime gives a classifier's probabilities, not its margins: the comparison turns
-    LightGBM's margins the same way (sigmoid, softmax) before it compares, so a classifier
-    model can be timed and checked like a regression one."""
+    """ONNX Runtime and oneDAL give a classifier's probabilities, not its margins: the
+    comparison turns LightGBM's margins the same way (sigmoid, softmax) before it compares,
+    so a classifier model can be timed and checked like a regression one."""
     rng = np.random.default_rng(3)
     X = rng.normal(size=(1500, 6))
     k = 2 if objective == "binary" else 3
@@ -90,9 +127,13 @@ def test_classifier_peers_agree_in_their_own_output(objective, models, tmp_path)
     path = tmp_path / f"{objective}.txt"
     booster.save_model(str(path))
     ref = booster.predict(X[:200], raw_score=True)
-    for name in ("lightgbm", "onnxruntime"):
+    for name in ("lightgbm", "onnxruntime", "onedal"):
         try:
             engine = E.PEERS[name](path, n_threads=1)
+        except E.Unsupported as exc:
+            # oneDAL converts softmax multiclass models only
+            assert name == "onedal" and objective == "multiclassova", exc
+            continue
         except E.Missing as exc:
             pytest.skip(f"{exc} (the bench and test extras install it)")
         want = E.as_output(ref, engine.output)
@@ -100,7 +141,8 @@ def test_classifier_peers_agree_in_their_own_output(objective, models, tmp_path)
         assert np.max(np.abs(got - want)) <= TOLERANCE[name], name
         exact, text = agreement(engine, X[:200], ref)
         assert exact == (name == "lightgbm"), text
-    assert engine.output == ("probability" if objective == "binary" else "softmax")
+        if name != "lightgbm":
+            assert engine.output == ("probability" if objective == "binary" else "softmax")
 
 
 def test_margins_turned_into_probabilities():
