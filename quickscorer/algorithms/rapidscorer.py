@@ -21,7 +21,8 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
-from .rs_layout import block_starts_for, rapidscorer_arrays, tree_bytes, unsupported
+from .rs_layout import (block_starts_for, levels_choice, no_level_fields, rapidscorer_arrays,
+                        tree_bytes, unsupported)
 
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
@@ -81,7 +82,8 @@ class RapidScorer(Algorithm):
             return _UNSUPPORTED[ens]
 
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
-                 block_bytes: int | None = None, wide: bool = True, mirror: bool = True):
+                 block_bytes: int | None = None, wide: bool = True, mirror: bool = True,
+                 levels: bool | None = None):
         super().__init__(ens, forest)
         self.isa = rs_isa_code(isa)
         #: the path named by isa= or $QUICKSCORER_ISA, used for every call; else None
@@ -99,15 +101,30 @@ class RapidScorer(Algorithm):
         # node's left subtree first (a smaller layout, no copy of the leaf values)
         if env_int("QUICKSCORER_RS_MIRROR") == 0:
             mirror = False
-        self._arrays = rapidscorer_arrays(ens, starts, mirror)
+        # trees of depth <= 8 level by level (rs_layout.level_arrays) instead of the scans:
+        # None chooses (rs_layout.levels_choice), True walks every group of a model it can,
+        # False (or $QUICKSCORER_RS_LEVELS=0; =1 for True) keeps the scans
+        env = env_int("QUICKSCORER_RS_LEVELS")
+        if env is not None:
+            levels = bool(env)
+        arrays = rapidscorer_arrays(ens, starts, mirror, levels is not False)
+        min_lanes = levels_choice(arrays, levels)
+        if min_lanes == 0:
+            arrays.update(no_level_fields())
+        self._arrays = arrays
         #: whether the layout's leaf order puts some nodes' right subtree first (rs_layout)
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
         for a in self._arrays.values():
             a.setflags(write=False)
         # XGBoost rows are float32 values: the rank search compares in float32 there
         self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features,
-                                            float32_ranks=ens.family == "xgboost")
+                                            float32_ranks=ens.family == "xgboost",
+                                            levels_min_lanes=max(32, min_lanes))
         self.tree_blocks = len(starts) - 1
+        #: whether calls walk the trees level by level (every tree at most 8 deep, numeric;
+        #: groups of fewer than ``levels_min_lanes`` lanes scan)
+        self.levels = bool(self.layout.levels)
+        self.levels_min_lanes = int(min_lanes)
 
     @property
     def isa_name(self) -> str:
@@ -117,11 +134,16 @@ class RapidScorer(Algorithm):
     def groups(self) -> str:
         """The documents per group that calls take, in words (``Model.info``)."""
         if self.isa == ISAS["avx512"] and self.fixed_isa is None:
-            return f"32 below {WIDE_MIN_ROWS} rows per thread, 64 from there"
-        if self.wide:
-            return (f"32 below {AVX2_WIDE_MIN_ROWS} rows per thread, 64 from there (two "
+            text = f"32 below {WIDE_MIN_ROWS} rows per thread, 64 from there"
+        elif self.wide:
+            text = (f"32 below {AVX2_WIDE_MIN_ROWS} rows per thread, 64 from there (two "
                     "AVX2 registers per byte row)")
-        return str(self.lanes)
+        else:
+            text = str(self.lanes)
+        if self.levels:
+            text += (f"; trees walked level by level in groups of {self.levels_min_lanes} "
+                     "lanes or more")
+        return text
 
     def _scratch_rows(self, n_threads: int) -> np.ndarray:
         need = self.layout.scratch_bytes(self.widest, self.ens.n_outputs)

@@ -70,6 +70,16 @@ these models and ``vqs`` scored them: on a LightGBM model of 500 full 64-leaf tr
 categorical nodes among 31,500, ``vqs`` ran at 0.80x lleaves (10,000 rows), this layout at
 3.7x.
 
+**Levels** (:func:`level_arrays`, session 19): where every tree is at most
+``LEVELS_MAX_DEPTH`` (8) deep and numeric, the layout can also hold each tree level by
+level, and the kernel then walks a group's lanes down the levels in registers: a node
+compares its column of ranks with its threshold index where the lanes are at its position
+(a compare, a compare of positions and two logic operations for 32 lanes), with no byte
+rows written and no exit leaf searched. Its cost follows the nodes plus a step per level,
+where the scans' follows the bytes the nodes' masks span, so it pays on full depth-wise
+trees (XGBoost's) and loses on small ones; :func:`levels_choice` decides from the nodes per
+level (LEVELS_MIN_RATIO, LEVELS_NARROW_RATIO).
+
 The layout exists only for models it can score exactly: at most 256 leaves per tree and
 no category from ``CAT_CODES`` up listed by a split; :func:`unsupported` says why a model
 is not one.
@@ -90,6 +100,26 @@ MAX_THRESHOLDS = 255
 #: exit leaves are found as bytes: a tree may have this many leaves
 MAX_LEAVES = 256
 SENTINEL_THR = 255
+#: the level-by-level path (:func:`level_arrays`) takes trees of at most this depth: a
+#: lane's position in a level is then a byte (at most 256 at the last level)
+LEVELS_MAX_DEPTH = 8
+#: the automatic choice (:func:`levels_choice`) walks a model level by level where its
+#: trees hold at least this many nodes a level on average, and in groups of 32 lanes too
+#: (calls of fewer than 33 rows a thread) from LEVELS_NARROW_RATIO. Measured on 1,000-tree
+#: models of benchmarks/matrix.py, AMD EPYC Zen 3, AVX2 (levels against scans, us/doc at
+#: 10 / 100 / 4,000 rows a call): XGBoost depth 8 (23.3 nodes a level) 20.7 / 5.65 / 4.46
+#: against 29.2 / 9.41 / 7.51; depth 7 with NaN (15.2) 15.1 / 4.44 / 3.51 against 22.3 / 6.77
+#: / 5.37; depth 6 (9.7) 9.26 / 2.89 / 2.30 against 9.68 / 3.57 / 2.94; depth 6 heavy-tailed
+#: 8.64 / 2.67 / 2.12 against 8.25 / 3.02 / 2.47; depth 5 (6.0) 6.80 / 2.20 / 1.75 against
+#: 5.76 / 2.24 / 1.88; depth 4 (3.5) 5.63 / 1.84 / 1.46 against 3.80 / 1.64 / 1.37; LightGBM
+#: full 8 leaves (1.3) 7.22 / 2.19 / 1.75 against 3.09 / 1.43 / 1.24
+LEVELS_MIN_RATIO = 6.0
+LEVELS_NARROW_RATIO = 12.0
+#: lv_nodes record: the column (rank slot, or slot with its missing lanes sent to a side)
+#: the node reads, its threshold index as the scans compare it (``thr ^ 0x80``) and its
+#: position in its level
+LV_NODE_DTYPE = np.dtype([("col", "<u2"), ("thr_b", "u1"), ("pos", "u1")])
+
 #: mirrored nodes only where they remove this share of the bytes the masks span: XGBoost
 #: depth 6 (4.2% fewer) scored 0.1-0.5% faster with them, depth 8 (9.2%) 2.3%, the
 #: lambdarank model (12.5%) 2-4% (one process, interleaved, AMD EPYC Zen 3); below it the
@@ -532,7 +562,165 @@ def _rank_fields(rank_offsets: np.ndarray, rank_thresholds: np.ndarray) -> dict:
             "model_used": np.flatnonzero(np.diff(rank_offsets)).astype(np.int32)}
 
 
-def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = True) -> dict:
+def no_level_fields() -> dict:
+    """The level fields of a layout without the level-by-level path."""
+    return {"lv_nodes": np.zeros(0, np.uint32), "lv_node_offset": np.zeros(1, np.int64),
+            "lv_level_end": np.zeros(0, np.uint8), "lv_depth": np.zeros(0, np.uint8),
+            "lv_slot_offset": np.zeros(1, np.int64), "lv_slot_leaf": np.zeros(0, np.uint8),
+            "lv_value": np.zeros(0, np.float64), "lv_value_f32": np.zeros(0, np.float32),
+            "lv_combos": np.zeros(0, np.int32)}
+
+
+def levels_unsupported(ens: Ensemble) -> str | None:
+    """Why the level-by-level path cannot score ``ens`` (None: it can)."""
+    if ens.has_categorical:
+        return "categorical splits"
+    if ens.has_linear:
+        return "linear trees"
+    # the depth, and a threshold missing from its feature's rank table (NaN): level_arrays
+    return None
+
+
+def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarray,
+                 rank_thresholds: np.ndarray) -> dict:
+    """The level-by-level path's fields: every tree of depth ``d <= LEVELS_MAX_DEPTH`` as
+    its levels, a lane's position ``p`` in level ``l`` going to ``2 p`` or ``2 p + 1`` in the
+    next (the node at position ``p`` sends it right when its rank exceeds the node's
+    threshold index; a position without a node, below a leaf, sends it left), so that a
+    lane ends at slot ``p < 2^d``: a leaf reached at level ``l`` and position ``p`` is slot
+    ``p << (d - l)``.
+
+    - ``lv_nodes`` (LV_NODE_DTYPE as uint32): each tree's nodes level by level, by position;
+      ``lv_node_offset`` (n_trees + 1) where each tree's start; ``lv_level_end`` (8 a
+      tree): the nodes of levels up to ``l``; ``lv_depth``;
+    - ``lv_slot_offset`` (n_trees + 1; tree ``t`` has ``2^d`` slots), ``lv_slot_leaf`` (the
+      tree's own number of the leaf each slot stands for; 0 for slots no lane reaches),
+      ``lv_value`` / ``lv_value_f32`` (its value; float32 for XGBoost models);
+    - ``lv_combos`` (int32): the columns past the ``S`` rank slots, ``slot | kind << 24 |
+      right << 30``: slot ``slot``'s ranks with the lanes segment kind ``kind`` treats as
+      missing set to 255 (``right``: the default side is right) or 0.
+    """
+    F = ens.n_features
+    packed = ens.trees.arrays
+    S = int(slot_column.shape[0])
+    node_offset = np.asarray(ens.trees.node_offset, np.int64)
+    leaf_offset = np.asarray(ens.trees.leaf_offset, np.int64)
+    n_trees = node_offset.shape[0] - 1
+    n_nodes = int(node_offset[-1])
+    left = np.asarray(packed["left"], np.int64)
+    right = np.asarray(packed["right"], np.int64)
+    # every node's level and position, and every leaf's, level by level over all trees
+    level = np.full(n_nodes, -1, np.int64)
+    pos = np.zeros(n_nodes, np.int64)
+    leaf_level = np.zeros(int(leaf_offset[-1]), np.int64)
+    leaf_pos = np.zeros(int(leaf_offset[-1]), np.int64)
+    has_nodes = np.diff(node_offset) > 0
+    tree = np.flatnonzero(has_nodes)
+    cur = node_offset[:-1][has_nodes]
+    cur_pos = np.zeros(cur.shape[0], np.int64)
+    lv = 0
+    while cur.shape[0]:
+        if lv >= LEVELS_MAX_DEPTH:
+            raise ValueError(f"a tree deeper than {LEVELS_MAX_DEPTH}")
+        level[cur] = lv
+        pos[cur] = cur_pos
+        nxt_t, nxt, nxt_pos = [], [], []
+        for side, kids in ((0, left), (1, right)):
+            k = kids[cur]
+            p2 = 2 * cur_pos + side
+            inner = k >= 0
+            nxt_t.append(tree[inner])
+            nxt.append(node_offset[tree[inner]] + k[inner])
+            nxt_pos.append(p2[inner])
+            lf = leaf_offset[tree[~inner]] + ~k[~inner]
+            leaf_level[lf] = lv + 1
+            leaf_pos[lf] = p2[~inner]
+        tree = np.concatenate(nxt_t)
+        cur = np.concatenate(nxt)
+        cur_pos = np.concatenate(nxt_pos)
+        lv += 1
+    if (level < 0).any():
+        raise ValueError("a node no root reaches")
+    tree_of_node = np.repeat(np.arange(n_trees), np.diff(node_offset))
+    depth = np.zeros(n_trees, np.int64)
+    np.maximum.at(depth, tree_of_node, level + 1)
+    # the nodes' columns and threshold indices, in the rank slots of rs_layout
+    feature = np.asarray(packed["feature"], np.int64)
+    threshold = np.asarray(packed["threshold"], np.float64)
+    slot_base = np.searchsorted(slot_column, np.arange(F + 1), side="left")
+    first = rank_offsets[slot_base[feature]]
+    # each node's threshold among its feature's, in one search: the tables are sorted by
+    # (feature, threshold), which complex numbers compare in that order, exactly
+    table = np.empty(rank_thresholds.shape[0], np.complex128)
+    table.real = np.repeat(slot_column, np.diff(rank_offsets))
+    table.imag = rank_thresholds          # (assigned: 1j * inf would be nan + inf j)
+    key = np.empty(n_nodes, np.complex128)
+    key.real = feature
+    key.imag = threshold
+    at = np.searchsorted(table, key)
+    if n_nodes and ((at >= table.shape[0])
+                    | (table[np.minimum(at, max(0, table.shape[0] - 1))] != key)).any():
+        raise ValueError("a node's threshold is not in its feature's rank table")
+    j = at - first
+    slot = slot_base[feature] + j // MAX_THRESHOLDS
+    thr = j % MAX_THRESHOLDS
+    if ens.family == "xgboost":
+        kind = np.full(n_nodes, SEGMENT_NAN, np.int64)
+    else:
+        kind = np.asarray(packed["missing_type"], np.int64)
+    go_right = (np.asarray(packed["default_left"]).view(np.uint8) == 0).astype(np.int64)
+    code = np.where(kind == 0, -1, slot | (kind << 24) | (go_right << 30))
+    combos, inv = np.unique(code[kind != 0], return_inverse=True)
+    col = slot.copy()
+    col[kind != 0] = S + inv
+    if S + combos.shape[0] > 65536:
+        raise ValueError("too many columns for the level-by-level path")
+    order = np.lexsort((pos, level, tree_of_node))
+    nodes = np.zeros(n_nodes, LV_NODE_DTYPE)
+    nodes["col"] = col[order]
+    nodes["thr_b"] = (thr[order] ^ 0x80).astype(np.uint8)
+    nodes["pos"] = pos[order]
+    counts = np.zeros((n_trees, LEVELS_MAX_DEPTH), np.int64)
+    np.add.at(counts, (tree_of_node, level), 1)
+    level_end = np.cumsum(counts, axis=1)
+    slot_count = np.left_shift(1, depth)
+    slot_offset = np.zeros(n_trees + 1, np.int64)
+    np.cumsum(slot_count, out=slot_offset[1:])
+    tree_of_leaf = np.repeat(np.arange(n_trees), np.diff(leaf_offset))
+    leaf_slot = slot_offset[tree_of_leaf] + (leaf_pos << (depth[tree_of_leaf] - leaf_level))
+    slot_leaf = np.zeros(int(slot_offset[-1]), np.uint8)
+    slot_leaf[leaf_slot] = np.arange(leaf_offset[-1]) - leaf_offset[tree_of_leaf]
+    value = np.zeros(int(slot_offset[-1]), np.float64)
+    value[leaf_slot] = np.asarray(packed["leaf_value"], np.float64)
+    return {"lv_nodes": nodes.view(np.uint32), "lv_node_offset": node_offset.copy(),
+            "lv_level_end": level_end.astype(np.uint8).reshape(-1),
+            "lv_depth": depth.astype(np.uint8), "lv_slot_offset": slot_offset,
+            "lv_slot_leaf": slot_leaf, "lv_value": value,
+            "lv_value_f32": (value.astype(np.float32) if ens.family == "xgboost"
+                             else np.zeros(0, np.float32)),
+            "lv_combos": combos.astype(np.int32)}
+
+
+def level_ratio(arrays: dict) -> float:
+    """A layout's nodes per level of its trees (0 without the level fields)."""
+    levels = int(np.sum(arrays["lv_depth"], dtype=np.int64))
+    return int(arrays["lv_node_offset"][-1]) / levels if levels else 0.0
+
+
+def levels_choice(arrays: dict, levels) -> int:
+    """The fewest lanes a group walks the layout's levels with (64 or 32; 0: never), for
+    ``levels`` True (every group, where the fields exist), False, or None (automatic:
+    LEVELS_MIN_RATIO and LEVELS_NARROW_RATIO)."""
+    if levels is False or arrays["lv_depth"].shape[0] == 0:
+        return 0
+    if levels is True:
+        return 32
+    ratio = level_ratio(arrays)
+    return 0 if ratio < LEVELS_MIN_RATIO else (32 if ratio >= LEVELS_NARROW_RATIO else 64)
+
+
+def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = True,
+                       levels: bool = False) -> dict:
     """The layout (see the module docstring) of ``ens`` in tree blocks ``block_starts``
     (``mirror``: with mirrored nodes where they pay), its sorting and byte splitting in C
     (``src/quickscorer/_layout.pyx``); the same arrays as
@@ -550,7 +738,14 @@ def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = T
     except ValueError as exc:
         raise ModelFormatError(f"cannot build the rapidscorer layout: {exc}") from None
     del rank, qs
+    lv = no_level_fields()
+    if levels and levels_unsupported(ens) is None:
+        try:
+            lv = level_arrays(ens, slot_column, rank_offsets, rank_thresholds)
+        except ValueError:      # a tree deeper than LEVELS_MAX_DEPTH
+            pass
     return {
+        **lv,
         **_rank_fields(rank_offsets, rank_thresholds),
         "slot_column": slot_column,
         "tree_byte_offsets": tree_byte_offsets,
@@ -621,6 +816,7 @@ def rapidscorer_arrays_reference(ens: Ensemble, block_starts: np.ndarray,
 
     return {
         **fields,
+        **no_level_fields(),        # (the level fields have one builder, level_arrays)
         "model_used": np.unique(feat % S).astype(np.int32),
         "slot_column": slot_column,
         "tree_byte_offsets": tree_byte_offsets,

@@ -59,9 +59,19 @@ cdef extern from "quickscorer/rs_simd.h":
     void rs_block_cat(int isa, const uint8_t* codes, const int32_t* node_slot,
                       const uint8_t* tables, const int64_t* eoff, const rs_entry* entries,
                       int64_t k0, int64_t k1, uint8_t* state) noexcept nogil
+    ctypedef struct rs_lv_node:
+        uint16_t col
+        uint8_t thr_b
+        uint8_t pos
+    void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int64_t S,
+                       const int32_t* combos, int64_t n_combos, int lanes,
+                       uint8_t* cols) noexcept nogil
+    void rs_lv_tree(int isa, const rs_lv_node* nd, const uint8_t* lend, int depth,
+                    const uint8_t* cols, uint8_t* idx) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
+    LV_MAX_DEPTH = 8        # rs_layout.LEVELS_MAX_DEPTH
 
 
 def isa_available(int isa):
@@ -109,6 +119,19 @@ cdef struct RSView:
     const int64_t* cat_entry_offsets  # [N + 1]
     const rs_entry* cat_entries
     const int64_t* block_cat          # [n_blocks + 1] each block's first node
+    # the level-by-level path (rs_layout.level_arrays), used instead of the scans where on
+    bint lv_on
+    int64_t lv_min_lanes              # groups of fewer lanes take the scans
+    const rs_lv_node* lv_nodes
+    const int64_t* lv_node_offset     # [n_trees + 1]
+    const uint8_t* lv_level_end       # [8 n_trees]
+    const uint8_t* lv_depth           # [n_trees]
+    const int64_t* lv_slot_offset     # [n_trees + 1]
+    const uint8_t* lv_slot_leaf       # each slot's leaf, the tree's own number
+    const double* lv_value            # each slot's leaf value
+    const float* lv_value_f32         # the same in float32 (XGBoost models)
+    const int32_t* lv_combos
+    int64_t n_lv_combos
 
 
 _FIELDS = {
@@ -122,19 +145,30 @@ _FIELDS = {
     "cat_entry_offsets": np.int64, "cat_entries": np.uint32, "block_cat": np.int64,
 }
 
+# the level-by-level path's fields (rs_layout.level_arrays; empty: not used)
+_LV_FIELDS = {
+    "lv_nodes": np.uint32, "lv_node_offset": np.int64, "lv_level_end": np.uint8,
+    "lv_depth": np.uint8, "lv_slot_offset": np.int64, "lv_slot_leaf": np.uint8,
+    "lv_value": np.float64, "lv_value_f32": np.float32, "lv_combos": np.int32,
+}
+
 
 cdef class RSLayout:
     """The RapidScorer arrays of one model, wrapped for the kernel without copying."""
     cdef RSView view
     cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
-    cdef readonly bint reordered, has_f32, float32_ranks
+    cdef readonly bint reordered, has_f32, float32_ranks, levels, lv_f32
+    cdef readonly int64_t levels_min_lanes
 
-    def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False):
+    def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False,
+                  int64_t levels_min_lanes=32):
         """float32_ranks: also keep the rank search's thresholds in float32, for a model
         whose rows the kernel reads as float32 values (XGBoost's), where the AVX2 and
         AVX-512 searches then compare 8 or 16 thresholds a register; ignored where a
-        threshold is not a float32 value."""
+        threshold is not a float32 value. levels_min_lanes: groups of fewer lanes scan even
+        where the layout has the level-by-level fields (32: every group walks them)."""
+        self.levels_min_lanes = levels_min_lanes
         self._keep = dict(a)
         for name, dtype in _FIELDS.items():
             array_data(a[name], dtype, "rapidscorer", name)
@@ -239,6 +273,7 @@ cdef class RSLayout:
         self.view.cat_entries = <const rs_entry*>array_data(a["cat_entries"], np.uint32,
                                                             "rapidscorer", "cat_entries")
         self.view.block_cat = <const int64_t*>cnp.PyArray_DATA(a["block_cat"])
+        self._set_levels(a, n_trees, F)
         self.n_leaves = n_leaves
         self.reordered = order.shape[0] != 0
         self.has_f32 = a["leaf_value_f32"].shape[0] != 0
@@ -246,6 +281,66 @@ cdef class RSLayout:
         self.n_slots = F
         self.n_trees = n_trees
         self.max_block_bytes = self.view.max_block_bytes
+
+    def _set_levels(self, dict a, int64_t n_trees, int64_t S):
+        """The level-by-level fields, checked against each other and the model: on where
+        they hold every tree, off where absent or empty."""
+        self.view.lv_on = False
+        self.levels = False
+        self.lv_f32 = False
+        if "lv_depth" not in a or a["lv_depth"].shape[0] == 0:
+            return
+        for name, dtype in _LV_FIELDS.items():
+            array_data(a[name], dtype, "rapidscorer", name)
+        depth = a["lv_depth"].astype(np.int64)
+        noff, soff = a["lv_node_offset"], a["lv_slot_offset"]
+        ends = a["lv_level_end"].reshape(-1)
+        combos = a["lv_combos"]
+        nodes = a["lv_nodes"]
+        if (depth.shape[0] != n_trees or noff.shape[0] != n_trees + 1
+                or soff.shape[0] != n_trees + 1 or ends.shape[0] != LV_MAX_DEPTH * n_trees
+                or (depth > LV_MAX_DEPTH).any()):
+            raise ValueError("rapidscorer layout: the level fields do not fit the trees")
+        n_slots = np.left_shift(1, depth)
+        if (int(noff[0]) != 0 or int(soff[0]) != 0 or (np.diff(soff) != n_slots).any()
+                or int(noff[n_trees]) != nodes.shape[0]
+                or a["lv_slot_leaf"].shape[0] != int(soff[n_trees])
+                or a["lv_value"].shape[0] != int(soff[n_trees])
+                or a["lv_value_f32"].shape[0] not in (0, int(soff[n_trees]))):
+            raise ValueError("rapidscorer layout: the level offsets do not fit the trees")
+        per_tree = np.diff(noff)
+        e = ends.astype(np.int64).reshape(n_trees, LV_MAX_DEPTH)
+        if n_trees and ((np.diff(e, axis=1) < 0).any() or (e[:, -1] != per_tree).any()):
+            raise ValueError("rapidscorer layout: the level ends do not fit the trees' nodes")
+        if nodes.shape[0]:
+            tree = np.repeat(np.arange(n_trees), per_tree)
+            rank = np.arange(nodes.shape[0]) - noff[tree]
+            level = np.zeros(nodes.shape[0], np.int64)
+            for k in range(LV_MAX_DEPTH):      # the levels whose nodes come before each
+                level += rank >= e[tree, k]
+            col = (nodes & 0xFFFF).astype(np.int64)
+            pos = (nodes >> 24).astype(np.int64)
+            if ((level >= depth[tree]).any() or (pos >= np.left_shift(1, level)).any()
+                    or (col >= S + combos.shape[0]).any()):
+                raise ValueError("rapidscorer layout: a level node is out of range")
+        kind = (combos >> 24) & 3
+        if combos.shape[0] and (((combos & 0xFFFFFF) >= S) | (kind == 0) | (kind > 2)).any():
+            raise ValueError("rapidscorer layout: a level column is out of range")
+        self.view.lv_nodes = <const rs_lv_node*>cnp.PyArray_DATA(nodes)
+        self.view.lv_node_offset = <const int64_t*>cnp.PyArray_DATA(noff)
+        self.view.lv_level_end = <const uint8_t*>cnp.PyArray_DATA(a["lv_level_end"])
+        self.view.lv_depth = <const uint8_t*>cnp.PyArray_DATA(a["lv_depth"])
+        self.view.lv_slot_offset = <const int64_t*>cnp.PyArray_DATA(soff)
+        self.view.lv_slot_leaf = <const uint8_t*>cnp.PyArray_DATA(a["lv_slot_leaf"])
+        self.view.lv_value = <const double*>cnp.PyArray_DATA(a["lv_value"])
+        self.view.lv_value_f32 = (<const float*>cnp.PyArray_DATA(a["lv_value_f32"])
+                                  if a["lv_value_f32"].shape[0] else NULL)
+        self.view.lv_combos = <const int32_t*>cnp.PyArray_DATA(combos)
+        self.view.n_lv_combos = combos.shape[0]
+        self.view.lv_on = True
+        self.view.lv_min_lanes = self.levels_min_lanes
+        self.levels = True
+        self.lv_f32 = a["lv_value_f32"].shape[0] != 0
 
     @staticmethod
     def _check_categorical(dict a, int64_t n_features, int64_t n_blocks, block_bytes):
@@ -283,11 +378,13 @@ cdef class RSLayout:
                  + lanes                    # exit leaves of one tree
                  + lanes * self.view.n_cat_slots  # categorical codes
                  + n_outputs * lanes * 8    # the group's scores
-                 + self.max_block_bytes * lanes)
+                 + self.max_block_bytes * lanes
+                 + (lanes * (S + self.view.n_lv_combos) + 64 if self.view.lv_on else 0))
         return (total + 64 * 8 + 63) // 64 * 64
 
     def __reduce__(self):
-        return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None))
+        return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None,
+                           self.levels_min_lanes))
 
 
 cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:
@@ -334,11 +431,38 @@ cdef inline void add_leaves(const ForestView* f, const RSView* r, int isa, int64
     else:
         rs_add_f64(isa, idx, lv64 + base, n, acc64 + g * lanes)
 
+cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int64_t n_lanes,
+                             const uint8_t* ranks, const uint64_t* skip, uint8_t* cols,
+                             uint8_t* idx, double* acc64, float* acc32, int32_t* leaves,
+                             int64_t leaf_stride) noexcept nogil:
+    """score_group's trees level by level (rs_layout.level_arrays), once the ranks are in."""
+    cdef int64_t lanes = rs_lanes(isa)
+    cdef int64_t t, l, so, g
+    cdef int n
+    rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>lanes, cols)
+    for t in range(f.n_trees):
+        rs_lv_tree(isa, r.lv_nodes + r.lv_node_offset[t], r.lv_level_end + LV_MAX_DEPTH * t,
+                   r.lv_depth[t], cols, idx)
+        so = r.lv_slot_offset[t]
+        if leaves != NULL:
+            for l in range(n_lanes):
+                leaves[l * leaf_stride + t] = r.lv_slot_leaf[so + idx[l]]
+            continue
+        n = <int>(r.lv_slot_offset[t + 1] - so)
+        g = f.tree_group[t]
+        if f.family == FAMILY_XGBOOST:
+            rs_add_f32(isa, idx, r.lv_value_f32 + so, n, acc32 + g * lanes,
+                       f.tree_weight != NULL,
+                       f.tree_weight[t] if f.tree_weight != NULL else 1.0)
+        else:
+            rs_add_f64(isa, idx, r.lv_value + so, n, acc64 + g * lanes)
+
+
 cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                              int64_t n_lanes, const double* rows, uint8_t* state,
                              uint8_t* ranks, uint64_t* skip, uint8_t* idx, uint8_t* codes,
                              double* acc64, float* acc32, int32_t* leaves,
-                             int64_t leaf_stride) noexcept nogil:
+                             int64_t leaf_stride, uint8_t* cols) noexcept nogil:
     """Exit leaves of every tree for the group's n_lanes converted rows: into
     leaves[l * leaf_stride + t] when leaves is not NULL, else added to acc (set to the base
     scores here) in tree order."""
@@ -354,6 +478,10 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
     rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
                    r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_pivots32,
                    r.rank_buckets32, r.rank_bucket_offsets, r.rank_zero, ranks, skip)
+    if r.lv_on and lanes >= r.lv_min_lanes:
+        level_group(f, r, isa, n_lanes, ranks, skip, cols, idx, acc64, acc32, leaves,
+                    leaf_stride)
+        return
     for k in range(r.n_cat_slots):       # each categorical slot's code per lane
         for l in range(n_lanes):
             codes[k * lanes + l] = <uint8_t>category_code(
@@ -406,6 +534,7 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
     cdef uint8_t* ranks
     cdef uint8_t* idx
     cdef uint8_t* codes
+    cdef uint8_t* cols
     cdef double* rows
     cdef double* acc64
     cdef float* acc32
@@ -419,6 +548,7 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
         ranks = _align64(<uint8_t*>(skip + N_SEGMENT_KINDS * S))
         idx = ranks + lanes * S
         codes = idx + lanes
+        cols = _align64(codes + lanes * r.n_cat_slots)    # the level path's columns
         # groups handed out one by one, not split in equal shares up front: with one of two
         # cores busy with another process, 2-thread calls of 1,000 x 64 ran 15-25% faster so
         # (session 16); with both cores free the two measured alike
@@ -432,10 +562,10 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
                 load_row(f, X, i + l, rows + l * F)
             if want_leaves:
                 score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes, acc64,
-                            acc32, &leaves[i, 0], f.n_trees)
+                            acc32, &leaves[i, 0], f.n_trees, cols)
             else:
                 score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes, acc64,
-                            acc32, NULL, 0)
+                            acc32, NULL, 0, cols)
                 for l in range(n_lanes):
                     for k in range(K):
                         if f.family == FAMILY_XGBOOST:
@@ -457,6 +587,9 @@ cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] 
             or lay.n_leaves != forest.view.tree_leaf_offset[forest.view.n_trees]
             or (lay.reordered and forest.view.family == FAMILY_XGBOOST and not lay.has_f32)):
         raise ValueError("the rapidscorer layout and the forest disagree on the model's shape")
+    if lay.levels and forest.view.family == FAMILY_XGBOOST and not lay.lv_f32:
+        raise ValueError("the rapidscorer layout's level path has no float32 leaf values, "
+                         "which an XGBoost forest sums")
     if lay.float32_ranks and forest.view.family != FAMILY_XGBOOST:
         # float32 ranks are exact for float32 rows only (XGBoost's, as load_row reads them)
         raise ValueError("the rapidscorer layout ranks in float32, which only an XGBoost "

@@ -901,4 +901,130 @@ static inline void rs_block_cat(int isa, const uint8_t* codes, const int32_t* no
     rs_cat_c(codes, rs_lanes(isa), node_slot, tables, eoff, entries, k0, k1, state);
 }
 
+/* ---- level by level (rs_layout.level_arrays): trees of depth <= 8, no bitvectors --------
+ *
+ * A lane's position p in a level of a tree goes to 2 p + 1 in the next where the node at
+ * position p sends it right, to 2 p otherwise (no node there: it is below a leaf). A node
+ * compares one column of the group, cols[col * lanes + l] (the lane's rank, biased by 0x80,
+ * or for a node with missing values that rank with the missing lanes set to 255 or 0), with
+ * its threshold index (thr_b, biased) and applies only to the lanes at its position, so a
+ * node costs a compare, a compare of positions and two logic operations, in registers:
+ * no byte rows written, no exit leaf searched (the last level's position is the leaf's
+ * slot). */
+typedef struct {
+    uint16_t col;    /* the column the node reads */
+    uint8_t thr_b;   /* threshold index ^ 0x80: right where the biased column exceeds it */
+    uint8_t pos;     /* the node's position in its level */
+} rs_lv_node;
+
+/* the group's columns: the S rank slots (biased), then each combo, slot | kind << 24 |
+ * right << 30: the slot's ranks with the lanes of skip[3 slot + kind] set to 255 (right)
+ * or 0 */
+static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int64_t S,
+                                 const int32_t* combos, int64_t n_combos, int lanes,
+                                 uint8_t* cols)
+{
+    for (int64_t k = 0; k < S * lanes; ++k)
+        cols[k] = (uint8_t)(ranks[k] ^ 0x80);
+    for (int64_t i = 0; i < n_combos; ++i) {
+        const int64_t s = combos[i] & 0xFFFFFF;
+        const uint64_t m = skip[3 * s + ((combos[i] >> 24) & 3)];
+        const uint8_t fill = ((combos[i] >> 30) & 1) ? 0x7F : 0x80;     /* 255 or 0, biased */
+        const uint8_t* src = cols + s * lanes;
+        uint8_t* out = cols + (S + i) * lanes;
+        if (m == 0) {
+            memcpy(out, src, (size_t)lanes);
+            continue;
+        }
+        for (int l = 0; l < lanes; ++l)
+            out[l] = ((m >> l) & 1) ? fill : src[l];
+    }
+}
+
+/* each lane's slot in one tree: nd its nodes level by level, lend[l] the nodes of levels
+ * 0 .. l, depth its depth */
+static inline void rs_lv_tree_c(const rs_lv_node* nd, const uint8_t* lend, int depth,
+                                const uint8_t* cols, int lanes, uint8_t* idx)
+{
+    uint8_t b[64];
+    memset(idx, 0, (size_t)lanes);
+    int i = 0;
+    for (int l = 0; l < depth; ++l) {
+        memset(b, 0, sizeof(b));
+        for (; i < lend[l]; ++i) {
+            const uint8_t* c = cols + (size_t)nd[i].col * lanes;
+            for (int k = 0; k < lanes; ++k)
+                b[k] |= (uint8_t)(idx[k] == nd[i].pos && (int8_t)c[k] > (int8_t)nd[i].thr_b);
+        }
+        for (int k = 0; k < lanes; ++k)
+            idx[k] = (uint8_t)(2 * idx[k] + b[k]);
+    }
+}
+
+#if RS_HAVE_X86
+/* 32 lanes (H = 1) or 64 (H = 2: two registers a column, as the AVX2 wide path) */
+#define RS_LV_TREE_AVX2(NAME, H)                                                              \
+QS_TARGET("avx2")                                                                            \
+static void NAME(const rs_lv_node* nd, const uint8_t* lend, int depth, const uint8_t* cols,  \
+                 uint8_t* idx)                                                               \
+{                                                                                            \
+    __m256i p[H], b[H];                                                                      \
+    for (int h = 0; h < H; ++h)                                                              \
+        p[h] = _mm256_setzero_si256();                                                       \
+    int i = 0;                                                                               \
+    for (int l = 0; l < depth; ++l) {                                                        \
+        for (int h = 0; h < H; ++h)                                                          \
+            b[h] = _mm256_setzero_si256();                                                   \
+        for (; i < lend[l]; ++i) {                                                           \
+            const __m256i t = _mm256_set1_epi8((char)nd[i].thr_b);                           \
+            const __m256i j = _mm256_set1_epi8((char)nd[i].pos);                             \
+            const __m256i* c = (const __m256i*)(cols + (size_t)nd[i].col * 32 * H);         \
+            for (int h = 0; h < H; ++h)                                                      \
+                b[h] = _mm256_or_si256(b[h], _mm256_and_si256(                               \
+                    _mm256_cmpgt_epi8(_mm256_load_si256(c + h), t),                          \
+                    _mm256_cmpeq_epi8(p[h], j)));                                            \
+        }                                                                                    \
+        for (int h = 0; h < H; ++h)     /* b is -1 where right: 2 p - b */                   \
+            p[h] = _mm256_sub_epi8(_mm256_add_epi8(p[h], p[h]), b[h]);                       \
+    }                                                                                        \
+    for (int h = 0; h < H; ++h)                                                              \
+        _mm256_storeu_si256((__m256i*)(idx + 32 * h), p[h]);                                 \
+}
+RS_LV_TREE_AVX2(rs_lv_tree_avx2, 1)
+RS_LV_TREE_AVX2(rs_lv_tree_avx2w, 2)
+
+/* 64 lanes in one register: a node's test only where the lanes are at its position */
+QS_TARGET("avx512f,avx512bw")
+static void rs_lv_tree_avx512(const rs_lv_node* nd, const uint8_t* lend, int depth,
+                              const uint8_t* cols, uint8_t* idx)
+{
+    const __m512i one = _mm512_set1_epi8(1);
+    __m512i p = _mm512_setzero_si512();
+    int i = 0;
+    for (int l = 0; l < depth; ++l) {
+        __mmask64 b = 0;
+        for (; i < lend[l]; ++i) {
+            const __m512i c = _mm512_load_si512((const void*)(cols + (size_t)nd[i].col * 64));
+            const __mmask64 at = _mm512_cmpeq_epi8_mask(p, _mm512_set1_epi8((char)nd[i].pos));
+            b |= at & _mm512_cmpgt_epi8_mask(c, _mm512_set1_epi8((char)nd[i].thr_b));
+        }
+        p = _mm512_add_epi8(p, p);
+        p = _mm512_mask_add_epi8(p, b, p, one);
+    }
+    _mm512_storeu_si512((void*)idx, p);
+}
+#endif
+
+/* a group's slot of every lane in one tree, on path isa */
+static inline void rs_lv_tree(int isa, const rs_lv_node* nd, const uint8_t* lend, int depth,
+                              const uint8_t* cols, uint8_t* idx)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX2) { rs_lv_tree_avx2(nd, lend, depth, cols, idx); return; }
+    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_tree_avx2w(nd, lend, depth, cols, idx); return; }
+    if (isa == RS_ISA_AVX512) { rs_lv_tree_avx512(nd, lend, depth, cols, idx); return; }
+#endif
+    rs_lv_tree_c(nd, lend, depth, cols, rs_lanes(isa), idx);
+}
+
 #endif
