@@ -15,7 +15,7 @@ from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.rapidscorer import RapidScorer
 from quickscorer.algorithms.rs_layout import LEVELS_MAX_DEPTH, level_arrays
-from quickscorer.ir import reference
+from quickscorer.ir import Ensemble, reference
 
 from conftest import random_ensemble, run_kernel, special_rows
 
@@ -212,3 +212,15 @@ def test_level_layout_pickles_with_its_lane_floor():
     alg.layout = again
     raw, leaves = run_kernel(alg, ens, X)
     np.testing.assert_array_equal(leaves, reference.predict_leaf(ens, X))
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+def test_level_path_with_dart_weights(isa):
+    """XGBoost DART: each tree's leaf value times its weight, float32, in tree order."""
+    rng = np.random.default_rng(15)
+    ens = random_ensemble(rng, "xgboost", n_trees=30, max_leaves=9, p_categorical=0.0,
+                          thresholds=FINITE)
+    dart = Ensemble(trees=ens.trees, tree_group=ens.tree_group, n_outputs=1,
+                    n_features=ens.n_features, family="xgboost", base_score=ens.base_score,
+                    tree_weight=rng.uniform(0.1, 1.0, size=ens.n_trees))
+    assert _check_both(dart, special_rows(rng, 100, 5), isa).levels

@@ -68,6 +68,14 @@ cdef extern from "quickscorer/rs_simd.h":
                        uint8_t* cols) noexcept nogil
     void rs_lv_tree(int isa, const rs_lv_node* nd, const uint8_t* lend, int depth,
                     const uint8_t* cols, uint8_t* idx) noexcept nogil
+    int rs_lv_sum_f32(int isa, const rs_lv_node* nodes, const int64_t* node_off,
+                      const uint8_t* lend, const uint8_t* depth, const int64_t* slot_off,
+                      const float* value, const float* tree_weight, int64_t n_trees,
+                      const uint8_t* cols, float* acc) noexcept nogil
+    int rs_lv_sum_f64(int isa, const rs_lv_node* nodes, const int64_t* node_off,
+                      const uint8_t* lend, const uint8_t* depth, const int64_t* slot_off,
+                      const double* value, int64_t n_trees, const uint8_t* cols,
+                      double* acc) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
@@ -440,6 +448,15 @@ cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int6
     cdef int64_t t, l, so, g
     cdef int n
     rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>lanes, cols)
+    if leaves == NULL and f.n_outputs == 1:     # the sums in registers, where the path can
+        if f.family == FAMILY_XGBOOST:
+            if rs_lv_sum_f32(isa, r.lv_nodes, r.lv_node_offset, r.lv_level_end, r.lv_depth,
+                             r.lv_slot_offset, r.lv_value_f32, f.tree_weight, f.n_trees,
+                             cols, acc32):
+                return
+        elif rs_lv_sum_f64(isa, r.lv_nodes, r.lv_node_offset, r.lv_level_end, r.lv_depth,
+                           r.lv_slot_offset, r.lv_value, f.n_trees, cols, acc64):
+            return
     for t in range(f.n_trees):
         rs_lv_tree(isa, r.lv_nodes + r.lv_node_offset[t], r.lv_level_end + LV_MAX_DEPTH * t,
                    r.lv_depth[t], cols, idx)

@@ -1015,6 +1015,101 @@ static void rs_lv_tree_avx512(const rs_lv_node* nd, const uint8_t* lend, int dep
 }
 #endif
 
+#if RS_HAVE_X86
+/* Every tree of a one-output model level by level, its leaf values summed in registers
+ * (tree order, as rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted):
+ * NL lanes (32 or 64) on the AVX2 walk TREE. value: the leaf value of each slot. */
+#define RS_LV_SUM_AVX2(NAME, TREE, NL)                                                        \
+QS_TARGET("avx2")                                                                            \
+static void NAME##_f32(const rs_lv_node* nodes, const int64_t* node_off, const uint8_t* lend, \
+                       const uint8_t* depth, const int64_t* slot_off, const float* value,    \
+                       const float* tree_weight, int64_t n_trees, const uint8_t* cols,       \
+                       float* acc)                                                           \
+{                                                                                            \
+    uint8_t idx[NL] __attribute__((aligned(32)));                                            \
+    __m256 a[NL / 8];                                                                        \
+    for (int c = 0; c < NL / 8; ++c)                                                         \
+        a[c] = _mm256_loadu_ps(acc + 8 * c);                                                 \
+    for (int64_t t = 0; t < n_trees; ++t) {                                                  \
+        TREE(nodes + node_off[t], lend + 8 * t, depth[t], cols, idx);                        \
+        const float* v = value + slot_off[t];                                                \
+        for (int c = 0; c < NL / 8; ++c) {                                                   \
+            const uint8_t* q = idx + 8 * c;                                                  \
+            __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],                   \
+                                      v[q[4]], v[q[5]], v[q[6]], v[q[7]]);                  \
+            if (tree_weight != NULL)                                                         \
+                g = _mm256_mul_ps(g, _mm256_set1_ps(tree_weight[t]));                        \
+            a[c] = _mm256_add_ps(a[c], g);                                                   \
+        }                                                                                    \
+    }                                                                                        \
+    for (int c = 0; c < NL / 8; ++c)                                                         \
+        _mm256_storeu_ps(acc + 8 * c, a[c]);                                                 \
+}                                                                                            \
+QS_TARGET("avx2")                                                                            \
+static void NAME##_f64(const rs_lv_node* nodes, const int64_t* node_off, const uint8_t* lend, \
+                       const uint8_t* depth, const int64_t* slot_off, const double* value,   \
+                       int64_t n_trees, const uint8_t* cols, double* acc)                    \
+{                                                                                            \
+    uint8_t idx[NL] __attribute__((aligned(32)));                                            \
+    for (int64_t t = 0; t < n_trees; ++t) {                                                  \
+        TREE(nodes + node_off[t], lend + 8 * t, depth[t], cols, idx);                        \
+        const double* v = value + slot_off[t];                                               \
+        for (int c = 0; c < NL / 4; ++c) {                                                   \
+            const uint8_t* q = idx + 4 * c;                                                  \
+            const __m256d g = _mm256_setr_pd(v[q[0]], v[q[1]], v[q[2]], v[q[3]]);           \
+            _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c), g));   \
+        }                                                                                    \
+    }                                                                                        \
+}
+RS_LV_SUM_AVX2(rs_lv_sum_avx2, rs_lv_tree_avx2, 32)
+RS_LV_SUM_AVX2(rs_lv_sum_avx2w, rs_lv_tree_avx2w, 64)
+#endif
+
+/* rs_lv_sum_avx2*_f32 / _f64 where isa is AVX2 or AVX2_WIDE (returns 1); 0 elsewhere, the
+ * caller then walks and adds tree by tree */
+static inline int rs_lv_sum_f32(int isa, const rs_lv_node* nodes, const int64_t* node_off,
+                                const uint8_t* lend, const uint8_t* depth,
+                                const int64_t* slot_off, const float* value,
+                                const float* tree_weight, int64_t n_trees, const uint8_t* cols,
+                                float* acc)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX2) {
+        rs_lv_sum_avx2_f32(nodes, node_off, lend, depth, slot_off, value, tree_weight,
+                           n_trees, cols, acc);
+        return 1;
+    }
+    if (isa == RS_ISA_AVX2_WIDE) {
+        rs_lv_sum_avx2w_f32(nodes, node_off, lend, depth, slot_off, value, tree_weight,
+                            n_trees, cols, acc);
+        return 1;
+    }
+#endif
+    (void)isa; (void)nodes; (void)node_off; (void)lend; (void)depth; (void)slot_off;
+    (void)value; (void)tree_weight; (void)n_trees; (void)cols; (void)acc;
+    return 0;
+}
+
+static inline int rs_lv_sum_f64(int isa, const rs_lv_node* nodes, const int64_t* node_off,
+                                const uint8_t* lend, const uint8_t* depth,
+                                const int64_t* slot_off, const double* value, int64_t n_trees,
+                                const uint8_t* cols, double* acc)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX2) {
+        rs_lv_sum_avx2_f64(nodes, node_off, lend, depth, slot_off, value, n_trees, cols, acc);
+        return 1;
+    }
+    if (isa == RS_ISA_AVX2_WIDE) {
+        rs_lv_sum_avx2w_f64(nodes, node_off, lend, depth, slot_off, value, n_trees, cols, acc);
+        return 1;
+    }
+#endif
+    (void)isa; (void)nodes; (void)node_off; (void)lend; (void)depth; (void)slot_off;
+    (void)value; (void)n_trees; (void)cols; (void)acc;
+    return 0;
+}
+
 /* a group's slot of every lane in one tree, on path isa */
 static inline void rs_lv_tree(int isa, const rs_lv_node* nd, const uint8_t* lend, int depth,
                               const uint8_t* cols, uint8_t* idx)
