@@ -106,14 +106,15 @@ LEVELS_MAX_DEPTH = 8
 #: the automatic choice (:func:`levels_choice`) walks a model level by level where its
 #: trees hold at least this many nodes a level on average, and in groups of 32 lanes too
 #: (calls of fewer than 33 rows a thread) from LEVELS_NARROW_RATIO. Measured on 1,000-tree
-#: models of benchmarks/matrix.py, AMD EPYC Zen 3, AVX2 (levels against scans, us/doc at
-#: 10 / 100 / 4,000 rows a call): XGBoost depth 8 (23.3 nodes a level) 20.7 / 5.65 / 4.46
-#: against 29.2 / 9.41 / 7.51; depth 7 with NaN (15.2) 15.1 / 4.44 / 3.51 against 22.3 / 6.77
-#: / 5.37; depth 6 (9.7) 9.26 / 2.89 / 2.30 against 9.68 / 3.57 / 2.94; depth 6 heavy-tailed
-#: 8.64 / 2.67 / 2.12 against 8.25 / 3.02 / 2.47; depth 5 (6.0) 6.80 / 2.20 / 1.75 against
-#: 5.76 / 2.24 / 1.88; depth 4 (3.5) 5.63 / 1.84 / 1.46 against 3.80 / 1.64 / 1.37; LightGBM
-#: full 8 leaves (1.3) 7.22 / 2.19 / 1.75 against 3.09 / 1.43 / 1.24
-LEVELS_MIN_RATIO = 6.0
+#: models of benchmarks/matrix.py, AMD EPYC Zen 3, AVX2, with the sums in registers
+#: (session 19; levels against scans, us/doc at 10 / 100 / 4,000 rows a call, best of 5):
+#: XGBoost depth 8 (23.3 nodes a level) 20.15 / 5.53 / 4.36 against 29.19 / 9.41 / 7.51;
+#: depth 6 (9.7) 9.82 / 2.54 / 2.03 against 9.68 / 3.57 / 2.94; depth 5 (6.0) 6.51 / 1.88 /
+#: 1.50 against 5.77 / 2.18 / 1.82; depth 4, heavy-tailed (3.5) 5.10 / 1.50 / 1.19 against
+#: 3.79 / 1.53 / 1.28; LightGBM, full 8 leaves (1.3) 4.99 / 1.56 / 1.26 against 3.09 / 1.40
+#: / 1.16. Calls of 10 rows walk levels only on the deepest (depth 7 with NaN, 15.2 a
+#: level, before the sums in registers: 15.06 against 22.27)
+LEVELS_MIN_RATIO = 3.0
 LEVELS_NARROW_RATIO = 12.0
 #: lv_nodes record: the column (rank slot, or slot with its missing lanes sent to a side)
 #: the node reads, its threshold index as the scans compare it (``thr ^ 0x80``) and its
