@@ -224,3 +224,22 @@ def test_level_path_with_dart_weights(isa):
                     n_features=ens.n_features, family="xgboost", base_score=ens.base_score,
                     tree_weight=rng.uniform(0.1, 1.0, size=ens.n_trees))
     assert _check_both(dart, special_rows(rng, 100, 5), isa).levels
+
+
+def test_level_values_kept_in_the_precision_the_model_sums():
+    """float64 slot values for a LightGBM model, float32 only for an XGBoost one; a layout
+    without the values its forest sums is refused when scoring, not read."""
+    rng = np.random.default_rng(16)
+    for family, have, lack in (("lightgbm", "lv_value", "lv_value_f32"),
+                               ("xgboost", "lv_value_f32", "lv_value")):
+        ens = random_ensemble(rng, family, n_trees=6, max_leaves=6, p_categorical=0.0,
+                              thresholds=FINITE)
+        alg = _alg(ens, "scalar")
+        a = alg._arrays
+        assert a[have].shape[0] == a["lv_slot_leaf"].shape[0] and a[lack].shape[0] == 0
+        alg.layout = _rapidscorer.RSLayout(
+            dict(a, **{have: np.zeros(0, a[have].dtype),
+                       lack: np.zeros(a["lv_slot_leaf"].shape[0], a[lack].dtype)}),
+            ens.n_features)
+        with pytest.raises(ValueError, match="level path has no"):
+            run_kernel(alg, ens, special_rows(rng, 10, 5))

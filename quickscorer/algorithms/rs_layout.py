@@ -596,7 +596,8 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
       tree): the nodes of levels up to ``l``; ``lv_depth``;
     - ``lv_slot_offset`` (n_trees + 1; tree ``t`` has ``2^d`` slots), ``lv_slot_leaf`` (the
       tree's own number of the leaf each slot stands for; 0 for slots no lane reaches),
-      ``lv_value`` / ``lv_value_f32`` (its value; float32 for XGBoost models);
+      ``lv_value`` (its value, float64; LightGBM models) or ``lv_value_f32`` (float32;
+      XGBoost models, whose sums are float32);
     - ``lv_combos`` (int32): the columns past the ``S`` rank slots, ``slot | kind << 24 |
       right << 30``: slot ``slot``'s ranks with the lanes segment kind ``kind`` treats as
       missing set to 255 (``right``: the default side is right) or 0.
@@ -693,12 +694,13 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     slot_leaf[leaf_slot] = np.arange(leaf_offset[-1]) - leaf_offset[tree_of_leaf]
     value = np.zeros(int(slot_offset[-1]), np.float64)
     value[leaf_slot] = np.asarray(packed["leaf_value"], np.float64)
+    xgb = ens.family == "xgboost"      # summed in float32: no float64 copy kept
     return {"lv_nodes": nodes.view(np.uint32), "lv_node_offset": node_offset.copy(),
             "lv_level_end": level_end.astype(np.uint8).reshape(-1),
             "lv_depth": depth.astype(np.uint8), "lv_slot_offset": slot_offset,
-            "lv_slot_leaf": slot_leaf, "lv_value": value,
-            "lv_value_f32": (value.astype(np.float32) if ens.family == "xgboost"
-                             else np.zeros(0, np.float32)),
+            "lv_slot_leaf": slot_leaf,
+            "lv_value": np.zeros(0, np.float64) if xgb else value,
+            "lv_value_f32": value.astype(np.float32) if xgb else np.zeros(0, np.float32),
             "lv_combos": combos.astype(np.int32)}
 
 

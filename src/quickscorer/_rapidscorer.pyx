@@ -166,7 +166,7 @@ cdef class RSLayout:
     cdef RSView view
     cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
-    cdef readonly bint reordered, has_f32, float32_ranks, levels, lv_f32
+    cdef readonly bint reordered, has_f32, float32_ranks, levels, lv_f32, lv_f64
     cdef readonly int64_t levels_min_lanes
 
     def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False,
@@ -296,6 +296,7 @@ cdef class RSLayout:
         self.view.lv_on = False
         self.levels = False
         self.lv_f32 = False
+        self.lv_f64 = False
         if "lv_depth" not in a or a["lv_depth"].shape[0] == 0:
             return
         for name, dtype in _LV_FIELDS.items():
@@ -313,8 +314,9 @@ cdef class RSLayout:
         if (int(noff[0]) != 0 or int(soff[0]) != 0 or (np.diff(soff) != n_slots).any()
                 or int(noff[n_trees]) != nodes.shape[0]
                 or a["lv_slot_leaf"].shape[0] != int(soff[n_trees])
-                or a["lv_value"].shape[0] != int(soff[n_trees])
-                or a["lv_value_f32"].shape[0] not in (0, int(soff[n_trees]))):
+                or a["lv_value"].shape[0] not in (0, int(soff[n_trees]))
+                or a["lv_value_f32"].shape[0] not in (0, int(soff[n_trees]))
+                or a["lv_value"].shape[0] + a["lv_value_f32"].shape[0] == 0):
             raise ValueError("rapidscorer layout: the level offsets do not fit the trees")
         per_tree = np.diff(noff)
         e = ends.astype(np.int64).reshape(n_trees, LV_MAX_DEPTH)
@@ -340,7 +342,8 @@ cdef class RSLayout:
         self.view.lv_depth = <const uint8_t*>cnp.PyArray_DATA(a["lv_depth"])
         self.view.lv_slot_offset = <const int64_t*>cnp.PyArray_DATA(soff)
         self.view.lv_slot_leaf = <const uint8_t*>cnp.PyArray_DATA(a["lv_slot_leaf"])
-        self.view.lv_value = <const double*>cnp.PyArray_DATA(a["lv_value"])
+        self.view.lv_value = (<const double*>cnp.PyArray_DATA(a["lv_value"])
+                              if a["lv_value"].shape[0] else NULL)
         self.view.lv_value_f32 = (<const float*>cnp.PyArray_DATA(a["lv_value_f32"])
                                   if a["lv_value_f32"].shape[0] else NULL)
         self.view.lv_combos = <const int32_t*>cnp.PyArray_DATA(combos)
@@ -349,6 +352,7 @@ cdef class RSLayout:
         self.view.lv_min_lanes = self.levels_min_lanes
         self.levels = True
         self.lv_f32 = a["lv_value_f32"].shape[0] != 0
+        self.lv_f64 = a["lv_value"].shape[0] != 0
 
     @staticmethod
     def _check_categorical(dict a, int64_t n_features, int64_t n_blocks, block_bytes):
@@ -607,6 +611,9 @@ cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] 
     if lay.levels and forest.view.family == FAMILY_XGBOOST and not lay.lv_f32:
         raise ValueError("the rapidscorer layout's level path has no float32 leaf values, "
                          "which an XGBoost forest sums")
+    if lay.levels and forest.view.family != FAMILY_XGBOOST and not lay.lv_f64:
+        raise ValueError("the rapidscorer layout's level path has no float64 leaf values, "
+                         "which this forest sums")
     if lay.float32_ranks and forest.view.family != FAMILY_XGBOOST:
         # float32 ranks are exact for float32 rows only (XGBoost's, as load_row reads them)
         raise ValueError("the rapidscorer layout ranks in float32, which only an XGBoost "
