@@ -1,4 +1,5 @@
-"""A static cycle count of one RapidScorer scan entry, per instruction set and CPU model.
+"""A static cycle count of one RapidScorer scan entry (and of one node of the level-by-level
+walk), per instruction set and CPU model.
 
 No timing: ``llvm-mca`` (LLVM's machine-code analyser) estimates the steady-state cycles of
 the scan's inner loop, as the compiler built it into ``quickscorer/_rapidscorer*.so``, on
@@ -22,9 +23,10 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# the scan of each path and the lanes one entry serves
+# the scan of each path and the lanes one entry serves; then the level walk's, a node a turn
 PATHS = {"avx2": ("rs_block_scan_avx2", 32), "avx2w": ("rs_block_scan_avx2w", 64),
-         "avx512": ("rs_block_scan_avx512", 64)}
+         "avx512": ("rs_block_scan_avx512", 64),
+         "levels-avx2w": ("rs_lv_tree_avx2w", 64), "levels-avx512": ("rs_lv_tree_avx512", 64)}
 AVX512_CPUS = ("skylake-avx512", "icelake-server", "sapphirerapids")
 DEFAULT_CPUS = ("haswell", "skylake", "znver3") + AVX512_CPUS
 
@@ -44,8 +46,9 @@ def function_lines(so: Path, name: str) -> list[tuple[int, str]]:
     return out
 
 
-def inner_loop(lines: list[tuple[int, str]]) -> list[str]:
-    """The shortest backward-branch body that compares bytes and stores a row."""
+def inner_loop(lines: list[tuple[int, str]], stores: bool = True) -> list[str]:
+    """The shortest backward-branch body that compares bytes and stores a row (without
+    ``stores``: that compares bytes, the level walk's node loop)."""
     best = None
     for i, (_, ins) in enumerate(lines):
         m = re.match(r"j\w+\s+([0-9a-f]+)", ins)
@@ -57,7 +60,8 @@ def inner_loop(lines: list[tuple[int, str]]) -> list[str]:
             continue
         body = [t for _, t in lines[start:i + 1] if not t.startswith("nop")]
         if (any(re.match(r"vpcmp", t) for t in body)
-                and any(re.match(r"vmovdq\w*\s+%[xyz]mm\d+,.*\(", t) for t in body)
+                and (not stores
+                     or any(re.match(r"vmovdq\w*\s+%[xyz]mm\d+,.*\(", t) for t in body))
                 and (best is None or len(body) < len(best))):
             best = body
     if best is None:
@@ -75,14 +79,15 @@ def main(argv=None) -> int:
     so = next(iter(sorted((ROOT / "quickscorer").glob("_rapidscorer*.so"))), None)
     if so is None:
         raise SystemExit("build the extension first (pip install -e .)")
-    print("| path | lanes | instructions | CPU model | cycles an entry | cycles per 64 documents |")
+    print("| path | lanes | instructions | CPU model | cycles an entry (a node) | cycles per 64 "
+          "documents |")
     print("| --- | ---: | ---: | --- | ---: | ---: |")
     for path, (func, lanes) in PATHS.items():
-        body = inner_loop(function_lines(so, func))
+        body = inner_loop(function_lines(so, func), stores=not path.startswith("levels"))
         with tempfile.NamedTemporaryFile("w", suffix=".s", delete=False) as f:
             f.write(".Lloop:\n" + "\n".join(body) + "\n")
         for cpu in args.cpus.split(","):
-            if path == "avx512" and cpu not in AVX512_CPUS:
+            if path.endswith("avx512") and cpu not in AVX512_CPUS:
                 continue
             out = subprocess.run(["llvm-mca", f"-mcpu={cpu}", "-iterations=1000", f.name],
                                  capture_output=True, text=True)
