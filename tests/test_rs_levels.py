@@ -146,6 +146,8 @@ def test_categorical_splits_take_the_scans_and_infinite_thresholds_either():
     cat = random_ensemble(rng, "lightgbm", n_trees=10, max_leaves=5, p_categorical=0.5,
                           thresholds=FINITE)
     assert not _alg(cat, "scalar").levels
+    with pytest.raises(ValueError, match="categorical splits"):
+        level_arrays(cat, np.arange(5, dtype=np.int32), np.zeros(6, np.int64), np.zeros(0))
     _check_both(cat, special_rows(rng, 40, 5), "scalar", depth_decides=False)
     for family in ("lightgbm", "xgboost"):
         inf = random_ensemble(rng, family, n_trees=10, max_leaves=5, p_categorical=0.0,

@@ -122,9 +122,8 @@ class RapidScorer(Algorithm):
                                             levels_min_lanes=max(32, min_lanes))
         self.tree_blocks = len(starts) - 1
         #: whether calls walk the trees level by level (every tree at most 8 deep, numeric;
-        #: groups of fewer than ``levels_min_lanes`` lanes scan)
+        #: groups of fewer than ``layout.levels_min_lanes`` lanes scan)
         self.levels = bool(self.layout.levels)
-        self.levels_min_lanes = int(min_lanes)
 
     @property
     def isa_name(self) -> str:
@@ -141,8 +140,8 @@ class RapidScorer(Algorithm):
         else:
             text = str(self.lanes)
         if self.levels:
-            text += (f"; trees walked level by level in groups of {self.levels_min_lanes} "
-                     "lanes or more")
+            text += ("; trees walked level by level in groups of "
+                     f"{self.layout.levels_min_lanes} lanes or more")
         return text
 
     def _scratch_rows(self, n_threads: int) -> np.ndarray:

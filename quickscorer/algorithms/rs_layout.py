@@ -572,16 +572,6 @@ def no_level_fields() -> dict:
             "lv_combos": np.zeros(0, np.int32)}
 
 
-def levels_unsupported(ens: Ensemble) -> str | None:
-    """Why the level-by-level path cannot score ``ens`` (None: it can)."""
-    if ens.has_categorical:
-        return "categorical splits"
-    if ens.has_linear:
-        return "linear trees"
-    # the depth, and a threshold missing from its feature's rank table (NaN): level_arrays
-    return None
-
-
 def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarray,
                  rank_thresholds: np.ndarray) -> dict:
     """The level-by-level path's fields: every tree of depth ``d <= LEVELS_MAX_DEPTH`` as
@@ -601,7 +591,15 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     - ``lv_combos`` (int32): the columns past the ``S`` rank slots, ``slot | kind << 24 |
       right << 30``: slot ``slot``'s ranks with the lanes segment kind ``kind`` treats as
       missing set to 255 (``right``: the default side is right) or 0.
+
+    Raises ValueError, saying why, for a model the path cannot score: categorical splits,
+    linear trees, a tree deeper than LEVELS_MAX_DEPTH, a threshold not in its feature's rank
+    table (NaN).
     """
+    if ens.has_categorical:
+        raise ValueError("categorical splits")
+    if ens.has_linear:
+        raise ValueError("linear trees")
     F = ens.n_features
     packed = ens.trees.arrays
     S = int(slot_column.shape[0])
@@ -742,10 +740,10 @@ def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = T
         raise ModelFormatError(f"cannot build the rapidscorer layout: {exc}") from None
     del rank, qs
     lv = no_level_fields()
-    if levels and levels_unsupported(ens) is None:
+    if levels:
         try:
             lv = level_arrays(ens, slot_column, rank_offsets, rank_thresholds)
-        except ValueError:      # a tree deeper than LEVELS_MAX_DEPTH
+        except ValueError:      # a model the level path cannot score: the scans alone
             pass
     return {
         **lv,

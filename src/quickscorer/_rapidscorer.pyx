@@ -166,7 +166,7 @@ cdef class RSLayout:
     cdef RSView view
     cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
-    cdef readonly bint reordered, has_f32, float32_ranks, levels, lv_f32, lv_f64
+    cdef readonly bint reordered, has_f32, float32_ranks, levels
     cdef readonly int64_t levels_min_lanes
 
     def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False,
@@ -295,8 +295,6 @@ cdef class RSLayout:
         they hold every tree, off where absent or empty."""
         self.view.lv_on = False
         self.levels = False
-        self.lv_f32 = False
-        self.lv_f64 = False
         if "lv_depth" not in a or a["lv_depth"].shape[0] == 0:
             return
         for name, dtype in _LV_FIELDS.items():
@@ -351,8 +349,6 @@ cdef class RSLayout:
         self.view.lv_on = True
         self.view.lv_min_lanes = self.levels_min_lanes
         self.levels = True
-        self.lv_f32 = a["lv_value_f32"].shape[0] != 0
-        self.lv_f64 = a["lv_value"].shape[0] != 0
 
     @staticmethod
     def _check_categorical(dict a, int64_t n_features, int64_t n_blocks, block_bytes):
@@ -608,10 +604,10 @@ cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] 
             or lay.n_leaves != forest.view.tree_leaf_offset[forest.view.n_trees]
             or (lay.reordered and forest.view.family == FAMILY_XGBOOST and not lay.has_f32)):
         raise ValueError("the rapidscorer layout and the forest disagree on the model's shape")
-    if lay.levels and forest.view.family == FAMILY_XGBOOST and not lay.lv_f32:
+    if lay.levels and forest.view.family == FAMILY_XGBOOST and lay.view.lv_value_f32 == NULL:
         raise ValueError("the rapidscorer layout's level path has no float32 leaf values, "
                          "which an XGBoost forest sums")
-    if lay.levels and forest.view.family != FAMILY_XGBOOST and not lay.lv_f64:
+    if lay.levels and forest.view.family != FAMILY_XGBOOST and lay.view.lv_value == NULL:
         raise ValueError("the rapidscorer layout's level path has no float64 leaf values, "
                          "which this forest sums")
     if lay.float32_ranks and forest.view.family != FAMILY_XGBOOST:

@@ -532,6 +532,25 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
 #endif
 
 #if RS_HAVE_X86
+/* the leaf values v[q[0 .. 4)] in one vector, loaded in pairs (no gather instruction: slower
+ * than these loads on AMD Zen 3) */
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline __m256d rs_leaves4_pd(const double* v, const uint8_t* q)
+{
+    const __m128d lo = _mm_loadh_pd(_mm_load_sd(v + q[0]), v + q[1]);
+    const __m128d hi = _mm_loadh_pd(_mm_load_sd(v + q[2]), v + q[3]);
+    return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
+}
+
+/* the leaf values v[q[0 .. 8)] in one vector, times w where weighted (as rs_add_f32_c) */
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline __m256 rs_leaves8_ps(const float* v, const uint8_t* q, int weighted, float w)
+{
+    const __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],
+                                    v[q[4]], v[q[5]], v[q[6]], v[q[7]]);
+    return weighted ? _mm256_mul_ps(g, _mm256_set1_ps(w)) : g;
+}
+
 /* AVX2, a model of one output without linear leaves: the exit leaves of trees [t0, t1) of a
  * block (tree t's byte rows at state + (byte_off[t] - byte_off[t0]) * stride, stride 32, or
  * 64 for either half of a wide group) added to the scores acc of the first 4 nc lanes in
@@ -552,12 +571,8 @@ static inline void rs_block_add_f64_avx2_n(const uint8_t* state, size_t stride,
         rs_exits_avx2s(state + (size_t)(byte_off[t] - byte_off[t0]) * stride,
                        (int)(byte_off[t + 1] - byte_off[t]), stride, idx);
         const double* v = leaf_value + leaf_off[t];
-        for (int c = 0; c < nc; ++c) {
-            const uint8_t* q = idx + 4 * c;
-            const __m128d lo = _mm_loadh_pd(_mm_load_sd(v + q[0]), v + q[1]);
-            const __m128d hi = _mm_loadh_pd(_mm_load_sd(v + q[2]), v + q[3]);
-            a[c] = _mm256_add_pd(a[c], _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1));
-        }
+        for (int c = 0; c < nc; ++c)
+            a[c] = _mm256_add_pd(a[c], rs_leaves4_pd(v, idx + 4 * c));
     }
     for (int c = 0; c < nc; ++c)
         _mm256_storeu_pd(acc + 4 * c, a[c]);
@@ -593,14 +608,9 @@ static inline void rs_block_add_f32_avx2_n(const uint8_t* state, size_t stride,
         rs_exits_avx2s(state + (size_t)(byte_off[t] - byte_off[t0]) * stride,
                        (int)(byte_off[t + 1] - byte_off[t]), stride, idx);
         const float* v = leaf_value + leaf_off[t];
-        for (int c = 0; c < nc; ++c) {
-            const uint8_t* q = idx + 8 * c;
-            __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],
-                                      v[q[4]], v[q[5]], v[q[6]], v[q[7]]);
-            if (tree_weight != NULL)
-                g = _mm256_mul_ps(g, _mm256_set1_ps(tree_weight[t]));
-            a[c] = _mm256_add_ps(a[c], g);
-        }
+        const float w = tree_weight != NULL ? tree_weight[t] : 1.0f;
+        for (int c = 0; c < nc; ++c)
+            a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(v, idx + 8 * c, tree_weight != NULL, w));
     }
     for (int c = 0; c < nc; ++c)
         _mm256_storeu_ps(acc + 8 * c, a[c]);
@@ -932,12 +942,10 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
         const uint8_t fill = ((combos[i] >> 30) & 1) ? 0x7F : 0x80;     /* 255 or 0, biased */
         const uint8_t* src = cols + s * lanes;
         uint8_t* out = cols + (S + i) * lanes;
-        if (m == 0) {
+        if (m == 0)
             memcpy(out, src, (size_t)lanes);
-            continue;
-        }
-        for (int l = 0; l < lanes; ++l)
-            out[l] = ((m >> l) & 1) ? fill : src[l];
+        else
+            rs_fill_missing(src, m, fill, out, lanes);      /* the scans' own fill */
     }
 }
 
@@ -1016,9 +1024,10 @@ static void rs_lv_tree_avx512(const rs_lv_node* nd, const uint8_t* lend, int dep
 #endif
 
 #if RS_HAVE_X86
-/* Every tree of a one-output model level by level, its leaf values summed in registers
- * (tree order, as rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted):
- * NL lanes (32 or 64) on the AVX2 walk TREE. value: the leaf value of each slot. */
+/* Every tree of a one-output model level by level, its leaf values summed in tree order (as
+ * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted): NL lanes (32 or 64)
+ * on the AVX2 walk TREE; value: the leaf value of each slot. The float32 scores stay in
+ * registers across the trees; the float64 ones (16 registers for 64 lanes) in acc. */
 #define RS_LV_SUM_AVX2(NAME, TREE, NL)                                                        \
 QS_TARGET("avx2")                                                                            \
 static void NAME##_f32(const rs_lv_node* nodes, const int64_t* node_off, const uint8_t* lend, \
@@ -1033,14 +1042,9 @@ static void NAME##_f32(const rs_lv_node* nodes, const int64_t* node_off, const u
     for (int64_t t = 0; t < n_trees; ++t) {                                                  \
         TREE(nodes + node_off[t], lend + 8 * t, depth[t], cols, idx);                        \
         const float* v = value + slot_off[t];                                                \
-        for (int c = 0; c < NL / 8; ++c) {                                                   \
-            const uint8_t* q = idx + 8 * c;                                                  \
-            __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],                   \
-                                      v[q[4]], v[q[5]], v[q[6]], v[q[7]]);                  \
-            if (tree_weight != NULL)                                                         \
-                g = _mm256_mul_ps(g, _mm256_set1_ps(tree_weight[t]));                        \
-            a[c] = _mm256_add_ps(a[c], g);                                                   \
-        }                                                                                    \
+        const float w = tree_weight != NULL ? tree_weight[t] : 1.0f;                         \
+        for (int c = 0; c < NL / 8; ++c)                                                     \
+            a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(v, idx + 8 * c, tree_weight != NULL, w)); \
     }                                                                                        \
     for (int c = 0; c < NL / 8; ++c)                                                         \
         _mm256_storeu_ps(acc + 8 * c, a[c]);                                                 \
@@ -1054,11 +1058,9 @@ static void NAME##_f64(const rs_lv_node* nodes, const int64_t* node_off, const u
     for (int64_t t = 0; t < n_trees; ++t) {                                                  \
         TREE(nodes + node_off[t], lend + 8 * t, depth[t], cols, idx);                        \
         const double* v = value + slot_off[t];                                               \
-        for (int c = 0; c < NL / 4; ++c) {                                                   \
-            const uint8_t* q = idx + 4 * c;                                                  \
-            const __m256d g = _mm256_setr_pd(v[q[0]], v[q[1]], v[q[2]], v[q[3]]);           \
-            _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c), g));   \
-        }                                                                                    \
+        for (int c = 0; c < NL / 4; ++c)                                                     \
+            _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c),        \
+                                                        rs_leaves4_pd(v, idx + 4 * c)));      \
     }                                                                                        \
 }
 RS_LV_SUM_AVX2(rs_lv_sum_avx2, rs_lv_tree_avx2, 32)
