@@ -267,6 +267,31 @@ def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(dep
     assert autoselect.few_rows(bare, quickscorer.Model(bare).supported_algorithms()) == "vqs"
 
 
+def test_models_rapidscorer_cannot_score_run_the_few_rows_kernel_for_many_rows():
+    """Trees of 512 leaves (rapidscorer takes at most 256): the walk for calls of any size
+    from VQS_MIN_ROWS (127.5 expected false nodes per 9-node path, over
+    FEW_ROWS_WALK_RATIO); the same trees deciding a level by categories they list up to 300
+    (rapidscorer codes them below 254, and each counts steps of the walk) stay on vqs. Both
+    exact, and ``info`` names the kernel."""
+    deep = _balanced(9)
+    cat = _balanced(9, categorical_level=8, big=300)
+    for ens, kernel in ((deep, "walk"), (cat, "vqs")):
+        model = quickscorer.Model(ens)
+        assert "rapidscorer" not in model.supported_algorithms()
+        assert model.info()["few_rows_algorithm"] == kernel
+        assert model.info()["default_algorithm"].startswith(
+            f"auto: {kernel} (rapidscorer cannot score this model) for "
+            f"{autoselect.RS_MIN_ROWS} or more")
+        X = np.column_stack([np.linspace(-1.0, 1100.0, 300), np.arange(300) % 9 - 1.0])
+        want = model.predict_raw(X, algorithm="traversal")
+        for n_threads in (1, 2):
+            assert np.array_equal(model.predict_raw(X, n_threads=n_threads), want)
+        assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
+        warm = quickscorer.Model(ens, prepare=("auto",))
+        assert set(warm.info()["layout_bytes"]) <= {"quickscorer", "walk", "vqs"}
+        assert kernel in warm.info()["layout_bytes"]
+
+
 # XGBoost: sum_hessian, the rows' count under squared error (a hessian of 1 per row)
 
 SQUARED = ["reg:squarederror", "categorical", "multi_target", "single_leaf", "deep"]

@@ -149,7 +149,10 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose(names, 4, 1, "walk", "vqs") == "vqs"
     assert autoselect.choose(names, 8, 1, "quickscorer", "walk") == "walk"
     assert autoselect.choose(names, 9, 1, "walk", "walk") == "rapidscorer"
-    assert autoselect.choose(["quickscorer", "vqs", "walk"], 9, 1, "walk", "walk") == "vqs"
+    # where rapidscorer cannot score the model, many rows take the few-rows kernel
+    assert autoselect.choose(["quickscorer", "vqs", "walk"], 9, 1, "walk", "walk") == "walk"
+    assert autoselect.choose(["quickscorer", "vqs", "walk"], 900, 1, "walk", "vqs") == "vqs"
+    assert autoselect.candidates(["quickscorer", "vqs", "walk"], "walk", "walk") == ("walk",)
     assert autoselect.choose(names, 17, 2, "walk", "walk") == "walk"    # 8.5 rows per thread
     assert autoselect.candidates(names, "walk", "walk") == ("walk", "rapidscorer")
     assert autoselect.candidates(supported, "quickscorer", "vqs") == ("quickscorer", "vqs",
