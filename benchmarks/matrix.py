@@ -9,6 +9,8 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
   (log-normal counts and reals), 136 features;
 * ``xgb-depth<d>-<data>-<trees>[-exact|-approx]``: XGBoost grown depth-wise to depth d (6
   is its default) by its hist method (or the one named), same data;
+* ``xgb-leaves<l>-<data>-<trees>``: XGBoost grown leaf-wise (lossguide) to l leaves a tree,
+  no depth limit: partial deep trees, same data;
 * ``ltr-1000x64``: the partial trees of the lambdarank model of ``compare.py``;
 * ``cat<c>x<k>-<trees>x<leaves>``: LightGBM regression with categorical splits, ``c``
   categorical columns of ``k`` categories among 136 (``cat2x8-500x64``: 3% of the nodes
@@ -64,6 +66,9 @@ def workload(shape: str, n_rows: int) -> W.Workload:
     if m:
         return W.xgb_depth(int(m.group(3)), int(m.group(1)), m.group(2), n_rows,
                            m.group(4) or "hist")
+    m = re.fullmatch(r"xgb-leaves(\d+)-([a-z]+)-(\d+)", shape)
+    if m:
+        return W.xgb_leaves(int(m.group(3)), int(m.group(1)), m.group(2), n_rows)
     m = re.fullmatch(r"cat(\d+)x(\d+)-(\d+)x(\d+)", shape)
     if m:
         return W.categorical(int(m.group(3)), int(m.group(4)), int(m.group(1)),

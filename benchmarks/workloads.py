@@ -342,6 +342,23 @@ def categorical(n_trees: int, n_leaves: int, n_cat: int, n_categories: int,
                     categorical_rows(n_rows, n_cat, n_categories, 7), n_trees, n_leaves)
 
 
+def xgb_leaves(n_trees: int, n_leaves: int, kind: str = "uniform",
+               n_rows: int = 10_000) -> Workload:
+    """An XGBoost regression model grown leaf-wise (``grow_policy="lossguide"``, no depth
+    limit) to ``n_leaves`` leaves a tree by its hist method: partial, deep trees, as
+    LightGBM grows them, scored as an XGBoost model; same data as :func:`xgb_depth`."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"leaves{n_leaves}_{kind}_xgb_{n_trees}.json"
+    if not path.exists():
+        X = matrix_rows(kind, 20_000, seed=11)
+        _train_xgboost(path, n_trees, 0, X, _matrix_target(X, 12), None, "reg:squarederror",
+                       {"grow_policy": "lossguide", "max_depth": 0, "max_leaves": n_leaves,
+                        "max_bin": 256, "subsample": 1.0, "colsample_bytree": 1.0,
+                        "tree_method": "hist"})
+    return Workload(f"xgb-leaves{n_leaves}-{kind}-{n_trees}", path, path,
+                    matrix_rows(kind, n_rows, seed=13), n_trees, n_leaves)
+
+
 def xgb_depth6(n_trees: int, kind: str = "uniform", n_rows: int = 10_000) -> Workload:
     """:func:`xgb_depth` at XGBoost's default depth."""
     return xgb_depth(n_trees, 6, kind, n_rows)

@@ -42,6 +42,16 @@ def random_tree(rng, n_leaves: int, n_features: int, family: str, *,
         value=np.round(rng.normal(size=k), 3), n_features=n_features)
 
 
+def linear_tree(n_features: int = 3):
+    """A LightGBM linear tree of three leaves (two of them linear, on features 0 to 2)."""
+    left, right = [1, 3, -1, -1, -1], [2, 4, -1, -1, -1]
+    return build_tree(left=left, right=right, root=0, feature=[0, 1, 0, 0, 0],
+                      threshold=[0.5, -1.0, 0, 0, 0], default_left=[True] * 5,
+                      missing_type=[2] * 5, is_categorical=[False] * 5, categories=None,
+                      value=[0, 0, 1.5, -2.0, 3.25], n_features=n_features,
+                      linear={2: (0.5, [1, 2], [0.25, -1.5]), 4: (1.0, [0], [2.0])})
+
+
 def random_ensemble(rng, family: str, n_trees=20, n_outputs=1, n_features=5, max_leaves=40,
                     **kw) -> Ensemble:
     trees = tuple(random_tree(rng, int(rng.integers(1, max_leaves + 1)), n_features, family, **kw)

@@ -21,7 +21,8 @@ from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, entry_t
                                               rank_table, unsupported)
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 
-from conftest import category_rows, random_ensemble, random_tree, run_kernel, special_rows
+from conftest import (category_rows, linear_tree, random_ensemble, random_tree, run_kernel,
+                      special_rows)
 
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
 if "avx2" in RS_ISAS:       # AVX2 with every group at 32 documents (no 64-lane groups)
@@ -131,12 +132,7 @@ def test_dart_weights_and_linear_leaves(isa):
     X = special_rows(rng, 90, ens.n_features)
     _check(dart, X, isa)
     # linear leaves (LightGBM linear_tree): the scalar per-lane sum
-    left, right = [1, 3, -1, -1, -1], [2, 4, -1, -1, -1]
-    tree = build_tree(left=left, right=right, root=0, feature=[0, 1, 0, 0, 0],
-                      threshold=[0.5, -1.0, 0, 0, 0], default_left=[True] * 5,
-                      missing_type=[2] * 5, is_categorical=[False] * 5, categories=None,
-                      value=[0, 0, 1.5, -2.0, 3.25], n_features=3,
-                      linear={2: (0.5, [1, 2], [0.25, -1.5]), 4: (1.0, [0], [2.0])})
+    tree = linear_tree()
     lin = Ensemble(trees=(tree, tree), tree_group=[0, 0], n_outputs=1, n_features=3,
                    family="lightgbm", base_score=[0.0])
     _check(lin, special_rows(rng, 70, 3), isa)

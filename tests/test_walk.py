@@ -11,11 +11,12 @@ import pytest
 
 import quickscorer
 from quickscorer.algorithms.traversal import node_arrays
-from quickscorer.algorithms.walk import NODE_DTYPE, walk_arrays
+from quickscorer.algorithms import walk as walk_mod
+from quickscorer.algorithms.walk import NODE_DTYPE, Walk, walk_arrays, walk_block_starts
 from quickscorer import _walk
 from quickscorer.ir import Ensemble, build_tree
 
-from conftest import category_rows, random_ensemble, special_rows
+from conftest import category_rows, linear_tree, random_ensemble, special_rows
 
 
 def _model(family, n_trees=40, n_outputs=1, seed=3):
@@ -66,14 +67,18 @@ def test_rules_and_special_columns():
     for name in ("feature", "threshold", "flags", "cat_offset", "cat_nwords"):
         assert np.array_equal(a[name], canon[name][special], equal_nan=True), name
     assert "left" not in a and "right" not in a
-    # a special node reads its own column with threshold 0; the others read rule * F + feature
+    # a special node reads its own column, after the fill columns, with threshold 0; the
+    # others read the column of their (rule, feature) pair rule * F + feature in fill_cols
+    fill = a["fill_cols"]
     assert np.array_equal(nodes["col"][:n][special],
-                          _walk.N_RULE_KINDS * F + np.arange(special.sum()))
+                          fill.shape[0] + np.arange(special.sum()))
     assert np.all(nodes["thr"][:n][special] == 0.0)
     plain = ~special
-    assert np.array_equal(nodes["col"][:n][plain] % F, canon["feature"][plain])
+    pairs = fill[nodes["col"][:n][plain]]
+    assert np.array_equal(pairs % F, canon["feature"][plain])
+    assert np.all(pairs // F < _walk.N_RULE_KINDS)
     assert np.array_equal(nodes["thr"][:n][plain], canon["threshold"][plain])
-    assert set(np.unique(nodes["col"][:n][plain])) == set(a["fill_cols"])
+    assert np.array_equal(np.unique(nodes["col"][:n][plain]), np.arange(fill.shape[0]))
 
 
 @pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
@@ -193,3 +198,105 @@ def test_categorical_nodes_decided_by_their_tables(family):
                 dict(a, special_tables=a["special_tables"][:-1])):
         with pytest.raises(ValueError, match="special_table"):
             _walk.WalkLayout(bad, ens.n_features)
+
+
+def test_block_starts_fill_each_block_up_to_the_budget():
+    offsets = np.cumsum([0, 3, 0, 5, 1, 10, 2])          # nodes 3, 0, 5, 1, 10, 2
+    assert walk_block_starts(offsets, 8 * 24).tolist() == [0, 3, 4, 5, 6]
+    # a tree a block, but the tree of no node, which joins the next
+    assert walk_block_starts(offsets, 1).tolist() == [0, 1, 3, 4, 5, 6]
+    assert walk_block_starts(offsets, 10 ** 9).tolist() == [0, 6]
+    assert walk_block_starts(np.zeros(1, np.int64), 100).tolist() == [0, 0]
+    a = walk_arrays(_model("lightgbm").ensemble)
+    assert a["block_starts"].tolist() == [0, 40]               # without a budget, one block
+
+
+def _linear_ensemble() -> Ensemble:
+    return Ensemble(trees=(linear_tree(7),) * 19, tree_group=[0] * 19, n_outputs=1, n_features=7,
+                    family="lightgbm", base_score=[0.25])
+
+
+@pytest.mark.parametrize("kind", ["lightgbm", "xgboost", "multiclass", "categorical",
+                                  "linear"])
+def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind):
+    """From BLOCKED_MIN_ROWS rows a thread, where the model takes several tree blocks, the
+    rows walk a chunk at a time through each block: the reference's leaves and scores for
+    any block size (a tree a block, a few trees, a block too small for any tree), chunk
+    (one row, three, more than the call) and thread count, rows past the last full chunk
+    included."""
+    rng = np.random.default_rng(31)
+    if kind == "linear":
+        ens = _linear_ensemble()
+    else:
+        family = "xgboost" if kind == "xgboost" else "lightgbm"
+        ens = random_ensemble(rng, family, n_trees=37, n_outputs=3 if kind == "multiclass"
+                              else 1, n_features=7,
+                              p_categorical=0.4 if kind == "categorical" else 0.0)
+    model = quickscorer.Model(ens)
+    X = (category_rows if kind == "categorical" else special_rows)(rng, 101, 7)
+    want_raw = model.predict_raw(X, algorithm="traversal")
+    want_leaf = model.predict_leaf(X, algorithm="traversal")
+    k = ens.n_outputs
+    table = 24 * int(np.sum(ens.n_leaves - 1))
+    for block_bytes in (1, table // 5, table // 2):
+        for chunk in (1, 3, 500):
+            walk = Walk(ens, model._forest, block_bytes=block_bytes, chunk_rows=chunk)
+            assert walk.layout.n_blocks > 1
+            for rows in (X, X[:walk_mod.BLOCKED_MIN_ROWS], X.astype(np.float32)):
+                xgbm = ens.family == "xgboost"
+                for n_threads in (1, 2):
+                    assert walk._blocked(rows, 1)
+                    out = np.full((rows.shape[0], k), np.nan, np.float32 if xgbm else float)
+                    none64, none32 = np.empty((0, 0)), np.empty((0, 0), np.float32)
+                    walk.predict_raw(rows, none64 if xgbm else out, out if xgbm else none32,
+                                     n_threads)
+                    n = rows.shape[0]
+                    assert np.array_equal(out, want_raw[:n] if rows.dtype == X.dtype
+                                          else model.predict_raw(rows, algorithm="traversal"))
+                    leaves = np.full((n, ens.n_trees), -1, np.int32)
+                    walk.predict_leaf(rows, leaves, n_threads)
+                    assert np.array_equal(leaves, want_leaf[:n] if rows.dtype == X.dtype
+                                          else model.predict_leaf(rows, algorithm="traversal"))
+    # below BLOCKED_MIN_ROWS a thread, and on a model of one block, the row-by-row walk
+    walk = Walk(ens, model._forest, block_bytes=1, chunk_rows=4)
+    assert not walk._blocked(X[:walk_mod.BLOCKED_MIN_ROWS - 1], 1)
+    assert not walk._blocked(X[:2 * walk_mod.BLOCKED_MIN_ROWS - 1], 2)
+    assert not Walk(ens, model._forest, block_bytes=10 ** 9)._blocked(X, 1)
+
+
+def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch):
+    ens = random_ensemble(np.random.default_rng(5), "lightgbm", n_trees=200, n_features=7,
+                          max_leaves=60)
+    model = quickscorer.Model(ens)
+    nodes = int(np.sum(ens.n_leaves - 1))
+    assert Walk(ens, model._forest).block_bytes == walk_mod.default_block_bytes()
+    monkeypatch.setenv("QUICKSCORER_WALK_BLOCK_BYTES", str(24 * nodes // 4))
+    monkeypatch.setenv("QUICKSCORER_WALK_CHUNK_ROWS", "5")
+    walk = Walk(ens, model._forest)
+    assert walk.chunk_rows == 5 and walk.layout.n_blocks >= 4
+    X = special_rows(np.random.default_rng(6), 64, 7)
+    got = np.empty((64, 1))
+    walk.predict_raw(X, got, np.empty((0, 0), np.float32), 1)
+    assert np.array_equal(got, model.predict_raw(X, algorithm="traversal"))
+
+
+def test_block_starts_that_do_not_split_the_trees_are_refused():
+    model = _model("lightgbm", seed=9)
+    a = walk_arrays(model.ensemble, 24 * 20)
+    assert a["block_starts"].shape[0] > 2
+    for bad in (a["block_starts"][1:], a["block_starts"][:-1], a["block_starts"][::-1],
+                np.array([0, 5, 5, 40], np.int64), np.array([0], np.int64),
+                a["block_starts"].astype(np.int32)):
+        with pytest.raises(ValueError, match="block_starts"):
+            _walk.WalkLayout(dict(a, block_starts=bad), model.n_features)
+    lay = _walk.WalkLayout(a, model.n_features)
+    assert lay.n_blocks == a["block_starts"].shape[0] - 1
+    X = special_rows(np.random.default_rng(3), 20, model.n_features)
+    with pytest.raises(ValueError, match="chunk"):
+        _walk.predict_raw_blocked(model._forest, lay, X, np.empty((20, 1)),
+                                  np.empty((0, 0), np.float32),
+                                  np.zeros((1, 10 ** 5), np.uint64), 1, 0)
+    with pytest.raises(ValueError, match="scratch"):
+        _walk.predict_raw_blocked(model._forest, lay, X, np.empty((20, 1)),
+                                  np.empty((0, 0), np.float32),
+                                  np.zeros((1, 4 * lay.chunk_row_words - 1), np.uint64), 1, 4)

@@ -14,10 +14,30 @@ from .. import _walk
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
+from .cpu import env_int, l2_cache_bytes
 from .rs_layout import coded_categorical, codes_going_left
 from .traversal import node_arrays
 
 N_RULES = _walk.N_RULE_KINDS
+
+#: calls of this many rows per thread or more walk their rows a chunk at a time
+#: (CHUNK_ROWS) through tree blocks whose nodes stay in cache, where the model
+#: needs more than one block; fewer rows walk every tree for one row, then the next
+BLOCKED_MIN_ROWS = 8
+#: rows of a chunk (default_block_bytes says how they were measured)
+CHUNK_ROWS = 64
+
+
+def default_block_bytes() -> int:
+    """Walk nodes per tree block: twice the L2 cache (``$QUICKSCORER_WALK_BLOCK_BYTES``
+    overrides it). A walk reads a small part of a block's nodes (about 10 of a tree's 480
+    on XGBoost depth 10), so the block's rows share its top levels in L2 and the rest in
+    L3. Measured on 1,000 XGBoost trees of depth 10 (481 leaves a tree), AMD EPYC Zen 3 with
+    512 KiB of L2 per core, 1 thread, 100 / 4,000 rows a call, us/doc, fastest of 8
+    interleaved rounds: one block 63.4 / 66.9; 1 MiB blocks, chunks of 64 rows 45.3 / 50.1,
+    of 256 rows 46.5 / 51.1; 2 MiB, 256 rows 46.2 / 51.8 (chunks of 1,024 rows, 42.3 at
+    4,000 rows, need 10 MiB of scratch a thread on that model)."""
+    return 2 * l2_cache_bytes()
 _R = _walk.RULES
 
 #: a node of the walk's table as walk.h reads it (24 bytes)
@@ -46,7 +66,25 @@ def special_mask(ens: Ensemble) -> np.ndarray:
     return np.asarray(a["is_categorical"], bool) | np.isnan(thr) | (thr == np.inf)
 
 
-def walk_arrays(ens: Ensemble) -> dict:
+def walk_block_starts(node_offset: np.ndarray, budget_bytes: int) -> np.ndarray:
+    """Consecutive trees whose walk nodes (``NODE_DTYPE``, 24 bytes each) fit in
+    ``budget_bytes``, at least one tree a block: the first tree of each block, then the
+    number of trees."""
+    nodes = np.diff(np.asarray(node_offset, np.int64))
+    starts = [0]
+    size = 0
+    for t, n in enumerate(nodes.tolist()):
+        if size and size + n * NODE_DTYPE.itemsize > budget_bytes:
+            starts.append(t)
+            size = 0
+        size += n * NODE_DTYPE.itemsize
+    starts.append(nodes.shape[0])
+    if len(starts) > 2 and starts[-1] == starts[-2]:
+        starts.pop()
+    return np.asarray(starts, np.int64)
+
+
+def walk_arrays(ens: Ensemble, block_bytes: int | None = None) -> dict:
     """The walk's layout:
 
     - ``walk_nodes``: ``NODE_DTYPE`` records viewed as uint64 (3 words a node), the trees'
@@ -61,14 +99,18 @@ def walk_arrays(ens: Ensemble) -> dict:
       node, whose children are itself (where a cursor with no trees left circles);
     - ``roots`` (int32, n_trees + 8): each tree's root, then the last node eight times;
     - ``node_offset`` (int64, n_trees + 1): each tree's first canonical node;
-    - ``fill_cols`` (int32): the columns ``rule * n_features + feature`` that some node
-      reads, in increasing order;
-    - the special nodes, those that read a column of their own, ``N_RULES * n_features + j``
+    - ``fill_cols`` (int32): the (rule, feature) pairs ``rule * n_features + feature`` that
+      some node reads, in increasing order: column ``i`` of the expanded row is pair
+      ``fill_cols[i]``'s (a node's ``col``), so the row holds those alone;
+    - the special nodes, those that read a column of their own, ``len(fill_cols) + j``
       for the j-th, set to -inf (left) or +inf (right) by the node's own decision:
       categorical splits, and thresholds that are NaN or +inf (where +inf could not stand
       for "right"). Their canonical fields (``feature``, ``threshold``, ``flags``,
       ``cat_offset``, ``cat_nwords``, ``cat_words``, as :func:`node_arrays` has them) are
       kept for those nodes only, in column order;
+    - ``block_starts`` (int64): the tree blocks of calls of many rows
+      (:func:`walk_block_starts` of ``block_bytes``; one block without it), whose rows are
+      walked a chunk at a time through each block while its nodes stay in cache;
     - ``special_table`` (int32, one per special node): for a categorical node whose
       categories are all below ``rs_layout.CAT_CODES`` (``rs_layout.coded_categorical``),
       its row of ``special_tables``
@@ -84,8 +126,10 @@ def walk_arrays(ens: Ensemble) -> dict:
     thr = a["threshold"].copy()
     special = special_mask(ens)
     n_special = int(special.sum())
-    col = (_rules(ens, flags).astype(np.int64) * F + a["feature"]).astype(np.int64)
-    col[special] = N_RULES * F + np.arange(n_special)
+    pair = (_rules(ens, flags).astype(np.int64) * F + a["feature"]).astype(np.int64)
+    fill_cols = np.unique(pair[~special])
+    col = np.searchsorted(fill_cols, pair)
+    col[special] = fill_cols.shape[0] + np.arange(n_special)
     thr[special] = 0.0
     offsets = a["node_offset"]
     n_trees = offsets.shape[0] - 1
@@ -119,7 +163,9 @@ def walk_arrays(ens: Ensemble) -> dict:
         node_offset=offsets,
         walk_nodes=nodes.view(np.uint64),
         roots=roots,
-        fill_cols=np.unique(col[~special]).astype(np.int32),
+        fill_cols=fill_cols.astype(np.int32),
+        block_starts=(np.array([0, n_trees], np.int64) if block_bytes is None
+                      else walk_block_starts(offsets, block_bytes)),
     )
     return out
 
@@ -130,7 +176,36 @@ class Walk(Algorithm):
     name = "walk"
     test_vector = "node by node on the path, eight trees interleaved without branches"
 
-    def __init__(self, ens: Ensemble, forest: Forest):
+    def __init__(self, ens: Ensemble, forest: Forest, block_bytes: int | None = None,
+                 chunk_rows: int | None = None):
         super().__init__(ens, forest)
-        self._arrays = walk_arrays(ens)
+        #: walk nodes per tree block of the calls of BLOCKED_MIN_ROWS rows a thread or more
+        self.block_bytes = (block_bytes or env_int("QUICKSCORER_WALK_BLOCK_BYTES")
+                            or default_block_bytes())
+        #: rows a thread walks through each tree block together
+        self.chunk_rows = chunk_rows or env_int("QUICKSCORER_WALK_CHUNK_ROWS") or CHUNK_ROWS
+        self._arrays = walk_arrays(ens, self.block_bytes)
         self.layout = _walk.WalkLayout(self._arrays, ens.n_features)
+
+    def _chunk_scratch(self, n_threads: int) -> np.ndarray:
+        return self.scratch("chunk", n_threads, self.chunk_rows * self.layout.chunk_row_words)
+
+    def _blocked(self, X, n_threads: int) -> bool:
+        return (self.layout.n_blocks > 1
+                and X.shape[0] >= BLOCKED_MIN_ROWS * max(1, n_threads))
+
+    def predict_raw(self, X, out64, out32, n_threads: int) -> None:
+        if not self._blocked(X, n_threads):
+            return super().predict_raw(X, out64, out32, n_threads)
+        _RAW[X.dtype](self.forest, self.layout, X, out64, out32, self._chunk_scratch(n_threads),
+                      n_threads, self.chunk_rows)
+
+    def predict_leaf(self, X, out, n_threads: int) -> None:
+        if not self._blocked(X, n_threads):
+            return super().predict_leaf(X, out, n_threads)
+        _LEAF[X.dtype](self.forest, self.layout, X, out, self._chunk_scratch(n_threads),
+                       n_threads, self.chunk_rows)
+
+
+_RAW = Algorithm.specialised(_walk.predict_raw_blocked)
+_LEAF = Algorithm.specialised(_walk.predict_leaf_blocked)

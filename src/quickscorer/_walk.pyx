@@ -8,14 +8,18 @@ they go to (-inf: left, +inf: right), and each node that no such column can deci
 +inf by the shared node rule of _forest.pxd. Every node is then one test ``xr[col] > thr``,
 and the walks of eight trees advance together without a branch on the data (walk.h). The
 layout is built by ``quickscorer.algorithms.walk.walk_arrays``, whose docstring describes it;
-the row loops are the shared ones of _kernel.pyx.
+the row loops are the shared ones of _kernel.pyx, and for calls of many rows _walk_chunks, which
+walks a chunk of rows through each tree block in turn.
 """
 cimport numpy as cnp
+from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport INFINITY, isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-from ._forest cimport ForestView, FAMILY_XGBOOST, category_code, leaf_f32
-from ._kernel cimport emit, Layout, NodeView, array_data, node_goes_left, set_nodes
+from ._forest cimport (Forest, ForestView, FAMILY_XGBOOST, category_code, floating, leaf_f32,
+                       load_row)
+from ._kernel cimport (emit, Layout, NodeView, array_data, check_call, check_leaves,
+                       check_scores, node_goes_left, score_pointers, set_nodes)
 
 import numpy as np
 
@@ -62,12 +66,23 @@ cdef struct WalkView:
     int64_t n_special
     int64_t n_cols
     int64_t n_features
+    const int64_t* block_starts   # [n_blocks + 1] the first tree of each tree block
+    const int32_t* block_roots    # [n_trees + 8 n_blocks] each block's roots, 8 sentinels
+    int64_t n_blocks
+
+
 
 
 cdef class WalkLayout(Layout):
     """The walk's node table, roots and expanded-row columns of one model."""
     cdef WalkView view
     cdef object _rule_start
+    cdef object _block_roots
+    #: tree blocks of the calls of many rows (walk_rows)
+    cdef readonly int64_t n_blocks
+    #: uint64 words of scratch per thread and row of a chunk of _walk_chunks
+    cdef readonly int64_t chunk_row_words
+    cdef int64_t lf_words
 
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
@@ -84,7 +99,9 @@ cdef class WalkLayout(Layout):
         nodes = raw.view(np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2),
                                    ("pad", "<i4")]))
         n_special = a["feature"].shape[0]
-        n_cols = N_RULES * F + n_special
+        # the expanded row: the fill columns, then the special nodes' (at least one column,
+        # which the sentinels read)
+        n_cols = max(1, a["fill_cols"].shape[0] + n_special)
         # every step must stay in the table and move down (children follow their parent in
         # breadth-first order), so that a walk ends; the last node is the self-loop sentinel
         if n_walk < 2 or n_walk >= 2 ** 31:
@@ -130,6 +147,26 @@ cdef class WalkLayout(Layout):
         self.view.n_special = n_special
         self.view.n_cols = n_cols
         self.view.n_features = F
+        starts = a["block_starts"]
+        if (starts.dtype != np.int64 or starts.ndim != 1 or starts.shape[0] < 2
+                or starts[0] != 0 or starts[starts.shape[0] - 1] != n_trees
+                or np.any(np.diff(starts) <= 0) and n_trees):
+            raise ValueError("walk layout field 'block_starts' does not split the trees into "
+                             "blocks")
+        self.view.block_starts = <const int64_t*>array_data(starts, np.int64, "walk",
+                                                            "block_starts")
+        self.n_blocks = self.view.n_blocks = starts.shape[0] - 1
+        # each block's roots, then the self-loop node 8 times (a cursor past the block's
+        # trees circles there): block b's from block_starts[b] + 8 b
+        block_of_tree = np.repeat(np.arange(self.n_blocks), np.diff(starts))
+        block_roots = np.full(n_trees + 8 * self.n_blocks, n_walk - 1, np.int32)
+        block_roots[np.arange(n_trees) + 8 * block_of_tree] = a["roots"][:n_trees]
+        self._block_roots = block_roots
+        self.view.block_roots = <const int32_t*>array_data(block_roots, np.int32, "walk",
+                                                           "block_roots")
+        # _walk_chunks: a converted row, its expanded row and its exit leaves in a block
+        self.lf_words = (int(np.diff(starts).max(initial=0)) + 8 + 1) // 2
+        self.chunk_row_words = F + n_cols + self.lf_words
         self.n_trees = n_trees
         self.n_features = F
         # the expanded row (one double a column), then the exit leaves (int32, n_trees + 8)
@@ -162,8 +199,8 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
                     x = INFINITY
             elif x == 0.0 and rule >= RULE_ZERO_LEFT:
                 x = -INFINITY if rule == RULE_ZERO_LEFT else INFINITY
-            xr[c] = x
-    c = N_RULES * F
+            xr[j] = x
+    c = v.n_fill
     cdef double sides[2]
     sides[0] = -INFINITY
     sides[1] = INFINITY
@@ -233,23 +270,113 @@ cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
     cdef const WalkView* v = <const WalkView*>ctx
     cdef double* xr = <double*>scratch
     cdef int32_t* lf = <int32_t*>(scratch + v.n_cols)
+    expand(v, f.family, row, xr)
+    qs_walk8(v.walk, v.roots, f.n_trees, xr, lf)
+    walk_emit(f, 0, f.n_trees, lf, row, leaves, o64, o32)
+
+
+cdef inline void walk_emit(const ForestView* f, int64_t t0, int64_t t1, const int32_t* lf,
+                           const double* row, int32_t* leaves, double* o64,
+                           float* o32) noexcept nogil:
+    """A row's exit leaves of trees t0 .. t1 - 1 (lf[0]: tree t0's): stored, or added to its
+    scores in tree order."""
     cdef int64_t t
     cdef double acc
     cdef float acc32
-    expand(v, f.family, row, xr)
-    qs_walk8(v.walk, v.roots, f.n_trees, xr, lf)
     if leaves == NULL and f.n_outputs == 1 and not f.has_linear:
         # one score, kept in a register while the leaves are added in tree order
         if f.family == FAMILY_XGBOOST:
             acc32 = o32[0]
-            for t in range(f.n_trees):
-                acc32 = acc32 + leaf_f32(f, t, f.tree_leaf_offset[t] + lf[t])
+            for t in range(t0, t1):
+                acc32 = acc32 + leaf_f32(f, t, f.tree_leaf_offset[t] + lf[t - t0])
             o32[0] = acc32
         else:
             acc = o64[0]
-            for t in range(f.n_trees):
-                acc = acc + f.leaf_value[f.tree_leaf_offset[t] + lf[t]]
+            for t in range(t0, t1):
+                acc = acc + f.leaf_value[f.tree_leaf_offset[t] + lf[t - t0]]
             o64[0] = acc
         return
-    for t in range(f.n_trees):
-        emit(f, t, lf[t], row, leaves, o64, o32)
+    for t in range(t0, t1):
+        emit(f, t, lf[t - t0], row, leaves, o64, o32)
+
+
+cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
+                       double[:, ::1] out64, float[:, ::1] out32, int32_t[:, ::1] leaves,
+                       uint64_t[:, ::1] scratch, int n_threads, int64_t chunk) noexcept:
+    """Every row of X, ``chunk`` at a time per thread: the chunk's rows converted and
+    expanded, then walked tree block by tree block (each block's nodes stay in cache for the
+    chunk's rows), the leaves of each block emitted after it (in tree order still)."""
+    cdef const ForestView* f = &forest.view
+    cdef const WalkView* v = &lay.view
+    cdef bint want_leaves = leaves.shape[0] != 0
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef Py_ssize_t n_chunks = (n_rows + chunk - 1) // chunk
+    cdef Py_ssize_t c, i0, n, r
+    cdef int64_t b, t0, t1, F = f.n_features
+    cdef int64_t lf_width = 2 * lay.lf_words
+    cdef double* rows
+    cdef double* xr
+    cdef int32_t* lf
+    cdef double* o64
+    cdef float* o32
+    with nogil, parallel(num_threads=n_threads):
+        rows = <double*>&scratch[threadid(), 0]
+        xr = rows + chunk * F
+        lf = <int32_t*>(xr + chunk * v.n_cols)
+        for c in prange(n_chunks, schedule="dynamic"):
+            i0 = c * chunk
+            n = min(<Py_ssize_t>chunk, n_rows - i0)
+            for r in range(n):
+                load_row(f, X, i0 + r, rows + r * F)
+                expand(v, f.family, rows + r * F, xr + r * v.n_cols)
+            if not want_leaves:
+                for r in range(n):
+                    score_pointers(f, out64, out32, i0 + r, &o64, &o32)
+            for b in range(v.n_blocks):
+                t0 = v.block_starts[b]
+                t1 = v.block_starts[b + 1]
+                for r in range(n):
+                    qs_walk8(v.walk, v.block_roots + t0 + 8 * b, t1 - t0, xr + r * v.n_cols,
+                             lf + r * lf_width)
+                for r in range(n):
+                    if want_leaves:
+                        walk_emit(f, t0, t1, lf + r * lf_width, rows + r * F,
+                                  &leaves[i0 + r, 0], NULL, NULL)
+                    else:
+                        o64 = &out64[i0 + r, 0] if out64.shape[0] else NULL
+                        o32 = &out32[i0 + r, 0] if out32.shape[0] else NULL
+                        walk_emit(f, t0, t1, lf + r * lf_width, rows + r * F, NULL, o64, o32)
+
+
+cdef int _check_chunks(Forest forest, WalkLayout lay, Py_ssize_t n_cols,
+                       uint64_t[:, ::1] scratch, int n_threads, int64_t chunk) except -1:
+    cdef double[:, ::1] rowbuf = np.empty((n_threads, 0))
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    return check_call(forest, n_cols, lay.n_trees, lay.n_features, n_threads, rowbuf, 0,
+                      scratch, chunk * lay.chunk_row_words, "WalkLayout")
+
+
+def predict_raw_blocked(Forest forest, WalkLayout lay, const floating[:, :] X,
+                        double[:, ::1] out64, float[:, ::1] out32, uint64_t[:, ::1] scratch,
+                        int n_threads, int64_t chunk):
+    """Raw scores into out64 (float64 forests) or out32 (float32), the other one empty, the
+    rows walked ``chunk`` at a time through each tree block; scratch: (n_threads,
+    chunk * lay.chunk_row_words)."""
+    _check_chunks(forest, lay, X.shape[1], scratch, n_threads, chunk)
+    check_scores(forest, X.shape[0], out64, out32)
+    cdef int32_t[:, ::1] no_leaves = np.empty((0, 0), np.int32)
+    _walk_chunks(forest, lay, X, out64, out32, no_leaves, scratch, n_threads, chunk)
+
+
+def predict_leaf_blocked(Forest forest, WalkLayout lay, const floating[:, :] X,
+                         int32_t[:, ::1] out, uint64_t[:, ::1] scratch, int n_threads,
+                         int64_t chunk):
+    """In-order exit leaf of every tree for every row, into out (n_rows, n_trees); as
+    predict_raw_blocked."""
+    _check_chunks(forest, lay, X.shape[1], scratch, n_threads, chunk)
+    check_leaves(forest, X.shape[0], out)
+    cdef double[:, ::1] no64 = np.empty((0, 0))
+    cdef float[:, ::1] no32 = np.empty((0, 0), np.float32)
+    if X.shape[0]:
+        _walk_chunks(forest, lay, X, no64, no32, out, scratch, n_threads, chunk)
