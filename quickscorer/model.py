@@ -176,6 +176,9 @@ class Model:
         vqs = self._prepared.get("vqs")
         if vqs is not None:
             d["vqs_instruction_set"] = vqs.isa_name
+        walk = self._prepared.get("walk")
+        if walk is not None:
+            d["walk_many_rows"] = walk.many_rows
         d["layout_bytes"] = {name: alg.nbytes for name, alg in self._prepared.items()}
         d.update(self.memory())
         return d

@@ -216,12 +216,14 @@ def _linear_ensemble() -> Ensemble:
                     family="lightgbm", base_score=[0.25])
 
 
+@pytest.mark.parametrize("complete", [False, True])
 @pytest.mark.parametrize("kind", ["lightgbm", "xgboost", "multiclass", "categorical",
                                   "linear"])
-def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind):
-    """From BLOCKED_MIN_ROWS rows a thread, where the model takes several tree blocks, the
-    rows walk a chunk at a time through each block: the reference's leaves and scores for
-    any block size (a tree a block, a few trees, a block too small for any tree), chunk
+def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind, complete):
+    """From BLOCKED_MIN_ROWS rows a thread, where the model takes several tree blocks (or
+    its trees are walked complete), the rows walk a chunk at a time through each block,
+    tree by tree (complete trees) or eight trees a row: the reference's leaves and scores
+    for any block size (a tree a block, a few trees, a block too small for any tree), chunk
     (one row, three, more than the call) and thread count, rows past the last full chunk
     included."""
     rng = np.random.default_rng(31)
@@ -230,7 +232,7 @@ def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind
     else:
         family = "xgboost" if kind == "xgboost" else "lightgbm"
         ens = random_ensemble(rng, family, n_trees=37, n_outputs=3 if kind == "multiclass"
-                              else 1, n_features=7,
+                              else 1, n_features=7, max_leaves=16,
                               p_categorical=0.4 if kind == "categorical" else 0.0)
     model = quickscorer.Model(ens)
     X = (category_rows if kind == "categorical" else special_rows)(rng, 101, 7)
@@ -240,8 +242,9 @@ def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind
     table = 24 * int(np.sum(ens.n_leaves - 1))
     for block_bytes in (1, table // 5, table // 2):
         for chunk in (1, 3, 500):
-            walk = Walk(ens, model._forest, block_bytes=block_bytes, chunk_rows=chunk)
-            assert walk.layout.n_blocks > 1
+            walk = Walk(ens, model._forest, block_bytes=block_bytes, chunk_rows=chunk,
+                        complete=complete)
+            assert walk.layout.n_blocks > 1 and walk.complete == complete
             for rows in (X, X[:walk_mod.BLOCKED_MIN_ROWS], X.astype(np.float32)):
                 xgbm = ens.family == "xgboost"
                 for n_threads in (1, 2):
@@ -258,10 +261,15 @@ def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind
                     assert np.array_equal(leaves, want_leaf[:n] if rows.dtype == X.dtype
                                           else model.predict_leaf(rows, algorithm="traversal"))
     # below BLOCKED_MIN_ROWS a thread, and on a model of one block, the row-by-row walk
-    walk = Walk(ens, model._forest, block_bytes=1, chunk_rows=4)
+    walk = Walk(ens, model._forest, block_bytes=1, chunk_rows=4, complete=complete)
     assert not walk._blocked(X[:walk_mod.BLOCKED_MIN_ROWS - 1], 1)
     assert not walk._blocked(X[:2 * walk_mod.BLOCKED_MIN_ROWS - 1], 2)
-    assert not Walk(ens, model._forest, block_bytes=10 ** 9)._blocked(X, 1)
+    one = Walk(ens, model._forest, block_bytes=10 ** 9, complete=complete)
+    assert one.layout.n_blocks == 1 and one._blocked(X, 1) == complete
+    got = np.empty((X.shape[0], k), np.float32 if ens.family == "xgboost" else float)
+    one.predict_raw(X, np.empty((0, 0)) if ens.family == "xgboost" else got,
+                    got if ens.family == "xgboost" else np.empty((0, 0), np.float32), 1)
+    assert np.array_equal(got, want_raw)
 
 
 def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch):
@@ -269,7 +277,25 @@ def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch
                           max_leaves=60)
     model = quickscorer.Model(ens)
     nodes = int(np.sum(ens.n_leaves - 1))
-    assert Walk(ens, model._forest).block_bytes == walk_mod.default_block_bytes()
+    eight = Walk(ens, model._forest, complete=False)
+    assert eight.block_bytes == walk_mod.default_block_bytes(False)
+    assert eight.chunk_rows == walk_mod.CHUNK_ROWS
+    shallow = random_ensemble(np.random.default_rng(5), "xgboost", n_trees=50, n_features=7,
+                              max_leaves=8)
+    full = Walk(shallow, quickscorer.Model(shallow)._forest)
+    assert full.complete and full.block_bytes == walk_mod.default_block_bytes(True)
+    assert full.chunk_rows == walk_mod.CHUNK_ROWS_COMPLETE
+    assert walk_mod.default_block_bytes(True) < walk_mod.default_block_bytes(False)
+    assert full.many_rows.endswith("complete trees, tree by tree")
+    assert eight.many_rows.startswith("row by row")      # 144 KiB of nodes: one block
+    blocked = Walk(ens, model._forest, block_bytes=24 * nodes // 4, complete=False)
+    assert "eight trees a row" in blocked.many_rows
+    m = quickscorer.Model(shallow)
+    assert "walk_many_rows" not in m.info()
+    m.predict_raw(special_rows(np.random.default_rng(1), 3, 7), algorithm="walk")
+    assert "complete trees" in m.info()["walk_many_rows"]
+    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "0")
+    assert not Walk(shallow, quickscorer.Model(shallow)._forest).complete
     monkeypatch.setenv("QUICKSCORER_WALK_BLOCK_BYTES", str(24 * nodes // 4))
     monkeypatch.setenv("QUICKSCORER_WALK_CHUNK_ROWS", "5")
     walk = Walk(ens, model._forest)
@@ -300,3 +326,93 @@ def test_block_starts_that_do_not_split_the_trees_are_refused():
         _walk.predict_raw_blocked(model._forest, lay, X, np.empty((20, 1)),
                                   np.empty((0, 0), np.float32),
                                   np.zeros((1, 4 * lay.chunk_row_words - 1), np.uint64), 1, 4)
+
+
+def test_complete_trees_put_each_node_in_its_heap_slot_and_each_leaf_below_it():
+    """A tree of depth 3 whose nodes go right: the root in slot 0, its right child n1 in
+    slot 2 (level 1, position 1), n1's right child n2 in slot 6 (level 2, position 3); slots
+    1, 3, 4 and 5 send rows left (+inf). End slots by position: the root's left leaf (level
+    1, position 0) at slot 0, n1's (level 2, position 2) at 4, n2's two at 6 and 7."""
+    tree = build_tree(left=[1, -1, 3, -1, 5, -1, -1], right=[2, -1, 4, -1, 6, -1, -1],
+                      root=0, feature=[0, 0, 1, 0, 0, 0, 0],
+                      threshold=[1.0, 0, 2.0, 0, 3.0, 0, 0], default_left=[True] * 7,
+                      missing_type=[2] * 7, is_categorical=[False] * 7, categories=None,
+                      value=[0, 10.0, 0, 20.0, 0, 30.0, 40.0], n_features=2)
+    one = build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
+                     default_left=[True], missing_type=[0], is_categorical=[False],
+                     categories=None, value=[5.0], n_features=2)
+    ens = Ensemble(trees=(tree, one), tree_group=[0, 0], n_outputs=1, n_features=2,
+                   family="lightgbm", base_score=[0.0])
+    a = walk_arrays(ens, complete=True)
+    cn = a["cnodes"].view(walk_mod.CNODE_DTYPE)
+    assert a["cdepth"].tolist() == [3, 0]
+    assert a["cnode_offset"].tolist() == [0, 7, 7]
+    assert a["cslot_offset"].tolist() == [0, 8, 9]
+    assert cn["thr"].tolist() == [1.0, np.inf, 2.0, np.inf, np.inf, np.inf, 3.0]
+    fill = a["fill_cols"]
+    assert [int(fill[c] % 2) for c in cn["col"][[0, 2, 6]]] == [0, 1, 0]
+    assert a["cslot_leaf"][[0, 4, 6, 7]].tolist() == [0, 1, 2, 3]
+    assert a["cslot_leaf"][8] == 0                 # the one-leaf tree: depth 0, one slot
+    X = np.array([[0.5, 9.0], [1.5, 1.0], [1.5, 3.0], [9.0, 3.0], [np.nan, 5.0],
+                  [2.0, np.nan], [np.inf, np.inf], [-np.inf, 0.0]] * 3)
+    model = quickscorer.Model(ens)
+    walk = Walk(ens, model._forest, complete=True)
+    leaves = np.empty((X.shape[0], 2), np.int32)
+    walk.predict_leaf(X, leaves, 1)
+    assert np.array_equal(leaves, model.predict_leaf(X, algorithm="traversal"))
+    # deeper than COMPLETE_MAX_DEPTH: no complete trees even when asked
+    assert walk_mod.COMPLETE_MAX_DEPTH < 12
+    with pytest.raises(ValueError, match="deeper"):
+        walk_mod.complete_arrays(ens, np.zeros(3, np.int64), np.zeros(3), max_depth=2)
+
+
+def test_complete_trees_are_chosen_where_they_hold_few_slots_per_node():
+    """The automatic choice walks complete trees where they hold at most COMPLETE_MAX_SLOTS
+    slots per node: balanced trees do (1 slot a node), a chain of 10 nodes does not (102.3)."""
+    rng = np.random.default_rng(12)
+    n = 10
+    # nodes 0 .. n - 1 in a chain through their right children, each left child a leaf
+    left = [-1] * (2 * n + 1)
+    right = [-1] * (2 * n + 1)
+    for i in range(n):
+        left[i] = n + i                      # a leaf
+        right[i] = i + 1 if i + 1 < n else 2 * n
+    chain = build_tree(left=left, right=right, root=0, feature=[0] * (2 * n + 1),
+                       threshold=[float(i) for i in range(2 * n + 1)],
+                       default_left=[True] * (2 * n + 1), missing_type=[0] * (2 * n + 1),
+                       is_categorical=[False] * (2 * n + 1), categories=None,
+                       value=[float(i) for i in range(2 * n + 1)], n_features=2)
+    deep = Ensemble(trees=(chain,), tree_group=[0], n_outputs=1, n_features=2,
+                    family="lightgbm", base_score=[0.0])
+    assert walk_arrays(deep, complete=None)["cdepth"].shape[0] == 0
+    assert walk_arrays(deep, complete=True)["cdepth"].tolist() == [10]
+    assert walk_arrays(deep, complete=False)["cdepth"].shape[0] == 0
+    bal = random_ensemble(rng, "xgboost", n_trees=5, n_features=4, max_leaves=2)
+    assert walk_arrays(bal, complete=None)["cdepth"].shape[0] == 5
+    model = quickscorer.Model(deep)
+    assert Walk(deep, model._forest).complete is False
+    assert Walk(deep, model._forest, complete=True).complete is True
+
+
+def test_complete_fields_that_do_not_fit_are_refused():
+    ens = random_ensemble(np.random.default_rng(13), "xgboost", n_trees=30, n_features=7,
+                          max_leaves=12)
+    model = quickscorer.Model(ens)
+    a = walk_arrays(ens, complete=True)
+    assert _walk.WalkLayout(a, model.n_features).complete
+    cn = a["cnodes"].view(walk_mod.CNODE_DTYPE)
+    for bad, message in (
+            (dict(a, cdepth=a["cdepth"] + 1), "offsets"),
+            (dict(a, cnode_offset=a["cnode_offset"][:-1].copy()), "offsets"),
+            (dict(a, cslot_leaf=a["cslot_leaf"][:-1].copy()), "offsets"),
+            (dict(a, cslot_leaf=a["cslot_leaf"] + 1000), "out of place"),
+            (dict(a, cnodes=_cols(cn, 10 ** 6)), "out of place"),
+            (dict(a, cnodes=_cols(cn, -1)), "out of place")):
+        with pytest.raises(ValueError, match=message):
+            _walk.WalkLayout(bad, model.n_features)
+
+
+def _cols(cn, value):
+    bad = cn.copy()
+    bad["col"][0] = value
+    return bad.view(np.uint64)

@@ -572,6 +572,51 @@ def no_level_fields() -> dict:
             "lv_combos": np.zeros(0, np.int32)}
 
 
+def node_levels(ens: Ensemble, max_depth: int):
+    """Every node's and every leaf's level and position in it, over all trees (packed
+    order): the root is level 0, position 0; the children of position ``p`` are ``2 p``
+    (left) and ``2 p + 1``. Returns ``(level, pos, leaf_level, leaf_pos)`` (int64); raises
+    ValueError for a tree deeper than ``max_depth`` or a node no root reaches."""
+    packed = ens.trees.arrays
+    node_offset = np.asarray(ens.trees.node_offset, np.int64)
+    leaf_offset = np.asarray(ens.trees.leaf_offset, np.int64)
+    n_nodes = int(node_offset[-1])
+    left = np.asarray(packed["left"], np.int64)
+    right = np.asarray(packed["right"], np.int64)
+    level = np.full(n_nodes, -1, np.int64)
+    pos = np.zeros(n_nodes, np.int64)
+    leaf_level = np.zeros(int(leaf_offset[-1]), np.int64)
+    leaf_pos = np.zeros(int(leaf_offset[-1]), np.int64)
+    has_nodes = np.diff(node_offset) > 0
+    tree = np.flatnonzero(has_nodes)
+    cur = node_offset[:-1][has_nodes]
+    cur_pos = np.zeros(cur.shape[0], np.int64)
+    lv = 0
+    while cur.shape[0]:
+        if lv >= max_depth:
+            raise ValueError(f"a tree deeper than {max_depth}")
+        level[cur] = lv
+        pos[cur] = cur_pos
+        nxt_t, nxt, nxt_pos = [], [], []
+        for side, kids in ((0, left), (1, right)):
+            k = kids[cur]
+            p2 = 2 * cur_pos + side
+            inner = k >= 0
+            nxt_t.append(tree[inner])
+            nxt.append(node_offset[tree[inner]] + k[inner])
+            nxt_pos.append(p2[inner])
+            lf = leaf_offset[tree[~inner]] + ~k[~inner]
+            leaf_level[lf] = lv + 1
+            leaf_pos[lf] = p2[~inner]
+        tree = np.concatenate(nxt_t)
+        cur = np.concatenate(nxt)
+        cur_pos = np.concatenate(nxt_pos)
+        lv += 1
+    if (level < 0).any():
+        raise ValueError("a node no root reaches")
+    return level, pos, leaf_level, leaf_pos
+
+
 def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarray,
                  rank_thresholds: np.ndarray) -> dict:
     """The level-by-level path's fields: every tree of depth ``d <= LEVELS_MAX_DEPTH`` as
@@ -607,40 +652,7 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     leaf_offset = np.asarray(ens.trees.leaf_offset, np.int64)
     n_trees = node_offset.shape[0] - 1
     n_nodes = int(node_offset[-1])
-    left = np.asarray(packed["left"], np.int64)
-    right = np.asarray(packed["right"], np.int64)
-    # every node's level and position, and every leaf's, level by level over all trees
-    level = np.full(n_nodes, -1, np.int64)
-    pos = np.zeros(n_nodes, np.int64)
-    leaf_level = np.zeros(int(leaf_offset[-1]), np.int64)
-    leaf_pos = np.zeros(int(leaf_offset[-1]), np.int64)
-    has_nodes = np.diff(node_offset) > 0
-    tree = np.flatnonzero(has_nodes)
-    cur = node_offset[:-1][has_nodes]
-    cur_pos = np.zeros(cur.shape[0], np.int64)
-    lv = 0
-    while cur.shape[0]:
-        if lv >= LEVELS_MAX_DEPTH:
-            raise ValueError(f"a tree deeper than {LEVELS_MAX_DEPTH}")
-        level[cur] = lv
-        pos[cur] = cur_pos
-        nxt_t, nxt, nxt_pos = [], [], []
-        for side, kids in ((0, left), (1, right)):
-            k = kids[cur]
-            p2 = 2 * cur_pos + side
-            inner = k >= 0
-            nxt_t.append(tree[inner])
-            nxt.append(node_offset[tree[inner]] + k[inner])
-            nxt_pos.append(p2[inner])
-            lf = leaf_offset[tree[~inner]] + ~k[~inner]
-            leaf_level[lf] = lv + 1
-            leaf_pos[lf] = p2[~inner]
-        tree = np.concatenate(nxt_t)
-        cur = np.concatenate(nxt)
-        cur_pos = np.concatenate(nxt_pos)
-        lv += 1
-    if (level < 0).any():
-        raise ValueError("a node no root reaches")
+    level, pos, leaf_level, leaf_pos = node_levels(ens, LEVELS_MAX_DEPTH)
     tree_of_node = np.repeat(np.arange(n_trees), np.diff(node_offset))
     depth = np.zeros(n_trees, np.int64)
     np.maximum.at(depth, tree_of_node, level + 1)

@@ -15,29 +15,57 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import env_int, l2_cache_bytes
-from .rs_layout import coded_categorical, codes_going_left
+from .rs_layout import coded_categorical, codes_going_left, node_levels
 from .traversal import node_arrays
 
 N_RULES = _walk.N_RULE_KINDS
 
 #: calls of this many rows per thread or more walk their rows a chunk at a time
-#: (CHUNK_ROWS) through tree blocks whose nodes stay in cache, where the model
-#: needs more than one block; fewer rows walk every tree for one row, then the next
+#: (CHUNK_ROWS) through tree blocks whose nodes stay in cache, where the model needs more
+#: than one block or its trees are walked complete; fewer rows walk every tree for one row,
+#: then the next
 BLOCKED_MIN_ROWS = 8
-#: rows of a chunk (default_block_bytes says how they were measured)
+#: rows of a chunk: the chunk's scratch (each row converted and expanded, and its leaves of
+#: a block) is also held to twice the L2 cache, and 16 rows at least (default_block_bytes
+#: says how they were measured)
 CHUNK_ROWS = 64
+CHUNK_ROWS_COMPLETE = 32
 
 
-def default_block_bytes() -> int:
-    """Walk nodes per tree block: twice the L2 cache (``$QUICKSCORER_WALK_BLOCK_BYTES``
-    overrides it). A walk reads a small part of a block's nodes (about 10 of a tree's 480
-    on XGBoost depth 10), so the block's rows share its top levels in L2 and the rest in
-    L3. Measured on 1,000 XGBoost trees of depth 10 (481 leaves a tree), AMD EPYC Zen 3 with
-    512 KiB of L2 per core, 1 thread, 100 / 4,000 rows a call, us/doc, fastest of 8
-    interleaved rounds: one block 63.4 / 66.9; 1 MiB blocks, chunks of 64 rows 45.3 / 50.1,
-    of 256 rows 46.5 / 51.1; 2 MiB, 256 rows 46.2 / 51.8 (chunks of 1,024 rows, 42.3 at
-    4,000 rows, need 10 MiB of scratch a thread on that model)."""
-    return 2 * l2_cache_bytes()
+def default_block_bytes(complete: bool = False) -> int:
+    """Walk nodes (``NODE_DTYPE``) per tree block: twice the L2 cache where the chunks walk
+    eight trees a row, half of it where they walk complete trees tree by tree
+    (``$QUICKSCORER_WALK_BLOCK_BYTES`` overrides it). A walk reads a small part of a
+    block's nodes (about 10 of a tree's 480 on XGBoost depth 10), so the block's rows share
+    its top levels in L2 and the rest in L3; a complete tree stays in L1 while the chunk's
+    rows walk it. Measured on 1,000 XGBoost trees of depth 9 / 10 (more than 256 leaves a
+    tree, where the default runs the walk), AMD EPYC Zen 3 with 512 KiB of L2 per core, 1
+    thread, 100 and 4,000 rows a call, us/doc, fastest of 5 rounds interleaved with oneDAL
+    (``block bytes / chunk rows``)::
+
+        depth 9                 100 rows   4,000 rows
+        one block, row by row     57.7        44.2     (an earlier run)
+        eight trees, 1M / 64      43.3        50.3
+        complete, 128K / 32       27.6        31.6
+        complete, 256K / 32       27.4        34.2
+        complete, 512K / 32       27.5        26.8
+        complete, 256K / 64       24.0        30.7
+        complete, 256K / 16       30.5        32.8
+        oneDAL                    28.6        12.0
+
+        depth 10
+        eight trees, 1M / 64      57.5        69.2
+        complete, 128K / 32       57.3        62.1
+        complete, 256K / 32       52.2        56.0
+        complete, 512K / 32       63.1        47.9
+        complete, 256K / 64       63.5        65.5
+        oneDAL                    38.8        16.3
+
+    (this VM's timings of cache-bound loops move by 20% and more between runs: one block,
+    row by row, read 63.4 / 66.9 on depth 10 in another). Eight trees a row took 45.3 /
+    50.1 with 1 MiB blocks and chunks of 64 rows, 46.5 / 51.1 with 256 rows, 46.2 / 51.8
+    with 2 MiB blocks, on depth 10."""
+    return l2_cache_bytes() // 2 if complete else 2 * l2_cache_bytes()
 _R = _walk.RULES
 
 #: a node of the walk's table as walk.h reads it (24 bytes)
@@ -66,6 +94,63 @@ def special_mask(ens: Ensemble) -> np.ndarray:
     return np.asarray(a["is_categorical"], bool) | np.isnan(thr) | (thr == np.inf)
 
 
+#: calls of many rows walk trees of at most this depth complete (:func:`complete_arrays`)
+COMPLETE_MAX_DEPTH = 10
+#: ... where the complete trees hold at most this many slots per node of the model (a tree
+#: grown deep on one side would hold far more slots than nodes)
+COMPLETE_MAX_SLOTS = 4.0
+#: a slot of a complete tree (walk.h qs_walk_cnode, 16 bytes)
+CNODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")])
+
+
+def no_complete_fields() -> dict:
+    """The complete-tree fields of a layout without them."""
+    return {"cnodes": np.zeros(0, np.uint64), "cnode_offset": np.zeros(1, np.int64),
+            "cdepth": np.zeros(0, np.uint8), "cslot_offset": np.zeros(1, np.int64),
+            "cslot_leaf": np.zeros(0, np.int32)}
+
+
+def complete_arrays(ens: Ensemble, col: np.ndarray, thr: np.ndarray,
+                    max_depth: int = COMPLETE_MAX_DEPTH) -> dict:
+    """Every tree of depth ``d`` as a complete tree of ``2^d - 1`` slots in heap order, for
+    calls of many rows: the node at level ``l`` and position ``p`` (``rs_layout.node_levels``)
+    in slot ``2^l - 1 + p`` with its ``col`` and ``thr`` (the walk's, canonical order), the
+    other slots sending every row left (``thr`` +inf: an expanded value is never NaN), so a
+    row walks exactly ``d`` steps by index arithmetic, no child loaded, and a leaf reached at
+    level ``l``, position ``p`` ends its rows at slot ``p << (d - l)``:
+
+    - ``cnodes`` (``CNODE_DTYPE`` as uint64, 2 words a slot), ``cnode_offset`` (int64,
+      n_trees + 1), ``cdepth`` (uint8);
+    - ``cslot_offset`` (int64, n_trees + 1; tree ``t`` has ``2^d`` end slots) and
+      ``cslot_leaf`` (int32): the tree's own number of each end slot's leaf (0 for slots no
+      row reaches).
+
+    Raises ValueError for a tree deeper than ``max_depth``."""
+    level, pos, leaf_level, leaf_pos = node_levels(ens, max_depth)
+    node_offset = np.asarray(ens.trees.node_offset, np.int64)
+    leaf_offset = np.asarray(ens.trees.leaf_offset, np.int64)
+    n_trees = node_offset.shape[0] - 1
+    tree_of_node = np.repeat(np.arange(n_trees), np.diff(node_offset))
+    depth = np.zeros(n_trees, np.int64)
+    np.maximum.at(depth, tree_of_node, level + 1)
+    cnode_offset = np.zeros(n_trees + 1, np.int64)
+    np.cumsum((1 << depth) - 1, out=cnode_offset[1:])
+    cnodes = np.zeros(int(cnode_offset[-1]), CNODE_DTYPE)
+    cnodes["thr"] = np.inf
+    at = cnode_offset[tree_of_node] + (1 << level) - 1 + pos
+    cnodes["thr"][at] = thr
+    cnodes["col"][at] = col
+    slot_offset = np.zeros(n_trees + 1, np.int64)
+    np.cumsum(1 << depth, out=slot_offset[1:])
+    tree_of_leaf = np.repeat(np.arange(n_trees), np.diff(leaf_offset))
+    leaf_slot = slot_offset[tree_of_leaf] + (leaf_pos << (depth[tree_of_leaf] - leaf_level))
+    slot_leaf = np.zeros(int(slot_offset[-1]), np.int32)
+    slot_leaf[leaf_slot] = np.arange(leaf_offset[-1]) - leaf_offset[tree_of_leaf]
+    return {"cnodes": cnodes.view(np.uint64), "cnode_offset": cnode_offset,
+            "cdepth": depth.astype(np.uint8), "cslot_offset": slot_offset,
+            "cslot_leaf": slot_leaf}
+
+
 def walk_block_starts(node_offset: np.ndarray, budget_bytes: int) -> np.ndarray:
     """Consecutive trees whose walk nodes (``NODE_DTYPE``, 24 bytes each) fit in
     ``budget_bytes``, at least one tree a block: the first tree of each block, then the
@@ -84,7 +169,8 @@ def walk_block_starts(node_offset: np.ndarray, budget_bytes: int) -> np.ndarray:
     return np.asarray(starts, np.int64)
 
 
-def walk_arrays(ens: Ensemble, block_bytes: int | None = None) -> dict:
+def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
+                complete: bool | None = False) -> dict:
     """The walk's layout:
 
     - ``walk_nodes``: ``NODE_DTYPE`` records viewed as uint64 (3 words a node), the trees'
@@ -111,6 +197,9 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None) -> dict:
     - ``block_starts`` (int64): the tree blocks of calls of many rows
       (:func:`walk_block_starts` of ``block_bytes``; one block without it), whose rows are
       walked a chunk at a time through each block while its nodes stay in cache;
+    - the complete trees of :func:`complete_arrays`, which the chunks of rows walk instead
+      where ``complete`` is True (where it can: trees at most COMPLETE_MAX_DEPTH deep), or
+      None and the trees hold at most COMPLETE_MAX_SLOTS slots per node; empty otherwise;
     - ``special_table`` (int32, one per special node): for a categorical node whose
       categories are all below ``rs_layout.CAT_CODES`` (``rs_layout.coded_categorical``),
       its row of ``special_tables``
@@ -166,7 +255,16 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None) -> dict:
         fill_cols=fill_cols.astype(np.int32),
         block_starts=(np.array([0, n_trees], np.int64) if block_bytes is None
                       else walk_block_starts(offsets, block_bytes)),
+        **no_complete_fields(),
     )
+    if complete is not False:
+        try:
+            full = complete_arrays(ens, col, thr)
+        except ValueError:          # too deep
+            full = None
+        if full is not None and (complete or full["cnodes"].shape[0] // 2
+                                 <= COMPLETE_MAX_SLOTS * max(1, n)):
+            out.update(full)
     return out
 
 
@@ -177,21 +275,47 @@ class Walk(Algorithm):
     test_vector = "node by node on the path, eight trees interleaved without branches"
 
     def __init__(self, ens: Ensemble, forest: Forest, block_bytes: int | None = None,
-                 chunk_rows: int | None = None):
+                 chunk_rows: int | None = None, complete: bool | None = None):
         super().__init__(ens, forest)
+        # complete trees for the chunks (walk_arrays): None chooses, True where the trees
+        # are shallow enough, False never ($QUICKSCORER_WALK_COMPLETE=0 / 1)
+        env = env_int("QUICKSCORER_WALK_COMPLETE")
+        if env is not None:
+            complete = bool(env)
+        arrays = walk_arrays(ens, None, complete)
+        #: whether the chunks of rows walk complete trees (complete_arrays)
+        self.complete = arrays["cdepth"].shape[0] > 0
         #: walk nodes per tree block of the calls of BLOCKED_MIN_ROWS rows a thread or more
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_WALK_BLOCK_BYTES")
-                            or default_block_bytes())
+                            or default_block_bytes(self.complete))
+        arrays["block_starts"] = walk_block_starts(arrays["node_offset"], self.block_bytes)
+        self._arrays = arrays
+        self.layout = _walk.WalkLayout(arrays, ens.n_features)
         #: rows a thread walks through each tree block together
-        self.chunk_rows = chunk_rows or env_int("QUICKSCORER_WALK_CHUNK_ROWS") or CHUNK_ROWS
-        self._arrays = walk_arrays(ens, self.block_bytes)
-        self.layout = _walk.WalkLayout(self._arrays, ens.n_features)
+        self.chunk_rows = chunk_rows or env_int("QUICKSCORER_WALK_CHUNK_ROWS")
+        if not self.chunk_rows:
+            fit = 2 * l2_cache_bytes() // (8 * self.layout.chunk_row_words)
+            self.chunk_rows = int(min(CHUNK_ROWS_COMPLETE if self.complete else CHUNK_ROWS,
+                                      max(16, fit)))
+
+    @property
+    def many_rows(self) -> str:
+        """How calls of BLOCKED_MIN_ROWS rows a thread or more walk, in words
+        (``Model.info``)."""
+        if self.complete:
+            how = "complete trees, tree by tree"
+        elif self.layout.n_blocks > 1:
+            how = "eight trees a row"
+        else:
+            return "row by row (the model is one tree block)"
+        return (f"from {BLOCKED_MIN_ROWS} rows a thread, {self.chunk_rows} rows at a time "
+                f"through {self.layout.n_blocks} tree block(s), {how}")
 
     def _chunk_scratch(self, n_threads: int) -> np.ndarray:
         return self.scratch("chunk", n_threads, self.chunk_rows * self.layout.chunk_row_words)
 
     def _blocked(self, X, n_threads: int) -> bool:
-        return (self.layout.n_blocks > 1
+        return ((self.layout.n_blocks > 1 or self.complete)
                 and X.shape[0] >= BLOCKED_MIN_ROWS * max(1, n_threads))
 
     def predict_raw(self, X, out64, out32, n_threads: int) -> None:

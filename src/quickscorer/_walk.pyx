@@ -36,6 +36,12 @@ cdef extern from "quickscorer/walk.h" nogil:
         int32_t kid[2]
     void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,
                   const double* xr, int32_t* leaf)
+    ctypedef struct qs_walk_cnode:
+        double thr
+        int32_t col
+    void qs_walk_complete(const qs_walk_cnode* nodes, const int32_t* slot_leaf, int depth,
+                          const double* xr, int64_t xr_stride, int64_t n_rows, int32_t* leaf,
+                          int64_t leaf_stride)
 
 
 # the missing-value rules of a column (its index is rule * n_features + feature)
@@ -69,6 +75,12 @@ cdef struct WalkView:
     const int64_t* block_starts   # [n_blocks + 1] the first tree of each tree block
     const int32_t* block_roots    # [n_trees + 8 n_blocks] each block's roots, 8 sentinels
     int64_t n_blocks
+    bint complete                 # the chunks walk the complete trees below
+    const qs_walk_cnode* cnodes   # each tree's 2^d - 1 slots (walk.py complete_arrays)
+    const int64_t* cnode_offset   # [n_trees + 1]
+    const uint8_t* cdepth         # [n_trees]
+    const int64_t* cslot_offset   # [n_trees + 1] each tree's 2^d end slots
+    const int32_t* cslot_leaf
 
 
 
@@ -78,8 +90,10 @@ cdef class WalkLayout(Layout):
     cdef WalkView view
     cdef object _rule_start
     cdef object _block_roots
-    #: tree blocks of the calls of many rows (walk_rows)
+    #: tree blocks of the calls of many rows (_walk_chunks)
     cdef readonly int64_t n_blocks
+    #: whether _walk_chunks walks complete trees
+    cdef readonly bint complete
     #: uint64 words of scratch per thread and row of a chunk of _walk_chunks
     cdef readonly int64_t chunk_row_words
     cdef int64_t lf_words
@@ -164,6 +178,7 @@ cdef class WalkLayout(Layout):
         self._block_roots = block_roots
         self.view.block_roots = <const int32_t*>array_data(block_roots, np.int32, "walk",
                                                            "block_roots")
+        self._set_complete(a, n_trees, n_cols, np.diff(offsets) + 1)
         # _walk_chunks: a converted row, its expanded row and its exit leaves in a block
         self.lf_words = (int(np.diff(starts).max(initial=0)) + 8 + 1) // 2
         self.chunk_row_words = F + n_cols + self.lf_words
@@ -173,6 +188,42 @@ cdef class WalkLayout(Layout):
         self.scratch_words = n_cols + (n_trees + 8 + 1) // 2
         self.ctx = &self.view
         self.exits = walk_exits
+
+    cdef int _set_complete(self, dict a, int64_t n_trees, int64_t n_cols,
+                           object n_leaves) except -1:
+        """The complete trees (none where cnode_offset is a single 0), checked so that every
+        walk stays in its tree's slots and ends at one of its leaves."""
+        off, depth = a["cnode_offset"], a["cdepth"]
+        soff, leaf = a["cslot_offset"], a["cslot_leaf"]
+        raw = a["cnodes"]
+        self.view.cnodes = <const qs_walk_cnode*>array_data(raw, np.uint64, "walk", "cnodes")
+        self.view.cnode_offset = <const int64_t*>array_data(off, np.int64, "walk",
+                                                            "cnode_offset")
+        self.view.cdepth = <const uint8_t*>array_data(depth, np.uint8, "walk", "cdepth")
+        self.view.cslot_offset = <const int64_t*>array_data(soff, np.int64, "walk",
+                                                            "cslot_offset")
+        self.view.cslot_leaf = <const int32_t*>array_data(leaf, np.int32, "walk", "cslot_leaf")
+        if off.shape[0] == 1 and depth.shape[0] == 0:
+            if raw.shape[0] or soff.shape[0] != 1 or leaf.shape[0] or off[0] != 0:
+                raise ValueError("walk layout: complete-tree fields without trees")
+            self.complete = self.view.complete = False
+            return 0
+        d = depth.astype(np.int64)
+        if (depth.shape[0] != n_trees or off.shape[0] != n_trees + 1
+                or soff.shape[0] != n_trees + 1 or d.max(initial=0) > 30
+                or off[0] != 0 or np.any(np.diff(off) != (1 << d) - 1)
+                or soff[0] != 0 or np.any(np.diff(soff) != 1 << d)
+                or raw.shape[0] != 2 * off[n_trees] or leaf.shape[0] != soff[n_trees]):
+            raise ValueError("walk layout: the complete trees' offsets do not match their "
+                             "depths")
+        cn = raw.view(np.dtype([("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")]))
+        tree_of_slot = np.repeat(np.arange(n_trees), 1 << d)
+        if (np.any((cn["col"] < 0) | (cn["col"] >= n_cols)) or np.any(np.isnan(cn["thr"]))
+                or np.any((leaf < 0) | (leaf >= np.asarray(n_leaves)[tree_of_slot]))):
+            raise ValueError("walk layout: a complete tree's column, threshold or leaf is out "
+                             "of place")
+        self.complete = self.view.complete = True
+        return 0
 
     def __reduce__(self):
         return (WalkLayout, (self._keep, self.n_features))
@@ -312,7 +363,7 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef Py_ssize_t n_chunks = (n_rows + chunk - 1) // chunk
     cdef Py_ssize_t c, i0, n, r
-    cdef int64_t b, t0, t1, F = f.n_features
+    cdef int64_t b, t, t0, t1, F = f.n_features
     cdef int64_t lf_width = 2 * lay.lf_words
     cdef double* rows
     cdef double* xr
@@ -335,9 +386,15 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
             for b in range(v.n_blocks):
                 t0 = v.block_starts[b]
                 t1 = v.block_starts[b + 1]
-                for r in range(n):
-                    qs_walk8(v.walk, v.block_roots + t0 + 8 * b, t1 - t0, xr + r * v.n_cols,
-                             lf + r * lf_width)
+                if v.complete:
+                    for t in range(t0, t1):
+                        qs_walk_complete(v.cnodes + v.cnode_offset[t],
+                                         v.cslot_leaf + v.cslot_offset[t], v.cdepth[t], xr,
+                                         v.n_cols, n, lf + (t - t0), lf_width)
+                else:
+                    for r in range(n):
+                        qs_walk8(v.walk, v.block_roots + t0 + 8 * b, t1 - t0,
+                                 xr + r * v.n_cols, lf + r * lf_width)
                 for r in range(n):
                     if want_leaves:
                         walk_emit(f, t0, t1, lf + r * lf_width, rows + r * F,

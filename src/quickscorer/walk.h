@@ -67,4 +67,47 @@ static inline void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int
     }
 }
 
+/* A tree laid out complete for the walks of many rows (walk.py complete_arrays): slot i of
+ * a tree of depth d (0 <= i < 2^d - 1, heap order: the children of i are 2 i + 1 and 2 i + 2)
+ * holds the node at its level and position, or a node that sends every row left
+ * (thr = +inf) below a leaf reached early, so every walk takes exactly d steps and ends at
+ * slot 2^d - 1 + s, whose leaf is slot_leaf[s]. */
+typedef struct {
+    double thr;
+    int32_t col;
+    int32_t pad;
+} qs_walk_cnode;
+
+#define QS_CWALK_ROWS 8
+
+/* The exit leaf of one complete tree of depth `depth` for n_rows expanded rows (row r's at
+ * xr + r * xr_stride) into leaf[r * leaf_stride]: QS_CWALK_ROWS rows step together, each
+ * step a load of the node, a load of the value, a compare and two additions, so the rows'
+ * chains overlap and nothing is loaded but the slot. */
+static inline void qs_walk_complete(const qs_walk_cnode* nodes, const int32_t* slot_leaf,
+                                    int depth, const double* xr, int64_t xr_stride,
+                                    int64_t n_rows, int32_t* leaf, int64_t leaf_stride)
+{
+    const int32_t first = (int32_t)((1u << depth) - 1u);
+    int64_t r = 0;
+    for (; r + QS_CWALK_ROWS <= n_rows; r += QS_CWALK_ROWS) {
+        int32_t i[QS_CWALK_ROWS];
+        for (int k = 0; k < QS_CWALK_ROWS; ++k)
+            i[k] = 0;
+        for (int l = 0; l < depth; ++l)
+            for (int k = 0; k < QS_CWALK_ROWS; ++k) {
+                const qs_walk_cnode* p = nodes + i[k];
+                i[k] = 2 * i[k] + 1 + (xr[(r + k) * xr_stride + p->col] > p->thr);
+            }
+        for (int k = 0; k < QS_CWALK_ROWS; ++k)
+            leaf[(r + k) * leaf_stride] = slot_leaf[i[k] - first];
+    }
+    for (; r < n_rows; ++r) {
+        int32_t i = 0;
+        for (int l = 0; l < depth; ++l)
+            i = 2 * i + 1 + (xr[r * xr_stride + nodes[i].col] > nodes[i].thr);
+        leaf[r * leaf_stride] = slot_leaf[i - first];
+    }
+}
+
 #endif
