@@ -29,7 +29,7 @@ BLOCKED_MIN_ROWS = 8
 #: a block) is also held to twice the L2 cache, and 16 rows at least (default_block_bytes
 #: says how they were measured)
 CHUNK_ROWS = 64
-CHUNK_ROWS_COMPLETE = 32
+CHUNK_ROWS_COMPLETE = 48
 
 
 def default_block_bytes(complete: bool = False) -> int:
@@ -41,30 +41,21 @@ def default_block_bytes(complete: bool = False) -> int:
     rows walk it. Measured on 1,000 XGBoost trees of depth 9 / 10 (more than 256 leaves a
     tree, where the default runs the walk), AMD EPYC Zen 3 with 512 KiB of L2 per core, 1
     thread, 100 and 4,000 rows a call, us/doc, fastest of 5 rounds interleaved with oneDAL
-    (``block bytes / chunk rows``)::
+    (``block bytes / chunk rows``; complete trees walked 16 rows together, walk.h
+    QS_CWALK_ROWS: 8 took 30.2 at 4,000 rows where 16 took 23.9 and 32 33.5, on depth 9)::
 
-        depth 9                 100 rows   4,000 rows
-        one block, row by row     57.7        44.2     (an earlier run)
-        eight trees, 1M / 64      43.3        50.3
-        complete, 128K / 32       27.6        31.6
-        complete, 256K / 32       27.4        34.2
-        complete, 512K / 32       27.5        26.8
-        complete, 256K / 64       24.0        30.7
-        complete, 256K / 16       30.5        32.8
-        oneDAL                    28.6        12.0
+        model                      depth 9          depth 10
+        rows a call               100   4,000      100   4,000
+        eight trees, 1M / 64     33.6   33.0      39.6   43.9
+        complete, 256K / 32      19.3   17.5      25.3   29.9
+        complete, 512K / 32      19.4   16.8      25.5   27.0
+        complete, 256K / 48      18.5   16.0      25.2   26.0
+        oneDAL                   25.6   10.6      31.9   13.7
 
-        depth 10
-        eight trees, 1M / 64      57.5        69.2
-        complete, 128K / 32       57.3        62.1
-        complete, 256K / 32       52.2        56.0
-        complete, 512K / 32       63.1        47.9
-        complete, 256K / 64       63.5        65.5
-        oneDAL                    38.8        16.3
-
-    (this VM's timings of cache-bound loops move by 20% and more between runs: one block,
-    row by row, read 63.4 / 66.9 on depth 10 in another). Eight trees a row took 45.3 /
-    50.1 with 1 MiB blocks and chunks of 64 rows, 46.5 / 51.1 with 256 rows, 46.2 / 51.8
-    with 2 MiB blocks, on depth 10."""
+    (this VM's timings of cache-bound loops move by 20% and more between runs: in an
+    earlier one every figure here read 1.2x to 1.7x higher, oneDAL's too). Eight trees a
+    row took 45.3 / 50.1 with 1 MiB blocks and chunks of 64 rows, 46.5 / 51.1 with 256
+    rows, 46.2 / 51.8 with 2 MiB blocks, on depth 10 in that run."""
     return l2_cache_bytes() // 2 if complete else 2 * l2_cache_bytes()
 _R = _walk.RULES
 

@@ -78,7 +78,8 @@ typedef struct {
     int32_t pad;
 } qs_walk_cnode;
 
-#define QS_CWALK_ROWS 8
+/* rows stepping together: 16 measured fastest of 8, 16 and 32 (walk.py default_block_bytes) */
+#define QS_CWALK_ROWS 16
 
 /* The exit leaf of one complete tree of depth `depth` for n_rows expanded rows (row r's at
  * xr + r * xr_stride) into leaf[r * leaf_stride]: QS_CWALK_ROWS rows step together, each
