@@ -245,7 +245,8 @@ def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind
             walk = Walk(ens, model._forest, block_bytes=block_bytes, chunk_rows=chunk,
                         complete=complete)
             assert walk.layout.n_blocks > 1 and walk.complete == complete
-            for rows in (X, X[:walk_mod.BLOCKED_MIN_ROWS], X.astype(np.float32)):
+            for rows in (X, X[:walk_mod.BLOCKED_MIN_ROWS], X[:walk_mod.COMPLETE_MIN_ROWS + 5],
+                         X.astype(np.float32)):
                 xgbm = ens.family == "xgboost"
                 for n_threads in (1, 2):
                     assert walk._blocked(rows, 1)
@@ -266,6 +267,10 @@ def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind
     assert not walk._blocked(X[:2 * walk_mod.BLOCKED_MIN_ROWS - 1], 2)
     one = Walk(ens, model._forest, block_bytes=10 ** 9, complete=complete)
     assert one.layout.n_blocks == 1 and one._blocked(X, 1) == complete
+    # complete trees from COMPLETE_MIN_ROWS rows a thread; fewer, on one block, row by row
+    assert not one._blocked(X[:walk_mod.COMPLETE_MIN_ROWS - 1], 1)
+    assert one._blocked(X[:walk_mod.COMPLETE_MIN_ROWS], 1) == complete
+    assert not one._blocked(X[:2 * walk_mod.COMPLETE_MIN_ROWS - 1], 2)
     got = np.empty((X.shape[0], k), np.float32 if ens.family == "xgboost" else float)
     one.predict_raw(X, np.empty((0, 0)) if ens.family == "xgboost" else got,
                     got if ens.family == "xgboost" else np.empty((0, 0), np.float32), 1)
@@ -286,7 +291,7 @@ def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch
     assert full.complete and full.block_bytes == walk_mod.default_block_bytes(True)
     assert full.chunk_rows == walk_mod.CHUNK_ROWS_COMPLETE
     assert walk_mod.default_block_bytes(True) < walk_mod.default_block_bytes(False)
-    assert full.many_rows.endswith("complete trees, tree by tree")
+    assert "complete trees, tree by tree" in full.many_rows
     assert eight.many_rows.startswith("row by row")      # 144 KiB of nodes: one block
     blocked = Walk(ens, model._forest, block_bytes=24 * nodes // 4, complete=False)
     assert "eight trees a row" in blocked.many_rows

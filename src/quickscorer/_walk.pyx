@@ -353,13 +353,16 @@ cdef inline void walk_emit(const ForestView* f, int64_t t0, int64_t t1, const in
 
 cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
                        double[:, ::1] out64, float[:, ::1] out32, int32_t[:, ::1] leaves,
-                       uint64_t[:, ::1] scratch, int n_threads, int64_t chunk) noexcept:
+                       uint64_t[:, ::1] scratch, int n_threads, int64_t chunk,
+                       bint complete) noexcept:
     """Every row of X, ``chunk`` at a time per thread: the chunk's rows converted and
     expanded, then walked tree block by tree block (each block's nodes stay in cache for the
-    chunk's rows), the leaves of each block emitted after it (in tree order still)."""
+    chunk's rows; the complete trees where ``complete`` and the layout has them), the leaves
+    of each block emitted after it (in tree order still)."""
     cdef const ForestView* f = &forest.view
     cdef const WalkView* v = &lay.view
     cdef bint want_leaves = leaves.shape[0] != 0
+    cdef bint full = complete and v.complete
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef Py_ssize_t n_chunks = (n_rows + chunk - 1) // chunk
     cdef Py_ssize_t c, i0, n, r
@@ -386,7 +389,7 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
             for b in range(v.n_blocks):
                 t0 = v.block_starts[b]
                 t1 = v.block_starts[b + 1]
-                if v.complete:
+                if full:
                     for t in range(t0, t1):
                         qs_walk_complete(v.cnodes + v.cnode_offset[t],
                                          v.cslot_leaf + v.cslot_offset[t], v.cdepth[t], xr,
@@ -416,19 +419,20 @@ cdef int _check_chunks(Forest forest, WalkLayout lay, Py_ssize_t n_cols,
 
 def predict_raw_blocked(Forest forest, WalkLayout lay, const floating[:, :] X,
                         double[:, ::1] out64, float[:, ::1] out32, uint64_t[:, ::1] scratch,
-                        int n_threads, int64_t chunk):
+                        int n_threads, int64_t chunk, bint complete=True):
     """Raw scores into out64 (float64 forests) or out32 (float32), the other one empty, the
-    rows walked ``chunk`` at a time through each tree block; scratch: (n_threads,
-    chunk * lay.chunk_row_words)."""
+    rows walked ``chunk`` at a time through each tree block (its complete trees where
+    ``complete`` and the layout has them); scratch: (n_threads, chunk * lay.chunk_row_words)."""
     _check_chunks(forest, lay, X.shape[1], scratch, n_threads, chunk)
     check_scores(forest, X.shape[0], out64, out32)
     cdef int32_t[:, ::1] no_leaves = np.empty((0, 0), np.int32)
-    _walk_chunks(forest, lay, X, out64, out32, no_leaves, scratch, n_threads, chunk)
+    _walk_chunks(forest, lay, X, out64, out32, no_leaves, scratch, n_threads, chunk,
+                 complete)
 
 
 def predict_leaf_blocked(Forest forest, WalkLayout lay, const floating[:, :] X,
                          int32_t[:, ::1] out, uint64_t[:, ::1] scratch, int n_threads,
-                         int64_t chunk):
+                         int64_t chunk, bint complete=True):
     """In-order exit leaf of every tree for every row, into out (n_rows, n_trees); as
     predict_raw_blocked."""
     _check_chunks(forest, lay, X.shape[1], scratch, n_threads, chunk)
@@ -436,4 +440,5 @@ def predict_leaf_blocked(Forest forest, WalkLayout lay, const floating[:, :] X,
     cdef double[:, ::1] no64 = np.empty((0, 0))
     cdef float[:, ::1] no32 = np.empty((0, 0), np.float32)
     if X.shape[0]:
-        _walk_chunks(forest, lay, X, no64, no32, out, scratch, n_threads, chunk)
+        _walk_chunks(forest, lay, X, no64, no32, out, scratch, n_threads, chunk,
+                     complete)

@@ -84,30 +84,29 @@ typedef struct {
 /* The exit leaf of one complete tree of depth `depth` for n_rows expanded rows (row r's at
  * xr + r * xr_stride) into leaf[r * leaf_stride]: QS_CWALK_ROWS rows step together, each
  * step a load of the node, a load of the value, a compare and two additions, so the rows'
- * chains overlap and nothing is loaded but the slot. */
+ * chains overlap and nothing is loaded but the slot. A last group of fewer rows steps
+ * together too, its missing rows standing in for by its last (their leaves not stored):
+ * one row alone would wait on each step. */
 static inline void qs_walk_complete(const qs_walk_cnode* nodes, const int32_t* slot_leaf,
                                     int depth, const double* xr, int64_t xr_stride,
                                     int64_t n_rows, int32_t* leaf, int64_t leaf_stride)
 {
     const int32_t first = (int32_t)((1u << depth) - 1u);
-    int64_t r = 0;
-    for (; r + QS_CWALK_ROWS <= n_rows; r += QS_CWALK_ROWS) {
+    for (int64_t r = 0; r < n_rows; r += QS_CWALK_ROWS) {
+        const int64_t valid = n_rows - r < QS_CWALK_ROWS ? n_rows - r : QS_CWALK_ROWS;
+        const double* x[QS_CWALK_ROWS];
         int32_t i[QS_CWALK_ROWS];
-        for (int k = 0; k < QS_CWALK_ROWS; ++k)
+        for (int k = 0; k < QS_CWALK_ROWS; ++k) {
+            x[k] = xr + (r + (k < valid ? k : valid - 1)) * xr_stride;
             i[k] = 0;
+        }
         for (int l = 0; l < depth; ++l)
             for (int k = 0; k < QS_CWALK_ROWS; ++k) {
                 const qs_walk_cnode* p = nodes + i[k];
-                i[k] = 2 * i[k] + 1 + (xr[(r + k) * xr_stride + p->col] > p->thr);
+                i[k] = 2 * i[k] + 1 + (x[k][p->col] > p->thr);
             }
-        for (int k = 0; k < QS_CWALK_ROWS; ++k)
+        for (int k = 0; k < valid; ++k)
             leaf[(r + k) * leaf_stride] = slot_leaf[i[k] - first];
-    }
-    for (; r < n_rows; ++r) {
-        int32_t i = 0;
-        for (int l = 0; l < depth; ++l)
-            i = 2 * i + 1 + (xr[r * xr_stride + nodes[i].col] > nodes[i].thr);
-        leaf[r * leaf_stride] = slot_leaf[i - first];
     }
 }
 
