@@ -34,8 +34,8 @@ CHUNK_ROWS_COMPLETE = 48
 #: them (fewer take eight trees a row): on XGBoost depth 9 / 10, 1,000 trees, AMD EPYC Zen
 #: 3, us/doc, fastest of 7 rounds, complete trees against eight trees a row in 1 MiB
 #: blocks: 9 rows 53.8 / 56.1 against 48.4 / 49.6, 12 rows 37.3 / 37.5 against 45.2 /
-#: 43.8, 16 rows 30.6 / 30.5 against 52.3 / 42.6 (16 rows step together: fewer leave
-#: lanes idle)
+#: 43.8, 16 rows 30.6 / 30.5 against 52.3 / 42.6 (16 rows step together, so a call of
+#: fewer leaves some of them idle)
 COMPLETE_MIN_ROWS = 12
 
 
@@ -95,7 +95,9 @@ def special_mask(ens: Ensemble) -> np.ndarray:
 #: calls of many rows walk trees of at most this depth complete (:func:`complete_arrays`)
 COMPLETE_MAX_DEPTH = 10
 #: ... where the complete trees hold at most this many slots per node of the model (a tree
-#: grown deep on one side would hold far more slots than nodes)
+#: grown deep on one side would hold far more slots than nodes). Depth-wise XGBoost trees
+#: of benchmarks/matrix.py hold 1.08 (depth 6), 1.37 (8), 1.62 (9) and 2.13 (10); the
+#: bound itself is a guess, not measured
 COMPLETE_MAX_SLOTS = 4.0
 #: a slot of a complete tree (walk.h qs_walk_cnode, 16 bytes)
 CNODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")])

@@ -83,8 +83,6 @@ cdef struct WalkView:
     const int32_t* cslot_leaf
 
 
-
-
 cdef class WalkLayout(Layout):
     """The walk's node table, roots and expanded-row columns of one model."""
     cdef WalkView view
