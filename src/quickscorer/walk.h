@@ -85,8 +85,8 @@ typedef struct {
  * xr + r * xr_stride) into leaf[r * leaf_stride]: QS_CWALK_ROWS rows step together, each
  * step a load of the node, a load of the value, a compare and two additions, so the rows'
  * chains overlap and nothing is loaded but the slot. A last group of fewer rows steps
- * together too, its missing rows standing in for by its last (their leaves not stored):
- * one row alone would wait on each step. */
+ * together too, the rows it lacks replaced by copies of its last row (whose leaves are not
+ * stored): one row alone would wait on each step. */
 static inline void qs_walk_complete(const qs_walk_cnode* nodes, const int32_t* slot_leaf,
                                     int depth, const double* xr, int64_t xr_stride,
                                     int64_t n_rows, int32_t* leaf, int64_t leaf_stride)
