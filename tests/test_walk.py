@@ -421,3 +421,66 @@ def _cols(cn, value):
     bad = cn.copy()
     bad["col"][0] = value
     return bad.view(np.uint64)
+
+
+def test_xgboost_complete_trees_compare_in_float32_where_every_threshold_is_a_float32():
+    """XGBoost models whose thresholds are all float32 values (as the importers make them)
+    get float32 slots (CNODE32_DTYPE), compared with the rows' float32 values: the
+    reference's scores and leaves on rows with NaN, infinities and values next to the
+    thresholds. A threshold that is no float32, or a LightGBM model, keeps float64 slots."""
+    rng = np.random.default_rng(41)
+    f32_thresholds = (-1.0, 0.0, 0.5, 2.0, float(np.float32(1e-36)), np.inf, -np.inf)
+    ens = random_ensemble(rng, "xgboost", n_trees=30, n_features=5, max_leaves=14,
+                          p_categorical=0.0, thresholds=f32_thresholds)
+    model = quickscorer.Model(ens)
+    walk = Walk(ens, model._forest, complete=True)
+    assert walk.complete and walk.layout.cfloat
+    a = walk._arrays
+    assert a["cnodes"].shape[0] == a["cnode_offset"][-1]          # one word a slot
+    X = special_rows(rng, 150, 5).astype(np.float32)
+    X[:40] = np.float32(1e-36) * rng.choice([-1, 1, 0.5, 2], size=(40, 5))
+    X[40:50] = np.nextafter(np.float32(0.5), np.float32([[-np.inf], [np.inf]] * 5))[:10]
+    out = np.empty((150, 1), np.float32)
+    walk.predict_raw(X, np.empty((0, 0)), out, 1)
+    assert np.array_equal(out, model.predict_raw(X, algorithm="traversal"))
+    leaves = np.empty((150, 30), np.int32)
+    walk.predict_leaf(X, leaves, 2)
+    assert np.array_equal(leaves, model.predict_leaf(X, algorithm="traversal"))
+    # 1e-36 itself is no float32: those slots stay float64
+    wide = random_ensemble(np.random.default_rng(41), "xgboost", n_trees=30, n_features=5,
+                           max_leaves=14, p_categorical=0.0)
+    assert np.any(np.asarray(wide.trees.arrays["threshold"]) == 1e-36)
+    w64 = Walk(wide, quickscorer.Model(wide)._forest, complete=True)
+    assert w64.complete and not w64.layout.cfloat
+    lgb = random_ensemble(rng, "lightgbm", n_trees=10, n_features=5, max_leaves=14,
+                          p_categorical=0.0, thresholds=f32_thresholds)
+    assert not Walk(lgb, quickscorer.Model(lgb)._forest, complete=True).layout.cfloat
+    # float32 slots that do not fit are refused
+    c32 = a["cnodes"].view(walk_mod.CNODE32_DTYPE).copy()
+    c32["col"][0] = 10 ** 6
+    with pytest.raises(ValueError, match="out of place"):
+        _walk.WalkLayout(dict(a, cnodes=c32.view(np.uint64)), 5)
+    c32 = a["cnodes"].view(walk_mod.CNODE32_DTYPE).copy()
+    c32["thr"][0] = np.nan
+    with pytest.raises(ValueError, match="out of place"):
+        _walk.WalkLayout(dict(a, cnodes=c32.view(np.uint64)), 5)
+
+
+def test_a_real_xgboost_model_walks_float32_complete_trees_exactly():
+    """An XGBoost model trained by XGBoost (depth 4, NaN in its training rows): its imported
+    thresholds are float32 values, so the default walk's complete trees compare in float32;
+    XGBoost's own margins, float32 rows and float64 rows (which XGBoost reads as float32)."""
+    xgb = pytest.importorskip("xgboost")
+    rng = np.random.default_rng(43)
+    X = rng.normal(size=(600, 6))
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(size=600) * 0.1
+    booster = xgb.train({"max_depth": 4, "eta": 0.3, "base_score": 0.5, "nthread": 1},
+                        xgb.DMatrix(X, label=y, missing=np.nan), num_boost_round=40)
+    model = quickscorer.Model(quickscorer.load_ensemble(booster))
+    walk = model.prepare("walk")
+    assert walk.complete and walk.layout.cfloat
+    want = booster.predict(xgb.DMatrix(X, missing=np.nan), output_margin=True)
+    for rows in (X, X.astype(np.float32)):
+        got = model.predict_raw(rows, algorithm="walk")[:, 0]
+        assert np.array_equal(got, want)

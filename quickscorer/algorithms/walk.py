@@ -101,6 +101,8 @@ COMPLETE_MAX_DEPTH = 10
 COMPLETE_MAX_SLOTS = 4.0
 #: a slot of a complete tree (walk.h qs_walk_cnode, 16 bytes)
 CNODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")])
+#: ... of an XGBoost model whose thresholds are all float32 values (qs_walk_cnode32, 8 bytes)
+CNODE32_DTYPE = np.dtype([("thr", "<f4"), ("col", "<i4")])
 
 
 def no_complete_fields() -> dict:
@@ -199,7 +201,11 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
       walked a chunk at a time through each block while its nodes stay in cache;
     - the complete trees of :func:`complete_arrays`, which the chunks of rows walk instead
       where ``complete`` is True (where it can: trees at most COMPLETE_MAX_DEPTH deep), or
-      None and the trees hold at most COMPLETE_MAX_SLOTS slots per node; empty otherwise;
+      None and the trees hold at most COMPLETE_MAX_SLOTS slots per node; empty otherwise.
+      On an XGBoost model whose thresholds are all float32 values their slots are
+      ``CNODE32_DTYPE`` (one word each), compared with the rows' float32 values: the same
+      decisions (XGBoost's rows are float32; the expanded values +-inf or 0), 1.4x to 1.6x
+      faster than float64 slots on depth 9 and 10 (interleaved rounds, AMD EPYC Zen 3);
     - ``special_table`` (int32, one per special node): for a categorical node whose
       categories are all below ``rs_layout.CAT_CODES`` (``rs_layout.coded_categorical``),
       its row of ``special_tables``
@@ -265,6 +271,13 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
         if full is not None and (complete or full["cnodes"].shape[0] // 2
                                  <= COMPLETE_MAX_SLOTS * max(1, n)):
             out.update(full)
+            cn = full["cnodes"].view(CNODE_DTYPE)
+            # XGBoost rows are float32 values (and the expanded ones +-inf or 0): where the
+            # thresholds are float32 values too, the slots compare in float32, exactly
+            if ens.family == "xgboost" and np.all(cn["thr"].astype(np.float32) == cn["thr"]):
+                c32 = np.zeros(cn.shape[0], CNODE32_DTYPE)
+                c32["thr"], c32["col"] = cn["thr"], cn["col"]
+                out["cnodes"] = c32.view(np.uint64)
     return out
 
 
@@ -303,8 +316,8 @@ class Walk(Algorithm):
         """How calls of BLOCKED_MIN_ROWS rows a thread or more walk, in words
         (``Model.info``)."""
         if self.complete:
-            how = (f"complete trees, tree by tree, from {COMPLETE_MIN_ROWS} rows a thread "
-                   "(eight trees a row below)")
+            how = (f"complete trees{' (float32)' if self.layout.cfloat else ''}, tree by tree, "
+                   f"from {COMPLETE_MIN_ROWS} rows a thread (eight trees a row below)")
         elif self.layout.n_blocks > 1:
             how = "eight trees a row"
         else:

@@ -42,6 +42,12 @@ cdef extern from "quickscorer/walk.h" nogil:
     void qs_walk_complete(const qs_walk_cnode* nodes, const int32_t* slot_leaf, int depth,
                           const double* xr, int64_t xr_stride, int64_t n_rows, int32_t* leaf,
                           int64_t leaf_stride)
+    ctypedef struct qs_walk_cnode32:
+        float thr
+        int32_t col
+    void qs_walk_complete32(const qs_walk_cnode32* nodes, const int32_t* slot_leaf, int depth,
+                            const float* xr, int64_t xr_stride, int64_t n_rows,
+                            int32_t* leaf, int64_t leaf_stride)
 
 
 # the missing-value rules of a column (its index is rule * n_features + feature)
@@ -76,7 +82,9 @@ cdef struct WalkView:
     const int32_t* block_roots    # [n_trees + 8 n_blocks] each block's roots, 8 sentinels
     int64_t n_blocks
     bint complete                 # the chunks walk the complete trees below
+    bint cfloat                   # the slots are float32 (cnodes32), the rows compared so
     const qs_walk_cnode* cnodes   # each tree's 2^d - 1 slots (walk.py complete_arrays)
+    const qs_walk_cnode32* cnodes32
     const int64_t* cnode_offset   # [n_trees + 1]
     const uint8_t* cdepth         # [n_trees]
     const int64_t* cslot_offset   # [n_trees + 1] each tree's 2^d end slots
@@ -90,8 +98,10 @@ cdef class WalkLayout(Layout):
     cdef object _block_roots
     #: tree blocks of the calls of many rows (_walk_chunks)
     cdef readonly int64_t n_blocks
-    #: whether _walk_chunks walks complete trees
+    #: whether _walk_chunks walks complete trees, and whether in float32
     cdef readonly bint complete
+    cdef readonly bint cfloat
+    cdef int64_t xr32_words
     #: uint64 words of scratch per thread and row of a chunk of _walk_chunks
     cdef readonly int64_t chunk_row_words
     cdef int64_t lf_words
@@ -179,7 +189,9 @@ cdef class WalkLayout(Layout):
         self._set_complete(a, n_trees, n_cols, np.diff(offsets) + 1)
         # _walk_chunks: a converted row, its expanded row and its exit leaves in a block
         self.lf_words = (int(np.diff(starts).max(initial=0)) + 8 + 1) // 2
-        self.chunk_row_words = F + n_cols + self.lf_words
+        # and with float32 slots the expanded row in float32
+        self.xr32_words = (n_cols + 1) // 2 if self.cfloat else 0
+        self.chunk_row_words = F + n_cols + self.lf_words + self.xr32_words
         self.n_trees = n_trees
         self.n_features = F
         # the expanded row (one double a column), then the exit leaves (int32, n_trees + 8)
@@ -195,6 +207,8 @@ cdef class WalkLayout(Layout):
         soff, leaf = a["cslot_offset"], a["cslot_leaf"]
         raw = a["cnodes"]
         self.view.cnodes = <const qs_walk_cnode*>array_data(raw, np.uint64, "walk", "cnodes")
+        self.view.cnodes32 = <const qs_walk_cnode32*>self.view.cnodes
+        self.cfloat = self.view.cfloat = False
         self.view.cnode_offset = <const int64_t*>array_data(off, np.int64, "walk",
                                                             "cnode_offset")
         self.view.cdepth = <const uint8_t*>array_data(depth, np.uint8, "walk", "cdepth")
@@ -211,10 +225,14 @@ cdef class WalkLayout(Layout):
                 or soff.shape[0] != n_trees + 1 or d.max(initial=0) > 30
                 or off[0] != 0 or np.any(np.diff(off) != (1 << d) - 1)
                 or soff[0] != 0 or np.any(np.diff(soff) != 1 << d)
-                or raw.shape[0] != 2 * off[n_trees] or leaf.shape[0] != soff[n_trees]):
+                or raw.shape[0] not in (off[n_trees], 2 * off[n_trees])
+                or leaf.shape[0] != soff[n_trees]):
             raise ValueError("walk layout: the complete trees' offsets do not match their "
                              "depths")
-        cn = raw.view(np.dtype([("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")]))
+        # one word a slot: float32 slots (walk.py CNODE32_DTYPE); two: float64
+        self.cfloat = self.view.cfloat = raw.shape[0] == off[n_trees] and off[n_trees] > 0
+        cn = raw.view(np.dtype([("thr", "<f4"), ("col", "<i4")] if self.cfloat else
+                               [("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")]))
         tree_of_slot = np.repeat(np.arange(n_trees), 1 << d)
         if (np.any((cn["col"] < 0) | (cn["col"] >= n_cols)) or np.any(np.isnan(cn["thr"]))
                 or np.any((leaf < 0) | (leaf >= np.asarray(n_leaves)[tree_of_slot]))):
@@ -365,29 +383,40 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
     cdef Py_ssize_t n_chunks = (n_rows + chunk - 1) // chunk
     cdef Py_ssize_t c, i0, n, r
     cdef int64_t b, t, t0, t1, F = f.n_features
-    cdef int64_t lf_width = 2 * lay.lf_words
+    cdef int64_t lf_width = 2 * lay.lf_words, x32_width = 2 * lay.xr32_words, j
+    cdef bint f32 = full and v.cfloat
     cdef double* rows
     cdef double* xr
     cdef int32_t* lf
+    cdef float* xr32
     cdef double* o64
     cdef float* o32
     with nogil, parallel(num_threads=n_threads):
         rows = <double*>&scratch[threadid(), 0]
         xr = rows + chunk * F
         lf = <int32_t*>(xr + chunk * v.n_cols)
+        xr32 = <float*>(lf + chunk * lf_width)
         for c in prange(n_chunks, schedule="dynamic"):
             i0 = c * chunk
             n = min(<Py_ssize_t>chunk, n_rows - i0)
             for r in range(n):
                 load_row(f, X, i0 + r, rows + r * F)
                 expand(v, f.family, rows + r * F, xr + r * v.n_cols)
+                if f32:       # the values of float32 rows, +-inf, 0: float32 exactly
+                    for j in range(v.n_cols):
+                        xr32[r * x32_width + j] = <float>xr[r * v.n_cols + j]
             if not want_leaves:
                 for r in range(n):
                     score_pointers(f, out64, out32, i0 + r, &o64, &o32)
             for b in range(v.n_blocks):
                 t0 = v.block_starts[b]
                 t1 = v.block_starts[b + 1]
-                if full:
+                if f32:
+                    for t in range(t0, t1):
+                        qs_walk_complete32(v.cnodes32 + v.cnode_offset[t],
+                                           v.cslot_leaf + v.cslot_offset[t], v.cdepth[t],
+                                           xr32, x32_width, n, lf + (t - t0), lf_width)
+                elif full:
                     for t in range(t0, t1):
                         qs_walk_complete(v.cnodes + v.cnode_offset[t],
                                          v.cslot_leaf + v.cslot_offset[t], v.cdepth[t], xr,

@@ -81,33 +81,45 @@ typedef struct {
 /* rows stepping together: 16 measured fastest of 8, 16 and 32 (walk.py default_block_bytes) */
 #define QS_CWALK_ROWS 16
 
+/* A slot of a complete tree whose thresholds are all float32 values (XGBoost's), compared
+ * with the rows' float32 values: the same decisions, half the bytes. */
+typedef struct {
+    float thr;
+    int32_t col;
+} qs_walk_cnode32;
+
 /* The exit leaf of one complete tree of depth `depth` for n_rows expanded rows (row r's at
  * xr + r * xr_stride) into leaf[r * leaf_stride]: QS_CWALK_ROWS rows step together, each
  * step a load of the node, a load of the value, a compare and two additions, so the rows'
  * chains overlap and nothing is loaded but the slot. A last group of fewer rows steps
  * together too, the rows it lacks replaced by copies of its last row (whose leaves are not
- * stored): one row alone would wait on each step. */
-static inline void qs_walk_complete(const qs_walk_cnode* nodes, const int32_t* slot_leaf,
-                                    int depth, const double* xr, int64_t xr_stride,
-                                    int64_t n_rows, int32_t* leaf, int64_t leaf_stride)
-{
-    const int32_t first = (int32_t)((1u << depth) - 1u);
-    for (int64_t r = 0; r < n_rows; r += QS_CWALK_ROWS) {
-        const int64_t valid = n_rows - r < QS_CWALK_ROWS ? n_rows - r : QS_CWALK_ROWS;
-        const double* x[QS_CWALK_ROWS];
-        int32_t i[QS_CWALK_ROWS];
-        for (int k = 0; k < QS_CWALK_ROWS; ++k) {
-            x[k] = xr + (r + (k < valid ? k : valid - 1)) * xr_stride;
-            i[k] = 0;
-        }
-        for (int l = 0; l < depth; ++l)
-            for (int k = 0; k < QS_CWALK_ROWS; ++k) {
-                const qs_walk_cnode* p = nodes + i[k];
-                i[k] = 2 * i[k] + 1 + (x[k][p->col] > p->thr);
-            }
-        for (int k = 0; k < valid; ++k)
-            leaf[(r + k) * leaf_stride] = slot_leaf[i[k] - first];
-    }
+ * stored): one row alone would wait on each step. NODE / VALUE: the slot and value types
+ * (qs_walk_complete: double; qs_walk_complete32: float, 1.4x to 1.6x faster on XGBoost
+ * depth 9 and 10, walk.py CNODE32_DTYPE). */
+#define QS_WALK_COMPLETE(NAME, NODE, VALUE)                                                   \
+static inline void NAME(const NODE* nodes, const int32_t* slot_leaf, int depth,              \
+                        const VALUE* xr, int64_t xr_stride, int64_t n_rows, int32_t* leaf,   \
+                        int64_t leaf_stride)                                                 \
+{                                                                                            \
+    const int32_t first = (int32_t)((1u << depth) - 1u);                                     \
+    for (int64_t r = 0; r < n_rows; r += QS_CWALK_ROWS) {                                    \
+        const int64_t valid = n_rows - r < QS_CWALK_ROWS ? n_rows - r : QS_CWALK_ROWS;       \
+        const VALUE* x[QS_CWALK_ROWS];                                                       \
+        int32_t i[QS_CWALK_ROWS];                                                            \
+        for (int k = 0; k < QS_CWALK_ROWS; ++k) {                                            \
+            x[k] = xr + (r + (k < valid ? k : valid - 1)) * xr_stride;                       \
+            i[k] = 0;                                                                        \
+        }                                                                                    \
+        for (int l = 0; l < depth; ++l)                                                      \
+            for (int k = 0; k < QS_CWALK_ROWS; ++k) {                                        \
+                const NODE* p = nodes + i[k];                                                \
+                i[k] = 2 * i[k] + 1 + (x[k][p->col] > p->thr);                               \
+            }                                                                                \
+        for (int k = 0; k < valid; ++k)                                                      \
+            leaf[(r + k) * leaf_stride] = slot_leaf[i[k] - first];                           \
+    }                                                                                        \
 }
+QS_WALK_COMPLETE(qs_walk_complete, qs_walk_cnode, double)
+QS_WALK_COMPLETE(qs_walk_complete32, qs_walk_cnode32, float)
 
 #endif
