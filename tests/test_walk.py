@@ -17,6 +17,7 @@ from quickscorer import _walk
 from quickscorer.ir import Ensemble, build_tree
 
 from conftest import category_rows, linear_tree, random_ensemble, special_rows
+from test_covers import _balanced
 
 
 def _model(family, n_trees=40, n_outputs=1, seed=3):
@@ -287,7 +288,7 @@ def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch
     assert eight.chunk_rows == walk_mod.CHUNK_ROWS
     shallow = random_ensemble(np.random.default_rng(5), "xgboost", n_trees=50, n_features=7,
                               max_leaves=8)
-    full = Walk(shallow, quickscorer.Model(shallow)._forest)
+    full = Walk(shallow, quickscorer.Model(shallow)._forest, complete=True)
     assert full.complete and full.block_bytes == walk_mod.default_block_bytes(True)
     assert full.chunk_rows == walk_mod.CHUNK_ROWS_COMPLETE
     assert walk_mod.default_block_bytes(True) < walk_mod.default_block_bytes(False)
@@ -298,9 +299,13 @@ def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch
     m = quickscorer.Model(shallow)
     assert "walk_many_rows" not in m.info()
     m.predict_raw(special_rows(np.random.default_rng(1), 3, 7), algorithm="walk")
-    assert "complete trees" in m.info()["walk_many_rows"]
+    # rapidscorer takes this model's calls of many rows: no complete trees by default
+    assert "eight trees a row" in m.info()["walk_many_rows"] or "row by row" in \
+        m.info()["walk_many_rows"]
+    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
+    assert Walk(shallow, quickscorer.Model(shallow)._forest).complete
     monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "0")
-    assert not Walk(shallow, quickscorer.Model(shallow)._forest).complete
+    assert not Walk(shallow, quickscorer.Model(shallow)._forest, complete=True).complete
     monkeypatch.setenv("QUICKSCORER_WALK_BLOCK_BYTES", str(24 * nodes // 4))
     monkeypatch.setenv("QUICKSCORER_WALK_CHUNK_ROWS", "5")
     walk = Walk(ens, model._forest)
@@ -397,6 +402,17 @@ def test_complete_trees_are_chosen_where_they_hold_few_slots_per_node():
     model = quickscorer.Model(deep)
     assert Walk(deep, model._forest).complete is False
     assert Walk(deep, model._forest, complete=True).complete is True
+    # Walk chooses them only where rapidscorer cannot score the model (its calls of many
+    # rows then come to the walk): balanced trees of 512 leaves, but not of 4
+    big = _balanced(9)
+    assert "rapidscorer" not in quickscorer.Model(big).supported_algorithms()
+    m = quickscorer.Model(big)
+    assert Walk(big, m._forest).complete
+    assert not Walk(bal, quickscorer.Model(bal)._forest).complete
+    X = np.column_stack([np.linspace(-1.0, 1100.0, 100), np.arange(100) % 9 - 1.0])
+    assert np.array_equal(m.predict_raw(X), m.predict_raw(X, algorithm="traversal"))
+    assert "complete trees" in m.info()["walk_many_rows"]
+    assert "(float32)" not in m.info()["walk_many_rows"]      # a LightGBM model: float64
 
 
 def test_complete_fields_that_do_not_fit_are_refused():
@@ -466,11 +482,13 @@ def test_xgboost_complete_trees_compare_in_float32_where_every_threshold_is_a_fl
         _walk.WalkLayout(dict(a, cnodes=c32.view(np.uint64)), 5)
 
 
-def test_a_real_xgboost_model_walks_float32_complete_trees_exactly():
+def test_a_real_xgboost_model_walks_float32_complete_trees_exactly(monkeypatch):
     """An XGBoost model trained by XGBoost (depth 4, NaN in its training rows): its imported
-    thresholds are float32 values, so the default walk's complete trees compare in float32;
+    thresholds are float32 values, so the walk's complete trees ($QUICKSCORER_WALK_COMPLETE:
+    rapidscorer takes this model's calls of many rows by default) compare in float32;
     XGBoost's own margins, float32 rows and float64 rows (which XGBoost reads as float32)."""
     xgb = pytest.importorskip("xgboost")
+    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
     rng = np.random.default_rng(43)
     X = rng.normal(size=(600, 6))
     X[rng.random(X.shape) < 0.1] = np.nan
