@@ -370,8 +370,6 @@ def test_complete_trees_put_each_node_in_its_heap_slot_and_each_leaf_below_it():
     leaves = np.empty((X.shape[0], 2), np.int32)
     walk.predict_leaf(X, leaves, 1)
     assert np.array_equal(leaves, model.predict_leaf(X, algorithm="traversal"))
-    # deeper than COMPLETE_MAX_DEPTH: no complete trees even when asked
-    assert walk_mod.COMPLETE_MAX_DEPTH < 12
     with pytest.raises(ValueError, match="deeper"):
         walk_mod.complete_arrays(ens, np.zeros(3, np.int64), np.zeros(3), max_depth=2)
 
@@ -397,6 +395,20 @@ def test_complete_trees_are_chosen_where_they_hold_few_slots_per_node():
     assert walk_arrays(deep, complete=None)["cdepth"].shape[0] == 0
     assert walk_arrays(deep, complete=True)["cdepth"].tolist() == [10]
     assert walk_arrays(deep, complete=False)["cdepth"].shape[0] == 0
+    # one node deeper than COMPLETE_MAX_DEPTH: no complete trees even when asked
+    n1 = walk_mod.COMPLETE_MAX_DEPTH + 1
+    left, right = [-1] * (2 * n1 + 1), [-1] * (2 * n1 + 1)
+    for i in range(n1):
+        left[i], right[i] = n1 + i, (i + 1 if i + 1 < n1 else 2 * n1)
+    longer = build_tree(left=left, right=right, root=0, feature=[0] * (2 * n1 + 1),
+                        threshold=[float(i) for i in range(2 * n1 + 1)],
+                        default_left=[True] * (2 * n1 + 1), missing_type=[0] * (2 * n1 + 1),
+                        is_categorical=[False] * (2 * n1 + 1), categories=None,
+                        value=[float(i) for i in range(2 * n1 + 1)], n_features=2)
+    too_deep = Ensemble(trees=(chain, longer), tree_group=[0, 0], n_outputs=1, n_features=2,
+                        family="lightgbm", base_score=[0.0])
+    assert walk_arrays(too_deep, complete=True)["cdepth"].shape[0] == 0
+    assert not Walk(too_deep, quickscorer.Model(too_deep)._forest, complete=True).complete
     bal = random_ensemble(rng, "xgboost", n_trees=5, n_features=4, max_leaves=2)
     assert walk_arrays(bal, complete=None)["cdepth"].shape[0] == 5
     model = quickscorer.Model(deep)

@@ -5,6 +5,12 @@ Where QuickScorer pays for every false node of every tree, a walk pays for the n
 path: on LightGBM's leaf-wise trees most rows leave by a short path (3.5 nodes a tree on
 average on a model of 1,000 full 64-leaf trees, against 20 false nodes a tree), so a walk
 that does not stall on each branch can beat the scan for one row at a time.
+
+Calls of many rows (BLOCKED_MIN_ROWS a thread) walk chunks of rows through blocks of trees,
+and on models whose calls of many rows come to the walk by default (those ``rapidscorer``
+cannot score) trees at most COMPLETE_MAX_DEPTH deep are also laid out complete
+(:func:`complete_arrays`), which chunks of COMPLETE_MIN_ROWS rows or more walk tree by tree
+in ``depth`` steps of index arithmetic.
 """
 from __future__ import annotations
 
@@ -20,6 +26,10 @@ from .rs_layout import unsupported as rs_unsupported
 from .traversal import node_arrays
 
 N_RULES = _walk.N_RULE_KINDS
+_R = _walk.RULES
+
+#: a node of the walk's table as walk.h reads it (24 bytes)
+NODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2), ("pad", "<i4")])
 
 #: calls of this many rows per thread or more walk their rows a chunk at a time
 #: (CHUNK_ROWS) through tree blocks whose nodes stay in cache, where the model needs more
@@ -65,10 +75,6 @@ def default_block_bytes(complete: bool = False) -> int:
     row took 45.3 / 50.1 with 1 MiB blocks and chunks of 64 rows, 46.5 / 51.1 with 256
     rows, 46.2 / 51.8 with 2 MiB blocks, on depth 10 in that run."""
     return l2_cache_bytes() // 2 if complete else 2 * l2_cache_bytes()
-_R = _walk.RULES
-
-#: a node of the walk's table as walk.h reads it (24 bytes)
-NODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2), ("pad", "<i4")])
 
 
 def _rules(ens: Ensemble, flags: np.ndarray) -> np.ndarray:
@@ -283,7 +289,8 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
 
 
 class Walk(Algorithm):
-    """Eight root-to-leaf walks interleaved, branch-free (one row at a time)."""
+    """Eight root-to-leaf walks interleaved, branch-free, one row at a time; chunks of rows
+    through tree blocks, or complete trees, for calls of many rows."""
 
     name = "walk"
     test_vector = "node by node on the path, eight trees interleaved without branches"
@@ -322,8 +329,9 @@ class Walk(Algorithm):
         """How calls of BLOCKED_MIN_ROWS rows a thread or more walk, in words
         (``Model.info``)."""
         if self.complete:
+            below = "eight trees a row" if self.layout.n_blocks > 1 else "row by row"
             how = (f"complete trees{' (float32)' if self.layout.cfloat else ''}, tree by tree, "
-                   f"from {COMPLETE_MIN_ROWS} rows a thread (eight trees a row below)")
+                   f"from {COMPLETE_MIN_ROWS} rows a thread ({below} below)")
         elif self.layout.n_blocks > 1:
             how = "eight trees a row"
         else:
