@@ -268,12 +268,13 @@ def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(dep
 
 
 def test_models_rapidscorer_cannot_score_run_the_few_rows_kernel_for_many_rows():
-    """Trees of 512 leaves (rapidscorer takes at most 256): the walk for calls of any size
-    from VQS_MIN_ROWS (127.5 expected false nodes per 9-node path, over
-    FEW_ROWS_WALK_RATIO); the same trees deciding a level by categories they list up to 300
-    (rapidscorer codes them below 254, and each counts steps of the walk) stay on vqs. Both
-    exact, and ``info`` names the kernel."""
-    deep = _balanced(9)
+    """Trees of 2,048 leaves, 11 deep (rapidscorer takes at most 256 leaves, or 10 levels
+    by its level path alone): the walk for calls of any size from VQS_MIN_ROWS (1023.5
+    expected false nodes per 11-node path, over FEW_ROWS_WALK_RATIO); trees of 512 leaves
+    deciding a level by categories they list up to 300 (rapidscorer codes them below 254,
+    its level path takes no categories, and each counts steps of the walk) stay on vqs.
+    Both exact, and ``info`` names the kernel."""
+    deep = _balanced(11)
     cat = _balanced(9, categorical_level=8, big=300)
     for ens, kernel in ((deep, "walk"), (cat, "vqs")):
         model = quickscorer.Model(ens)

@@ -1,8 +1,10 @@
-"""RapidScorer's level-by-level path (rs_layout.level_arrays): trees of depth at most 8
-walked a level at a time in rank space instead of scanned into bitvectors. It must give the
-reference's exit leaves and raw scores bit for bit on every path this CPU runs, with NaN and
-zero as missing values on either default side, rank slots, multiclass and DART weights, on
-models the libraries trained; and it must stand aside where it cannot score a model."""
+"""RapidScorer's level-by-level path (rs_layout.level_arrays): trees of depth at most 10
+walked a level at a time in rank space instead of scanned into bitvectors, and by itself
+(rs_layout.levels_only_arrays) for trees of more than 256 leaves, which the scans cannot
+take. It must give the reference's exit leaves and raw scores bit for bit on every path this
+CPU runs, with NaN and zero as missing values on either default side, rank slots, multiclass
+and DART weights, on models the libraries trained; and it must stand aside where it cannot
+score a model."""
 from __future__ import annotations
 
 import numpy as np
@@ -14,10 +16,11 @@ import quickscorer
 from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.rapidscorer import RapidScorer
+from quickscorer.algorithms import rs_layout
 from quickscorer.algorithms.rs_layout import LEVELS_MAX_DEPTH, level_arrays
-from quickscorer.ir import Ensemble, reference
+from quickscorer.ir import Ensemble, build_tree, reference
 
-from conftest import random_ensemble, run_kernel, special_rows
+from conftest import linear_tree, random_ensemble, run_kernel, special_rows
 
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
 if "avx2" in RS_ISAS:
@@ -245,3 +248,201 @@ def test_level_values_kept_in_the_precision_the_model_sums():
             ens.n_features)
         with pytest.raises(ValueError, match="level path has no"):
             run_kernel(alg, ens, special_rows(rng, 10, 5))
+
+
+# ---- trees deeper than 8 levels, and of more than 256 leaves (the level path alone) -------
+
+def _bounded_tree(rng, n_leaves: int, depth: int, n_features: int, family: str,
+                  thresholds=FINITE + (np.inf, -np.inf)):
+    """A random tree of ``n_leaves`` leaves (at most ``2 ** depth``) no deeper than
+    ``depth``, grown by splitting random leaves above that depth."""
+    left, right, leaves, level = [-1], [-1], [0], [0]
+    while len(leaves) < n_leaves:
+        open_ = [k for k, n in enumerate(leaves) if level[n] < depth]
+        leaf = leaves.pop(open_[int(rng.integers(len(open_)))])
+        a = len(left)
+        left[leaf], right[leaf] = a, a + 1
+        left += [-1, -1]
+        right += [-1, -1]
+        level += [level[leaf] + 1] * 2
+        leaves += [a, a + 1]
+    k = len(left)
+    missing = (rng.integers(3, size=k) if family == "lightgbm" else np.full(k, 2))
+    return build_tree(left=left, right=right, root=0, feature=rng.integers(n_features, size=k),
+                      threshold=rng.choice(np.asarray(thresholds, np.float64), size=k),
+                      default_left=rng.random(k) < 0.5, missing_type=missing,
+                      is_categorical=[False] * k, categories=None,
+                      value=np.round(rng.normal(size=k), 3), n_features=n_features)
+
+
+def _deep_ensemble(rng, family: str, n_outputs: int = 1, n_features: int = 5,
+                   big: bool = True, weights: bool = False) -> Ensemble:
+    """Trees of depth 10 and 9 (of more than 256 leaves where ``big``, else at most 256),
+    shallow ones and a single leaf, in a shuffled order."""
+    sizes = ([(1024, 10), (600, 10), (300, 9), (512, 9)] if big
+             else [(256, 10), (100, 10), (200, 9), (40, 9)])
+    sizes += [(40, 8), (9, 4), (1, 0), (130, 10)]
+    trees = [_bounded_tree(rng, n, d, n_features, family) for n, d in sizes]
+    order = rng.permutation(len(trees))
+    trees = [trees[i] for i in order]
+    return Ensemble(trees=trees, tree_group=np.arange(len(trees)) % n_outputs,
+                    n_outputs=n_outputs, n_features=n_features, family=family,
+                    base_score=np.round(rng.normal(size=n_outputs), 2),
+                    tree_weight=(rng.uniform(0.1, 1.0, size=len(trees)) if weights
+                                 else None))
+
+
+def _check_exact(alg, ens, X):
+    raw, leaves = run_kernel(alg, ens, X)
+    np.testing.assert_array_equal(leaves, reference.predict_leaf(ens, X))
+    np.testing.assert_array_equal(raw, reference.predict_raw(ens, X).astype(raw.dtype))
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost"]),
+       n_rows=st.sampled_from([1, 20, 33, 64, 100]), n_outputs=st.integers(1, 3),
+       weights=st.booleans())
+def test_trees_of_more_than_256_leaves_walk_the_levels_alone(isa, seed, family, n_rows,
+                                                             n_outputs, weights):
+    """Trees of up to 1,024 leaves and 10 levels, beside shallow ones: no scans, every
+    group walks the levels; exact, with NaN, zeros, infinities and DART weights."""
+    rng = np.random.default_rng(seed)
+    ens = _deep_ensemble(rng, family, n_outputs, weights=weights and family == "xgboost")
+    assert int(ens.n_leaves.max()) > 256 and _depth(ens) == 10
+    alg = _alg(ens, isa, levels=None)
+    assert alg.levels and alg.levels_only and alg.layout.levels_min_lanes == 0
+    assert alg._arrays["entries"].shape[0] == 0 and alg.tree_blocks == 1
+    _check_exact(alg, ens, special_rows(rng, n_rows, 5))
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+def test_trees_of_9_and_10_levels_in_the_scans_layout(isa):
+    """Trees 9 and 10 deep of at most 256 leaves: the scans take them, and so does the
+    level path beside them (levels=True), both exact."""
+    rng = np.random.default_rng(21)
+    for family in ("lightgbm", "xgboost"):
+        ens = _deep_ensemble(rng, family, n_outputs=2, big=False)
+        on = _check_both(ens, special_rows(rng, 100, 5), isa)
+        assert on.levels and not on.levels_only
+
+
+def test_deep_slots_number_the_bits_past_a_byte_in_reverse():
+    """Slot ``P >> k`` plus 256 times the ``k`` low bits of the end position ``P`` in reverse
+    (rs_simd.h: level 8's bit, then level 9's): a full tree of depth 10 has every slot once,
+    its leaf at end position ``P`` in slot ``(P >> 2) + 256 (b8 + 2 b9)``."""
+    rng = np.random.default_rng(22)
+    for depth in (9, 10):
+        tree = _bounded_tree(rng, 2 ** depth, depth, 3, "lightgbm")
+        ens = Ensemble(trees=[tree], tree_group=[0], n_outputs=1, n_features=3,
+                       family="lightgbm", base_score=[0.0])
+        a = _alg(ens, "scalar")._arrays
+        assert a["lv_depth"].tolist() == [depth]
+        _, _, leaf_level, leaf_pos = rs_layout.node_levels(ens, 10)
+        end = leaf_pos << (depth - leaf_level)            # every end position once
+        assert sorted(end.tolist()) == list(range(2 ** depth))
+        k = depth - 8
+        low = end & ((1 << k) - 1)
+        rev = (low >> 1) | ((low & 1) << 1) if k == 2 else low
+        slot = (end >> k) + 256 * rev
+        np.testing.assert_array_equal(a["lv_slot_leaf"][slot], np.arange(2 ** depth))
+        # level 9's nodes: even positions first, each holding its parent's position
+        ends = a["lv_level_end"].astype(np.int64)
+        if depth == 10:
+            assert ends[9] - ends[8] == ends[10] - ends[9] == 256
+            pos = (a["lv_nodes"] >> 24)[ends[8]:]
+            assert pos.tolist() == list(range(256)) * 2
+        else:
+            assert ends[8] == ends[9] == ends[10] == 511
+
+
+def test_what_the_level_path_alone_refuses():
+    """A tree 11 deep, categorical splits or linear trees among trees of more than 256
+    leaves: rapidscorer says why it cannot score the model; levels=False cannot be."""
+    rng = np.random.default_rng(23)
+    deep = _deep_ensemble(rng, "lightgbm")
+    with pytest.raises(ValueError, match="level by level only"):
+        _alg(deep, "scalar", levels=False)
+    assert RapidScorer.unsupported(deep) is None
+    eleven = Ensemble(trees=list(deep.trees) + [_chain(11)],
+                      tree_group=[0] * (deep.n_trees + 1), n_outputs=1, n_features=5,
+                      family="lightgbm", base_score=[0.0])
+    assert "deeper than 10" in RapidScorer.unsupported(eleven)
+    cat = random_ensemble(rng, "lightgbm", n_trees=3, max_leaves=5, p_categorical=1.0)
+    with_cat = Ensemble(trees=list(deep.trees) + list(cat.trees),
+                        tree_group=[0] * (deep.n_trees + 3), n_outputs=1, n_features=5,
+                        family="lightgbm", base_score=[0.0])
+    assert "categorical splits" in RapidScorer.unsupported(with_cat)
+    with_linear = Ensemble(trees=list(deep.trees) + [linear_tree(5)],
+                           tree_group=[0] * (deep.n_trees + 1), n_outputs=1, n_features=5,
+                           family="lightgbm", base_score=[0.0])
+    assert "linear trees" in RapidScorer.unsupported(with_linear)
+    for ens in (eleven, with_cat, with_linear):
+        with pytest.raises(ValueError):
+            rs_layout.levels_only_arrays(ens)
+
+
+def _chain(n: int):
+    """A tree of ``n`` nodes, each the right child of the one before (``n`` deep)."""
+    left, right = [-1] * (2 * n + 1), [-1] * (2 * n + 1)
+    for i in range(n):
+        left[i], right[i] = n + i, (i + 1 if i + 1 < n else 2 * n)
+    k = 2 * n + 1
+    return build_tree(left=left, right=right, root=0, feature=[i % 5 for i in range(k)],
+                      threshold=[float(i) for i in range(k)], default_left=[True] * k,
+                      missing_type=[0] * k, is_categorical=[False] * k, categories=None,
+                      value=[float(i) for i in range(k)], n_features=5)
+
+
+def test_a_layout_of_the_level_path_alone_is_checked():
+    """Scan fields in a layout of the level path alone, or no level fields, are refused."""
+    rng = np.random.default_rng(24)
+    ens = _deep_ensemble(rng, "xgboost")
+    a = dict(_alg(ens, "scalar")._arrays)
+    assert int(a["lv_only"][0]) == 1
+    for bad in (dict(a, entries=np.ones(4, np.uint32)),
+                dict(a, tree_byte_offsets=np.arange(ens.n_trees + 1, dtype=np.int64)),
+                dict(a, leaf_order=np.zeros(int(a["leaf_offset"][-1]), np.uint8))):
+        with pytest.raises(ValueError, match="level path alone holds scan fields"):
+            _rapidscorer.RSLayout(bad, ens.n_features)
+    from quickscorer.algorithms.rs_layout import no_level_fields
+    with pytest.raises(ValueError, match="no level fields"):
+        _rapidscorer.RSLayout(dict(a, **no_level_fields()), ens.n_features)
+    with pytest.raises(ValueError, match="32 bytes|1 to 256 leaves"):     # the scans
+        _rapidscorer.RSLayout(dict(a, lv_only=np.zeros(1, np.uint8)), ens.n_features)
+
+
+def test_deep_models_trained_by_xgboost_and_lightgbm_score_as_the_libraries_do():
+    """XGBoost depth 10 with NaN, LightGBM 600 leaves 10 deep with zero as missing: trees of
+    more than 256 leaves, scored by the level path alone as the libraries score them."""
+    xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
+    lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
+    rng = np.random.default_rng(25)
+    X = rng.normal(size=(6000, 6)).astype(np.float32)
+    X[rng.random(X.shape) < 0.1] = np.nan
+    y = (np.nan_to_num(X[:, 0]) * 2 + np.sin(3 * np.nan_to_num(X[:, 1]))
+         + np.isnan(X[:, 2]) + rng.normal(size=6000))
+    booster = xgb.train(dict(max_depth=10, nthread=1, seed=1, min_child_weight=0, eta=0.3,
+                             base_score=0.3), xgb.DMatrix(X, label=y, missing=np.nan), 8)
+    xm = quickscorer.load(booster)
+    Xz = X.astype(np.float64)
+    Xz[:, 3][np.abs(Xz[:, 3]) < 0.3] = 0.0
+    lb = lgb.train(dict(objective="regression", num_leaves=600, max_depth=10, verbose=-1,
+                        num_threads=1, seed=3, zero_as_missing=True, min_data_in_leaf=2),
+                   lgb.Dataset(Xz, y), num_boost_round=6)
+    lm = quickscorer.load(lb)
+    for model, rows, want in (
+            (xm, X[:500].astype(np.float64),
+             booster.predict(xgb.DMatrix(X[:500], missing=np.nan), output_margin=True)),
+            (lm, Xz[:500], lb.predict(Xz[:500], raw_score=True))):
+        ens = model.ensemble
+        assert int(ens.n_leaves.max()) > 256, "the test wants trees the scans cannot take"
+        assert RapidScorer.unsupported(ens) is None
+        for isa in RS_ISAS:
+            alg = _alg(ens, isa, levels=None)
+            assert alg.levels_only
+            raw, _ = run_kernel(alg, ens, rows)
+            np.testing.assert_array_equal(raw[:, 0], want.astype(raw.dtype))
+            _check_exact(alg, ens, np.vstack([rows[:100], special_rows(rng, 60, 6)]))
+        got = np.asarray(model.predict_raw(rows, algorithm="rapidscorer")).reshape(-1)
+        np.testing.assert_array_equal(got, want.astype(got.dtype))

@@ -415,8 +415,9 @@ def test_complete_trees_are_chosen_where_they_hold_few_slots_per_node():
     assert Walk(deep, model._forest).complete is False
     assert Walk(deep, model._forest, complete=True).complete is True
     # Walk chooses them only where rapidscorer cannot score the model (its calls of many
-    # rows then come to the walk): balanced trees of 512 leaves, but not of 4
-    big = _balanced(9)
+    # rows then come to the walk): balanced trees of 512 leaves whose root splits by
+    # category (the level path of rapidscorer takes no categories), not trees of 4 leaves
+    big = _balanced(9, categorical_level=0)
     assert "rapidscorer" not in quickscorer.Model(big).supported_algorithms()
     m = quickscorer.Model(big)
     assert Walk(big, m._forest).complete

@@ -87,8 +87,8 @@ rows the walk from FEW_ROWS_WALK_RATIO up, between the full 64-leaf model (6.1: 
 faster from 5 rows) and XGBoost depth 8 (9.1: the walk faster to 6 rows, within 17% at 7
 and 8).
 
-Where ``rapidscorer`` cannot score a model (trees of more than 256 leaves, categories from
-254 up), calls of RS_MIN_ROWS rows or more run the few-rows kernel too: ``vqs`` scans 8
+Where ``rapidscorer`` cannot score a model (trees of more than 256 leaves that its level
+path cannot take: deeper than 10 levels, categorical or linear; categories from 254 up), calls of RS_MIN_ROWS rows or more run the few-rows kernel too: ``vqs`` scans 8
 lanes a group whatever the batch, so the walk's lead at 8 rows holds at any size. Measured
 in session 20 (``walk`` against ``vqs`` forced, 100 / 4,000 rows a call, us/doc, best of 3,
 AMD EPYC Zen 3, AVX2, 1 thread; ratio as above)::
@@ -100,8 +100,11 @@ AMD EPYC Zen 3, AVX2, 1 thread; ratio as above)::
     full 255 leaves               14.24   50.48 / 50.86   85.52 / 81.39
     XGBoost depth 10 (481 leaves) 19.6    55.54 / 61.23  159.99 / 143.91
 
-(the last one ``rapidscorer`` cannot score: before, its calls of 9 rows or more ran ``vqs``,
-2.3x slower than the walk).
+(the last one ``rapidscorer`` could not score then: before, its calls of 9 rows or more ran
+``vqs``, 2.3x slower than the walk; since session 21 the level path of ``rapidscorer``
+scores it alone, ``rs_layout.levels_only_arrays``: 27.0 / 10.0 us/doc at 16 / 4,000 rows,
+against 51.3 / 55.8 for the walk row by row and 26.0 for its complete trees at 4,000 rows
+in session 20).
 """
 from __future__ import annotations
 

@@ -4,9 +4,11 @@ and comparisons of byte ranks (layout: :mod:`~quickscorer.algorithms.rs_layout`;
 ``src/quickscorer/_rapidscorer.pyx`` and ``rs_simd.h``).
 
 It scores models whose trees have at most 256 leaves and whose categorical splits list
-categories below 254 (:func:`rs_layout.unsupported` says why another model is not one;
-``vqs`` scores every model); a feature of more than 255 distinct thresholds is ranked in
-several byte-wide slots (``rs_layout.fold_halves``).
+categories below 254, and, by its level path alone (``rs_layout.levels_only_arrays``),
+models of numerical splits whose trees are at most 10 deep whatever their leaves
+(:func:`rs_layout.unsupported` says why another model is not one; ``vqs`` scores every
+model); a feature of more than 255 distinct thresholds is ranked in several byte-wide
+slots (``rs_layout.fold_halves``).
 """
 from __future__ import annotations
 
@@ -21,8 +23,8 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
-from .rs_layout import (block_starts_for, levels_choice, no_level_fields, rapidscorer_arrays,
-                        tree_bytes, unsupported)
+from .rs_layout import (MAX_LEAVES, block_starts_for, levels_choice, levels_only_arrays,
+                        no_level_fields, rapidscorer_arrays, tree_bytes, unsupported)
 
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
@@ -96,21 +98,38 @@ class RapidScorer(Algorithm):
         self.lanes = int(_rapidscorer.lanes_of(self.widest))
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
                             or default_block_bytes())
+        # trees of more than 256 leaves: the level path alone (no scans, no tree blocks)
+        self.levels_only = ens.n_trees > 0 and int(ens.n_leaves.max()) > MAX_LEAVES
+        env = env_int("QUICKSCORER_RS_LEVELS")
+        if self.levels_only:
+            if levels is False:
+                raise ValueError("this model's trees have more than "
+                                 f"{MAX_LEAVES} leaves: rapidscorer scores it level by "
+                                 "level only (levels=False cannot be)")
+            try:
+                arrays = levels_only_arrays(ens)
+            except ValueError as exc:
+                raise ValueError(f"rapidscorer cannot score this model: {exc}") from None
+            self._finish(ens, arrays, 0, 1)
+            return
         starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
         # mirrored nodes (rs_layout): False, or $QUICKSCORER_RS_MIRROR=0, scores with every
         # node's left subtree first (a smaller layout, no copy of the leaf values)
         if env_int("QUICKSCORER_RS_MIRROR") == 0:
             mirror = False
-        # trees of depth <= 8 level by level (rs_layout.level_arrays) instead of the scans:
+        # trees of depth <= 10 level by level (rs_layout.level_arrays) instead of the scans:
         # None chooses (rs_layout.levels_choice), True walks every group of a model it can,
         # False (or $QUICKSCORER_RS_LEVELS=0; =1 for True) keeps the scans
-        env = env_int("QUICKSCORER_RS_LEVELS")
         if env is not None:
             levels = bool(env)
         arrays = rapidscorer_arrays(ens, starts, mirror, levels is not False)
         min_lanes = levels_choice(arrays, levels)
         if min_lanes == 0:
             arrays.update(no_level_fields())
+        self._finish(ens, arrays, min_lanes, len(starts) - 1)
+
+    def _finish(self, ens: Ensemble, arrays: dict, min_lanes: int, n_blocks: int):
+        """Wrap the layout's arrays (read-only) for the kernel."""
         self._arrays = arrays
         #: whether the layout's leaf order puts some nodes' right subtree first (rs_layout)
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
@@ -120,9 +139,10 @@ class RapidScorer(Algorithm):
         self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features,
                                             float32_ranks=ens.family == "xgboost",
                                             levels_min_lanes=max(32, min_lanes))
-        self.tree_blocks = len(starts) - 1
-        #: whether calls walk the trees level by level (every tree at most 8 deep, numeric;
-        #: groups of fewer than ``layout.levels_min_lanes`` lanes scan)
+        self.tree_blocks = n_blocks
+        #: whether calls walk the trees level by level (every tree at most 10 deep, numeric;
+        #: groups of fewer than ``layout.levels_min_lanes`` lanes scan, unless
+        #: ``levels_only``)
         self.levels = bool(self.layout.levels)
 
     @property
@@ -139,7 +159,10 @@ class RapidScorer(Algorithm):
                     "AVX2 registers per byte row)")
         else:
             text = str(self.lanes)
-        if self.levels:
+        if self.levels_only:
+            text += (f"; trees walked level by level (trees of more than {MAX_LEAVES} "
+                     "leaves: no scans)")
+        elif self.levels:
             text += ("; trees walked level by level in groups of "
                      f"{self.layout.levels_min_lanes} lanes or more")
         return text

@@ -70,19 +70,23 @@ these models and ``vqs`` scored them: on a LightGBM model of 500 full 64-leaf tr
 categorical nodes among 31,500, ``vqs`` ran at 0.80x lleaves (10,000 rows), this layout at
 3.7x.
 
-**Levels** (:func:`level_arrays`, session 19): where every tree is at most
-``LEVELS_MAX_DEPTH`` (8) deep and numeric, the layout can also hold each tree level by
-level, and the kernel then walks a group's lanes down the levels in registers: a node
+**Levels** (:func:`level_arrays`, session 19; 10 levels since session 21): where every
+tree is at most ``LEVELS_MAX_DEPTH`` (10) deep and numeric, the layout can also hold each
+tree level by level, and the kernel then walks a group's lanes down the levels in registers: a node
 compares its column of ranks with its threshold index where the lanes are at its position
 (a compare, a compare of positions and two logic operations for 32 lanes), with no byte
 rows written and no exit leaf searched. Its cost follows the nodes plus a step per level,
 where the scans' follows the bytes the nodes' masks span, so it pays on full depth-wise
 trees (XGBoost's) and loses on small ones; :func:`levels_choice` decides from the nodes per
-level (LEVELS_MIN_RATIO, LEVELS_NARROW_RATIO).
+level (LEVELS_MIN_RATIO, LEVELS_NARROW_RATIO). A model whose trees have more than 256
+leaves (XGBoost depth 9 and 10) has no scans at all: :func:`levels_only_arrays` builds the
+level fields and the rank slots alone, and every group walks the levels (session 21; on
+1,000 XGBoost trees of depth 9 and 10, 6.6 and 10.0 us/doc at 4,000 rows, against 15.7
+and 27.2 for the walk before it, AMD EPYC Zen 3, AVX2).
 
 The layout exists only for models it can score exactly: at most 256 leaves per tree and
-no category from ``CAT_CODES`` up listed by a split; :func:`unsupported` says why a model
-is not one.
+no category from ``CAT_CODES`` up listed by a split, or trees the level path alone takes;
+:func:`unsupported` says why a model is not one.
 """
 from __future__ import annotations
 
@@ -100,9 +104,14 @@ MAX_THRESHOLDS = 255
 #: exit leaves are found as bytes: a tree may have this many leaves
 MAX_LEAVES = 256
 SENTINEL_THR = 255
-#: the level-by-level path (:func:`level_arrays`) takes trees of at most this depth: a
-#: lane's position in a level is then a byte (at most 256 at the last level)
-LEVELS_MAX_DEPTH = 8
+#: the level-by-level path (:func:`level_arrays`) takes trees of at most this depth
+LEVELS_MAX_DEPTH = 10
+#: a lane's position in a level is a byte, which holds the levels up to this one (positions
+#: below 256); trees deeper than it keep the bits of the levels below in a second byte
+LEVELS_BYTE = 8
+#: level ends a tree (``lv_level_end``): levels 0 to 8, then level 9 in two runs (the left
+#: children of level 8's nodes, then the right ones)
+LEVELS_ENDS = 11
 #: the automatic choice (:func:`levels_choice`) walks a model level by level where its
 #: trees hold at least this many nodes a level on average, and in groups of 32 lanes too
 #: (calls of fewer than 33 rows a thread) from LEVELS_NARROW_RATIO. Measured on 1,000-tree
@@ -142,15 +151,35 @@ CAT_CODES, CAT_NONE, CAT_NAN = _forest.CATEGORY_CODES
 
 def unsupported(ens: Ensemble) -> str | None:
     """Why ``ens`` cannot be scored with this layout, or None when it can (from the nodes
-    alone: no layout is built)."""
+    alone: no layout is built). Trees of more than 256 leaves are scored by the level path
+    alone (:func:`levels_only_arrays`) where it takes the model."""
+    if int(ens.n_leaves.max()) > MAX_LEAVES:
+        why = levels_only_refusal(ens)
+        return None if why is None else (f"a tree has more than {MAX_LEAVES} leaves, and the "
+                                         f"level path cannot take the model: {why}")
     if ens.has_categorical:
         packed = ens.trees.arrays
         listed = packed["cat_values"]
         if listed.shape[0] and (int(listed.max()) >= CAT_CODES or int(listed.min()) < 0):
             return (f"a categorical split lists category {int(listed.max())} (the layout "
                     f"codes categories 0 to {CAT_CODES - 1} in a byte)")
-    if int(ens.n_leaves.max()) > MAX_LEAVES:
-        return f"a tree has more than {MAX_LEAVES} leaves"
+    return None
+
+
+def levels_only_refusal(ens: Ensemble) -> str | None:
+    """Why the level path cannot score ``ens`` by itself (:func:`levels_only_arrays`), or
+    None when it can: numerical splits only, no linear trees, no NaN threshold, trees at
+    most LEVELS_MAX_DEPTH deep."""
+    if ens.has_categorical:
+        return "categorical splits"
+    if ens.has_linear:
+        return "linear trees"
+    if np.isnan(np.asarray(ens.trees.arrays["threshold"], np.float64)).any():
+        return "a NaN threshold"
+    try:
+        node_levels(ens, LEVELS_MAX_DEPTH)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
@@ -566,8 +595,8 @@ def _rank_fields(rank_offsets: np.ndarray, rank_thresholds: np.ndarray) -> dict:
 def no_level_fields() -> dict:
     """The level fields of a layout without the level-by-level path."""
     return {"lv_nodes": np.zeros(0, np.uint32), "lv_node_offset": np.zeros(1, np.int64),
-            "lv_level_end": np.zeros(0, np.uint8), "lv_depth": np.zeros(0, np.uint8),
-            "lv_slot_offset": np.zeros(1, np.int64), "lv_slot_leaf": np.zeros(0, np.uint8),
+            "lv_level_end": np.zeros(0, np.uint16), "lv_depth": np.zeros(0, np.uint8),
+            "lv_slot_offset": np.zeros(1, np.int64), "lv_slot_leaf": np.zeros(0, np.uint16),
             "lv_value": np.zeros(0, np.float64), "lv_value_f32": np.zeros(0, np.float32),
             "lv_combos": np.zeros(0, np.int32)}
 
@@ -623,14 +652,19 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     its levels, a lane's position ``p`` in level ``l`` going to ``2 p`` or ``2 p + 1`` in the
     next (the node at position ``p`` sends it right when its rank exceeds the node's
     threshold index; a position without a node, below a leaf, sends it left), so that a
-    lane ends at slot ``p < 2^d``: a leaf reached at level ``l`` and position ``p`` is slot
-    ``p << (d - l)``.
+    lane ends at position ``P < 2^d`` of level ``d``: a leaf reached at level ``l`` and
+    position ``p`` is ``P = p << (d - l)``. That is its slot in a tree of depth ``d <=
+    LEVELS_BYTE``; in a deeper one, whose lanes keep a byte of position (rs_simd.h), the
+    slot is ``P >> k`` plus 256 times the ``k = d - 8`` low bits of ``P`` in reverse order.
 
-    - ``lv_nodes`` (LV_NODE_DTYPE as uint32): each tree's nodes level by level, by position;
-      ``lv_node_offset`` (n_trees + 1) where each tree's start; ``lv_level_end`` (8 a
-      tree): the nodes of levels up to ``l``; ``lv_depth``;
+    - ``lv_nodes`` (LV_NODE_DTYPE as uint32): each tree's nodes level by level, by position
+      (level 9: first the nodes at even positions ``2 q``, then the odd ones, each holding
+      ``q``); ``lv_node_offset`` (n_trees + 1) where each tree's start; ``lv_level_end``
+      (uint16, LEVELS_ENDS a tree): the nodes of levels up to ``l`` for ``l <= 8``, then
+      the ends of level 9's two runs; ``lv_depth``;
     - ``lv_slot_offset`` (n_trees + 1; tree ``t`` has ``2^d`` slots), ``lv_slot_leaf`` (the
-      tree's own number of the leaf each slot stands for; 0 for slots no lane reaches),
+      tree's own number of the leaf each slot stands for, uint16; 0 for slots no lane
+      reaches),
       ``lv_value`` (its value, float64; LightGBM models) or ``lv_value_f32`` (float32;
       XGBoost models, whose sums are float32);
     - ``lv_combos`` (int32): the columns past the ``S`` rank slots, ``slot | kind << 24 |
@@ -687,26 +721,34 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     col[kind != 0] = S + inv
     if S + combos.shape[0] > 65536:
         raise ValueError("too many columns for the level-by-level path")
-    order = np.lexsort((pos, level, tree_of_node))
+    # the levels past LEVELS_BYTE (level 9): even positions first, each node holding pos // 2
+    past = level > LEVELS_BYTE
+    key = np.where(past, ((pos & 1) << 8) | (pos >> 1), pos)
+    order = np.lexsort((key, level, tree_of_node))
     nodes = np.zeros(n_nodes, LV_NODE_DTYPE)
     nodes["col"] = col[order]
     nodes["thr_b"] = (thr[order] ^ 0x80).astype(np.uint8)
-    nodes["pos"] = pos[order]
-    counts = np.zeros((n_trees, LEVELS_MAX_DEPTH), np.int64)
-    np.add.at(counts, (tree_of_node, level), 1)
+    nodes["pos"] = np.where(past, pos >> 1, pos)[order]
+    counts = np.zeros((n_trees, LEVELS_ENDS), np.int64)
+    np.add.at(counts, (tree_of_node, np.where(past, LEVELS_BYTE + 1 + (pos & 1), level)), 1)
     level_end = np.cumsum(counts, axis=1)
     slot_count = np.left_shift(1, depth)
     slot_offset = np.zeros(n_trees + 1, np.int64)
     np.cumsum(slot_count, out=slot_offset[1:])
     tree_of_leaf = np.repeat(np.arange(n_trees), np.diff(leaf_offset))
-    leaf_slot = slot_offset[tree_of_leaf] + (leaf_pos << (depth[tree_of_leaf] - leaf_level))
-    slot_leaf = np.zeros(int(slot_offset[-1]), np.uint8)
+    d = depth[tree_of_leaf]
+    end_pos = leaf_pos << (d - leaf_level)
+    k = np.maximum(d - LEVELS_BYTE, 0)           # the low bits past a byte, reversed
+    low = end_pos & ((1 << k) - 1)
+    low = np.where(k == 2, (low >> 1) | ((low & 1) << 1), low)
+    leaf_slot = slot_offset[tree_of_leaf] + (end_pos >> k) + (low << 8)
+    slot_leaf = np.zeros(int(slot_offset[-1]), np.uint16)
     slot_leaf[leaf_slot] = np.arange(leaf_offset[-1]) - leaf_offset[tree_of_leaf]
     value = np.zeros(int(slot_offset[-1]), np.float64)
     value[leaf_slot] = np.asarray(packed["leaf_value"], np.float64)
     xgb = ens.family == "xgboost"      # summed in float32: no float64 copy kept
     return {"lv_nodes": nodes.view(np.uint32), "lv_node_offset": node_offset.copy(),
-            "lv_level_end": level_end.astype(np.uint8).reshape(-1),
+            "lv_level_end": level_end.astype(np.uint16).reshape(-1),
             "lv_depth": depth.astype(np.uint8), "lv_slot_offset": slot_offset,
             "lv_slot_leaf": slot_leaf,
             "lv_value": np.zeros(0, np.float64) if xgb else value,
@@ -730,6 +772,47 @@ def levels_choice(arrays: dict, levels) -> int:
         return 32
     ratio = level_ratio(arrays)
     return 0 if ratio < LEVELS_MIN_RATIO else (32 if ratio >= LEVELS_NARROW_RATIO else 64)
+
+
+def levels_only_arrays(ens: Ensemble) -> dict:
+    """A layout of the level path alone (``lv_only``), for a model whose trees have more
+    leaves than the scans take (:data:`MAX_LEAVES`) and which :func:`levels_only_refusal`
+    passes: the rank slots of every numerical node's threshold (as :func:`fold_halves`
+    ranks them, without the half-features), the level fields, and empty scan fields (no
+    bitvector bytes, one block, no entries); raises ValueError where the level path cannot
+    take the model."""
+    why = levels_only_refusal(ens)
+    if why is not None:
+        raise ValueError(why)
+    F = ens.n_features
+    packed = ens.trees.arrays
+    feature = np.asarray(packed["feature"], np.int64)
+    threshold = np.asarray(packed["threshold"], np.float64)
+    order = np.lexsort((threshold, feature))
+    f, t = feature[order], threshold[order]
+    new = np.ones(f.shape[0], bool)
+    new[1:] = (f[1:] != f[:-1]) | (t[1:] != t[:-1])
+    counts = np.bincount(f[new], minlength=F)
+    slot_base = _slot_base(counts)
+    slot_column, rank_offsets = _slot_table(F, counts, slot_base)
+    rank_thresholds = np.ascontiguousarray(t[new], np.float64)
+    n_trees = ens.n_trees
+    block_starts = np.array([0, n_trees], np.int64)
+    tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
+    return {
+        **level_arrays(ens, slot_column, rank_offsets, rank_thresholds),
+        **_rank_fields(rank_offsets, rank_thresholds),
+        "slot_column": slot_column,
+        "tree_byte_offsets": tree_byte_offsets,
+        "block_starts": block_starts,
+        "entries": np.zeros(0, np.uint32),
+        "segments": np.zeros(0, np.uint64),
+        "block_segments": np.zeros(2, np.int64),
+        "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),
+        **leaf_arrays(ens, None),
+        **categorical_fields(None, tree_byte_offsets, block_starts),
+        "lv_only": np.ones(1, np.uint8),
+    }
 
 
 def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = True,
@@ -769,6 +852,7 @@ def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = T
         "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),
         **leaf_arrays(ens, order),
         **categorical_fields(cat, tree_byte_offsets, block_starts),
+        "lv_only": np.zeros(1, np.uint8),
     }
 
 
@@ -840,4 +924,5 @@ def rapidscorer_arrays_reference(ens: Ensemble, block_starts: np.ndarray,
         "leaf_offset": np.asarray(ens.trees.leaf_offset, np.int64),
         **leaf_arrays(ens, leaf_order),
         **categorical_fields(cat, tree_byte_offsets, block_starts),
+        "lv_only": np.zeros(1, np.uint8),
     }

@@ -66,20 +66,26 @@ cdef extern from "quickscorer/rs_simd.h":
     void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int64_t S,
                        const int32_t* combos, int64_t n_combos, int lanes,
                        uint8_t* cols) noexcept nogil
-    void rs_lv_tree(int isa, const rs_lv_node* nd, const uint8_t* lend, int depth,
-                    const uint8_t* cols, uint8_t* idx) noexcept nogil
+    void rs_lv_tree(int isa, const rs_lv_node* nd, const uint16_t* lend, int depth,
+                    const uint8_t* cols, uint8_t* idx, uint8_t* hi) noexcept nogil
+    void rs_lv_add_f64(const uint8_t* idx, const uint8_t* hi, int deep, const double* v,
+                       double* acc, int lanes) noexcept nogil
+    void rs_lv_add_f32(const uint8_t* idx, const uint8_t* hi, int deep, const float* v,
+                       float* acc, int lanes, int weighted, float w) noexcept nogil
     int rs_lv_sum_f32(int isa, const rs_lv_node* nodes, const int64_t* node_off,
-                      const uint8_t* lend, const uint8_t* depth, const int64_t* slot_off,
+                      const uint16_t* lend, const uint8_t* depth, const int64_t* slot_off,
                       const float* value, const float* tree_weight, int64_t n_trees,
                       const uint8_t* cols, float* acc) noexcept nogil
     int rs_lv_sum_f64(int isa, const rs_lv_node* nodes, const int64_t* node_off,
-                      const uint8_t* lend, const uint8_t* depth, const int64_t* slot_off,
+                      const uint16_t* lend, const uint8_t* depth, const int64_t* slot_off,
                       const double* value, int64_t n_trees, const uint8_t* cols,
                       double* acc) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
-    LV_MAX_DEPTH = 8        # rs_layout.LEVELS_MAX_DEPTH
+    LV_MAX_DEPTH = 10       # rs_layout.LEVELS_MAX_DEPTH
+    LV_BYTE_LEVELS = 8      # rs_simd.h RS_LV_BYTE_LEVELS: deeper trees' slots take hi too
+    LV_ENDS = 11            # rs_simd.h RS_LV_ENDS: level ends a tree
 
 
 def isa_available(int isa):
@@ -129,13 +135,14 @@ cdef struct RSView:
     const int64_t* block_cat          # [n_blocks + 1] each block's first node
     # the level-by-level path (rs_layout.level_arrays), used instead of the scans where on
     bint lv_on
+    bint lv_only                      # no scans (rs_layout.levels_only_arrays): every group
     int64_t lv_min_lanes              # groups of fewer lanes take the scans
     const rs_lv_node* lv_nodes
     const int64_t* lv_node_offset     # [n_trees + 1]
-    const uint8_t* lv_level_end       # [8 n_trees]
+    const uint16_t* lv_level_end      # [LV_ENDS n_trees]
     const uint8_t* lv_depth           # [n_trees]
     const int64_t* lv_slot_offset     # [n_trees + 1]
-    const uint8_t* lv_slot_leaf       # each slot's leaf, the tree's own number
+    const uint16_t* lv_slot_leaf      # each slot's leaf, the tree's own number
     const double* lv_value            # each slot's leaf value
     const float* lv_value_f32         # the same in float32 (XGBoost models)
     const int32_t* lv_combos
@@ -155,8 +162,8 @@ _FIELDS = {
 
 # the level-by-level path's fields (rs_layout.level_arrays; empty: not used)
 _LV_FIELDS = {
-    "lv_nodes": np.uint32, "lv_node_offset": np.int64, "lv_level_end": np.uint8,
-    "lv_depth": np.uint8, "lv_slot_offset": np.int64, "lv_slot_leaf": np.uint8,
+    "lv_nodes": np.uint32, "lv_node_offset": np.int64, "lv_level_end": np.uint16,
+    "lv_depth": np.uint8, "lv_slot_offset": np.int64, "lv_slot_leaf": np.uint16,
     "lv_value": np.float64, "lv_value_f32": np.float32, "lv_combos": np.int32,
 }
 
@@ -209,7 +216,16 @@ cdef class RSLayout:
         tbo = a["tree_byte_offsets"]
         bs = a["block_starts"]
         tree_bytes = np.diff(tbo)
-        if tree_bytes.size and (tree_bytes.min() < 1 or tree_bytes.max() > 32):
+        # a layout of the level path alone (rs_layout.levels_only_arrays) has no scans: no
+        # bitvector bytes, entries or categorical nodes, and trees of up to 1,024 leaves
+        only = "lv_only" in a and a["lv_only"].shape[0] == 1 and bool(a["lv_only"][0])
+        max_leaves = 1 << LV_MAX_DEPTH if only else 256
+        if only and (tree_bytes.any() or a["entries"].shape[0] or a["segments"].shape[0]
+                     or a["cat_node_slot"].shape[0] or a["cat_slot_column"].shape[0]
+                     or a["leaf_order"].shape[0]):
+            raise ValueError("rapidscorer layout: a layout of the level path alone holds "
+                             "scan fields")
+        if not only and tree_bytes.size and (tree_bytes.min() < 1 or tree_bytes.max() > 32):
             raise ValueError("rapidscorer layout: a tree has fewer than 1 or more than 32 bytes")
         block_bytes = np.diff(tbo[bs])
         if block_bytes.size and block_bytes.max() > 65536:
@@ -217,9 +233,9 @@ cdef class RSLayout:
         lof, order = a["leaf_offset"], a["leaf_order"]
         sizes = np.diff(lof)
         if lof.shape[0] != n_trees + 1 or (n_trees and (int(lof[0]) != 0 or (sizes < 1).any()
-                                                        or (sizes > 256).any())):
-            raise ValueError("rapidscorer layout: leaf_offset does not give each tree 1 to 256 "
-                             "leaves")
+                                                        or (sizes > max_leaves).any())):
+            raise ValueError(f"rapidscorer layout: leaf_offset does not give each tree 1 to "
+                             f"{max_leaves} leaves")
         n_leaves = int(lof[n_trees]) if n_trees else 0
         if order.shape[0]:
             size = np.repeat(sizes, sizes)
@@ -282,6 +298,13 @@ cdef class RSLayout:
                                                             "rapidscorer", "cat_entries")
         self.view.block_cat = <const int64_t*>cnp.PyArray_DATA(a["block_cat"])
         self._set_levels(a, n_trees, F)
+        self.view.lv_only = only
+        if only:
+            if not self.levels:
+                raise ValueError("rapidscorer layout: a layout of the level path alone has no "
+                                 "level fields")
+            self.levels_min_lanes = 0
+            self.view.lv_min_lanes = 0       # every group walks the levels
         self.n_leaves = n_leaves
         self.reordered = order.shape[0] != 0
         self.has_f32 = a["leaf_value_f32"].shape[0] != 0
@@ -305,7 +328,7 @@ cdef class RSLayout:
         combos = a["lv_combos"]
         nodes = a["lv_nodes"]
         if (depth.shape[0] != n_trees or noff.shape[0] != n_trees + 1
-                or soff.shape[0] != n_trees + 1 or ends.shape[0] != LV_MAX_DEPTH * n_trees
+                or soff.shape[0] != n_trees + 1 or ends.shape[0] != LV_ENDS * n_trees
                 or (depth > LV_MAX_DEPTH).any()):
             raise ValueError("rapidscorer layout: the level fields do not fit the trees")
         n_slots = np.left_shift(1, depth)
@@ -317,18 +340,20 @@ cdef class RSLayout:
                 or a["lv_value"].shape[0] + a["lv_value_f32"].shape[0] == 0):
             raise ValueError("rapidscorer layout: the level offsets do not fit the trees")
         per_tree = np.diff(noff)
-        e = ends.astype(np.int64).reshape(n_trees, LV_MAX_DEPTH)
+        e = ends.astype(np.int64).reshape(n_trees, LV_ENDS)
         if n_trees and ((np.diff(e, axis=1) < 0).any() or (e[:, -1] != per_tree).any()):
             raise ValueError("rapidscorer layout: the level ends do not fit the trees' nodes")
         if nodes.shape[0]:
             tree = np.repeat(np.arange(n_trees), per_tree)
             rank = np.arange(nodes.shape[0]) - noff[tree]
             level = np.zeros(nodes.shape[0], np.int64)
-            for k in range(LV_MAX_DEPTH):      # the levels whose nodes come before each
-                level += rank >= e[tree, k]
+            for k in range(LV_ENDS):      # the ends before each node (level 9: two runs)
+                if k != LV_ENDS - 2:
+                    level += rank >= e[tree, k]
             col = (nodes & 0xFFFF).astype(np.int64)
             pos = (nodes >> 24).astype(np.int64)
-            if ((level >= depth[tree]).any() or (pos >= np.left_shift(1, level)).any()
+            if ((level >= depth[tree]).any()
+                    or (pos >= np.left_shift(1, np.minimum(level, LV_BYTE_LEVELS))).any()
                     or (col >= S + combos.shape[0]).any()):
                 raise ValueError("rapidscorer layout: a level node is out of range")
         kind = (combos >> 24) & 3
@@ -336,10 +361,10 @@ cdef class RSLayout:
             raise ValueError("rapidscorer layout: a level column is out of range")
         self.view.lv_nodes = <const rs_lv_node*>cnp.PyArray_DATA(nodes)
         self.view.lv_node_offset = <const int64_t*>cnp.PyArray_DATA(noff)
-        self.view.lv_level_end = <const uint8_t*>cnp.PyArray_DATA(a["lv_level_end"])
+        self.view.lv_level_end = <const uint16_t*>cnp.PyArray_DATA(a["lv_level_end"])
         self.view.lv_depth = <const uint8_t*>cnp.PyArray_DATA(a["lv_depth"])
         self.view.lv_slot_offset = <const int64_t*>cnp.PyArray_DATA(soff)
-        self.view.lv_slot_leaf = <const uint8_t*>cnp.PyArray_DATA(a["lv_slot_leaf"])
+        self.view.lv_slot_leaf = <const uint16_t*>cnp.PyArray_DATA(a["lv_slot_leaf"])
         self.view.lv_value = (<const double*>cnp.PyArray_DATA(a["lv_value"])
                               if a["lv_value"].shape[0] else NULL)
         self.view.lv_value_f32 = (<const float*>cnp.PyArray_DATA(a["lv_value_f32"])
@@ -387,7 +412,7 @@ cdef class RSLayout:
                  + lanes * self.view.n_cat_slots  # categorical codes
                  + n_outputs * lanes * 8    # the group's scores
                  + self.max_block_bytes * lanes
-                 + (lanes * (S + self.view.n_lv_combos) + 64 if self.view.lv_on else 0))
+                 + (lanes * (S + self.view.n_lv_combos) + 128 if self.view.lv_on else 0))
         return (total + 64 * 8 + 63) // 64 * 64
 
     def __reduce__(self):
@@ -443,10 +468,12 @@ cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int6
                              const uint8_t* ranks, const uint64_t* skip, uint8_t* cols,
                              uint8_t* idx, double* acc64, float* acc32, int32_t* leaves,
                              int64_t leaf_stride) noexcept nogil:
-    """score_group's trees level by level (rs_layout.level_arrays), once the ranks are in."""
+    """score_group's trees level by level (rs_layout.level_arrays), once the ranks are in;
+    the slots' high bits of trees deeper than LV_BYTE_LEVELS go past the group's columns."""
     cdef int64_t lanes = rs_lanes(isa)
     cdef int64_t t, l, so, g
-    cdef int n
+    cdef int deep, n
+    cdef uint8_t* hi = cols + lanes * (r.n_slots + r.n_lv_combos)
     rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>lanes, cols)
     if leaves == NULL and f.n_outputs == 1:     # the sums in registers, where the path can
         if f.family == FAMILY_XGBOOST:
@@ -458,19 +485,27 @@ cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int6
                            r.lv_slot_offset, r.lv_value, f.n_trees, cols, acc64):
             return
     for t in range(f.n_trees):
-        rs_lv_tree(isa, r.lv_nodes + r.lv_node_offset[t], r.lv_level_end + LV_MAX_DEPTH * t,
-                   r.lv_depth[t], cols, idx)
+        rs_lv_tree(isa, r.lv_nodes + r.lv_node_offset[t], r.lv_level_end + LV_ENDS * t,
+                   r.lv_depth[t], cols, idx, hi)
+        deep = r.lv_depth[t] > LV_BYTE_LEVELS
         so = r.lv_slot_offset[t]
         if leaves != NULL:
             for l in range(n_lanes):
-                leaves[l * leaf_stride + t] = r.lv_slot_leaf[so + idx[l]]
+                leaves[l * leaf_stride + t] = r.lv_slot_leaf[
+                    so + (idx[l] | (<int>hi[l] << 8) if deep else idx[l])]
             continue
-        n = <int>(r.lv_slot_offset[t + 1] - so)
         g = f.tree_group[t]
-        if f.family == FAMILY_XGBOOST:
+        n = <int>(r.lv_slot_offset[t + 1] - so)
+        if f.family == FAMILY_XGBOOST and deep:
+            rs_lv_add_f32(idx, hi, deep, r.lv_value_f32 + so, acc32 + g * lanes, <int>lanes,
+                          f.tree_weight != NULL,
+                          f.tree_weight[t] if f.tree_weight != NULL else 1.0)
+        elif f.family == FAMILY_XGBOOST:
             rs_add_f32(isa, idx, r.lv_value_f32 + so, n, acc32 + g * lanes,
                        f.tree_weight != NULL,
                        f.tree_weight[t] if f.tree_weight != NULL else 1.0)
+        elif deep:
+            rs_lv_add_f64(idx, hi, deep, r.lv_value + so, acc64 + g * lanes, <int>lanes)
         else:
             rs_add_f64(isa, idx, r.lv_value + so, n, acc64 + g * lanes)
 

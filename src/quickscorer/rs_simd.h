@@ -911,7 +911,7 @@ static inline void rs_block_cat(int isa, const uint8_t* codes, const int32_t* no
     rs_cat_c(codes, rs_lanes(isa), node_slot, tables, eoff, entries, k0, k1, state);
 }
 
-/* ---- level by level (rs_layout.level_arrays): trees of depth <= 8, no bitvectors --------
+/* ---- level by level (rs_layout.level_arrays): trees of depth <= 10, no bitvectors -------
  *
  * A lane's position p in a level of a tree goes to 2 p + 1 in the next where the node at
  * position p sends it right, to 2 p otherwise (no node there: it is below a leaf). A node
@@ -920,11 +920,24 @@ static inline void rs_block_cat(int isa, const uint8_t* codes, const int32_t* no
  * its threshold index (thr_b, biased) and applies only to the lanes at its position, so a
  * node costs a compare, a compare of positions and two logic operations, in registers:
  * no byte rows written, no exit leaf searched (the last level's position is the leaf's
- * slot). */
+ * slot).
+ *
+ * Positions are bytes, which hold the levels 0 to 8 (positions below 256). A tree of depth
+ * 9 or 10 stops doubling at level 8: its lanes keep their level-8 position p8 and the bit b8
+ * of level 8's nodes; level 9's nodes come in two runs, the left children of level-8 nodes
+ * (position 2 q, b8 = 0) and then the right ones (2 q + 1, b8 = 1), each node holding q,
+ * so that a lane's level-9 bit is its run's test at p8. Such a tree's slot is
+ * p8 + 256 (b8 + 2 b9): `hi` gets b8 | b9 << 1 (rs_layout.level_arrays numbers the slots
+ * so). The tree's ends, RS_LV_ENDS per tree: lend[l] the nodes of levels 0 .. l for l <= 8,
+ * lend[9] the end of level 9's first run, lend[10] of its second (all three equal for trees
+ * of depth 9 or less). */
+#define RS_LV_BYTE_LEVELS 8
+#define RS_LV_ENDS 11
+
 typedef struct {
     uint16_t col;    /* the column the node reads */
     uint8_t thr_b;   /* threshold index ^ 0x80: right where the biased column exceeds it */
-    uint8_t pos;     /* the node's position in its level */
+    uint8_t pos;     /* the node's position in its level (level 9: its parent's) */
 } rs_lv_node;
 
 /* the group's columns: the S rank slots (biased), then each combo, slot | kind << 24 |
@@ -949,51 +962,87 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
     }
 }
 
-/* each lane's slot in one tree: nd its nodes level by level, lend[l] the nodes of levels
- * 0 .. l, depth its depth */
-static inline void rs_lv_tree_c(const rs_lv_node* nd, const uint8_t* lend, int depth,
-                                const uint8_t* cols, int lanes, uint8_t* idx)
+/* the lanes (of `lanes`) that nodes [i, end) send right, where they are at the nodes'
+ * positions p: OR-ed into b */
+static inline void rs_lv_nodes_c(const rs_lv_node* nd, int i, int end, const uint8_t* cols,
+                                 int lanes, const uint8_t* p, uint8_t* b)
 {
-    uint8_t b[64];
-    memset(idx, 0, (size_t)lanes);
-    int i = 0;
-    for (int l = 0; l < depth; ++l) {
-        memset(b, 0, sizeof(b));
-        for (; i < lend[l]; ++i) {
-            const uint8_t* c = cols + (size_t)nd[i].col * lanes;
-            for (int k = 0; k < lanes; ++k)
-                b[k] |= (uint8_t)(idx[k] == nd[i].pos && (int8_t)c[k] > (int8_t)nd[i].thr_b);
-        }
+    for (; i < end; ++i) {
+        const uint8_t* c = cols + (size_t)nd[i].col * lanes;
         for (int k = 0; k < lanes; ++k)
-            idx[k] = (uint8_t)(2 * idx[k] + b[k]);
+            b[k] |= (uint8_t)(p[k] == nd[i].pos && (int8_t)c[k] > (int8_t)nd[i].thr_b);
     }
 }
 
+/* each lane's slot in one tree: nd its nodes level by level, lend its RS_LV_ENDS ends,
+ * depth its depth; idx the slot's low byte, hi (depth 9 and 10 only) the rest */
+static inline void rs_lv_tree_c(const rs_lv_node* nd, const uint16_t* lend, int depth,
+                                const uint8_t* cols, int lanes, uint8_t* idx, uint8_t* hi)
+{
+    uint8_t b[64], e[64], o[64];
+    memset(idx, 0, (size_t)lanes);
+    const int shallow = depth < RS_LV_BYTE_LEVELS ? depth : RS_LV_BYTE_LEVELS;
+    for (int l = 0; l < shallow; ++l) {
+        memset(b, 0, sizeof(b));
+        rs_lv_nodes_c(nd, l ? lend[l - 1] : 0, lend[l], cols, lanes, idx, b);
+        for (int k = 0; k < lanes; ++k)
+            idx[k] = (uint8_t)(2 * idx[k] + b[k]);
+    }
+    if (depth <= RS_LV_BYTE_LEVELS)
+        return;
+    memset(b, 0, sizeof(b));
+    memset(e, 0, sizeof(e));
+    memset(o, 0, sizeof(o));
+    rs_lv_nodes_c(nd, lend[7], lend[8], cols, lanes, idx, b);
+    rs_lv_nodes_c(nd, lend[8], lend[9], cols, lanes, idx, e);
+    rs_lv_nodes_c(nd, lend[9], lend[10], cols, lanes, idx, o);
+    for (int k = 0; k < lanes; ++k)
+        hi[k] = (uint8_t)(b[k] | (b[k] ? o[k] : e[k]) << 1);
+}
+
 #if RS_HAVE_X86
+/* rs_lv_nodes_c for H registers of 32 lanes (b: 0 or -1 a lane) */
+#define RS_LV_NODES_AVX2(H, nd, i, end, cols, p, b)                                          \
+    for (int i_ = (i); i_ < (end); ++i_) {                                                   \
+        const __m256i t_ = _mm256_set1_epi8((char)(nd)[i_].thr_b);                           \
+        const __m256i j_ = _mm256_set1_epi8((char)(nd)[i_].pos);                             \
+        const __m256i* c_ = (const __m256i*)((cols) + (size_t)(nd)[i_].col * 32 * (H));     \
+        for (int h_ = 0; h_ < (H); ++h_)                                                     \
+            (b)[h_] = _mm256_or_si256((b)[h_], _mm256_and_si256(                             \
+                _mm256_cmpgt_epi8(_mm256_load_si256(c_ + h_), t_),                           \
+                _mm256_cmpeq_epi8((p)[h_], j_)));                                            \
+    }
+
 /* 32 lanes (H = 1) or 64 (H = 2: two registers a column, as the AVX2 wide path) */
 #define RS_LV_TREE_AVX2(NAME, H)                                                              \
 QS_TARGET("avx2")                                                                            \
-static void NAME(const rs_lv_node* nd, const uint8_t* lend, int depth, const uint8_t* cols,  \
-                 uint8_t* idx)                                                               \
+static void NAME(const rs_lv_node* nd, const uint16_t* lend, int depth, const uint8_t* cols, \
+                 uint8_t* idx, uint8_t* hi)                                                  \
 {                                                                                            \
     __m256i p[H], b[H];                                                                      \
     for (int h = 0; h < H; ++h)                                                              \
         p[h] = _mm256_setzero_si256();                                                       \
-    int i = 0;                                                                               \
-    for (int l = 0; l < depth; ++l) {                                                        \
+    const int shallow = depth < RS_LV_BYTE_LEVELS ? depth : RS_LV_BYTE_LEVELS;               \
+    for (int l = 0; l < shallow; ++l) {                                                      \
         for (int h = 0; h < H; ++h)                                                          \
             b[h] = _mm256_setzero_si256();                                                   \
-        for (; i < lend[l]; ++i) {                                                           \
-            const __m256i t = _mm256_set1_epi8((char)nd[i].thr_b);                           \
-            const __m256i j = _mm256_set1_epi8((char)nd[i].pos);                             \
-            const __m256i* c = (const __m256i*)(cols + (size_t)nd[i].col * 32 * H);         \
-            for (int h = 0; h < H; ++h)                                                      \
-                b[h] = _mm256_or_si256(b[h], _mm256_and_si256(                               \
-                    _mm256_cmpgt_epi8(_mm256_load_si256(c + h), t),                          \
-                    _mm256_cmpeq_epi8(p[h], j)));                                            \
-        }                                                                                    \
+        RS_LV_NODES_AVX2(H, nd, l ? lend[l - 1] : 0, lend[l], cols, p, b)                    \
         for (int h = 0; h < H; ++h)     /* b is -1 where right: 2 p - b */                   \
             p[h] = _mm256_sub_epi8(_mm256_add_epi8(p[h], p[h]), b[h]);                       \
+    }                                                                                        \
+    if (depth > RS_LV_BYTE_LEVELS) {   /* levels 8 and 9: p stays, the bits go to hi */      \
+        __m256i e[H], o[H];                                                                  \
+        for (int h = 0; h < H; ++h)                                                          \
+            b[h] = e[h] = o[h] = _mm256_setzero_si256();                                     \
+        RS_LV_NODES_AVX2(H, nd, lend[7], lend[8], cols, p, b)                                \
+        RS_LV_NODES_AVX2(H, nd, lend[8], lend[9], cols, p, e)                                \
+        RS_LV_NODES_AVX2(H, nd, lend[9], lend[10], cols, p, o)                               \
+        for (int h = 0; h < H; ++h) {                                                        \
+            const __m256i b9 = _mm256_blendv_epi8(e[h], o[h], b[h]);                         \
+            _mm256_storeu_si256((__m256i*)(hi + 32 * h), _mm256_or_si256(                    \
+                _mm256_and_si256(b[h], _mm256_set1_epi8(1)),                                 \
+                _mm256_and_si256(b9, _mm256_set1_epi8(2))));                                 \
+        }                                                                                    \
     }                                                                                        \
     for (int h = 0; h < H; ++h)                                                              \
         _mm256_storeu_si256((__m256i*)(idx + 32 * h), p[h]);                                 \
@@ -1002,65 +1051,135 @@ RS_LV_TREE_AVX2(rs_lv_tree_avx2, 1)
 RS_LV_TREE_AVX2(rs_lv_tree_avx2w, 2)
 
 /* 64 lanes in one register: a node's test only where the lanes are at its position */
+QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
+static inline __mmask64 rs_lv_nodes_avx512(const rs_lv_node* nd, int i, int end,
+                                           const uint8_t* cols, __m512i p)
+{
+    __mmask64 b = 0;
+    for (; i < end; ++i) {
+        const __m512i c = _mm512_load_si512((const void*)(cols + (size_t)nd[i].col * 64));
+        const __mmask64 at = _mm512_cmpeq_epi8_mask(p, _mm512_set1_epi8((char)nd[i].pos));
+        b |= at & _mm512_cmpgt_epi8_mask(c, _mm512_set1_epi8((char)nd[i].thr_b));
+    }
+    return b;
+}
+
 QS_TARGET("avx512f,avx512bw")
-static void rs_lv_tree_avx512(const rs_lv_node* nd, const uint8_t* lend, int depth,
-                              const uint8_t* cols, uint8_t* idx)
+static void rs_lv_tree_avx512(const rs_lv_node* nd, const uint16_t* lend, int depth,
+                              const uint8_t* cols, uint8_t* idx, uint8_t* hi)
 {
     const __m512i one = _mm512_set1_epi8(1);
     __m512i p = _mm512_setzero_si512();
-    int i = 0;
-    for (int l = 0; l < depth; ++l) {
-        __mmask64 b = 0;
-        for (; i < lend[l]; ++i) {
-            const __m512i c = _mm512_load_si512((const void*)(cols + (size_t)nd[i].col * 64));
-            const __mmask64 at = _mm512_cmpeq_epi8_mask(p, _mm512_set1_epi8((char)nd[i].pos));
-            b |= at & _mm512_cmpgt_epi8_mask(c, _mm512_set1_epi8((char)nd[i].thr_b));
-        }
+    const int shallow = depth < RS_LV_BYTE_LEVELS ? depth : RS_LV_BYTE_LEVELS;
+    for (int l = 0; l < shallow; ++l) {
+        const __mmask64 b = rs_lv_nodes_avx512(nd, l ? lend[l - 1] : 0, lend[l], cols, p);
         p = _mm512_add_epi8(p, p);
         p = _mm512_mask_add_epi8(p, b, p, one);
+    }
+    if (depth > RS_LV_BYTE_LEVELS) {
+        const __mmask64 b = rs_lv_nodes_avx512(nd, lend[7], lend[8], cols, p);
+        const __mmask64 e = rs_lv_nodes_avx512(nd, lend[8], lend[9], cols, p);
+        const __mmask64 o = rs_lv_nodes_avx512(nd, lend[9], lend[10], cols, p);
+        const __mmask64 b9 = (e & ~b) | (o & b);
+        _mm512_storeu_si512((void*)hi, _mm512_or_si512(_mm512_maskz_mov_epi8(b, one),
+                                                       _mm512_maskz_mov_epi8(b9, _mm512_add_epi8(one, one))));
     }
     _mm512_storeu_si512((void*)idx, p);
 }
 #endif
 
+/* a lane's slot: idx, and hi where the tree is deeper than RS_LV_BYTE_LEVELS */
+#define RS_LV_SLOT(idx, hi, deep, k) ((deep) ? (int)(idx)[k] | (int)(hi)[k] << 8 : (int)(idx)[k])
+
+/* acc[l] += v[slot] (float64), the same addition as rs_add_f64_c */
+static inline void rs_lv_add_f64(const uint8_t* idx, const uint8_t* hi, int deep,
+                                 const double* v, double* acc, int lanes)
+{
+    for (int l = 0; l < lanes; ++l)
+        acc[l] = acc[l] + v[RS_LV_SLOT(idx, hi, deep, l)];
+}
+
+/* acc[l] += v[slot] (* w where weighted), float32, as rs_add_f32_c */
+static inline void rs_lv_add_f32(const uint8_t* idx, const uint8_t* hi, int deep,
+                                 const float* v, float* acc, int lanes, int weighted, float w)
+{
+    for (int l = 0; l < lanes; ++l) {
+        float g = v[RS_LV_SLOT(idx, hi, deep, l)];
+        if (weighted)
+            g = g * w;
+        acc[l] = acc[l] + g;
+    }
+}
+
 #if RS_HAVE_X86
+/* the leaf values of 8 lanes' slots of a deep tree (rs_leaves8_ps with the slot's hi bits) */
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline __m256 rs_lv_leaves8_ps(const float* v, const uint8_t* q, const uint8_t* hi,
+                                      int weighted, float w)
+{
+#define RS_Q_(k) v[(int)q[k] | (int)hi[k] << 8]
+    const __m256 g = _mm256_setr_ps(RS_Q_(0), RS_Q_(1), RS_Q_(2), RS_Q_(3),
+                                    RS_Q_(4), RS_Q_(5), RS_Q_(6), RS_Q_(7));
+    return weighted ? _mm256_mul_ps(g, _mm256_set1_ps(w)) : g;
+}
+
+QS_TARGET("avx2") __attribute__((always_inline))
+static inline __m256d rs_lv_leaves4_pd(const double* v, const uint8_t* q, const uint8_t* hi)
+{
+    const __m256d g = _mm256_setr_pd(RS_Q_(0), RS_Q_(1), RS_Q_(2), RS_Q_(3));
+#undef RS_Q_
+    return g;
+}
+
 /* Every tree of a one-output model level by level, its leaf values summed in tree order (as
  * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted): NL lanes (32 or 64)
  * on the AVX2 walk TREE; value: the leaf value of each slot. The float32 scores stay in
  * registers across the trees; the float64 ones (16 registers for 64 lanes) in acc. */
 #define RS_LV_SUM_AVX2(NAME, TREE, NL)                                                        \
 QS_TARGET("avx2")                                                                            \
-static void NAME##_f32(const rs_lv_node* nodes, const int64_t* node_off, const uint8_t* lend, \
+static void NAME##_f32(const rs_lv_node* nodes, const int64_t* node_off, const uint16_t* lend, \
                        const uint8_t* depth, const int64_t* slot_off, const float* value,    \
                        const float* tree_weight, int64_t n_trees, const uint8_t* cols,       \
                        float* acc)                                                           \
 {                                                                                            \
     uint8_t idx[NL] __attribute__((aligned(32)));                                            \
+    uint8_t hi[NL] __attribute__((aligned(32)));                                             \
     __m256 a[NL / 8];                                                                        \
     for (int c = 0; c < NL / 8; ++c)                                                         \
         a[c] = _mm256_loadu_ps(acc + 8 * c);                                                 \
     for (int64_t t = 0; t < n_trees; ++t) {                                                  \
-        TREE(nodes + node_off[t], lend + 8 * t, depth[t], cols, idx);                        \
+        TREE(nodes + node_off[t], lend + RS_LV_ENDS * t, depth[t], cols, idx, hi);           \
         const float* v = value + slot_off[t];                                                \
         const float w = tree_weight != NULL ? tree_weight[t] : 1.0f;                         \
-        for (int c = 0; c < NL / 8; ++c)                                                     \
-            a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(v, idx + 8 * c, tree_weight != NULL, w)); \
+        if (depth[t] > RS_LV_BYTE_LEVELS)                                                    \
+            for (int c = 0; c < NL / 8; ++c)                                                 \
+                a[c] = _mm256_add_ps(a[c], rs_lv_leaves8_ps(v, idx + 8 * c, hi + 8 * c,      \
+                                                            tree_weight != NULL, w));        \
+        else                                                                                 \
+            for (int c = 0; c < NL / 8; ++c)                                                 \
+                a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(v, idx + 8 * c, tree_weight != NULL, w)); \
     }                                                                                        \
     for (int c = 0; c < NL / 8; ++c)                                                         \
         _mm256_storeu_ps(acc + 8 * c, a[c]);                                                 \
 }                                                                                            \
 QS_TARGET("avx2")                                                                            \
-static void NAME##_f64(const rs_lv_node* nodes, const int64_t* node_off, const uint8_t* lend, \
+static void NAME##_f64(const rs_lv_node* nodes, const int64_t* node_off, const uint16_t* lend, \
                        const uint8_t* depth, const int64_t* slot_off, const double* value,   \
                        int64_t n_trees, const uint8_t* cols, double* acc)                    \
 {                                                                                            \
     uint8_t idx[NL] __attribute__((aligned(32)));                                            \
+    uint8_t hi[NL] __attribute__((aligned(32)));                                             \
     for (int64_t t = 0; t < n_trees; ++t) {                                                  \
-        TREE(nodes + node_off[t], lend + 8 * t, depth[t], cols, idx);                        \
+        TREE(nodes + node_off[t], lend + RS_LV_ENDS * t, depth[t], cols, idx, hi);           \
         const double* v = value + slot_off[t];                                               \
-        for (int c = 0; c < NL / 4; ++c)                                                     \
-            _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c),        \
-                                                        rs_leaves4_pd(v, idx + 4 * c)));      \
+        if (depth[t] > RS_LV_BYTE_LEVELS)                                                    \
+            for (int c = 0; c < NL / 4; ++c)                                                 \
+                _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c),    \
+                                 rs_lv_leaves4_pd(v, idx + 4 * c, hi + 4 * c)));             \
+        else                                                                                 \
+            for (int c = 0; c < NL / 4; ++c)                                                 \
+                _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c),    \
+                                                            rs_leaves4_pd(v, idx + 4 * c)));  \
     }                                                                                        \
 }
 RS_LV_SUM_AVX2(rs_lv_sum_avx2, rs_lv_tree_avx2, 32)
@@ -1070,7 +1189,7 @@ RS_LV_SUM_AVX2(rs_lv_sum_avx2w, rs_lv_tree_avx2w, 64)
 /* rs_lv_sum_avx2*_f32 / _f64 where isa is AVX2 or AVX2_WIDE (returns 1); 0 elsewhere, the
  * caller then walks and adds tree by tree */
 static inline int rs_lv_sum_f32(int isa, const rs_lv_node* nodes, const int64_t* node_off,
-                                const uint8_t* lend, const uint8_t* depth,
+                                const uint16_t* lend, const uint8_t* depth,
                                 const int64_t* slot_off, const float* value,
                                 const float* tree_weight, int64_t n_trees, const uint8_t* cols,
                                 float* acc)
@@ -1093,7 +1212,7 @@ static inline int rs_lv_sum_f32(int isa, const rs_lv_node* nodes, const int64_t*
 }
 
 static inline int rs_lv_sum_f64(int isa, const rs_lv_node* nodes, const int64_t* node_off,
-                                const uint8_t* lend, const uint8_t* depth,
+                                const uint16_t* lend, const uint8_t* depth,
                                 const int64_t* slot_off, const double* value, int64_t n_trees,
                                 const uint8_t* cols, double* acc)
 {
@@ -1112,16 +1231,16 @@ static inline int rs_lv_sum_f64(int isa, const rs_lv_node* nodes, const int64_t*
     return 0;
 }
 
-/* a group's slot of every lane in one tree, on path isa */
-static inline void rs_lv_tree(int isa, const rs_lv_node* nd, const uint8_t* lend, int depth,
-                              const uint8_t* cols, uint8_t* idx)
+/* a group's slot of every lane in one tree, on path isa (hi: trees deeper than 8 only) */
+static inline void rs_lv_tree(int isa, const rs_lv_node* nd, const uint16_t* lend, int depth,
+                              const uint8_t* cols, uint8_t* idx, uint8_t* hi)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) { rs_lv_tree_avx2(nd, lend, depth, cols, idx); return; }
-    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_tree_avx2w(nd, lend, depth, cols, idx); return; }
-    if (isa == RS_ISA_AVX512) { rs_lv_tree_avx512(nd, lend, depth, cols, idx); return; }
+    if (isa == RS_ISA_AVX2) { rs_lv_tree_avx2(nd, lend, depth, cols, idx, hi); return; }
+    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_tree_avx2w(nd, lend, depth, cols, idx, hi); return; }
+    if (isa == RS_ISA_AVX512) { rs_lv_tree_avx512(nd, lend, depth, cols, idx, hi); return; }
 #endif
-    rs_lv_tree_c(nd, lend, depth, cols, rs_lanes(isa), idx);
+    rs_lv_tree_c(nd, lend, depth, cols, rs_lanes(isa), idx, hi);
 }
 
 #endif
