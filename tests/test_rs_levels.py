@@ -193,7 +193,8 @@ def test_automatic_choice_follows_nodes_per_level():
 
     def fields(nodes, depths):
         return {"lv_depth": np.asarray(depths, np.uint8),
-                "lv_node_offset": np.array([0, nodes], np.int64)}
+                "lv_node_offset": np.array([0, nodes], np.int64),
+                "lv_deep": np.zeros(0, np.uint32)}
 
     assert levels_choice(no_level_fields(), None) == 0
     assert levels_choice(no_level_fields(), True) == 0
@@ -327,33 +328,49 @@ def test_trees_of_9_and_10_levels_in_the_scans_layout(isa):
         assert on.levels and not on.levels_only
 
 
-def test_deep_slots_number_the_bits_past_a_byte_in_reverse():
-    """Slot ``P >> k`` plus 256 times the ``k`` low bits of the end position ``P`` in reverse
-    (rs_simd.h: level 8's bit, then level 9's): a full tree of depth 10 has every slot once,
-    its leaf at end position ``P`` in slot ``(P >> 2) + 256 (b8 + 2 b9)``."""
+def test_deep_levels_lane_by_lane_in_complete_records():
+    """A tree's levels from its split (its first level of more than ``lane_nodes`` nodes,
+    at most 8) are held complete, level ``l``'s position ``p`` at ``2^l - 2^split + p``
+    (threshold index 255 where no node is); the slots are the end positions: a full tree of
+    depth 10 splits at level 7 (128 nodes), a chain of 10 nodes at level 8."""
     rng = np.random.default_rng(22)
-    for depth in (9, 10):
-        tree = _bounded_tree(rng, 2 ** depth, depth, 3, "lightgbm")
-        ens = Ensemble(trees=[tree], tree_group=[0], n_outputs=1, n_features=3,
-                       family="lightgbm", base_score=[0.0])
-        a = _alg(ens, "scalar")._arrays
-        assert a["lv_depth"].tolist() == [depth]
-        _, _, leaf_level, leaf_pos = rs_layout.node_levels(ens, 10)
-        end = leaf_pos << (depth - leaf_level)            # every end position once
-        assert sorted(end.tolist()) == list(range(2 ** depth))
-        k = depth - 8
-        low = end & ((1 << k) - 1)
-        rev = (low >> 1) | ((low & 1) << 1) if k == 2 else low
-        slot = (end >> k) + 256 * rev
-        np.testing.assert_array_equal(a["lv_slot_leaf"][slot], np.arange(2 ** depth))
-        # level 9's nodes: even positions first, each holding its parent's position
-        ends = a["lv_level_end"].astype(np.int64)
-        if depth == 10:
-            assert ends[9] - ends[8] == ends[10] - ends[9] == 256
-            pos = (a["lv_nodes"] >> 24)[ends[8]:]
-            assert pos.tolist() == list(range(256)) * 2
-        else:
-            assert ends[8] == ends[9] == ends[10] == 511
+    full = _bounded_tree(rng, 1024, 10, 3, "lightgbm")
+    ens = Ensemble(trees=[full, _chain(10)], tree_group=[0, 0], n_outputs=1, n_features=5,
+                   family="lightgbm", base_score=[0.0])
+    a = _alg(ens, "scalar")._arrays
+    assert a["lv_depth"].tolist() == [10, 10] and a["lv_split"].tolist() == [7, 8]
+    assert np.diff(a["lv_node_offset"]).tolist() == [127, 8]          # levels above
+    assert np.diff(a["lv_deep_offset"]).tolist() == [1024 - 128, 1024 - 256]
+    thr = rs_layout.entry_thr(a["lv_deep"])
+    deep0 = thr[:1024 - 128]
+    assert (deep0 != rs_layout.SENTINEL_THR).all()       # every position of a full tree
+    deep1 = thr[1024 - 128:]                             # the chain: one node a level
+    assert (deep1 != rs_layout.SENTINEL_THR).sum() == 2
+    _, _, leaf_level, leaf_pos = rs_layout.node_levels(ens, 10)
+    lo = np.asarray(ens.trees.leaf_offset)
+    end = leaf_pos[: lo[1]] << (10 - leaf_level[: lo[1]])
+    np.testing.assert_array_equal(a["lv_slot_leaf"][end], np.arange(1024))
+    _check_exact(_alg(ens, "scalar"), ens, special_rows(rng, 70, 5))
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+@pytest.mark.parametrize("lane_nodes", [0, 3, 64, 10**6])
+def test_every_split_of_the_levels_is_exact(isa, lane_nodes, monkeypatch):
+    """From every level lane by lane (0) to levels 8 and 9 alone (10**6), on trees the
+    scans take and on trees of more than 256 leaves."""
+    monkeypatch.setenv("QUICKSCORER_RS_LANE_NODES", str(lane_nodes))
+    rng = np.random.default_rng(26)
+    for family in ("lightgbm", "xgboost"):
+        for big in (False, True):
+            ens = _deep_ensemble(rng, family, n_outputs=2 if big else 1, big=big)
+            alg = _alg(ens, isa)
+            assert alg.levels and alg.lane_nodes == lane_nodes
+            split, depth = alg._arrays["lv_split"], alg._arrays["lv_depth"]
+            if lane_nodes == 0:
+                assert (split == 0).all()
+            if lane_nodes == 10**6:
+                np.testing.assert_array_equal(split, np.minimum(depth, 8))
+            _check_exact(alg, ens, special_rows(rng, 100, 5))
 
 
 def test_what_the_level_path_alone_refuses():
@@ -395,7 +412,8 @@ def _chain(n: int):
 
 
 def test_a_layout_of_the_level_path_alone_is_checked():
-    """Scan fields in a layout of the level path alone, or no level fields, are refused."""
+    """Scan fields in a layout of the level path alone, a split past 8, deep records that
+    do not fit, or no level fields, are refused."""
     rng = np.random.default_rng(24)
     ens = _deep_ensemble(rng, "xgboost")
     a = dict(_alg(ens, "scalar")._arrays)
@@ -404,6 +422,15 @@ def test_a_layout_of_the_level_path_alone_is_checked():
                 dict(a, tree_byte_offsets=np.arange(ens.n_trees + 1, dtype=np.int64)),
                 dict(a, leaf_order=np.zeros(int(a["leaf_offset"][-1]), np.uint8))):
         with pytest.raises(ValueError, match="level path alone holds scan fields"):
+            _rapidscorer.RSLayout(bad, ens.n_features)
+    split = a["lv_split"].copy()
+    split[int(np.argmax(a["lv_depth"]))] = 9                   # past a byte of position
+    deep = a["lv_deep"].copy()
+    deep[0] = (deep[0] & ~np.uint32(0xFFFF)) | np.uint32(60000)      # a column past the end
+    for bad, message in ((dict(a, lv_split=split), "level fields do not fit"),
+                         (dict(a, lv_deep=deep), "deep level records"),
+                         (dict(a, lv_deep=deep[:-1]), "deep level records")):
+        with pytest.raises(ValueError, match=message):
             _rapidscorer.RSLayout(bad, ens.n_features)
     from quickscorer.algorithms.rs_layout import no_level_fields
     with pytest.raises(ValueError, match="no level fields"):

@@ -23,7 +23,7 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
-from .rs_layout import (MAX_LEAVES, block_starts_for, levels_choice, levels_only_arrays,
+from .rs_layout import (LEVELS_LANE_NODES, MAX_LEAVES, block_starts_for, levels_choice, levels_only_arrays,
                         no_level_fields, rapidscorer_arrays, tree_bytes, unsupported)
 
 def default_block_bytes() -> int:
@@ -98,6 +98,10 @@ class RapidScorer(Algorithm):
         self.lanes = int(_rapidscorer.lanes_of(self.widest))
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
                             or default_block_bytes())
+        #: the level path walks a tree lane by lane from its first level of more than this
+        #: many nodes (rs_layout.LEVELS_LANE_NODES; $QUICKSCORER_RS_LANE_NODES)
+        lane_nodes = env_int("QUICKSCORER_RS_LANE_NODES")
+        self.lane_nodes = LEVELS_LANE_NODES if lane_nodes is None else max(0, lane_nodes)
         # trees of more than 256 leaves: the level path alone (no scans, no tree blocks)
         self.levels_only = ens.n_trees > 0 and int(ens.n_leaves.max()) > MAX_LEAVES
         env = env_int("QUICKSCORER_RS_LEVELS")
@@ -107,7 +111,7 @@ class RapidScorer(Algorithm):
                                  f"{MAX_LEAVES} leaves: rapidscorer scores it level by "
                                  "level only (levels=False cannot be)")
             try:
-                arrays = levels_only_arrays(ens)
+                arrays = levels_only_arrays(ens, self.lane_nodes)
             except ValueError as exc:
                 raise ValueError(f"rapidscorer cannot score this model: {exc}") from None
             self._finish(ens, arrays, 0, 1)
@@ -122,7 +126,7 @@ class RapidScorer(Algorithm):
         # False (or $QUICKSCORER_RS_LEVELS=0; =1 for True) keeps the scans
         if env is not None:
             levels = bool(env)
-        arrays = rapidscorer_arrays(ens, starts, mirror, levels is not False)
+        arrays = rapidscorer_arrays(ens, starts, mirror, levels is not False, self.lane_nodes)
         min_lanes = levels_choice(arrays, levels)
         if min_lanes == 0:
             arrays.update(no_level_fields())

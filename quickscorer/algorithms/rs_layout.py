@@ -75,7 +75,11 @@ tree is at most ``LEVELS_MAX_DEPTH`` (10) deep and numeric, the layout can also 
 tree level by level, and the kernel then walks a group's lanes down the levels in registers: a node
 compares its column of ranks with its threshold index where the lanes are at its position
 (a compare, a compare of positions and two logic operations for 32 lanes), with no byte
-rows written and no exit leaf searched. Its cost follows the nodes plus a step per level,
+rows written and no exit leaf searched. The levels of a tree from its first one of more
+than LEVELS_LANE_NODES nodes (from level 8 at the latest: positions are bytes) go lane by
+lane instead, each lane reading the node at its position in those levels held complete
+(``lv_deep``): a few scalar operations a lane, where every node of a wide level would cost
+the group. Its cost follows the nodes plus a step per level,
 where the scans' follows the bytes the nodes' masks span, so it pays on full depth-wise
 trees (XGBoost's) and loses on small ones; :func:`levels_choice` decides from the nodes per
 level (LEVELS_MIN_RATIO, LEVELS_NARROW_RATIO). A model whose trees have more than 256
@@ -106,12 +110,19 @@ MAX_LEAVES = 256
 SENTINEL_THR = 255
 #: the level-by-level path (:func:`level_arrays`) takes trees of at most this depth
 LEVELS_MAX_DEPTH = 10
-#: a lane's position in a level is a byte, which holds the levels up to this one (positions
-#: below 256); trees deeper than it keep the bits of the levels below in a second byte
+#: a lane's position in the levels walked node by node is a byte: they stop at this level
+#: (positions below 256) at the latest, the levels below it go lane by lane
 LEVELS_BYTE = 8
-#: level ends a tree (``lv_level_end``): levels 0 to 8, then level 9 in two runs (the left
-#: children of level 8's nodes, then the right ones)
-LEVELS_ENDS = 11
+#: level ends a tree (``lv_level_end``)
+LEVELS_ENDS = LEVELS_MAX_DEPTH
+#: a tree's levels go lane by lane from the first one of more than this many nodes: a
+#: node costs a group of 64 lanes about as much as a level of 64 lanes' lookups costs when
+#: walked lane by lane (about 3 and 3.6 cycles a lane). Measured on 1,000 XGBoost trees of
+#: depth 9 and 10, AMD EPYC Zen 3, AVX2, us/doc at 100 / 4,000 rows, best of 5 interleaved
+#: (session 21): depth 9 9.31 / 7.26 at 24, 7.96 / 6.27 at 48, 7.74 / 6.05 at 80, 7.86 /
+#: 6.12 with only levels 8 and 9 lane by lane; depth 10 15.00 / 11.00, 12.46 / 9.37, 12.43
+#: / 9.70, 12.31 / 10.03. Levels 8 and 9 always go lane by lane (positions past a byte)
+LEVELS_LANE_NODES = 64
 #: the automatic choice (:func:`levels_choice`) walks a model level by level where its
 #: trees hold at least this many nodes a level on average, and in groups of 32 lanes too
 #: (calls of fewer than 33 rows a thread) from LEVELS_NARROW_RATIO. Measured on 1,000-tree
@@ -596,6 +607,8 @@ def no_level_fields() -> dict:
     """The level fields of a layout without the level-by-level path."""
     return {"lv_nodes": np.zeros(0, np.uint32), "lv_node_offset": np.zeros(1, np.int64),
             "lv_level_end": np.zeros(0, np.uint16), "lv_depth": np.zeros(0, np.uint8),
+            "lv_split": np.zeros(0, np.uint8), "lv_deep": np.zeros(0, np.uint32),
+            "lv_deep_offset": np.zeros(1, np.int64),
             "lv_slot_offset": np.zeros(1, np.int64), "lv_slot_leaf": np.zeros(0, np.uint16),
             "lv_value": np.zeros(0, np.float64), "lv_value_f32": np.zeros(0, np.float32),
             "lv_combos": np.zeros(0, np.int32)}
@@ -647,21 +660,24 @@ def node_levels(ens: Ensemble, max_depth: int):
 
 
 def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarray,
-                 rank_thresholds: np.ndarray) -> dict:
+                 rank_thresholds: np.ndarray, lane_nodes: int = LEVELS_LANE_NODES) -> dict:
     """The level-by-level path's fields: every tree of depth ``d <= LEVELS_MAX_DEPTH`` as
     its levels, a lane's position ``p`` in level ``l`` going to ``2 p`` or ``2 p + 1`` in the
     next (the node at position ``p`` sends it right when its rank exceeds the node's
     threshold index; a position without a node, below a leaf, sends it left), so that a
-    lane ends at position ``P < 2^d`` of level ``d``: a leaf reached at level ``l`` and
-    position ``p`` is ``P = p << (d - l)``. That is its slot in a tree of depth ``d <=
-    LEVELS_BYTE``; in a deeper one, whose lanes keep a byte of position (rs_simd.h), the
-    slot is ``P >> k`` plus 256 times the ``k = d - 8`` low bits of ``P`` in reverse order.
+    lane ends at slot ``P < 2^d`` of level ``d``: a leaf reached at level ``l`` and
+    position ``p`` is slot ``p << (d - l)``. A tree's levels above its ``split`` (the
+    first level of more than ``lane_nodes`` nodes, at most LEVELS_BYTE) are walked node by
+    node for all lanes, those below lane by lane in complete form (rs_simd.h).
 
-    - ``lv_nodes`` (LV_NODE_DTYPE as uint32): each tree's nodes level by level, by position
-      (level 9: first the nodes at even positions ``2 q``, then the odd ones, each holding
-      ``q``); ``lv_node_offset`` (n_trees + 1) where each tree's start; ``lv_level_end``
-      (uint16, LEVELS_ENDS a tree): the nodes of levels up to ``l`` for ``l <= 8``, then
-      the ends of level 9's two runs; ``lv_depth``;
+    - ``lv_nodes`` (LV_NODE_DTYPE as uint32): each tree's nodes above its split, level by
+      level, by position; ``lv_node_offset`` (n_trees + 1) where each tree's start;
+      ``lv_level_end`` (uint16, LEVELS_ENDS a tree): the nodes of levels up to ``l``;
+      ``lv_depth``, ``lv_split`` (uint8);
+    - ``lv_deep`` (LV_NODE_DTYPE as uint32, ``pos`` 0) and ``lv_deep_offset`` (n_trees + 1):
+      each tree's levels from its split down, complete: level ``l``'s position ``p`` at
+      ``2^l - 2^split + p``, a position without a node holding threshold index 255 (no rank
+      exceeds it: left) and column 0;
     - ``lv_slot_offset`` (n_trees + 1; tree ``t`` has ``2^d`` slots), ``lv_slot_leaf`` (the
       tree's own number of the leaf each slot stands for, uint16; 0 for slots no lane
       reaches),
@@ -721,35 +737,46 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     col[kind != 0] = S + inv
     if S + combos.shape[0] > 65536:
         raise ValueError("too many columns for the level-by-level path")
-    # the levels past LEVELS_BYTE (level 9): even positions first, each node holding pos // 2
-    past = level > LEVELS_BYTE
-    key = np.where(past, ((pos & 1) << 8) | (pos >> 1), pos)
-    order = np.lexsort((key, level, tree_of_node))
-    nodes = np.zeros(n_nodes, LV_NODE_DTYPE)
+    # each tree's split: its first level of more than lane_nodes nodes, at most LEVELS_BYTE
+    counts = np.zeros((n_trees, LEVELS_ENDS), np.int64)
+    np.add.at(counts, (tree_of_node, level), 1)
+    busy = np.column_stack([counts > lane_nodes, np.ones(n_trees, bool)])
+    split = np.minimum(np.minimum(np.argmax(busy, axis=1), LEVELS_BYTE), depth)
+    upper = level < split[tree_of_node]
+    order = np.lexsort((pos, level, tree_of_node))
+    order = order[upper[order]]
+    nodes = np.zeros(order.shape[0], LV_NODE_DTYPE)
     nodes["col"] = col[order]
     nodes["thr_b"] = (thr[order] ^ 0x80).astype(np.uint8)
-    nodes["pos"] = np.where(past, pos >> 1, pos)[order]
-    counts = np.zeros((n_trees, LEVELS_ENDS), np.int64)
-    np.add.at(counts, (tree_of_node, np.where(past, LEVELS_BYTE + 1 + (pos & 1), level)), 1)
+    nodes["pos"] = pos[order]
+    counts[np.arange(LEVELS_ENDS)[None, :] >= split[:, None]] = 0
     level_end = np.cumsum(counts, axis=1)
+    node_off = np.zeros(n_trees + 1, np.int64)
+    np.cumsum(level_end[:, -1], out=node_off[1:])
+    deep_off = np.zeros(n_trees + 1, np.int64)
+    np.cumsum(np.left_shift(1, depth) - np.left_shift(1, split), out=deep_off[1:])
+    deep = np.zeros(int(deep_off[-1]), LV_NODE_DTYPE)
+    deep["thr_b"] = SENTINEL_THR ^ 0x80
+    low = ~upper
+    t_low = tree_of_node[low]
+    at = deep_off[t_low] + np.left_shift(1, level[low]) - np.left_shift(1, split[t_low]) + pos[low]
+    deep["col"][at] = col[low]
+    deep["thr_b"][at] = (thr[low] ^ 0x80).astype(np.uint8)
     slot_count = np.left_shift(1, depth)
     slot_offset = np.zeros(n_trees + 1, np.int64)
     np.cumsum(slot_count, out=slot_offset[1:])
     tree_of_leaf = np.repeat(np.arange(n_trees), np.diff(leaf_offset))
-    d = depth[tree_of_leaf]
-    end_pos = leaf_pos << (d - leaf_level)
-    k = np.maximum(d - LEVELS_BYTE, 0)           # the low bits past a byte, reversed
-    low = end_pos & ((1 << k) - 1)
-    low = np.where(k == 2, (low >> 1) | ((low & 1) << 1), low)
-    leaf_slot = slot_offset[tree_of_leaf] + (end_pos >> k) + (low << 8)
+    leaf_slot = slot_offset[tree_of_leaf] + (leaf_pos << (depth[tree_of_leaf] - leaf_level))
     slot_leaf = np.zeros(int(slot_offset[-1]), np.uint16)
     slot_leaf[leaf_slot] = np.arange(leaf_offset[-1]) - leaf_offset[tree_of_leaf]
     value = np.zeros(int(slot_offset[-1]), np.float64)
     value[leaf_slot] = np.asarray(packed["leaf_value"], np.float64)
     xgb = ens.family == "xgboost"      # summed in float32: no float64 copy kept
-    return {"lv_nodes": nodes.view(np.uint32), "lv_node_offset": node_offset.copy(),
+    return {"lv_nodes": nodes.view(np.uint32), "lv_node_offset": node_off,
             "lv_level_end": level_end.astype(np.uint16).reshape(-1),
-            "lv_depth": depth.astype(np.uint8), "lv_slot_offset": slot_offset,
+            "lv_depth": depth.astype(np.uint8), "lv_split": split.astype(np.uint8),
+            "lv_deep": deep.view(np.uint32), "lv_deep_offset": deep_off,
+            "lv_slot_offset": slot_offset,
             "lv_slot_leaf": slot_leaf,
             "lv_value": np.zeros(0, np.float64) if xgb else value,
             "lv_value_f32": value.astype(np.float32) if xgb else np.zeros(0, np.float32),
@@ -757,9 +784,11 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
 
 
 def level_ratio(arrays: dict) -> float:
-    """A layout's nodes per level of its trees (0 without the level fields)."""
+    """A layout's nodes per level of its trees (0 without the level fields): those walked
+    node by node and the deep records' real nodes (a threshold index below 255)."""
     levels = int(np.sum(arrays["lv_depth"], dtype=np.int64))
-    return int(arrays["lv_node_offset"][-1]) / levels if levels else 0.0
+    deep = int(np.count_nonzero(entry_thr(arrays["lv_deep"]) != SENTINEL_THR))
+    return (int(arrays["lv_node_offset"][-1]) + deep) / levels if levels else 0.0
 
 
 def levels_choice(arrays: dict, levels) -> int:
@@ -774,7 +803,7 @@ def levels_choice(arrays: dict, levels) -> int:
     return 0 if ratio < LEVELS_MIN_RATIO else (32 if ratio >= LEVELS_NARROW_RATIO else 64)
 
 
-def levels_only_arrays(ens: Ensemble) -> dict:
+def levels_only_arrays(ens: Ensemble, lane_nodes: int = LEVELS_LANE_NODES) -> dict:
     """A layout of the level path alone (``lv_only``), for a model whose trees have more
     leaves than the scans take (:data:`MAX_LEAVES`) and which :func:`levels_only_refusal`
     passes: the rank slots of every numerical node's threshold (as :func:`fold_halves`
@@ -800,7 +829,7 @@ def levels_only_arrays(ens: Ensemble) -> dict:
     block_starts = np.array([0, n_trees], np.int64)
     tree_byte_offsets = np.zeros(n_trees + 1, np.int64)
     return {
-        **level_arrays(ens, slot_column, rank_offsets, rank_thresholds),
+        **level_arrays(ens, slot_column, rank_offsets, rank_thresholds, lane_nodes),
         **_rank_fields(rank_offsets, rank_thresholds),
         "slot_column": slot_column,
         "tree_byte_offsets": tree_byte_offsets,
@@ -816,7 +845,7 @@ def levels_only_arrays(ens: Ensemble) -> dict:
 
 
 def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = True,
-                       levels: bool = False) -> dict:
+                       levels: bool = False, lane_nodes: int = LEVELS_LANE_NODES) -> dict:
     """The layout (see the module docstring) of ``ens`` in tree blocks ``block_starts``
     (``mirror``: with mirrored nodes where they pay), its sorting and byte splitting in C
     (``src/quickscorer/_layout.pyx``); the same arrays as
@@ -837,7 +866,7 @@ def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = T
     lv = no_level_fields()
     if levels:
         try:
-            lv = level_arrays(ens, slot_column, rank_offsets, rank_thresholds)
+            lv = level_arrays(ens, slot_column, rank_offsets, rank_thresholds, lane_nodes)
         except ValueError:      # a model the level path cannot score: the scans alone
             pass
     return {

@@ -66,26 +66,32 @@ cdef extern from "quickscorer/rs_simd.h":
     void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int64_t S,
                        const int32_t* combos, int64_t n_combos, int lanes,
                        uint8_t* cols) noexcept nogil
-    void rs_lv_tree(int isa, const rs_lv_node* nd, const uint16_t* lend, int depth,
-                    const uint8_t* cols, uint8_t* idx, uint8_t* hi) noexcept nogil
-    void rs_lv_add_f64(const uint8_t* idx, const uint8_t* hi, int deep, const double* v,
-                       double* acc, int lanes) noexcept nogil
-    void rs_lv_add_f32(const uint8_t* idx, const uint8_t* hi, int deep, const float* v,
-                       float* acc, int lanes, int weighted, float w) noexcept nogil
-    int rs_lv_sum_f32(int isa, const rs_lv_node* nodes, const int64_t* node_off,
-                      const uint16_t* lend, const uint8_t* depth, const int64_t* slot_off,
-                      const float* value, const float* tree_weight, int64_t n_trees,
-                      const uint8_t* cols, float* acc) noexcept nogil
-    int rs_lv_sum_f64(int isa, const rs_lv_node* nodes, const int64_t* node_off,
-                      const uint16_t* lend, const uint8_t* depth, const int64_t* slot_off,
-                      const double* value, int64_t n_trees, const uint8_t* cols,
-                      double* acc) noexcept nogil
+    ctypedef struct rs_lv_model:
+        const rs_lv_node* nodes
+        const int64_t* node_off
+        const uint16_t* lend
+        const uint8_t* depth
+        const uint8_t* split
+        const rs_lv_node* deep
+        const int64_t* deep_off
+        const int64_t* slot_off
+    void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const uint8_t* cols,
+                    uint8_t* idx, uint16_t* slot) noexcept nogil
+    void rs_lv_add_f64(const uint16_t* slot, const double* v, double* acc,
+                       int lanes) noexcept nogil
+    void rs_lv_add_f32(const uint16_t* slot, const float* v, float* acc, int lanes,
+                       int weighted, float w) noexcept nogil
+    int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* value,
+                      const float* tree_weight, int64_t n_trees, const uint8_t* cols,
+                      float* acc) noexcept nogil
+    int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* value, int64_t n_trees,
+                      const uint8_t* cols, double* acc) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
     LV_MAX_DEPTH = 10       # rs_layout.LEVELS_MAX_DEPTH
-    LV_BYTE_LEVELS = 8      # rs_simd.h RS_LV_BYTE_LEVELS: deeper trees' slots take hi too
-    LV_ENDS = 11            # rs_simd.h RS_LV_ENDS: level ends a tree
+    LV_BYTE_LEVELS = 8      # rs_simd.h RS_LV_BYTE_LEVELS: a tree's split is at most this
+    LV_ENDS = 10            # rs_simd.h RS_LV_ENDS: level ends a tree
 
 
 def isa_available(int isa):
@@ -137,11 +143,7 @@ cdef struct RSView:
     bint lv_on
     bint lv_only                      # no scans (rs_layout.levels_only_arrays): every group
     int64_t lv_min_lanes              # groups of fewer lanes take the scans
-    const rs_lv_node* lv_nodes
-    const int64_t* lv_node_offset     # [n_trees + 1]
-    const uint16_t* lv_level_end      # [LV_ENDS n_trees]
-    const uint8_t* lv_depth           # [n_trees]
-    const int64_t* lv_slot_offset     # [n_trees + 1]
+    rs_lv_model lv                    # nodes, ends, depths, splits, deep records, slots
     const uint16_t* lv_slot_leaf      # each slot's leaf, the tree's own number
     const double* lv_value            # each slot's leaf value
     const float* lv_value_f32         # the same in float32 (XGBoost models)
@@ -164,6 +166,7 @@ _FIELDS = {
 _LV_FIELDS = {
     "lv_nodes": np.uint32, "lv_node_offset": np.int64, "lv_level_end": np.uint16,
     "lv_depth": np.uint8, "lv_slot_offset": np.int64, "lv_slot_leaf": np.uint16,
+    "lv_split": np.uint8, "lv_deep": np.uint32, "lv_deep_offset": np.int64,
     "lv_value": np.float64, "lv_value_f32": np.float32, "lv_combos": np.int32,
 }
 
@@ -323,15 +326,23 @@ cdef class RSLayout:
         for name, dtype in _LV_FIELDS.items():
             array_data(a[name], dtype, "rapidscorer", name)
         depth = a["lv_depth"].astype(np.int64)
+        split = a["lv_split"].astype(np.int64)
+        deep, doff = a["lv_deep"], a["lv_deep_offset"]
         noff, soff = a["lv_node_offset"], a["lv_slot_offset"]
         ends = a["lv_level_end"].reshape(-1)
         combos = a["lv_combos"]
         nodes = a["lv_nodes"]
         if (depth.shape[0] != n_trees or noff.shape[0] != n_trees + 1
                 or soff.shape[0] != n_trees + 1 or ends.shape[0] != LV_ENDS * n_trees
-                or (depth > LV_MAX_DEPTH).any()):
+                or split.shape[0] != n_trees or doff.shape[0] != n_trees + 1
+                or (depth > LV_MAX_DEPTH).any() or (split > depth).any()
+                or (split > LV_BYTE_LEVELS).any()):
             raise ValueError("rapidscorer layout: the level fields do not fit the trees")
         n_slots = np.left_shift(1, depth)
+        if (int(doff[0]) != 0 or (np.diff(doff) != n_slots - np.left_shift(1, split)).any()
+                or int(doff[n_trees]) != deep.shape[0]
+                or (deep.shape[0] and int((deep & 0xFFFF).max()) >= S + combos.shape[0])):
+            raise ValueError("rapidscorer layout: the deep level records do not fit the trees")
         if (int(noff[0]) != 0 or int(soff[0]) != 0 or (np.diff(soff) != n_slots).any()
                 or int(noff[n_trees]) != nodes.shape[0]
                 or a["lv_slot_leaf"].shape[0] != int(soff[n_trees])
@@ -347,23 +358,24 @@ cdef class RSLayout:
             tree = np.repeat(np.arange(n_trees), per_tree)
             rank = np.arange(nodes.shape[0]) - noff[tree]
             level = np.zeros(nodes.shape[0], np.int64)
-            for k in range(LV_ENDS):      # the ends before each node (level 9: two runs)
-                if k != LV_ENDS - 2:
-                    level += rank >= e[tree, k]
+            for k in range(LV_ENDS):      # the levels whose nodes come before each
+                level += rank >= e[tree, k]
             col = (nodes & 0xFFFF).astype(np.int64)
             pos = (nodes >> 24).astype(np.int64)
-            if ((level >= depth[tree]).any()
-                    or (pos >= np.left_shift(1, np.minimum(level, LV_BYTE_LEVELS))).any()
+            if ((level >= split[tree]).any() or (pos >= np.left_shift(1, level)).any()
                     or (col >= S + combos.shape[0]).any()):
                 raise ValueError("rapidscorer layout: a level node is out of range")
         kind = (combos >> 24) & 3
         if combos.shape[0] and (((combos & 0xFFFFFF) >= S) | (kind == 0) | (kind > 2)).any():
             raise ValueError("rapidscorer layout: a level column is out of range")
-        self.view.lv_nodes = <const rs_lv_node*>cnp.PyArray_DATA(nodes)
-        self.view.lv_node_offset = <const int64_t*>cnp.PyArray_DATA(noff)
-        self.view.lv_level_end = <const uint16_t*>cnp.PyArray_DATA(a["lv_level_end"])
-        self.view.lv_depth = <const uint8_t*>cnp.PyArray_DATA(a["lv_depth"])
-        self.view.lv_slot_offset = <const int64_t*>cnp.PyArray_DATA(soff)
+        self.view.lv.nodes = <const rs_lv_node*>cnp.PyArray_DATA(nodes)
+        self.view.lv.node_off = <const int64_t*>cnp.PyArray_DATA(noff)
+        self.view.lv.lend = <const uint16_t*>cnp.PyArray_DATA(a["lv_level_end"])
+        self.view.lv.depth = <const uint8_t*>cnp.PyArray_DATA(a["lv_depth"])
+        self.view.lv.split = <const uint8_t*>cnp.PyArray_DATA(a["lv_split"])
+        self.view.lv.deep = <const rs_lv_node*>cnp.PyArray_DATA(deep)
+        self.view.lv.deep_off = <const int64_t*>cnp.PyArray_DATA(doff)
+        self.view.lv.slot_off = <const int64_t*>cnp.PyArray_DATA(soff)
         self.view.lv_slot_leaf = <const uint16_t*>cnp.PyArray_DATA(a["lv_slot_leaf"])
         self.view.lv_value = (<const double*>cnp.PyArray_DATA(a["lv_value"])
                               if a["lv_value"].shape[0] else NULL)
@@ -412,7 +424,8 @@ cdef class RSLayout:
                  + lanes * self.view.n_cat_slots  # categorical codes
                  + n_outputs * lanes * 8    # the group's scores
                  + self.max_block_bytes * lanes
-                 + (lanes * (S + self.view.n_lv_combos) + 128 if self.view.lv_on else 0))
+                 + (lanes * (S + self.view.n_lv_combos) + 64 + 2 * lanes
+                    if self.view.lv_on else 0))
         return (total + 64 * 8 + 63) // 64 * 64
 
     def __reduce__(self):
@@ -469,35 +482,33 @@ cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int6
                              uint8_t* idx, double* acc64, float* acc32, int32_t* leaves,
                              int64_t leaf_stride) noexcept nogil:
     """score_group's trees level by level (rs_layout.level_arrays), once the ranks are in;
-    the slots' high bits of trees deeper than LV_BYTE_LEVELS go past the group's columns."""
+    the slots of trees walked lane by lane below their split (uint16) go past the group's
+    columns."""
     cdef int64_t lanes = rs_lanes(isa)
     cdef int64_t t, l, so, g
-    cdef int deep, n
-    cdef uint8_t* hi = cols + lanes * (r.n_slots + r.n_lv_combos)
+    cdef int n
+    cdef bint deep
+    cdef uint16_t* slot = <uint16_t*>(cols + lanes * (r.n_slots + r.n_lv_combos))
     rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>lanes, cols)
     if leaves == NULL and f.n_outputs == 1:     # the sums in registers, where the path can
         if f.family == FAMILY_XGBOOST:
-            if rs_lv_sum_f32(isa, r.lv_nodes, r.lv_node_offset, r.lv_level_end, r.lv_depth,
-                             r.lv_slot_offset, r.lv_value_f32, f.tree_weight, f.n_trees,
-                             cols, acc32):
+            if rs_lv_sum_f32(isa, &r.lv, r.lv_value_f32, f.tree_weight, f.n_trees, cols,
+                             acc32):
                 return
-        elif rs_lv_sum_f64(isa, r.lv_nodes, r.lv_node_offset, r.lv_level_end, r.lv_depth,
-                           r.lv_slot_offset, r.lv_value, f.n_trees, cols, acc64):
+        elif rs_lv_sum_f64(isa, &r.lv, r.lv_value, f.n_trees, cols, acc64):
             return
     for t in range(f.n_trees):
-        rs_lv_tree(isa, r.lv_nodes + r.lv_node_offset[t], r.lv_level_end + LV_ENDS * t,
-                   r.lv_depth[t], cols, idx, hi)
-        deep = r.lv_depth[t] > LV_BYTE_LEVELS
-        so = r.lv_slot_offset[t]
+        rs_lv_tree(isa, &r.lv, t, cols, idx, slot)
+        deep = r.lv.split[t] < r.lv.depth[t]
+        so = r.lv.slot_off[t]
         if leaves != NULL:
             for l in range(n_lanes):
-                leaves[l * leaf_stride + t] = r.lv_slot_leaf[
-                    so + (idx[l] | (<int>hi[l] << 8) if deep else idx[l])]
+                leaves[l * leaf_stride + t] = r.lv_slot_leaf[so + (slot[l] if deep else idx[l])]
             continue
         g = f.tree_group[t]
-        n = <int>(r.lv_slot_offset[t + 1] - so)
+        n = <int>(r.lv.slot_off[t + 1] - so)
         if f.family == FAMILY_XGBOOST and deep:
-            rs_lv_add_f32(idx, hi, deep, r.lv_value_f32 + so, acc32 + g * lanes, <int>lanes,
+            rs_lv_add_f32(slot, r.lv_value_f32 + so, acc32 + g * lanes, <int>lanes,
                           f.tree_weight != NULL,
                           f.tree_weight[t] if f.tree_weight != NULL else 1.0)
         elif f.family == FAMILY_XGBOOST:
@@ -505,7 +516,7 @@ cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int6
                        f.tree_weight != NULL,
                        f.tree_weight[t] if f.tree_weight != NULL else 1.0)
         elif deep:
-            rs_lv_add_f64(idx, hi, deep, r.lv_value + so, acc64 + g * lanes, <int>lanes)
+            rs_lv_add_f64(slot, r.lv_value + so, acc64 + g * lanes, <int>lanes)
         else:
             rs_add_f64(isa, idx, r.lv_value + so, n, acc64 + g * lanes)
 
