@@ -1099,10 +1099,11 @@ static inline __m256d rs_lv_leaves4_pd(const double* v, const uint16_t* q)
 
 /* Every tree of a one-output model level by level, its leaf values summed in tree order (as
  * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted): NL lanes (32 or 64)
- * on the AVX2 walk TREE; value: the leaf value of each slot. The float32 scores stay in
- * registers across the trees; the float64 ones (16 registers for 64 lanes) in acc. */
-#define RS_LV_SUM_AVX2(NAME, TREE, NL)                                                        \
-QS_TARGET("avx2")                                                                            \
+ * on the walk TREE (AVX2, or AVX-512 for TARGET "avx512f,avx512bw"); value: the leaf value
+ * of each slot. The float32 scores stay in registers across the trees; the float64 ones
+ * (16 registers for 64 lanes) in acc. */
+#define RS_LV_SUM(NAME, TREE, NL, TARGET)                                                     \
+QS_TARGET(TARGET)                                                                            \
 static void NAME##_f32(const rs_lv_model* m, const float* value, const float* tree_weight,  \
                        int64_t n_trees, const uint8_t* cols, float* acc)                     \
 {                                                                                            \
@@ -1126,7 +1127,7 @@ static void NAME##_f32(const rs_lv_model* m, const float* value, const float* tr
     for (int c = 0; c < NL / 8; ++c)                                                         \
         _mm256_storeu_ps(acc + 8 * c, a[c]);                                                 \
 }                                                                                            \
-QS_TARGET("avx2")                                                                            \
+QS_TARGET(TARGET)                                                                            \
 static void NAME##_f64(const rs_lv_model* m, const double* value, int64_t n_trees,           \
                        const uint8_t* cols, double* acc)                                     \
 {                                                                                            \
@@ -1145,12 +1146,13 @@ static void NAME##_f64(const rs_lv_model* m, const double* value, int64_t n_tree
                                                             rs_leaves4_pd(v, idx + 4 * c)));  \
     }                                                                                        \
 }
-RS_LV_SUM_AVX2(rs_lv_sum_avx2, rs_lv_tree_avx2, 32)
-RS_LV_SUM_AVX2(rs_lv_sum_avx2w, rs_lv_tree_avx2w, 64)
+RS_LV_SUM(rs_lv_sum_avx2, rs_lv_tree_avx2, 32, "avx2")
+RS_LV_SUM(rs_lv_sum_avx2w, rs_lv_tree_avx2w, 64, "avx2")
+RS_LV_SUM(rs_lv_sum_avx512, rs_lv_tree_avx512, 64, "avx512f,avx512bw")
 #endif
 
-/* rs_lv_sum_avx2*_f32 / _f64 where isa is AVX2 or AVX2_WIDE (returns 1); 0 elsewhere, the
- * caller then walks and adds tree by tree */
+/* rs_lv_sum_*_f32 / _f64 where isa is AVX2, AVX2_WIDE or AVX512 (returns 1); 0 elsewhere,
+ * the caller then walks and adds tree by tree */
 static inline int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* value,
                                 const float* tree_weight, int64_t n_trees, const uint8_t* cols,
                                 float* acc)
@@ -1162,6 +1164,10 @@ static inline int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* valu
     }
     if (isa == RS_ISA_AVX2_WIDE) {
         rs_lv_sum_avx2w_f32(m, value, tree_weight, n_trees, cols, acc);
+        return 1;
+    }
+    if (isa == RS_ISA_AVX512) {
+        rs_lv_sum_avx512_f32(m, value, tree_weight, n_trees, cols, acc);
         return 1;
     }
 #endif
@@ -1179,6 +1185,10 @@ static inline int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* val
     }
     if (isa == RS_ISA_AVX2_WIDE) {
         rs_lv_sum_avx2w_f64(m, value, n_trees, cols, acc);
+        return 1;
+    }
+    if (isa == RS_ISA_AVX512) {
+        rs_lv_sum_avx512_f64(m, value, n_trees, cols, acc);
         return 1;
     }
 #endif
