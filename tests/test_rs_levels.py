@@ -473,3 +473,40 @@ def test_deep_models_trained_by_xgboost_and_lightgbm_score_as_the_libraries_do()
             _check_exact(alg, ens, np.vstack([rows[:100], special_rows(rng, 60, 6)]))
         got = np.asarray(model.predict_raw(rows, algorithm="rapidscorer")).reshape(-1)
         np.testing.assert_array_equal(got, want.astype(got.dtype))
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+def test_chunks_of_groups_through_blocks_of_trees_are_exact(isa, monkeypatch):
+    """Calls of several groups a thread walk chunks of groups through blocks of trees (one
+    output, sums in registers): the same scores as a group at a time through all the trees,
+    whatever the chunk, the blocks, the threads and a last group of few rows."""
+    rng = np.random.default_rng(27)
+    for family, big in (("xgboost", True), ("lightgbm", False)):
+        ens = _deep_ensemble(rng, family, big=big, weights=family == "xgboost")
+        X = special_rows(rng, 300, 5)            # 4 or 5 groups and a part of one
+        want = reference.predict_raw(ens, X)
+        for chunk, block in ((1, None), (3, 4096), (12, 1), (2, 50_000)):
+            monkeypatch.setenv("QUICKSCORER_RS_LV_CHUNK", str(chunk))
+            if block is None:
+                monkeypatch.delenv("QUICKSCORER_RS_LV_BLOCK_BYTES", raising=False)
+            else:
+                monkeypatch.setenv("QUICKSCORER_RS_LV_BLOCK_BYTES", str(block))
+            alg = _alg(ens, isa)
+            assert alg.levels and alg.layout.levels_chunk == chunk
+            if block == 1:                        # a block a tree
+                assert alg._arrays["lv_block_starts"].tolist() == list(range(ens.n_trees + 1))
+            for n_threads in (1, 2):
+                raw, _ = run_kernel(alg, ens, X, n_threads=n_threads)
+                np.testing.assert_array_equal(raw, want.astype(raw.dtype))
+
+
+def test_level_blocks_that_do_not_cover_the_trees_are_refused():
+    rng = np.random.default_rng(28)
+    ens = _deep_ensemble(rng, "xgboost")
+    a = dict(_alg(ens, "scalar")._arrays)
+    for bad in (np.array([0], np.int64), np.array([0, ens.n_trees - 1], np.int64),
+                np.array([0, 5, 3, ens.n_trees], np.int64)):
+        with pytest.raises(ValueError, match="level blocks do not cover"):
+            _rapidscorer.RSLayout(dict(a, lv_block_starts=bad), ens.n_features)
+    with pytest.raises(ValueError, match="levels_chunk"):
+        _rapidscorer.RSLayout(a, ens.n_features, levels_chunk=0)

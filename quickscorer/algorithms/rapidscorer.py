@@ -23,7 +23,7 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
-from .rs_layout import (LEVELS_LANE_NODES, MAX_LEAVES, block_starts_for, levels_choice, levels_only_arrays,
+from .rs_layout import (LEVELS_LANE_NODES, MAX_LEAVES, block_starts_for, level_block_starts, levels_choice, levels_only_arrays,
                         no_level_fields, rapidscorer_arrays, tree_bytes, unsupported)
 
 def default_block_bytes() -> int:
@@ -36,6 +36,23 @@ def default_block_bytes() -> int:
     ``$QUICKSCORER_RS_BLOCK_BYTES`` overrides it."""
     return l2_cache_bytes() // 4
 
+
+def default_level_block_bytes() -> int:
+    """Bytes of level fields per tree block of the level path (rs_layout.level_block_starts),
+    which a chunk of LEVEL_CHUNK groups walks before the next block: a quarter of the L2
+    cache (below)."""
+    return l2_cache_bytes() // 4
+
+
+#: groups a thread walks through each tree block of the level path together (their columns:
+#: 17 KB a group of 64 on XGBoost's 136-feature models of benchmarks/matrix.py). Before
+#: (session 21), every group walked all the trees, whose level fields (8 KB a tree of
+#: depth 10) came from L3, or from memory on larger models. XGBoost depth 10, us/doc per
+#: 1,000 trees, best of 5 interleaved, AMD EPYC Zen 3 (512 KiB L2), AVX2, chunk / block:
+#: 1,000 trees at 4,000 rows 8.19 (no chunks), 7.81 (8 / 256 KiB), 7.84 (12 / 128 KiB),
+#: 8.35 (16 / 128 KiB); the same trees five times (5,000) at 2,000 rows 18.85, 9.24, 8.60,
+#: 7.89; XGBoost depth 8, 1,000 trees: 4.17 and 4.02 (8 / 256 KiB)
+LEVEL_CHUNK = 12
 
 #: on AVX-512, calls with fewer rows per thread run on the 32-lane path
 WIDE_MIN_ROWS = 48
@@ -133,7 +150,16 @@ class RapidScorer(Algorithm):
         self._finish(ens, arrays, min_lanes, len(starts) - 1)
 
     def _finish(self, ens: Ensemble, arrays: dict, min_lanes: int, n_blocks: int):
-        """Wrap the layout's arrays (read-only) for the kernel."""
+        """Wrap the layout's arrays (read-only) for the kernel, the level path's trees in
+        blocks of LEVEL_BLOCK_BYTES ($QUICKSCORER_RS_LV_BLOCK_BYTES) walked by chunks of
+        LEVEL_CHUNK groups ($QUICKSCORER_RS_LV_CHUNK)."""
+        if arrays["lv_depth"].shape[0]:
+            #: bytes of level fields per tree block of the level path
+            self.level_block_bytes = (env_int("QUICKSCORER_RS_LV_BLOCK_BYTES")
+                                      or default_level_block_bytes())
+            arrays["lv_block_starts"] = level_block_starts(arrays, self.level_block_bytes)
+        #: the most groups a thread walks through each tree block of the level path together
+        self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK") or LEVEL_CHUNK)
         self._arrays = arrays
         #: whether the layout's leaf order puts some nodes' right subtree first (rs_layout)
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
@@ -142,7 +168,8 @@ class RapidScorer(Algorithm):
         # XGBoost rows are float32 values: the rank search compares in float32 there
         self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features,
                                             float32_ranks=ens.family == "xgboost",
-                                            levels_min_lanes=max(32, min_lanes))
+                                            levels_min_lanes=max(32, min_lanes),
+                                            levels_chunk=self.level_chunk)
         self.tree_blocks = n_blocks
         #: whether calls walk the trees level by level (every tree at most 10 deep, numeric;
         #: groups of fewer than ``layout.levels_min_lanes`` lanes scan, unless

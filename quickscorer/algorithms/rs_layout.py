@@ -608,7 +608,7 @@ def no_level_fields() -> dict:
     return {"lv_nodes": np.zeros(0, np.uint32), "lv_node_offset": np.zeros(1, np.int64),
             "lv_level_end": np.zeros(0, np.uint16), "lv_depth": np.zeros(0, np.uint8),
             "lv_split": np.zeros(0, np.uint8), "lv_deep": np.zeros(0, np.uint32),
-            "lv_deep_offset": np.zeros(1, np.int64),
+            "lv_deep_offset": np.zeros(1, np.int64), "lv_block_starts": np.zeros(1, np.int64),
             "lv_slot_offset": np.zeros(1, np.int64), "lv_slot_leaf": np.zeros(0, np.uint16),
             "lv_value": np.zeros(0, np.float64), "lv_value_f32": np.zeros(0, np.float32),
             "lv_combos": np.zeros(0, np.int32)}
@@ -776,11 +776,30 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
             "lv_level_end": level_end.astype(np.uint16).reshape(-1),
             "lv_depth": depth.astype(np.uint8), "lv_split": split.astype(np.uint8),
             "lv_deep": deep.view(np.uint32), "lv_deep_offset": deep_off,
+            "lv_block_starts": np.array([0, n_trees], np.int64),
             "lv_slot_offset": slot_offset,
             "lv_slot_leaf": slot_leaf,
             "lv_value": np.zeros(0, np.float64) if xgb else value,
             "lv_value_f32": value.astype(np.float32) if xgb else np.zeros(0, np.float32),
             "lv_combos": combos.astype(np.int32)}
+
+
+def level_block_starts(arrays: dict, budget_bytes: int) -> np.ndarray:
+    """Consecutive trees whose level fields that a group's walk reads (the nodes walked
+    node by node, the deep records, the slots' values and the level ends) fit in
+    ``budget_bytes``, at least one tree a block: the first tree of each block, then the
+    number of trees."""
+    value_bytes = 8 if arrays["lv_value"].shape[0] else 4
+    per_tree = (4 * np.diff(arrays["lv_node_offset"]) + 4 * np.diff(arrays["lv_deep_offset"])
+                + value_bytes * np.diff(arrays["lv_slot_offset"]) + 2 * LEVELS_ENDS)
+    starts, acc = [0], 0
+    for t, c in enumerate(per_tree.tolist()):
+        if acc and acc + c > budget_bytes:
+            starts.append(t)
+            acc = 0
+        acc += c
+    starts.append(per_tree.shape[0])
+    return np.asarray(starts, np.int64)
 
 
 def level_ratio(arrays: dict) -> float:

@@ -81,11 +81,12 @@ cdef extern from "quickscorer/rs_simd.h":
                        int lanes) noexcept nogil
     void rs_lv_add_f32(const uint16_t* slot, const float* v, float* acc, int lanes,
                        int weighted, float w) noexcept nogil
+    int rs_lv_fused(int isa) noexcept nogil
     int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* value,
-                      const float* tree_weight, int64_t n_trees, const uint8_t* cols,
+                      const float* tree_weight, int64_t t0, int64_t t1, const uint8_t* cols,
                       float* acc) noexcept nogil
-    int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* value, int64_t n_trees,
-                      const uint8_t* cols, double* acc) noexcept nogil
+    int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* value, int64_t t0,
+                      int64_t t1, const uint8_t* cols, double* acc) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
@@ -144,6 +145,11 @@ cdef struct RSView:
     bint lv_only                      # no scans (rs_layout.levels_only_arrays): every group
     int64_t lv_min_lanes              # groups of fewer lanes take the scans
     rs_lv_model lv                    # nodes, ends, depths, splits, deep records, slots
+    # calls of several groups a thread walk chunks of lv_chunk groups through the tree
+    # blocks lv_block_starts (one-output models, on the paths that sum in registers)
+    int64_t lv_chunk
+    int64_t n_lv_blocks
+    const int64_t* lv_block_starts    # [n_lv_blocks + 1]
     const uint16_t* lv_slot_leaf      # each slot's leaf, the tree's own number
     const double* lv_value            # each slot's leaf value
     const float* lv_value_f32         # the same in float32 (XGBoost models)
@@ -167,6 +173,7 @@ _LV_FIELDS = {
     "lv_nodes": np.uint32, "lv_node_offset": np.int64, "lv_level_end": np.uint16,
     "lv_depth": np.uint8, "lv_slot_offset": np.int64, "lv_slot_leaf": np.uint16,
     "lv_split": np.uint8, "lv_deep": np.uint32, "lv_deep_offset": np.int64,
+    "lv_block_starts": np.int64,
     "lv_value": np.float64, "lv_value_f32": np.float32, "lv_combos": np.int32,
 }
 
@@ -177,16 +184,21 @@ cdef class RSLayout:
     cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
     cdef readonly bint reordered, has_f32, float32_ranks, levels
-    cdef readonly int64_t levels_min_lanes
+    cdef readonly int64_t levels_min_lanes, levels_chunk
 
     def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False,
-                  int64_t levels_min_lanes=32):
+                  int64_t levels_min_lanes=32, int64_t levels_chunk=8):
         """float32_ranks: also keep the rank search's thresholds in float32, for a model
         whose rows the kernel reads as float32 values (XGBoost's), where the AVX2 and
         AVX-512 searches then compare 8 or 16 thresholds a register; ignored where a
         threshold is not a float32 value. levels_min_lanes: groups of fewer lanes scan even
-        where the layout has the level-by-level fields (32: every group walks them)."""
+        where the layout has the level-by-level fields (32: every group walks them).
+        levels_chunk: the most groups a thread walks through each block of trees together
+        (1: a group at a time through all the trees)."""
+        if levels_chunk < 1:
+            raise ValueError(f"levels_chunk must be >= 1, got {levels_chunk}")
         self.levels_min_lanes = levels_min_lanes
+        self.levels_chunk = levels_chunk
         self._keep = dict(a)
         for name, dtype in _FIELDS.items():
             array_data(a[name], dtype, "rapidscorer", name)
@@ -350,6 +362,10 @@ cdef class RSLayout:
                 or a["lv_value_f32"].shape[0] not in (0, int(soff[n_trees]))
                 or a["lv_value"].shape[0] + a["lv_value_f32"].shape[0] == 0):
             raise ValueError("rapidscorer layout: the level offsets do not fit the trees")
+        bst = a["lv_block_starts"]
+        if (bst.shape[0] < 2 or int(bst[0]) != 0 or int(bst[bst.shape[0] - 1]) != n_trees
+                or (np.diff(bst) < 0).any()):
+            raise ValueError("rapidscorer layout: the level blocks do not cover the trees")
         per_tree = np.diff(noff)
         e = ends.astype(np.int64).reshape(n_trees, LV_ENDS)
         if n_trees and ((np.diff(e, axis=1) < 0).any() or (e[:, -1] != per_tree).any()):
@@ -376,6 +392,9 @@ cdef class RSLayout:
         self.view.lv.deep = <const rs_lv_node*>cnp.PyArray_DATA(deep)
         self.view.lv.deep_off = <const int64_t*>cnp.PyArray_DATA(doff)
         self.view.lv.slot_off = <const int64_t*>cnp.PyArray_DATA(soff)
+        self.view.lv_block_starts = <const int64_t*>cnp.PyArray_DATA(bst)
+        self.view.n_lv_blocks = bst.shape[0] - 1
+        self.view.lv_chunk = self.levels_chunk
         self.view.lv_slot_leaf = <const uint16_t*>cnp.PyArray_DATA(a["lv_slot_leaf"])
         self.view.lv_value = (<const double*>cnp.PyArray_DATA(a["lv_value"])
                               if a["lv_value"].shape[0] else NULL)
@@ -425,16 +444,22 @@ cdef class RSLayout:
                  + n_outputs * lanes * 8    # the group's scores
                  + self.max_block_bytes * lanes
                  + (lanes * (S + self.view.n_lv_combos) + 64 + 2 * lanes
+                    + self.levels_chunk * _chunk_stride(lanes, S + self.view.n_lv_combos)
                     if self.view.lv_on else 0))
         return (total + 64 * 8 + 63) // 64 * 64
 
     def __reduce__(self):
         return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None,
-                           self.levels_min_lanes))
+                           self.levels_min_lanes, self.levels_chunk))
 
 
 cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:
     return <uint8_t*>((<size_t>p + 63) & ~(<size_t>63))
+
+
+cdef inline int64_t _chunk_stride(int64_t lanes, int64_t n_cols) noexcept nogil:
+    """Scratch bytes of one group of a level chunk: its columns, then its scores."""
+    return (lanes * n_cols + 63) // 64 * 64 + lanes * 8
 
 
 cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
@@ -492,10 +517,10 @@ cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int6
     rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>lanes, cols)
     if leaves == NULL and f.n_outputs == 1:     # the sums in registers, where the path can
         if f.family == FAMILY_XGBOOST:
-            if rs_lv_sum_f32(isa, &r.lv, r.lv_value_f32, f.tree_weight, f.n_trees, cols,
+            if rs_lv_sum_f32(isa, &r.lv, r.lv_value_f32, f.tree_weight, 0, f.n_trees, cols,
                              acc32):
                 return
-        elif rs_lv_sum_f64(isa, &r.lv, r.lv_value, f.n_trees, cols, acc64):
+        elif rs_lv_sum_f64(isa, &r.lv, r.lv_value, 0, f.n_trees, cols, acc64):
             return
     for t in range(f.n_trees):
         rs_lv_tree(isa, &r.lv, t, cols, idx, slot)
@@ -577,6 +602,75 @@ cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
                 add_leaves(f, r, isa, t, idx, lanes, n_lanes, rows, lv64, lv32, acc64, acc32)
 
 
+cdef inline int _group_isa(int isa, int64_t n_lanes) noexcept nogil:
+    """The path of a group of n_lanes rows: on the 64-lane paths, a group of at most 32
+    rows runs on the 32-lane AVX2 path."""
+    if (isa == RS_ISA_AVX512 or isa == RS_ISA_AVX2_WIDE) and n_lanes <= 32:
+        return RS_ISA_AVX2
+    return isa
+
+
+cdef void level_chunk(const ForestView* f, const RSView* r, int isa, const floating[:, :] X,
+                      Py_ssize_t g0, Py_ssize_t g1, int64_t lanes, double* rows,
+                      uint8_t* ranks, uint64_t* skip, uint8_t* chunk, double[:, ::1] out64,
+                      float[:, ::1] out32) noexcept nogil:
+    """Groups g0 .. g1 - 1 of a one-output model (every group on the level path, in
+    registers: _run checks): each group's columns and base scores into chunk, then every
+    block of trees for each group in turn (the block's level fields stay in cache for the
+    chunk), the trees of each group in order: the same sums as one group at a time."""
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef int64_t F = f.n_features
+    cdef int64_t n_cols = r.n_slots + r.n_lv_combos
+    cdef int64_t stride = _chunk_stride(lanes, n_cols)
+    cdef int64_t gl, n_lanes, l, b, i
+    cdef Py_ssize_t gi
+    cdef int gisa
+    cdef uint8_t* cg
+    cdef double* acc64
+    cdef float* acc32
+    for gi in range(g0, g1):
+        i = gi * lanes
+        n_lanes = min(lanes, n_rows - i)
+        gisa = _group_isa(isa, n_lanes)
+        gl = rs_lanes(gisa)
+        cg = chunk + (gi - g0) * stride
+        acc64 = <double*>(cg + (lanes * n_cols + 63) // 64 * 64)
+        acc32 = <float*>acc64
+        for l in range(n_lanes):
+            load_row(f, X, i + l, rows + l * F)
+        for l in range(gl):
+            if f.family == FAMILY_XGBOOST:
+                acc32[l] = <float>f.base_score[0]
+            else:
+                acc64[l] = f.base_score[0]
+        rs_group_ranks(gisa, rows, F, <int>n_lanes, r.model_used, r.n_model_used,
+                       r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_pivots32,
+                       r.rank_buckets32, r.rank_bucket_offsets, r.rank_zero, ranks, skip)
+        rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>gl, cg)
+    for b in range(r.n_lv_blocks):
+        for gi in range(g0, g1):
+            gisa = _group_isa(isa, min(lanes, n_rows - gi * lanes))
+            cg = chunk + (gi - g0) * stride
+            acc64 = <double*>(cg + (lanes * n_cols + 63) // 64 * 64)
+            if f.family == FAMILY_XGBOOST:
+                rs_lv_sum_f32(gisa, &r.lv, r.lv_value_f32, f.tree_weight,
+                              r.lv_block_starts[b], r.lv_block_starts[b + 1], cg,
+                              <float*>acc64)
+            else:
+                rs_lv_sum_f64(gisa, &r.lv, r.lv_value, r.lv_block_starts[b],
+                              r.lv_block_starts[b + 1], cg, acc64)
+    for gi in range(g0, g1):
+        i = gi * lanes
+        n_lanes = min(lanes, n_rows - i)
+        acc64 = <double*>(chunk + (gi - g0) * stride + (lanes * n_cols + 63) // 64 * 64)
+        acc32 = <float*>acc64
+        for l in range(n_lanes):
+            if f.family == FAMILY_XGBOOST:
+                out32[i + l, 0] = acc32[l]
+            else:
+                out64[i + l, 0] = acc64[l]
+
+
 cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::1] out64,
                float[:, ::1] out32, int32_t[:, ::1] leaves, uint8_t[:, ::1] scratch,
                int n_threads, int isa) noexcept:
@@ -598,6 +692,14 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
     cdef uint8_t* idx
     cdef uint8_t* codes
     cdef uint8_t* cols
+    cdef uint8_t* chunk
+    cdef Py_ssize_t ci
+    # one-output calls of several groups a thread on the level path, summed in registers:
+    # chunks of groups through the tree blocks (level_chunk)
+    cdef Py_ssize_t per_chunk = min(r.lv_chunk, (n_groups + n_threads - 1) // n_threads)
+    cdef bint chunked = (not want_leaves and K == 1 and r.lv_on and r.lv_min_lanes <= 32
+                         and rs_lv_fused(isa) and r.n_lv_blocks > 1 and per_chunk > 1)
+    cdef Py_ssize_t n_chunks = (n_groups + per_chunk - 1) // per_chunk if per_chunk else 0
     cdef double* rows
     cdef double* acc64
     cdef float* acc32
@@ -612,29 +714,34 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
         idx = ranks + lanes * S
         codes = idx + lanes
         cols = _align64(codes + lanes * r.n_cat_slots)    # the level path's columns
-        # groups handed out one by one, not split in equal shares up front: with one of two
-        # cores busy with another process, 2-thread calls of 1,000 x 64 ran 15-25% faster so
-        # (session 16); with both cores free the two measured alike
-        for gi in prange(n_groups, schedule="dynamic"):
-            i = gi * lanes
-            n_lanes = min(lanes, n_rows - i)
-            gisa = RS_ISA_AVX2 if ((isa == RS_ISA_AVX512 or isa == RS_ISA_AVX2_WIDE)
-                                   and n_lanes <= 32) else isa
-            gl = rs_lanes(gisa)
-            for l in range(n_lanes):
-                load_row(f, X, i + l, rows + l * F)
-            if want_leaves:
-                score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes, acc64,
-                            acc32, &leaves[i, 0], f.n_trees, cols)
-            else:
-                score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes, acc64,
-                            acc32, NULL, 0, cols)
+        chunk = _align64(cols + lanes * (S + r.n_lv_combos) + 2 * lanes)
+        if chunked:
+            for ci in prange(n_chunks, schedule="dynamic"):
+                level_chunk(f, r, isa, X, ci * per_chunk, min(n_groups, (ci + 1) * per_chunk),
+                            lanes, rows, ranks, skip, chunk, out64, out32)
+        else:
+            # groups handed out one by one, not split in equal shares up front: with one of
+            # two cores busy with another process, 2-thread calls of 1,000 x 64 ran 15-25%
+            # faster so (session 16); with both cores free the two measured alike
+            for gi in prange(n_groups, schedule="dynamic"):
+                i = gi * lanes
+                n_lanes = min(lanes, n_rows - i)
+                gisa = _group_isa(isa, n_lanes)
+                gl = rs_lanes(gisa)
                 for l in range(n_lanes):
-                    for k in range(K):
-                        if f.family == FAMILY_XGBOOST:
-                            out32[i + l, k] = acc32[k * gl + l]
-                        else:
-                            out64[i + l, k] = acc64[k * gl + l]
+                    load_row(f, X, i + l, rows + l * F)
+                if want_leaves:
+                    score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes,
+                                acc64, acc32, &leaves[i, 0], f.n_trees, cols)
+                else:
+                    score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes,
+                                acc64, acc32, NULL, 0, cols)
+                    for l in range(n_lanes):
+                        for k in range(K):
+                            if f.family == FAMILY_XGBOOST:
+                                out32[i + l, k] = acc32[k * gl + l]
+                            else:
+                                out64[i + l, k] = acc64[k * gl + l]
 
 
 cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] scratch,

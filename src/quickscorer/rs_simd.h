@@ -1105,14 +1105,14 @@ static inline __m256d rs_lv_leaves4_pd(const double* v, const uint16_t* q)
 #define RS_LV_SUM(NAME, TREE, NL, TARGET)                                                     \
 QS_TARGET(TARGET)                                                                            \
 static void NAME##_f32(const rs_lv_model* m, const float* value, const float* tree_weight,  \
-                       int64_t n_trees, const uint8_t* cols, float* acc)                     \
+                       int64_t t0, int64_t t1, const uint8_t* cols, float* acc)              \
 {                                                                                            \
     uint8_t idx[NL] __attribute__((aligned(32)));                                            \
     uint16_t slot[NL] __attribute__((aligned(32)));                                          \
     __m256 a[NL / 8];                                                                        \
     for (int c = 0; c < NL / 8; ++c)                                                         \
         a[c] = _mm256_loadu_ps(acc + 8 * c);                                                 \
-    for (int64_t t = 0; t < n_trees; ++t) {                                                  \
+    for (int64_t t = t0; t < t1; ++t) {                                                      \
         TREE(m, t, cols, idx, slot);                                                         \
         const float* v = value + m->slot_off[t];                                             \
         const float w = tree_weight != NULL ? tree_weight[t] : 1.0f;                         \
@@ -1128,12 +1128,12 @@ static void NAME##_f32(const rs_lv_model* m, const float* value, const float* tr
         _mm256_storeu_ps(acc + 8 * c, a[c]);                                                 \
 }                                                                                            \
 QS_TARGET(TARGET)                                                                            \
-static void NAME##_f64(const rs_lv_model* m, const double* value, int64_t n_trees,           \
+static void NAME##_f64(const rs_lv_model* m, const double* value, int64_t t0, int64_t t1,   \
                        const uint8_t* cols, double* acc)                                     \
 {                                                                                            \
     uint8_t idx[NL] __attribute__((aligned(32)));                                            \
     uint16_t slot[NL] __attribute__((aligned(32)));                                          \
-    for (int64_t t = 0; t < n_trees; ++t) {                                                  \
+    for (int64_t t = t0; t < t1; ++t) {                                                      \
         TREE(m, t, cols, idx, slot);                                                         \
         const double* v = value + m->slot_off[t];                                            \
         if (m->split[t] < m->depth[t])                                                       \
@@ -1151,48 +1151,43 @@ RS_LV_SUM(rs_lv_sum_avx2w, rs_lv_tree_avx2w, 64, "avx2")
 RS_LV_SUM(rs_lv_sum_avx512, rs_lv_tree_avx512, 64, "avx512f,avx512bw")
 #endif
 
-/* rs_lv_sum_*_f32 / _f64 where isa is AVX2, AVX2_WIDE or AVX512 (returns 1); 0 elsewhere,
- * the caller then walks and adds tree by tree */
-static inline int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* value,
-                                const float* tree_weight, int64_t n_trees, const uint8_t* cols,
-                                float* acc)
+/* whether rs_lv_sum_f32 / _f64 sum on path isa (AVX2, AVX2_WIDE, AVX512) */
+static inline int rs_lv_fused(int isa)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) {
-        rs_lv_sum_avx2_f32(m, value, tree_weight, n_trees, cols, acc);
-        return 1;
-    }
-    if (isa == RS_ISA_AVX2_WIDE) {
-        rs_lv_sum_avx2w_f32(m, value, tree_weight, n_trees, cols, acc);
-        return 1;
-    }
-    if (isa == RS_ISA_AVX512) {
-        rs_lv_sum_avx512_f32(m, value, tree_weight, n_trees, cols, acc);
-        return 1;
-    }
+    return isa == RS_ISA_AVX2 || isa == RS_ISA_AVX2_WIDE || isa == RS_ISA_AVX512;
+#else
+    (void)isa;
+    return 0;
 #endif
-    (void)isa; (void)m; (void)value; (void)tree_weight; (void)n_trees; (void)cols; (void)acc;
+}
+
+/* trees [t0, t1) of a one-output model added to a group's scores acc, in tree order, in
+ * registers, on path isa (returns 1); 0 where rs_lv_fused(isa) is not, the caller then walks
+ * and adds tree by tree */
+static inline int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* value,
+                                const float* tree_weight, int64_t t0, int64_t t1,
+                                const uint8_t* cols, float* acc)
+{
+#if RS_HAVE_X86
+    if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
+    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
+    if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
+#endif
+    (void)isa; (void)m; (void)value; (void)tree_weight; (void)t0; (void)t1; (void)cols;
+    (void)acc;
     return 0;
 }
 
 static inline int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* value,
-                                int64_t n_trees, const uint8_t* cols, double* acc)
+                                int64_t t0, int64_t t1, const uint8_t* cols, double* acc)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) {
-        rs_lv_sum_avx2_f64(m, value, n_trees, cols, acc);
-        return 1;
-    }
-    if (isa == RS_ISA_AVX2_WIDE) {
-        rs_lv_sum_avx2w_f64(m, value, n_trees, cols, acc);
-        return 1;
-    }
-    if (isa == RS_ISA_AVX512) {
-        rs_lv_sum_avx512_f64(m, value, n_trees, cols, acc);
-        return 1;
-    }
+    if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f64(m, value, t0, t1, cols, acc); return 1; }
+    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc); return 1; }
+    if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f64(m, value, t0, t1, cols, acc); return 1; }
 #endif
-    (void)isa; (void)m; (void)value; (void)n_trees; (void)cols; (void)acc;
+    (void)isa; (void)m; (void)value; (void)t0; (void)t1; (void)cols; (void)acc;
     return 0;
 }
 
