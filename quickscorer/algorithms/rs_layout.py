@@ -570,15 +570,20 @@ def block_starts_for(n_bytes: np.ndarray, budget_bytes: int, lanes: int) -> np.n
     """Consecutive trees whose byte rows for a group of ``lanes`` documents fit
     ``budget_bytes`` (a tree larger than the budget gets a block of its own), at most
     ``MAX_BLOCK_ROWS`` byte rows a block."""
-    budget = min(int(budget_bytes), MAX_BLOCK_ROWS * int(lanes))
+    return greedy_blocks(n_bytes * lanes, min(int(budget_bytes), MAX_BLOCK_ROWS * int(lanes)))
+
+
+def greedy_blocks(sizes: np.ndarray, budget: int) -> np.ndarray:
+    """Consecutive items whose ``sizes`` sum to at most ``budget`` (an item larger than it
+    gets a block of its own): the first item of each block, then the number of items."""
     starts = [0]
     acc = 0
-    for t, c in enumerate((n_bytes * lanes).tolist()):
+    for t, c in enumerate(np.asarray(sizes).tolist()):
         if acc and acc + c > budget:
             starts.append(t)
             acc = 0
         acc += c
-    starts.append(n_bytes.shape[0])
+    starts.append(len(sizes))
     return np.asarray(starts, np.int64)
 
 
@@ -792,14 +797,7 @@ def level_block_starts(arrays: dict, budget_bytes: int) -> np.ndarray:
     value_bytes = 8 if arrays["lv_value"].shape[0] else 4
     per_tree = (4 * np.diff(arrays["lv_node_offset"]) + 4 * np.diff(arrays["lv_deep_offset"])
                 + value_bytes * np.diff(arrays["lv_slot_offset"]) + 2 * LEVELS_ENDS)
-    starts, acc = [0], 0
-    for t, c in enumerate(per_tree.tolist()):
-        if acc and acc + c > budget_bytes:
-            starts.append(t)
-            acc = 0
-        acc += c
-    starts.append(per_tree.shape[0])
-    return np.asarray(starts, np.int64)
+    return greedy_blocks(per_tree, int(budget_bytes))
 
 
 def level_ratio(arrays: dict) -> float:
