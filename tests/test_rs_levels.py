@@ -17,7 +17,8 @@ from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.rapidscorer import RapidScorer
 from quickscorer.algorithms import rs_layout
-from quickscorer.algorithms.rs_layout import LEVELS_MAX_DEPTH, level_arrays
+from quickscorer.algorithms.rs_layout import (LEVELS_MAX_DEPTH, LEVELS_SCANS_MAX_DEPTH,
+                                              level_arrays)
 from quickscorer.ir import Ensemble, build_tree, reference
 
 from conftest import linear_tree, random_ensemble, run_kernel, special_rows
@@ -48,7 +49,7 @@ def _check_both(ens, X, isa, depth_decides=True):
     on = _alg(ens, isa)
     off = _alg(ens, isa, levels=False)
     if depth_decides:
-        assert on.levels == (_depth(ens) <= LEVELS_MAX_DEPTH)
+        assert on.levels == (_depth(ens) <= LEVELS_SCANS_MAX_DEPTH)
     assert not off.levels
     want_leaves = reference.predict_leaf(ens, X)
     for alg in (on, off):
@@ -277,13 +278,14 @@ def _bounded_tree(rng, n_leaves: int, depth: int, n_features: int, family: str,
 
 
 def _deep_ensemble(rng, family: str, n_outputs: int = 1, n_features: int = 5,
-                   big: bool = True, weights: bool = False) -> Ensemble:
-    """Trees of depth 10 and 9 (of more than 256 leaves where ``big``, else at most 256),
-    shallow ones and a single leaf, in a shuffled order."""
-    sizes = ([(1024, 10), (600, 10), (300, 9), (512, 9)] if big
-             else [(256, 10), (100, 10), (200, 9), (40, 9)])
-    sizes += [(40, 8), (9, 4), (1, 0), (130, 10)]
-    trees = [_bounded_tree(rng, n, d, n_features, family) for n, d in sizes]
+                   big: bool = True, weights: bool = False, deepest: int = 10) -> Ensemble:
+    """Trees ``deepest`` and ``deepest - 1`` deep (of more than 256 leaves where ``big``, else
+    at most 256), shallow ones and a single leaf, in a shuffled order."""
+    d, e = deepest, deepest - 1
+    sizes = ([(1024, d), (600, d), (300, e), (512, e)] if big
+             else [(256, d), (100, d), (200, e), (40, e)])
+    sizes += [(40, min(8, d)), (9, 4), (1, 0), (130, d)]
+    trees = [_bounded_tree(rng, min(n, 2 ** d), d, n_features, family) for n, d in sizes]
     order = rng.permutation(len(trees))
     trees = [trees[i] for i in order]
     return Ensemble(trees=trees, tree_group=np.arange(len(trees)) % n_outputs,
@@ -319,13 +321,18 @@ def test_trees_of_more_than_256_leaves_walk_the_levels_alone(isa, seed, family, 
 
 @pytest.mark.parametrize("isa", RS_ISAS)
 def test_trees_of_9_and_10_levels_in_the_scans_layout(isa):
-    """Trees 9 and 10 deep of at most 256 leaves: the scans take them, and so does the
-    level path beside them (levels=True), both exact."""
+    """Trees 9 and 10 deep of at most 256 leaves: the scans take them, the level path does
+    not beside them (LEVELS_SCANS_MAX_DEPTH), even asked; trees 8 deep with levels of more
+    than LEVELS_LANE_NODES nodes walk them both ways. All exact."""
     rng = np.random.default_rng(21)
     for family in ("lightgbm", "xgboost"):
         ens = _deep_ensemble(rng, family, n_outputs=2, big=False)
         on = _check_both(ens, special_rows(rng, 100, 5), isa)
+        assert not on.levels and not on.levels_only
+        eight = _deep_ensemble(rng, family, n_outputs=2, big=False, deepest=8)
+        on = _check_both(eight, special_rows(rng, 100, 5), isa)
         assert on.levels and not on.levels_only
+        assert (on._arrays["lv_split"] < on._arrays["lv_depth"]).any()
 
 
 def test_deep_levels_lane_by_lane_in_complete_records():
@@ -362,7 +369,8 @@ def test_every_split_of_the_levels_is_exact(isa, lane_nodes, monkeypatch):
     rng = np.random.default_rng(26)
     for family in ("lightgbm", "xgboost"):
         for big in (False, True):
-            ens = _deep_ensemble(rng, family, n_outputs=2 if big else 1, big=big)
+            ens = _deep_ensemble(rng, family, n_outputs=2 if big else 1, big=big,
+                                 deepest=10 if big else 8)
             alg = _alg(ens, isa)
             assert alg.levels and alg.lane_nodes == lane_nodes
             split, depth = alg._arrays["lv_split"], alg._arrays["lv_depth"]
@@ -482,7 +490,8 @@ def test_chunks_of_groups_through_blocks_of_trees_are_exact(isa, monkeypatch):
     whatever the chunk, the blocks, the threads and a last group of few rows."""
     rng = np.random.default_rng(27)
     for family, big in (("xgboost", True), ("lightgbm", False)):
-        ens = _deep_ensemble(rng, family, big=big, weights=family == "xgboost")
+        ens = _deep_ensemble(rng, family, big=big, weights=family == "xgboost",
+                             deepest=10 if big else 8)
         X = special_rows(rng, 300, 5)            # 4 or 5 groups and a part of one
         want = reference.predict_raw(ens, X)
         for chunk, block in ((1, None), (3, 4096), (12, 1), (2, 50_000)):

@@ -23,8 +23,9 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
-from .rs_layout import (LEVELS_LANE_NODES, MAX_LEAVES, block_starts_for, level_block_starts, levels_choice, levels_only_arrays,
-                        no_level_fields, rapidscorer_arrays, tree_bytes, unsupported)
+from .rs_layout import (LEVELS_LANE_NODES, MAX_LEAVES, block_starts_for, level_block_starts,
+                        levels_choice, levels_only_arrays, no_level_fields, rapidscorer_arrays,
+                        tree_bytes, unsupported)
 
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
@@ -119,7 +120,8 @@ class RapidScorer(Algorithm):
         #: many nodes (rs_layout.LEVELS_LANE_NODES; $QUICKSCORER_RS_LANE_NODES)
         lane_nodes = env_int("QUICKSCORER_RS_LANE_NODES")
         self.lane_nodes = LEVELS_LANE_NODES if lane_nodes is None else max(0, lane_nodes)
-        # trees of more than 256 leaves: the level path alone (no scans, no tree blocks)
+        # trees of more than 256 leaves: the level path alone (no scans; levels=False and
+        # $QUICKSCORER_RS_LEVELS=0 cannot apply)
         self.levels_only = ens.n_trees > 0 and int(ens.n_leaves.max()) > MAX_LEAVES
         env = env_int("QUICKSCORER_RS_LEVELS")
         if self.levels_only:
@@ -151,12 +153,12 @@ class RapidScorer(Algorithm):
 
     def _finish(self, ens: Ensemble, arrays: dict, min_lanes: int, n_blocks: int):
         """Wrap the layout's arrays (read-only) for the kernel, the level path's trees in
-        blocks of LEVEL_BLOCK_BYTES ($QUICKSCORER_RS_LV_BLOCK_BYTES) walked by chunks of
-        LEVEL_CHUNK groups ($QUICKSCORER_RS_LV_CHUNK)."""
+        blocks of default_level_block_bytes() ($QUICKSCORER_RS_LV_BLOCK_BYTES) walked by
+        chunks of LEVEL_CHUNK groups ($QUICKSCORER_RS_LV_CHUNK)."""
+        #: bytes of level fields per tree block of the level path
+        self.level_block_bytes = (env_int("QUICKSCORER_RS_LV_BLOCK_BYTES")
+                                  or default_level_block_bytes())
         if arrays["lv_depth"].shape[0]:
-            #: bytes of level fields per tree block of the level path
-            self.level_block_bytes = (env_int("QUICKSCORER_RS_LV_BLOCK_BYTES")
-                                      or default_level_block_bytes())
             arrays["lv_block_starts"] = level_block_starts(arrays, self.level_block_bytes)
         #: the most groups a thread walks through each tree block of the level path together
         self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK") or LEVEL_CHUNK)

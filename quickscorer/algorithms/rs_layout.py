@@ -115,6 +115,13 @@ LEVELS_MAX_DEPTH = 10
 LEVELS_BYTE = 8
 #: level ends a tree (``lv_level_end``)
 LEVELS_ENDS = LEVELS_MAX_DEPTH
+#: beside the scans (models whose trees have at most 256 leaves), the level path takes trees
+#: of at most this depth (its levels then go node by node unless wider than
+#: LEVELS_LANE_NODES). Deeper ones walk levels 8 and 9 lane by lane whatever their nodes,
+#: which lost to the scans on depth-limited LightGBM trees, 1,000 trees at 4,000 rows, us/doc
+#: (session 21, AMD EPYC Zen 3, AVX2): 31 leaves, depth 9 3.72 against 2.09; depth 10 4.87
+#: against 2.08; 64 leaves, depth 10 9.02 against 3.31
+LEVELS_SCANS_MAX_DEPTH = LEVELS_BYTE
 #: a tree's levels go lane by lane from the first one of more than this many nodes: a
 #: node costs a group of 64 lanes about as much as a level of 64 lanes' lookups costs when
 #: walked lane by lane (about 3 and 3.6 cycles a lane). Measured on 1,000 XGBoost trees of
@@ -665,8 +672,9 @@ def node_levels(ens: Ensemble, max_depth: int):
 
 
 def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarray,
-                 rank_thresholds: np.ndarray, lane_nodes: int = LEVELS_LANE_NODES) -> dict:
-    """The level-by-level path's fields: every tree of depth ``d <= LEVELS_MAX_DEPTH`` as
+                 rank_thresholds: np.ndarray, lane_nodes: int = LEVELS_LANE_NODES,
+                 max_depth: int = LEVELS_MAX_DEPTH) -> dict:
+    """The level-by-level path's fields: every tree of depth ``d <= max_depth`` as
     its levels, a lane's position ``p`` in level ``l`` going to ``2 p`` or ``2 p + 1`` in the
     next (the node at position ``p`` sends it right when its rank exceeds the node's
     threshold index; a position without a node, below a leaf, sends it left), so that a
@@ -693,8 +701,8 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
       missing set to 255 (``right``: the default side is right) or 0.
 
     Raises ValueError, saying why, for a model the path cannot score: categorical splits,
-    linear trees, a tree deeper than LEVELS_MAX_DEPTH, a threshold not in its feature's rank
-    table (NaN).
+    linear trees, a tree deeper than ``max_depth`` (at most LEVELS_MAX_DEPTH), a threshold
+    not in its feature's rank table (NaN).
     """
     if ens.has_categorical:
         raise ValueError("categorical splits")
@@ -707,7 +715,7 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     leaf_offset = np.asarray(ens.trees.leaf_offset, np.int64)
     n_trees = node_offset.shape[0] - 1
     n_nodes = int(node_offset[-1])
-    level, pos, leaf_level, leaf_pos = node_levels(ens, LEVELS_MAX_DEPTH)
+    level, pos, leaf_level, leaf_pos = node_levels(ens, min(max_depth, LEVELS_MAX_DEPTH))
     tree_of_node = np.repeat(np.arange(n_trees), np.diff(node_offset))
     depth = np.zeros(n_trees, np.int64)
     np.maximum.at(depth, tree_of_node, level + 1)
@@ -883,7 +891,8 @@ def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = T
     lv = no_level_fields()
     if levels:
         try:
-            lv = level_arrays(ens, slot_column, rank_offsets, rank_thresholds, lane_nodes)
+            lv = level_arrays(ens, slot_column, rank_offsets, rank_thresholds, lane_nodes,
+                              LEVELS_SCANS_MAX_DEPTH)
         except ValueError:      # a model the level path cannot score: the scans alone
             pass
     return {

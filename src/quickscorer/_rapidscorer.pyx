@@ -142,7 +142,6 @@ cdef struct RSView:
     const int64_t* block_cat          # [n_blocks + 1] each block's first node
     # the level-by-level path (rs_layout.level_arrays), used instead of the scans where on
     bint lv_on
-    bint lv_only                      # no scans (rs_layout.levels_only_arrays): every group
     int64_t lv_min_lanes              # groups of fewer lanes take the scans
     rs_lv_model lv                    # nodes, ends, depths, splits, deep records, slots
     # calls of several groups a thread walk chunks of lv_chunk groups through the tree
@@ -313,7 +312,6 @@ cdef class RSLayout:
                                                             "rapidscorer", "cat_entries")
         self.view.block_cat = <const int64_t*>cnp.PyArray_DATA(a["block_cat"])
         self._set_levels(a, n_trees, F)
-        self.view.lv_only = only
         if only:
             if not self.levels:
                 raise ValueError("rapidscorer layout: a layout of the level path alone has no "
