@@ -102,22 +102,26 @@ static inline void rs_exits_c(const uint8_t* p, int nb, uint8_t* idx)
     }
 }
 
-static inline void rs_add_f64_c(const uint8_t* idx, const double* v, double* acc, int lanes)
-{
-    for (int l = 0; l < lanes; ++l)
-        acc[l] = acc[l] + v[idx[l]];
+/* acc[l] += v[idx[l]] (float64), and acc[l] += v[idx[l]] (* w where weighted) in float32,
+ * for exit leaves or slots of type IDX (uint8_t; uint16_t: the level path's deep slots) */
+#define RS_ADD_C(F64, F32, IDX)                                                              \
+static inline void F64(const IDX* idx, const double* v, double* acc, int lanes)             \
+{                                                                                            \
+    for (int l = 0; l < lanes; ++l)                                                          \
+        acc[l] = acc[l] + v[idx[l]];                                                         \
+}                                                                                            \
+static inline void F32(const IDX* idx, const float* v, float* acc, int lanes, int weighted,  \
+                       float w)                                                              \
+{                                                                                            \
+    for (int l = 0; l < lanes; ++l) {                                                        \
+        float g = v[idx[l]];                                                                 \
+        if (weighted)                                                                        \
+            g = g * w;                                                                       \
+        acc[l] = acc[l] + g;                                                                 \
+    }                                                                                        \
 }
-
-static inline void rs_add_f32_c(const uint8_t* idx, const float* v, float* acc, int lanes,
-                                int weighted, float w)
-{
-    for (int l = 0; l < lanes; ++l) {
-        float g = v[idx[l]];
-        if (weighted)
-            g = g * w;
-        acc[l] = acc[l] + g;
-    }
-}
+RS_ADD_C(rs_add_f64_c, rs_add_f32_c, uint8_t)
+RS_ADD_C(rs_lv_add_f64, rs_lv_add_f32, uint16_t)
 
 static inline int rs_rank_c(const double* piv, const double* bkt, double x, int npiv)
 {
@@ -532,24 +536,27 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
 #endif
 
 #if RS_HAVE_X86
-/* the leaf values v[q[0 .. 4)] in one vector, loaded in pairs (no gather instruction: slower
- * than these loads on AMD Zen 3) */
-QS_TARGET("avx2") __attribute__((always_inline))
-static inline __m256d rs_leaves4_pd(const double* v, const uint8_t* q)
-{
-    const __m128d lo = _mm_loadh_pd(_mm_load_sd(v + q[0]), v + q[1]);
-    const __m128d hi = _mm_loadh_pd(_mm_load_sd(v + q[2]), v + q[3]);
-    return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
+/* F4: the leaf values v[q[0 .. 4)] in one vector, loaded in pairs (no gather instruction:
+ * slower than these loads on AMD Zen 3); F8: v[q[0 .. 8)], times w where weighted (as
+ * rs_add_f32_c); for exit leaves or slots of type IDX (uint8_t; uint16_t: the level path's
+ * deep slots) */
+#define RS_LEAVES(F4, F8, IDX)                                                               \
+QS_TARGET("avx2") __attribute__((always_inline))                                             \
+static inline __m256d F4(const double* v, const IDX* q)                                      \
+{                                                                                            \
+    const __m128d lo = _mm_loadh_pd(_mm_load_sd(v + q[0]), v + q[1]);                        \
+    const __m128d hi = _mm_loadh_pd(_mm_load_sd(v + q[2]), v + q[3]);                        \
+    return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);                          \
+}                                                                                            \
+QS_TARGET("avx2") __attribute__((always_inline))                                             \
+static inline __m256 F8(const float* v, const IDX* q, int weighted, float w)                 \
+{                                                                                            \
+    const __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],                      \
+                                    v[q[4]], v[q[5]], v[q[6]], v[q[7]]);                     \
+    return weighted ? _mm256_mul_ps(g, _mm256_set1_ps(w)) : g;                               \
 }
-
-/* the leaf values v[q[0 .. 8)] in one vector, times w where weighted (as rs_add_f32_c) */
-QS_TARGET("avx2") __attribute__((always_inline))
-static inline __m256 rs_leaves8_ps(const float* v, const uint8_t* q, int weighted, float w)
-{
-    const __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],
-                                    v[q[4]], v[q[5]], v[q[6]], v[q[7]]);
-    return weighted ? _mm256_mul_ps(g, _mm256_set1_ps(w)) : g;
-}
+RS_LEAVES(rs_leaves4_pd, rs_leaves8_ps, uint8_t)
+RS_LEAVES(rs_lv_leaves4_pd, rs_lv_leaves8_ps, uint16_t)
 
 /* AVX2, a model of one output without linear leaves: the exit leaves of trees [t0, t1) of a
  * block (tree t's byte rows at state + (byte_off[t] - byte_off[t0]) * stride, stride 32, or
@@ -1080,23 +1087,6 @@ static void rs_lv_tree_avx512(const rs_lv_model* m, int64_t t, const uint8_t* co
         rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 64, idx, slot);
 }
 
-/* the leaf values v[q[0 .. 8)] of 8 lanes' slots, times w where weighted (as rs_add_f32_c) */
-QS_TARGET("avx2") __attribute__((always_inline))
-static inline __m256 rs_lv_leaves8_ps(const float* v, const uint16_t* q, int weighted, float w)
-{
-    const __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],
-                                    v[q[4]], v[q[5]], v[q[6]], v[q[7]]);
-    return weighted ? _mm256_mul_ps(g, _mm256_set1_ps(w)) : g;
-}
-
-QS_TARGET("avx2") __attribute__((always_inline))
-static inline __m256d rs_lv_leaves4_pd(const double* v, const uint16_t* q)
-{
-    const __m128d lo = _mm_loadh_pd(_mm_load_sd(v + q[0]), v + q[1]);
-    const __m128d hi = _mm_loadh_pd(_mm_load_sd(v + q[2]), v + q[3]);
-    return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
-}
-
 /* Every tree of a one-output model level by level, its leaf values summed in tree order (as
  * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted): NL lanes (32 or 64)
  * on the walk TREE (AVX2, or AVX-512 for TARGET "avx512f,avx512bw"); value: the leaf value
@@ -1202,25 +1192,6 @@ static inline void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const ui
     if (isa == RS_ISA_AVX512) { rs_lv_tree_avx512(m, t, cols, idx, slot); return; }
 #endif
     rs_lv_tree_c(m, t, cols, rs_lanes(isa), idx, slot);
-}
-
-/* acc[l] += v[slot[l]] (float64), the same addition as rs_add_f64_c */
-static inline void rs_lv_add_f64(const uint16_t* slot, const double* v, double* acc, int lanes)
-{
-    for (int l = 0; l < lanes; ++l)
-        acc[l] = acc[l] + v[slot[l]];
-}
-
-/* acc[l] += v[slot[l]] (* w where weighted), float32, as rs_add_f32_c */
-static inline void rs_lv_add_f32(const uint16_t* slot, const float* v, float* acc, int lanes,
-                                 int weighted, float w)
-{
-    for (int l = 0; l < lanes; ++l) {
-        float g = v[slot[l]];
-        if (weighted)
-            g = g * w;
-        acc[l] = acc[l] + g;
-    }
 }
 
 #endif
