@@ -85,8 +85,9 @@ trees (XGBoost's) and loses on small ones; :func:`levels_choice` decides from th
 level (LEVELS_MIN_RATIO, LEVELS_NARROW_RATIO). A model whose trees have more than 256
 leaves (XGBoost depth 9 and 10) has no scans at all: :func:`levels_only_arrays` builds the
 level fields and the rank slots alone, and every group walks the levels (session 21; on
-1,000 XGBoost trees of depth 9 and 10, 6.6 and 10.0 us/doc at 4,000 rows, against 15.7
-and 27.2 for the walk before it, AMD EPYC Zen 3, AVX2).
+1,000 XGBoost trees of depth 9 and 10 at 10,000 rows, 6.63 and 9.56 us/doc in session
+21's matrix against 15.68 and 27.19 for the walk in session 20's, AMD EPYC Zen 3, AVX2).
+Beside the scans, only trees at most LEVELS_SCANS_MAX_DEPTH deep walk their levels.
 
 The layout exists only for models it can score exactly: at most 256 leaves per tree and
 no category from ``CAT_CODES`` up listed by a split, or trees the level path alone takes;
