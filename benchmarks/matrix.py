@@ -54,7 +54,8 @@ DEFAULT_SHAPES = ",".join([
     "full-uniform-1000x255", "full-heavy-1000x31", "full-heavy-1000x64",
     "xgb-depth6-uniform-1000", "xgb-depth6-heavy-1000", "ltr-1000x64",
     "full-missing-1000x64", "xgb-depth6-missing-1000",
-    # deep XGBoost trees: depth 10 (481 leaves a tree, more than rapidscorer takes) and
+    # deep XGBoost trees: depth 10 (481 leaves a tree, more than rapidscorer's scans take:
+    # its level path alone scores them) and
     # leaf-wise to 255 leaves
     "xgb-depth10-uniform-1000", "xgb-leaves255-uniform-1000",
 ])

@@ -88,7 +88,7 @@ def test_level_path_on_lightgbm_missing_types(isa, missing):
     booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=30)
     model = quickscorer.load(booster)
     ens = model.ensemble
-    assert _depth(ens) <= LEVELS_MAX_DEPTH
+    assert _depth(ens) <= LEVELS_SCANS_MAX_DEPTH
     rows = np.vstack([X[:150], special_rows(rng, 90, 8)])
     alg = _check_both(ens, rows, isa)
     assert alg.levels

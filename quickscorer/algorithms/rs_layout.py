@@ -124,8 +124,8 @@ LEVELS_ENDS = LEVELS_MAX_DEPTH
 #: against 2.08; 64 leaves, depth 10 9.02 against 3.31
 LEVELS_SCANS_MAX_DEPTH = LEVELS_BYTE
 #: a tree's levels go lane by lane from the first one of more than this many nodes: a
-#: node costs a group of 64 lanes about as much as a level of 64 lanes' lookups costs when
-#: walked lane by lane (about 3 and 3.6 cycles a lane). Measured on 1,000 XGBoost trees of
+#: level of that many nodes, walked node by node, costs a group about what a level walked
+#: lane by lane does. Measured on 1,000 XGBoost trees of
 #: depth 9 and 10, AMD EPYC Zen 3, AVX2, us/doc at 100 / 4,000 rows, best of 5 interleaved
 #: (session 21): depth 9 9.31 / 7.26 at 24, 7.96 / 6.27 at 48, 7.74 / 6.05 at 80, 7.86 /
 #: 6.12 with only levels 8 and 9 lane by lane; depth 10 15.00 / 11.00, 12.46 / 9.37, 12.43

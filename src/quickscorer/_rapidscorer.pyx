@@ -620,6 +620,7 @@ cdef void level_chunk(const ForestView* f, const RSView* r, int isa, const float
     cdef int64_t F = f.n_features
     cdef int64_t n_cols = r.n_slots + r.n_lv_combos
     cdef int64_t stride = _chunk_stride(lanes, n_cols)
+    cdef int64_t acc_at = stride - lanes * 8        # a group's scores after its columns
     cdef int64_t gl, n_lanes, l, b, i
     cdef Py_ssize_t gi
     cdef int gisa
@@ -632,7 +633,7 @@ cdef void level_chunk(const ForestView* f, const RSView* r, int isa, const float
         gisa = _group_isa(isa, n_lanes)
         gl = rs_lanes(gisa)
         cg = chunk + (gi - g0) * stride
-        acc64 = <double*>(cg + (lanes * n_cols + 63) // 64 * 64)
+        acc64 = <double*>(cg + acc_at)
         acc32 = <float*>acc64
         for l in range(n_lanes):
             load_row(f, X, i + l, rows + l * F)
@@ -649,7 +650,7 @@ cdef void level_chunk(const ForestView* f, const RSView* r, int isa, const float
         for gi in range(g0, g1):
             gisa = _group_isa(isa, min(lanes, n_rows - gi * lanes))
             cg = chunk + (gi - g0) * stride
-            acc64 = <double*>(cg + (lanes * n_cols + 63) // 64 * 64)
+            acc64 = <double*>(cg + acc_at)
             if f.family == FAMILY_XGBOOST:
                 rs_lv_sum_f32(gisa, &r.lv, r.lv_value_f32, f.tree_weight,
                               r.lv_block_starts[b], r.lv_block_starts[b + 1], cg,
@@ -660,7 +661,7 @@ cdef void level_chunk(const ForestView* f, const RSView* r, int isa, const float
     for gi in range(g0, g1):
         i = gi * lanes
         n_lanes = min(lanes, n_rows - i)
-        acc64 = <double*>(chunk + (gi - g0) * stride + (lanes * n_cols + 63) // 64 * 64)
+        acc64 = <double*>(chunk + (gi - g0) * stride + acc_at)
         acc32 = <float*>acc64
         for l in range(n_lanes):
             if f.family == FAMILY_XGBOOST:
