@@ -6,7 +6,8 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
 * ``full-<data>-<trees>x<leaves>``: LightGBM regression whose trees are all full (a noisy
   target), on ``uniform`` rows (values in [0, 1), 30% exact zeros), ``missing`` rows (the
   same with 10% NaN: every node learns a default side) or ``heavy`` rows
-  (log-normal counts and reals), 136 features;
+  (log-normal counts and reals), 136 features; ``-d<depth>`` after the leaves limits the
+  depth (``full-uniform-1000x300-d10``: trees of 300 leaves in 10 levels, far from complete);
 * ``xgb-depth<d>-<data>-<trees>[-exact|-approx]``: XGBoost grown depth-wise to depth d (6
   is its default) by its hist method (or the one named), same data;
 * ``xgb-leaves<l>-<data>-<trees>``: XGBoost grown leaf-wise (lossguide) to l leaves a tree,
@@ -63,9 +64,10 @@ OURS = ("quickscorer",)
 
 
 def workload(shape: str, n_rows: int) -> W.Workload:
-    m = re.fullmatch(r"full-(\w+)-(\d+)x(\d+)", shape)
+    m = re.fullmatch(r"full-([a-z]+)-(\d+)x(\d+)(?:-d(\d+))?", shape)
     if m:
-        return W.full(int(m.group(2)), int(m.group(3)), m.group(1), n_rows)
+        return W.full(int(m.group(2)), int(m.group(3)), m.group(1), n_rows,
+                      int(m.group(4)) if m.group(4) else None)
     m = re.fullmatch(r"xgb-depth(\d+)-([a-z]+)-(\d+)(?:-(exact|approx))?", shape)
     if m:
         return W.xgb_depth(int(m.group(3)), int(m.group(1)), m.group(2), n_rows,

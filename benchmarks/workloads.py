@@ -266,12 +266,15 @@ def _matrix_target(X: np.ndarray, seed: int) -> np.ndarray:
     return z[:, :6].sum(1) - z[:, 6:].sum(1) + rng.normal(0.0, 1.0, size=X.shape[0])
 
 
-def full(n_trees: int, n_leaves: int, kind: str = "uniform", n_rows: int = 10_000) -> Workload:
+def full(n_trees: int, n_leaves: int, kind: str = "uniform", n_rows: int = 10_000,
+         max_depth: int | None = None) -> Workload:
     """LightGBM regression of ``n_trees`` full trees of ``n_leaves`` leaves, trained on 20,000
     rows of ``kind`` data with a noisy target (every tree grows all its leaves); scored on
-    other rows of the same kind."""
+    other rows of the same kind. ``max_depth``: LightGBM's depth limit (none by default), as
+    models of more leaves than a depth-limited tree fills are trained (300 leaves at depth
+    10: trees wider than 256 leaves, far from complete)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    stem = f"full_{kind}_lgb"
+    stem = f"full_{kind}_lgb" + (f"_d{max_depth}" if max_depth else "")
     path = CACHE / f"{stem}_{n_trees}x{n_leaves}.txt"
     if not path.exists():
         _prefix_of_larger(path, n_trees, n_leaves, stem=stem)
@@ -279,9 +282,10 @@ def full(n_trees: int, n_leaves: int, kind: str = "uniform", n_rows: int = 10_00
         X = matrix_rows(kind, 20_000, seed=11)
         _train_lightgbm(path, n_trees, n_leaves, X, _matrix_target(X, 12), None, "regression",
                         {"min_data_in_leaf": 1, "max_bin": 255, "bagging_fraction": 1.0,
-                         "bagging_freq": 0, "feature_fraction": 1.0})
-    return Workload(f"full-{kind}-{n_trees}x{n_leaves}", path, None,
-                    matrix_rows(kind, n_rows, seed=13), n_trees, n_leaves)
+                         "bagging_freq": 0, "feature_fraction": 1.0,
+                         "max_depth": max_depth or -1})
+    name = f"full-{kind}-{n_trees}x{n_leaves}" + (f"-d{max_depth}" if max_depth else "")
+    return Workload(name, path, None, matrix_rows(kind, n_rows, seed=13), n_trees, n_leaves)
 
 
 def xgb_depth(n_trees: int, depth: int = 6, kind: str = "uniform", n_rows: int = 10_000,

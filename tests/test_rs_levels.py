@@ -504,9 +504,35 @@ def test_chunks_of_groups_through_blocks_of_trees_are_exact(isa, monkeypatch):
             assert alg.levels and alg.layout.levels_chunk == chunk
             if block == 1:                        # a block a tree
                 assert alg._arrays["lv_block_starts"].tolist() == list(range(ens.n_trees + 1))
-            for n_threads in (1, 2):
+            for n_threads in (1, 2, 3):      # 3: chunks evened out over the threads
                 raw, _ = run_kernel(alg, ens, X, n_threads=n_threads)
                 np.testing.assert_array_equal(raw, want.astype(raw.dtype))
+
+
+def test_level_chunks_default_to_a_size_in_bytes(monkeypatch):
+    """Without $QUICKSCORER_RS_LV_CHUNK a chunk is LEVEL_CHUNK groups, fewer where their
+    columns would pass LEVEL_CHUNK_BYTES; the scores stay exact whatever it comes to."""
+    from quickscorer.algorithms import rapidscorer as rs_mod
+    monkeypatch.delenv("QUICKSCORER_RS_LV_CHUNK", raising=False)
+    monkeypatch.setenv("QUICKSCORER_RS_LV_BLOCK_BYTES", "4096")
+    rng = np.random.default_rng(29)
+    ens = _deep_ensemble(rng, "xgboost", big=True, deepest=10)
+    X = special_rows(rng, 700, 5)
+    want = reference.predict_raw(ens, X)
+    alg = _alg(ens, "avx2" if "avx2" in RS_ISAS else "scalar")
+    a = alg._arrays
+    group = 64 * (a["slot_column"].shape[0] + a["lv_combos"].shape[0]) + 512
+    assert alg.layout.levels_chunk == min(rs_mod.LEVEL_CHUNK, rs_mod.LEVEL_CHUNK_BYTES // group)
+    monkeypatch.setattr(rs_mod, "LEVEL_CHUNK_BYTES", 3 * group + 1)
+    alg = _alg(ens, "avx2" if "avx2" in RS_ISAS else "scalar")
+    assert alg.layout.levels_chunk == 3
+    monkeypatch.setattr(rs_mod, "LEVEL_CHUNK_BYTES", 1)      # never below one group
+    alg1 = _alg(ens, "avx2" if "avx2" in RS_ISAS else "scalar")
+    assert alg1.layout.levels_chunk == 1
+    for one in (alg, alg1):
+        for n_threads in (1, 2):
+            raw, _ = run_kernel(one, ens, X, n_threads=n_threads)
+            np.testing.assert_array_equal(raw, want.astype(raw.dtype))
 
 
 def test_level_blocks_that_do_not_cover_the_trees_are_refused():

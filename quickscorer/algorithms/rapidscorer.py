@@ -46,14 +46,21 @@ def default_level_block_bytes() -> int:
 
 
 #: groups a thread walks through each tree block of the level path together (their columns:
-#: 17 KB a group of 64 on XGBoost's 136-feature models of benchmarks/matrix.py). Before
-#: (session 21), every group walked all the trees, whose level fields (8 KB a tree of
-#: depth 10) came from L3, or from memory on larger models. XGBoost depth 10, us/doc per
-#: 1,000 trees, best of 5 interleaved, AMD EPYC Zen 3 (512 KiB L2), AVX2, chunk / block:
-#: 1,000 trees at 4,000 rows 8.19 (no chunks), 7.81 (8 / 256 KiB), 7.84 (12 / 128 KiB),
-#: 8.35 (16 / 128 KiB); the same trees five times (5,000) at 2,000 rows 18.85, 9.24, 8.60,
-#: 7.89; XGBoost depth 8, 1,000 trees: 4.17 and 4.02 (8 / 256 KiB)
-LEVEL_CHUNK = 12
+#: 17 KB a group of 64 on XGBoost's 136-feature models of benchmarks/matrix.py), at most
+#: LEVEL_CHUNK_BYTES of columns. Every chunk reads the level fields of all the trees (8 KB a
+#: tree of depth 10), so larger chunks read them fewer times. Measured in session 22 with
+#: ``python benchmarks/rs_level_chunks.py`` (AMD EPYC Zen 3, 512 KiB L2, AVX2; us/doc, best
+#: of 5 interleaved rounds, 1 thread, 10,000 rows; chunk / block 12 / 128 KiB, 32, 64, 96 /
+#: 128 KiB, 64 / 64 KiB): XGBoost depth 10 9.60, 8.08, 7.68, 7.51, 7.94; depth 9 6.31, 5.86,
+#: 5.78, 5.61, 5.83; LightGBM 300 leaves in 10 levels 10.19, 8.36, 7.82, 7.40, 7.90;
+#: XGBoost depth 8 4.30, 4.26, 4.19, 4.17, 4.16. Two threads (``--threads 2``), depth 10 /
+#: depth 9: 4.86 / 5.11 with 12, 3.89 / 4.36 with 64. Before session 22 it was 12 (session
+#: 21: 8.19 without chunks, 7.84 with 12 at 4,000 rows)
+LEVEL_CHUNK = 64
+
+#: a level chunk's columns stay within this many bytes (about a core's share of a server's
+#: L3 cache): models of many features take smaller chunks
+LEVEL_CHUNK_BYTES = 2 << 20
 
 #: on AVX-512, calls with fewer rows per thread run on the 32-lane path
 WIDE_MIN_ROWS = 48
@@ -154,14 +161,17 @@ class RapidScorer(Algorithm):
     def _finish(self, ens: Ensemble, arrays: dict, min_lanes: int, n_blocks: int):
         """Wrap the layout's arrays (read-only) for the kernel, the level path's trees in
         blocks of default_level_block_bytes() ($QUICKSCORER_RS_LV_BLOCK_BYTES) walked by
-        chunks of LEVEL_CHUNK groups ($QUICKSCORER_RS_LV_CHUNK)."""
+        chunks of LEVEL_CHUNK groups, fewer where their columns would pass LEVEL_CHUNK_BYTES
+        ($QUICKSCORER_RS_LV_CHUNK)."""
         #: bytes of level fields per tree block of the level path
         self.level_block_bytes = (env_int("QUICKSCORER_RS_LV_BLOCK_BYTES")
                                   or default_level_block_bytes())
         if arrays["lv_depth"].shape[0]:
             arrays["lv_block_starts"] = level_block_starts(arrays, self.level_block_bytes)
         #: the most groups a thread walks through each tree block of the level path together
-        self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK") or LEVEL_CHUNK)
+        n_cols = arrays["slot_column"].shape[0] + arrays["lv_combos"].shape[0]
+        self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK") or min(
+            LEVEL_CHUNK, LEVEL_CHUNK_BYTES // (64 * max(1, n_cols) + 512)))
         self._arrays = arrays
         #: whether the layout's leaf order puts some nodes' right subtree first (rs_layout)
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
@@ -189,7 +199,7 @@ class RapidScorer(Algorithm):
             text = f"32 below {WIDE_MIN_ROWS} rows per thread, 64 from there"
         elif self.wide:
             text = (f"32 below {AVX2_WIDE_MIN_ROWS} rows per thread, 64 from there (two "
-                    "AVX2 registers per byte row)")
+                    "AVX2 registers a row of 64 bytes)")
         else:
             text = str(self.lanes)
         if self.levels_only:

@@ -694,11 +694,16 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
     cdef uint8_t* chunk
     cdef Py_ssize_t ci
     # one-output calls of several groups a thread on the level path, summed in registers:
-    # chunks of groups through the tree blocks (level_chunk)
-    cdef Py_ssize_t per_chunk = min(r.lv_chunk, (n_groups + n_threads - 1) // n_threads)
+    # chunks of groups through the tree blocks (level_chunk), at most lv_chunk groups each,
+    # as many chunks as a multiple of the threads and of equal sizes (within a group), so
+    # that no thread is left with a short last chunk while the others wait
+    cdef Py_ssize_t most = max(1, r.lv_chunk)     # 0 where the layout has no levels
+    cdef Py_ssize_t n_chunks = (n_groups + most - 1) // most
+    n_chunks = (n_chunks + n_threads - 1) // n_threads * n_threads
+    cdef Py_ssize_t per_chunk = (n_groups + n_chunks - 1) // n_chunks if n_chunks else 0
+    n_chunks = (n_groups + per_chunk - 1) // per_chunk if per_chunk else 0
     cdef bint chunked = (not want_leaves and K == 1 and r.lv_on and r.lv_min_lanes <= 32
                          and rs_lv_fused(isa) and r.n_lv_blocks > 1 and per_chunk > 1)
-    cdef Py_ssize_t n_chunks = (n_groups + per_chunk - 1) // per_chunk if per_chunk else 0
     cdef double* rows
     cdef double* acc64
     cdef float* acc32

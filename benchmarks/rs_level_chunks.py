@@ -1,0 +1,90 @@
+"""The level path's chunks of groups and tree blocks (RapidScorer on trees of 9 or 10 levels),
+swept on the matrix's models.
+
+    python benchmarks/rs_level_chunks.py
+    python benchmarks/rs_level_chunks.py --variants 12:128,64:128,96:128 --rows 10000 --threads 2
+
+Calls of several 64-document groups a thread walk ``chunk`` groups together through blocks
+of ``block`` KiB of level fields (``rapidscorer.LEVEL_CHUNK``, ``default_level_block_bytes``;
+set here through ``$QUICKSCORER_RS_LV_CHUNK`` and ``$QUICKSCORER_RS_LV_BLOCK_BYTES`` when
+each model is prepared). For each model (``--models``: shapes of ``benchmarks/matrix.py``),
+one prepared model per variant ``chunk:KiB``, all scoring the same rows (the first
+checked equal), timed interleaved in ``--repeat`` rounds whose order alternates; prints
+each variant's fastest round in microseconds per document (this project's VMs stall whole
+rounds) and its ratio to the fastest variant of the row.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import matrix as M  # noqa: E402
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", help="shapes, named as in benchmarks/matrix.py",
+                   default="xgb-depth9-uniform-1000,xgb-depth10-uniform-1000,"
+                           "full-uniform-1000x300-d10,xgb-depth8-uniform-1000")
+    p.add_argument("--variants", default="12:128,32:128,64:128,96:128,64:64",
+                   help="chunk:KiB, comma-separated")
+    p.add_argument("--rows", default="4000,10000", help="rows per call")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args(argv)
+
+    import quickscorer
+
+    variants = [tuple(int(x) for x in v.split(":")) for v in args.variants.split(",")]
+    names = [f"{c} / {kb} KiB" for c, kb in variants]
+    print(f"machine: {platform.machine()}, Python {platform.python_version()}, "
+          f"{args.threads} thread(s); minimum us/doc of {args.repeat} interleaved rounds "
+          "(ratio to the fastest variant of the row)")
+    print("| model | rows per call | " + " | ".join(names) + " |")
+    print("| --- | ---: |" + " ---: |" * len(names))
+    saved = {k: os.environ.get(k) for k in ("QUICKSCORER_RS_LV_CHUNK",
+                                             "QUICKSCORER_RS_LV_BLOCK_BYTES")}
+    for spec in args.models.split(","):
+        wl = M.workload(spec, max(int(r) for r in args.rows.split(",")))
+        models = []
+        for chunk, kib in variants:
+            os.environ["QUICKSCORER_RS_LV_CHUNK"] = str(chunk)
+            os.environ["QUICKSCORER_RS_LV_BLOCK_BYTES"] = str(kib << 10)
+            models.append(quickscorer.load(wl.lgb_path, prepare=("rapidscorer",)))
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        xgb = models[0].ensemble.family == "xgboost"
+        X = wl.X.astype(np.float32) if xgb else wl.X
+        first = models[0].predict_raw(X[:500], algorithm="rapidscorer")
+        for m in models[1:]:
+            np.testing.assert_array_equal(m.predict_raw(X[:500], algorithm="rapidscorer"),
+                                          first)
+        for rows in (int(r) for r in args.rows.split(",")):
+            Xr = np.ascontiguousarray(X[:rows])
+            best = [float("inf")] * len(models)
+            for r in range(args.repeat):
+                order = range(len(models)) if r % 2 == 0 else reversed(range(len(models)))
+                for k in order:
+                    models[k].predict_raw(Xr, algorithm="rapidscorer", n_threads=args.threads)
+                    t = time.perf_counter()
+                    models[k].predict_raw(Xr, algorithm="rapidscorer", n_threads=args.threads)
+                    best[k] = min(best[k], (time.perf_counter() - t) / rows * 1e6)
+            low = min(best)
+            print(f"| {wl.name} | {rows} | "
+                  + " | ".join(f"{b:.2f} ({b / low:.2f}x)" for b in best) + " |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
