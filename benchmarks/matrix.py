@@ -6,10 +6,14 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
 * ``full-<data>-<trees>x<leaves>``: LightGBM regression whose trees are all full (a noisy
   target), on ``uniform`` rows (values in [0, 1), 30% exact zeros), ``missing`` rows (the
   same with 10% NaN: every node learns a default side) or ``heavy`` rows
-  (log-normal counts and reals), 136 features; ``-d<depth>`` after the leaves limits the
-  depth (``full-uniform-1000x300-d10``: trees of 300 leaves in 10 levels, far from complete);
-* ``xgb-depth<d>-<data>-<trees>[-exact|-approx]``: XGBoost grown depth-wise to depth d (6
-  is its default) by its hist method (or the one named), same data;
+  (log-normal counts and reals), 136 features; after the leaves, ``-d<depth>`` limits the
+  depth (``full-uniform-1000x300-d10``: trees of 300 leaves in 10 levels, far from
+  complete), ``-m<rows>`` sets ``min_data_in_leaf`` (``full-heavy-1000x16-m200``: partial
+  trees), ``-f<features>`` the columns and ``-b<bins>`` ``max_bin``
+  (``full-uniform-1000x31-f20-b1023``: hundreds of thresholds a feature);
+* ``xgb-depth<d>-<data>-<trees>[-exact|-approx][-f<features>]``: XGBoost grown depth-wise
+  to depth d (6 is its default) by its hist method (or the one named), same data (or that
+  many columns);
 * ``xgb-leaves<l>-<data>-<trees>``: XGBoost grown leaf-wise (lossguide) to l leaves a tree,
   no depth limit: partial deep trees, same data;
 * ``ltr-1000x64``: the partial trees of the lambdarank model of ``compare.py``;
@@ -64,14 +68,16 @@ OURS = ("quickscorer",)
 
 
 def workload(shape: str, n_rows: int) -> W.Workload:
-    m = re.fullmatch(r"full-([a-z]+)-(\d+)x(\d+)(?:-d(\d+))?", shape)
+    m = re.fullmatch(r"full-([a-z]+)-(\d+)x(\d+)(?:-d(\d+))?(?:-m(\d+))?(?:-f(\d+))?"
+                     r"(?:-b(\d+))?", shape)
     if m:
-        return W.full(int(m.group(2)), int(m.group(3)), m.group(1), n_rows,
-                      int(m.group(4)) if m.group(4) else None)
-    m = re.fullmatch(r"xgb-depth(\d+)-([a-z]+)-(\d+)(?:-(exact|approx))?", shape)
+        opt = [int(g) if g else None for g in m.groups()[3:]]
+        return W.full(int(m.group(2)), int(m.group(3)), m.group(1), n_rows, opt[0],
+                      opt[1] or 1, opt[2] or 136, opt[3] or 255)
+    m = re.fullmatch(r"xgb-depth(\d+)-([a-z]+)-(\d+)(?:-(exact|approx))?(?:-f(\d+))?", shape)
     if m:
         return W.xgb_depth(int(m.group(3)), int(m.group(1)), m.group(2), n_rows,
-                           m.group(4) or "hist")
+                           m.group(4) or "hist", int(m.group(5) or 136))
     m = re.fullmatch(r"xgb-leaves(\d+)-([a-z]+)-(\d+)", shape)
     if m:
         return W.xgb_leaves(int(m.group(3)), int(m.group(1)), m.group(2), n_rows)

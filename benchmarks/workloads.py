@@ -267,45 +267,55 @@ def _matrix_target(X: np.ndarray, seed: int) -> np.ndarray:
 
 
 def full(n_trees: int, n_leaves: int, kind: str = "uniform", n_rows: int = 10_000,
-         max_depth: int | None = None) -> Workload:
+         max_depth: int | None = None, min_leaf: int = 1, n_features: int = 136,
+         max_bin: int = 255) -> Workload:
     """LightGBM regression of ``n_trees`` full trees of ``n_leaves`` leaves, trained on 20,000
     rows of ``kind`` data with a noisy target (every tree grows all its leaves); scored on
-    other rows of the same kind. ``max_depth``: LightGBM's depth limit (none by default), as
-    models of more leaves than a depth-limited tree fills are trained (300 leaves at depth
-    10: trees wider than 256 leaves, far from complete)."""
+    other rows of the same kind. The other settings change the shape, for models unlike the
+    matrix's own: ``max_depth`` LightGBM's depth limit (300 leaves at depth 10: trees wider
+    than 256 leaves, far from complete), ``min_leaf`` its ``min_data_in_leaf`` (200 on 16
+    leaves: partial trees), ``n_features`` columns (20: many thresholds a feature, with
+    ``max_bin`` 1023 more than a byte rank holds)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    stem = f"full_{kind}_lgb" + (f"_d{max_depth}" if max_depth else "")
+    extra = ((f"-d{max_depth}" if max_depth else "") + (f"-m{min_leaf}" if min_leaf != 1 else "")
+             + (f"-f{n_features}" if n_features != 136 else "")
+             + (f"-b{max_bin}" if max_bin != 255 else ""))
+    stem = f"full_{kind}_lgb" + extra.replace("-", "_")
     path = CACHE / f"{stem}_{n_trees}x{n_leaves}.txt"
     if not path.exists():
         _prefix_of_larger(path, n_trees, n_leaves, stem=stem)
     if not path.exists():
-        X = matrix_rows(kind, 20_000, seed=11)
+        X = matrix_rows(kind, 20_000, n_features, seed=11)
         _train_lightgbm(path, n_trees, n_leaves, X, _matrix_target(X, 12), None, "regression",
-                        {"min_data_in_leaf": 1, "max_bin": 255, "bagging_fraction": 1.0,
-                         "bagging_freq": 0, "feature_fraction": 1.0,
+                        {"min_data_in_leaf": min_leaf, "max_bin": max_bin,
+                         "bagging_fraction": 1.0, "bagging_freq": 0, "feature_fraction": 1.0,
                          "max_depth": max_depth or -1})
-    name = f"full-{kind}-{n_trees}x{n_leaves}" + (f"-d{max_depth}" if max_depth else "")
-    return Workload(name, path, None, matrix_rows(kind, n_rows, seed=13), n_trees, n_leaves)
+    return Workload(f"full-{kind}-{n_trees}x{n_leaves}{extra}", path, None,
+                    matrix_rows(kind, n_rows, n_features, seed=13), n_trees, n_leaves)
 
 
 def xgb_depth(n_trees: int, depth: int = 6, kind: str = "uniform", n_rows: int = 10_000,
-              method: str = "hist") -> Workload:
+              method: str = "hist", n_features: int = 136) -> Workload:
     """An XGBoost regression model grown depth-wise to ``depth`` (6 is XGBoost's default)
     by ``tree_method`` ``method`` (``exact``, the default of XGBoost before 2.0 on small data,
     splits between any two distinct values: hundreds of distinct thresholds per feature),
     trained on 20,000 rows of ``kind`` data; the LightGBM path is unused (``lgb_path`` is
-    the XGBoost model too, scored by this library as an XGBoost model)."""
+    the XGBoost model too, scored by this library as an XGBoost model). ``n_features``:
+    columns of the rows (fewer: more distinct thresholds a feature)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    suffix = "" if method == "hist" else f"_{method}"
+    suffix = ("" if method == "hist" else f"_{method}") + (
+        "" if n_features == 136 else f"_f{n_features}")
     path = CACHE / f"depth{depth}_{kind}_xgb_{n_trees}{suffix}.json"
     if not path.exists():
-        X = matrix_rows(kind, 20_000, seed=11)
+        X = matrix_rows(kind, 20_000, n_features, seed=11)
         _train_xgboost(path, n_trees, 0, X, _matrix_target(X, 12), None, "reg:squarederror",
                        {"grow_policy": "depthwise", "max_depth": depth, "max_leaves": 0,
                         "max_bin": 256, "subsample": 1.0, "colsample_bytree": 1.0,
                         "tree_method": method})
-    name = f"xgb-depth{depth}-{kind}-{n_trees}" + (f"-{method}" if suffix else "")
-    return Workload(name, path, path, matrix_rows(kind, n_rows, seed=13), n_trees, 1 << depth)
+    name = (f"xgb-depth{depth}-{kind}-{n_trees}" + (f"-{method}" if method != "hist" else "")
+            + (f"-f{n_features}" if n_features != 136 else ""))
+    return Workload(name, path, path, matrix_rows(kind, n_rows, n_features, seed=13), n_trees,
+                    1 << depth)
 
 
 def categorical_rows(n_rows: int, n_cat: int, n_categories: int, seed: int) -> np.ndarray:
