@@ -151,3 +151,27 @@ def test_margins_turned_into_probabilities():
     np.testing.assert_allclose(E.as_output(np.array([0.0, np.log(3.0)]), "probability"),
                                [0.5, 0.75])
     assert np.array_equal(E.as_output(m, "margin"), m)
+
+
+def test_matrix_shape_names_set_the_training_settings(monkeypatch):
+    """matrix.py's shape names reach the trainers with their settings (a misparsed name
+    would time another model than the report names)."""
+    import matrix as M
+    import workloads as W
+    calls = []
+    monkeypatch.setattr(W, "full", lambda *a: calls.append(("full",) + a))
+    monkeypatch.setattr(W, "xgb_depth", lambda *a: calls.append(("xgb_depth",) + a))
+    M.workload("full-uniform-1000x64", 10)
+    M.workload("full-uniform-1000x300-d10", 10)
+    M.workload("full-heavy-1000x16-m200", 10)
+    M.workload("full-uniform-1000x31-f20-b1023", 10)
+    M.workload("xgb-depth6-uniform-1000-exact-f20", 10)
+    M.workload("xgb-depth8-heavy-1000", 10)
+    assert calls == [("full", 1000, 64, "uniform", 10, None, 1, 136, 255),
+                     ("full", 1000, 300, "uniform", 10, 10, 1, 136, 255),
+                     ("full", 1000, 16, "heavy", 10, None, 200, 136, 255),
+                     ("full", 1000, 31, "uniform", 10, None, 1, 20, 1023),
+                     ("xgb_depth", 1000, 6, "uniform", 10, "exact", 20),
+                     ("xgb_depth", 1000, 8, "heavy", 10, "hist", 136)]
+    with pytest.raises(SystemExit, match="unknown shape"):
+        M.workload("full-uniform-1000x64-q3", 10)
