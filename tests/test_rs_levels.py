@@ -517,21 +517,19 @@ def test_level_chunks_default_to_a_size_in_bytes(monkeypatch):
     monkeypatch.setenv("QUICKSCORER_RS_LV_BLOCK_BYTES", "4096")
     rng = np.random.default_rng(29)
     ens = _deep_ensemble(rng, "xgboost", big=True, deepest=10)
-    X = special_rows(rng, 700, 5)
+    X = special_rows(rng, 700, 5)                # 11 groups of 64 on the wide paths
     want = reference.predict_raw(ens, X)
-    alg = _alg(ens, "avx2" if "avx2" in RS_ISAS else "scalar")
-    a = alg._arrays
+    isa = "avx2" if "avx2" in RS_ISAS else "scalar"
+    a = _alg(ens, isa)._arrays
     group = 64 * (a["slot_column"].shape[0] + a["lv_combos"].shape[0]) + 512
-    assert alg.layout.levels_chunk == min(rs_mod.LEVEL_CHUNK, rs_mod.LEVEL_CHUNK_BYTES // group)
-    monkeypatch.setattr(rs_mod, "LEVEL_CHUNK_BYTES", 3 * group + 1)
-    alg = _alg(ens, "avx2" if "avx2" in RS_ISAS else "scalar")
-    assert alg.layout.levels_chunk == 3
-    monkeypatch.setattr(rs_mod, "LEVEL_CHUNK_BYTES", 1)      # never below one group
-    alg1 = _alg(ens, "avx2" if "avx2" in RS_ISAS else "scalar")
-    assert alg1.layout.levels_chunk == 1
-    for one in (alg, alg1):
+    for cap, chunk in ((rs_mod.LEVEL_CHUNK_BYTES,
+                        min(rs_mod.LEVEL_CHUNK, rs_mod.LEVEL_CHUNK_BYTES // group)),
+                       (3 * group + 1, 3), (1, 1)):          # never below one group
+        monkeypatch.setattr(rs_mod, "LEVEL_CHUNK_BYTES", cap)
+        alg = _alg(ens, isa)
+        assert alg.layout.levels_chunk == chunk
         for n_threads in (1, 2):
-            raw, _ = run_kernel(one, ens, X, n_threads=n_threads)
+            raw, _ = run_kernel(alg, ens, X, n_threads=n_threads)
             np.testing.assert_array_equal(raw, want.astype(raw.dtype))
 
 
