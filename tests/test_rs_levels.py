@@ -521,7 +521,9 @@ def test_level_chunks_default_to_a_size_in_bytes(monkeypatch):
     want = reference.predict_raw(ens, X)
     isa = "avx2" if "avx2" in RS_ISAS else "scalar"
     a = _alg(ens, isa)._arrays
-    group = 64 * (a["slot_column"].shape[0] + a["lv_combos"].shape[0]) + 512
+    group = _rapidscorer.chunk_group_bytes(64, a["slot_column"].shape[0]
+                                           + a["lv_combos"].shape[0])
+    assert group >= 64 * (a["slot_column"].shape[0] + a["lv_combos"].shape[0])
     for cap, chunk in ((rs_mod.LEVEL_CHUNK_BYTES,
                         min(rs_mod.LEVEL_CHUNK, rs_mod.LEVEL_CHUNK_BYTES // group)),
                        (3 * group + 1, 3), (1, 1)):          # never below one group

@@ -170,9 +170,10 @@ class RapidScorer(Algorithm):
         if arrays["lv_depth"].shape[0]:
             arrays["lv_block_starts"] = level_block_starts(arrays, self.level_block_bytes)
         #: the most groups a thread walks through each tree block of the level path together
-        n_cols = arrays["slot_column"].shape[0] + arrays["lv_combos"].shape[0]
-        self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK") or min(
-            LEVEL_CHUNK, LEVEL_CHUNK_BYTES // (64 * max(1, n_cols) + 512)))
+        group = _rapidscorer.chunk_group_bytes(
+            64, arrays["slot_column"].shape[0] + arrays["lv_combos"].shape[0])
+        self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK")
+                               or min(LEVEL_CHUNK, LEVEL_CHUNK_BYTES // group))
         self._arrays = arrays
         #: whether the layout's leaf order puts some nodes' right subtree first (rs_layout)
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0

@@ -512,9 +512,14 @@ def _feature_thresholds(qs: dict, n_features: int):
     ``(features, thresholds)`` of the distinct pairs in (feature, threshold) order, and the
     count per feature."""
     idx, _, feat = _entry_features(qs)
-    thr = qs["thresholds"][idx]
-    order = np.lexsort((thr, feat))
-    f, t = feat[order], thr[order]
+    return _distinct_pairs(feat, qs["thresholds"][idx], n_features)
+
+
+def _distinct_pairs(feature: np.ndarray, threshold: np.ndarray, n_features: int):
+    """The distinct (feature, threshold) pairs in (feature, threshold) order, as
+    ``(features, thresholds)``, and the count per feature."""
+    order = np.lexsort((threshold, feature))
+    f, t = feature[order], threshold[order]
     new = np.ones(f.shape[0], bool)
     new[1:] = (f[1:] != f[:-1]) | (t[1:] != t[:-1])
     pairs = (f[new], t[new])
@@ -841,16 +846,10 @@ def levels_only_arrays(ens: Ensemble, lane_nodes: int = LEVELS_LANE_NODES) -> di
         raise ValueError(why)
     F = ens.n_features
     packed = ens.trees.arrays
-    feature = np.asarray(packed["feature"], np.int64)
-    threshold = np.asarray(packed["threshold"], np.float64)
-    order = np.lexsort((threshold, feature))
-    f, t = feature[order], threshold[order]
-    new = np.ones(f.shape[0], bool)
-    new[1:] = (f[1:] != f[:-1]) | (t[1:] != t[:-1])
-    counts = np.bincount(f[new], minlength=F)
-    slot_base = _slot_base(counts)
-    slot_column, rank_offsets = _slot_table(F, counts, slot_base)
-    rank_thresholds = np.ascontiguousarray(t[new], np.float64)
+    (_, thresholds), counts = _distinct_pairs(np.asarray(packed["feature"], np.int64),
+                                              np.asarray(packed["threshold"], np.float64), F)
+    slot_column, rank_offsets = _slot_table(F, counts, _slot_base(counts))
+    rank_thresholds = np.ascontiguousarray(thresholds, np.float64)
     n_trees = ens.n_trees
     block_starts = np.array([0, n_trees], np.int64)
     tree_byte_offsets = np.zeros(n_trees + 1, np.int64)

@@ -57,9 +57,9 @@ def default_block_bytes(complete: bool = False) -> int:
     block's nodes (about 10 of a tree's 480 on XGBoost depth 10), so the block's rows share
     its top levels in L2 and the rest in L3; a complete tree stays in L1 while the chunk's
     rows walk it. Measured on 1,000 XGBoost trees of depth 9 / 10 (more than 256 leaves a
-    tree, where the default ran the walk until session 21), AMD EPYC Zen 3 with 512 KiB of L2 per core, 1
-    thread, 100 and 4,000 rows a call, us/doc, fastest of 5 rounds interleaved with oneDAL
-    (``block bytes / chunk rows``; complete trees walked 16 rows together, walk.h
+    tree, where the default ran the walk until session 21), AMD EPYC Zen 3 with 512 KiB of
+    L2 per core, 1 thread, 100 and 4,000 rows a call, us/doc, fastest of 5 rounds
+    interleaved with oneDAL (``block bytes / chunk rows``; complete trees walked 16 rows together, walk.h
     QS_CWALK_ROWS: 8 took 30.2 at 4,000 rows where 16 took 23.9 and 32 33.5, on depth 9)::
 
         model                      depth 9          depth 10

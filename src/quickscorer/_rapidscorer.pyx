@@ -460,6 +460,13 @@ cdef inline int64_t _chunk_stride(int64_t lanes, int64_t n_cols) noexcept nogil:
     return (lanes * n_cols + 63) // 64 * 64 + lanes * 8
 
 
+def chunk_group_bytes(int64_t lanes, int64_t n_cols):
+    """Scratch bytes one group of ``lanes`` lanes takes in a level chunk of a layout of
+    ``n_cols`` level columns (rank slots and combos): what sizes the chunks
+    (rapidscorer.LEVEL_CHUNK_BYTES)."""
+    return _chunk_stride(lanes, n_cols)
+
+
 cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
                             const uint8_t* ranks, const uint64_t* skip, const uint8_t* codes,
                             uint8_t* state) noexcept nogil:

@@ -982,9 +982,11 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
 
 /* the levels split .. depth - 1 lane by lane, from the byte positions p of level split:
  * each lane's slot into slot. A level at a time over the lanes, each lane's step
- * independent of the others' (measured faster than a lane at a time down its levels, whose
- * steps wait on each other: 6.3 / 9.4 us/doc against 6.9 / 10.2 on 1,000 XGBoost trees of
- * depth 9 / 10 at 4,000 rows, AMD EPYC Zen 3, AVX2) */
+ * independent of the others'. A lane at a time down its levels, whose steps wait on each
+ * other, was slower: with only the last two levels so, 1,000 XGBoost trees of depth 9 / 10
+ * at 10,000 rows ran 5.97 / 7.98 and 5.86 / 7.81 us/doc against 5.70 / 7.72 and 5.66 /
+ * 7.54 (two builds alternated, best of 5 rounds each, AMD EPYC Zen 3, AVX2, session 22);
+ * AVX2 gathers (8 lanes a register) were slower still on that CPU (report of session 22) */
 static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
                               const uint8_t* cols, int lanes, const uint8_t* p,
                               uint16_t* slot)
