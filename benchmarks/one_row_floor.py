@@ -8,7 +8,9 @@ mirrored nodes are): this script counts the ANDs a row makes now, with each node
 way the rows themselves favour (the best any choice can do), and with each node turned by
 what the model file says (the covers: per feature, a cover-weighted monotone fit of the
 share of training rows that went left against the threshold). Then it times the scan alone
-in C (``one_row_floor.c``) in the kernel's layout, in 16-byte records, and oriented.
+in C (``one_row_floor.c``) in the kernel's layout, in 16-byte records, and oriented. The C
+floor reads the rows as float32 (the counts use LightGBM models' float64 rows): it times the
+work, it does not score.
 
     python benchmarks/one_row_floor.py --model benchmarks/cache/full_uniform_lgb_1000x31.txt
     python benchmarks/one_row_floor.py --ydf heavy:7        # YDF's model (ydf_reference.py)

@@ -1,5 +1,5 @@
-"""YDF (Yggdrasil Decision Forests), whose C++ serving engines include a QuickScorer (and, since
-0.13 or so, one vectorised with Highway), against this library on the same model.
+"""YDF (Yggdrasil Decision Forests), whose C++ serving engines include a QuickScorer (one of
+them vectorised with Highway), against this library on the same model, on one thread.
 
 YDF cannot read a LightGBM or XGBoost model, so this script trains YDF's own gradient-boosted
 regression model (cached in ``cache/``), writes its trees out as an XGBoost JSON document
@@ -9,7 +9,8 @@ missing value goes where YDF's condition sends it), loads that with ``quickscore
 checks our scores against YDF's own ``predict``. Then, in rounds interleaved in one process,
 it times YDF's C++ serving API (``model.benchmark``, which scores a dataset already in YDF's
 form, so YDF pays no conversion) and our default ``predict`` on the same float32 rows, in
-calls of the batch size, on the same thread count.
+calls of the batch size, one thread each (the result ``model.benchmark`` returns holds its
+single-thread time only).
 
     python benchmarks/ydf_reference.py                          # 1,000 trees, depth 7
     python benchmarks/ydf_reference.py --data heavy --depth 6 --batch 1,100,10000
@@ -114,7 +115,6 @@ def main(argv=None) -> int:
     p.add_argument("--depth", type=int, default=7,
                    help="YDF's max_depth counts the root as depth 1: 7 gives up to 64 leaves")
     p.add_argument("--batch", default="1,100,10000", help="rows per call, comma-separated")
-    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     p.add_argument("--seconds", type=float, default=1.0,
                    help="YDF's benchmark_duration a round (ours scores as many rows)")
@@ -138,7 +138,7 @@ def main(argv=None) -> int:
     print(f"YDF {ydf.__version__}, {model.num_trees()} trees, max_depth {args.depth} "
           f"({info['total_leaves'] / info['n_trees']:.1f} leaves a tree on average, at most "
           f"{info['max_leaves']}), {args.data} "
-          f"rows, {args.threads} thread(s); {C.machine()}")
+          f"rows, 1 thread; {C.machine()}")
     print(f"scores, ours against YDF's predict: max abs diff {diff:.3g} "
           f"(scores up to {np.max(np.abs(ref)):.3g}; both sum float32 leaf values)")
 
@@ -160,14 +160,14 @@ def main(argv=None) -> int:
                   for k in range(calls)]
         times: dict[str, list[float]] = {"ours": []}
         for s in slices[:50]:
-            ours.predict(s, n_threads=args.threads)
+            ours.predict(s, n_threads=1)
         for _ in range(args.rounds):
             for name in chosen:
                 if name is not None:
                     model.force_engine(name)
                 r = model.benchmark(ds, benchmark_duration=args.seconds,
                                     warmup_duration=0.2, batch_size=batch,
-                                    num_threads=args.threads)
+                                    num_threads=1)
                 times.setdefault(name or "(the engine YDF picks)", []).append(
                     r.duration_per_example * 1e6)
             model.force_engine(None)
@@ -175,7 +175,7 @@ def main(argv=None) -> int:
             done = 0
             while time.perf_counter() - t0 < args.seconds:
                 for s in slices:
-                    ours.predict(s, n_threads=args.threads)
+                    ours.predict(s, n_threads=1)
                 done += calls * batch
             times["ours"].append((time.perf_counter() - t0) / done * 1e6)
         mine = statistics.median(times["ours"])
