@@ -53,6 +53,7 @@ def test_random_models_match_the_reference(isa, seed, family, n_rows, n_outputs,
     _check(ens, X, isa, merge=True)
     _check(ens, X, isa, lanes=16)
     _check(ens, X, isa, lanes=32, merge=True)
+    _check(ens, X, isa, lanes=4, merge=True)
 
 
 @pytest.mark.parametrize("isa", ISA_LIST)
@@ -68,7 +69,7 @@ def test_mixed_tree_sizes_and_tree_blocks(isa, family, p_categorical):
     X = special_rows(rng, 77, 6)
     _check(ens, X, isa)                   # one block
     for merge in (True, False):
-        for groups, lanes in ((1, 8), (3, 16), (8, 8), (2, 32)):   # the blocked kernel
+        for groups, lanes in ((1, 8), (3, 16), (8, 8), (2, 32), (5, 4)):   # blocked kernel
             _check(ens, X, isa, block_bytes=20_000, doc_groups=groups, merge=merge, lanes=lanes)
             _check(ens, X, isa, block_bytes=1, doc_groups=groups, merge=merge, lanes=lanes)
     alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, block_bytes=1)
@@ -83,7 +84,7 @@ def test_zero_missing_type_and_categories(isa):
     ens = random_ensemble(rng, "lightgbm", n_trees=20, max_leaves=30, p_categorical=0.4)
     assert any((t.missing_type == MISSING_ZERO).any() for t in ens.trees)
     X = rng.choice([0.0, -0.0, np.nan, 1.0, 2.0, 33.0, -1.0, 1e-36], size=(41, 5))
-    for lanes in (8, 16, 32):
+    for lanes in (4, 8, 16, 32):
         _check(ens, X, isa, lanes=lanes)
         _check(ens, X, isa, lanes=lanes, merge=True)
 
@@ -119,7 +120,7 @@ def test_environment_forces_the_path(monkeypatch):
     with pytest.raises(ValueError):
         VQuickScorer(ens, quickscorer.Model(ens)._forest)
     monkeypatch.delenv("QUICKSCORER_ISA")
-    for bad in (4, 12, 64):
+    for bad in (2, 12, 64):
         with pytest.raises(ValueError, match="lanes must be one of"):
             VQuickScorer(ens, quickscorer.Model(ens)._forest, lanes=bad)
     monkeypatch.setenv("QUICKSCORER_LANES", "many")
@@ -197,7 +198,8 @@ def test_group_width_follows_the_rows_per_thread(isa):
     ens = random_ensemble(rng, "lightgbm", n_trees=10)
     alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa)
     widest = MAX_LANES[isa]
-    assert alg.lanes_for(1, 1) == 8 and alg.lanes_for(15, 1) == 8
+    assert alg.lanes_for(1, 1) == 4 and alg.lanes_for(4, 1) == 4 and alg.lanes_for(9, 2) == 4
+    assert alg.lanes_for(5, 1) == 8 and alg.lanes_for(15, 1) == 8
     assert alg.lanes_for(16, 1) == min(16, widest)
     assert alg.lanes_for(10_000, 1) == widest and alg.lanes_for(40, 2) == min(16, widest)
     fixed = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, lanes=16)

@@ -1,4 +1,4 @@
-"""The "vqs" algorithm: V-QuickScorer, QuickScorer's scan for a group of 8, 16 or 32
+"""The "vqs" algorithm: V-QuickScorer, QuickScorer's scan for a group of 4, 8, 16 or 32
 documents at once (kernel: ``src/quickscorer/_vqs.pyx`` and ``vqs_simd.h``), over the same
 layout as ``quickscorer``, cut into cache-sized tree blocks.
 
@@ -22,8 +22,8 @@ DEFAULT_DOC_GROUPS = 8
 
 
 class VQuickScorer(QuickScorer):
-    """V-QuickScorer: the QuickScorer layout, scanned for a group of 8, 16 or 32 documents at
-    once (``lanes``; by default the widest group the rows per thread fill) on AVX-512, AVX2 or
+    """V-QuickScorer: the QuickScorer layout, scanned for a group of 4, 8, 16 or 32 documents
+    at once (``lanes``; by default the widest group the rows per thread fill) on AVX-512, AVX2 or
     portable C, chosen at run time (force one with ``isa=`` or ``$QUICKSCORER_ISA``).
 
     Models whose layout exceeds ``block_bytes`` (half the L2 cache by default) are cut into
@@ -128,7 +128,10 @@ class VQuickScorer(QuickScorer):
         for lanes in (32, 16):
             if lanes <= self.max_lanes and per_thread >= lanes:
                 return lanes
-        return 8
+        # 4 lanes (one AVX2 register) for calls of up to 4 rows a thread: 1.19x to 1.28x
+        # faster than 8 at 4 rows on 7 models of 1,000 trees (session 23's report, section
+        # 4); from 5 rows one group of 8 beats two of 4
+        return 4 if per_thread <= 4 else 8
 
     def _buffers(self, n_threads: int, groups: int, blocks: _vqs.BlockedLayout):
         lanes = self.max_lanes

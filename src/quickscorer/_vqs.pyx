@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""V-QuickScorer: QuickScorer's scan for a group of `lanes` documents (8, 16 or 32) at once,
+"""V-QuickScorer: QuickScorer's scan for a group of `lanes` documents (4, 8, 16 or 32) at once,
 their bitvectors interleaved per word, on AVX-512, AVX2 or portable C (vqs_simd.h, chosen at
 run time), over the layout of _quickscorer.pyx.
 
@@ -54,7 +54,7 @@ cdef inline void scan_lanes(const QSView* q, int isa, int lanes, bint merged, in
 
 
 ISA_NAMES = {QS_ISA_SCALAR: "scalar", QS_ISA_AVX2: "avx2", QS_ISA_AVX512: "avx512"}
-LANE_CHOICES = (8, 16, 32)
+LANE_CHOICES = (4, 8, 16, 32)
 
 
 def isa_available(int isa):

@@ -1,6 +1,6 @@
 /* V-QuickScorer scans: one feature's sorted thresholds against a group of documents at once.
  *
- * A group holds `lanes` documents (8, 16 or 32: QS_LANE_CHOICES). Their leaf bitvectors are
+ * A group holds `lanes` documents (4, 8, 16 or 32: QS_LANE_CHOICES). Their leaf bitvectors are
  * interleaved: word w of lane l is v[w * lanes + l]. Two streams can be scanned:
  *
  *  - entry-wise: one threshold per mask entry (thr[k], word[k], mask[k]; equal thresholds
@@ -221,6 +221,7 @@ QS_TARGET(TARGET) static int64_t qs_merged_##ISA##_##NREG(                     \
     int64_t j, const double* x, uint64_t* v)                                                 \
 { return qs_scan_##ISA(thr, nodes, word, mask, j, x, v, NREG); }
 
+QS_SPECIALISE(avx2, "avx2", 1)
 QS_SPECIALISE(avx2, "avx2", 2)
 QS_SPECIALISE(avx2, "avx2", 4)
 QS_SPECIALISE(avx2, "avx2", 8)
@@ -253,10 +254,10 @@ static inline int qs_best_isa(void)
     return QS_ISA_SCALAR;
 }
 
-/* lanes must be 8, 16 or 32 (the callers check) */
+/* lanes must be 4, 8, 16 or 32 (the callers check) */
 static inline int qs_lanes_supported(int lanes)
 {
-    return lanes == 8 || lanes == 16 || lanes == 32;
+    return lanes == 4 || lanes == 8 || lanes == 16 || lanes == 32;
 }
 
 #define QS_SPECIALISE_C(LANES)                                                                \
@@ -269,6 +270,7 @@ static int64_t qs_merged_c##LANES(const double* thr, const int64_t* nodes,      
                                   const double* x, uint64_t* v)                              \
 { return qs_scan_c(thr, nodes, word, mask, j, x, v, LANES); }
 
+QS_SPECIALISE_C(4)
 QS_SPECIALISE_C(8)
 QS_SPECIALISE_C(16)
 QS_SPECIALISE_C(32)
@@ -280,6 +282,8 @@ static inline int64_t qs_scan_entries(int isa, int lanes, const double* thr,
                                       const double* x, uint64_t* v)
 {
 #if QS_HAVE_X86
+    if (lanes == 4 && isa != QS_ISA_SCALAR)   /* one AVX2 register (AVX-512 CPUs have AVX2) */
+        return qs_entries_avx2_1(thr, word, mask, k, x, v);
     if (isa == QS_ISA_AVX512) {
         if (lanes == 8) return qs_entries_avx512_1(thr, word, mask, k, x, v);
         if (lanes == 16) return qs_entries_avx512_2(thr, word, mask, k, x, v);
@@ -291,6 +295,7 @@ static inline int64_t qs_scan_entries(int isa, int lanes, const double* thr,
         return qs_entries_avx2_8(thr, word, mask, k, x, v);
     }
 #endif
+    if (lanes == 4) return qs_entries_c4(thr, word, mask, k, x, v);
     if (lanes == 8) return qs_entries_c8(thr, word, mask, k, x, v);
     if (lanes == 16) return qs_entries_c16(thr, word, mask, k, x, v);
     return qs_entries_c32(thr, word, mask, k, x, v);
@@ -303,6 +308,8 @@ static inline int64_t qs_scan_merged(int isa, int lanes, const double* thr,
                                      uint64_t* v)
 {
 #if QS_HAVE_X86
+    if (lanes == 4 && isa != QS_ISA_SCALAR)
+        return qs_merged_avx2_1(thr, nodes, word, mask, j, x, v);
     if (isa == QS_ISA_AVX512) {
         if (lanes == 8) return qs_merged_avx512_1(thr, nodes, word, mask, j, x, v);
         if (lanes == 16) return qs_merged_avx512_2(thr, nodes, word, mask, j, x, v);
@@ -314,6 +321,7 @@ static inline int64_t qs_scan_merged(int isa, int lanes, const double* thr,
         return qs_merged_avx2_8(thr, nodes, word, mask, j, x, v);
     }
 #endif
+    if (lanes == 4) return qs_merged_c4(thr, nodes, word, mask, j, x, v);
     if (lanes == 8) return qs_merged_c8(thr, nodes, word, mask, j, x, v);
     if (lanes == 16) return qs_merged_c16(thr, nodes, word, mask, j, x, v);
     return qs_merged_c32(thr, nodes, word, mask, j, x, v);
