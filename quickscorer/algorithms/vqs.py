@@ -128,9 +128,9 @@ class VQuickScorer(QuickScorer):
         for lanes in (32, 16):
             if lanes <= self.max_lanes and per_thread >= lanes:
                 return lanes
-        # 4 lanes (one AVX2 register) for calls of up to 4 rows a thread: 1.19x to 1.28x
-        # faster than 8 at 4 rows on 7 models of 1,000 trees (session 23's report, section
-        # 4); from 5 rows one group of 8 beats two of 4
+        # 4 lanes (one AVX2 register) for calls of up to 4 rows a thread: 1.20x to 1.27x
+        # faster than 8 at 4 rows on 7 models of 1,000 trees (ydf-2026-11-24-...-session23.md,
+        # section 4); from 5 rows one group of 8 beats two of 4
         return 4 if per_thread <= 4 else 8
 
     def _buffers(self, n_threads: int, groups: int, blocks: _vqs.BlockedLayout):
