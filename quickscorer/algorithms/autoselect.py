@@ -89,8 +89,8 @@ and 8).
 
 Where ``rapidscorer`` cannot score a model (trees of more than 256 leaves that its level
 path cannot take: deeper than 10 levels, categorical or linear; categories from 254 up),
-calls of RS_MIN_ROWS rows or more run the few-rows kernel too: ``vqs`` scans 8
-lanes a group whatever the batch, so the walk's lead at 8 rows holds at any size. Measured
+calls of RS_MIN_ROWS rows or more run the few-rows kernel too: the walk's lead over
+``vqs`` at 8 rows held at 100 and 4,000 rows (``vqs`` in groups of 16 there, AVX2). Measured
 in session 20 (``walk`` against ``vqs`` forced, 100 / 4,000 rows a call, us/doc, best of 3,
 AMD EPYC Zen 3, AVX2, 1 thread; ratio as above)::
 
