@@ -26,23 +26,11 @@ PART_CACHE = 8
 DEFAULT_ALGORITHM = "auto"
 
 
-#: the named algorithms whose calls of a few rows take the low-latency entry (one row at a
-#: time, one thread): those that score one row at a time anyway
-_SMALL_CALL_ALGORITHMS = ("quickscorer", "walk")
-
-
-def _is_small_call(X: np.ndarray, algorithm: str | None, n_threads, model: "Model") -> bool:
-    """Whether a call takes the low-latency entry of a one-row kernel: the one the automatic
-    choice runs below the model's ``_small_limit`` rows, and a call naming ``quickscorer``
-    or ``walk`` on one thread (every call below PARALLEL_MIN_ROWS rows)."""
-    if algorithm is None or algorithm == DEFAULT_ALGORITHM:
-        limit = model._small_limit
-    elif algorithm in _SMALL_CALL_ALGORITHMS:
-        limit = autoselect.PARALLEL_MIN_ROWS
-    else:
-        return False
-    rows = 1 if X.ndim == 1 else (X.shape[0] if X.ndim == 2 else limit)
-    return rows < limit and (n_threads is None or type(n_threads) is int)
+#: the algorithms with a low-latency entry for calls of a few rows (``predict_small``: one
+#: thread, numpy's C API instead of typed memoryviews): every kernel the automatic choice
+#: runs, so that all its calls of fewer than PARALLEL_MIN_ROWS rows (one thread whatever was
+#: asked) take it
+_SMALL_CALL_ALGORITHMS = ("quickscorer", "walk", "vqs", "rapidscorer")
 
 
 def _resolve_threads(n_threads: int | None) -> int:
@@ -130,12 +118,11 @@ class Model:
         return autoselect.few_rows(self.ensemble, self._supported, self._costs)
 
     @cached_property
-    def _small_limit(self) -> int:
-        """Calls of fewer rows than this, with the automatic choice, run a one-row kernel
-        through its low-latency entry: VQS_MIN_ROWS, or RS_MIN_ROWS where the few-rows
-        kernel is the walk too."""
-        return (autoselect.RS_MIN_ROWS if self._few_rows in _SMALL_CALL_ALGORITHMS
-                else autoselect.VQS_MIN_ROWS)
+    def _small_kernels(self) -> tuple[str, ...]:
+        """The kernel the automatic choice runs for a call of n rows, for every n below
+        PARALLEL_MIN_ROWS (such calls run on one thread)."""
+        return tuple(autoselect.choose(self._supported, n, 1, self._one_row[0], self._few_rows)
+                     for n in range(autoselect.PARALLEL_MIN_ROWS))
 
     def __reduce__(self):
         # the copy prepares the layouts this one had built
@@ -286,9 +273,9 @@ class Model:
         ``start_iteration`` / ``num_iteration`` (LightGBM) or ``iteration_range`` (XGBoost)
         score with part of the ensemble (:meth:`iteration_bounds`).
         """
-        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads, self)
-                and not start_iteration and num_iteration is None and iteration_range is None):
-            out = self._small(X, False, algorithm)
+        if (type(X) is np.ndarray and not start_iteration and num_iteration is None
+                and iteration_range is None):
+            out = self._small(X, False, algorithm, n_threads)
             if out is not None:
                 return out
         part = self._part(start_iteration, num_iteration, iteration_range)
@@ -331,10 +318,10 @@ class Model:
         -------
         ndarray of shape (n_rows,) for one output, (n_rows, n_outputs) otherwise.
         """
-        if (type(X) is np.ndarray and _is_small_call(X, algorithm, n_threads, self)
-                and not start_iteration and num_iteration is None and iteration_range is None):
+        if (type(X) is np.ndarray and not start_iteration and num_iteration is None
+                and iteration_range is None):
             plain = raw_score or self._plain_output
-            out = self._small(X, plain, algorithm)
+            out = self._small(X, plain, algorithm, n_threads)
             if out is not None:
                 if plain:
                     return out
@@ -347,22 +334,32 @@ class Model:
             return self._transformed(raw)
         return raw[:, 0] if raw.shape[1] == 1 else raw
 
-    def _small(self, X: np.ndarray, squeeze: bool, algorithm: str | None = None):
-        """Raw scores of a call of fewer rows than the vector scans pay off for, by the
-        one-row kernel that the automatic choice picks there (or the named one-row
-        algorithm), through the kernel's low-latency entry (``_kernel.predict_small``); None
-        where X is not a C-contiguous float32/float64 array of the model's width (the general
-        path then reads it)."""
-        if algorithm in _SMALL_CALL_ALGORITHMS:
-            name = algorithm
-        elif X.ndim == 2 and X.shape[0] >= autoselect.VQS_MIN_ROWS:
-            name = self._few_rows
+    def _small(self, X: np.ndarray, squeeze: bool, algorithm, n_threads):
+        """Raw scores of a call of fewer than PARALLEL_MIN_ROWS rows (one thread whatever was
+        asked) through the low-latency entry (``Algorithm.predict_small``) of the kernel the
+        automatic choice runs for that many rows, or of the named one where it has the entry;
+        None for every other call, and where X is not a C-contiguous float32/float64 array of
+        the model's width (the general path then reads it, or says what is wrong)."""
+        nd = X.ndim
+        if nd == 2:
+            rows = X.shape[0]
+        elif nd == 1:
+            rows = 1
         else:
-            name = self._one_row[0]
+            return None
+        if rows >= autoselect.PARALLEL_MIN_ROWS or not (n_threads is None
+                                                       or type(n_threads) is int):
+            return None
+        if algorithm is None or algorithm == DEFAULT_ALGORITHM:
+            name = self._small_kernels[rows]
+        elif algorithm in _SMALL_CALL_ALGORITHMS:
+            name = algorithm
+        else:
+            return None
         alg = self._prepared.get(name)
         if alg is None:
             alg = self.prepare(name)
-        return _kernel.predict_small(self._forest, alg.layout, X, squeeze)
+        return alg.predict_small(X, squeeze)
 
     def _transformed(self, raw: np.ndarray) -> np.ndarray:
         """The outputs of raw scores (rows x outputs): transform, averaging, one output as 1-D."""

@@ -256,8 +256,6 @@ def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(dep
     model = quickscorer.Model(ens)
     assert autoselect.few_rows(ens, model.supported_algorithms()) == kernel
     assert model.info()["few_rows_algorithm"] == kernel
-    assert model._small_limit == (autoselect.RS_MIN_ROWS if kernel == "walk"
-                                    else autoselect.VQS_MIN_ROWS)
     assert autoselect.few_rows(ens, ["quickscorer", "vqs", "rapidscorer"]) == "vqs"
     X = np.linspace(-1.0, 2.0 ** (depth + 1), 8 * model.n_features).reshape(8, -1)
     assert np.array_equal(model.predict_raw(X), model.predict_raw(X, algorithm="traversal"))

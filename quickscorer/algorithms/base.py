@@ -82,6 +82,17 @@ class Algorithm:
         _RAW[X.dtype](self.forest, self.layout, X, out64, out32, self._rowbuf(n_threads),
                       self.scratch("kernel", n_threads, self.layout.scratch_words), n_threads)
 
+    def predict_small(self, X, squeeze: bool):
+        """Raw scores of a call of a few rows on one thread through the kernel's low-latency
+        entry (numpy's C API instead of typed memoryviews, no thread start-up): a new array,
+        ``(n,)`` when ``squeeze`` and the model has one output, else ``(n, k)``; None where
+        the entry does not take X (not a C-contiguous float32 / float64 array of the model's
+        width, 2-D or one 1-D row) or the kernel has none: the caller then takes the general
+        path, which reads any input and says what is wrong."""
+        if not isinstance(self.layout, _kernel.Layout):
+            return None
+        return _kernel.predict_small(self.forest, self.layout, X, squeeze)
+
     def predict_leaf(self, X, out, n_threads: int) -> None:
         """In-order exit leaf of every tree for the rows of X, into out (rows x trees)."""
         _LEAF[X.dtype](self.forest, self.layout, X, out, self._rowbuf(n_threads),

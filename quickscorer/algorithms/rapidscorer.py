@@ -189,6 +189,10 @@ class RapidScorer(Algorithm):
         #: groups of fewer than ``layout.levels_min_lanes`` lanes scan, unless
         #: ``levels_only``)
         self.levels = bool(self.layout.levels)
+        #: uint64 words of scratch a thread needs (on the widest path, which covers the others)
+        self._scratch_words = self.layout.scratch_bytes(self.widest, ens.n_outputs) // 8
+        #: rows of a low-latency call -> the path it runs (predict_small)
+        self._small_isas: dict[int, int] = {}
 
     @property
     def isa_name(self) -> str:
@@ -213,8 +217,7 @@ class RapidScorer(Algorithm):
         return text
 
     def _scratch_rows(self, n_threads: int) -> np.ndarray:
-        need = self.layout.scratch_bytes(self.widest, self.ens.n_outputs)
-        return self.scratch("rs", n_threads, need // 8).view(np.uint8)
+        return self.scratch("rs", n_threads, self._scratch_words).view(np.uint8)
 
     def isa_for(self, n_rows: int, n_threads: int) -> int:
         """The path for a call: on AVX-512, the 32-lane path below WIDE_MIN_ROWS rows per
@@ -230,6 +233,14 @@ class RapidScorer(Algorithm):
     def predict_raw(self, X, out64, out32, n_threads):
         _RAW[X.dtype](self.forest, self.layout, X, out64, out32, self._scratch_rows(n_threads),
                       n_threads, self.isa_for(X.shape[0], n_threads))
+
+    def predict_small(self, X, squeeze):
+        n = X.shape[0] if X.ndim == 2 else 1
+        isa = self._small_isas.get(n)
+        if isa is None:
+            isa = self._small_isas[n] = self.isa_for(n, 1)
+        return _rapidscorer.predict_small(self.forest, self.layout, X, squeeze, isa,
+                                          self.scratch("rs", 1, self._scratch_words))
 
     def predict_leaf(self, X, out, n_threads):
         _LEAF[X.dtype](self.forest, self.layout, X, out, self._scratch_rows(n_threads),

@@ -70,6 +70,8 @@ class VQuickScorer(QuickScorer):
             whole = self.layout
         self._whole = _vqs.BlockedLayout([whole], [0, ens.n_trees])
         self._blocked = self._whole if self.tree_blocks == 1 else None
+        #: rows of a low-latency call -> (lanes, tree blocks) it scans with (predict_small)
+        self._small_plans: dict[int, tuple] = {}
 
     def _tree_block_starts(self, ens: Ensemble) -> list[int]:
         """The first tree of each tree block, then ``n_trees``: consecutive trees whose
@@ -146,6 +148,15 @@ class VQuickScorer(QuickScorer):
         rows, bits = self._buffers(n_threads, self.doc_groups, blocks)
         _RAW[X.dtype](self.forest, blocks, X, out64, out32, rows, bits, n_threads,
                       self.isa, self.merge, self.doc_groups, lanes)
+
+    def predict_small(self, X, squeeze):
+        n = X.shape[0] if X.ndim == 2 else 1
+        plan = self._small_plans.get(n)
+        if plan is None:
+            lanes = self.lanes_for(n, 1)
+            plan = self._small_plans[n] = (lanes, self._layout_for(n, 1, lanes))
+        return _vqs.predict_small(self.forest, plan[1], X, squeeze, self.isa, self.merge,
+                                  plan[0])
 
     def predict_leaf(self, X, out, n_threads):
         lanes = self.lanes_for(X.shape[0], n_threads)

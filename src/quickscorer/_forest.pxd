@@ -65,6 +65,25 @@ cdef inline void load_row(const ForestView* f, const floating[:, :] X, Py_ssize_
             buf[j] = v
 
 
+cdef inline void load_row_ptr(const ForestView* f, const char* x, bint is32,
+                              double* buf) noexcept nogil:
+    """load_row for a row of a C-contiguous float32 (is32) or float64 array given as a
+    pointer (the low-latency entries): the same conversions."""
+    cdef Py_ssize_t j
+    cdef double v
+    cdef const float* x32 = <const float*>x
+    cdef const double* x64 = <const double*>x
+    if f.family == FAMILY_XGBOOST:
+        for j in range(f.n_features):
+            buf[j] = <double>x32[j] if is32 else <double>(<float>x64[j])
+    else:
+        for j in range(f.n_features):
+            v = <double>x32[j] if is32 else x64[j]
+            if fabs(v) <= K_ZERO:   # false for NaN, which is kept
+                v = 0.0
+            buf[j] = v
+
+
 cdef inline int64_t category_of(int family, double x) noexcept nogil:
     """The category named by x, or -1 where it names none (NaN handled by the caller)."""
     if family == FAMILY_LIGHTGBM:

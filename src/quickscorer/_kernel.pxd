@@ -58,6 +58,23 @@ cdef int check_scores(Forest forest, Py_ssize_t n_rows, const double[:, ::1] out
 cdef int check_leaves(Forest forest, Py_ssize_t n_rows, const int32_t[:, ::1] out) except -1
 
 
+# A call of a few rows through a kernel's low-latency entry (predict_small): the rows of a
+# C-contiguous float32 / float64 array and the scores of row i at o64 / o32 + i * n_outputs
+# (o64 for float64 forests, o32 for float32 ones, the other NULL), not yet set
+cdef struct SmallCall:
+    const char* x
+    Py_ssize_t n
+    Py_ssize_t row_bytes
+    bint is32
+    double* o64
+    float* o32
+
+cdef object small_call(Forest forest, object X, int64_t n_features, bint squeeze,
+                       SmallCall* c)
+
+cdef void* scratch_data(object buf, Py_ssize_t nbytes) except NULL
+
+
 cdef inline void score_pointers(const ForestView* f, double[:, ::1] out64, float[:, ::1] out32,
                                 Py_ssize_t i, double** o64, float** o32) noexcept nogil:
     """The scores of row i (in out64 or out32, whichever is in use), set to the base scores."""

@@ -15,10 +15,9 @@ cimport numpy as cnp
 from cython.parallel cimport prange, parallel, threadid
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
-from libc.math cimport fabs
 from libc.stdlib cimport free, malloc
 
-from ._forest cimport (FAMILY_XGBOOST, K_ZERO, Forest, ForestView, floating, load_row,
+from ._forest cimport (FAMILY_XGBOOST, Forest, ForestView, floating, load_row, load_row_ptr,
                        scores_init)
 
 cnp.import_array()
@@ -167,56 +166,67 @@ def predict_leaf(Forest forest, Layout lay, const floating[:, :] X, int32_t[:, :
         _run_rows(forest, lay, X, no64, no32, out, rowbuf, scratch, n_threads)
 
 
-cdef inline void _load_row_ptr(const ForestView* f, const char* x, bint is32,
-                               double* buf) noexcept nogil:
-    """load_row (_forest.pxd) for a row given as a pointer: the same conversions."""
-    cdef Py_ssize_t j
-    cdef double v
-    cdef const float* x32 = <const float*>x
-    cdef const double* x64 = <const double*>x
-    if f.family == FAMILY_XGBOOST:
-        for j in range(f.n_features):
-            buf[j] = <double>x32[j] if is32 else <double>(<float>x64[j])
-    else:
-        for j in range(f.n_features):
-            v = <double>x32[j] if is32 else x64[j]
-            if fabs(v) <= K_ZERO:   # false for NaN, which is kept
-                v = 0.0
-            buf[j] = v
+cdef object small_call(Forest forest, object X, int64_t n_features, bint squeeze,
+                       SmallCall* c):
+    """The rows and the new scores array of a low-latency call, checked through numpy's C
+    API (no typed memoryviews: acquiring one costs more than scoring a row of a small model).
 
-
-def predict_small(Forest forest, Layout lay, object X, bint squeeze):
-    """Raw scores of the rows of ``X`` on one thread, the low-latency path of a call of a few
-    rows: the arguments are checked through numpy's C API (no typed memoryviews), the row and
-    scratch buffers are the call's own, the GIL is released around the rows.
-
-    ``X`` must be a C-contiguous float32 or float64 array, 2-D with the model's features per
-    row or one 1-D row; returns a new array, ``(n,)`` when ``squeeze`` and the model has one
-    output, else ``(n, k)`` (float32 for XGBoost forests), or None for anything else (the
+    ``X`` must be a C-contiguous float32 or float64 array, 2-D with ``n_features`` columns
+    (the model's, which the layout must have too) or one 1-D row. Returns the scores array,
+    ``(n,)`` when ``squeeze`` and the model has one output, else ``(n, k)`` (float32 for
+    XGBoost forests), with ``c`` filled in; or None, c untouched, for anything else (the
     caller then takes the general path, which says what is wrong)."""
-    if not cnp.PyArray_Check(X) or lay.exits == NULL:
+    cdef const ForestView* f = &forest.view
+    if not cnp.PyArray_Check(X) or n_features != f.n_features:
         return None
     cdef cnp.ndarray a = <cnp.ndarray>X
     cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
-    cdef const ForestView* f = &forest.view
     if ((nd != 1 and nd != 2) or not cnp.PyArray_IS_C_CONTIGUOUS(a)
             or (typenum != cnp.NPY_FLOAT64 and typenum != cnp.NPY_FLOAT32)):
         return None
     cdef Py_ssize_t n = 1 if nd == 1 else cnp.PyArray_DIM(a, 0)
     cdef Py_ssize_t cols = cnp.PyArray_DIM(a, nd - 1)
-    if (cols != f.n_features or lay.n_trees != f.n_trees or lay.n_features != f.n_features):
+    if cols != f.n_features:
         return None
     cdef cnp.npy_intp dims[2]
     dims[0] = n
     dims[1] = f.n_outputs
-    cdef bint is32 = typenum == cnp.NPY_FLOAT32
     cdef bint xgb = f.family == FAMILY_XGBOOST
     out = cnp.PyArray_EMPTY(1 if (squeeze and f.n_outputs == 1) else 2, dims,
                             cnp.NPY_FLOAT32 if xgb else cnp.NPY_FLOAT64, 0)
     cdef char* o = <char*>cnp.PyArray_DATA(<cnp.ndarray>out)
-    cdef const char* x = <const char*>cnp.PyArray_DATA(a)
-    cdef Py_ssize_t row_bytes = cols * (4 if is32 else 8), i
-    cdef Py_ssize_t words = f.n_features + lay.scratch_words + 1
+    c.x = <const char*>cnp.PyArray_DATA(a)
+    c.n = n
+    c.is32 = typenum == cnp.NPY_FLOAT32
+    c.row_bytes = cols * (4 if c.is32 else 8)
+    c.o64 = NULL if xgb else <double*>o
+    c.o32 = <float*>o if xgb else NULL
+    return out
+
+
+cdef void* scratch_data(object buf, Py_ssize_t nbytes) except NULL:
+    """The data of a C-contiguous scratch array of at least nbytes bytes (ValueError else)."""
+    if (not cnp.PyArray_Check(buf) or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>buf)
+            or cnp.PyArray_NBYTES(<cnp.ndarray>buf) < nbytes
+            or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>buf)):
+        raise ValueError(f"scratch must be a writeable C-contiguous array of at least "
+                         f"{nbytes} bytes")
+    return cnp.PyArray_DATA(<cnp.ndarray>buf)
+
+
+def predict_small(Forest forest, Layout lay, object X, bint squeeze):
+    """Raw scores of the rows of ``X`` on one thread through ``lay.exits``, the low-latency
+    path of a call of a few rows (rows and scores as ``small_call`` takes them; None for
+    anything else, and for layouts without a per-row exit function). The row and scratch
+    buffers are the call's own; the GIL is released around the rows."""
+    if lay.exits == NULL or lay.n_trees != forest.view.n_trees:
+        return None
+    cdef SmallCall c
+    out = small_call(forest, X, lay.n_features, squeeze, &c)
+    if out is None:
+        return None
+    cdef const ForestView* f = &forest.view
+    cdef Py_ssize_t words = f.n_features + lay.scratch_words + 1, i
     cdef double* buf = <double*>malloc(words * sizeof(double))
     if buf == NULL:
         raise MemoryError()
@@ -225,11 +235,12 @@ def predict_small(Forest forest, Layout lay, object X, bint squeeze):
     cdef float* o32
     cdef exits_fn exits = lay.exits
     cdef const void* ctx = lay.ctx
+    cdef int64_t K = f.n_outputs
     with nogil:
-        for i in range(n):
-            _load_row_ptr(f, x + i * row_bytes, is32, buf)
-            o64 = NULL if xgb else (<double*>o) + i * f.n_outputs
-            o32 = (<float*>o) + i * f.n_outputs if xgb else NULL
+        for i in range(c.n):
+            load_row_ptr(f, c.x + i * c.row_bytes, c.is32, buf)
+            o64 = c.o64 + i * K if c.o64 != NULL else NULL
+            o32 = c.o32 + i * K if c.o32 != NULL else NULL
             scores_init(f, o64, o32)
             exits(ctx, f, buf, s, NULL, o64, o32)
     free(buf)

@@ -20,9 +20,10 @@ from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memset
 
-from ._forest cimport (Forest, ForestView, floating, load_row, scores_add_strided,
-                       category_code, CAT_NONE, FAMILY_XGBOOST)
-from ._kernel cimport array_data, check_leaves, check_scores
+from ._forest cimport (Forest, ForestView, floating, load_row, load_row_ptr,
+                       scores_add_strided, category_code, CAT_NONE, FAMILY_XGBOOST)
+from ._kernel cimport (SmallCall, array_data, check_leaves, check_scores, scratch_data,
+                       small_call)
 
 cnp.import_array()
 
@@ -432,6 +433,9 @@ cdef class RSLayout:
 
     def scratch_bytes(self, int isa, int64_t n_outputs):
         """Scratch bytes one thread needs on path isa (a multiple of 64)."""
+        return self._scratch_need(isa, n_outputs)
+
+    cdef Py_ssize_t _scratch_need(self, int isa, int64_t n_outputs):
         cdef int64_t lanes = rs_lanes(isa)
         cdef int64_t F = self.n_features, S = self.n_slots
         total = (lanes * F * 8              # the group's converted rows (float64)
@@ -465,6 +469,34 @@ def chunk_group_bytes(int64_t lanes, int64_t n_cols):
     ``n_cols`` level columns (rank slots and combos): what sizes the chunks
     (rapidscorer.LEVEL_CHUNK_BYTES)."""
     return _chunk_stride(lanes, n_cols)
+
+
+cdef struct RSBufs:
+    # one thread's scratch (RSLayout.scratch_bytes), carved as _run and predict_small use it
+    uint8_t* state       # the byte-transposed bitvectors of a block
+    double* rows         # the group's converted rows
+    double* acc64        # its scores (acc32 over the same bytes)
+    uint64_t* skip
+    uint8_t* ranks
+    uint8_t* idx
+    uint8_t* codes
+    uint8_t* cols        # the level path's columns
+    uint8_t* chunk       # level_chunk's groups
+
+
+cdef inline RSBufs _carve(const RSView* r, uint8_t* base, int64_t lanes, int64_t F,
+                          int64_t K) noexcept nogil:
+    cdef RSBufs b
+    b.state = _align64(base)
+    b.rows = <double*>_align64(b.state + r.max_block_bytes * lanes)
+    b.acc64 = b.rows + lanes * F
+    b.skip = <uint64_t*>(b.acc64 + K * lanes)
+    b.ranks = _align64(<uint8_t*>(b.skip + N_SEGMENT_KINDS * r.n_slots))
+    b.idx = b.ranks + lanes * r.n_slots
+    b.codes = b.idx + lanes
+    b.cols = _align64(b.codes + lanes * r.n_cat_slots)
+    b.chunk = _align64(b.cols + lanes * (r.n_slots + r.n_lv_combos) + 2 * lanes)
+    return b
 
 
 cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
@@ -687,7 +719,7 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
     cdef const RSView* r = &lay.view
     cdef bint want_leaves = leaves.shape[0] != 0
     cdef int64_t lanes = rs_lanes(isa)         # the widest group, which sizes the scratch
-    cdef int64_t F = f.n_features, K = f.n_outputs, S = r.n_slots
+    cdef int64_t F = f.n_features, K = f.n_outputs
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef Py_ssize_t n_groups = (n_rows + lanes - 1) // lanes
     cdef Py_ssize_t gi, i
@@ -715,17 +747,19 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
     cdef double* acc64
     cdef float* acc32
     cdef uint64_t* skip
+    cdef RSBufs bufs
     with nogil, parallel(num_threads=n_threads):
-        state = _align64(&scratch[threadid(), 0])
-        rows = <double*>_align64(state + r.max_block_bytes * lanes)
-        acc64 = rows + lanes * F
+        bufs = _carve(r, &scratch[threadid(), 0], lanes, F, K)
+        state = bufs.state
+        rows = bufs.rows
+        acc64 = bufs.acc64
         acc32 = <float*>acc64
-        skip = <uint64_t*>(acc64 + K * lanes)
-        ranks = _align64(<uint8_t*>(skip + N_SEGMENT_KINDS * S))
-        idx = ranks + lanes * S
-        codes = idx + lanes
-        cols = _align64(codes + lanes * r.n_cat_slots)    # the level path's columns
-        chunk = _align64(cols + lanes * (S + r.n_lv_combos) + 2 * lanes)
+        skip = bufs.skip
+        ranks = bufs.ranks
+        idx = bufs.idx
+        codes = bufs.codes
+        cols = bufs.cols
+        chunk = bufs.chunk
         if chunked:
             for ci in prange(n_chunks, schedule="dynamic"):
                 level_chunk(f, r, isa, X, ci * per_chunk, min(n_groups, (ci + 1) * per_chunk),
@@ -759,11 +793,19 @@ cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] 
                 int n_threads, int isa) except -1:
     if n_threads < 1:
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
-    if not rs_isa_available(isa):
-        raise ValueError(f"this CPU cannot run RapidScorer path {isa}")
     if n_cols != forest.view.n_features:
         raise ValueError(f"input has {n_cols} features, the model expects "
                          f"{forest.view.n_features}")
+    _check_layout(forest, lay, isa)
+    need = lay._scratch_need(isa, forest.view.n_outputs)
+    if scratch.shape[0] < n_threads or scratch.shape[1] < need:
+        raise ValueError(f"scratch must be at least ({n_threads}, {need}) bytes")
+    return 0
+
+
+cdef int _check_layout(Forest forest, RSLayout lay, int isa) except -1:
+    if not rs_isa_available(isa):
+        raise ValueError(f"this CPU cannot run RapidScorer path {isa}")
     if (lay.n_features != forest.view.n_features or lay.n_trees != forest.view.n_trees
             or lay.n_leaves != forest.view.tree_leaf_offset[forest.view.n_trees]
             or (lay.reordered and forest.view.family == FAMILY_XGBOOST and not lay.has_f32)):
@@ -778,9 +820,6 @@ cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] 
         # float32 ranks are exact for float32 rows only (XGBoost's, as load_row reads them)
         raise ValueError("the rapidscorer layout ranks in float32, which only an XGBoost "
                          "forest's rows allow")
-    need = lay.scratch_bytes(isa, forest.view.n_outputs)
-    if scratch.shape[0] < n_threads or scratch.shape[1] < need:
-        raise ValueError(f"scratch must be at least ({n_threads}, {need}) bytes")
     return 0
 
 
@@ -803,3 +842,42 @@ def predict_leaf(Forest forest, RSLayout lay, const floating[:, :] X, int32_t[:,
     cdef float[:, ::1] no32 = np.empty((0, 0), np.float32)
     if X.shape[0]:
         _run(forest, lay, X, no64, no32, out, scratch, n_threads, isa)
+
+
+def predict_small(Forest forest, RSLayout lay, object X, bint squeeze, int isa,
+                  object scratch):
+    """Raw scores of a call of a few rows on one thread, the low-latency entry (rows and
+    scores as _kernel.small_call takes them, None for anything else): groups as _run makes
+    them, each scored with score_group (the same sums in the same order). scratch: at least
+    lay.scratch_bytes(isa, n_outputs) bytes (a Python thread's, as predict_raw's first row)."""
+    _check_layout(forest, lay, isa)
+    cdef SmallCall c
+    out = small_call(forest, X, lay.n_features, squeeze, &c)
+    if out is None:
+        return None
+    cdef const ForestView* f = &forest.view
+    cdef const RSView* r = &lay.view
+    cdef int64_t lanes = rs_lanes(isa), F = f.n_features, K = f.n_outputs
+    cdef RSBufs b = _carve(r, <uint8_t*>scratch_data(scratch, lay._scratch_need(isa, K)),
+                           lanes, F, K)
+    cdef float* acc32 = <float*>b.acc64
+    cdef Py_ssize_t g, i
+    cdef int64_t l, k, n_lanes, gl
+    cdef int gisa
+    with nogil:
+        for g in range((c.n + lanes - 1) // lanes):
+            i = g * lanes
+            n_lanes = min(lanes, c.n - i)
+            gisa = _group_isa(isa, n_lanes)
+            gl = rs_lanes(gisa)
+            for l in range(n_lanes):
+                load_row_ptr(f, c.x + (i + l) * c.row_bytes, c.is32, b.rows + l * F)
+            score_group(f, r, gisa, n_lanes, b.rows, b.state, b.ranks, b.skip, b.idx, b.codes,
+                        b.acc64, acc32, NULL, 0, b.cols)
+            for l in range(n_lanes):
+                for k in range(K):
+                    if c.o32 != NULL:
+                        c.o32[(i + l) * K + k] = acc32[k * gl + l]
+                    else:
+                        c.o64[(i + l) * K + k] = b.acc64[k * gl + l]
+    return out

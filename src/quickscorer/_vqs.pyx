@@ -13,12 +13,14 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport isnan, INFINITY
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t, uintptr_t
 from libc.string cimport memset
 from libc.stdlib cimport malloc, free
 
-from ._forest cimport Forest, ForestView, floating, load_row, scores_add, FAMILY_XGBOOST
-from ._kernel cimport check_call, check_leaves, check_scores, score_pointers
+from ._forest cimport (Forest, ForestView, floating, load_row, load_row_ptr, scores_add,
+                       scores_init, FAMILY_XGBOOST)
+from ._kernel cimport (SmallCall, check_call, check_leaves, check_scores, score_pointers,
+                       small_call)
 from ._quickscorer cimport (QSLayout, QSView, apply_list, categorical, qs_ctz64,
                             N_SEGMENT_KINDS, SEGMENT_NONE, SEGMENT_ZERO, SEGMENT_NAN,
                             CATEGORY_MODE_NONE)
@@ -203,15 +205,20 @@ cdef class BlockedLayout:
         return (BlockedLayout, (self._layouts, [self.starts[i] for i in range(self.n_blocks + 1)]))
 
 
-cdef int _check_groups(Forest forest, BlockedLayout bl, Py_ssize_t n_cols, int n_threads,
-                       int isa, int lanes, int64_t doc_groups, double[:, ::1] rowbuf,
-                       uint64_t[:, ::1] bitbuf, bint merged) except -1:
+cdef int _check_scan(BlockedLayout bl, int isa, int lanes, bint merged) except -1:
     if merged and not bl.merged:
         raise ValueError("a merged scan needs layouts that group equal thresholds")
     if not qs_lanes_supported(lanes):
         raise ValueError(f"lanes must be one of {LANE_CHOICES}, got {lanes}")
     if not qs_isa_available(isa):
         raise ValueError(f"this CPU cannot run instruction set {ISA_NAMES.get(isa, isa)!r}")
+    return 0
+
+
+cdef int _check_groups(Forest forest, BlockedLayout bl, Py_ssize_t n_cols, int n_threads,
+                       int isa, int lanes, int64_t doc_groups, double[:, ::1] rowbuf,
+                       uint64_t[:, ::1] bitbuf, bint merged) except -1:
+    _check_scan(bl, isa, lanes, merged)
     if doc_groups < 1:
         raise ValueError(f"doc_groups must be >= 1, got {doc_groups}")
     check_call(forest, n_cols, bl.n_trees, bl.n_features, n_threads, rowbuf,
@@ -303,3 +310,50 @@ def predict_leaf(Forest forest, BlockedLayout bl, const floating[:, :] X, int32_
     cdef float[:, ::1] no32 = np.empty((0, 0), np.float32)
     _run_groups(forest, bl, X, no64, no32, out, rowbuf, bitbuf, n_threads, isa, merged,
                 doc_groups, lanes)
+
+
+def predict_small(Forest forest, BlockedLayout bl, object X, bint squeeze, int isa,
+                  bint merged, int lanes):
+    """Raw scores of a call of a few rows on one thread, the low-latency entry (rows and
+    scores as _kernel.small_call takes them, None for anything else): groups of `lanes`
+    documents, each group through the tree blocks in order, as predict_raw sums them. The
+    converted rows and the bitvectors are the call's own (64-byte aligned, as the scratch of
+    predict_raw), the GIL is released around the groups."""
+    _check_scan(bl, isa, lanes, merged)
+    if bl.n_trees != forest.view.n_trees:
+        return None
+    cdef SmallCall c
+    out = small_call(forest, X, bl.n_features, squeeze, &c)
+    if out is None:
+        return None
+    cdef const ForestView* f = &forest.view
+    cdef int64_t F = f.n_features, K = f.n_outputs
+    # the bitvectors first (their vector stores want the alignment), then the rows and x
+    cdef size_t bits_bytes = (lanes * bl.max_words * sizeof(uint64_t) + 63) // 64 * 64
+    cdef void* mem = malloc(bits_bytes + lanes * (F + 1) * sizeof(double) + 64)
+    if mem == NULL:
+        raise MemoryError()
+    cdef uint64_t* v = <uint64_t*>((<uintptr_t>mem + 63) // 64 * 64)
+    cdef double* rows = <double*>(<char*>v + bits_bytes)
+    cdef double* x = rows + lanes * F
+    cdef Py_ssize_t g, i
+    cdef int64_t l, n_lanes, tb
+    cdef double* o64
+    cdef float* o32
+    with nogil:
+        for g in range((c.n + lanes - 1) // lanes):
+            i = g * lanes
+            n_lanes = min(<Py_ssize_t>lanes, c.n - i)
+            o64 = c.o64 + i * K if c.o64 != NULL else NULL
+            o32 = c.o32 + i * K if c.o32 != NULL else NULL
+            for l in range(n_lanes):
+                load_row_ptr(f, c.x + (i + l) * c.row_bytes, c.is32, rows + l * F)
+                scores_init(f, o64 + l * K if o64 != NULL else NULL,
+                            o32 + l * K if o32 != NULL else NULL)
+            for tb in range(bl.n_blocks):
+                exit_bits_lanes(&bl.views[tb], f.family, isa, lanes, merged, rows, n_lanes, x,
+                                v)
+                add_exits_lanes(f, &bl.views[tb], bl.starts[tb], v, lanes, n_lanes, rows,
+                                o64, o32)
+    free(mem)
+    return out
