@@ -3,6 +3,7 @@ same kernel, same rows, interleaved in one process.
 
     python benchmarks/small_calls.py                       # the default shapes and batches
     python benchmarks/small_calls.py --shapes ltr-1000x64 --batch 4,10,32 --rounds 7
+    python benchmarks/small_calls.py --batch 2,3,4 --kernels quickscorer,walk,vqs
 
 Every call of fewer than ``PARALLEL_MIN_ROWS`` rows (64) with the automatic choice runs the
 low-latency entry of the kernel chosen for that many rows (``Algorithm.predict_small``: the
@@ -13,10 +14,14 @@ what calls of 4 to 63 rows took before ``vqs`` and ``rapidscorer`` had entries (
 3 rows took the one-row kernels' entry already). Both are timed
 on the same batches of distinct rows (a batch ``b`` is rows ``i*b .. (i+1)*b - 1``, ``i``
 cycling), in rounds that alternate the two, and their scores are checked equal.
+``--kernels`` adds named kernels through their entries (``predict(X, algorithm=name)``) to
+the rounds, which is how the row counts where the automatic choice switches kernels are
+checked (``autoselect.VQS_MIN_ROWS``, ``RS_MIN_ROWS``).
 """
 from __future__ import annotations
 
 import argparse
+import re
 import statistics
 import sys
 import time
@@ -28,21 +33,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import compare as C  # noqa: E402
 import matrix as M  # noqa: E402
+import workloads as W  # noqa: E402
 
 DEFAULT_SHAPES = ("full-uniform-1000x31", "full-uniform-1000x64", "full-uniform-1000x255",
                   "full-heavy-1000x31", "ltr-1000x64", "xgb-depth6-uniform-1000")
 DEFAULT_BATCHES = "1,2,4,8,9,16,32,63"
 
 
-def _models(wl):
+def _load(shape: str):
+    """A model of the shape and its rows: a benchmarks/matrix.py shape, or
+    ``ydf-<data>-d<max_depth>``, YDF's own model of 1,000 trees (benchmarks/ydf_reference.py)
+    on float32 rows."""
     import quickscorer
 
     class GeneralPath(quickscorer.Model):
         def _small(self, X, squeeze, algorithm, n_threads):
             return None
 
-    model = quickscorer.load(wl.lgb_path)
-    return model, GeneralPath(model.ensemble)
+    m = re.fullmatch(r"ydf-([a-z]+)-d(\d+)", shape)
+    if m:
+        import ydf_reference as Y
+        model = quickscorer.load(Y.as_xgboost_json(Y.train_ydf(m.group(1), 1000,
+                                                               int(m.group(2)))))
+        X = np.ascontiguousarray(W.matrix_rows(m.group(1), 10_000, seed=13), np.float32)
+    else:
+        wl = M.workload(shape, 10_000)
+        model, X = quickscorer.load(wl.lgb_path), wl.X
+    return model, GeneralPath(model.ensemble), X
 
 
 def _time(fn, batches, seconds: float) -> float:
@@ -62,21 +79,24 @@ def _time(fn, batches, seconds: float) -> float:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default=",".join(DEFAULT_SHAPES),
-                   help="benchmarks/matrix.py shape names, comma-separated")
+                   help="benchmarks/matrix.py shape names or ydf-<data>-d<max_depth> (YDF's "
+                        "model, needs ydf), comma-separated")
     p.add_argument("--batch", default=DEFAULT_BATCHES, help="rows per call, comma-separated")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median, best)")
     p.add_argument("--seconds", type=float, default=0.2, help="seconds per engine per round")
+    p.add_argument("--kernels", default="",
+                   help="named kernels to time through their entries too, comma-separated")
     args = p.parse_args(argv)
     batches = [int(b) for b in args.batch.split(",")]
+    kernels = [k for k in args.kernels.split(",") if k]
     print(f"# small calls, 1 thread: entry (default predict) against the general path of "
           f"the same kernel; median of {args.rounds} interleaved rounds (best in brackets), "
           f"us/doc; {C.machine()}")
-    print("| model | rows | kernel | entry | general path | general / entry |")
-    print("| --- | ---: | --- | ---: | ---: | ---: |")
+    print("| model | rows | kernel | entry | general path | general / entry |"
+          + "".join(f" {k} (entry) |" for k in kernels))
+    print("| --- | ---: | --- | ---: | ---: | ---: |" + " ---: |" * len(kernels))
     for shape in args.shapes.split(","):
-        wl = M.workload(shape, 10_000)
-        model, general = _models(wl)
-        X = wl.X
+        model, general, X = _load(shape)
         for b in batches:
             sets = [np.ascontiguousarray(X[i * b:(i + 1) * b]) for i in range(min(64, len(X) // b))]
             for rows in sets[:4]:
@@ -84,14 +104,22 @@ def main(argv=None) -> int:
                 if not np.array_equal(a, g):
                     raise SystemExit(f"{shape}, {b} rows: the entry and the general path "
                                      f"disagree (max |diff| {np.abs(a - g).max():.3g})")
-            times = {"entry": [], "general": []}
+            calls = {"entry": model.predict, "general": general.predict}
+            for k in kernels:
+                if k in model.supported_algorithms():
+                    calls[k] = lambda rows, k=k: model.predict(rows, algorithm=k)
+                    if not np.array_equal(calls[k](sets[0]), model.predict(sets[0])):
+                        raise SystemExit(f"{shape}, {b} rows: {k} disagrees with the default")
+            times = {name: [] for name in calls}
             for _ in range(args.rounds):
-                times["entry"].append(_time(model.predict, sets, args.seconds))
-                times["general"].append(_time(general.predict, sets, args.seconds))
-            e, g = statistics.median(times["entry"]), statistics.median(times["general"])
+                for name, fn in calls.items():
+                    times[name].append(_time(fn, sets, args.seconds))
+            med = {name: statistics.median(v) for name, v in times.items()}
+            cell = {name: f"{med[name]:.2f} ({min(times[name]):.2f})" for name in times}
+            e, g = med["entry"], med["general"]
             print(f"| {shape} | {b} | {model._small_kernels[b] if b < 64 else '-'} | "
-                  f"{e:.2f} ({min(times['entry']):.2f}) | {g:.2f} ({min(times['general']):.2f}) "
-                  f"| {g / e:.2f}x |", flush=True)
+                  f"{cell['entry']} | {cell['general']} | {g / e:.2f}x |"
+                  + "".join(f" {cell.get(k, '-')} |" for k in kernels), flush=True)
     return 0
 
 

@@ -113,8 +113,8 @@ class Model:
 
     @cached_property
     def _few_rows(self) -> str:
-        """The kernel the automatic choice runs for VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows per
-        thread (``autoselect.few_rows``)."""
+        """The kernel the automatic choice runs for VQS_MIN_ROWS (``vqs`` after the scan:
+        VQS_SCAN_MIN_ROWS) to RS_MIN_ROWS - 1 rows per thread (``autoselect.few_rows``)."""
         return autoselect.few_rows(self.ensemble, self._supported, self._costs)
 
     @cached_property

@@ -157,9 +157,10 @@ def test_the_default_runs_the_chosen_one_row_kernel_exactly(monkeypatch, ratio, 
     got = np.concatenate([model.predict_raw(rows[i]) for i in range(rows.shape[0])])
     assert np.array_equal(got, want)
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
-    # a few rows the general path reads (not C-contiguous) take the same kernel
-    three = np.asfortranarray(rows[:3])
-    assert np.array_equal(model.predict_raw(three), want[:3])
+    # two rows the general path reads (not C-contiguous) take the same kernel (from
+    # VQS_SCAN_MIN_ROWS = 3 rows the scan hands calls to vqs)
+    two = np.asfortranarray(rows[:2])
+    assert np.array_equal(model.predict_raw(two), want[:2])
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
     warm = quickscorer.Model(model.ensemble, prepare=("auto",))
     assert kernel in warm.info()["layout_bytes"]
@@ -178,11 +179,14 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     model = quickscorer.Model(load_lightgbm(booster))
     assert model.info()["few_rows_algorithm"] == kernel
     assert model.info()["one_row_algorithm"] == "quickscorer"
-    assert f"{kernel} for {autoselect.VQS_MIN_ROWS} or more" in model.info()["default_algorithm"]
+    first = autoselect.VQS_SCAN_MIN_ROWS if kernel == "vqs" else autoselect.VQS_MIN_ROWS
+    assert f"{kernel} for {first} or more" in model.info()["default_algorithm"]
+    assert model._small_kernels[first - 1] == "quickscorer"
+    assert model._small_kernels[first] == kernel
     rows = special_rows(np.random.default_rng(6), 40, model.n_features)
     rows[:, :] = np.where(np.isnan(rows), rows, X[:40])
     want = model.predict_raw(rows, algorithm="traversal")
-    for n in range(autoselect.VQS_MIN_ROWS, autoselect.RS_MIN_ROWS):
+    for n in range(first, autoselect.RS_MIN_ROWS):
         assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
         assert np.array_equal(model.predict_raw(np.asfortranarray(rows[n:2 * n])),
                               want[n:2 * n])

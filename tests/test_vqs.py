@@ -148,6 +148,12 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     # the boundaries: one-row kernel below 4 rows, few-rows kernel below 9, then rapidscorer
     assert autoselect.choose(names, 3, 1, "walk", "walk") == "walk"
     assert autoselect.choose(names, 4, 1, "walk", "vqs") == "vqs"
+    # the scan hands 3-row calls to vqs's 4-lane group; the walk keeps them
+    assert autoselect.choose(names, 3, 1, "quickscorer", "vqs") == "vqs"
+    assert autoselect.choose(names, 2, 1, "quickscorer", "vqs") == "quickscorer"
+    assert autoselect.choose(names, 3, 1, "walk", "vqs") == "walk"
+    assert autoselect.choose(names, 3, 1, "quickscorer", "walk") == "quickscorer"
+    assert autoselect.choose(names, 6, 2, "quickscorer", "vqs") == "vqs"
     assert autoselect.choose(names, 8, 1, "quickscorer", "walk") == "walk"
     assert autoselect.choose(names, 9, 1, "walk", "walk") == "rapidscorer"
     # where rapidscorer cannot score the model, many rows take the few-rows kernel

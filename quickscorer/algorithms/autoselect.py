@@ -31,8 +31,9 @@ per thread, ``vqs`` from 4, ``rapidscorer`` from 9 where it can score the model 
 group of 8 lanes for one row, a 32-document group has room. On the two models of large trees
 the walk beat both scans from 4 to 8 rows (255 leaves: 47.8-50.9 us against ``vqs``'s
 65.8-102.8; XGBoost depth 8 43.4-45.6 against 48.0-79.3), so :func:`few_rows` runs it there
-where the covers say so. The arithmetic traversals of the paper are for study and are never
-chosen.
+where the covers say so. Since session 24, where the one-row kernel is the QuickScorer scan,
+``vqs`` takes 3-row calls too, in its group of 4 (VQS_SCAN_MIN_ROWS). The arithmetic
+traversals of the paper are for study and are never chosen.
 
 The one-row kernel is the QuickScorer scan, which pays for each false node (about 3 cycles),
 or ``walk``, which pays for each node on the path (about 15 to 30 cycles, a load chain that grows
@@ -118,6 +119,17 @@ from .walk import special_mask
 
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
 VQS_MIN_ROWS = 4
+
+#: ``vqs``'s group of 4 documents (one AVX2 register) already from this many rows per thread
+#: where the one-row kernel is the QuickScorer scan (not the walk) and the few-rows kernel is
+#: ``vqs``. Through the kernels' low-latency entries (session 24), 3-row calls, median us/doc
+#: of 5 interleaved rounds, AMD EPYC Zen 3 (``python benchmarks/small_calls.py --batch 2,3,4
+#: --kernels quickscorer,walk,vqs``), scan / vqs: lambdarank 64 leaves 18.48 / 13.81, full
+#: 31 heavy-tailed 14.21 / 10.94, XGBoost depth 6 24.48 / 18.46, YDF's max_depth 6 / 7 /
+#: 7 heavy-tailed models 11.42 / 10.42, 22.91 / 18.70, 23.94 / 19.84; where the walk is the
+#: one-row kernel it stays (full 64: walk 20.45, vqs 22.21; full 31, where vqs was 1.09x
+#: faster: 12.30 / 11.24). At 2 rows vqs took 0.96x to 1.16x the scan's time on those six
+VQS_SCAN_MIN_ROWS = 3
 
 #: from this many rows per thread RapidScorer's 32- or 64-document groups win (from 9 rows
 #: ``vqs`` runs a second group of 8 lanes for the rows past 8; see the module docstring)
@@ -222,14 +234,23 @@ def one_row(ens, supported: Sequence[str], costs=_COMPUTE) -> tuple[str, str]:
     return "quickscorer", why
 
 
+def few_rows_from(one_row_kernel: str, few_rows_kernel: str) -> int:
+    """Rows per thread from which the few-rows kernel runs: VQS_SCAN_MIN_ROWS from the
+    QuickScorer scan to ``vqs``, VQS_MIN_ROWS otherwise."""
+    if one_row_kernel == "quickscorer" and few_rows_kernel == "vqs":
+        return VQS_SCAN_MIN_ROWS
+    return VQS_MIN_ROWS
+
+
 def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1,
            one_row_kernel: str = "quickscorer", few_rows_kernel: str = "vqs") -> str:
     """The algorithm to run for ``n_rows`` rows on ``n_threads`` threads, among those that
     can score the model (``supported``): ``one_row_kernel`` below VQS_MIN_ROWS rows per
     thread (:func:`one_row`), ``few_rows_kernel`` below RS_MIN_ROWS (:func:`few_rows`),
-    then ``rapidscorer`` (``few_rows_kernel`` where it cannot score the model)."""
+    then ``rapidscorer`` (``few_rows_kernel`` where it cannot score the model); ``vqs``
+    from VQS_SCAN_MIN_ROWS where the one-row kernel is the scan (:func:`few_rows_from`)."""
     per_thread = n_rows / max(1, n_threads)
-    if per_thread < VQS_MIN_ROWS:
+    if per_thread < few_rows_from(one_row_kernel, few_rows_kernel):
         return one_row_kernel
     if per_thread < RS_MIN_ROWS:
         return few_rows_kernel
@@ -249,5 +270,5 @@ def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quick
             else f"{few_rows_kernel} (rapidscorer cannot score this model)")
     name, why = one_row_choice
     return (f"{fast} for {RS_MIN_ROWS} or more rows per thread, {few_rows_kernel} for "
-            f"{VQS_MIN_ROWS} or more, {name} below{f' ({why})' if why else ''}; one thread "
+            f"{few_rows_from(name, few_rows_kernel)} or more, {name} below{f' ({why})' if why else ''}; one thread "
             f"below {PARALLEL_MIN_ROWS} rows")
