@@ -2,10 +2,14 @@
 nothing but argument handling and the kernel's entry.
 
     python benchmarks/call_overhead.py                 # best and median of 7 rounds
+    python benchmarks/call_overhead.py --rows 4,16,32,63,64
 
 Times this library's default ``predict`` and ``predict_raw``, one named kernel, and the
 kernel called directly (no argument handling, what a lower bound of the Python side looks
-like), with LightGBM's ``Booster.predict`` on the same model as a reference.
+like), with LightGBM's ``Booster.predict`` on the same model as a reference. ``--rows``
+adds the default ``predict`` on calls of that many rows, each against the general path of
+the same kernel (a ``Model`` whose low-latency entries are turned off, as in
+``benchmarks/small_calls.py``): us per call.
 """
 from __future__ import annotations
 
@@ -21,9 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import compare as C  # noqa: E402
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+
     import lightgbm as lgb
     import quickscorer
+    from small_calls import general_path
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", default="", help="more calls of this many rows, comma-separated")
+    args = p.parse_args(argv)
     rng = np.random.default_rng(0)
     X = rng.random((200, 8))
     y = X[:, 0] + rng.normal(0, 0.1, 200)
@@ -42,6 +52,12 @@ def main() -> int:
             row, out, other, 1),
         "lightgbm Booster.predict": lambda: booster.predict(row, num_threads=1),
     }
+    general = general_path(model)
+    for n in (int(r) for r in args.rows.split(",") if r):
+        rows = np.ascontiguousarray(X[:n])
+        calls[f"{n} rows: predict (default, {model._small_kernels[n] if n < 64 else 'general'})"] = (
+            lambda rows=rows: model.predict(rows))
+        calls[f"{n} rows: the general path"] = lambda rows=rows: general.predict(rows)
     n = 20_000
     rounds: dict[str, list[float]] = {k: [] for k in calls}
     for fn in calls.values():

@@ -40,15 +40,22 @@ DEFAULT_SHAPES = ("full-uniform-1000x31", "full-uniform-1000x64", "full-uniform-
 DEFAULT_BATCHES = "1,2,4,8,9,16,32,63"
 
 
-def _load(shape: str):
-    """A model of the shape and its rows: a benchmarks/matrix.py shape, or
-    ``ydf-<data>-d<max_depth>``, YDF's own model of 1,000 trees (benchmarks/ydf_reference.py)
-    on float32 rows."""
+def general_path(model):
+    """A copy of the model whose calls all take the general path (no low-latency entry)."""
     import quickscorer
 
     class GeneralPath(quickscorer.Model):
         def _small(self, X, squeeze, algorithm, n_threads):
             return None
+
+    return GeneralPath(model.ensemble)
+
+
+def _load(shape: str):
+    """A model of the shape and its rows: a benchmarks/matrix.py shape, or
+    ``ydf-<data>-d<max_depth>``, YDF's own model of 1,000 trees (benchmarks/ydf_reference.py)
+    on float32 rows."""
+    import quickscorer
 
     m = re.fullmatch(r"ydf-([a-z]+)-d(\d+)", shape)
     if m:
@@ -59,7 +66,7 @@ def _load(shape: str):
     else:
         wl = M.workload(shape, 10_000)
         model, X = quickscorer.load(wl.lgb_path), wl.X
-    return model, GeneralPath(model.ensemble), X
+    return model, general_path(model), X
 
 
 def _time(fn, batches, seconds: float) -> float:
