@@ -55,8 +55,8 @@ def main(argv=None) -> int:
     general = general_path(model)
     for n in (int(r) for r in args.rows.split(",") if r):
         rows = np.ascontiguousarray(X[:n])
-        calls[f"{n} rows: predict (default, {model._small_kernels[n] if n < 64 else 'general'})"] = (
-            lambda rows=rows: model.predict(rows))
+        kernel = model._small_kernels[n] if n < len(model._small_kernels) else "general"
+        calls[f"{n} rows: predict (default, {kernel})"] = lambda rows=rows: model.predict(rows)
         calls[f"{n} rows: the general path"] = lambda rows=rows: general.predict(rows)
     n = 20_000
     rounds: dict[str, list[float]] = {k: [] for k in calls}

@@ -269,6 +269,7 @@ def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quick
     fast = ("rapidscorer" if "rapidscorer" in supported
             else f"{few_rows_kernel} (rapidscorer cannot score this model)")
     name, why = one_row_choice
+    first = few_rows_from(name, few_rows_kernel)
     return (f"{fast} for {RS_MIN_ROWS} or more rows per thread, {few_rows_kernel} for "
-            f"{few_rows_from(name, few_rows_kernel)} or more, {name} below{f' ({why})' if why else ''}; one thread "
+            f"{first} or more, {name} below{f' ({why})' if why else ''}; one thread "
             f"below {PARALLEL_MIN_ROWS} rows")
