@@ -69,8 +69,8 @@ cdef struct SmallCall:
     double* o64
     float* o32
 
-cdef object small_call(Forest forest, object X, int64_t n_features, bint squeeze,
-                       SmallCall* c)
+cdef object small_call(Forest forest, object X, int64_t n_trees, int64_t n_features,
+                       bint squeeze, SmallCall* c)
 
 cdef void* scratch_data(object buf, Py_ssize_t nbytes) except NULL
 

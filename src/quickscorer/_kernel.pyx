@@ -166,18 +166,19 @@ def predict_leaf(Forest forest, Layout lay, const floating[:, :] X, int32_t[:, :
         _run_rows(forest, lay, X, no64, no32, out, rowbuf, scratch, n_threads)
 
 
-cdef object small_call(Forest forest, object X, int64_t n_features, bint squeeze,
-                       SmallCall* c):
+cdef object small_call(Forest forest, object X, int64_t n_trees, int64_t n_features,
+                       bint squeeze, SmallCall* c):
     """The rows and the new scores array of a low-latency call, checked through numpy's C
     API (no typed memoryviews: acquiring one costs more than scoring a row of a small model).
 
     ``X`` must be a C-contiguous float32 or float64 array, 2-D with ``n_features`` columns
-    (the model's, which the layout must have too) or one 1-D row. Returns the scores array,
+    (the model's) or one 1-D row, and the layout's ``n_trees`` and ``n_features`` the
+    forest's. Returns the scores array,
     ``(n,)`` when ``squeeze`` and the model has one output, else ``(n, k)`` (float32 for
     XGBoost forests), with ``c`` filled in; or None, c untouched, for anything else (the
     caller then takes the general path, which says what is wrong)."""
     cdef const ForestView* f = &forest.view
-    if not cnp.PyArray_Check(X) or n_features != f.n_features:
+    if not cnp.PyArray_Check(X) or n_features != f.n_features or n_trees != f.n_trees:
         return None
     cdef cnp.ndarray a = <cnp.ndarray>X
     cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
@@ -219,10 +220,10 @@ def predict_small(Forest forest, Layout lay, object X, bint squeeze):
     path of a call of a few rows (rows and scores as ``small_call`` takes them; None for
     anything else, and for layouts without a per-row exit function). The row and scratch
     buffers are the call's own; the GIL is released around the rows."""
-    if lay.exits == NULL or lay.n_trees != forest.view.n_trees:
+    if lay.exits == NULL:
         return None
     cdef SmallCall c
-    out = small_call(forest, X, lay.n_features, squeeze, &c)
+    out = small_call(forest, X, lay.n_trees, lay.n_features, squeeze, &c)
     if out is None:
         return None
     cdef const ForestView* f = &forest.view

@@ -852,7 +852,7 @@ def predict_small(Forest forest, RSLayout lay, object X, bint squeeze, int isa,
     lay.scratch_bytes(isa, n_outputs) bytes (a Python thread's, as predict_raw's first row)."""
     _check_layout(forest, lay, isa)
     cdef SmallCall c
-    out = small_call(forest, X, lay.n_features, squeeze, &c)
+    out = small_call(forest, X, lay.n_trees, lay.n_features, squeeze, &c)
     if out is None:
         return None
     cdef const ForestView* f = &forest.view

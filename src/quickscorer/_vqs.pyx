@@ -320,10 +320,8 @@ def predict_small(Forest forest, BlockedLayout bl, object X, bint squeeze, int i
     converted rows and the bitvectors are the call's own (64-byte aligned, as the scratch of
     predict_raw), the GIL is released around the groups."""
     _check_scan(bl, isa, lanes, merged)
-    if bl.n_trees != forest.view.n_trees:
-        return None
     cdef SmallCall c
-    out = small_call(forest, X, bl.n_features, squeeze, &c)
+    out = small_call(forest, X, bl.n_trees, bl.n_features, squeeze, &c)
     if out is None:
         return None
     cdef const ForestView* f = &forest.view
