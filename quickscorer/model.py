@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from . import _kernel
 from ._forest import Forest
 from ._transforms import apply_transform
 from .algorithms import autoselect, registry

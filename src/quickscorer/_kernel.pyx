@@ -171,12 +171,11 @@ cdef object small_call(Forest forest, object X, int64_t n_trees, int64_t n_featu
     """The rows and the new scores array of a low-latency call, checked through numpy's C
     API (no typed memoryviews: acquiring one costs more than scoring a row of a small model).
 
-    ``X`` must be a C-contiguous float32 or float64 array, 2-D with ``n_features`` columns
-    (the model's) or one 1-D row, and the layout's ``n_trees`` and ``n_features`` the
-    forest's. Returns the scores array,
-    ``(n,)`` when ``squeeze`` and the model has one output, else ``(n, k)`` (float32 for
-    XGBoost forests), with ``c`` filled in; or None, c untouched, for anything else (the
-    caller then takes the general path, which says what is wrong)."""
+    ``X`` must be a C-contiguous float32 or float64 array, 2-D with the model's features per
+    row or one 1-D row, and the layout's ``n_trees`` and ``n_features`` the forest's. Returns
+    the scores array, ``(n,)`` when ``squeeze`` and the model has one output, else ``(n, k)``
+    (float32 for XGBoost forests), with ``c`` filled in; or None, c untouched, for anything
+    else (the caller then takes the general path, which says what is wrong)."""
     cdef const ForestView* f = &forest.view
     if not cnp.PyArray_Check(X) or n_features != f.n_features or n_trees != f.n_trees:
         return None
