@@ -170,6 +170,31 @@ def test_calls_below_parallel_min_rows_take_an_entry(monkeypatch):
         model.predict(X)
 
 
+def _unaligned(X):
+    """X's values in an array whose data starts one byte past an aligned address."""
+    raw = np.zeros(X.nbytes + 1, np.uint8)
+    out = np.frombuffer(raw.data, X.dtype, X.size, offset=1).reshape(X.shape)
+    out[...] = X
+    assert not out.flags.aligned
+    return out
+
+
+@pytest.mark.parametrize("n", [1, 3, 5, 20, 40])
+def test_byte_swapped_and_unaligned_rows_score_as_native_ones(n):
+    """A big-endian float array has the numpy type number of a native one: the entries
+    must decline it (and unaligned arrays), the general path converts them."""
+    model = WIDE["lightgbm-3"]
+    X = special_rows(np.random.default_rng(14), n, model.n_features)
+    for dtype in (np.float64, np.float32):
+        want = model.predict(X.astype(dtype))
+        swapped = X.astype(np.dtype(dtype).newbyteorder())
+        assert np.array_equal(model.predict(swapped), want)
+        assert np.array_equal(model.predict(_unaligned(X.astype(dtype))), want)
+        for name in ("quickscorer", "vqs", "rapidscorer"):
+            assert model.prepare(name).predict_small(swapped, False) is None
+            assert np.array_equal(model.predict(swapped, algorithm=name), want)
+
+
 def test_the_vector_entries_decline_what_they_do_not_read():
     model = WIDE["xgboost-3"]
     f = model._forest

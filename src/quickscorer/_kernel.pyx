@@ -171,8 +171,8 @@ cdef object small_call(Forest forest, object X, int64_t n_trees, int64_t n_featu
     """The rows and the new scores array of a low-latency call, checked through numpy's C
     API (no typed memoryviews: acquiring one costs more than scoring a row of a small model).
 
-    ``X`` must be a C-contiguous float32 or float64 array, 2-D with the model's features per
-    row or one 1-D row, and the layout's ``n_trees`` and ``n_features`` the forest's. Returns
+    ``X`` must be a C-contiguous, aligned float32 or float64 array in the machine's byte
+    order, 2-D with the model's features per row or one 1-D row, and the layout's ``n_trees`` and ``n_features`` the forest's. Returns
     the scores array, ``(n,)`` when ``squeeze`` and the model has one output, else ``(n, k)``
     (float32 for XGBoost forests), with ``c`` filled in; or None, c untouched, for anything
     else (the caller then takes the general path, which says what is wrong)."""
@@ -181,7 +181,10 @@ cdef object small_call(Forest forest, object X, int64_t n_trees, int64_t n_featu
         return None
     cdef cnp.ndarray a = <cnp.ndarray>X
     cdef int nd = cnp.PyArray_NDIM(a), typenum = cnp.PyArray_TYPE(a)
+    # aligned and in the machine's byte order too: a big-endian float64 array has the same
+    # type number as a native one
     if ((nd != 1 and nd != 2) or not cnp.PyArray_IS_C_CONTIGUOUS(a)
+            or not cnp.PyArray_ISBEHAVED_RO(a)
             or (typenum != cnp.NPY_FLOAT64 and typenum != cnp.NPY_FLOAT32)):
         return None
     cdef Py_ssize_t n = 1 if nd == 1 else cnp.PyArray_DIM(a, 0)
