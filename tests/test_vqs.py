@@ -145,7 +145,8 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose([n for n in supported if n != "rapidscorer"], 1000, 1) == "vqs"
     assert autoselect.choose(names, 8, 1) == "vqs"
     assert autoselect.choose(names, 1000, 1) == "rapidscorer"
-    # the boundaries: one-row kernel below 4 rows, few-rows kernel below 9, then rapidscorer
+    # the boundaries: one-row kernel below 4 rows (below 3 from the scan to vqs, below),
+    # few-rows kernel below 9, then rapidscorer
     assert autoselect.choose(names, 3, 1, "walk", "walk") == "walk"
     assert autoselect.choose(names, 4, 1, "walk", "vqs") == "vqs"
     # the scan hands 3-row calls to vqs's 4-lane group; the walk keeps them
