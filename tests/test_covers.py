@@ -11,6 +11,7 @@ import pytest
 
 import quickscorer
 from quickscorer.algorithms import autoselect
+from quickscorer.algorithms import walk as walk_mod
 from quickscorer.importers import xgboost as xgb_imp
 from quickscorer.importers.lightgbm import load_lightgbm, parse_fast, parse_reference
 from quickscorer.ir import Ensemble, build_tree
@@ -116,7 +117,7 @@ def test_a_damaged_count_costs_the_covers_not_the_load(edit):
     assert not ref.has_cover and fast is not None and not fast.has_cover
     assert parse_reference(text).has_cover
     model = quickscorer.Model(ref)
-    assert model.info()["one_row_algorithm"] == "quickscorer"
+    assert "no node covers" in model._one_row[1]
     assert np.array_equal(model.predict(X[:50], raw_score=True),
                           booster.predict(X[:50], raw_score=True))
 
@@ -134,19 +135,46 @@ def test_covers_survive_parts_and_pickling():
     assert np.array_equal(rebuilt.trees.arrays["node_cover"], ens.trees.arrays["node_cover"])
 
 
-def test_a_model_without_covers_keeps_the_scan():
-    ens = random_ensemble(np.random.default_rng(3), "lightgbm", n_trees=20)
-    assert not ens.has_cover
-    model = quickscorer.Model(ens)
-    assert autoselect.one_row(ens, model.supported_algorithms()) == (
+def test_a_model_without_covers_keeps_the_scan_or_counts_half_its_nodes_false():
+    """Without covers the walk of complete trees, whose steps do not depend on the row,
+    is weighed against half the nodes; a model the walk lays out no complete trees for
+    keeps the scan."""
+    # 20 trees of at most 4 leaves: 32 nodes, 64 steps (groups of depth 3, 2, 3); two
+    # balanced trees of depth 6: 126 nodes, 48 steps (the group's six fill trees included)
+    small = random_ensemble(np.random.default_rng(3), "lightgbm", n_trees=20, max_leaves=4)
+    for ens, want in ((small, "quickscorer"), (_balanced(6, covers=False), "walk")):
+        assert not ens.has_cover
+        model = quickscorer.Model(ens)
+        steps = walk_mod.GROUP_TREES * int(walk_mod.complete_groups(ens).sum())
+        nodes = int(ens.trees.node_offset[-1])
+        assert (nodes / 2 >= steps) == (want == "walk")
+        kernel, why = autoselect.one_row(ens, model.supported_algorithms())
+        assert kernel == want and "no node covers" in why
+        assert model.info()["one_row_algorithm"] == kernel
+        X = special_rows(np.random.default_rng(4), 30, model.n_features)
+        got = np.concatenate([model.predict_raw(X[i]) for i in range(30)])
+        assert np.array_equal(got, model.predict_raw(X, algorithm="traversal"))
+    # a chain of 11 nodes, deeper than the complete trees go: no complete trees
+    n = walk_mod.COMPLETE_MAX_DEPTH + 1
+    left = [n + i if i < n else -1 for i in range(2 * n + 1)]
+    right = [(i + 1 if i + 1 < n else 2 * n) if i < n else -1 for i in range(2 * n + 1)]
+    tree = build_tree(left=left, right=right, root=0, feature=[0] * (2 * n + 1),
+                      threshold=[float(i) for i in range(2 * n + 1)],
+                      default_left=[True] * (2 * n + 1), missing_type=[0] * (2 * n + 1),
+                      is_categorical=[False] * (2 * n + 1), categories=None,
+                      value=[float(i) for i in range(2 * n + 1)], n_features=2)
+    chain = Ensemble(trees=[tree], tree_group=[0], n_outputs=1, n_features=2,
+                     family="lightgbm", base_score=[0.0])
+    assert not chain.has_cover and walk_mod.complete_groups(chain) is None
+    assert autoselect.one_row(chain, quickscorer.Model(chain).supported_algorithms()) == (
         "quickscorer", "the model gives no node covers")
-    assert model.info()["one_row_algorithm"] == "quickscorer"
 
 
 @pytest.mark.parametrize("ratio, kernel", [(0.0, "walk"), (float("inf"), "quickscorer")])
 @pytest.mark.parametrize("name", ["regression", "multiclass", "categorical", "linear_tree"])
 def test_the_default_runs_the_chosen_one_row_kernel_exactly(monkeypatch, ratio, kernel, name):
     monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", ratio)
+    monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", ratio)
     booster, X, _ = _trained(name)
     model = quickscorer.Model(load_lightgbm(booster))
     assert model.info()["one_row_algorithm"] == kernel
@@ -175,6 +203,7 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     where the few-rows calls run it."""
     monkeypatch.setattr(autoselect, "FEW_ROWS_WALK_RATIO", ratio)
     monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", float("inf"))
+    monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", float("inf"))
     booster, X, _ = _trained(name)
     model = quickscorer.Model(load_lightgbm(booster))
     assert model.info()["few_rows_algorithm"] == kernel
@@ -201,11 +230,12 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     assert set(warm.info()["layout_bytes"]) == {"quickscorer", kernel, many}
 
 
-def _balanced(depth: int, categorical_level: int | None = None, big: int = 3) -> Ensemble:
+def _balanced(depth: int, categorical_level: int | None = None, big: int = 3,
+              covers: bool = True) -> Ensemble:
     """Two balanced trees of 2 ** depth leaves whose covers split evenly at every node: a row's
     path has ``depth`` nodes and it meets (2 ** depth - 1) / 2 false nodes per tree. With
     ``categorical_level``, the nodes of that level split feature 1 by category (listing
-    ``big`` among them)."""
+    ``big`` among them); without ``covers``, none."""
     n_internal = 2 ** depth - 1
     k = 2 * n_internal + 1                      # heap numbering, leaves last
     left = [2 * i + 1 if i < n_internal else -1 for i in range(k)]
@@ -217,7 +247,8 @@ def _balanced(depth: int, categorical_level: int | None = None, big: int = 3) ->
                       missing_type=[0] * k, is_categorical=cat,
                       categories={i: [i % 7, big] for i in range(k) if cat[i]},
                       value=[0.5 * i for i in range(k)],
-                      cover=[2.0 ** (depth - lv) for lv in level], n_features=2)
+                      cover=[2.0 ** (depth - lv) for lv in level] if covers else None,
+                      n_features=2)
     return Ensemble(trees=[tree, tree], tree_group=[0, 0], n_outputs=1, n_features=2,
                     family="lightgbm", base_score=[0.0])
 
@@ -363,7 +394,7 @@ def test_a_damaged_sum_hessian_costs_the_covers_not_the_load(tree, value):
     assert not got.has_cover and not ref.has_cover
     assert_same_ensemble(got, ref)
     model = quickscorer.Model(got)
-    assert model.info()["one_row_algorithm"] == "quickscorer"
+    assert "no node covers" in model._one_row[1]
     want = booster.predict(xgb.DMatrix(X[:50], missing=np.nan), output_margin=True)
     assert np.array_equal(model.predict(X[:50].astype(np.float32), raw_score=True), want)
 
@@ -396,6 +427,7 @@ def test_xgboost_covers_of_a_pruned_model_and_of_the_legacy_binary(release):
 def test_the_default_runs_the_chosen_one_row_kernel_exactly_on_xgboost(monkeypatch, ratio,
                                                                        kernel, name):
     monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", ratio)
+    monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", ratio)
     booster, X, kw = _xgb_trained(name)
     model = quickscorer.Model(xgb_imp.load_xgboost(booster))
     assert model.ensemble.has_cover

@@ -342,7 +342,9 @@ def test_complete_trees_put_each_node_in_its_heap_slot_and_each_leaf_below_it():
     """A tree of depth 3 whose nodes go right: the root in slot 0, its right child n1 in
     slot 2 (level 1, position 1), n1's right child n2 in slot 6 (level 2, position 3); slots
     1, 3, 4 and 5 send rows left (+inf). End slots by position: the root's left leaf (level
-    1, position 0) at slot 0, n1's (level 2, position 2) at 4, n2's two at 6 and 7."""
+    1, position 0) at slot 0, n1's (level 2, position 2) at 4, n2's two at 6 and 7. The
+    one-leaf tree beside it takes its group's depth, 3: seven slots sending rows left, eight
+    end slots of its leaf; six fill trees of depth 3 make the group's eight."""
     tree = build_tree(left=[1, -1, 3, -1, 5, -1, -1], right=[2, -1, 4, -1, 6, -1, -1],
                       root=0, feature=[0, 0, 1, 0, 0, 0, 0],
                       threshold=[1.0, 0, 2.0, 0, 3.0, 0, 0], default_left=[True] * 7,
@@ -355,14 +357,18 @@ def test_complete_trees_put_each_node_in_its_heap_slot_and_each_leaf_below_it():
                    family="lightgbm", base_score=[0.0])
     a = walk_arrays(ens, complete=True)
     cn = a["cnodes"].view(walk_mod.CNODE_DTYPE)
-    assert a["cdepth"].tolist() == [3, 0]
-    assert a["cnode_offset"].tolist() == [0, 7, 7]
-    assert a["cslot_offset"].tolist() == [0, 8, 9]
-    assert cn["thr"].tolist() == [1.0, np.inf, 2.0, np.inf, np.inf, np.inf, 3.0]
+    assert a["cdepth"].tolist() == [3, 3]
+    assert a["cnode_offset"].tolist() == [0, 7, 14]
+    assert a["cslot_offset"].tolist() == [0, 8, 16]
+    assert cn.shape[0] == 8 * 7 and a["cslot_leaf"].shape[0] == 8 * 8
+    assert cn["thr"][:7].tolist() == [1.0, np.inf, 2.0, np.inf, np.inf, np.inf, 3.0]
+    assert np.all(cn["thr"][7:] == np.inf)         # the one-leaf tree and the fill trees
     fill = a["fill_cols"]
     assert [int(fill[c] % 2) for c in cn["col"][[0, 2, 6]]] == [0, 1, 0]
     assert a["cslot_leaf"][[0, 4, 6, 7]].tolist() == [0, 1, 2, 3]
-    assert a["cslot_leaf"][8] == 0                 # the one-leaf tree: depth 0, one slot
+    assert np.all(a["cslot_leaf"][8:] == 0)        # leaf 0 of the one-leaf tree, fill trees'
+    assert walk_mod.group_depths(ens, walk_mod.node_levels(ens, 9)[0]).tolist() == [3]
+    assert walk_mod.complete_groups(ens) is None    # 14 slots for 3 nodes: not by default
     X = np.array([[0.5, 9.0], [1.5, 1.0], [1.5, 3.0], [9.0, 3.0], [np.nan, 5.0],
                   [2.0, np.nan], [np.inf, np.inf], [-np.inf, 0.0]] * 3)
     model = quickscorer.Model(ens)
@@ -414,14 +420,15 @@ def test_complete_trees_are_chosen_where_they_hold_few_slots_per_node():
     model = quickscorer.Model(deep)
     assert Walk(deep, model._forest).complete is False
     assert Walk(deep, model._forest, complete=True).complete is True
-    # Walk chooses them only where rapidscorer cannot score the model (its calls of many
-    # rows then come to the walk): balanced trees of 512 leaves whose root splits by
-    # category (the level path of rapidscorer takes no categories), not trees of 4 leaves
+    assert walk_mod.complete_groups(deep) is None and walk_mod.complete_groups(too_deep) is None
+    assert walk_mod.complete_groups(bal).tolist() == [_depth(bal)]
+    # Walk lays them out wherever they fit (one row walks them eight trees at a time):
+    # balanced trees of 512 leaves whose root splits by category, trees of 4 leaves
     big = _balanced(9, categorical_level=0)
     assert "rapidscorer" not in quickscorer.Model(big).supported_algorithms()
     m = quickscorer.Model(big)
     assert Walk(big, m._forest).complete
-    assert not Walk(bal, quickscorer.Model(bal)._forest).complete
+    assert Walk(bal, quickscorer.Model(bal)._forest).complete
     X = np.column_stack([np.linspace(-1.0, 1100.0, 100), np.arange(100) % 9 - 1.0])
     assert np.array_equal(m.predict_raw(X), m.predict_raw(X, algorithm="traversal"))
     assert "complete trees" in m.info()["walk_many_rows"]
@@ -446,6 +453,12 @@ def test_complete_fields_that_do_not_fit_are_refused():
             _walk.WalkLayout(bad, model.n_features)
 
 
+def _depth(ens):
+    """The depth of the deepest tree of a model of at most eight trees."""
+    level = walk_mod.node_levels(ens, 64)[0]
+    return int(level.max()) + 1 if level.shape[0] else 0
+
+
 def _cols(cn, value):
     bad = cn.copy()
     bad["col"][0] = value
@@ -465,7 +478,8 @@ def test_xgboost_complete_trees_compare_in_float32_where_every_threshold_is_a_fl
     walk = Walk(ens, model._forest, complete=True)
     assert walk.complete and walk.layout.cfloat
     a = walk._arrays
-    assert a["cnodes"].shape[0] == a["cnode_offset"][-1]          # one word a slot
+    # one word a slot (the two fill trees of the last group included)
+    assert a["cnodes"].shape[0] == a["cnode_offset"][-1] + 2 * (2 ** int(a["cdepth"][-1]) - 1)
     X = special_rows(rng, 150, 5).astype(np.float32)
     X[:40] = np.float32(1e-36) * rng.choice([-1, 1, 0.5, 2], size=(40, 5))
     X[40:50] = np.nextafter(np.float32(0.5), np.float32([[-np.inf], [np.inf]] * 5))[:10]
@@ -515,3 +529,78 @@ def test_a_real_xgboost_model_walks_float32_complete_trees_exactly(monkeypatch):
     for rows in (X, X.astype(np.float32)):
         got = model.predict_raw(rows, algorithm="walk")[:, 0]
         assert np.array_equal(got, want)
+
+
+def _chain(depth: int, family: str) -> Ensemble:
+    """One tree: a chain of ``depth`` nodes through their right children, each left child a
+    leaf, thresholds 0, 1, 2, ... on feature 0 and 1 in turn."""
+    k = 2 * depth + 1
+    left = [depth + i if i < depth else -1 for i in range(k)]
+    right = [(i + 1 if i + 1 < depth else 2 * depth) if i < depth else -1 for i in range(k)]
+    tree = build_tree(left=left, right=right, root=0, feature=[i % 2 for i in range(k)],
+                      threshold=[float(i) for i in range(k)], default_left=[True] * k,
+                      missing_type=[2] * k, is_categorical=[False] * k, categories=None,
+                      value=[0.25 * i for i in range(k)], n_features=2)
+    return tree
+
+
+@pytest.mark.parametrize("family, f32", [("lightgbm", False), ("xgboost", False),
+                                         ("xgboost", True)])
+@pytest.mark.parametrize("n_trees, n_outputs", [(1, 1), (7, 1), (9, 1), (17, 1), (24, 2)])
+def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, family, f32,
+                                                              n_trees, n_outputs):
+    """Where the walk has complete trees, a row walks them eight trees of a group at a time
+    (walk.h QS_WALK_GROUPS; the last group filled up with trees past the model's): trees of
+    1 to 12 leaves, so groups of several depths, each tree padded to its group's; categorical
+    splits; float32 slots (XGBoost thresholds that are float32 values) and float64; one
+    output (the sum in tree order) and two. The reference's scores of one-row calls (the
+    entry) and leaves of calls of a few rows (the general path, row by row), on rows with
+    NaN, zeros, infinities and values next to the thresholds."""
+    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
+    rng = np.random.default_rng(50 + n_trees)
+    # float32 values only, or 0.1 and 1e-36 among them (no float32: float64 slots)
+    thresholds = (-1.0, 0.0, 0.5, 2.0, np.inf, -np.inf) + (() if f32 else (0.1, 1e-36))
+    ens = random_ensemble(rng, family, n_trees=n_trees, n_outputs=n_outputs, n_features=5,
+                          max_leaves=12, thresholds=thresholds)
+    model = quickscorer.Model(ens)
+    walk = model.prepare("walk")
+    assert walk.complete and walk.layout.cfloat == f32
+    depth = walk._arrays["cdepth"]
+    assert np.all(depth.reshape(-1)[: n_trees // 8 * 8].reshape(-1, 8) == depth[::8][
+        : n_trees // 8, None])
+    X = category_rows(rng, 60, 5)
+    near = [np.nextafter(t, side) for t in (-1.0, 0.1, 0.5, 2.0) for side in (-np.inf, np.inf)]
+    X[:10] = rng.choice(near + [0.1, 0.5, 2.0], size=(10, 5))
+    if family == "xgboost":
+        X = X.astype(np.float32)
+    want = model.predict_raw(X, algorithm="traversal")
+    for i in range(X.shape[0]):
+        assert np.array_equal(model.predict_raw(X[i:i + 1], algorithm="walk"), want[i:i + 1])
+    leaves = model.predict_leaf(X[:5], algorithm="walk")
+    assert np.array_equal(leaves, model.predict_leaf(X[:5], algorithm="traversal"))
+
+
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_groups_of_complete_trees_deeper_than_the_unrolled_depths(monkeypatch, family):
+    """Groups 9 and 10 levels deep (the group walk's copies by depth stop at
+    QS_WALK_GROUP_DEPTHS, 8; deeper groups take its loop with the depth a variable), beside
+    a group of depth 0 (trees that are one leaf) and of depth 8, in one model."""
+    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
+    leaf = build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
+                      default_left=[True], missing_type=[0], is_categorical=[False],
+                      categories=None, value=[1.5], n_features=2)
+    trees = [leaf] * 8 + [_chain(8, family)] * 3 + [leaf] * 5 + [_chain(9, family)] * 8 + [
+        _chain(10, family)] + [leaf] * 2
+    ens = Ensemble(trees=tuple(trees), tree_group=[0] * len(trees), n_outputs=1,
+                   n_features=2, family=family, base_score=[0.25])
+    model = quickscorer.Model(ens)
+    walk = model.prepare("walk")
+    assert walk.complete
+    assert walk._arrays["cdepth"][::8].tolist() == [0, 8, 9, 10]
+    X = np.column_stack([np.arange(-1.0, 12.0, 0.5), np.arange(12.0, -1.0, -0.5)])
+    X = np.vstack([X, [[np.nan, 3.0], [np.inf, np.inf], [-np.inf, np.nan], [0.0, -0.0]]])
+    want = model.predict_raw(X, algorithm="traversal")
+    for i in range(X.shape[0]):
+        assert np.array_equal(model.predict_raw(X[i:i + 1], algorithm="walk"), want[i:i + 1])
+    assert np.array_equal(model.predict_leaf(X[:3], algorithm="walk"),
+                          model.predict_leaf(X[:3], algorithm="traversal"))

@@ -35,8 +35,11 @@ where the covers say so. Since session 24, where the one-row kernel is the Quick
 ``vqs`` takes 3-row calls too, in its group of 4 (VQS_SCAN_MIN_ROWS). The arithmetic
 traversals of the paper are for study and are never chosen.
 
-The one-row kernel is the QuickScorer scan, which pays for each false node (about 3 cycles),
-or ``walk``, which pays for each node on the path (about 15 to 30 cycles, a load chain that grows
+Where the walk lays the trees out complete (``walk.complete_groups``) one row walks them
+eight trees at a time, the same number of steps for every row, and :func:`one_row` weighs
+those steps against the expected false nodes (GROUP_WALK_MIN_RATIO, measured there).
+Elsewhere the one-row kernel is the QuickScorer scan, which pays for each false node (about
+3 cycles), or ``walk``, which pays for each node on the path (about 15 to 30 cycles, a load chain that grows
 with the table's size), chosen per model by :func:`one_row` from the training rows that
 reached each node (the covers LightGBM and XGBoost write; XGBoost's are hessian sums, a count
 under squared error): the expected false nodes a row meets against
@@ -115,7 +118,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .rs_layout import coded_categorical
-from .walk import special_mask
+from .walk import GROUP_TREES, complete_groups, special_mask
 
 #: below this many rows per thread the scalar scan wins (the 8-lane scan runs half empty)
 VQS_MIN_ROWS = 4
@@ -140,6 +143,24 @@ PARALLEL_MIN_ROWS = 64
 
 #: the one-row walk from this many expected false nodes per node on a row's path
 WALK_MIN_RATIO = 3.55
+
+#: where the walk lays its trees out complete (``walk.complete_groups``: trees at most
+#: COMPLETE_MAX_DEPTH deep, few slots per node) one row walks them eight trees at a time,
+#: ``GROUP_TREES * depth`` steps a group whatever the row: the walk from this many expected
+#: false nodes per step. Through the entries, 1 row, 1,000 trees, median us of 5 interleaved
+#: rounds, AMD EPYC Zen 3 (``python benchmarks/small_calls.py --batch 1 --kernels
+#: quickscorer,walk``; false nodes / steps, scan / walk): XGBoost depth 4 1.17, 12.58 /
+#: 9.88; YDF max_depth 6 1.36, 13.53 / 11.30; YDF max_depth 7 2.16, 20.37 / 14.50; YDF 7
+#: heavy-tailed 2.42, 27.49 / 17.78; XGBoost depth 6 3.47, 27.24 / 14.53; heavy-tailed 3.03,
+#: 32.57 / 21.51; LightGBM depth 6 (63 leaves, float64 slots) 3.50, 28.49 / 21.31. No
+#: model at hand has fewer false nodes than steps; 1.0 is where the two counts meet
+GROUP_WALK_MIN_RATIO = 1.0
+#: the special nodes a row's expansion decides before the walk, counted in steps of the
+#: complete trees' walk (about 2 ns each: 14.5 us a row for 6,000 steps on YDF's max_depth
+#: 7 model, every cost of the call included): 2.8 ns a categorical node decided by a table,
+#: 10.9 ns another (CODED_NODE_STEPS' measurements)
+GROUP_CODED_STEPS = 1.4
+GROUP_SPECIAL_STEPS = 5.5
 
 #: a node the walk decides before it starts, one by one, for every row (walk.walk_arrays's
 #: special nodes) costs about this many steps of a walk. Measured on a LightGBM model of 500
@@ -223,6 +244,19 @@ def one_row(ens, supported: Sequence[str], costs=_COMPUTE) -> tuple[str, str]:
     as for :func:`few_rows`)."""
     if costs is _COMPUTE:
         costs = expected_costs(ens)
+    groups = complete_groups(ens) if "walk" in supported else None
+    if groups is not None:
+        coded, other = special_nodes(ens)
+        steps = (GROUP_TREES * int(groups.sum()) + GROUP_CODED_STEPS * coded
+                 + GROUP_SPECIAL_STEPS * other)
+        # without covers, each node false for half the rows
+        false = costs[1] if costs is not None else 0.5 * int(ens.trees.node_offset[-1])
+        why = (f"{false / ens.n_trees:.1f} expected false nodes against {steps / ens.n_trees:.1f}"
+               f" steps a tree through complete trees"
+               f"{'' if costs is not None else ' (no node covers: half the nodes)'}")
+        if false >= GROUP_WALK_MIN_RATIO * steps:
+            return "walk", why
+        return "quickscorer", why
     if costs is None:
         return "quickscorer", "the model gives no node covers"
     path, false = costs

@@ -6,11 +6,13 @@ path: on LightGBM's leaf-wise trees most rows leave by a short path (3.5 nodes a
 average on a model of 1,000 full 64-leaf trees, against 20 false nodes a tree), so a walk
 that does not stall on each branch can beat the scan for one row at a time.
 
-Calls of many rows (BLOCKED_MIN_ROWS a thread) walk chunks of rows through blocks of trees,
-and on models whose calls of many rows come to the walk by default (those ``rapidscorer``
-cannot score) trees at most COMPLETE_MAX_DEPTH deep are also laid out complete
-(:func:`complete_arrays`), which chunks of COMPLETE_MIN_ROWS rows or more walk tree by tree
-in ``depth`` steps of index arithmetic.
+Where the trees are at most COMPLETE_MAX_DEPTH deep and hold few slots per node (depth-wise
+trees: XGBoost's, YDF's, LightGBM's with ``max_depth``) they are also laid out complete
+(:func:`complete_arrays`), in groups of eight trees of one depth: one row walks a group's
+eight trees together in ``depth`` steps of index arithmetic (walk.h QS_WALK_GROUPS; on
+1,000 trees of depth 6, 1.5x to 1.9x faster than the QuickScorer scan for one row), and
+calls of many rows (BLOCKED_MIN_ROWS a thread) walk chunks of rows through blocks of
+trees, the complete trees tree by tree from COMPLETE_MIN_ROWS rows.
 """
 from __future__ import annotations
 
@@ -119,20 +121,30 @@ def no_complete_fields() -> dict:
             "cslot_leaf": np.zeros(0, np.int32)}
 
 
+#: trees a group of complete trees holds (walk.h QS_WALK_GROUPS: one row walks the eight
+#: trees of a group together)
+GROUP_TREES = 8
+
+
 def complete_arrays(ens: Ensemble, col: np.ndarray, thr: np.ndarray,
                     max_depth: int = COMPLETE_MAX_DEPTH) -> dict:
-    """Every tree of depth ``d`` as a complete tree of ``2^d - 1`` slots in heap order, for
-    calls of many rows: the node at level ``l`` and position ``p`` (``rs_layout.node_levels``)
-    in slot ``2^l - 1 + p`` with its ``col`` and ``thr`` (the walk's, canonical order), the
-    other slots sending every row left (``thr`` +inf: an expanded value is never NaN), so a
-    row walks exactly ``d`` steps by index arithmetic, no child loaded, and a leaf reached at
+    """Every tree as a complete tree of ``2^d - 1`` slots in heap order, ``d`` the depth of
+    the deepest tree of its group (trees ``8 g`` to ``8 g + 7``, GROUP_TREES), for the walks
+    of complete trees (a chunk of rows tree by tree, or one row a group of eight trees at a
+    time): the node at level ``l`` and position ``p`` (``rs_layout.node_levels``) in slot
+    ``2^l - 1 + p`` with its ``col`` and ``thr`` (the walk's, canonical order), the other
+    slots sending every row left (``thr`` +inf: an expanded value is never NaN), so a row
+    walks exactly ``d`` steps by index arithmetic, no child loaded, and a leaf reached at
     level ``l``, position ``p`` ends its rows at slot ``p << (d - l)``:
 
     - ``cnodes`` (``CNODE_DTYPE`` as uint64, 2 words a slot), ``cnode_offset`` (int64,
-      n_trees + 1), ``cdepth`` (uint8);
+      n_trees + 1), ``cdepth`` (uint8, the group's depth for each tree);
     - ``cslot_offset`` (int64, n_trees + 1; tree ``t`` has ``2^d`` end slots) and
       ``cslot_leaf`` (int32): the tree's own number of each end slot's leaf (0 for slots no
-      row reaches).
+      row reaches);
+    - after the last tree, as many fill trees of the last group's depth as make the number
+      of trees a multiple of GROUP_TREES (their slots send every row left, to an end slot
+      of leaf 0), so that the last group has eight trees too.
 
     Raises ValueError for a tree deeper than ``max_depth``."""
     level, pos, leaf_level, leaf_pos = node_levels(ens, max_depth)
@@ -140,24 +152,49 @@ def complete_arrays(ens: Ensemble, col: np.ndarray, thr: np.ndarray,
     leaf_offset = np.asarray(ens.trees.leaf_offset, np.int64)
     n_trees = node_offset.shape[0] - 1
     tree_of_node = np.repeat(np.arange(n_trees), np.diff(node_offset))
-    depth = np.zeros(n_trees, np.int64)
-    np.maximum.at(depth, tree_of_node, level + 1)
-    cnode_offset = np.zeros(n_trees + 1, np.int64)
+    depth = np.repeat(group_depths(ens, level), GROUP_TREES)     # trees and fill trees
+    cnode_offset = np.zeros(depth.shape[0] + 1, np.int64)
     np.cumsum((1 << depth) - 1, out=cnode_offset[1:])
     cnodes = np.zeros(int(cnode_offset[-1]), CNODE_DTYPE)
     cnodes["thr"] = np.inf
     at = cnode_offset[tree_of_node] + (1 << level) - 1 + pos
     cnodes["thr"][at] = thr
     cnodes["col"][at] = col
-    slot_offset = np.zeros(n_trees + 1, np.int64)
+    slot_offset = np.zeros(depth.shape[0] + 1, np.int64)
     np.cumsum(1 << depth, out=slot_offset[1:])
     tree_of_leaf = np.repeat(np.arange(n_trees), np.diff(leaf_offset))
     leaf_slot = slot_offset[tree_of_leaf] + (leaf_pos << (depth[tree_of_leaf] - leaf_level))
     slot_leaf = np.zeros(int(slot_offset[-1]), np.int32)
     slot_leaf[leaf_slot] = np.arange(leaf_offset[-1]) - leaf_offset[tree_of_leaf]
-    return {"cnodes": cnodes.view(np.uint64), "cnode_offset": cnode_offset,
-            "cdepth": depth.astype(np.uint8), "cslot_offset": slot_offset,
-            "cslot_leaf": slot_leaf}
+    return {"cnodes": cnodes.view(np.uint64), "cnode_offset": cnode_offset[:n_trees + 1],
+            "cdepth": depth[:n_trees].astype(np.uint8),
+            "cslot_offset": slot_offset[:n_trees + 1], "cslot_leaf": slot_leaf}
+
+
+def group_depths(ens: Ensemble, level: np.ndarray) -> np.ndarray:
+    """The depth of each group of GROUP_TREES trees laid out complete (its deepest tree's;
+    the last group's fill trees count 0), from each node's level (``rs_layout.node_levels``)."""
+    node_offset = np.asarray(ens.trees.node_offset, np.int64)
+    n_trees = node_offset.shape[0] - 1
+    own = np.zeros(n_trees + -n_trees % GROUP_TREES, np.int64)
+    np.maximum.at(own, np.repeat(np.arange(n_trees), np.diff(node_offset)), level + 1)
+    return own.reshape(-1, GROUP_TREES).max(axis=1)
+
+
+def complete_groups(ens: Ensemble) -> np.ndarray | None:
+    """The depths of the groups of complete trees that the walk lays out by default
+    (``walk_arrays`` with ``complete=None``: trees at most COMPLETE_MAX_DEPTH deep, at most
+    COMPLETE_MAX_SLOTS slots per node), or None where it lays out none. A row walking them
+    takes ``GROUP_TREES * depths.sum()`` steps, whatever its values."""
+    try:
+        level = node_levels(ens, COMPLETE_MAX_DEPTH)[0]
+    except ValueError:          # too deep
+        return None
+    depths = group_depths(ens, level)
+    n_trees = ens.trees.node_offset.shape[0] - 1
+    in_group = np.minimum(GROUP_TREES, n_trees - GROUP_TREES * np.arange(depths.shape[0]))
+    slots = int((in_group * ((1 << depths) - 1)).sum())       # the fill trees' left out
+    return depths if slots <= COMPLETE_MAX_SLOTS * max(1, level.shape[0]) else None
 
 
 def walk_block_starts(node_offset: np.ndarray, budget_bytes: int) -> np.ndarray:
@@ -275,7 +312,8 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
             full = complete_arrays(ens, col, thr)
         except ValueError:          # too deep
             full = None
-        if full is not None and (complete or full["cnodes"].shape[0] // 2
+        # the slots of the model's trees (not of the fill trees): complete_groups's bound
+        if full is not None and (complete or full["cnode_offset"][-1]
                                  <= COMPLETE_MAX_SLOTS * max(1, n)):
             out.update(full)
             cn = full["cnodes"].view(CNODE_DTYPE)
@@ -298,16 +336,13 @@ class Walk(Algorithm):
     def __init__(self, ens: Ensemble, forest: Forest, block_bytes: int | None = None,
                  chunk_rows: int | None = None, complete: bool | None = None):
         super().__init__(ens, forest)
-        # complete trees for the chunks (walk_arrays): True where the trees are shallow
-        # enough, False never ($QUICKSCORER_WALK_COMPLETE=0 / 1); None chooses, and only
-        # where the default predict sends calls of many rows to the walk, models rapidscorer
-        # cannot score: elsewhere the walk takes calls of a few rows, and the complete trees
-        # would be memory no default call reads (2.9 of 17.7 MiB on XGBoost depth 8)
+        # complete trees (walk_arrays), which one row walks eight trees at a time and the
+        # chunks of many rows tree by tree: True where the trees are shallow enough, False
+        # never ($QUICKSCORER_WALK_COMPLETE=0 / 1); None where they also hold at most
+        # COMPLETE_MAX_SLOTS slots per node
         env = env_int("QUICKSCORER_WALK_COMPLETE")
         if env is not None:
             complete = bool(env)
-        elif complete is None and rs_unsupported(ens) is None:
-            complete = False
         arrays = walk_arrays(ens, None, complete)
         #: whether the chunks of rows walk complete trees (complete_arrays)
         self.complete = arrays["cdepth"].shape[0] > 0

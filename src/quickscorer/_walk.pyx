@@ -48,6 +48,14 @@ cdef extern from "quickscorer/walk.h" nogil:
     void qs_walk_complete32(const qs_walk_cnode32* nodes, const int32_t* slot_leaf, int depth,
                             const float* xr, int64_t xr_stride, int64_t n_rows,
                             int32_t* leaf, int64_t leaf_stride)
+    void qs_walk_groups(const qs_walk_cnode* nodes, const int64_t* node_offset,
+                        const uint8_t* depth, const int32_t* slot_leaf,
+                        const int64_t* slot_offset, int64_t n_trees, const double* xr,
+                        int32_t* leaf)
+    void qs_walk_groups32(const qs_walk_cnode32* nodes, const int64_t* node_offset,
+                          const uint8_t* depth, const int32_t* slot_leaf,
+                          const int64_t* slot_offset, int64_t n_trees, const float* xr,
+                          int32_t* leaf)
 
 
 # the missing-value rules of a column (its index is rule * n_features + feature)
@@ -194,8 +202,9 @@ cdef class WalkLayout(Layout):
         self.chunk_row_words = F + n_cols + self.lf_words + self.xr32_words
         self.n_trees = n_trees
         self.n_features = F
-        # the expanded row (one double a column), then the exit leaves (int32, n_trees + 8)
-        self.scratch_words = n_cols + (n_trees + 8 + 1) // 2
+        # the expanded row (one double a column), then the exit leaves (int32, n_trees + 8),
+        # then with float32 slots the expanded row in float32
+        self.scratch_words = n_cols + (n_trees + 8 + 1) // 2 + self.xr32_words
         self.ctx = &self.view
         self.exits = walk_exits
 
@@ -221,21 +230,31 @@ cdef class WalkLayout(Layout):
             self.complete = self.view.complete = False
             return 0
         d = depth.astype(np.int64)
-        if (depth.shape[0] != n_trees or off.shape[0] != n_trees + 1
-                or soff.shape[0] != n_trees + 1 or d.max(initial=0) > 30
-                or off[0] != 0 or np.any(np.diff(off) != (1 << d) - 1)
-                or soff[0] != 0 or np.any(np.diff(soff) != 1 << d)
-                or raw.shape[0] not in (off[n_trees], 2 * off[n_trees])
-                or leaf.shape[0] != soff[n_trees]):
+        bad = (depth.shape[0] != n_trees or off.shape[0] != n_trees + 1
+               or soff.shape[0] != n_trees + 1 or d.max(initial=0) > 30)
+        if not bad:
+            # the groups of eight trees of one depth that one row walks together (walk.h
+            # QS_WALK_GROUPS), the last one filled up with trees past n_trees
+            n_fill = (8 - n_trees % 8) % 8
+            dg = np.append(d, np.full(n_fill, d[n_trees - 1] if n_trees else 0))
+            slots = int(off[n_trees]) + n_fill * ((1 << int(dg[-1])) - 1) if n_trees else 0
+            ends = int(soff[n_trees]) + n_fill * (1 << int(dg[-1])) if n_trees else 0
+            bad = (off[0] != 0 or np.any(np.diff(off) != (1 << d) - 1)
+                   or soff[0] != 0 or np.any(np.diff(soff) != 1 << d)
+                   or np.any(dg.reshape(-1, 8) != dg[::8, None])
+                   or raw.shape[0] not in (slots, 2 * slots) or leaf.shape[0] != ends)
+        if bad:
             raise ValueError("walk layout: the complete trees' offsets do not match their "
-                             "depths")
+                             "depths, or a group of eight trees has two depths")
         # one word a slot: float32 slots (walk.py CNODE32_DTYPE); two: float64
-        self.cfloat = self.view.cfloat = raw.shape[0] == off[n_trees] and off[n_trees] > 0
+        self.cfloat = self.view.cfloat = raw.shape[0] == slots and slots > 0
         cn = raw.view(np.dtype([("thr", "<f4"), ("col", "<i4")] if self.cfloat else
                                [("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")]))
-        tree_of_slot = np.repeat(np.arange(n_trees), 1 << d)
+        # the fill trees' end slots name leaf 0 of a one-leaf tree (they are never emitted)
+        tree_of_slot = np.repeat(np.arange(n_trees + n_fill), 1 << dg)
+        size = np.append(np.asarray(n_leaves), np.ones(n_fill, np.int64))
         if (np.any((cn["col"] < 0) | (cn["col"] >= n_cols)) or np.any(np.isnan(cn["thr"]))
-                or np.any((leaf < 0) | (leaf >= np.asarray(n_leaves)[tree_of_slot]))):
+                or np.any((leaf < 0) | (leaf >= size[tree_of_slot]))):
             raise ValueError("walk layout: a complete tree's column, threshold or leaf is out "
                              "of place")
         self.complete = self.view.complete = True
@@ -337,8 +356,20 @@ cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
     cdef const WalkView* v = <const WalkView*>ctx
     cdef double* xr = <double*>scratch
     cdef int32_t* lf = <int32_t*>(scratch + v.n_cols)
+    cdef float* xr32
+    cdef int64_t j
     expand(v, f.family, row, xr)
-    qs_walk8(v.walk, v.roots, f.n_trees, xr, lf)
+    if not v.complete:
+        qs_walk8(v.walk, v.roots, f.n_trees, xr, lf)
+    elif v.cfloat:    # the values of float32 rows, +-inf, 0: float32 exactly
+        xr32 = <float*>(scratch + v.n_cols + (f.n_trees + 8 + 1) // 2)
+        for j in range(v.n_cols):
+            xr32[j] = <float>xr[j]
+        qs_walk_groups32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
+                         f.n_trees, xr32, lf)
+    else:
+        qs_walk_groups(v.cnodes, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
+                       f.n_trees, xr, lf)
     walk_emit(f, 0, f.n_trees, lf, row, leaves, o64, o32)
 
 

@@ -122,4 +122,62 @@ static inline void NAME(const NODE* nodes, const int32_t* slot_leaf, int depth, 
 QS_WALK_COMPLETE(qs_walk_complete, qs_walk_cnode, double)
 QS_WALK_COMPLETE(qs_walk_complete32, qs_walk_cnode32, float)
 
+/* One row through complete trees in groups of eight (walk.py complete_arrays: trees 8 g to
+ * 8 g + 7 have the same depth, the group's deepest, and lie one after the other, so tree k of a
+ * group is at the group's first slot plus k (2^d - 1); the last group is filled up with trees
+ * that send every row to their first leaf). The eight walks of a group step together, each
+ * step a load of the slot, a load of the value, a compare and two additions, the eight
+ * chains of loads overlapping; every tree takes exactly its group's depth in steps, with no
+ * branch on the data and no child loaded. With the depth a constant (one copy of the group
+ * walk per depth, up to QS_WALK_GROUP_DEPTHS) the eight slots' addresses are one register
+ * plus constants. Measured against qs_walk8 on the same expanded rows (C harness, 1,000
+ * trees of depth 6, AMD EPYC Zen 3): 9.5 against 20.8 us a row; with the depth a variable
+ * 11.2. leaf[] receives n_trees rounded up to 8 leaves (the fill trees' past n_trees). */
+#if defined(__GNUC__) || defined(__clang__)
+#define QS_WALK_INLINE static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define QS_WALK_INLINE static __forceinline
+#else
+#define QS_WALK_INLINE static inline
+#endif
+
+#define QS_WALK_GROUP_DEPTHS 8
+
+#define QS_WALK_GROUPS(NAME, NODE, VALUE)                                                     \
+QS_WALK_INLINE void NAME##_group(const NODE* base, const int32_t* slot_leaf, int depth,      \
+                                 const VALUE* xr, int32_t* leaf)                             \
+{                                                                                            \
+    const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
+    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
+    for (int l = 0; l < depth; ++l)                                                          \
+        for (int k = 0; k < 8; ++k) {                                                        \
+            const NODE* p = base + k * span + i[k];                                          \
+            i[k] = 2 * i[k] + 1 + (xr[p->col] > p->thr);                                     \
+        }                                                                                    \
+    for (int k = 0; k < 8; ++k)                                                              \
+        leaf[k] = slot_leaf[k * (span + 1) + i[k] - span];                                   \
+}                                                                                            \
+static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uint8_t* depth, \
+                        const int32_t* slot_leaf, const int64_t* slot_offset,                \
+                        int64_t n_trees, const VALUE* xr, int32_t* leaf)                     \
+{                                                                                            \
+    for (int64_t t = 0; t < n_trees; t += 8) {                                               \
+        const NODE* b = nodes + node_offset[t];                                              \
+        const int32_t* s = slot_leaf + slot_offset[t];                                       \
+        switch (depth[t]) {                                                                  \
+        case 1: NAME##_group(b, s, 1, xr, leaf + t); break;                                  \
+        case 2: NAME##_group(b, s, 2, xr, leaf + t); break;                                  \
+        case 3: NAME##_group(b, s, 3, xr, leaf + t); break;                                  \
+        case 4: NAME##_group(b, s, 4, xr, leaf + t); break;                                  \
+        case 5: NAME##_group(b, s, 5, xr, leaf + t); break;                                  \
+        case 6: NAME##_group(b, s, 6, xr, leaf + t); break;                                  \
+        case 7: NAME##_group(b, s, 7, xr, leaf + t); break;                                  \
+        case 8: NAME##_group(b, s, 8, xr, leaf + t); break;                                  \
+        default: NAME##_group(b, s, depth[t], xr, leaf + t);                                 \
+        }                                                                                    \
+    }                                                                                        \
+}
+QS_WALK_GROUPS(qs_walk_groups, qs_walk_cnode, double)
+QS_WALK_GROUPS(qs_walk_groups32, qs_walk_cnode32, float)
+
 #endif
