@@ -202,6 +202,7 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     algorithm. The one-row kernel is kept the scan, so that the walk's layout appears only
     where the few-rows calls run it."""
     monkeypatch.setattr(autoselect, "FEW_ROWS_WALK_RATIO", ratio)
+    monkeypatch.setattr(autoselect, "GROUP_FEW_ROWS_RATIO", ratio)
     monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", float("inf"))
     monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", float("inf"))
     booster, X, _ = _trained(name)
@@ -279,15 +280,26 @@ def test_the_walk_is_not_picked_where_it_decides_many_categorical_nodes_one_by_o
                                   model.predict_raw(rows, algorithm="traversal"))
 
 
-@pytest.mark.parametrize("depth, kernel", [(3, "vqs"), (6, "vqs"), (7, "walk"), (8, "walk")])
-def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(depth, kernel):
-    """FEW_ROWS_WALK_RATIO = 8 expected false nodes per path node: balanced trees of depth 6
-    (31.5 / 6) stay on vqs, depth 7 (63.5 / 7) and 8 (127.5 / 8) walk; without covers, or
-    without the walk among the supported algorithms, vqs."""
+@pytest.mark.parametrize("depth, complete, kernel", [
+    (3, False, "vqs"), (6, False, "vqs"), (7, False, "walk"), (8, False, "walk"),
+    (3, True, "vqs"), (6, True, "vqs"), (7, True, "vqs"), (8, True, "walk")])
+def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(
+        monkeypatch, depth, complete, kernel):
+    """Two balanced trees of depth d (2^d - 1 expected false nodes, 2 d path nodes). Without
+    complete trees (``walk.complete_groups`` made to find none), FEW_ROWS_WALK_RATIO = 8
+    expected false nodes per path node: depth 6 (31.5 / 6) stays on vqs, depth 7 (63.5 / 7)
+    and 8 (127.5 / 8) walk. With them, GROUP_FEW_ROWS_RATIO = 3 per step of the group walk,
+    8 d steps (the group's six fill trees walk too): depth 7 (127 / 56) stays on vqs, 8
+    (255 / 64) walks. Without covers, or without the walk among the supported algorithms,
+    vqs."""
+    if not complete:
+        monkeypatch.setattr(autoselect, "complete_groups", lambda ens: None)
     ens = _balanced(depth)
     path, false = autoselect.expected_costs(ens)
     assert path == pytest.approx(2 * depth)
     assert false == pytest.approx(2 ** depth - 1)
+    if complete:
+        assert autoselect._group_steps(ens) == 8 * depth
     model = quickscorer.Model(ens)
     assert autoselect.few_rows(ens, model.supported_algorithms()) == kernel
     assert model.info()["few_rows_algorithm"] == kernel

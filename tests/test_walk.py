@@ -576,6 +576,12 @@ def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, famil
     want = model.predict_raw(X, algorithm="traversal")
     for i in range(X.shape[0]):
         assert np.array_equal(model.predict_raw(X[i:i + 1], algorithm="walk"), want[i:i + 1])
+    # calls of 2 to 9 rows through the entry: two rows at a time (walk_exits2), an odd last
+    # one alone
+    for n in range(2, 10):
+        for i in range(0, X.shape[0] - n, 7):
+            got = model.predict_raw(X[i:i + n], algorithm="walk")
+            assert np.array_equal(got, want[i:i + n]), (n, i)
     leaves = model.predict_leaf(X[:5], algorithm="walk")
     assert np.array_equal(leaves, model.predict_leaf(X[:5], algorithm="traversal"))
 

@@ -177,6 +177,16 @@ SPECIAL_NODE_STEPS = 4.0
 #: this many: trees so large that an 8-lane scan of their false nodes costs more than 8 walks
 FEW_ROWS_WALK_RATIO = 8.0
 
+#: ... and, where the trees are laid out complete (one row walks eight trees at a time, two
+#: rows together through the entry), from this many expected false nodes per step of that
+#: walk (GROUP_WALK_MIN_RATIO's count). Through the entries, us/doc, median of 3 interleaved
+#: rounds, AMD EPYC Zen 3 (``python benchmarks/small_calls.py --batch 1,2,3,4,6,8,9
+#: --kernels walk,vqs,rapidscorer``), walk / vqs at 4 and 6 rows: XGBoost depth 6 (3.47)
+#: 15.83 / 18.47 and 11.17 / 15.93; LightGBM depth 6, 63 leaves (3.50) 13.74 / 16.68 and
+#: 14.18 / 16.13; YDF max_depth 7 (2.16) 11.41 / 12.01 and 16.85 / 13.04; heavy-tailed (2.42)
+#: 17.38 / 15.99 and 16.80 / 16.73; YDF max_depth 6 (1.36) 8.71 / 7.94 and 8.87 / 7.24
+GROUP_FEW_ROWS_RATIO = 3.0
+
 
 def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer",
                few_rows_kernel: str = "vqs") -> tuple[str, ...]:
@@ -226,16 +236,32 @@ def expected_costs(ens) -> tuple[float, float] | None:
 _COMPUTE = object()
 
 
+def _group_steps(ens) -> float | None:
+    """A row's steps through the walk's complete trees, eight at a time (``GROUP_TREES``
+    times each group's depth, and the special nodes decided before it), or None where the
+    walk lays out no complete trees (``walk.complete_groups``)."""
+    groups = complete_groups(ens)
+    if groups is None:
+        return None
+    coded, other = special_nodes(ens)
+    return (GROUP_TREES * int(groups.sum()) + GROUP_CODED_STEPS * coded
+            + GROUP_SPECIAL_STEPS * other)
+
+
 def few_rows(ens, supported: Sequence[str], costs=_COMPUTE) -> str:
     """The kernel for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows per thread: ``walk``
-    where the model's covers give at least FEW_ROWS_WALK_RATIO expected false nodes per node
-    on a row's path, ``vqs`` otherwise (and without covers). ``costs``: the model's
-    :func:`expected_costs`, where the caller has them."""
+    where the model's covers give at least GROUP_FEW_ROWS_RATIO expected false nodes per
+    step of the walk of its complete trees (where it has them), else at least
+    FEW_ROWS_WALK_RATIO per node on a row's path; ``vqs`` otherwise (and without covers).
+    ``costs``: the model's :func:`expected_costs`, where the caller has them."""
     if costs is _COMPUTE:
         costs = expected_costs(ens)
     if costs is None or "walk" not in supported:
         return "vqs"
     path, false = costs
+    steps = _group_steps(ens)
+    if steps is not None:
+        return "walk" if false >= GROUP_FEW_ROWS_RATIO * steps else "vqs"
     return "walk" if path > 0 and false / path >= FEW_ROWS_WALK_RATIO else "vqs"
 
 
@@ -244,11 +270,8 @@ def one_row(ens, supported: Sequence[str], costs=_COMPUTE) -> tuple[str, str]:
     as for :func:`few_rows`)."""
     if costs is _COMPUTE:
         costs = expected_costs(ens)
-    groups = complete_groups(ens) if "walk" in supported else None
-    if groups is not None:
-        coded, other = special_nodes(ens)
-        steps = (GROUP_TREES * int(groups.sum()) + GROUP_CODED_STEPS * coded
-                 + GROUP_SPECIAL_STEPS * other)
+    steps = _group_steps(ens) if "walk" in supported else None
+    if steps is not None:
         # without covers, each node false for half the rows
         false = costs[1] if costs is not None else 0.5 * int(ens.trees.node_offset[-1])
         why = (f"{false / ens.n_trees:.1f} expected false nodes against {steps / ens.n_trees:.1f}"

@@ -16,10 +16,17 @@ ctypedef void (*exits_fn)(const void* ctx, const ForestView* f, const double* ro
                           uint64_t* scratch, int32_t* leaves, double* o64,
                           float* o32) noexcept nogil
 
+# two rows at once, scores only (scratch: twice scratch_words); the low-latency entry pairs
+# the rows of a call through it where a kernel has one (the walk of complete trees)
+ctypedef void (*exits2_fn)(const void* ctx, const ForestView* f, const double* row_a,
+                           const double* row_b, uint64_t* scratch, double* oa64, float* oa32,
+                           double* ob64, float* ob32) noexcept nogil
+
 
 cdef class Layout:
     cdef const void* ctx                  # the kernel's view of its arrays
     cdef exits_fn exits                   # NULL for kernels with row loops of their own
+    cdef exits2_fn exits2                 # NULL for kernels without a two-row exit function
     cdef readonly int64_t n_trees
     cdef readonly int64_t n_features
     cdef readonly int64_t scratch_words   # uint64 words of scratch per thread for `exits`

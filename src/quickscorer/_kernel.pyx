@@ -218,8 +218,9 @@ cdef void* scratch_data(object buf, Py_ssize_t nbytes) except NULL:
 
 
 def predict_small(Forest forest, Layout lay, object X, bint squeeze):
-    """Raw scores of the rows of ``X`` on one thread through ``lay.exits``, the low-latency
-    path of a call of a few rows (rows and scores as ``small_call`` takes them; None for
+    """Raw scores of the rows of ``X`` on one thread through ``lay.exits`` (two rows at a
+    time through ``lay.exits2`` where the layout has it), the low-latency path of a call of
+    a few rows (rows and scores as ``small_call`` takes them; None for
     anything else, and for layouts without a per-row exit function). The row and scratch
     buffers are the call's own; the GIL is released around the rows."""
     if lay.exits == NULL:
@@ -229,22 +230,41 @@ def predict_small(Forest forest, Layout lay, object X, bint squeeze):
     if out is None:
         return None
     cdef const ForestView* f = &forest.view
-    cdef Py_ssize_t words = f.n_features + lay.scratch_words + 1, i
+    cdef exits2_fn exits2 = lay.exits2 if c.n >= 2 else NULL
+    # one row and its scratch, or two rows and twice the scratch
+    cdef Py_ssize_t rows = 2 if exits2 != NULL else 1, i = 0
+    cdef Py_ssize_t words = rows * (f.n_features + lay.scratch_words) + 1
     cdef double* buf = <double*>malloc(words * sizeof(double))
     if buf == NULL:
         raise MemoryError()
-    cdef uint64_t* s = <uint64_t*>(buf + f.n_features)
+    cdef double* buf_b = buf + f.n_features
+    cdef uint64_t* s = <uint64_t*>(buf + rows * f.n_features)
     cdef double* o64
     cdef float* o32
+    cdef double* ob64
+    cdef float* ob32
     cdef exits_fn exits = lay.exits
     cdef const void* ctx = lay.ctx
     cdef int64_t K = f.n_outputs
     with nogil:
-        for i in range(c.n):
+        if exits2 != NULL:
+            while i + 1 < c.n:
+                load_row_ptr(f, c.x + i * c.row_bytes, c.is32, buf)
+                load_row_ptr(f, c.x + (i + 1) * c.row_bytes, c.is32, buf_b)
+                o64 = c.o64 + i * K if c.o64 != NULL else NULL
+                o32 = c.o32 + i * K if c.o32 != NULL else NULL
+                ob64 = o64 + K if o64 != NULL else NULL
+                ob32 = o32 + K if o32 != NULL else NULL
+                scores_init(f, o64, o32)
+                scores_init(f, ob64, ob32)
+                exits2(ctx, f, buf, buf_b, s, o64, o32, ob64, ob32)
+                i += 2
+        while i < c.n:
             load_row_ptr(f, c.x + i * c.row_bytes, c.is32, buf)
             o64 = c.o64 + i * K if c.o64 != NULL else NULL
             o32 = c.o32 + i * K if c.o32 != NULL else NULL
             scores_init(f, o64, o32)
             exits(ctx, f, buf, s, NULL, o64, o32)
+            i += 1
     free(buf)
     return out

@@ -56,6 +56,14 @@ cdef extern from "quickscorer/walk.h" nogil:
                           const uint8_t* depth, const int32_t* slot_leaf,
                           const int64_t* slot_offset, int64_t n_trees, const float* xr,
                           int32_t* leaf)
+    void qs_walk_groups_pair(const qs_walk_cnode* nodes, const int64_t* node_offset,
+                             const uint8_t* depth, const int32_t* slot_leaf,
+                             const int64_t* slot_offset, int64_t n_trees, const double* xa,
+                             const double* xb, int32_t* la, int32_t* lb)
+    void qs_walk_groups_pair32(const qs_walk_cnode32* nodes, const int64_t* node_offset,
+                               const uint8_t* depth, const int32_t* slot_leaf,
+                               const int64_t* slot_offset, int64_t n_trees,
+                               const float* xa, const float* xb, int32_t* la, int32_t* lb)
 
 
 # the missing-value rules of a column (its index is rule * n_features + feature)
@@ -207,6 +215,10 @@ cdef class WalkLayout(Layout):
         self.scratch_words = n_cols + (n_trees + 8 + 1) // 2 + self.xr32_words
         self.ctx = &self.view
         self.exits = walk_exits
+        # two rows at once where they walk complete trees (their slots read for both)
+        self.exits2 = NULL
+        if self.complete:
+            self.exits2 = walk_exits2
 
     cdef int _set_complete(self, dict a, int64_t n_trees, int64_t n_cols,
                            object n_leaves) except -1:
@@ -371,6 +383,40 @@ cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
         qs_walk_groups(v.cnodes, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
                        f.n_trees, xr, lf)
     walk_emit(f, 0, f.n_trees, lf, row, leaves, o64, o32)
+
+
+cdef void walk_exits2(const void* ctx, const ForestView* f, const double* row_a,
+                      const double* row_b, uint64_t* scratch, double* oa64, float* oa32,
+                      double* ob64, float* ob32) noexcept nogil:
+    """Two rows' scores through the complete trees, the rows walking each group together
+    (the layout has complete trees): each row's scratch as walk_exits's, one after the
+    other."""
+    cdef const WalkView* v = <const WalkView*>ctx
+    cdef int64_t lf_words = (f.n_trees + 8 + 1) // 2
+    cdef int64_t x32_words = (v.n_cols + 1) // 2 if v.cfloat else 0
+    cdef uint64_t* sb = scratch + v.n_cols + lf_words + x32_words
+    cdef double* xa = <double*>scratch
+    cdef double* xb = <double*>sb
+    cdef int32_t* la = <int32_t*>(scratch + v.n_cols)
+    cdef int32_t* lb = <int32_t*>(sb + v.n_cols)
+    cdef float* xa32
+    cdef float* xb32
+    cdef int64_t j
+    expand(v, f.family, row_a, xa)
+    expand(v, f.family, row_b, xb)
+    if v.cfloat:      # the values of float32 rows, +-inf, 0: float32 exactly
+        xa32 = <float*>(scratch + v.n_cols + lf_words)
+        xb32 = <float*>(sb + v.n_cols + lf_words)
+        for j in range(v.n_cols):
+            xa32[j] = <float>xa[j]
+            xb32[j] = <float>xb[j]
+        qs_walk_groups_pair32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf,
+                              v.cslot_offset, f.n_trees, xa32, xb32, la, lb)
+    else:
+        qs_walk_groups_pair(v.cnodes, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
+                            f.n_trees, xa, xb, la, lb)
+    walk_emit(f, 0, f.n_trees, la, row_a, NULL, oa64, oa32)
+    walk_emit(f, 0, f.n_trees, lb, row_b, NULL, ob64, ob32)
 
 
 cdef inline void walk_emit(const ForestView* f, int64_t t0, int64_t t1, const int32_t* lf,

@@ -180,4 +180,52 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
 QS_WALK_GROUPS(qs_walk_groups, qs_walk_cnode, double)
 QS_WALK_GROUPS(qs_walk_groups32, qs_walk_cnode32, float)
 
+/* Two rows through the groups of complete trees together: sixteen chains of loads a group
+ * (eight trees, two rows) where one row has eight, the same slots read for both rows. C
+ * harness as above, 1,000 trees of depth 6: 7.7 to 8.7 us a row against 9.5 to 10.3 one
+ * row at a time. leaf_a[] / leaf_b[] as leaf[] of QS_WALK_GROUPS. */
+#define QS_WALK_GROUPS2(NAME, NODE, VALUE)                                                    \
+QS_WALK_INLINE void NAME##_group(const NODE* base, const int32_t* slot_leaf, int depth,      \
+                                 const VALUE* xa, const VALUE* xb, int32_t* la,              \
+                                 int32_t* lb)                                                \
+{                                                                                            \
+    const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
+    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
+    int32_t j[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
+    for (int l = 0; l < depth; ++l)                                                          \
+        for (int k = 0; k < 8; ++k) {                                                        \
+            const NODE* p = base + k * span + i[k];                                          \
+            const NODE* q = base + k * span + j[k];                                          \
+            i[k] = 2 * i[k] + 1 + (xa[p->col] > p->thr);                                     \
+            j[k] = 2 * j[k] + 1 + (xb[q->col] > q->thr);                                     \
+        }                                                                                    \
+    for (int k = 0; k < 8; ++k) {                                                            \
+        la[k] = slot_leaf[k * (span + 1) + i[k] - span];                                     \
+        lb[k] = slot_leaf[k * (span + 1) + j[k] - span];                                     \
+    }                                                                                        \
+}                                                                                            \
+static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uint8_t* depth, \
+                        const int32_t* slot_leaf, const int64_t* slot_offset,                \
+                        int64_t n_trees, const VALUE* xa, const VALUE* xb, int32_t* la,      \
+                        int32_t* lb)                                                         \
+{                                                                                            \
+    for (int64_t t = 0; t < n_trees; t += 8) {                                               \
+        const NODE* b = nodes + node_offset[t];                                              \
+        const int32_t* s = slot_leaf + slot_offset[t];                                       \
+        switch (depth[t]) {                                                                  \
+        case 1: NAME##_group(b, s, 1, xa, xb, la + t, lb + t); break;                        \
+        case 2: NAME##_group(b, s, 2, xa, xb, la + t, lb + t); break;                        \
+        case 3: NAME##_group(b, s, 3, xa, xb, la + t, lb + t); break;                        \
+        case 4: NAME##_group(b, s, 4, xa, xb, la + t, lb + t); break;                        \
+        case 5: NAME##_group(b, s, 5, xa, xb, la + t, lb + t); break;                        \
+        case 6: NAME##_group(b, s, 6, xa, xb, la + t, lb + t); break;                        \
+        case 7: NAME##_group(b, s, 7, xa, xb, la + t, lb + t); break;                        \
+        case 8: NAME##_group(b, s, 8, xa, xb, la + t, lb + t); break;                        \
+        default: NAME##_group(b, s, depth[t], xa, xb, la + t, lb + t);                       \
+        }                                                                                    \
+    }                                                                                        \
+}
+QS_WALK_GROUPS2(qs_walk_groups_pair, qs_walk_cnode, double)
+QS_WALK_GROUPS2(qs_walk_groups_pair32, qs_walk_cnode32, float)
+
 #endif
