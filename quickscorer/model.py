@@ -164,6 +164,7 @@ class Model:
             d["vqs_instruction_set"] = vqs.isa_name
         walk = self._prepared.get("walk")
         if walk is not None:
+            d["walk_few_rows"] = walk.few_rows
             d["walk_many_rows"] = walk.many_rows
         d["layout_bytes"] = {name: alg.nbytes for name, alg in self._prepared.items()}
         d.update(self.memory())

@@ -565,6 +565,8 @@ def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, famil
     model = quickscorer.Model(ens)
     walk = model.prepare("walk")
     assert walk.complete and walk.layout.cfloat == f32
+    assert model.info()["walk_few_rows"].startswith(
+        "complete trees (float32), eight" if f32 else "complete trees, eight")
     depth = walk._arrays["cdepth"]
     assert np.all(depth.reshape(-1)[: n_trees // 8 * 8].reshape(-1, 8) == depth[::8][
         : n_trees // 8, None])

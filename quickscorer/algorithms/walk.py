@@ -360,6 +360,15 @@ class Walk(Algorithm):
                                       max(16, fit)))
 
     @property
+    def few_rows(self) -> str:
+        """How calls of fewer than BLOCKED_MIN_ROWS rows a thread walk, in words
+        (``Model.info``)."""
+        if self.complete:
+            return (f"complete trees{' (float32)' if self.layout.cfloat else ''}, eight trees "
+                    f"at a time, two rows together through the low-latency entry")
+        return "eight trees a row, interleaved"
+
+    @property
     def many_rows(self) -> str:
         """How calls of BLOCKED_MIN_ROWS rows a thread or more walk, in words
         (``Model.info``)."""
