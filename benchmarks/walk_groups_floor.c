@@ -160,7 +160,11 @@ int main(int argc, char** argv)
         double m[64];
         memcpy(m, times[v], sizeof(double) * (size_t)rounds);
         for (int a = 0; a < rounds; ++a)        /* insertion sort for the median */
-            for (int b = a; b > 0 && m[b] < m[b - 1]; --b) { double s = m[b]; m[b] = m[b - 1]; m[b - 1] = s; }
+            for (int b = a; b > 0 && m[b] < m[b - 1]; --b) {
+                double s = m[b];
+                m[b] = m[b - 1];
+                m[b - 1] = s;
+            }
         printf("%s %.3f %.3f\n", NAMES[v], best[v], m[rounds / 2]);
     }
     return 0;

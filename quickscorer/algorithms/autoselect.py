@@ -39,10 +39,10 @@ Where the walk lays the trees out complete (``walk.complete_groups``) one row wa
 eight trees at a time, the same number of steps for every row, and :func:`one_row` weighs
 those steps against the expected false nodes (GROUP_WALK_MIN_RATIO, measured there).
 Elsewhere the one-row kernel is the QuickScorer scan, which pays for each false node (about
-3 cycles), or ``walk``, which pays for each node on the path (about 15 to 30 cycles, a load chain that grows
-with the table's size), chosen per model by :func:`one_row` from the training rows that
-reached each node (the covers LightGBM and XGBoost write; XGBoost's are hessian sums, a count
-under squared error): the expected false nodes a row meets against
+3 cycles), or ``walk``, which pays for each node on the path (about 15 to 30 cycles, a load
+chain that grows with the table's size), chosen per model by :func:`one_row` from the
+training rows that reached each node (the covers LightGBM and XGBoost write; XGBoost's are
+hessian sums, a count under squared error): the expected false nodes a row meets against
 the expected length of its path. Measured with ``python benchmarks/one_row.py --rounds 11``
 (AMD EPYC Zen 3 VM, AVX2; time of the scan / time of the walk, and the models' expected false
 nodes / path length)::

@@ -24,7 +24,6 @@ from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import env_int, l2_cache_bytes
 from .rs_layout import coded_categorical, codes_going_left, node_levels
-from .rs_layout import unsupported as rs_unsupported
 from .traversal import node_arrays
 
 N_RULES = _walk.N_RULE_KINDS
