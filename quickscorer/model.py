@@ -105,16 +105,21 @@ class Model:
         return autoselect.expected_costs(self.ensemble)
 
     @cached_property
+    def _steps(self) -> float | None:
+        """``autoselect.group_steps`` (the walk's complete trees, if it lays any out)."""
+        return autoselect.group_steps(self.ensemble)
+
+    @cached_property
     def _one_row(self) -> tuple[str, str]:
         """The one-row kernel the automatic choice runs for this model, and why
         (``autoselect.one_row``)."""
-        return autoselect.one_row(self.ensemble, self._supported, self._costs)
+        return autoselect.one_row(self.ensemble, self._supported, self._costs, self._steps)
 
     @cached_property
     def _few_rows(self) -> str:
         """The kernel the automatic choice runs for VQS_MIN_ROWS (``vqs`` after the scan:
         VQS_SCAN_MIN_ROWS) to RS_MIN_ROWS - 1 rows per thread (``autoselect.few_rows``)."""
-        return autoselect.few_rows(self.ensemble, self._supported, self._costs)
+        return autoselect.few_rows(self.ensemble, self._supported, self._costs, self._steps)
 
     @cached_property
     def _small_kernels(self) -> tuple[str, ...]:

@@ -299,7 +299,7 @@ def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(
     assert path == pytest.approx(2 * depth)
     assert false == pytest.approx(2 ** depth - 1)
     if complete:
-        assert autoselect._group_steps(ens) == 8 * depth
+        assert autoselect.group_steps(ens) == 8 * depth
     model = quickscorer.Model(ens)
     assert autoselect.few_rows(ens, model.supported_algorithms()) == kernel
     assert model.info()["few_rows_algorithm"] == kernel

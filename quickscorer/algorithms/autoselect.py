@@ -236,7 +236,7 @@ def expected_costs(ens) -> tuple[float, float] | None:
 _COMPUTE = object()
 
 
-def _group_steps(ens) -> float | None:
+def group_steps(ens) -> float | None:
     """A row's steps through the walk's complete trees, eight at a time (``GROUP_TREES``
     times each group's depth, and the special nodes decided before it), or None where the
     walk lays out no complete trees (``walk.complete_groups``)."""
@@ -248,29 +248,35 @@ def _group_steps(ens) -> float | None:
             + GROUP_SPECIAL_STEPS * other)
 
 
-def few_rows(ens, supported: Sequence[str], costs=_COMPUTE) -> str:
+def few_rows(ens, supported: Sequence[str], costs=_COMPUTE, steps=_COMPUTE) -> str:
     """The kernel for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows per thread: ``walk``
     where the model's covers give at least GROUP_FEW_ROWS_RATIO expected false nodes per
     step of the walk of its complete trees (where it has them), else at least
     FEW_ROWS_WALK_RATIO per node on a row's path; ``vqs`` otherwise (and without covers).
-    ``costs``: the model's :func:`expected_costs`, where the caller has them."""
+    ``costs`` / ``steps``: the model's :func:`expected_costs` / :func:`group_steps`, where
+    the caller has them."""
     if costs is _COMPUTE:
         costs = expected_costs(ens)
     if costs is None or "walk" not in supported:
         return "vqs"
     path, false = costs
-    steps = _group_steps(ens)
+    if steps is _COMPUTE:
+        steps = group_steps(ens)
     if steps is not None:
         return "walk" if false >= GROUP_FEW_ROWS_RATIO * steps else "vqs"
     return "walk" if path > 0 and false / path >= FEW_ROWS_WALK_RATIO else "vqs"
 
 
-def one_row(ens, supported: Sequence[str], costs=_COMPUTE) -> tuple[str, str]:
+def one_row(ens, supported: Sequence[str], costs=_COMPUTE,
+            steps=_COMPUTE) -> tuple[str, str]:
     """The kernel for calls of fewer than VQS_MIN_ROWS rows per thread, and why (``costs``
     as for :func:`few_rows`)."""
     if costs is _COMPUTE:
         costs = expected_costs(ens)
-    steps = _group_steps(ens) if "walk" in supported else None
+    if "walk" not in supported:
+        steps = None
+    elif steps is _COMPUTE:
+        steps = group_steps(ens)
     if steps is not None:
         # without covers, each node false for half the rows
         false = costs[1] if costs is not None else 0.5 * int(ens.trees.node_offset[-1])

@@ -10,7 +10,7 @@ Where the trees are at most COMPLETE_MAX_DEPTH deep and hold few slots per node 
 trees: XGBoost's, YDF's, LightGBM's with ``max_depth``) they are also laid out complete
 (:func:`complete_arrays`), in groups of eight trees of one depth: one row walks a group's
 eight trees together in ``depth`` steps of index arithmetic (walk.h QS_WALK_GROUPS; on
-1,000 trees of depth 6, 1.5x to 1.9x faster than the QuickScorer scan for one row), and
+1,000 trees of depth 6, 1.3x to 1.9x faster than the QuickScorer scan for one row), and
 calls of many rows (BLOCKED_MIN_ROWS a thread) walk chunks of rows through blocks of
 trees, the complete trees tree by tree from COMPLETE_MIN_ROWS rows.
 """
@@ -193,7 +193,13 @@ def complete_groups(ens: Ensemble) -> np.ndarray | None:
     n_trees = ens.trees.node_offset.shape[0] - 1
     in_group = np.minimum(GROUP_TREES, n_trees - GROUP_TREES * np.arange(depths.shape[0]))
     slots = int((in_group * ((1 << depths) - 1)).sum())       # the fill trees' left out
-    return depths if slots <= COMPLETE_MAX_SLOTS * max(1, level.shape[0]) else None
+    return depths if _few_slots(slots, level.shape[0]) else None
+
+
+def _few_slots(slots: int, n_nodes: int) -> bool:
+    """Whether complete trees of ``slots`` slots (the model's trees', not the fill trees')
+    are laid out by default for a model of ``n_nodes`` nodes (COMPLETE_MAX_SLOTS)."""
+    return slots <= COMPLETE_MAX_SLOTS * max(1, n_nodes)
 
 
 def walk_block_starts(node_offset: np.ndarray, budget_bytes: int) -> np.ndarray:
@@ -311,9 +317,7 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
             full = complete_arrays(ens, col, thr)
         except ValueError:          # too deep
             full = None
-        # the slots of the model's trees (not of the fill trees): complete_groups's bound
-        if full is not None and (complete or full["cnode_offset"][-1]
-                                 <= COMPLETE_MAX_SLOTS * max(1, n)):
+        if full is not None and (complete or _few_slots(int(full["cnode_offset"][-1]), n)):
             out.update(full)
             cn = full["cnodes"].view(CNODE_DTYPE)
             # XGBoost rows are float32 values (and the expanded ones +-inf or 0): where the

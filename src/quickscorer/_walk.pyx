@@ -248,9 +248,10 @@ cdef class WalkLayout(Layout):
             # the groups of eight trees of one depth that one row walks together (walk.h
             # QS_WALK_GROUPS), the last one filled up with trees past n_trees
             n_fill = (8 - n_trees % 8) % 8
-            dg = np.append(d, np.full(n_fill, d[n_trees - 1] if n_trees else 0))
-            slots = int(off[n_trees]) + n_fill * ((1 << int(dg[-1])) - 1) if n_trees else 0
-            ends = int(soff[n_trees]) + n_fill * (1 << int(dg[-1])) if n_trees else 0
+            last = int(d[n_trees - 1]) if n_trees else 0     # the fill trees' depth
+            dg = np.append(d, np.full(n_fill, last))
+            slots = int(off[n_trees]) + n_fill * ((1 << last) - 1)
+            ends = int(soff[n_trees]) + n_fill * (1 << last)
             bad = (off[0] != 0 or np.any(np.diff(off) != (1 << d) - 1)
                    or soff[0] != 0 or np.any(np.diff(soff) != 1 << d)
                    or np.any(dg.reshape(-1, 8) != dg[::8, None])
@@ -362,21 +363,41 @@ def preorder(const int32_t[::1] left, const int32_t[::1] right, const int64_t[::
     return out
 
 
+cdef inline uint64_t* row_scratch(const WalkView* v, int64_t n_trees, uint64_t* s,
+                                  double** xr, int32_t** lf, float** xr32) noexcept nogil:
+    """One row's scratch for walk_exits (WalkLayout.scratch_words): the expanded row, its
+    exit leaves (n_trees + 8), with float32 slots its float32 copy; returns the word after
+    it."""
+    cdef int64_t lf_words = (n_trees + 8 + 1) // 2
+    xr[0] = <double*>s
+    lf[0] = <int32_t*>(s + v.n_cols)
+    xr32[0] = <float*>(s + v.n_cols + lf_words) if v.cfloat else NULL
+    return s + v.n_cols + lf_words + ((v.n_cols + 1) // 2 if v.cfloat else 0)
+
+
+cdef inline void expand_row(const WalkView* v, int family, const double* row, double* xr,
+                            float* xr32) noexcept nogil:
+    """expand, then where xr32 is not NULL (float32 slots) the expanded row in float32: the
+    values of float32 rows, +-inf and 0, float32 exactly."""
+    cdef int64_t j
+    expand(v, family, row, xr)
+    if xr32 != NULL:
+        for j in range(v.n_cols):
+            xr32[j] = <float>xr[j]
+
+
 cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
                      uint64_t* scratch, int32_t* leaves,
                      double* o64, float* o32) noexcept nogil:
     cdef const WalkView* v = <const WalkView*>ctx
-    cdef double* xr = <double*>scratch
-    cdef int32_t* lf = <int32_t*>(scratch + v.n_cols)
+    cdef double* xr
+    cdef int32_t* lf
     cdef float* xr32
-    cdef int64_t j
-    expand(v, f.family, row, xr)
+    row_scratch(v, f.n_trees, scratch, &xr, &lf, &xr32)
+    expand_row(v, f.family, row, xr, xr32)     # xr32: NULL unless float32 slots
     if not v.complete:
         qs_walk8(v.walk, v.roots, f.n_trees, xr, lf)
-    elif v.cfloat:    # the values of float32 rows, +-inf, 0: float32 exactly
-        xr32 = <float*>(scratch + v.n_cols + (f.n_trees + 8 + 1) // 2)
-        for j in range(v.n_cols):
-            xr32[j] = <float>xr[j]
+    elif v.cfloat:
         qs_walk_groups32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
                          f.n_trees, xr32, lf)
     else:
@@ -392,24 +413,17 @@ cdef void walk_exits2(const void* ctx, const ForestView* f, const double* row_a,
     (the layout has complete trees): each row's scratch as walk_exits's, one after the
     other."""
     cdef const WalkView* v = <const WalkView*>ctx
-    cdef int64_t lf_words = (f.n_trees + 8 + 1) // 2
-    cdef int64_t x32_words = (v.n_cols + 1) // 2 if v.cfloat else 0
-    cdef uint64_t* sb = scratch + v.n_cols + lf_words + x32_words
-    cdef double* xa = <double*>scratch
-    cdef double* xb = <double*>sb
-    cdef int32_t* la = <int32_t*>(scratch + v.n_cols)
-    cdef int32_t* lb = <int32_t*>(sb + v.n_cols)
+    cdef double* xa
+    cdef double* xb
+    cdef int32_t* la
+    cdef int32_t* lb
     cdef float* xa32
     cdef float* xb32
-    cdef int64_t j
-    expand(v, f.family, row_a, xa)
-    expand(v, f.family, row_b, xb)
-    if v.cfloat:      # the values of float32 rows, +-inf, 0: float32 exactly
-        xa32 = <float*>(scratch + v.n_cols + lf_words)
-        xb32 = <float*>(sb + v.n_cols + lf_words)
-        for j in range(v.n_cols):
-            xa32[j] = <float>xa[j]
-            xb32[j] = <float>xb[j]
+    row_scratch(v, f.n_trees, row_scratch(v, f.n_trees, scratch, &xa, &la, &xa32),
+                &xb, &lb, &xb32)
+    expand_row(v, f.family, row_a, xa, xa32)
+    expand_row(v, f.family, row_b, xb, xb32)
+    if v.cfloat:
         qs_walk_groups_pair32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf,
                               v.cslot_offset, f.n_trees, xa32, xb32, la, lb)
     else:
@@ -460,7 +474,7 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
     cdef Py_ssize_t n_chunks = (n_rows + chunk - 1) // chunk
     cdef Py_ssize_t c, i0, n, r
     cdef int64_t b, t, t0, t1, F = f.n_features
-    cdef int64_t lf_width = 2 * lay.lf_words, x32_width = 2 * lay.xr32_words, j
+    cdef int64_t lf_width = 2 * lay.lf_words, x32_width = 2 * lay.xr32_words
     cdef bint f32 = full and v.cfloat
     cdef double* rows
     cdef double* xr
@@ -478,10 +492,8 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
             n = min(<Py_ssize_t>chunk, n_rows - i0)
             for r in range(n):
                 load_row(f, X, i0 + r, rows + r * F)
-                expand(v, f.family, rows + r * F, xr + r * v.n_cols)
-                if f32:       # the values of float32 rows, +-inf, 0: float32 exactly
-                    for j in range(v.n_cols):
-                        xr32[r * x32_width + j] = <float>xr[r * v.n_cols + j]
+                expand_row(v, f.family, rows + r * F, xr + r * v.n_cols,
+                           xr32 + r * x32_width if f32 else NULL)
             if not want_leaves:
                 for r in range(n):
                     score_pointers(f, out64, out32, i0 + r, &o64, &o32)

@@ -143,6 +143,21 @@ QS_WALK_COMPLETE(qs_walk_complete32, qs_walk_cnode32, float)
 
 #define QS_WALK_GROUP_DEPTHS 8
 
+/* FN(B, S, depth, ...) with the depth a constant from 1 to QS_WALK_GROUP_DEPTHS (0 and
+ * deeper groups: the variable d itself), so that each copy of FN is unrolled for its depth */
+#define QS_WALK_BY_DEPTH(d, FN, B, S, ...)                                                   \
+    switch (d) {                                                                             \
+    case 1: FN(B, S, 1, __VA_ARGS__); break;                                                 \
+    case 2: FN(B, S, 2, __VA_ARGS__); break;                                                 \
+    case 3: FN(B, S, 3, __VA_ARGS__); break;                                                 \
+    case 4: FN(B, S, 4, __VA_ARGS__); break;                                                 \
+    case 5: FN(B, S, 5, __VA_ARGS__); break;                                                 \
+    case 6: FN(B, S, 6, __VA_ARGS__); break;                                                 \
+    case 7: FN(B, S, 7, __VA_ARGS__); break;                                                 \
+    case 8: FN(B, S, 8, __VA_ARGS__); break;                                                 \
+    default: FN(B, S, d, __VA_ARGS__);                                                       \
+    }
+
 #define QS_WALK_GROUPS(NAME, NODE, VALUE)                                                     \
 QS_WALK_INLINE void NAME##_group(const NODE* base, const int32_t* slot_leaf, int depth,      \
                                  const VALUE* xr, int32_t* leaf)                             \
@@ -164,17 +179,7 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
     for (int64_t t = 0; t < n_trees; t += 8) {                                               \
         const NODE* b = nodes + node_offset[t];                                              \
         const int32_t* s = slot_leaf + slot_offset[t];                                       \
-        switch (depth[t]) {                                                                  \
-        case 1: NAME##_group(b, s, 1, xr, leaf + t); break;                                  \
-        case 2: NAME##_group(b, s, 2, xr, leaf + t); break;                                  \
-        case 3: NAME##_group(b, s, 3, xr, leaf + t); break;                                  \
-        case 4: NAME##_group(b, s, 4, xr, leaf + t); break;                                  \
-        case 5: NAME##_group(b, s, 5, xr, leaf + t); break;                                  \
-        case 6: NAME##_group(b, s, 6, xr, leaf + t); break;                                  \
-        case 7: NAME##_group(b, s, 7, xr, leaf + t); break;                                  \
-        case 8: NAME##_group(b, s, 8, xr, leaf + t); break;                                  \
-        default: NAME##_group(b, s, depth[t], xr, leaf + t);                                 \
-        }                                                                                    \
+        QS_WALK_BY_DEPTH(depth[t], NAME##_group, b, s, xr, leaf + t)                         \
     }                                                                                        \
 }
 QS_WALK_GROUPS(qs_walk_groups, qs_walk_cnode, double)
@@ -212,17 +217,7 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
     for (int64_t t = 0; t < n_trees; t += 8) {                                               \
         const NODE* b = nodes + node_offset[t];                                              \
         const int32_t* s = slot_leaf + slot_offset[t];                                       \
-        switch (depth[t]) {                                                                  \
-        case 1: NAME##_group(b, s, 1, xa, xb, la + t, lb + t); break;                        \
-        case 2: NAME##_group(b, s, 2, xa, xb, la + t, lb + t); break;                        \
-        case 3: NAME##_group(b, s, 3, xa, xb, la + t, lb + t); break;                        \
-        case 4: NAME##_group(b, s, 4, xa, xb, la + t, lb + t); break;                        \
-        case 5: NAME##_group(b, s, 5, xa, xb, la + t, lb + t); break;                        \
-        case 6: NAME##_group(b, s, 6, xa, xb, la + t, lb + t); break;                        \
-        case 7: NAME##_group(b, s, 7, xa, xb, la + t, lb + t); break;                        \
-        case 8: NAME##_group(b, s, 8, xa, xb, la + t, lb + t); break;                        \
-        default: NAME##_group(b, s, depth[t], xa, xb, la + t, lb + t);                       \
-        }                                                                                    \
+        QS_WALK_BY_DEPTH(depth[t], NAME##_group, b, s, xa, xb, la + t, lb + t)               \
     }                                                                                        \
 }
 QS_WALK_GROUPS2(qs_walk_groups_pair, qs_walk_cnode, double)
