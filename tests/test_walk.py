@@ -6,6 +6,8 @@ with every other algorithm's in test_core.py, test_arithmetic.py and the other s
 take each supported algorithm.)"""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -612,3 +614,80 @@ def test_groups_of_complete_trees_deeper_than_the_unrolled_depths(monkeypatch, f
         assert np.array_equal(model.predict_raw(X[i:i + 1], algorithm="walk"), want[i:i + 1])
     assert np.array_equal(model.predict_leaf(X[:3], algorithm="walk"),
                           model.predict_leaf(X[:3], algorithm="traversal"))
+
+
+@pytest.mark.parametrize("family, f32, dart", [("lightgbm", False, False),
+                                               ("xgboost", False, False),
+                                               ("xgboost", True, False),
+                                               ("xgboost", True, True)])
+def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family, f32, dart):
+    """Where the forest has one output and no linear leaves, the walk's layout takes each
+    end slot's leaf value (attach_values: float32 for XGBoost, times the DART weight; float64
+    otherwise), and one or two rows add them as each group of eight trees ends
+    (QS_WALK_GROUPS_SUM), in tree order: the reference's scores bit for bit, for 1 to 17
+    trees (a last group of 1 to 8 trees, whose fill trees add nothing) and rows of 1 to 5.
+    Values taken from another forest are never added to this one's scores."""
+    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
+    thresholds = (-1.0, 0.0, 0.5, 2.0) + (() if f32 else (0.1,))
+    for n_trees in (1, 3, 8, 9, 16, 17):
+        rng = np.random.default_rng(900 + n_trees)
+        ens = random_ensemble(rng, family, n_trees=n_trees, n_features=4, max_leaves=9,
+                              thresholds=thresholds)
+        if dart:
+            ens = Ensemble(trees=ens.trees, tree_group=ens.tree_group, n_outputs=1,
+                           n_features=4, family=family, base_score=ens.base_score,
+                           tree_weight=np.round(rng.random(n_trees) + 0.25, 3))
+        model = quickscorer.Model(ens)
+        walk = model.prepare("walk")
+        assert walk.complete and walk.layout.cfloat == f32
+        values = walk.layout.slot_values
+        assert values is not None
+        assert values.dtype == (np.float32 if family == "xgboost" else np.float64)
+        assert values.shape[0] == walk._arrays["cslot_offset"][n_trees]
+        X = special_rows(rng, 40, 4)
+        if family == "xgboost":
+            X = X.astype(np.float32)
+        want = model.predict_raw(X, algorithm="traversal")
+        for n in (1, 2, 3, 5):
+            for i in range(0, X.shape[0] - n, 3):
+                got = model.predict_raw(X[i:i + n], algorithm="walk")
+                assert np.array_equal(got, want[i:i + n]), (n_trees, n, i)
+                assert np.array_equal(np.signbit(got), np.signbit(want[i:i + n]))
+        # another forest's values (every leaf doubled) are not this forest's
+        doubled = tuple(dataclasses.replace(t, leaf_value=2 * t.leaf_value) for t in ens.trees)
+        other = quickscorer.Model(dataclasses.replace(ens, trees=doubled))
+        assert walk.layout.attach_values(other._forest)
+        assert np.array_equal(walk.layout.slot_values, 2 * values)
+        for i in range(0, 10):
+            assert np.array_equal(model.predict_raw(X[i:i + 2], algorithm="walk"),
+                                  want[i:i + 2])
+        assert walk.layout.attach_values(walk.forest)
+        assert np.array_equal(walk.layout.slot_values, values)
+        # a forest whose trees have fewer leaves than the layout's is refused
+        if max(t.n_leaves for t in ens.trees) > 1:
+            one = build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
+                             default_left=[True], missing_type=[0], is_categorical=[False],
+                             categories=None, value=[1.5], n_features=4)
+            small = quickscorer.Model(dataclasses.replace(ens, trees=(one,) * n_trees))
+            with pytest.raises(ValueError, match="not a leaf of the forest"):
+                walk.layout.attach_values(small._forest)
+
+
+def test_no_leaf_values_are_taken_for_several_outputs_or_linear_leaves(monkeypatch):
+    """attach_values takes nothing where the walk stores the leaves instead (several
+    outputs, linear leaves) or the trees are not laid out complete."""
+    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
+    rng = np.random.default_rng(5)
+    two = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=10, n_outputs=2,
+                                            max_leaves=6))
+    assert two.prepare("walk").complete and two.prepare("walk").layout.slot_values is None
+    lin = quickscorer.Model(Ensemble(trees=(linear_tree(),) * 3, tree_group=[0] * 3,
+                                     n_outputs=1, n_features=3, family="lightgbm",
+                                     base_score=[0.0]))
+    walk = lin.prepare("walk")
+    assert walk.complete and walk.layout.slot_values is None
+    assert not walk.layout.attach_values(lin._forest)
+    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "0")
+    one = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=10, max_leaves=6))
+    walk = one.prepare("walk")
+    assert not walk.complete and not walk.layout.attach_values(one._forest)

@@ -355,6 +355,9 @@ class Walk(Algorithm):
         arrays["block_starts"] = walk_block_starts(arrays["node_offset"], self.block_bytes)
         self._arrays = arrays
         self.layout = _walk.WalkLayout(arrays, ens.n_features)
+        # one or two rows add their leaves' values group by group (one output, no linear
+        # leaves): the layout takes each end slot's value from this forest
+        self.layout.attach_values(forest)
         #: rows a thread walks through each tree block together
         self.chunk_rows = chunk_rows or env_int("QUICKSCORER_WALK_CHUNK_ROWS")
         if not self.chunk_rows:

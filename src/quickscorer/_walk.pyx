@@ -64,6 +64,30 @@ cdef extern from "quickscorer/walk.h" nogil:
                                const uint8_t* depth, const int32_t* slot_leaf,
                                const int64_t* slot_offset, int64_t n_trees,
                                const float* xa, const float* xb, int32_t* la, int32_t* lb)
+    double qs_walk_groups_sum(const qs_walk_cnode* nodes, const int64_t* node_offset,
+                              const uint8_t* depth, const double* slot_value,
+                              const int64_t* slot_offset, int64_t n_trees, const double* xr,
+                              double acc)
+    float qs_walk_groups_sum_f(const qs_walk_cnode* nodes, const int64_t* node_offset,
+                               const uint8_t* depth, const float* slot_value,
+                               const int64_t* slot_offset, int64_t n_trees, const double* xr,
+                               float acc)
+    float qs_walk_groups_sum32(const qs_walk_cnode32* nodes, const int64_t* node_offset,
+                               const uint8_t* depth, const float* slot_value,
+                               const int64_t* slot_offset, int64_t n_trees, const float* xr,
+                               float acc)
+    void qs_walk_groups_pair_sum(const qs_walk_cnode* nodes, const int64_t* node_offset,
+                                 const uint8_t* depth, const double* slot_value,
+                                 const int64_t* slot_offset, int64_t n_trees,
+                                 const double* xa, const double* xb, double* acc)
+    void qs_walk_groups_pair_sum_f(const qs_walk_cnode* nodes, const int64_t* node_offset,
+                                   const uint8_t* depth, const float* slot_value,
+                                   const int64_t* slot_offset, int64_t n_trees,
+                                   const double* xa, const double* xb, float* acc)
+    void qs_walk_groups_pair_sum32(const qs_walk_cnode32* nodes, const int64_t* node_offset,
+                                   const uint8_t* depth, const float* slot_value,
+                                   const int64_t* slot_offset, int64_t n_trees,
+                                   const float* xa, const float* xb, float* acc)
 
 
 # the missing-value rules of a column (its index is rule * n_features + feature)
@@ -105,6 +129,12 @@ cdef struct WalkView:
     const uint8_t* cdepth         # [n_trees]
     const int64_t* cslot_offset   # [n_trees + 1] each tree's 2^d end slots
     const int32_t* cslot_leaf
+    # each end slot's leaf value (WalkLayout.attach_values), the one of these that the
+    # forest's scores take (float32: XGBoost's), or both NULL; cvalue_of: the leaf values
+    # of the forest they were taken from (the walk adds them only for that forest)
+    const double* cvalue64
+    const float* cvalue32
+    const double* cvalue_of
 
 
 cdef class WalkLayout(Layout):
@@ -121,6 +151,9 @@ cdef class WalkLayout(Layout):
     #: uint64 words of scratch per thread and row of a chunk of _walk_chunks
     cdef readonly int64_t chunk_row_words
     cdef int64_t lf_words
+    #: each end slot's leaf value where attach_values took them (float32 for XGBoost
+    #: forests), else None
+    cdef readonly object slot_values
 
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
@@ -219,6 +252,52 @@ cdef class WalkLayout(Layout):
         self.exits2 = NULL
         if self.complete:
             self.exits2 = walk_exits2
+
+    def attach_values(self, Forest forest):
+        """Take each end slot's leaf value from ``forest`` (the model these trees are
+        from), so that one or two rows walking the complete trees add their leaves' values
+        to their score as each group of eight ends (walk.h QS_WALK_GROUPS_SUM), instead of
+        storing the leaves and adding them afterwards. Only for complete trees and forests
+        of one output without linear leaves (returns False, nothing taken, otherwise); the
+        values are added only to the scores of this forest. Returns whether taken."""
+        cdef const ForestView* f = &forest.view
+        cdef Py_ssize_t t, s, n = self.view.cslot_offset[f.n_trees] if self.complete else 0
+        if (not self.complete or f.n_outputs != 1 or f.has_linear or f.n_trees != self.n_trees
+                or f.n_features != self.n_features):
+            return False
+        cdef bint xgb = f.family == FAMILY_XGBOOST
+        values = np.zeros(n, np.float32 if xgb else np.float64)
+        cdef float[::1] v32
+        cdef double[::1] v64
+        if xgb:
+            v32 = values
+        else:
+            v64 = values
+        cdef const int64_t* soff = self.view.cslot_offset
+        cdef const int32_t* leaf = self.view.cslot_leaf
+        cdef bint bad = False
+        with nogil:
+            for t in range(f.n_trees):
+                for s in range(soff[t], soff[t + 1]):
+                    if leaf[s] >= f.tree_leaf_offset[t + 1] - f.tree_leaf_offset[t]:
+                        bad = True
+                        break
+                    if xgb:
+                        v32[s] = leaf_f32(f, t, f.tree_leaf_offset[t] + leaf[s])
+                    else:
+                        v64[s] = f.leaf_value[f.tree_leaf_offset[t] + leaf[s]]
+                if bad:
+                    break
+        if bad:
+            raise ValueError("walk layout: a complete tree's leaf is not a leaf of the "
+                             "forest whose values it takes")
+        self.slot_values = values
+        if xgb:
+            self.view.cvalue32 = <const float*>cnp.PyArray_DATA(values)
+        else:
+            self.view.cvalue64 = <const double*>cnp.PyArray_DATA(values)
+        self.view.cvalue_of = f.leaf_value
+        return True
 
     cdef int _set_complete(self, dict a, int64_t n_trees, int64_t n_cols,
                            object n_leaves) except -1:
@@ -395,6 +474,18 @@ cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
     cdef float* xr32
     row_scratch(v, f.n_trees, scratch, &xr, &lf, &xr32)
     expand_row(v, f.family, row, xr, xr32)     # xr32: NULL unless float32 slots
+    if leaves == NULL and v.cvalue_of == f.leaf_value and v.cvalue_of != NULL:
+        # the leaves' values added group by group (attach_values)
+        if v.cvalue64 != NULL:
+            o64[0] = qs_walk_groups_sum(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue64,
+                                        v.cslot_offset, f.n_trees, xr, o64[0])
+        elif v.cfloat:
+            o32[0] = qs_walk_groups_sum32(v.cnodes32, v.cnode_offset, v.cdepth, v.cvalue32,
+                                          v.cslot_offset, f.n_trees, xr32, o32[0])
+        else:
+            o32[0] = qs_walk_groups_sum_f(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue32,
+                                          v.cslot_offset, f.n_trees, xr, o32[0])
+        return
     if not v.complete:
         qs_walk8(v.walk, v.roots, f.n_trees, xr, lf)
     elif v.cfloat:
@@ -423,6 +514,29 @@ cdef void walk_exits2(const void* ctx, const ForestView* f, const double* row_a,
                 &xb, &lb, &xb32)
     expand_row(v, f.family, row_a, xa, xa32)
     expand_row(v, f.family, row_b, xb, xb32)
+    cdef double acc64[2]
+    cdef float acc32[2]
+    if v.cvalue_of == f.leaf_value and v.cvalue_of != NULL:
+        # the leaves' values added group by group (attach_values)
+        if v.cvalue64 != NULL:
+            acc64[0] = oa64[0]
+            acc64[1] = ob64[0]
+            qs_walk_groups_pair_sum(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue64,
+                                    v.cslot_offset, f.n_trees, xa, xb, acc64)
+            oa64[0] = acc64[0]
+            ob64[0] = acc64[1]
+            return
+        acc32[0] = oa32[0]
+        acc32[1] = ob32[0]
+        if v.cfloat:
+            qs_walk_groups_pair_sum32(v.cnodes32, v.cnode_offset, v.cdepth, v.cvalue32,
+                                      v.cslot_offset, f.n_trees, xa32, xb32, acc32)
+        else:
+            qs_walk_groups_pair_sum_f(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue32,
+                                      v.cslot_offset, f.n_trees, xa, xb, acc32)
+        oa32[0] = acc32[0]
+        ob32[0] = acc32[1]
+        return
     if v.cfloat:
         qs_walk_groups_pair32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf,
                               v.cslot_offset, f.n_trees, xa32, xb32, la, lb)
