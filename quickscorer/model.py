@@ -67,6 +67,9 @@ class Model:
         self._plain_output = ensemble.transform == "identity" and not ensemble.average_output
         self._lock = threading.Lock()
         self._prepared: dict[str, Algorithm] = {}
+        #: the default kernel's low-latency entry for calls of n rows (Algorithm.small_entry),
+        #: by n below PARALLEL_MIN_ROWS, made on the first such call
+        self._small_entries: list = [None] * autoselect.PARALLEL_MIN_ROWS
         if isinstance(prepare, str):
             prepare = (prepare,)
         for name in prepare:
@@ -341,8 +344,9 @@ class Model:
 
     def _small(self, X: np.ndarray, squeeze: bool, algorithm, n_threads):
         """Raw scores of a call of fewer than PARALLEL_MIN_ROWS rows (one thread whatever was
-        asked) through the low-latency entry (``Algorithm.predict_small``) of the kernel the
-        automatic choice runs for that many rows, or of the named one where it has the entry;
+        asked) through the low-latency entry of the kernel the automatic choice runs for that
+        many rows (``Algorithm.small_entry``, kept per number of rows), or of the named one
+        where it has the entry (``Algorithm.predict_small``);
         None for every other call, and where X is not a C-contiguous float32/float64 array of
         the model's width (the general path then reads it, or says what is wrong)."""
         nd = X.ndim
@@ -356,8 +360,8 @@ class Model:
                                                        or type(n_threads) is int):
             return None
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
-            name = self._small_kernels[rows]
-        elif algorithm in _SMALL_CALL_ALGORITHMS:
+            return (self._small_entries[rows] or self._small_entry(rows))(X, squeeze)
+        if algorithm in _SMALL_CALL_ALGORITHMS:
             name = algorithm
         else:
             return None
@@ -365,6 +369,12 @@ class Model:
         if alg is None:
             alg = self.prepare(name)
         return alg.predict_small(X, squeeze)
+
+    def _small_entry(self, rows: int):
+        """The default kernel's low-latency entry for calls of ``rows`` rows, made once."""
+        entry = self.prepare(self._small_kernels[rows]).small_entry(rows)
+        self._small_entries[rows] = entry
+        return entry
 
     def _transformed(self, raw: np.ndarray) -> np.ndarray:
         """The outputs of raw scores (rows x outputs): transform, averaging, one output as 1-D."""

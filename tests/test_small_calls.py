@@ -170,6 +170,28 @@ def test_calls_below_parallel_min_rows_take_an_entry(monkeypatch):
         model.predict(X)
 
 
+def test_the_default_entries_are_made_once_per_number_of_rows():
+    """The automatic choice keeps one entry per number of rows below PARALLEL_MIN_ROWS
+    (Algorithm.small_entry, the kernel's choices for that many rows made once): made on the
+    first call of that many rows, reused after, and scoring as the kernel named."""
+    model = quickscorer.Model(WIDE["xgboost-3"].ensemble)
+    X = special_rows(np.random.default_rng(8), 2 * autoselect.PARALLEL_MIN_ROWS,
+                     model.n_features)
+    assert model._small_entries == [None] * autoselect.PARALLEL_MIN_ROWS
+    for n in SIZES:
+        got = model.predict(X[:n], raw_score=True)
+        entry = model._small_entries[n]
+        assert entry is not None
+        assert np.array_equal(got, model.predict(X[:n], raw_score=True,
+                                                 algorithm=model._small_kernels[n]))
+        assert np.array_equal(model.predict(X[n:2 * n], raw_score=True),
+                              model.predict(X[n:2 * n], raw_score=True, algorithm="traversal"))
+        assert model._small_entries[n] is entry
+    assert len({model._small_kernels[n] for n in SIZES}) >= 3
+    made = [n for n, e in enumerate(model._small_entries) if e is not None]
+    assert made == sorted(set(SIZES) - {0})
+
+
 def _unaligned(X):
     """X's values in an array whose data starts one byte past an aligned address."""
     raw = np.zeros(X.nbytes + 1, np.uint8)

@@ -149,14 +149,24 @@ class VQuickScorer(QuickScorer):
         _RAW[X.dtype](self.forest, blocks, X, out64, out32, rows, bits, n_threads,
                       self.isa, self.merge, self.doc_groups, lanes)
 
-    def predict_small(self, X, squeeze):
-        n = X.shape[0] if X.ndim == 2 else 1
+    def _small_plan(self, n: int):
         plan = self._small_plans.get(n)
         if plan is None:
             lanes = self.lanes_for(n, 1)
             plan = self._small_plans[n] = (lanes, self._layout_for(n, 1, lanes))
-        return _vqs.predict_small(self.forest, plan[1], X, squeeze, self.isa, self.merge,
-                                  plan[0])
+        return plan
+
+    def predict_small(self, X, squeeze):
+        lanes, blocks = self._small_plan(X.shape[0] if X.ndim == 2 else 1)
+        return _vqs.predict_small(self.forest, blocks, X, squeeze, self.isa, self.merge, lanes)
+
+    def small_entry(self, n):
+        lanes, blocks = self._small_plan(n)
+        forest, isa, merge, call = self.forest, self.isa, self.merge, _vqs.predict_small
+
+        def entry(X, squeeze):
+            return call(forest, blocks, X, squeeze, isa, merge, lanes)
+        return entry
 
     def predict_leaf(self, X, out, n_threads):
         lanes = self.lanes_for(X.shape[0], n_threads)
