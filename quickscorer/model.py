@@ -121,15 +121,22 @@ class Model:
     @cached_property
     def _few_rows(self) -> str:
         """The kernel the automatic choice runs for VQS_MIN_ROWS (``vqs`` after the scan:
-        VQS_SCAN_MIN_ROWS) to RS_MIN_ROWS - 1 rows per thread (``autoselect.few_rows``)."""
+        VQS_SCAN_MIN_ROWS) to ``_rs_from`` - 1 rows per thread (``autoselect.few_rows``)."""
         return autoselect.few_rows(self.ensemble, self._supported, self._costs, self._steps)
 
     @cached_property
     def _small_kernels(self) -> tuple[str, ...]:
         """The kernel the automatic choice runs for a call of n rows, for every n below
         PARALLEL_MIN_ROWS (such calls run on one thread)."""
-        return tuple(autoselect.choose(self._supported, n, 1, self._one_row[0], self._few_rows)
+        return tuple(autoselect.choose(self._supported, n, 1, self._one_row[0], self._few_rows,
+                                       self._rs_from)
                      for n in range(autoselect.PARALLEL_MIN_ROWS))
+
+    @cached_property
+    def _rs_from(self) -> int:
+        """Rows per thread from which the automatic choice runs ``rapidscorer``
+        (``autoselect.rs_min_rows``)."""
+        return autoselect.rs_min_rows(self.ensemble, self._few_rows)
 
     def __reduce__(self):
         # the copy prepares the layouts this one had built
@@ -160,7 +167,7 @@ class Model:
         """Facts about the model and the prepared layouts (sizes in bytes)."""
         d = self.ensemble.summary()
         d["default_algorithm"] = (f"{DEFAULT_ALGORITHM}: " + autoselect.describe(
-            self._supported, self._one_row, self._few_rows))
+            self._supported, self._one_row, self._few_rows, self._rs_from))
         d["one_row_algorithm"] = self._one_row[0]
         d["few_rows_algorithm"] = self._few_rows
         rs = self._prepared.get("rapidscorer")
@@ -213,7 +220,7 @@ class Model:
         n_threads = autoselect.threads_for(X.shape[0], _resolve_threads(n_threads))
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
             algorithm = autoselect.choose(self._supported, X.shape[0], n_threads,
-                                          self._one_row[0], self._few_rows)
+                                          self._one_row[0], self._few_rows, self._rs_from)
         return X, self.prepare(algorithm), n_threads
 
     # -- part of the ensemble ---------------------------------------------------------------

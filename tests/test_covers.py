@@ -197,8 +197,8 @@ def test_the_default_runs_the_chosen_one_row_kernel_exactly(monkeypatch, ratio, 
 @pytest.mark.parametrize("ratio, kernel", [(0.0, "walk"), (float("inf"), "vqs")])
 @pytest.mark.parametrize("name", ["regression", "multiclass", "categorical", "linear_tree"])
 def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio, kernel, name):
-    """Calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows run autoselect.few_rows's kernel (the
-    walk through the low-latency entry, or vqs), exactly; from RS_MIN_ROWS the multi-row
+    """Calls of VQS_MIN_ROWS to rs_min_rows - 1 rows run autoselect.few_rows's kernel (the
+    walk through the low-latency entry, or vqs), exactly; from rs_min_rows the multi-row
     algorithm. The one-row kernel is kept the scan, so that the walk's layout appears only
     where the few-rows calls run it."""
     monkeypatch.setattr(autoselect, "FEW_ROWS_WALK_RATIO", ratio)
@@ -216,7 +216,10 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     rows = special_rows(np.random.default_rng(6), 40, model.n_features)
     rows[:, :] = np.where(np.isnan(rows), rows, X[:40])
     want = model.predict_raw(rows, algorithm="traversal")
-    for n in range(first, autoselect.RS_MIN_ROWS):
+    assert model._rs_from == autoselect.rs_min_rows(model.ensemble, kernel)
+    assert f"rapidscorer for {model._rs_from} or more" in model.info()["default_algorithm"]
+    for n in range(first, model._rs_from):
+        assert model._small_kernels[n] == kernel
         assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
         assert np.array_equal(model.predict_raw(np.asfortranarray(rows[n:2 * n])),
                               want[n:2 * n])
@@ -224,7 +227,8 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
                               model.predict(rows[:n], raw_score=True, algorithm="traversal"))
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
     many = "rapidscorer"                  # categorical splits too
-    n = autoselect.RS_MIN_ROWS
+    n = model._rs_from
+    assert model._small_kernels[n] == many
     assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel, many}
     warm = quickscorer.Model(model.ensemble, prepare=("auto",))
@@ -304,7 +308,9 @@ def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(
     assert autoselect.few_rows(ens, model.supported_algorithms()) == kernel
     assert model.info()["few_rows_algorithm"] == kernel
     assert autoselect.few_rows(ens, ["quickscorer", "vqs", "rapidscorer"]) == "vqs"
-    X = np.linspace(-1.0, 2.0 ** (depth + 1), 8 * model.n_features).reshape(8, -1)
+    n = model._rs_from - 1                         # the most rows the few-rows kernel takes
+    assert model._small_kernels[n] == kernel
+    X = np.linspace(-1.0, 2.0 ** (depth + 1), n * model.n_features).reshape(n, -1)
     assert np.array_equal(model.predict_raw(X), model.predict_raw(X, algorithm="traversal"))
     assert kernel in model.info()["layout_bytes"]
     bare = random_ensemble(np.random.default_rng(3), "lightgbm", n_trees=20)
@@ -327,7 +333,9 @@ def test_models_rapidscorer_cannot_score_run_the_few_rows_kernel_for_many_rows()
         assert model.info()["few_rows_algorithm"] == kernel
         assert model.info()["default_algorithm"].startswith(
             f"auto: {kernel} (rapidscorer cannot score this model) for "
-            f"{autoselect.RS_MIN_ROWS} or more")
+            f"{model._rs_from} or more")
+        assert model._rs_from == (autoselect.RS_AFTER_WALK_MIN_ROWS if kernel == "walk"
+                                  else autoselect.RS_MIN_ROWS)
         X = np.column_stack([np.linspace(-1.0, 1100.0, 300), np.arange(300) % 9 - 1.0])
         want = model.predict_raw(X, algorithm="traversal")
         for n_threads in (1, 2):
@@ -449,3 +457,23 @@ def test_the_default_runs_the_chosen_one_row_kernel_exactly_on_xgboost(monkeypat
     got = np.concatenate([model.predict_raw(rows[i]) for i in range(rows.shape[0])])
     assert np.array_equal(got.reshape(want.shape), want)
     assert kernel in model.info()["layout_bytes"]
+
+
+def test_rapidscorer_starts_earlier_on_small_trees():
+    """rs_min_rows: rapidscorer from 5 rows where the trees hold at most 16 leaves on
+    average, 6 up to 32, RS_MIN_ROWS (8) above, RS_AFTER_WALK_MIN_ROWS (9) after the walk;
+    the automatic choice and ``info`` follow it."""
+    assert autoselect.RS_MIN_ROWS == 8 and autoselect.RS_AFTER_WALK_MIN_ROWS == 9
+    for depth, want in ((3, 5), (4, 5), (5, 6), (6, 8)):
+        ens = _balanced(depth)                     # two trees of 2 ** depth leaves
+        assert autoselect.rs_min_rows(ens, "vqs") == want
+        assert autoselect.rs_min_rows(ens, "walk") == 9
+    # the mean decides: one tree of 2 leaves and one of 32 (17 on average)
+    mixed = Ensemble(trees=(_balanced(1).trees[0], _balanced(5).trees[0]),
+                     tree_group=[0, 0], n_outputs=1, n_features=2, family="lightgbm",
+                     base_score=[0.0])
+    assert autoselect.rs_min_rows(mixed) == 6
+    model = quickscorer.Model(_balanced(4))
+    assert model.info()["few_rows_algorithm"] == "vqs"
+    assert [model._small_kernels[n] for n in (4, 5)] == ["vqs", "rapidscorer"]
+    assert "rapidscorer for 5 or more" in model.info()["default_algorithm"]

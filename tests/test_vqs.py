@@ -143,10 +143,13 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose(supported, 1, 1) == "quickscorer"
     assert autoselect.choose(supported, 1000, 1) == "rapidscorer"
     assert autoselect.choose([n for n in supported if n != "rapidscorer"], 1000, 1) == "vqs"
-    assert autoselect.choose(names, 8, 1) == "vqs"
+    assert autoselect.choose(names, autoselect.RS_MIN_ROWS - 1, 1) == "vqs"
+    assert autoselect.choose(names, autoselect.RS_MIN_ROWS, 1) == "rapidscorer"
+    assert autoselect.choose(names, 4, 1, rs_from=5) == "vqs"
+    assert autoselect.choose(names, 5, 1, rs_from=5) == "rapidscorer"
     assert autoselect.choose(names, 1000, 1) == "rapidscorer"
     # the boundaries: one-row kernel below 4 rows (below 3 from the scan to vqs, below),
-    # few-rows kernel below 9, then rapidscorer
+    # few-rows kernel below rs_from (9 after the walk), then rapidscorer
     assert autoselect.choose(names, 3, 1, "walk", "walk") == "walk"
     assert autoselect.choose(names, 4, 1, "walk", "vqs") == "vqs"
     # the scan hands 3-row calls to vqs's 4-lane group; the walk keeps them
@@ -155,13 +158,14 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose(names, 3, 1, "walk", "vqs") == "walk"
     assert autoselect.choose(names, 3, 1, "quickscorer", "walk") == "quickscorer"
     assert autoselect.choose(names, 6, 2, "quickscorer", "vqs") == "vqs"
-    assert autoselect.choose(names, 8, 1, "quickscorer", "walk") == "walk"
-    assert autoselect.choose(names, 9, 1, "walk", "walk") == "rapidscorer"
+    walk_rs = autoselect.RS_AFTER_WALK_MIN_ROWS
+    assert autoselect.choose(names, 8, 1, "quickscorer", "walk", walk_rs) == "walk"
+    assert autoselect.choose(names, 9, 1, "walk", "walk", walk_rs) == "rapidscorer"
     # where rapidscorer cannot score the model, many rows take the few-rows kernel
     assert autoselect.choose(["quickscorer", "vqs", "walk"], 9, 1, "walk", "walk") == "walk"
     assert autoselect.choose(["quickscorer", "vqs", "walk"], 900, 1, "walk", "vqs") == "vqs"
     assert autoselect.candidates(["quickscorer", "vqs", "walk"], "walk", "walk") == ("walk",)
-    assert autoselect.choose(names, 17, 2, "walk", "walk") == "walk"    # 8.5 rows per thread
+    assert autoselect.choose(names, 17, 2, "walk", "walk", walk_rs) == "walk"  # 8.5 a thread
     assert autoselect.candidates(names, "walk", "walk") == ("walk", "rapidscorer")
     assert autoselect.candidates(supported, "quickscorer", "vqs") == ("quickscorer", "vqs",
                                                                       "rapidscorer")

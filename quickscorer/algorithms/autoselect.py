@@ -93,7 +93,7 @@ and 8).
 
 Where ``rapidscorer`` cannot score a model (trees of more than 256 leaves that its level
 path cannot take: deeper than 10 levels, categorical or linear; categories from 254 up),
-calls of RS_MIN_ROWS rows or more run the few-rows kernel too: the walk's lead over
+calls of more rows (``rs_min_rows``) run the few-rows kernel too: the walk's lead over
 ``vqs`` at 8 rows held at 100 and 4,000 rows (``vqs`` in groups of 16 there, AVX2). Measured
 in session 20 (``walk`` against ``vqs`` forced, 100 / 4,000 rows a call, us/doc, best of 3,
 AMD EPYC Zen 3, AVX2, 1 thread; ratio as above)::
@@ -134,9 +134,22 @@ VQS_MIN_ROWS = 4
 #: faster: 12.30 / 11.24). At 2 rows vqs took 0.96x to 1.16x the scan's time on those six
 VQS_SCAN_MIN_ROWS = 3
 
-#: from this many rows per thread RapidScorer's 32- or 64-document groups win (from 9 rows
-#: ``vqs`` runs a second group of 8 lanes for the rows past 8; see the module docstring)
-RS_MIN_ROWS = 9
+#: from this many rows per thread RapidScorer's 32- or 64-document groups win over ``vqs``
+#: (:func:`rs_min_rows`). Through the named entries, us/doc, median of 9 interleaved rounds,
+#: AMD EPYC Zen 3, AVX2, 1,000 trees (session 26), rapidscorer / vqs at 7 and 8 rows: full
+#: 64 leaves 1.006 and 0.951, lambdarank 64 leaves (40.6 a tree) 1.001 and 0.972, YDF
+#: max_depth 7 1.000 and 0.958, heavy-tailed 1.091 and 1.016, max_depth 6 0.854 and 0.810;
+#: at 9 rows ``vqs`` runs a second group of lanes (see the module docstring)
+RS_MIN_ROWS = 8
+#: ... where the few-rows kernel is the walk (trees large enough that it beats ``vqs``): the
+#: walk holds to 8 rows (XGBoost depth 6: 10.43 against 11.17 us/doc; depth 8 20.80 / 24.07)
+RS_AFTER_WALK_MIN_ROWS = 9
+#: ... and from fewer rows where the trees are small: (mean leaves a tree at most, rows).
+#: Same measurement, rapidscorer / vqs at 5 and 6 rows: full 8 leaves 0.787 and 0.774, 16
+#: leaves (heavy-tailed) 0.850 and 0.821, XGBoost depth 4 (13.6 leaves a tree) 0.935 and
+#: 0.80; full 31 leaves 0.911 and 0.959, heavy-tailed 1.155 and 0.947 (at 4 rows 16 leaves
+#: 1.07, so not from 4)
+RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
 
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up)
 PARALLEL_MIN_ROWS = 64
@@ -173,7 +186,7 @@ GROUP_SPECIAL_STEPS = 5.5
 CODED_NODE_STEPS = 1.0
 SPECIAL_NODE_STEPS = 4.0
 
-#: the walk also for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows (instead of ``vqs``) from
+#: the walk also for calls of VQS_MIN_ROWS to rs_min_rows - 1 rows (instead of ``vqs``) from
 #: this many: trees so large that an 8-lane scan of their false nodes costs more than 8 walks
 FEW_ROWS_WALK_RATIO = 8.0
 
@@ -249,7 +262,7 @@ def group_steps(ens) -> float | None:
 
 
 def few_rows(ens, supported: Sequence[str], costs=_COMPUTE, steps=_COMPUTE) -> str:
-    """The kernel for calls of VQS_MIN_ROWS to RS_MIN_ROWS - 1 rows per thread: ``walk``
+    """The kernel for calls of VQS_MIN_ROWS to rs_min_rows - 1 rows per thread: ``walk``
     where the model's covers give at least GROUP_FEW_ROWS_RATIO expected false nodes per
     step of the walk of its complete trees (where it has them), else at least
     FEW_ROWS_WALK_RATIO per node on a row's path; ``vqs`` otherwise (and without covers).
@@ -305,17 +318,33 @@ def few_rows_from(one_row_kernel: str, few_rows_kernel: str) -> int:
     return VQS_MIN_ROWS
 
 
+def rs_min_rows(ens, few_rows_kernel: str = "vqs") -> int:
+    """Rows per thread from which ``rapidscorer`` runs (where it can score the model):
+    RS_AFTER_WALK_MIN_ROWS after the walk, else by the trees' mean number of leaves
+    (RS_SMALL_TREES_MIN_ROWS), else RS_MIN_ROWS."""
+    if few_rows_kernel == "walk":
+        return RS_AFTER_WALK_MIN_ROWS
+    leaves = np.asarray(ens.trees.leaf_offset)
+    mean = float(leaves[-1]) / max(1, leaves.shape[0] - 1)
+    for most, rows in RS_SMALL_TREES_MIN_ROWS:
+        if mean <= most:
+            return rows
+    return RS_MIN_ROWS
+
+
 def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1,
-           one_row_kernel: str = "quickscorer", few_rows_kernel: str = "vqs") -> str:
+           one_row_kernel: str = "quickscorer", few_rows_kernel: str = "vqs",
+           rs_from: int = RS_MIN_ROWS) -> str:
     """The algorithm to run for ``n_rows`` rows on ``n_threads`` threads, among those that
     can score the model (``supported``): ``one_row_kernel`` below VQS_MIN_ROWS rows per
-    thread (:func:`one_row`), ``few_rows_kernel`` below RS_MIN_ROWS (:func:`few_rows`),
-    then ``rapidscorer`` (``few_rows_kernel`` where it cannot score the model); ``vqs``
-    from VQS_SCAN_MIN_ROWS where the one-row kernel is the scan (:func:`few_rows_from`)."""
+    thread (:func:`one_row`), ``few_rows_kernel`` below ``rs_from`` (:func:`few_rows`,
+    :func:`rs_min_rows`), then ``rapidscorer`` (``few_rows_kernel`` where it cannot score
+    the model); ``vqs`` from VQS_SCAN_MIN_ROWS where the one-row kernel is the scan
+    (:func:`few_rows_from`)."""
     per_thread = n_rows / max(1, n_threads)
     if per_thread < few_rows_from(one_row_kernel, few_rows_kernel):
         return one_row_kernel
-    if per_thread < RS_MIN_ROWS:
+    if per_thread < rs_from:
         return few_rows_kernel
     return "rapidscorer" if "rapidscorer" in supported else few_rows_kernel
 
@@ -328,11 +357,11 @@ def threads_for(n_rows: int, n_threads: int) -> int:
 
 
 def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quickscorer", ""),
-             few_rows_kernel: str = "vqs") -> str:
+             few_rows_kernel: str = "vqs", rs_from: int = RS_MIN_ROWS) -> str:
     fast = ("rapidscorer" if "rapidscorer" in supported
             else f"{few_rows_kernel} (rapidscorer cannot score this model)")
     name, why = one_row_choice
     first = few_rows_from(name, few_rows_kernel)
-    return (f"{fast} for {RS_MIN_ROWS} or more rows per thread, {few_rows_kernel} for "
+    return (f"{fast} for {rs_from} or more rows per thread, {few_rows_kernel} for "
             f"{first} or more, {name} below{f' ({why})' if why else ''}; one thread "
             f"below {PARALLEL_MIN_ROWS} rows")
