@@ -643,7 +643,11 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
         values = walk.layout.slot_values
         assert values is not None
         assert values.dtype == (np.float32 if family == "xgboost" else np.float64)
-        assert values.shape[0] == walk._arrays["cslot_offset"][n_trees]
+        # every end slot's, the fill trees' NaN (never added)
+        real = walk._arrays["cslot_offset"][n_trees]
+        assert values.shape[0] == walk._arrays["cslot_leaf"].shape[0]
+        assert not np.isnan(values[:real]).any() and np.isnan(values[real:]).all()
+        assert values.shape[0] - real == (-n_trees % 8) * (1 << int(walk._arrays["cdepth"][-1]))
         X = special_rows(rng, 40, 4)
         if family == "xgboost":
             X = X.astype(np.float32)
@@ -657,12 +661,12 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
         doubled = tuple(dataclasses.replace(t, leaf_value=2 * t.leaf_value) for t in ens.trees)
         other = quickscorer.Model(dataclasses.replace(ens, trees=doubled))
         assert walk.layout.attach_values(other._forest)
-        assert np.array_equal(walk.layout.slot_values, 2 * values)
+        assert np.array_equal(walk.layout.slot_values, 2 * values, equal_nan=True)
         for i in range(0, 10):
             assert np.array_equal(model.predict_raw(X[i:i + 2], algorithm="walk"),
                                   want[i:i + 2])
         assert walk.layout.attach_values(walk.forest)
-        assert np.array_equal(walk.layout.slot_values, values)
+        assert np.array_equal(walk.layout.slot_values, values, equal_nan=True)
         # a forest whose trees have fewer leaves than the layout's is refused
         if max(t.n_leaves for t in ens.trees) > 1:
             one = build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],

@@ -154,6 +154,7 @@ cdef class WalkLayout(Layout):
     #: each end slot's leaf value where attach_values took them (float32 for XGBoost
     #: forests), else None
     cdef readonly object slot_values
+    cdef Py_ssize_t n_cslots      # end slots of the complete trees, the fill trees' included
 
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
@@ -261,12 +262,14 @@ cdef class WalkLayout(Layout):
         of one output without linear leaves (returns False, nothing taken, otherwise); the
         values are added only to the scores of this forest. Returns whether taken."""
         cdef const ForestView* f = &forest.view
-        cdef Py_ssize_t t, s, n = self.view.cslot_offset[f.n_trees] if self.complete else 0
+        cdef Py_ssize_t t, s
         if (not self.complete or f.n_outputs != 1 or f.has_linear or f.n_trees != self.n_trees
                 or f.n_features != self.n_features):
             return False
         cdef bint xgb = f.family == FAMILY_XGBOOST
-        values = np.zeros(n, np.float32 if xgb else np.float64)
+        # the fill trees' end slots too, never added: NaN, so that a walk adding them would
+        # show (and none reads past the array)
+        values = np.full(self.n_cslots, np.nan, np.float32 if xgb else np.float64)
         cdef float[::1] v32
         cdef double[::1] v64
         if xgb:
@@ -350,6 +353,7 @@ cdef class WalkLayout(Layout):
             raise ValueError("walk layout: a complete tree's column, threshold or leaf is out "
                              "of place")
         self.complete = self.view.complete = True
+        self.n_cslots = leaf.shape[0]
         return 0
 
     def __reduce__(self):
