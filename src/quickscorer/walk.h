@@ -158,17 +158,30 @@ QS_WALK_COMPLETE(qs_walk_complete32, qs_walk_cnode32, float)
     default: FN(B, S, d, __VA_ARGS__);                                                       \
     }
 
+/* The steps of a group's walks: W trees of one depth (tree k's slots from base + k span),
+ * index i[k] of tree k, one row's expanded values x; or eight trees and two rows (i[], j[]). */
+#define QS_WALK_ROW_STEPS(NODE, BASE, SPAN, DEPTH, X, I, W)                                  \
+    for (int l = 0; l < (DEPTH); ++l)                                                        \
+        for (int k = 0; k < (W); ++k) {                                                      \
+            const NODE* p = (BASE) + k * (SPAN) + (I)[k];                                    \
+            (I)[k] = 2 * (I)[k] + 1 + ((X)[p->col] > p->thr);                                \
+        }
+#define QS_WALK_PAIR_STEPS(NODE, BASE, SPAN, DEPTH, XA, XB, I, J)                            \
+    for (int l = 0; l < (DEPTH); ++l)                                                        \
+        for (int k = 0; k < 8; ++k) {                                                        \
+            const NODE* p = (BASE) + k * (SPAN) + (I)[k];                                    \
+            const NODE* q = (BASE) + k * (SPAN) + (J)[k];                                    \
+            (I)[k] = 2 * (I)[k] + 1 + ((XA)[p->col] > p->thr);                               \
+            (J)[k] = 2 * (J)[k] + 1 + ((XB)[q->col] > q->thr);                               \
+        }
+
 #define QS_WALK_GROUPS(NAME, NODE, VALUE)                                                     \
 QS_WALK_INLINE void NAME##_group(const NODE* base, const int32_t* slot_leaf, int depth,      \
                                  const VALUE* xr, int32_t* leaf)                             \
 {                                                                                            \
     const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
     int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
-    for (int l = 0; l < depth; ++l)                                                          \
-        for (int k = 0; k < 8; ++k) {                                                        \
-            const NODE* p = base + k * span + i[k];                                          \
-            i[k] = 2 * i[k] + 1 + (xr[p->col] > p->thr);                                     \
-        }                                                                                    \
+    QS_WALK_ROW_STEPS(NODE, base, span, depth, xr, i, 8)                                     \
     for (int k = 0; k < 8; ++k)                                                              \
         leaf[k] = slot_leaf[k * (span + 1) + i[k] - span];                                   \
 }                                                                                            \
@@ -197,13 +210,7 @@ QS_WALK_INLINE void NAME##_group(const NODE* base, const int32_t* slot_leaf, int
     const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
     int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
     int32_t j[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
-    for (int l = 0; l < depth; ++l)                                                          \
-        for (int k = 0; k < 8; ++k) {                                                        \
-            const NODE* p = base + k * span + i[k];                                          \
-            const NODE* q = base + k * span + j[k];                                          \
-            i[k] = 2 * i[k] + 1 + (xa[p->col] > p->thr);                                     \
-            j[k] = 2 * j[k] + 1 + (xb[q->col] > q->thr);                                     \
-        }                                                                                    \
+    QS_WALK_PAIR_STEPS(NODE, base, span, depth, xa, xb, i, j)                                \
     for (int k = 0; k < 8; ++k) {                                                            \
         la[k] = slot_leaf[k * (span + 1) + i[k] - span];                                     \
         lb[k] = slot_leaf[k * (span + 1) + j[k] - span];                                     \
@@ -242,11 +249,7 @@ QS_WALK_INLINE void NAME##_group(const NODE* base, const ACC* slot_value, int de
 {                                                                                            \
     const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
     int32_t i[QS_WALK_SUM_MAX] = {0};                                                        \
-    for (int l = 0; l < depth; ++l)                                                          \
-        for (int k = 0; k < w; ++k) {                                                        \
-            const NODE* p = base + k * span + i[k];                                          \
-            i[k] = 2 * i[k] + 1 + (xr[p->col] > p->thr);                                     \
-        }                                                                                    \
+    QS_WALK_ROW_STEPS(NODE, base, span, depth, xr, i, w)                                     \
     ACC a = *acc;                                                                            \
     for (int k = 0; k < n; ++k)                                                              \
         a = a + slot_value[k * (span + 1) + i[k] - span];                                    \
@@ -284,13 +287,7 @@ QS_WALK_INLINE void NAME##_group(const NODE* base, const ACC* slot_value, int de
     const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
     int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
     int32_t j[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
-    for (int l = 0; l < depth; ++l)                                                          \
-        for (int k = 0; k < 8; ++k) {                                                        \
-            const NODE* p = base + k * span + i[k];                                          \
-            const NODE* q = base + k * span + j[k];                                          \
-            i[k] = 2 * i[k] + 1 + (xa[p->col] > p->thr);                                     \
-            j[k] = 2 * j[k] + 1 + (xb[q->col] > q->thr);                                     \
-        }                                                                                    \
+    QS_WALK_PAIR_STEPS(NODE, base, span, depth, xa, xb, i, j)                                \
     ACC a = acc[0], b = acc[1];                                                              \
     for (int k = 0; k < n; ++k) {                                                            \
         a = a + slot_value[k * (span + 1) + i[k] - span];                                    \
