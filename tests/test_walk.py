@@ -567,8 +567,12 @@ def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, famil
     model = quickscorer.Model(ens)
     walk = model.prepare("walk")
     assert walk.complete and walk.layout.cfloat == f32
+    kind = "complete trees (float32), " if f32 else "complete trees, "
+    # one output: the leaf values added group by group; two: the leaves stored, then summed
     assert model.info()["walk_few_rows"].startswith(
-        "complete trees (float32), eight" if f32 else "complete trees, eight")
+        kind + ("leaf values added group by group, one row sixteen" if n_outputs == 1
+                else "eight trees at a time"))
+    assert (walk.layout.slot_values is None) == (n_outputs > 1)
     depth = walk._arrays["cdepth"]
     assert np.all(depth.reshape(-1)[: n_trees // 8 * 8].reshape(-1, 8) == depth[::8][
         : n_trees // 8, None])

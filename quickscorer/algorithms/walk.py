@@ -10,7 +10,9 @@ Where the trees are at most COMPLETE_MAX_DEPTH deep and hold few slots per node 
 trees: XGBoost's, YDF's, LightGBM's with ``max_depth``) they are also laid out complete
 (:func:`complete_arrays`), in groups of eight trees of one depth: one row walks a group's
 eight trees together in ``depth`` steps of index arithmetic (walk.h QS_WALK_GROUPS; on
-1,000 trees of depth 6, 1.3x to 1.9x faster than the QuickScorer scan for one row), and
+1,000 trees of depth 6, 1.3x to 1.9x faster than the QuickScorer scan for one row; since
+session 26, for scores of one output, two groups of one depth together with the leaf
+values added as they end, QS_WALK_GROUPS_SUM), and
 calls of many rows (BLOCKED_MIN_ROWS a thread) walk chunks of rows through blocks of
 trees, the complete trees tree by tree from COMPLETE_MIN_ROWS rows.
 """
@@ -370,8 +372,13 @@ class Walk(Algorithm):
         """How calls of fewer than BLOCKED_MIN_ROWS rows a thread walk, in words
         (``Model.info``)."""
         if self.complete:
-            return (f"complete trees{' (float32)' if self.layout.cfloat else ''}, eight trees "
-                    f"at a time, two rows together through the low-latency entry")
+            kind = f"complete trees{' (float32)' if self.layout.cfloat else ''}"
+            if self.layout.slot_values is None:       # leaves stored, then summed
+                return f"{kind}, eight trees at a time, two rows together through the " \
+                       f"low-latency entry"
+            return (f"{kind}, leaf values added group by group, one row sixteen trees at a "
+                    f"time where two groups share a depth (else eight), two rows together "
+                    f"through the low-latency entry")
         return "eight trees a row, interleaved"
 
     @property
