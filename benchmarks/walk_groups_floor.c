@@ -1,12 +1,14 @@
 /* One row through a model's trees, the walk alone (no expansion of the row, no sum): the
- * kernels of src/quickscorer/walk.h on the walk's own layout, and AVX2 gathers of the same
- * complete trees (tried for this comparison, not a kernel), timed on rows already expanded
- * (walk_groups_floor.py writes the arrays, reads the leaves and prints the times).
+ * kernels of src/quickscorer/walk.h on the walk's own layout, the eight-cursor walk as it
+ * stepped until session 26 (the next root read after the step, on the chain of loads), and
+ * AVX2 gathers of the same complete trees (tried for this comparison, not kernels), timed on
+ * rows already expanded (walk_groups_floor.py writes the arrays, reads the leaves and prints
+ * the times).
  *
  *   walk_groups_floor <dir> <rounds>
  *
- * <dir> holds raw little-endian arrays: meta.i64 (n_trees, n_cols, n_rows, f32, one depth),
- * walk_nodes.u64, roots.i32, cnodes.u64, cnode_offset.i64, cdepth.u8, cslot_offset.i64,
+ * <dir> holds raw little-endian arrays: meta.i64 (n_trees, n_cols, n_rows, f32, one depth,
+ * complete), walk_nodes.u64, roots.i32 (n_trees + 16), cnodes.u64, cnode_offset.i64, cdepth.u8, cslot_offset.i64,
  * cslot_leaf.i32, xr.f64 (n_rows x n_cols), xr32.f32. Writes leaves_<name>.i32 (n_rows x
  * n_trees) and prints "name best_us median_us" per variant. */
 #include <stdint.h>
@@ -39,6 +41,33 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* qs_walk8 until session 26: the next tree's root loaded after the step found its leaf, at
+ * an index that step computed, so every step's chain ran through that load and the update */
+#define S26_STEP(q, t)                                                                       \
+    {                                                                                        \
+        const qs_walk_node* p_ = nodes + (q);                                                \
+        int32_t nq_ = p_->kid[xr[p_->col] > p_->thr];                                        \
+        int32_t m_ = nq_ >> 31;                                                              \
+        QS_WALK_OPAQUE(m_);                                                                  \
+        leaf[t] = ~nq_;                                                                      \
+        done -= m_;                                                                          \
+        t += 8 & m_;                                                                         \
+        q = (roots[t] & m_) | (nq_ & ~m_);                                                   \
+    }
+
+static void walk8_s26(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,
+                      const double* xr, int32_t* leaf)
+{
+    int32_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;
+    int32_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];
+    int32_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];
+    int64_t done = 0;
+    while (done < n_trees) {
+        S26_STEP(q0, t0) S26_STEP(q1, t1) S26_STEP(q2, t2) S26_STEP(q3, t3)
+        S26_STEP(q4, t4) S26_STEP(q5, t5) S26_STEP(q6, t6) S26_STEP(q7, t7)
+    }
 }
 
 /* G groups of eight trees, one gather of the slots' columns, one of their thresholds and
@@ -86,9 +115,10 @@ GATHER_WALK(1)
 GATHER_WALK(2)
 GATHER_WALK(4)
 
-enum { EIGHT_CURSORS, GROUPS, PAIRS, GATHER1, GATHER2, GATHER4, N_VARIANTS };
-static const char* NAMES[N_VARIANTS] = {"eight_cursors", "groups", "pairs", "gather1x8",
-                                        "gather2x8", "gather4x8"};
+enum { EIGHT_CURSORS, EIGHT_CURSORS_S26, GROUPS, PAIRS, GATHER1, GATHER2, GATHER4,
+       N_VARIANTS };
+static const char* NAMES[N_VARIANTS] = {"eight_cursors", "eight_cursors_s26", "groups",
+                                        "pairs", "gather1x8", "gather2x8", "gather4x8"};
 
 int main(int argc, char** argv)
 {
@@ -98,6 +128,7 @@ int main(int argc, char** argv)
     int64_t* meta = slurp(dir, "meta.i64", NULL);
     int64_t n_trees = meta[0], n_cols = meta[1], n_rows = meta[2], f32 = meta[3];
     int64_t one_depth = meta[4];      /* every tree of one depth: the gathers can run */
+    int64_t complete = meta[5];       /* complete trees laid out: the group walks can run */
     const qs_walk_node* walk = slurp(dir, "walk_nodes.u64", NULL);
     const int32_t* roots = slurp(dir, "roots.i32", NULL);
     const void* cn = slurp(dir, "cnodes.u64", NULL);
@@ -110,7 +141,7 @@ int main(int argc, char** argv)
     int64_t stride = n_trees + 16;
     int32_t* leaves = calloc((size_t)(n_rows * stride), sizeof(int32_t));
     double best[N_VARIANTS], times[N_VARIANTS][64];
-    int n_variants = f32 && one_depth ? N_VARIANTS : GATHER1;
+    int n_variants = !complete ? GROUPS : f32 && one_depth ? N_VARIANTS : GATHER1;
     for (int v = 0; v < n_variants; ++v) best[v] = 1e300;
     if (rounds > 64) rounds = 64;
     for (int r = 0; r < rounds; ++r)
@@ -122,6 +153,7 @@ int main(int argc, char** argv)
                 int32_t* lf = leaves + i * stride;
                 switch (v) {
                 case EIGHT_CURSORS: qs_walk8(walk, roots, n_trees, x, lf); break;
+                case EIGHT_CURSORS_S26: walk8_s26(walk, roots, n_trees, x, lf); break;
                 case GROUPS:
                     if (f32) qs_walk_groups32(cn, off, depth, sleaf, soff, n_trees, x32, lf);
                     else qs_walk_groups(cn, off, depth, sleaf, soff, n_trees, x, lf);

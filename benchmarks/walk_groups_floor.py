@@ -1,5 +1,6 @@
 """One row through a model's trees, the walk alone, in C: the eight-cursor walk of the
-walk's node table (``qs_walk8``), its complete trees eight at a time (``qs_walk_groups``, the
+walk's node table (``qs_walk8``; and as it stepped until session 26, the next root read on
+the chain of loads), its complete trees eight at a time (``qs_walk_groups``, the
 one-row kernel where the model has them), two rows together (``qs_walk_groups_pair``), and
 AVX2 gathers of eight trees a level (one, two or four groups at a time; float32 slots, every
 tree of one depth), on the same rows, expanded here as ``_walk.expand`` does (the rows have no
@@ -8,6 +9,9 @@ the leaves: what ``benchmarks/small_calls.py`` times through ``predict`` adds bo
 call. Every variant's leaves are checked against the reference traversal's.
 
     python benchmarks/walk_groups_floor.py --shapes ydf-uniform-d7,xgb-depth6-uniform-1000
+    python benchmarks/walk_groups_floor.py --shapes full-uniform-1000x64,ltr-1000x64
+
+Models without complete trees (leaf-wise LightGBM trees) run the eight-cursor walks only.
 """
 from __future__ import annotations
 
@@ -48,9 +52,9 @@ def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
     model, _, X = S._load(shape)
     ens = model.ensemble
     a = walk_arrays(ens, None, complete=True)
-    if a["cdepth"].shape[0] == 0:
-        print(f"{shape}: no complete trees (deeper than the walk lays out complete)")
-        return
+    complete = int(a["cdepth"].shape[0] > 0)
+    # qs_walk8 reads roots up to n_trees + 15 (WalkLayout pads the layout's n_trees + 8 so)
+    a = dict(a, roots=np.append(a["roots"], np.full(8, a["roots"][-1], np.int32)))
     X = np.asarray(X)[:n_rows]
     if ens.family == "xgboost":
         X = X.astype(np.float32)
@@ -60,7 +64,7 @@ def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
     one_depth = int(np.unique(a["cdepth"]).shape[0] == 1)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        np.array([n_trees, xr.shape[1], xr.shape[0], f32, one_depth], np.int64).tofile(
+        np.array([n_trees, xr.shape[1], xr.shape[0], f32, one_depth, complete], np.int64).tofile(
             d / "meta.i64")
         for name, ext in (("walk_nodes", "u64"), ("roots", "i32"), ("cnodes", "u64"),
                           ("cnode_offset", "i64"), ("cdepth", "u8"), ("cslot_offset", "i64"),
@@ -76,11 +80,17 @@ def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
             name, best, median = line.split()
             got = np.fromfile(d / f"leaves_{name}.i32", np.int32).reshape(xr.shape[0], n_trees)
             rows.append((name, float(best), float(median), np.array_equal(got, want)))
-    depths = np.bincount(a["cdepth"]).nonzero()[0].tolist()
-    steps = 8 * int(a["cdepth"][::8].astype(np.int64).sum())
-    print(f"\n{shape}: {n_trees} trees, complete trees of depth {depths} "
-          f"({'float32' if f32 else 'float64'} slots, {a['cnodes'].nbytes / 2 ** 20:.2f} MiB), "
-          f"{steps} steps a row through the groups; {xr.shape[0]} distinct rows, us a row")
+    if complete:
+        depths = np.bincount(a["cdepth"]).nonzero()[0].tolist()
+        steps = 8 * int(a["cdepth"][::8].astype(np.int64).sum())
+        print(f"\n{shape}: {n_trees} trees, complete trees of depth {depths} "
+              f"({'float32' if f32 else 'float64'} slots, "
+              f"{a['cnodes'].nbytes / 2 ** 20:.2f} MiB), {steps} steps a row through the "
+              f"groups; {xr.shape[0]} distinct rows, us a row")
+    else:
+        print(f"\n{shape}: {n_trees} trees, no complete trees; node table "
+              f"{a['walk_nodes'].nbytes / 2 ** 20:.2f} MiB; {xr.shape[0]} distinct rows, "
+              f"us a row")
     print("| variant | best | median | leaves equal the reference |")
     print("| --- | ---: | ---: | --- |")
     for name, best, median, ok in rows:

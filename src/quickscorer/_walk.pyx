@@ -109,7 +109,7 @@ N_RULE_KINDS = N_RULES
 cdef struct WalkView:
     NodeView nodes                # the special nodes' canonical fields, in column order
     const qs_walk_node* walk      # [n_walk] the walk's nodes, then the two sentinels
-    const int32_t* roots          # [n_trees + 8]
+    const int32_t* roots          # [n_trees + 16]
     const int32_t* fill_cols      # [n_fill] the rule columns some node reads
     const int64_t* rule_start     # [N_RULES + 1] where each rule's columns start in fill_cols
     int64_t n_fill
@@ -119,7 +119,7 @@ cdef struct WalkView:
     int64_t n_cols
     int64_t n_features
     const int64_t* block_starts   # [n_blocks + 1] the first tree of each tree block
-    const int32_t* block_roots    # [n_trees + 8 n_blocks] each block's roots, 8 sentinels
+    const int32_t* block_roots    # [n_trees + 16 n_blocks] each block's roots, 16 sentinels
     int64_t n_blocks
     bint complete                 # the chunks walk the complete trees below
     bint cfloat                   # the slots are float32 (cnodes32), the rows compared so
@@ -142,6 +142,7 @@ cdef class WalkLayout(Layout):
     cdef WalkView view
     cdef object _rule_start
     cdef object _block_roots
+    cdef object _roots
     #: tree blocks of the calls of many rows (_walk_chunks)
     cdef readonly int64_t n_blocks
     #: whether _walk_chunks walks complete trees, and whether in float32
@@ -199,7 +200,10 @@ cdef class WalkLayout(Layout):
             # increasing: expand reads each rule's columns as one run
             raise ValueError("walk layout field 'fill_cols' is out of range or out of order")
         self.view.walk = <const qs_walk_node*>array_data(raw, np.uint64, "walk", "walk_nodes")
-        self.view.roots = <const int32_t*>array_data(a["roots"], np.int32, "walk", "roots")
+        # qs_walk8 reads the root after a cursor's next tree's (t + 8 < n_trees + 16): the
+        # layout's roots and 8 more self-loop sentinels
+        self._roots = np.append(a["roots"], np.full(8, n_walk - 1, np.int32))
+        self.view.roots = <const int32_t*>array_data(self._roots, np.int32, "walk", "roots")
         self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")
         # fill_cols is rule * F + feature in increasing order: each rule's columns in one run
         self._rule_start = np.searchsorted(fill, np.arange(N_RULES + 1) * F).astype(np.int64)
@@ -228,11 +232,12 @@ cdef class WalkLayout(Layout):
         self.view.block_starts = <const int64_t*>array_data(starts, np.int64, "walk",
                                                             "block_starts")
         self.n_blocks = self.view.n_blocks = starts.shape[0] - 1
-        # each block's roots, then the self-loop node 8 times (a cursor past the block's
-        # trees circles there): block b's from block_starts[b] + 8 b
+        # each block's roots, then the self-loop node 16 times (a cursor past the block's
+        # trees circles there; qs_walk8 reads 8 roots ahead): block b's from
+        # block_starts[b] + 16 b
         block_of_tree = np.repeat(np.arange(self.n_blocks), np.diff(starts))
-        block_roots = np.full(n_trees + 8 * self.n_blocks, n_walk - 1, np.int32)
-        block_roots[np.arange(n_trees) + 8 * block_of_tree] = a["roots"][:n_trees]
+        block_roots = np.full(n_trees + 16 * self.n_blocks, n_walk - 1, np.int32)
+        block_roots[np.arange(n_trees) + 16 * block_of_tree] = a["roots"][:n_trees]
         self._block_roots = block_roots
         self.view.block_roots = <const int32_t*>array_data(block_roots, np.int32, "walk",
                                                            "block_roots")
@@ -630,7 +635,7 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
                                          v.n_cols, n, lf + (t - t0), lf_width)
                 else:
                     for r in range(n):
-                        qs_walk8(v.walk, v.block_roots + t0 + 8 * b, t1 - t0,
+                        qs_walk8(v.walk, v.block_roots + t0 + 16 * b, t1 - t0,
                                  xr + r * v.n_cols, lf + r * lf_width)
                 for r in range(n):
                     if want_leaves:

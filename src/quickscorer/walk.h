@@ -31,18 +31,25 @@ typedef struct {
 #endif
 
 /* One cursor's step: move q one level down; at a leaf, store it for tree t and move to tree
- * t + 8's root. `done` counts the leaves found. The empty asm keeps the compiler from turning
- * the selection on the sign back into a branch. */
+ * t + 8's root. `done` counts the leaves found. The next root is read before the step knows
+ * whether it needs it (roots[t + 8], its address known since the cursor's last leaf), so the
+ * chain of loads from node to node runs through the node, the row's value and the child
+ * only; the empty asm keeps the compiler from turning the choice on the sign into a branch.
+ * Until session 27 the root was read after the step, at the index the step had just
+ * updated, on every step's chain: 1.12x to 1.34x the time a row on eleven 1,000-tree models
+ * (medians, benchmarks/walk_groups_floor.py, AMD EPYC Zen 3); 12 or 16 cursors were no
+ * faster than 8 (the step is bound by its instructions, not by the chain, from 6 cursors). */
 #define QS_WALK_STEP(q, t)                                                            \
     {                                                                                 \
         const qs_walk_node* p_ = nodes + (q);                                         \
-        int32_t nq_ = p_->kid[xr[p_->col] > p_->thr];                                 \
-        int32_t m_ = nq_ >> 31;                                                       \
+        int64_t nq_ = p_->kid[xr[p_->col] > p_->thr];                                 \
+        int64_t m_ = nq_ >> 63;                                                       \
+        int64_t next_ = roots[t + 8];                                                 \
         QS_WALK_OPAQUE(m_);                                                           \
-        leaf[t] = ~nq_;                                                               \
+        leaf[t] = (int32_t)~nq_;                                                      \
         done -= m_;                                                                   \
+        q = m_ ? next_ : nq_;                                                         \
         t += 8 & m_;                                                                  \
-        q = (roots[t] & m_) | (nq_ & ~m_);                                            \
     }
 
 /* The exit leaf of each of the n_trees trees into leaf[0 .. n_trees). roots[t] is tree t's
@@ -51,9 +58,9 @@ typedef struct {
 static inline void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,
                             const double* xr, int32_t* leaf)
 {
-    int32_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;
-    int32_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];
-    int32_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];
+    int64_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;
+    int64_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];
+    int64_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];
     int64_t done = 0;
     while (done < n_trees) {
         QS_WALK_STEP(q0, t0)
