@@ -86,7 +86,11 @@ categorical nodes the walk decides by a table counted as steps (CODED_NODE_STEPS
 
 The scan is faster on every model up to 3.47, the walk on every model from 3.61, so
 WALK_MIN_RATIO is 3.55 (it was 5, which left the walk's 12-21% on full 31 leaves, the
-3%-categorical model and full 64 leaves with NaN). For 4 to 8
+3%-categorical model and full 64 leaves with NaN). Session 27's faster cursor step (the
+next root read off the chain of loads, 1.14x to 1.21x the walk alone on leaf-wise trees)
+moved the crossing down but not past the models between: ``python benchmarks/one_row.py``
+(9 rounds) read scan / walk 1.00 at 3.11 (heavy-tailed 31 leaves), 0.91 at 3.27
+(lambdarank), 1.18 at 3.61 (full 31), so the bound stayed. For 4 to 8
 rows the walk from FEW_ROWS_WALK_RATIO up, between the full 64-leaf model (6.1: ``vqs``
 faster from 5 rows) and XGBoost depth 8 (9.1: the walk faster to 6 rows, within 17% at 7
 and 8).
