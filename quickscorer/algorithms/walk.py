@@ -236,7 +236,9 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
       walk took 59 us a row against 86 in breadth-first order. Then two sentinels: a
       node whose children are both leaf 0 (the root of a tree that is one leaf) and the last
       node, whose children are itself (where a cursor with no trees left circles);
-    - ``roots`` (int32, n_trees + 8): each tree's root, then the last node eight times;
+    - ``roots`` (int32, n_trees + 8): each tree's root, then the last node eight times
+      (``_walk.WalkLayout`` appends eight more: a cursor on tree ``t`` reads its next
+      tree's root, ``roots[t + 8]``, before each step, up to index n_trees + 15);
     - ``node_offset`` (int64, n_trees + 1): each tree's first canonical node;
     - ``fill_cols`` (int32): the (rule, feature) pairs ``rule * n_features + feature`` that
       some node reads, in increasing order: column ``i`` of the expanded row is pair

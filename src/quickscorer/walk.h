@@ -7,9 +7,10 @@
  * the walk. A child is a node index (>= 0) or ~leaf (< 0, the leaf's in-order number).
  *
  * Eight cursors walk their own trees (cursor k takes trees k, k + 8, k + 16, ...). A cursor
- * that reaches a leaf writes it and restarts at its next tree's root by arithmetic on the
- * sign of the child index, so the only branch is the loop's, taken until every tree has its
- * leaf: the eight independent chains of loads overlap, where a single walk waits on each.
+ * that reaches a leaf writes it and restarts at its next tree's root, chosen by the sign of
+ * the child index without a branch, so the only branch is the loop's, taken until every
+ * tree has its leaf: the eight independent chains of loads overlap, where a single walk
+ * waits on each.
  * A cursor past its last tree circles on a node whose children are itself.
  */
 #ifndef QS_WALK_H
