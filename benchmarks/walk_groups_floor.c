@@ -1,6 +1,7 @@
 /* One row through a model's trees, the walk alone (no expansion of the row, no sum): the
  * kernels of src/quickscorer/walk.h on the walk's own layout, the eight-cursor walk as it
- * stepped until session 26 (the next root read after the step, on the chain of loads), and
+ * stepped until session 26 (the next root read after the step, on the chain of loads) and
+ * with a harvest after every 1, 2 or 4 steps (walk.h QS_WALK_HARVEST is 3), and
  * AVX2 gathers of the same complete trees (tried for this comparison, not kernels), timed on
  * rows already expanded (walk_groups_floor.py writes the arrays, reads the leaves and prints
  * the times).
@@ -8,7 +9,8 @@
  *   walk_groups_floor <dir> <rounds>
  *
  * <dir> holds raw little-endian arrays: meta.i64 (n_trees, n_cols, n_rows, f32, one depth,
- * complete), walk_nodes.u64, roots.i32 (n_trees + 16), cnodes.u64, cnode_offset.i64, cdepth.u8, cslot_offset.i64,
+ * complete, leaf records), walk_nodes.u64 (the leaf records of walk.h, then the table),
+ * roots.i32 (n_trees + 16), cnodes.u64, cnode_offset.i64, cdepth.u8, cslot_offset.i64,
  * cslot_leaf.i32, xr.f64 (n_rows x n_cols), xr32.f32. Writes leaves_<name>.i32 (n_rows x
  * n_trees) and prints "name best_us median_us" per variant. */
 #include <stdint.h>
@@ -70,6 +72,28 @@ static void walk8_s26(const qs_walk_node* nodes, const int32_t* roots, int64_t n
     }
 }
 
+/* qs_walk8 with a harvest after every K steps */
+#define HARVEST_EVERY(K)                                                                     \
+static void walk8_every##K(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees, \
+                           const double* xr, int32_t* leaf)                                  \
+{                                                                                            \
+    int64_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;                  \
+    int64_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];                      \
+    int64_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];                      \
+    int64_t done = 0;                                                                        \
+    while (done < n_trees) {                                                                 \
+        for (int s = 0; s < K; ++s) {                                                        \
+            QS_WALK_MOVE(q0) QS_WALK_MOVE(q1) QS_WALK_MOVE(q2) QS_WALK_MOVE(q3)              \
+            QS_WALK_MOVE(q4) QS_WALK_MOVE(q5) QS_WALK_MOVE(q6) QS_WALK_MOVE(q7)              \
+        }                                                                                    \
+        QS_WALK_NEXT(q0, t0) QS_WALK_NEXT(q1, t1) QS_WALK_NEXT(q2, t2) QS_WALK_NEXT(q3, t3)  \
+        QS_WALK_NEXT(q4, t4) QS_WALK_NEXT(q5, t5) QS_WALK_NEXT(q6, t6) QS_WALK_NEXT(q7, t7)  \
+    }                                                                                        \
+}
+HARVEST_EVERY(1)
+HARVEST_EVERY(2)
+HARVEST_EVERY(4)
+
 /* G groups of eight trees, one gather of the slots' columns, one of their thresholds and
  * one of the row's values a level (float32 slots; trees of a run of G groups of one depth,
  * the model's trees all of one depth here) */
@@ -115,10 +139,12 @@ GATHER_WALK(1)
 GATHER_WALK(2)
 GATHER_WALK(4)
 
-enum { EIGHT_CURSORS, EIGHT_CURSORS_S26, GROUPS, PAIRS, GATHER1, GATHER2, GATHER4,
-       N_VARIANTS };
-static const char* NAMES[N_VARIANTS] = {"eight_cursors", "eight_cursors_s26", "groups",
-                                        "pairs", "gather1x8", "gather2x8", "gather4x8"};
+enum { EIGHT_CURSORS, EIGHT_CURSORS_S26, HARVEST1, HARVEST2, HARVEST4, GROUPS, PAIRS, GATHER1,
+       GATHER2, GATHER4, N_VARIANTS };
+static const char* NAMES[N_VARIANTS] = {"eight_cursors", "eight_cursors_s26",
+                                        "eight_cursors_every1", "eight_cursors_every2",
+                                        "eight_cursors_every4", "groups", "pairs",
+                                        "gather1x8", "gather2x8", "gather4x8"};
 
 int main(int argc, char** argv)
 {
@@ -129,7 +155,8 @@ int main(int argc, char** argv)
     int64_t n_trees = meta[0], n_cols = meta[1], n_rows = meta[2], f32 = meta[3];
     int64_t one_depth = meta[4];      /* every tree of one depth: the gathers can run */
     int64_t complete = meta[5];       /* complete trees laid out: the group walks can run */
-    const qs_walk_node* walk = slurp(dir, "walk_nodes.u64", NULL);
+    int64_t n_records = meta[6];      /* leaf records before the walk's table */
+    const qs_walk_node* walk = (const qs_walk_node*)slurp(dir, "walk_nodes.u64", NULL) + n_records;
     const int32_t* roots = slurp(dir, "roots.i32", NULL);
     const void* cn = slurp(dir, "cnodes.u64", NULL);
     const int64_t* off = slurp(dir, "cnode_offset.i64", NULL);
@@ -154,6 +181,9 @@ int main(int argc, char** argv)
                 switch (v) {
                 case EIGHT_CURSORS: qs_walk8(walk, roots, n_trees, x, lf); break;
                 case EIGHT_CURSORS_S26: walk8_s26(walk, roots, n_trees, x, lf); break;
+                case HARVEST1: walk8_every1(walk, roots, n_trees, x, lf); break;
+                case HARVEST2: walk8_every2(walk, roots, n_trees, x, lf); break;
+                case HARVEST4: walk8_every4(walk, roots, n_trees, x, lf); break;
                 case GROUPS:
                     if (f32) qs_walk_groups32(cn, off, depth, sleaf, soff, n_trees, x32, lf);
                     else qs_walk_groups(cn, off, depth, sleaf, soff, n_trees, x, lf);

@@ -1,6 +1,7 @@
 """One row through a model's trees, the walk alone, in C: the eight-cursor walk of the
-walk's node table (``qs_walk8``; and as it stepped until session 26, the next root read on
-the chain of loads), its complete trees eight at a time (``qs_walk_groups``, the
+walk's node table (``qs_walk8``, a harvest of the leaves every ``QS_WALK_HARVEST`` steps; as
+it stepped until session 26, the next root read on the chain of loads; with a harvest every
+1, 2 or 4 steps), its complete trees eight at a time (``qs_walk_groups``, the
 one-row kernel where the model has them), two rows together (``qs_walk_groups_pair``), and
 AVX2 gathers of eight trees a level (one, two or four groups at a time; float32 slots, every
 tree of one depth), on the same rows, expanded here as ``_walk.expand`` does (the rows have no
@@ -53,8 +54,16 @@ def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
     ens = model.ensemble
     a = walk_arrays(ens, None, complete=True)
     complete = int(a["cdepth"].shape[0] > 0)
-    # qs_walk8 reads roots up to n_trees + 15 (WalkLayout pads the layout's n_trees + 8 so)
+    # qs_walk8 reads roots up to n_trees + 15 and steps on leaf l's record at index -1 - l:
+    # both laid out as _walk.WalkLayout lays them out
     a = dict(a, roots=np.append(a["roots"], np.full(8, a["roots"][-1], np.int32)))
+    from quickscorer.algorithms.walk import NODE_DTYPE
+    kid = a["walk_nodes"].view(NODE_DTYPE)["kid"]
+    n_records = int((~kid[kid < 0]).max()) + 1
+    rec = np.zeros(n_records, NODE_DTYPE)
+    rec["thr"] = np.inf
+    rec["kid"] = (~np.arange(n_records - 1, -1, -1, dtype=np.int32))[:, None]
+    a = dict(a, walk_nodes=np.concatenate([rec.view(np.uint64), a["walk_nodes"]]))
     X = np.asarray(X)[:n_rows]
     if ens.family == "xgboost":
         X = X.astype(np.float32)
@@ -64,7 +73,8 @@ def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
     one_depth = int(np.unique(a["cdepth"]).shape[0] == 1)
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        np.array([n_trees, xr.shape[1], xr.shape[0], f32, one_depth, complete], np.int64).tofile(
+        np.array([n_trees, xr.shape[1], xr.shape[0], f32, one_depth, complete, n_records],
+                 np.int64).tofile(
             d / "meta.i64")
         for name, ext in (("walk_nodes", "u64"), ("roots", "i32"), ("cnodes", "u64"),
                           ("cnode_offset", "i64"), ("cdepth", "u8"), ("cslot_offset", "i64"),

@@ -143,6 +143,7 @@ cdef class WalkLayout(Layout):
     cdef object _rule_start
     cdef object _block_roots
     cdef object _roots
+    cdef object _walk_table
     #: tree blocks of the calls of many rows (_walk_chunks)
     cdef readonly int64_t n_blocks
     #: whether _walk_chunks walks complete trees, and whether in float32
@@ -199,7 +200,17 @@ cdef class WalkLayout(Layout):
                               or np.any(np.diff(fill) <= 0)):
             # increasing: expand reads each rule's columns as one run
             raise ValueError("walk layout field 'fill_cols' is out of range or out of order")
-        self.view.walk = <const qs_walk_node*>array_data(raw, np.uint64, "walk", "walk_nodes")
+        # leaf l's record at index -1 - l (walk.h qs_walk8: a cursor at a leaf stays on its
+        # record until the harvest): threshold +inf (never right), both children itself,
+        # for every leaf number of the trees; then the table
+        n_leaves = int((~kid[kid < 0]).max()) + 1 if np.any(kid < 0) else 1
+        rec = np.zeros(n_leaves, nodes.dtype)
+        rec["thr"] = np.inf
+        rec["kid"] = (~np.arange(n_leaves - 1, -1, -1, dtype=np.int32))[:, None]
+        array_data(raw, np.uint64, "walk", "walk_nodes")      # its type and layout checked
+        self._walk_table = np.concatenate([rec.view(np.uint64), raw])
+        self.view.walk = (<const qs_walk_node*>array_data(self._walk_table, np.uint64, "walk",
+                                                          "walk_nodes")) + <Py_ssize_t>n_leaves
         # qs_walk8 reads the root after a cursor's next tree's (t + 8 < n_trees + 16): the
         # layout's roots and 8 more self-loop sentinels
         self._roots = np.append(a["roots"], np.full(8, n_walk - 1, np.int32))

@@ -6,12 +6,15 @@
  * one compare and a load of the chosen child: no test of NaN, of zero or of categories inside
  * the walk. A child is a node index (>= 0) or ~leaf (< 0, the leaf's in-order number).
  *
- * Eight cursors walk their own trees (cursor k takes trees k, k + 8, k + 16, ...). A cursor
- * that reaches a leaf writes it and restarts at its next tree's root, chosen by the sign of
- * the child index without a branch, so the only branch is the loop's, taken until every
- * tree has its leaf: the eight independent chains of loads overlap, where a single walk
- * waits on each.
- * A cursor past its last tree circles on a node whose children are itself.
+ * Eight cursors walk their own trees (cursor k takes trees k, k + 8, k + 16, ...), their
+ * eight independent chains of loads overlapping where a single walk waits on each. A leaf
+ * holds its cursor: child ~l is also an index, of the record nodes[~l] (that is
+ * nodes[-1 - l], laid out before the table by _walk.WalkLayout for every leaf number of the
+ * model), whose threshold is +inf and whose children are itself, so a cursor that reached
+ * leaf l steps on the spot. Every QS_WALK_HARVEST steps each cursor on such a record stores
+ * its leaf and restarts at its next tree's root, chosen by the sign of the index without a
+ * branch; the only branch is the loop's, taken until every tree has its leaf. A cursor past
+ * its last tree circles on a node whose children are itself.
  */
 #ifndef QS_WALK_H
 #define QS_WALK_H
@@ -31,31 +34,40 @@ typedef struct {
 #define QS_WALK_OPAQUE(v) ((void)0)
 #endif
 
-/* One cursor's step: move q one level down; at a leaf, store it for tree t and move to tree
- * t + 8's root. `done` counts the leaves found. The next root is read before the step knows
- * whether it needs it (roots[t + 8], its address known since the cursor's last leaf), so the
- * chain of loads from node to node runs through the node, the row's value and the child
- * only; the empty asm keeps the compiler from turning the choice on the sign into a branch.
- * Until session 27 the root was read after the step, at the index the step had just
- * updated, on every step's chain: 1.12x to 1.34x the time a row on eleven 1,000-tree models
- * (medians, benchmarks/walk_groups_floor.py, AMD EPYC Zen 3); 12 or 16 cursors were no
- * faster than 8 (the step is bound by its instructions, not by the chain, from 6 cursors). */
-#define QS_WALK_STEP(q, t)                                                            \
+/* One cursor's step: node q to its child (a leaf's record to itself). */
+#define QS_WALK_MOVE(q)                                                               \
     {                                                                                 \
         const qs_walk_node* p_ = nodes + (q);                                         \
-        int64_t nq_ = p_->kid[xr[p_->col] > p_->thr];                                 \
-        int64_t m_ = nq_ >> 63;                                                       \
+        q = p_->kid[xr[p_->col] > p_->thr];                                           \
+    }
+
+/* One cursor's harvest: at a leaf's record (q < 0), store leaf ~q for tree t, count it in
+ * `done` and move to tree t + 8's root, read before the choice (its address known since the
+ * cursor's last leaf); elsewhere nothing changes but leaf[t], which a later leaf
+ * overwrites. The empty asm keeps the compiler from turning the choice into a branch. */
+#define QS_WALK_NEXT(q, t)                                                            \
+    {                                                                                 \
+        int64_t m_ = (q) >> 63;                                                       \
         int64_t next_ = roots[t + 8];                                                 \
         QS_WALK_OPAQUE(m_);                                                           \
-        leaf[t] = (int32_t)~nq_;                                                      \
+        leaf[t] = (int32_t)~(q);                                                      \
         done -= m_;                                                                   \
-        q = m_ ? next_ : nq_;                                                         \
+        q = m_ ? next_ : (q);                                                         \
         t += 8 & m_;                                                                  \
     }
 
+/* Steps between harvests. A step costs about 7 instructions, a harvest about 9 a cursor:
+ * harvesting after every step (as until session 27) spent more on the harvests than on the
+ * steps, where a cursor that waits up to QS_WALK_HARVEST - 1 steps on its leaf wastes less.
+ * One row, the walk alone in C (benchmarks/walk_groups_floor.py, AMD EPYC Zen 3), against a
+ * harvest every step: 3 steps 1.09x to 1.42x faster on full 31, 64 and 255 leaves and the
+ * lambdarank model (2 steps 1.10x to 1.24x, 4 steps 1.04x to 1.33x). */
+#define QS_WALK_HARVEST 3
+
 /* The exit leaf of each of the n_trees trees into leaf[0 .. n_trees). roots[t] is tree t's
  * root node for t < n_trees and the self-loop node for n_trees <= t < n_trees + 16; leaf has
- * room for n_trees + 8 entries (cursors past their last tree write there). */
+ * room for n_trees + 8 entries (cursors past their last tree write there); nodes[-1 - l] is
+ * leaf l's record (above) for every leaf number l of the trees. */
 static inline void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,
                             const double* xr, int32_t* leaf)
 {
@@ -64,14 +76,12 @@ static inline void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int
     int64_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];
     int64_t done = 0;
     while (done < n_trees) {
-        QS_WALK_STEP(q0, t0)
-        QS_WALK_STEP(q1, t1)
-        QS_WALK_STEP(q2, t2)
-        QS_WALK_STEP(q3, t3)
-        QS_WALK_STEP(q4, t4)
-        QS_WALK_STEP(q5, t5)
-        QS_WALK_STEP(q6, t6)
-        QS_WALK_STEP(q7, t7)
+        for (int s = 0; s < QS_WALK_HARVEST; ++s) {
+            QS_WALK_MOVE(q0) QS_WALK_MOVE(q1) QS_WALK_MOVE(q2) QS_WALK_MOVE(q3)
+            QS_WALK_MOVE(q4) QS_WALK_MOVE(q5) QS_WALK_MOVE(q6) QS_WALK_MOVE(q7)
+        }
+        QS_WALK_NEXT(q0, t0) QS_WALK_NEXT(q1, t1) QS_WALK_NEXT(q2, t2) QS_WALK_NEXT(q3, t3)
+        QS_WALK_NEXT(q4, t4) QS_WALK_NEXT(q5, t5) QS_WALK_NEXT(q6, t6) QS_WALK_NEXT(q7, t7)
     }
 }
 
