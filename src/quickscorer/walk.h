@@ -59,9 +59,10 @@ typedef struct {
 /* Steps between harvests. A step costs about 7 instructions, a harvest about 9 a cursor:
  * harvesting after every step (as until session 27) spent more on the harvests than on the
  * steps, where a cursor that waits up to QS_WALK_HARVEST - 1 steps on its leaf wastes less.
- * One row, the walk alone in C (benchmarks/walk_groups_floor.py, AMD EPYC Zen 3), against a
- * harvest every step: 3 steps 1.09x to 1.42x faster on full 31, 64 and 255 leaves and the
- * lambdarank model (2 steps 1.10x to 1.24x, 4 steps 1.04x to 1.33x). */
+ * One row, the walk alone in C (benchmarks/walk_groups_floor.py, AMD EPYC Zen 3, medians of
+ * 11 rounds), against a harvest every step: 3 steps 1.03x to 1.18x faster on five leaf-wise
+ * 1,000-tree models (31 to 64 leaves; 255 leaves tied by the best rounds), 2 and 4 steps
+ * less on most; against session 26's step 1.25x to 1.55x. */
 #define QS_WALK_HARVEST 3
 
 /* The exit leaf of each of the n_trees trees into leaf[0 .. n_trees). roots[t] is tree t's
