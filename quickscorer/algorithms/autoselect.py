@@ -88,7 +88,7 @@ The scan is faster on every model up to 3.47, the walk on every model from 3.61,
 WALK_MIN_RATIO was 3.55 (it was 5, which left the walk's 12-21% on full 31 leaves, the
 3%-categorical model and full 64 leaves with NaN). Session 27's faster cursor step (the
 next root read off the chain of loads, 1.14x to 1.21x the walk alone on leaf-wise trees)
-and its leaves harvested every 3 steps (1.25x to 1.57x the walk alone on leaf-wise trees,
+and its leaves harvested every 3 steps (1.25x to 1.55x the walk alone on leaf-wise trees,
 against session 26's step) moved the crossing down: ``python benchmarks/one_row.py --rounds
 9`` on 2b5a2a5 read scan / walk 0.79 at 1.13 (full 8 leaves), 0.69 at 1.24 (16 leaves,
 heavy-tailed), 0.98 at 2.10 (16 leaves), 0.99 at 3.11 (31 leaves, heavy-tailed), 1.01 at

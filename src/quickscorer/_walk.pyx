@@ -211,8 +211,8 @@ cdef class WalkLayout(Layout):
         self._walk_table = np.concatenate([rec.view(np.uint64), raw])
         self.view.walk = (<const qs_walk_node*>array_data(self._walk_table, np.uint64, "walk",
                                                           "walk_nodes")) + <Py_ssize_t>n_leaves
-        # qs_walk8 reads the root after a cursor's next tree's (t + 8 < n_trees + 16): the
-        # layout's roots and 8 more self-loop sentinels
+        # qs_walk8 reads a cursor's next root, roots[t + 8], at every harvest, t up to
+        # n_trees + 7: the layout's roots and 8 more self-loop sentinels
         self._roots = np.append(a["roots"], np.full(8, n_walk - 1, np.int32))
         self.view.roots = <const int32_t*>array_data(self._roots, np.int32, "walk", "roots")
         self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")
