@@ -73,26 +73,9 @@ static void walk8_s26(const qs_walk_node* nodes, const int32_t* roots, int64_t n
 }
 
 /* qs_walk8 with a harvest after every K steps */
-#define HARVEST_EVERY(K)                                                                     \
-static void walk8_every##K(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees, \
-                           const double* xr, int32_t* leaf)                                  \
-{                                                                                            \
-    int64_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;                  \
-    int64_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];                      \
-    int64_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];                      \
-    int64_t done = 0;                                                                        \
-    while (done < n_trees) {                                                                 \
-        for (int s = 0; s < K; ++s) {                                                        \
-            QS_WALK_MOVE(q0) QS_WALK_MOVE(q1) QS_WALK_MOVE(q2) QS_WALK_MOVE(q3)              \
-            QS_WALK_MOVE(q4) QS_WALK_MOVE(q5) QS_WALK_MOVE(q6) QS_WALK_MOVE(q7)              \
-        }                                                                                    \
-        QS_WALK_NEXT(q0, t0) QS_WALK_NEXT(q1, t1) QS_WALK_NEXT(q2, t2) QS_WALK_NEXT(q3, t3)  \
-        QS_WALK_NEXT(q4, t4) QS_WALK_NEXT(q5, t5) QS_WALK_NEXT(q6, t6) QS_WALK_NEXT(q7, t7)  \
-    }                                                                                        \
-}
-HARVEST_EVERY(1)
-HARVEST_EVERY(2)
-HARVEST_EVERY(4)
+QS_WALK8(walk8_every1, 1)
+QS_WALK8(walk8_every2, 2)
+QS_WALK8(walk8_every4, 4)
 
 /* G groups of eight trees, one gather of the slots' columns, one of their thresholds and
  * one of the row's values a level (float32 slots; trees of a run of G groups of one depth,

@@ -48,22 +48,16 @@ def expanded(arrays: dict, X: np.ndarray, n_features: int) -> np.ndarray:
 
 
 def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
+    from quickscorer import _walk
     from quickscorer.algorithms.walk import walk_arrays
 
     model, _, X = S._load(shape)
     ens = model.ensemble
     a = walk_arrays(ens, None, complete=True)
     complete = int(a["cdepth"].shape[0] > 0)
-    # qs_walk8 reads roots up to n_trees + 15 and steps on leaf l's record at index -1 - l:
-    # both laid out as _walk.WalkLayout lays them out
-    a = dict(a, roots=np.append(a["roots"], np.full(8, a["roots"][-1], np.int32)))
-    from quickscorer.algorithms.walk import NODE_DTYPE
-    kid = a["walk_nodes"].view(NODE_DTYPE)["kid"]
-    n_records = int((~kid[kid < 0]).max()) + 1
-    rec = np.zeros(n_records, NODE_DTYPE)
-    rec["thr"] = np.inf
-    rec["kid"] = (~np.arange(n_records - 1, -1, -1, dtype=np.int32))[:, None]
-    a = dict(a, walk_nodes=np.concatenate([rec.view(np.uint64), a["walk_nodes"]]))
+    # the table with its leaf records and the padded roots, as _walk.WalkLayout has them
+    table, n_records, roots = _walk.walk_tables(a["walk_nodes"], a["roots"])
+    a = dict(a, walk_nodes=table, roots=roots)
     X = np.asarray(X)[:n_rows]
     if ens.family == "xgboost":
         X = X.astype(np.float32)

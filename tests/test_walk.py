@@ -152,6 +152,11 @@ def test_a_layout_the_walk_cannot_follow_is_refused():
         _walk.WalkLayout(dict(a, walk_nodes=a["walk_nodes"][3:].copy()), model.n_features)
     with pytest.raises(ValueError, match="roots"):
         _walk.WalkLayout(dict(a, roots=a["roots"][:-1].copy()), model.n_features)
+    # a root where the self-loop belongs: a cursor past its last tree would walk on
+    roots = a["roots"].copy()
+    roots[model.ensemble.n_trees] = roots[0]
+    with pytest.raises(ValueError, match="roots"):
+        _walk.WalkLayout(dict(a, roots=roots), model.n_features)
     # the row is expanded rule by rule over fill_cols, which must increase
     assert a["fill_cols"].shape[0] > 1
     with pytest.raises(ValueError, match="fill_cols"):
@@ -699,3 +704,21 @@ def test_no_leaf_values_are_taken_for_several_outputs_or_linear_leaves(monkeypat
     one = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=10, max_leaves=6))
     walk = one.prepare("walk")
     assert not walk.complete and not walk.layout.attach_values(one._forest)
+
+
+def test_walk_tables_put_each_leaf_number_s_record_before_the_table():
+    """qs_walk8 steps on leaf l's record at index -1 - l until the harvest: the record sends
+    every row to itself (threshold +inf, both children ~l), one for every leaf number."""
+    model = _model("lightgbm", seed=3)
+    a = walk_arrays(model.ensemble)
+    table, n, roots = _walk.walk_tables(a["walk_nodes"], a["roots"])
+    kid = a["walk_nodes"].view(NODE_DTYPE)["kid"]
+    assert n == int((~kid[kid < 0]).max()) + 1
+    rec = table.view(NODE_DTYPE)
+    assert np.array_equal(table[3 * n:], a["walk_nodes"])
+    for leaf in range(n):
+        r = rec[n - 1 - leaf]                  # index -1 - leaf from the table's start
+        assert r["thr"] == np.inf and tuple(r["kid"]) == (~leaf, ~leaf)
+    assert np.array_equal(roots[:a["roots"].shape[0]], a["roots"])
+    assert roots.shape[0] == model.ensemble.n_trees + 16
+    assert np.all(roots[model.ensemble.n_trees:] == a["walk_nodes"].shape[0] // 3 - 1)

@@ -90,6 +90,9 @@ cdef extern from "quickscorer/walk.h" nogil:
                                    const float* xa, const float* xb, float* acc)
 
 
+# a walk node (walk.h qs_walk_node), as walk.walk_arrays writes them viewed as uint64
+_NODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2), ("pad", "<i4")])
+
 # the missing-value rules of a column (its index is rule * n_features + feature)
 cdef enum:
     RULE_NAN_AS_ZERO = 0      # LightGBM, missing type None: NaN compares as 0.0
@@ -170,8 +173,7 @@ cdef class WalkLayout(Layout):
         if raw.shape[0] % 3:
             raise ValueError("walk layout field 'walk_nodes' is not a whole number of nodes")
         n_walk = raw.shape[0] // 3
-        nodes = raw.view(np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2),
-                                   ("pad", "<i4")]))
+        nodes = raw.view(_NODE_DTYPE)
         n_special = a["feature"].shape[0]
         # the expanded row: the fill columns, then the special nodes' (at least one column,
         # which the sentinels read)
@@ -192,28 +194,21 @@ cdef class WalkLayout(Layout):
                 or np.any((body["col"] < 0) | (body["col"] >= n_cols))
                 or tuple(nodes[n_walk - 1]["kid"]) != (n_walk - 1, n_walk - 1)):
             raise ValueError("walk layout: a node's child or column is out of place")
+        # the trees' roots, then the self-loop 8 times (a cursor past its last tree must
+        # circle there, or it would walk on and write past the leaves' room)
         if a["roots"].shape[0] != n_trees + 8 or (a["roots"].shape[0] and (
-                a["roots"].min() < 0 or a["roots"].max() >= n_walk)):
+                a["roots"].min() < 0 or a["roots"].max() >= n_walk
+                or np.any(a["roots"][n_trees:] != n_walk - 1))):
             raise ValueError("walk layout field 'roots' does not match the nodes")
         fill = a["fill_cols"]
         if fill.shape[0] and (fill.min() < 0 or fill.max() >= N_RULES * F
                               or np.any(np.diff(fill) <= 0)):
             # increasing: expand reads each rule's columns as one run
             raise ValueError("walk layout field 'fill_cols' is out of range or out of order")
-        # leaf l's record at index -1 - l (walk.h qs_walk8: a cursor at a leaf stays on its
-        # record until the harvest): threshold +inf (never right), both children itself,
-        # for every leaf number of the trees; then the table
-        n_leaves = int((~kid[kid < 0]).max()) + 1 if np.any(kid < 0) else 1
-        rec = np.zeros(n_leaves, nodes.dtype)
-        rec["thr"] = np.inf
-        rec["kid"] = (~np.arange(n_leaves - 1, -1, -1, dtype=np.int32))[:, None]
         array_data(raw, np.uint64, "walk", "walk_nodes")      # its type and layout checked
-        self._walk_table = np.concatenate([rec.view(np.uint64), raw])
+        self._walk_table, n_records, self._roots = walk_tables(raw, a["roots"])
         self.view.walk = (<const qs_walk_node*>array_data(self._walk_table, np.uint64, "walk",
-                                                          "walk_nodes")) + <Py_ssize_t>n_leaves
-        # qs_walk8 reads a cursor's next root, roots[t + 8], at every harvest, t up to
-        # n_trees + 7: the layout's roots and 8 more self-loop sentinels
-        self._roots = np.append(a["roots"], np.full(8, n_walk - 1, np.int32))
+                                                          "walk_nodes")) + <Py_ssize_t>n_records
         self.view.roots = <const int32_t*>array_data(self._roots, np.int32, "walk", "roots")
         self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")
         # fill_cols is rule * F + feature in increasing order: each rule's columns in one run
@@ -411,6 +406,23 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
             xr[c + j] = sides[(v.tables[32 * k + (code >> 3)] >> (code & 7)) & 1]
         else:
             xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
+
+
+def walk_tables(walk_nodes, roots):
+    """What qs_walk8 reads, from a layout's ``walk_nodes`` and ``roots`` (walk.walk_arrays):
+    the table with leaf l's record before it at index -1 - l for every leaf number of the
+    trees (a cursor at a leaf stays on its record until the harvest: threshold +inf, never
+    right, both children itself), the number of those records, and the roots with 8 more
+    self-loop sentinels (a cursor on tree t reads roots[t + 8], t up to n_trees + 7).
+    Returns ``(table, n_records, roots)``; the walk's nodes start at ``table`` row
+    ``n_records``."""
+    kid = walk_nodes.view(_NODE_DTYPE)["kid"]
+    n_records = int((~kid[kid < 0]).max()) + 1 if np.any(kid < 0) else 1
+    rec = np.zeros(n_records, _NODE_DTYPE)
+    rec["thr"] = np.inf
+    rec["kid"] = (~np.arange(n_records - 1, -1, -1, dtype=np.int32))[:, None]
+    table = np.concatenate([rec.view(np.uint64), walk_nodes])
+    return table, n_records, np.append(roots, np.full(8, roots[roots.shape[0] - 1], np.int32))
 
 
 def preorder(const int32_t[::1] left, const int32_t[::1] right, const int64_t[::1] offsets):

@@ -68,23 +68,28 @@ typedef struct {
 /* The exit leaf of each of the n_trees trees into leaf[0 .. n_trees). roots[t] is tree t's
  * root node for t < n_trees and the self-loop node for n_trees <= t < n_trees + 16; leaf has
  * room for n_trees + 8 entries (cursors past their last tree write there); nodes[-1 - l] is
- * leaf l's record (above) for every leaf number l of the trees. */
-static inline void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,
-                            const double* xr, int32_t* leaf)
-{
-    int64_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;
-    int64_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];
-    int64_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];
-    int64_t done = 0;
-    while (done < n_trees) {
-        for (int s = 0; s < QS_WALK_HARVEST; ++s) {
-            QS_WALK_MOVE(q0) QS_WALK_MOVE(q1) QS_WALK_MOVE(q2) QS_WALK_MOVE(q3)
-            QS_WALK_MOVE(q4) QS_WALK_MOVE(q5) QS_WALK_MOVE(q6) QS_WALK_MOVE(q7)
-        }
-        QS_WALK_NEXT(q0, t0) QS_WALK_NEXT(q1, t1) QS_WALK_NEXT(q2, t2) QS_WALK_NEXT(q3, t3)
-        QS_WALK_NEXT(q4, t4) QS_WALK_NEXT(q5, t5) QS_WALK_NEXT(q6, t6) QS_WALK_NEXT(q7, t7)
-    }
+ * leaf l's record (above) for every leaf number l of the trees. QS_WALK8(NAME, K) defines
+ * the walk with a harvest every K steps: qs_walk8 with QS_WALK_HARVEST (other K:
+ * benchmarks/walk_groups_floor.c). */
+#define QS_WALK8(NAME, K)                                                             \
+static inline void NAME(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,  \
+                        const double* xr, int32_t* leaf)                              \
+{                                                                                     \
+    int64_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;           \
+    int64_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];               \
+    int64_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];               \
+    int64_t done = 0;                                                                 \
+    while (done < n_trees) {                                                          \
+        for (int s = 0; s < (K); ++s) {                                               \
+            QS_WALK_MOVE(q0) QS_WALK_MOVE(q1) QS_WALK_MOVE(q2) QS_WALK_MOVE(q3)       \
+            QS_WALK_MOVE(q4) QS_WALK_MOVE(q5) QS_WALK_MOVE(q6) QS_WALK_MOVE(q7)       \
+        }                                                                             \
+        QS_WALK_NEXT(q0, t0) QS_WALK_NEXT(q1, t1) QS_WALK_NEXT(q2, t2)                \
+        QS_WALK_NEXT(q3, t3) QS_WALK_NEXT(q4, t4) QS_WALK_NEXT(q5, t5)                \
+        QS_WALK_NEXT(q6, t6) QS_WALK_NEXT(q7, t7)                                     \
+    }                                                                                 \
 }
+QS_WALK8(qs_walk8, QS_WALK_HARVEST)
 
 /* A tree laid out complete for the walks of many rows (walk.py complete_arrays): slot i of
  * a tree of depth d (0 <= i < 2^d - 1, heap order: the children of i are 2 i + 1 and 2 i + 2)
