@@ -31,8 +31,8 @@ from .traversal import node_arrays
 N_RULES = _walk.N_RULE_KINDS
 _R = _walk.RULES
 
-#: a node of the walk's table as walk.h reads it (24 bytes)
-NODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2), ("pad", "<i4")])
+#: a node of the walk's table as walk.h reads it (24 bytes; the kernel's definition)
+NODE_DTYPE = _walk.NODE_DTYPE
 
 #: calls of this many rows per thread or more walk their rows a chunk at a time
 #: (CHUNK_ROWS) through tree blocks whose nodes stay in cache, where the model needs more

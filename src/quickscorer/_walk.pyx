@@ -91,7 +91,7 @@ cdef extern from "quickscorer/walk.h" nogil:
 
 
 # a walk node (walk.h qs_walk_node), as walk.walk_arrays writes them viewed as uint64
-_NODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2), ("pad", "<i4")])
+NODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2), ("pad", "<i4")])
 
 # the missing-value rules of a column (its index is rule * n_features + feature)
 cdef enum:
@@ -173,7 +173,7 @@ cdef class WalkLayout(Layout):
         if raw.shape[0] % 3:
             raise ValueError("walk layout field 'walk_nodes' is not a whole number of nodes")
         n_walk = raw.shape[0] // 3
-        nodes = raw.view(_NODE_DTYPE)
+        nodes = raw.view(NODE_DTYPE)
         n_special = a["feature"].shape[0]
         # the expanded row: the fill columns, then the special nodes' (at least one column,
         # which the sentinels read)
@@ -416,9 +416,9 @@ def walk_tables(walk_nodes, roots):
     self-loop sentinels (a cursor on tree t reads roots[t + 8], t up to n_trees + 7).
     Returns ``(table, n_records, roots)``; the walk's nodes start at ``table`` row
     ``n_records``."""
-    kid = walk_nodes.view(_NODE_DTYPE)["kid"]
+    kid = walk_nodes.view(NODE_DTYPE)["kid"]
     n_records = int((~kid[kid < 0]).max()) + 1 if np.any(kid < 0) else 1
-    rec = np.zeros(n_records, _NODE_DTYPE)
+    rec = np.zeros(n_records, NODE_DTYPE)
     rec["thr"] = np.inf
     rec["kid"] = (~np.arange(n_records - 1, -1, -1, dtype=np.int32))[:, None]
     table = np.concatenate([rec.view(np.uint64), walk_nodes])

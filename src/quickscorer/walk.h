@@ -56,9 +56,10 @@ typedef struct {
         t += 8 & m_;                                                                  \
     }
 
-/* Steps between harvests. A step costs about 7 instructions, a harvest about 9 a cursor:
- * harvesting after every step (as until session 27) spent more on the harvests than on the
- * steps, where a cursor that waits up to QS_WALK_HARVEST - 1 steps on its leaf wastes less.
+/* Steps between harvests. A step costs 8 instructions in gcc's code, a harvest about 9 a
+ * cursor: harvesting after every step (as until session 27) spent more on the harvests than
+ * on the steps, where a cursor that waits up to QS_WALK_HARVEST - 1 steps on its leaf wastes
+ * less.
  * One row, the walk alone in C (benchmarks/walk_groups_floor.py, AMD EPYC Zen 3, medians of
  * 11 rounds), against a harvest every step: 3 steps 1.03x to 1.18x faster on five leaf-wise
  * 1,000-tree models (31 to 64 leaves; 255 leaves tied by the best rounds), 2 and 4 steps
