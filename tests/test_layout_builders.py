@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from quickscorer import _layout
 from quickscorer.algorithms import qs_layout as Q
 from quickscorer.algorithms import rs_layout as R
+from quickscorer.algorithms import rs_ranks, rs_reference
 from quickscorer.ir import Ensemble
 
 from conftest import random_ensemble
@@ -82,7 +83,7 @@ def assert_same_rapidscorer(ens, starts):
     had mirrored nodes."""
     for mirror in (False, True):
         got = R.rapidscorer_arrays(ens, starts, mirror)
-        assert_same_arrays(got, R.rapidscorer_arrays_reference(ens, starts, mirror))
+        assert_same_arrays(got, rs_reference.rapidscorer_arrays_reference(ens, starts, mirror))
     return got["leaf_order"].shape[0] != 0
 
 
@@ -96,8 +97,8 @@ def test_rapidscorer_layout_over_rank_slots_in_c_equals_the_numpy_reference(fami
     ens = numeric_ensemble(n_distinct, family, 60, 150, n_features=2, thresholds=values)
     qs, _, _ = R.half_arrays(ens)
     # the union of the half-features' thresholds (C merge) is the one sorted in numpy
-    for a, b in zip(R._half_ranks(qs, ens.n_features),
-                    R._half_ranks_reference(qs, ens.n_features)):
+    for a, b in zip(rs_ranks.half_ranks(qs, ens.n_features),
+                    rs_reference.half_ranks_reference(qs, ens.n_features)):
         assert a.dtype == b.dtype and np.array_equal(a, b)
     for budget in (64, 1 << 20):
         starts = R.block_starts_for(R.tree_bytes(ens), budget, 32)
@@ -174,7 +175,7 @@ def test_segment_rank_table_equals_the_numpy_rank_table(seed, family, n_trees, m
     qs = Q.quickscorer_arrays(ens)
     offsets, values, rank = _layout.segment_rank_table(qs["thresholds"], qs["segment_offsets"],
                                                        ens.n_features)
-    want_offsets, want_values = R.rank_table(qs, ens.n_features)
+    want_offsets, want_values = rs_ranks.rank_table(qs, ens.n_features)
     np.testing.assert_array_equal(offsets, want_offsets)
     np.testing.assert_array_equal(values, want_values)
     real = qs["trees"] >= 0

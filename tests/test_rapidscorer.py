@@ -16,9 +16,9 @@ from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.qs import shared_layout
 from quickscorer.algorithms.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
-from quickscorer.algorithms.rs_layout import (ENTRY_DTYPE, SENTINEL_THR, entry_thr,
-                                              rank_search_table,
-                                              rank_table, unsupported)
+from quickscorer.algorithms.rs_layout import half_arrays, unsupported
+from quickscorer.algorithms.rs_ranks import (ENTRY_DTYPE, N_HALVES, SENTINEL_THR, entry_thr,
+                                             rank_search_table, rank_table)
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 
 from conftest import (category_rows, linear_tree, random_ensemble, random_tree, run_kernel,
@@ -558,7 +558,6 @@ def test_full_balanced_trees_keep_the_plain_layout():
     trees = tuple(full(d) for d in (1, 3, 6, 8))
     ens = Ensemble(trees=trees, tree_group=np.zeros(4, np.int64), n_outputs=1, n_features=3,
                    family="lightgbm", base_score=[0.0])
-    from quickscorer.algorithms.rs_layout import half_arrays
     assert half_arrays(ens)[1] is None
     alg = RapidScorer(ens, _model(ens)._forest)
     assert not alg.mirrored and alg.arrays()["leaf_order"].shape[0] == 0
@@ -586,8 +585,8 @@ def test_tree_blocks_stay_within_16_bit_byte_rows():
     """An entry's byte row is 16 bits: blocks are cut at MAX_BLOCK_ROWS rows whatever the
     budget, and a block beyond it is refused, not wrapped."""
     from quickscorer import _layout
-    from quickscorer.algorithms.rs_layout import (MAX_BLOCK_ROWS, N_HALVES, block_starts_for,
-                                                  fold_halves, half_arrays)
+    from quickscorer.algorithms.rs_layout import MAX_BLOCK_ROWS, block_starts_for
+    from quickscorer.algorithms.rs_ranks import fold_halves
     n_bytes = np.full(5000, 32, np.int64)               # 255-leaf trees
     starts = block_starts_for(n_bytes, 1 << 40, 64)
     rows = np.add.reduceat(n_bytes, starts[:-1])

@@ -1,4 +1,4 @@
-"""RapidScorer's level-by-level path (rs_layout.level_arrays): trees of depth at most 10
+"""RapidScorer's level-by-level path (rs_levels.level_arrays): trees of depth at most 10
 walked a level at a time in rank space instead of scanned into bitvectors, and by itself
 (rs_layout.levels_only_arrays) for trees of more than 256 leaves, which the scans cannot
 take. It must give the reference's exit leaves and raw scores bit for bit on every path this
@@ -16,9 +16,10 @@ import quickscorer
 from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.rapidscorer import RapidScorer
-from quickscorer.algorithms import rs_layout
-from quickscorer.algorithms.rs_layout import (LEVELS_MAX_DEPTH, LEVELS_SCANS_MAX_DEPTH,
-                                              level_arrays)
+from quickscorer.algorithms import nodes, rs_layout, rs_ranks
+from quickscorer.algorithms.rs_levels import (LEVELS_MAX_DEPTH, LEVELS_MIN_RATIO,
+                                              LEVELS_NARROW_RATIO, LEVELS_SCANS_MAX_DEPTH,
+                                              level_arrays, levels_choice, no_level_fields)
 from quickscorer.ir import Ensemble, build_tree, reference
 
 from conftest import linear_tree, random_ensemble, run_kernel, special_rows
@@ -189,8 +190,6 @@ def test_damaged_level_fields_are_refused():
 
 
 def test_automatic_choice_follows_nodes_per_level():
-    from quickscorer.algorithms.rs_layout import (LEVELS_MIN_RATIO, LEVELS_NARROW_RATIO,
-                                                  levels_choice, no_level_fields)
 
     def fields(nodes, depths):
         return {"lv_depth": np.asarray(depths, np.uint8),
@@ -348,12 +347,12 @@ def test_deep_levels_lane_by_lane_in_complete_records():
     assert a["lv_depth"].tolist() == [10, 10] and a["lv_split"].tolist() == [7, 8]
     assert np.diff(a["lv_node_offset"]).tolist() == [127, 8]          # levels above
     assert np.diff(a["lv_deep_offset"]).tolist() == [1024 - 128, 1024 - 256]
-    thr = rs_layout.entry_thr(a["lv_deep"])
+    thr = rs_ranks.entry_thr(a["lv_deep"])
     deep0 = thr[:1024 - 128]
-    assert (deep0 != rs_layout.SENTINEL_THR).all()       # every position of a full tree
+    assert (deep0 != rs_ranks.SENTINEL_THR).all()       # every position of a full tree
     deep1 = thr[1024 - 128:]                             # the chain: one node a level
-    assert (deep1 != rs_layout.SENTINEL_THR).sum() == 2
-    _, _, leaf_level, leaf_pos = rs_layout.node_levels(ens, 10)
+    assert (deep1 != rs_ranks.SENTINEL_THR).sum() == 2
+    _, _, leaf_level, leaf_pos = nodes.node_levels(ens, 10)
     lo = np.asarray(ens.trees.leaf_offset)
     end = leaf_pos[: lo[1]] << (10 - leaf_level[: lo[1]])
     np.testing.assert_array_equal(a["lv_slot_leaf"][end], np.arange(1024))
@@ -440,7 +439,6 @@ def test_a_layout_of_the_level_path_alone_is_checked():
                          (dict(a, lv_deep=deep[:-1]), "deep level records")):
         with pytest.raises(ValueError, match=message):
             _rapidscorer.RSLayout(bad, ens.n_features)
-    from quickscorer.algorithms.rs_layout import no_level_fields
     with pytest.raises(ValueError, match="no level fields"):
         _rapidscorer.RSLayout(dict(a, **no_level_fields()), ens.n_features)
     with pytest.raises(ValueError, match="32 bytes|1 to 256 leaves"):     # the scans

@@ -23,9 +23,9 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
-from .rs_layout import (LEVELS_LANE_NODES, MAX_LEAVES, block_starts_for, level_block_starts,
-                        levels_choice, levels_only_arrays, no_level_fields, rapidscorer_arrays,
-                        tree_bytes, unsupported)
+from .rs_layout import (MAX_LEAVES, block_starts_for, level_block_starts, levels_only_arrays,
+                        rapidscorer_arrays, tree_bytes, unsupported)
+from .rs_levels import LEVELS_LANE_NODES, levels_choice, no_level_fields
 
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the

@@ -25,7 +25,7 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import env_int, l2_cache_bytes
-from .rs_layout import coded_categorical, codes_going_left, node_levels
+from .nodes import coded_categorical, codes_going_left, node_levels
 from .traversal import node_arrays
 
 N_RULES = _walk.N_RULE_KINDS
