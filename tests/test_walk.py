@@ -557,7 +557,7 @@ def _chain(depth: int, family: str) -> Ensemble:
 def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, family, f32,
                                                               n_trees, n_outputs):
     """Where the walk has complete trees, a row walks them eight trees of a group at a time
-    (walk.h QS_WALK_GROUPS; the last group filled up with trees past the model's): trees of
+    (walk.h WALK_GROUPS; the last group filled up with trees past the model's): trees of
     1 to 12 leaves, so groups of several depths, each tree padded to its group's; categorical
     splits; float32 slots (XGBoost thresholds that are float32 values) and float64; one
     output (the sum in tree order) and two. The reference's scores of one-row calls (the
@@ -602,7 +602,7 @@ def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, famil
 @pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
 def test_groups_of_complete_trees_deeper_than_the_unrolled_depths(monkeypatch, family):
     """Groups 9 and 10 levels deep (the group walk's copies by depth stop at
-    QS_WALK_GROUP_DEPTHS, 8; deeper groups take its loop with the depth a variable), beside
+    WALK_GROUP_DEPTHS, 8; deeper groups take its loop with the depth a variable), beside
     a group of depth 0 (trees that are one leaf) and of depth 8, in one model."""
     monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
     leaf = build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
@@ -633,7 +633,7 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
     """Where the forest has one output and no linear leaves, the walk's layout takes each
     end slot's leaf value (attach_values: float32 for XGBoost, times the DART weight; float64
     otherwise), and one or two rows add them as each group of eight trees ends
-    (QS_WALK_GROUPS_SUM), in tree order: the reference's scores bit for bit, for 1 to 17
+    (WALK_GROUPS_SUM), in tree order: the reference's scores bit for bit, for 1 to 17
     trees (a last group of 1 to 8 trees, whose fill trees add nothing) and rows of 1 to 5.
     Values taken from another forest are never added to this one's scores."""
     monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
@@ -707,7 +707,7 @@ def test_no_leaf_values_are_taken_for_several_outputs_or_linear_leaves(monkeypat
 
 
 def test_walk_tables_put_each_leaf_number_s_record_before_the_table():
-    """qs_walk8 steps on leaf l's record at index -1 - l until the harvest: the record sends
+    """walk8 steps on leaf l's record at index -1 - l until the harvest: the record sends
     every row to itself (threshold +inf, both children ~l), one for every leaf number."""
     model = _model("lightgbm", seed=3)
     a = walk_arrays(model.ensemble)

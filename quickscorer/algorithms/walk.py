@@ -9,10 +9,9 @@ that does not stall on each branch can beat the scan for one row at a time.
 Where the trees are at most COMPLETE_MAX_DEPTH deep and hold few slots per node (depth-wise
 trees: XGBoost's, YDF's, LightGBM's with ``max_depth``) they are also laid out complete
 (:func:`complete_arrays`), in groups of eight trees of one depth: one row walks a group's
-eight trees together in ``depth`` steps of index arithmetic (walk.h QS_WALK_GROUPS; on
-1,000 trees of depth 6, 1.3x to 1.9x faster than the QuickScorer scan for one row; since
-session 26, for scores of one output, two groups of one depth together with the leaf
-values added as they end, QS_WALK_GROUPS_SUM), and
+eight trees together in ``depth`` steps of index arithmetic (walk.h WALK_GROUPS; for
+scores of one output, two groups of one depth together with the leaf values added as they
+end, WALK_GROUPS_SUM), and
 calls of many rows (BLOCKED_MIN_ROWS a thread) walk chunks of rows through blocks of
 trees, the complete trees tree by tree from COMPLETE_MIN_ROWS rows.
 """
@@ -45,11 +44,10 @@ BLOCKED_MIN_ROWS = 8
 CHUNK_ROWS = 64
 CHUNK_ROWS_COMPLETE = 48
 #: calls of this many rows a thread or more walk the complete trees, where the layout has
-#: them (fewer take eight trees a row): on XGBoost depth 9 / 10, 1,000 trees, AMD EPYC Zen
-#: 3, us/doc, fastest of 7 rounds, complete trees against eight trees a row in 1 MiB
-#: blocks: 9 rows 53.8 / 56.1 against 48.4 / 49.6, 12 rows 37.3 / 37.5 against 45.2 /
-#: 43.8, 16 rows 30.6 / 30.5 against 52.3 / 42.6 (16 rows step together, so a call of
-#: fewer leaves some of them idle)
+#: them (fewer take eight trees a row): 16 rows step together, so a call of fewer leaves
+#: some of them idle, and from 12 rows the complete trees won on deep XGBoost models
+#: (``QUICKSCORER_WALK_BLOCK_BYTES``, ``python benchmarks/matrix.py --shapes
+#: xgb-depth9-uniform-1000 --batch 9,12,16 --algorithms walk``)
 COMPLETE_MIN_ROWS = 12
 
 
@@ -59,24 +57,9 @@ def default_block_bytes(complete: bool = False) -> int:
     (``$QUICKSCORER_WALK_BLOCK_BYTES`` overrides it). A walk reads a small part of a
     block's nodes (about 10 of a tree's 480 on XGBoost depth 10), so the block's rows share
     its top levels in L2 and the rest in L3; a complete tree stays in L1 while the chunk's
-    rows walk it. Measured on 1,000 XGBoost trees of depth 9 / 10 (more than 256 leaves a
-    tree, where the default ran the walk until session 21), AMD EPYC Zen 3 with 512 KiB of
-    L2 per core, 1 thread, 100 and 4,000 rows a call, us/doc, fastest of 5 rounds
-    interleaved with oneDAL (``block bytes / chunk rows``; complete trees walked 16 rows together, walk.h
-    QS_CWALK_ROWS: 8 took 30.2 at 4,000 rows where 16 took 23.9 and 32 33.5, on depth 9)::
-
-        model                      depth 9          depth 10
-        rows a call               100   4,000      100   4,000
-        eight trees, 1M / 64     33.6   33.0      39.6   43.9
-        complete, 256K / 32      19.3   17.5      25.3   29.9
-        complete, 512K / 32      19.4   16.8      25.5   27.0
-        complete, 256K / 48      18.5   16.0      25.2   26.0
-        oneDAL                   25.6   10.6      31.9   13.7
-
-    (this VM's timings of cache-bound loops move by 20% and more between runs: in an
-    earlier one every figure here read 1.2x to 1.7x higher, oneDAL's too). Eight trees a
-    row took 45.3 / 50.1 with 1 MiB blocks and chunks of 64 rows, 46.5 / 51.1 with 256
-    rows, 46.2 / 51.8 with 2 MiB blocks, on depth 10 in that run."""
+    rows walk it. These sizes and CHUNK_ROWS were the fastest on deep XGBoost models
+    (``python benchmarks/matrix.py --shapes xgb-depth9-uniform-1000,xgb-depth10-uniform-1000
+    --batch 100,4000 --algorithms walk`` with ``QUICKSCORER_WALK_BLOCK_BYTES``)."""
     return l2_cache_bytes() // 2 if complete else 2 * l2_cache_bytes()
 
 
@@ -109,9 +92,9 @@ COMPLETE_MAX_DEPTH = 10
 #: of benchmarks/matrix.py hold 1.08 (depth 6), 1.37 (8), 1.62 (9) and 2.13 (10); the
 #: bound itself is a guess, not measured
 COMPLETE_MAX_SLOTS = 4.0
-#: a slot of a complete tree (walk.h qs_walk_cnode, 16 bytes)
+#: a slot of a complete tree (walk.h walk_cnode, 16 bytes)
 CNODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")])
-#: ... of an XGBoost model whose thresholds are all float32 values (qs_walk_cnode32, 8 bytes)
+#: ... of an XGBoost model whose thresholds are all float32 values (walk_cnode32, 8 bytes)
 CNODE32_DTYPE = np.dtype([("thr", "<f4"), ("col", "<i4")])
 
 
@@ -122,7 +105,7 @@ def no_complete_fields() -> dict:
             "cslot_leaf": np.zeros(0, np.int32)}
 
 
-#: trees a group of complete trees holds (walk.h QS_WALK_GROUPS: one row walks the eight
+#: trees a group of complete trees holds (walk.h WALK_GROUPS: one row walks the eight
 #: trees of a group together)
 GROUP_TREES = 8
 
@@ -132,7 +115,7 @@ def complete_arrays(ens: Ensemble, col: np.ndarray, thr: np.ndarray,
     """Every tree as a complete tree of ``2^d - 1`` slots in heap order, ``d`` the depth of
     the deepest tree of its group (trees ``8 g`` to ``8 g + 7``, GROUP_TREES), for the walks
     of complete trees (a chunk of rows tree by tree, or one row a group of eight trees at a
-    time): the node at level ``l`` and position ``p`` (``rs_layout.node_levels``) in slot
+    time): the node at level ``l`` and position ``p`` (``nodes.node_levels``) in slot
     ``2^l - 1 + p`` with its ``col`` and ``thr`` (the walk's, canonical order), the other
     slots sending every row left (``thr`` +inf: an expanded value is never NaN), so a row
     walks exactly ``d`` steps by index arithmetic, no child loaded, and a leaf reached at
@@ -174,7 +157,7 @@ def complete_arrays(ens: Ensemble, col: np.ndarray, thr: np.ndarray,
 
 def group_depths(ens: Ensemble, level: np.ndarray) -> np.ndarray:
     """The depth of each group of GROUP_TREES trees laid out complete (its deepest tree's;
-    the last group's fill trees count 0), from each node's level (``rs_layout.node_levels``)."""
+    the last group's fill trees count 0), from each node's level (``nodes.node_levels``)."""
     node_offset = np.asarray(ens.trees.node_offset, np.int64)
     n_trees = node_offset.shape[0] - 1
     own = np.zeros(n_trees + -n_trees % GROUP_TREES, np.int64)
@@ -232,8 +215,8 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
       ``xr[col] > thr`` and goes to ``kid[1]`` if so, else ``kid[0]``; a child is a node
       (>= 0, always later in the table) or ``~leaf`` (the leaf's in-order number in its
       tree). Preorder rather than the canonical breadth-first order keeps a subtree in one
-      run of memory: on 1,000 full 255-leaf trees, whose table outgrows the L2 cache, the
-      walk took 59 us a row against 86 in breadth-first order. Then two sentinels: a
+      run of memory, which pays where the table outgrows the L2 cache (full 255-leaf trees;
+      ``python benchmarks/tuning/one_row.py``). Then two sentinels: a
       node whose children are both leaf 0 (the root of a tree that is one leaf) and the last
       node, whose children are itself (where a cursor with no trees left circles);
     - ``roots`` (int32, n_trees + 8): each tree's root, then the last node eight times
@@ -257,15 +240,14 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
       None and the trees hold at most COMPLETE_MAX_SLOTS slots per node; empty otherwise.
       On an XGBoost model whose thresholds are all float32 values their slots are
       ``CNODE32_DTYPE`` (one word each), compared with the rows' float32 values: the same
-      decisions (XGBoost's rows are float32; the expanded values +-inf or 0), 1.4x to 1.6x
-      faster than float64 slots on depth 9 and 10 (interleaved rounds, AMD EPYC Zen 3);
+      decisions (XGBoost's rows are float32; the expanded values +-inf or 0) in half the
+      bytes;
     - ``special_table`` (int32, one per special node): for a categorical node whose
-      categories are all below ``rs_layout.CAT_CODES`` (``rs_layout.coded_categorical``),
+      categories are all below ``nodes.CAT_CODES`` (``nodes.coded_categorical``),
       its row of ``special_tables``
       (uint8, 32 bytes a row: bit ``c % 8`` of byte ``c // 8`` set where a value of code ``c``,
-      rs_layout's ``CAT_*``, goes right), so that expanding a row costs such a node a code
-      and a bit, without a branch on its side (11 ns a node before, by the node's own rule,
-      which the others, -1, keep).
+      ``nodes.CAT_*``, goes right), so that expanding a row costs such a node a code and a
+      bit, without a branch on its side (the others, -1, keep the node's own rule).
     """
     a = node_arrays(ens)
     F = ens.n_features

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Exit-leaf kernels for the paper's arithmetic traversals (ALGORITHMS.md, algorithms 2-6).
+"""Exit-leaf kernels for the paper's arithmetic traversals (docs/algorithms.md, algorithms 2-6).
 
 Per row and tree, the test vector ``t`` (bit n set iff node n is false) is computed by
 evaluating every internal node with the shared rule ``goes_left`` of ``_forest.pxd`` (the

@@ -14,17 +14,17 @@ cdef int pack_one_tree(const int64_t* left, const int64_t* right, int64_t k,
                        int32_t* rref, int64_t* n_internal, int64_t* bad_node) noexcept nogil
 
 
-# What the C model parsers share: growable arrays (quickscorer/qs_buf.h), the pages of a file
+# What the C model parsers share: growable arrays (quickscorer/parse_buf.h), the pages of a file
 # mapping given back as they are read, and a buffer turned into a numpy array without a copy.
-cdef extern from "quickscorer/qs_buf.h":
-    ctypedef struct qs_buf:
+cdef extern from "quickscorer/parse_buf.h":
+    ctypedef struct pb_buf:
         char* p
         size_t n
         size_t cap
         size_t item
-    int qs_buf_grow(qs_buf* b, size_t extra) nogil
-    void qs_release_pages(const char* p, size_t n) nogil
-    void qs_c_numeric_init()
-    double qs_strtod_c(const char* s, char** end) nogil
+    int pb_grow(pb_buf* b, size_t extra) nogil
+    void pb_release_pages(const char* p, size_t n) nogil
+    void pb_c_numeric_init()
+    double pb_strtod_c(const char* s, char** end) nogil
 
-cdef object owning_array(qs_buf* b, int typenum)
+cdef object owning_array(pb_buf* b, int typenum)

@@ -310,7 +310,7 @@ cdef void _free_capsule(object capsule) noexcept:
     free(PyCapsule_GetPointer(capsule, NULL))
 
 
-cdef object owning_array(qs_buf* b, int typenum):
+cdef object owning_array(pb_buf* b, int typenum):
     """A numpy array that takes over the buffer's memory (no copy); the buffer is emptied."""
     cdef cnp.npy_intp dims[1]
     cdef char* p = b.p

@@ -1,5 +1,5 @@
 # Shared by every kernel: how an input row is converted, how one node decides, and how exit
-# leaves become scores. Each rule follows SEMANTICS.md; the numpy oracle in
+# leaves become scores. Each rule follows docs/semantics.md; the numpy oracle in
 # quickscorer/ir/reference.py states the same rules independently.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.math cimport isnan, fabs

@@ -18,13 +18,13 @@ from libc.string cimport memcmp, memcpy
 from libc.math cimport INFINITY, isfinite, isinf
 
 cnp.import_array()
-qs_c_numeric_init()     # numbers read as in the "C" locale, whatever locale the program sets
+pb_c_numeric_init()     # numbers read as in the "C" locale, whatever locale the program sets
 
 cdef enum:
     MAX_KEYS = 64
 
-from ._build cimport (owning_array, qs_buf, qs_buf_grow, qs_c_numeric_init, qs_release_pages,
-                     qs_strtod_c)
+from ._build cimport (owning_array, pb_buf, pb_grow, pb_c_numeric_init, pb_release_pages,
+                     pb_strtod_c)
 
 cdef enum:
     # with release_read, the bytes read are given back in steps of this many (a multiple of
@@ -120,7 +120,7 @@ cdef int parse_float(Span tok, bint allow_inf, double* out) noexcept nogil:
         return -1
     memcpy(buf, tok.p, tok.n)
     buf[tok.n] = 0
-    out[0] = qs_strtod_c(buf, &end)
+    out[0] = pb_strtod_c(buf, &end)
     if end != buf + tok.n or isinf(out[0]):
         return -1     # (a strtod that stopped early: the Python parser reads the model)
     return 0
@@ -293,7 +293,7 @@ _NAMES = ("feature", "threshold", "left", "right", "default_left", "missing_type
           "node_offset", "leaf_offset")
 
 
-cdef int emit_tree(Tmp* t, int64_t num_leaves, qs_buf* cols) noexcept nogil:
+cdef int emit_tree(Tmp* t, int64_t num_leaves, pb_buf* cols) noexcept nogil:
     """Validate one tree's shape (one tree from the root, every node reached once) and append
     it in canonical numbering: internal nodes breadth-first, leaves left to right."""
     cdef int64_t m = num_leaves - 1, k = 2 * num_leaves - 1
@@ -341,7 +341,7 @@ cdef int emit_tree(Tmp* t, int64_t num_leaves, qs_buf* cols) noexcept nogil:
             t.first[c] = t.first[n]
             t.first[src] = t.first[n] + t.count[c]
     for side in range(N_COLS - 2):
-        if qs_buf_grow(&cols[side], <size_t>(m if side < N_NODE_COLS or side == C_NODE_COVER
+        if pb_grow(&cols[side], <size_t>(m if side < N_NODE_COLS or side == C_NODE_COVER
                                               else num_leaves)):
             return -2
     for i in range(k):
@@ -370,7 +370,7 @@ cdef int emit_tree(Tmp* t, int64_t num_leaves, qs_buf* cols) noexcept nogil:
     for side in range(N_COLS - 2):
         cols[side].n += <size_t>(m if side < N_NODE_COLS or side == C_NODE_COVER
                                  else num_leaves)
-    if qs_buf_grow(&cols[C_NODE_OFFSET], 1) or qs_buf_grow(&cols[C_LEAF_OFFSET], 1):
+    if pb_grow(&cols[C_NODE_OFFSET], 1) or pb_grow(&cols[C_LEAF_OFFSET], 1):
         return -2
     (<int64_t*>cols[C_NODE_OFFSET].p)[cols[C_NODE_OFFSET].n] = node_base + m
     (<int64_t*>cols[C_LEAF_OFFSET].p)[cols[C_LEAF_OFFSET].n] = leaf_base + num_leaves
@@ -380,7 +380,7 @@ cdef int emit_tree(Tmp* t, int64_t num_leaves, qs_buf* cols) noexcept nogil:
 
 
 cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
-                    qs_buf* cols) noexcept nogil:
+                    pb_buf* cols) noexcept nogil:
     """The field lines of one tree (after its 'Tree=' line), up to the blank line, the next
     'Tree=' line or what ends the trees; appended to ``cols``. -1: decline."""
     cdef Span keys[MAX_KEYS]
@@ -481,7 +481,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
     line that ended the trees ('end of trees' or a following section; ``len(data)`` at the end
     of the text), or None to decline (see the module docstring)."""
     cdef Py_ssize_t n = data.shape[0], i
-    cdef qs_buf cols[N_COLS]
+    cdef pb_buf cols[N_COLS]
     cdef Tmp t
     cdef Span rest, line, idx, raw
     cdef int64_t n_trees = 0, got
@@ -494,7 +494,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
         if data[i] >= 0x7f or (data[i] < 0x20 and not is_space(<char>data[i])):
             return None
         if release_read and i - released >= 2 * RELEASE_STEP:
-            qs_release_pages(base + released, RELEASE_STEP)
+            pb_release_pages(base + released, RELEASE_STEP)
             released += RELEASE_STEP
     released = 0                  # the parse reads the text again from its start
     for i in range(N_COLS):
@@ -503,7 +503,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
         cols[i].item = _ITEMS[i]
         # Room for as many nodes as the text could hold at 4 bytes a value: address space,
         # of which only the pages written become resident (no copies while growing).
-        if qs_buf_grow(&cols[i], <size_t>((n - start) // 4 + 64)):
+        if pb_grow(&cols[i], <size_t>((n - start) // 4 + 64)):
             cols[i].p = NULL
             cols[i].cap = 0
     t.cap = 0
@@ -516,7 +516,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
     rest.n = n - start
     try:
         with nogil:
-            if qs_buf_grow(&cols[C_NODE_OFFSET], 1) or qs_buf_grow(&cols[C_LEAF_OFFSET], 1):
+            if pb_grow(&cols[C_NODE_OFFSET], 1) or pb_grow(&cols[C_LEAF_OFFSET], 1):
                 status = -2
             else:
                 (<int64_t*>cols[C_NODE_OFFSET].p)[0] = 0
@@ -548,7 +548,7 @@ def parse_trees(const unsigned char[::1] data, Py_ssize_t start, int64_t n_featu
                 status = parse_tree(&rest, n_features, max_leaves, &t, cols)
                 n_trees += 1
                 if release_read and (rest.p - base) - released >= 2 * RELEASE_STEP:
-                    qs_release_pages(base + released, RELEASE_STEP)
+                    pb_release_pages(base + released, RELEASE_STEP)
                     released += RELEASE_STEP
         if status == -2:
             raise MemoryError("parsing the LightGBM trees")

@@ -124,8 +124,7 @@ cdef inline void scan(const QSView* q, int64_t seg, double x, uint64_t* v) noexc
     """AND the masks of segment seg's nodes that x makes false (x > threshold).
 
     One document: the entry-wise stream, whose loop exits once per segment. (Grouping equal
-    thresholds, as the 8-lane scan can, costs a mispredicted branch per group here: measured
-    1.8x slower on the 1,000 x 64 model.)"""
+    thresholds, as the 8-lane scan can, costs a mispredicted branch per group here: slower.)"""
     cdef const double* thr = q.entry_thresholds
     cdef const uint32_t* word = q.words
     cdef const uint64_t* mask = q.masks

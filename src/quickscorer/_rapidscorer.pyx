@@ -765,9 +765,9 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
                 level_chunk(f, r, isa, X, ci * per_chunk, min(n_groups, (ci + 1) * per_chunk),
                             lanes, rows, ranks, skip, chunk, out64, out32)
         else:
-            # groups handed out one by one, not split in equal shares up front: with one of
-            # two cores busy with another process, 2-thread calls of 1,000 x 64 ran 15-25%
-            # faster so (session 16); with both cores free the two measured alike
+            # groups handed out one by one, not split in equal shares up front: a thread
+            # slowed by another process then takes fewer groups (python
+            # benchmarks/scaling.py with a second process on one core)
             for gi in prange(n_groups, schedule="dynamic"):
                 i = gi * lanes
                 n_lanes = min(lanes, n_rows - i)

@@ -2,7 +2,7 @@
 """Output transforms computed with libm, so they match LightGBM and XGBoost bit for bit.
 
 NumPy's vectorised exp differs from libm by an ulp on some inputs; these loops call the C
-functions the libraries call, in the same order and precision (SEMANTICS.md).
+functions the libraries call, in the same order and precision (docs/semantics.md).
 """
 import numpy as np
 

@@ -2,7 +2,7 @@
 """Reference kernel: a plain root-to-leaf walk per tree and row.
 
 It is the oracle the faster kernels are tested against, and it reproduces each library's
-arithmetic (SEMANTICS.md) through the shared node rule of _forest.pxd. The row loops are the
+arithmetic (docs/semantics.md) through the shared node rule of _forest.pxd. The row loops are the
 shared ones of _kernel.pyx.
 """
 cimport numpy as cnp

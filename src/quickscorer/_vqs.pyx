@@ -30,11 +30,11 @@ cnp.import_array()
 cdef extern from "quickscorer/vqs_simd.h":
     enum:
         QS_MAX_LANES
-        QS_ISA_SCALAR
-        QS_ISA_AVX2
-        QS_ISA_AVX512
-    int qs_isa_available(int isa) noexcept nogil
-    int qs_best_isa() noexcept nogil
+        CPU_ISA_SCALAR
+        CPU_ISA_AVX2
+        CPU_ISA_AVX512
+    int cpu_isa_available(int isa) noexcept nogil
+    int cpu_best_isa() noexcept nogil
     int qs_lanes_supported(int lanes) noexcept nogil
     int64_t qs_scan_merged(int isa, int lanes, const double* thr, const int64_t* nodes,
                            const uint32_t* word, const uint64_t* mask, int64_t j,
@@ -55,17 +55,17 @@ cdef inline void scan_lanes(const QSView* q, int isa, int lanes, bint merged, in
                         q.entry_segment_offsets[seg], x, v)
 
 
-ISA_NAMES = {QS_ISA_SCALAR: "scalar", QS_ISA_AVX2: "avx2", QS_ISA_AVX512: "avx512"}
+ISA_NAMES = {CPU_ISA_SCALAR: "scalar", CPU_ISA_AVX2: "avx2", CPU_ISA_AVX512: "avx512"}
 LANE_CHOICES = (4, 8, 16, 32)
 
 
 def isa_available(int isa):
     """Whether this CPU runs instruction-set path isa (0 scalar, 1 AVX2, 2 AVX-512)."""
-    return bool(qs_isa_available(isa))
+    return bool(cpu_isa_available(isa))
 
 
 def best_isa():
-    return qs_best_isa()
+    return cpu_best_isa()
 
 
 cdef inline void exit_bits_lanes(const QSView* q, int family, int isa, int lanes, bint merged,
@@ -210,7 +210,7 @@ cdef int _check_scan(BlockedLayout bl, int isa, int lanes, bint merged) except -
         raise ValueError("a merged scan needs layouts that group equal thresholds")
     if not qs_lanes_supported(lanes):
         raise ValueError(f"lanes must be one of {LANE_CHOICES}, got {lanes}")
-    if not qs_isa_available(isa):
+    if not cpu_isa_available(isa):
         raise ValueError(f"this CPU cannot run instruction set {ISA_NAMES.get(isa, isa)!r}")
     return 0
 

@@ -30,67 +30,67 @@ _NO_TREES = np.zeros(1, np.int64)
 
 
 cdef extern from "quickscorer/walk.h" nogil:
-    ctypedef struct qs_walk_node:
+    ctypedef struct walk_node:
         double thr
         int32_t col
         int32_t kid[2]
-    void qs_walk8(const qs_walk_node* nodes, const int32_t* roots, int64_t n_trees,
+    void walk8(const walk_node* nodes, const int32_t* roots, int64_t n_trees,
                   const double* xr, int32_t* leaf)
-    ctypedef struct qs_walk_cnode:
+    ctypedef struct walk_cnode:
         double thr
         int32_t col
-    void qs_walk_complete(const qs_walk_cnode* nodes, const int32_t* slot_leaf, int depth,
+    void walk_complete(const walk_cnode* nodes, const int32_t* slot_leaf, int depth,
                           const double* xr, int64_t xr_stride, int64_t n_rows, int32_t* leaf,
                           int64_t leaf_stride)
-    ctypedef struct qs_walk_cnode32:
+    ctypedef struct walk_cnode32:
         float thr
         int32_t col
-    void qs_walk_complete32(const qs_walk_cnode32* nodes, const int32_t* slot_leaf, int depth,
+    void walk_complete32(const walk_cnode32* nodes, const int32_t* slot_leaf, int depth,
                             const float* xr, int64_t xr_stride, int64_t n_rows,
                             int32_t* leaf, int64_t leaf_stride)
-    void qs_walk_groups(const qs_walk_cnode* nodes, const int64_t* node_offset,
+    void walk_groups(const walk_cnode* nodes, const int64_t* node_offset,
                         const uint8_t* depth, const int32_t* slot_leaf,
                         const int64_t* slot_offset, int64_t n_trees, const double* xr,
                         int32_t* leaf)
-    void qs_walk_groups32(const qs_walk_cnode32* nodes, const int64_t* node_offset,
+    void walk_groups32(const walk_cnode32* nodes, const int64_t* node_offset,
                           const uint8_t* depth, const int32_t* slot_leaf,
                           const int64_t* slot_offset, int64_t n_trees, const float* xr,
                           int32_t* leaf)
-    void qs_walk_groups_pair(const qs_walk_cnode* nodes, const int64_t* node_offset,
+    void walk_groups_pair(const walk_cnode* nodes, const int64_t* node_offset,
                              const uint8_t* depth, const int32_t* slot_leaf,
                              const int64_t* slot_offset, int64_t n_trees, const double* xa,
                              const double* xb, int32_t* la, int32_t* lb)
-    void qs_walk_groups_pair32(const qs_walk_cnode32* nodes, const int64_t* node_offset,
+    void walk_groups_pair32(const walk_cnode32* nodes, const int64_t* node_offset,
                                const uint8_t* depth, const int32_t* slot_leaf,
                                const int64_t* slot_offset, int64_t n_trees,
                                const float* xa, const float* xb, int32_t* la, int32_t* lb)
-    double qs_walk_groups_sum(const qs_walk_cnode* nodes, const int64_t* node_offset,
+    double walk_groups_sum(const walk_cnode* nodes, const int64_t* node_offset,
                               const uint8_t* depth, const double* slot_value,
                               const int64_t* slot_offset, int64_t n_trees, const double* xr,
                               double acc)
-    float qs_walk_groups_sum_f(const qs_walk_cnode* nodes, const int64_t* node_offset,
+    float walk_groups_sum_f(const walk_cnode* nodes, const int64_t* node_offset,
                                const uint8_t* depth, const float* slot_value,
                                const int64_t* slot_offset, int64_t n_trees, const double* xr,
                                float acc)
-    float qs_walk_groups_sum32(const qs_walk_cnode32* nodes, const int64_t* node_offset,
+    float walk_groups_sum32(const walk_cnode32* nodes, const int64_t* node_offset,
                                const uint8_t* depth, const float* slot_value,
                                const int64_t* slot_offset, int64_t n_trees, const float* xr,
                                float acc)
-    void qs_walk_groups_pair_sum(const qs_walk_cnode* nodes, const int64_t* node_offset,
+    void walk_groups_pair_sum(const walk_cnode* nodes, const int64_t* node_offset,
                                  const uint8_t* depth, const double* slot_value,
                                  const int64_t* slot_offset, int64_t n_trees,
                                  const double* xa, const double* xb, double* acc)
-    void qs_walk_groups_pair_sum_f(const qs_walk_cnode* nodes, const int64_t* node_offset,
+    void walk_groups_pair_sum_f(const walk_cnode* nodes, const int64_t* node_offset,
                                    const uint8_t* depth, const float* slot_value,
                                    const int64_t* slot_offset, int64_t n_trees,
                                    const double* xa, const double* xb, float* acc)
-    void qs_walk_groups_pair_sum32(const qs_walk_cnode32* nodes, const int64_t* node_offset,
+    void walk_groups_pair_sum32(const walk_cnode32* nodes, const int64_t* node_offset,
                                    const uint8_t* depth, const float* slot_value,
                                    const int64_t* slot_offset, int64_t n_trees,
                                    const float* xa, const float* xb, float* acc)
 
 
-# a walk node (walk.h qs_walk_node), as walk.walk_arrays writes them viewed as uint64
+# a walk node (walk.h walk_node), as walk.walk_arrays writes them viewed as uint64
 NODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2), ("pad", "<i4")])
 
 # the missing-value rules of a column (its index is rule * n_features + feature)
@@ -111,7 +111,7 @@ N_RULE_KINDS = N_RULES
 
 cdef struct WalkView:
     NodeView nodes                # the special nodes' canonical fields, in column order
-    const qs_walk_node* walk      # [n_walk] the walk's nodes, then the two sentinels
+    const walk_node* walk      # [n_walk] the walk's nodes, then the two sentinels
     const int32_t* roots          # [n_trees + 16]
     const int32_t* fill_cols      # [n_fill] the rule columns some node reads
     const int64_t* rule_start     # [N_RULES + 1] where each rule's columns start in fill_cols
@@ -126,8 +126,8 @@ cdef struct WalkView:
     int64_t n_blocks
     bint complete                 # the chunks walk the complete trees below
     bint cfloat                   # the slots are float32 (cnodes32), the rows compared so
-    const qs_walk_cnode* cnodes   # each tree's 2^d - 1 slots (walk.py complete_arrays)
-    const qs_walk_cnode32* cnodes32
+    const walk_cnode* cnodes   # each tree's 2^d - 1 slots (walk.py complete_arrays)
+    const walk_cnode32* cnodes32
     const int64_t* cnode_offset   # [n_trees + 1]
     const uint8_t* cdepth         # [n_trees]
     const int64_t* cslot_offset   # [n_trees + 1] each tree's 2^d end slots
@@ -207,7 +207,7 @@ cdef class WalkLayout(Layout):
             raise ValueError("walk layout field 'fill_cols' is out of range or out of order")
         array_data(raw, np.uint64, "walk", "walk_nodes")      # its type and layout checked
         self._walk_table, n_records, self._roots = walk_tables(raw, a["roots"])
-        self.view.walk = (<const qs_walk_node*>array_data(self._walk_table, np.uint64, "walk",
+        self.view.walk = (<const walk_node*>array_data(self._walk_table, np.uint64, "walk",
                                                           "walk_nodes")) + <Py_ssize_t>n_records
         self.view.roots = <const int32_t*>array_data(self._roots, np.int32, "walk", "roots")
         self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")
@@ -239,7 +239,7 @@ cdef class WalkLayout(Layout):
                                                             "block_starts")
         self.n_blocks = self.view.n_blocks = starts.shape[0] - 1
         # each block's roots, then the self-loop node 16 times (a cursor past the block's
-        # trees circles there; qs_walk8 reads 8 roots ahead): block b's from
+        # trees circles there; walk8 reads 8 roots ahead): block b's from
         # block_starts[b] + 16 b
         block_of_tree = np.repeat(np.arange(self.n_blocks), np.diff(starts))
         block_roots = np.full(n_trees + 16 * self.n_blocks, n_walk - 1, np.int32)
@@ -268,7 +268,7 @@ cdef class WalkLayout(Layout):
     def attach_values(self, Forest forest):
         """Take each end slot's leaf value from ``forest`` (the model these trees are
         from), so that one or two rows walking the complete trees add their leaves' values
-        to their score as each group of eight ends (walk.h QS_WALK_GROUPS_SUM), instead of
+        to their score as each group of eight ends (walk.h WALK_GROUPS_SUM), instead of
         storing the leaves and adding them afterwards. Only for complete trees and forests
         of one output without linear leaves (returns False, nothing taken, otherwise); the
         values are added only to the scores of this forest. Returns whether taken."""
@@ -320,8 +320,8 @@ cdef class WalkLayout(Layout):
         off, depth = a["cnode_offset"], a["cdepth"]
         soff, leaf = a["cslot_offset"], a["cslot_leaf"]
         raw = a["cnodes"]
-        self.view.cnodes = <const qs_walk_cnode*>array_data(raw, np.uint64, "walk", "cnodes")
-        self.view.cnodes32 = <const qs_walk_cnode32*>self.view.cnodes
+        self.view.cnodes = <const walk_cnode*>array_data(raw, np.uint64, "walk", "cnodes")
+        self.view.cnodes32 = <const walk_cnode32*>self.view.cnodes
         self.cfloat = self.view.cfloat = False
         self.view.cnode_offset = <const int64_t*>array_data(off, np.int64, "walk",
                                                             "cnode_offset")
@@ -339,7 +339,7 @@ cdef class WalkLayout(Layout):
                or soff.shape[0] != n_trees + 1 or d.max(initial=0) > 30)
         if not bad:
             # the groups of eight trees of one depth that one row walks together (walk.h
-            # QS_WALK_GROUPS), the last one filled up with trees past n_trees
+            # WALK_GROUPS), the last one filled up with trees past n_trees
             n_fill = (8 - n_trees % 8) % 8
             last = int(d[n_trees - 1]) if n_trees else 0     # the fill trees' depth
             dg = np.append(d, np.full(n_fill, last))
@@ -373,8 +373,8 @@ cdef class WalkLayout(Layout):
 
 cdef inline void expand(const WalkView* v, int family, const double* row,
                         double* xr) noexcept nogil:
-    """The columns of a converted row that the nodes read, rule by rule (a division per
-    column to find its rule cost 1.1-1.2 us of a one-row call on 136 features, Zen 3)."""
+    """The columns of a converted row that the nodes read, rule by rule (fill_cols is
+    sorted by rule, so no division per column finds its rule)."""
     cdef int64_t j, c, base, F = v.n_features
     cdef int rule
     cdef double x
@@ -409,7 +409,7 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
 
 
 def walk_tables(walk_nodes, roots):
-    """What qs_walk8 reads, from a layout's ``walk_nodes`` and ``roots`` (walk.walk_arrays):
+    """What walk8 reads, from a layout's ``walk_nodes`` and ``roots`` (walk.walk_arrays):
     the table with leaf l's record before it at index -1 - l for every leaf number of the
     trees (a cursor at a leaf stays on its record until the harvest: threshold +inf, never
     right, both children itself), the number of those records, and the roots with 8 more
@@ -509,22 +509,22 @@ cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
     if leaves == NULL and v.cvalue_of == f.leaf_value and v.cvalue_of != NULL:
         # the leaves' values added group by group (attach_values)
         if v.cvalue64 != NULL:
-            o64[0] = qs_walk_groups_sum(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue64,
+            o64[0] = walk_groups_sum(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue64,
                                         v.cslot_offset, f.n_trees, xr, o64[0])
         elif v.cfloat:
-            o32[0] = qs_walk_groups_sum32(v.cnodes32, v.cnode_offset, v.cdepth, v.cvalue32,
+            o32[0] = walk_groups_sum32(v.cnodes32, v.cnode_offset, v.cdepth, v.cvalue32,
                                           v.cslot_offset, f.n_trees, xr32, o32[0])
         else:
-            o32[0] = qs_walk_groups_sum_f(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue32,
+            o32[0] = walk_groups_sum_f(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue32,
                                           v.cslot_offset, f.n_trees, xr, o32[0])
         return
     if not v.complete:
-        qs_walk8(v.walk, v.roots, f.n_trees, xr, lf)
+        walk8(v.walk, v.roots, f.n_trees, xr, lf)
     elif v.cfloat:
-        qs_walk_groups32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
+        walk_groups32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
                          f.n_trees, xr32, lf)
     else:
-        qs_walk_groups(v.cnodes, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
+        walk_groups(v.cnodes, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
                        f.n_trees, xr, lf)
     walk_emit(f, 0, f.n_trees, lf, row, leaves, o64, o32)
 
@@ -553,7 +553,7 @@ cdef void walk_exits2(const void* ctx, const ForestView* f, const double* row_a,
         if v.cvalue64 != NULL:
             acc64[0] = oa64[0]
             acc64[1] = ob64[0]
-            qs_walk_groups_pair_sum(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue64,
+            walk_groups_pair_sum(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue64,
                                     v.cslot_offset, f.n_trees, xa, xb, acc64)
             oa64[0] = acc64[0]
             ob64[0] = acc64[1]
@@ -561,19 +561,19 @@ cdef void walk_exits2(const void* ctx, const ForestView* f, const double* row_a,
         acc32[0] = oa32[0]
         acc32[1] = ob32[0]
         if v.cfloat:
-            qs_walk_groups_pair_sum32(v.cnodes32, v.cnode_offset, v.cdepth, v.cvalue32,
+            walk_groups_pair_sum32(v.cnodes32, v.cnode_offset, v.cdepth, v.cvalue32,
                                       v.cslot_offset, f.n_trees, xa32, xb32, acc32)
         else:
-            qs_walk_groups_pair_sum_f(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue32,
+            walk_groups_pair_sum_f(v.cnodes, v.cnode_offset, v.cdepth, v.cvalue32,
                                       v.cslot_offset, f.n_trees, xa, xb, acc32)
         oa32[0] = acc32[0]
         ob32[0] = acc32[1]
         return
     if v.cfloat:
-        qs_walk_groups_pair32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf,
+        walk_groups_pair32(v.cnodes32, v.cnode_offset, v.cdepth, v.cslot_leaf,
                               v.cslot_offset, f.n_trees, xa32, xb32, la, lb)
     else:
-        qs_walk_groups_pair(v.cnodes, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
+        walk_groups_pair(v.cnodes, v.cnode_offset, v.cdepth, v.cslot_leaf, v.cslot_offset,
                             f.n_trees, xa, xb, la, lb)
     walk_emit(f, 0, f.n_trees, la, row_a, NULL, oa64, oa32)
     walk_emit(f, 0, f.n_trees, lb, row_b, NULL, ob64, ob32)
@@ -648,17 +648,17 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
                 t1 = v.block_starts[b + 1]
                 if f32:
                     for t in range(t0, t1):
-                        qs_walk_complete32(v.cnodes32 + v.cnode_offset[t],
+                        walk_complete32(v.cnodes32 + v.cnode_offset[t],
                                            v.cslot_leaf + v.cslot_offset[t], v.cdepth[t],
                                            xr32, x32_width, n, lf + (t - t0), lf_width)
                 elif full:
                     for t in range(t0, t1):
-                        qs_walk_complete(v.cnodes + v.cnode_offset[t],
+                        walk_complete(v.cnodes + v.cnode_offset[t],
                                          v.cslot_leaf + v.cslot_offset[t], v.cdepth[t], xr,
                                          v.n_cols, n, lf + (t - t0), lf_width)
                 else:
                     for r in range(n):
-                        qs_walk8(v.walk, v.block_roots + t0 + 16 * b, t1 - t0,
+                        walk8(v.walk, v.block_roots + t0 + 16 * b, t1 - t0,
                                  xr + r * v.n_cols, lf + r * lf_width)
                 for r in range(n):
                     if want_leaves:

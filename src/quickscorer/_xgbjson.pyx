@@ -37,7 +37,7 @@ from libc.math cimport INFINITY, isfinite, nextafterf
 from cpython.ref cimport PyObject
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 
-from ._build cimport (owning_array, pack_one_tree, qs_buf, qs_buf_grow, qs_release_pages)
+from ._build cimport (owning_array, pack_one_tree, pb_buf, pb_grow, pb_release_pages)
 
 cnp.import_array()
 
@@ -117,7 +117,7 @@ cdef struct Cursor:
 
 cdef struct Tree:
     # one tree's source fields (tree-local), then the scratch of pack_one_tree and its outputs
-    qs_buf field[7]
+    pb_buf field[7]
     int got[7]
     int64_t cap
     int64_t* order
@@ -142,7 +142,7 @@ cdef struct Number:
 
 
 cdef class Parser:
-    cdef qs_buf cols[12]
+    cdef pb_buf cols[12]
     cdef Tree tree
     cdef object trees
     cdef int64_t max_nodes
@@ -495,7 +495,7 @@ cdef void skip_value(Cursor* c, dict shared, Parser ps) except *:
         parse_value(c, shared, ps)        # strings, objects, literals: rare here
 
 
-cdef int read_numbers(Cursor* c, qs_buf* out, bint as_float) except -1:
+cdef int read_numbers(Cursor* c, pb_buf* out, bint as_float) except -1:
     """A JSON array of numbers into ``out``: int64 (integers of at most 18 digits, true /
     false as 1 / 0) or, with ``as_float``, float32 (numbers rounded to float64, then to
     float32). Anything else declines."""
@@ -508,7 +508,7 @@ cdef int read_numbers(Cursor* c, qs_buf* out, bint as_float) except -1:
     if open_container(c, c']'):
         return 0
     while True:
-        if qs_buf_grow(out, 1):
+        if pb_grow(out, 1):
             raise MemoryError()
         if as_float:
             if c.p < c.end and (c.p[0] == c'-' or is_digit(c.p[0])):
@@ -544,7 +544,7 @@ cdef object parse_trees(Cursor* c, dict shared, Parser ps):
     while True:
         out.append(parse_tree(c, shared, ps))
         if c.release_read and (c.p - c.base) - c.released >= 2 * RELEASE_STEP:
-            qs_release_pages(c.base + c.released, RELEASE_STEP)
+            pb_release_pages(c.base + c.released, RELEASE_STEP)
             c.released += RELEASE_STEP
         if not next_item(c, c']'):
             return out
@@ -612,7 +612,7 @@ cdef int pack_tree(Parser ps) except -1:
     cdef const int64_t* st = <int64_t*>t.field[F_SPLIT_TYPE].p
     cdef const float* hess = <float*>t.field[F_COVER].p
     cdef bint has_cover
-    cdef qs_buf* cols = ps.cols
+    cdef pb_buf* cols = ps.cols
     for f in range(F_COVER):
         if f != F_SPLIT_TYPE and not t.got[f]:
             raise _Decline()
@@ -645,7 +645,7 @@ cdef int pack_tree(Parser ps) except -1:
     for f in range(N_COLS):
         if f >= C_NODE_COVER and not ps.all_cover:
             continue
-        if qs_buf_grow(&cols[f], <size_t>(k if f > C_LEAF_OFFSET else 1)):
+        if pb_grow(&cols[f], <size_t>(k if f > C_LEAF_OFFSET else 1)):
             raise MemoryError()
     (<int64_t*>cols[C_NODE_OFFSET].p)[cols[C_NODE_OFFSET].n] = (
         (<int64_t*>cols[C_NODE_OFFSET].p)[cols[C_NODE_OFFSET].n - 1] + n_int)
@@ -709,7 +709,7 @@ def parse_model(const unsigned char[::1] data, int64_t max_nodes, bint release_r
     if n >= 3 and memcmp(c.p, b"\xef\xbb\xbf", 3) == 0:
         c.p += 3
     for i in (C_NODE_OFFSET, C_LEAF_OFFSET):
-        if qs_buf_grow(&ps.cols[i], 1):
+        if pb_grow(&ps.cols[i], 1):
             raise MemoryError()
         (<int64_t*>ps.cols[i].p)[0] = 0
         ps.cols[i].n = 1

@@ -22,7 +22,7 @@
  * On AVX2 a group is 32 documents (one register per byte row) or, for calls that fill them,
  * 64 (RS_ISA_AVX2_WIDE: a row of 64 bytes in two registers, both halves of one cache line):
  * an entry's load, broadcasts and test are then shared by twice the documents, and a
- * document's scan costs about 0.6 of the 32-lane one (benchmarks/rs_scan_floor.c).
+ * document's scan costs about 0.6 of the 32-lane one (benchmarks/experiments/rs_scan_floor.c).
  */
 #ifndef QUICKSCORER_RS_SIMD_H
 #define QUICKSCORER_RS_SIMD_H
@@ -31,11 +31,11 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "vqs_simd.h"   /* qs_isa_available: one CPU detection for both scans */
+#include "cpu.h"     /* cpu_isa_available, CPU_TARGET, the intrinsics */
 
-#define RS_ISA_SCALAR QS_ISA_SCALAR
-#define RS_ISA_AVX2 QS_ISA_AVX2
-#define RS_ISA_AVX512 QS_ISA_AVX512
+#define RS_ISA_SCALAR CPU_ISA_SCALAR
+#define RS_ISA_AVX2 CPU_ISA_AVX2
+#define RS_ISA_AVX512 CPU_ISA_AVX512
 #define RS_ISA_AVX2_WIDE 3   /* AVX2 instructions, 64 lanes (not one of vqs's paths) */
 
 typedef struct {
@@ -134,18 +134,18 @@ static inline int rs_rank_c(const double* piv, const double* bkt, double x, int 
 }
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define RS_HAVE_X86 1     /* intrinsics, QS_TARGET and QS_CPU_SUPPORTS: vqs_simd.h */
+#define RS_HAVE_X86 1     /* intrinsics, CPU_TARGET and CPU_SUPPORTS: cpu.h */
 
 /* ---- AVX2: 32 lanes, one register per byte row ----------------------------------------- */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* e,
                                            uint8_t* state, int flip)
 {
     const __m256i bias = _mm256_set1_epi8((char)(flip ? 0x7F : 0x80));
     const __m256i r = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)rank), bias);
     for (;; ++e) {
-        /* thr_b broadcast from memory, no scalar bias per entry (7-14% less time per entry in
-         * rs_scan_floor.c on this project's AMD EPYC) */
+        /* thr_b broadcast from memory, no scalar bias per entry: less time per entry
+         * (benchmarks/experiments/rs_scan_floor.c) */
         const __m256i gt = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)e->thr_b));
         if (_mm256_testz_si256(gt, gt))                  /* unsigned rank > thr nowhere */
             return e;
@@ -158,7 +158,7 @@ static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* 
 
 /* The same for 64 lanes (rank[0 .. 64), rows of 64 bytes): lanes 0-31 in the row's first
  * register, 32-63 in its second. */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline const rs_entry* rs_scan_avx2w(const uint8_t* rank, const rs_entry* e,
                                             uint8_t* state, int flip)
 {
@@ -182,7 +182,7 @@ static inline const rs_entry* rs_scan_avx2w(const uint8_t* rank, const rs_entry*
 }
 
 /* lanes 0-31 of rows `stride` bytes apart (32; 64 for a half of a wide group's rows) */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void rs_exits_avx2s(const uint8_t* p, int nb, size_t stride, uint8_t* idx)
 {
     /* rows from the last to the first: each lane keeps its lowest non-zero byte and that
@@ -212,13 +212,13 @@ static inline void rs_exits_avx2s(const uint8_t* p, int nb, size_t stride, uint8
     _mm256_storeu_si256((__m256i*)idx, out);
 }
 
-QS_TARGET("avx2")
+CPU_TARGET("avx2")
 static void rs_exits_avx2(const uint8_t* p, int nb, uint8_t* idx)
 {
     rs_exits_avx2s(p, nb, 32, idx);
 }
 
-QS_TARGET("avx2")
+CPU_TARGET("avx2")
 static void rs_exits_avx2w(const uint8_t* p, int nb, uint8_t* idx)
 {
     rs_exits_avx2s(p, nb, 64, idx);
@@ -227,8 +227,8 @@ static void rs_exits_avx2w(const uint8_t* p, int nb, uint8_t* idx)
 
 /* how many of the 16 doubles at p are below xb: the four compare masks packed to bytes and
  * counted by one movemask (each 64-bit mask leaves 2 bits), fewer instructions than a
- * movemask per register (a group's ranks: 4.3-4.4 against 6.3-6.7 ns each on AMD Zen 3) */
-QS_TARGET("avx2") __attribute__((always_inline))
+ * movemask per register, and faster (benchmarks/experiments/rs_scan_floor.c) */
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_below16_avx2(const double* p, __m256d xb)
 {
     const __m256i a = _mm256_castpd_si256(_mm256_cmp_pd(_mm256_loadu_pd(p), xb, _CMP_LT_OQ));
@@ -240,7 +240,7 @@ static inline int rs_below16_avx2(const double* p, __m256d xb)
 }
 
 /* how many of the 8 doubles at p are below xb */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_below8_avx2(const double* p, __m256d xb)
 {
     const int a = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(p), xb, _CMP_LT_OQ));
@@ -251,7 +251,7 @@ static inline int rs_below8_avx2(const double* p, __m256d xb)
 /* npiv (0, 8 or 16) is a constant where RS_GROUP_RANKS inlines this: the pivots past the
  * feature's buckets are +inf, so a feature of at most 8 buckets compares 8 of them and one of
  * a single bucket none */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, int npiv)
 {
     const __m256d xb = _mm256_set1_pd(x);
@@ -262,7 +262,7 @@ static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, i
 
 /* The same search in float32, for XGBoost models (their rows and thresholds are float32
  * values, so float32 compares rank exactly): 8 thresholds a register, half the compares */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_below16_f32_avx2(const float* p, __m256 xb)
 {
     const int a = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), xb, _CMP_LT_OQ));
@@ -270,14 +270,14 @@ static inline int rs_below16_f32_avx2(const float* p, __m256 xb)
     return __builtin_popcount((unsigned)(a | (b << 8)));
 }
 
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_below8_f32_avx2(const float* p, __m256 xb)
 {
     return __builtin_popcount(
         (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(p), xb, _CMP_LT_OQ)));
 }
 
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_rank_f32_avx2(const float* piv, const float* bkt, float x, int npiv)
 {
     const __m256 xb = _mm256_set1_ps(x);
@@ -287,7 +287,7 @@ static inline int rs_rank_f32_avx2(const float* piv, const float* bkt, float x, 
 }
 
 /* ---- AVX-512 (AVX512BW): 64 lanes, one register per byte row, masked byte moves ---------- */
-QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
+CPU_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline const rs_entry* rs_scan_avx512(const uint8_t* rank, const rs_entry* e,
                                              uint8_t* state, int flip)
 {
@@ -306,7 +306,7 @@ static inline const rs_entry* rs_scan_avx512(const uint8_t* rank, const rs_entry
     }
 }
 
-QS_TARGET("avx512f,avx512bw")
+CPU_TARGET("avx512f,avx512bw")
 static void rs_exits_avx512(const uint8_t* p, int nb, uint8_t* idx)
 {
     /* rows from the last to the first: the lowest non-zero row of a lane writes last */
@@ -332,7 +332,7 @@ static void rs_exits_avx512(const uint8_t* p, int nb, uint8_t* idx)
  * thresholds, piv[0 .. npiv)), then how many thresholds of the next bucket do. Pivots past
  * the feature's buckets are +inf and never counted, so only the first npiv (0, 8 or 16: no
  * pivot is needed for a feature of one bucket) are compared. */
-QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
+CPU_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline int rs_rank_avx512(const double* piv, const double* bkt, double x, int npiv)
 {
     const __m512d xb = _mm512_set1_pd(x);
@@ -348,7 +348,7 @@ static inline int rs_rank_avx512(const double* piv, const double* bkt, double x,
 }
 
 /* float32 (XGBoost models, as rs_rank_f32_avx2): one compare a level */
-QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
+CPU_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline int rs_rank_f32_avx512(const float* piv, const float* bkt, float x, int npiv)
 {
     const __m512 xb = _mm512_set1_ps(x);
@@ -358,18 +358,18 @@ static inline int rs_rank_f32_avx512(const float* piv, const float* bkt, float x
                                                            _CMP_LT_OQ));
 }
 
-/* the CPU checks of vqs_simd.h, plus AVX512BW for the byte-wise AVX-512 path */
+/* the CPU checks of cpu.h, plus AVX512BW for the byte-wise AVX-512 path */
 static inline int rs_isa_available(int isa)
 {
     if (isa == RS_ISA_AVX512)
-        return qs_isa_available(QS_ISA_AVX512) && QS_CPU_SUPPORTS("avx512bw");
+        return cpu_isa_available(CPU_ISA_AVX512) && CPU_SUPPORTS("avx512bw");
     if (isa == RS_ISA_AVX2_WIDE)
-        return qs_isa_available(QS_ISA_AVX2);
-    return qs_isa_available(isa);
+        return cpu_isa_available(CPU_ISA_AVX2);
+    return cpu_isa_available(isa);
 }
 #else
 #define RS_HAVE_X86 0
-static inline int rs_isa_available(int isa) { return isa < RS_ISA_AVX512 && qs_isa_available(isa); }
+static inline int rs_isa_available(int isa) { return isa < RS_ISA_AVX512 && cpu_isa_available(isa); }
 #endif
 
 /* rs_bytes_of_bits[b]: byte i of the result 0xFF where bit i of b is set (little-endian) */
@@ -434,10 +434,10 @@ TARGET static void NAME(const uint64_t* seg, int64_t n_seg, const rs_entry* entr
 
 RS_BLOCK_SCAN(rs_block_scan_c, rs_scan_c, 32, )
 #if RS_HAVE_X86
-RS_BLOCK_SCAN(rs_block_scan_avx2, rs_scan_avx2, 32, QS_TARGET("avx2"))
-RS_BLOCK_SCAN(rs_block_scan_avx2w, rs_scan_avx2w, 64, QS_TARGET("avx2"))
+RS_BLOCK_SCAN(rs_block_scan_avx2, rs_scan_avx2, 32, CPU_TARGET("avx2"))
+RS_BLOCK_SCAN(rs_block_scan_avx2w, rs_scan_avx2w, 64, CPU_TARGET("avx2"))
 RS_BLOCK_SCAN(rs_block_scan_avx512, rs_scan_avx512, 64,
-              QS_TARGET("avx512f,avx512bw"))
+              CPU_TARGET("avx512f,avx512bw"))
 #endif
 
 static inline void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg,
@@ -466,9 +466,9 @@ static inline void rs_exits(int isa, const uint8_t* p, int nb, uint8_t* idx)
 #if RS_HAVE_X86
 /* AVX-512: a tree of at most 64 leaves keeps its values in at most 8 registers (float64) or
  * 4 (float32), and a lane's value is picked by permutes and blends on the bits of its leaf
- * index: no memory access per lane. (Gathers measured slower than plain loads on the
- * development machine, AMD Zen 4: 3.36-3.43 against 3.23 us/doc on a 1,000 x 64 model.) */
-QS_TARGET("avx512f,avx512bw") __attribute__((always_inline))
+ * index: no memory access per lane (gathers measured slower than plain loads:
+ * python benchmarks/compare.py on an AVX-512 CPU). */
+CPU_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline __m512d rs_table_f64(const double* v, int n, int j)
 {
     const int left = n - 8 * j;
@@ -476,7 +476,7 @@ static inline __m512d rs_table_f64(const double* v, int n, int j)
                      : _mm512_maskz_loadu_pd((__mmask8)(left >= 8 ? 0xFF : (1u << left) - 1), v + 8 * j);
 }
 
-QS_TARGET("avx512f,avx512bw")
+CPU_TARGET("avx512f,avx512bw")
 static void rs_add_f64_avx512(const uint8_t* idx, const double* v, int n, double* acc)
 {
     __m512d t[8];
@@ -506,7 +506,7 @@ static void rs_add_f64_avx512(const uint8_t* idx, const double* v, int n, double
     }
 }
 
-QS_TARGET("avx512f,avx512bw")
+CPU_TARGET("avx512f,avx512bw")
 static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* acc,
                               int weighted, float w)
 {
@@ -537,18 +537,18 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
 
 #if RS_HAVE_X86
 /* F4: the leaf values v[q[0 .. 4)] in one vector, loaded in pairs (no gather instruction:
- * slower than these loads on AMD Zen 3); F8: v[q[0 .. 8)], times w where weighted (as
+ * slower than these loads); F8: v[q[0 .. 8)], times w where weighted (as
  * rs_add_f32_c); for exit leaves or slots of type IDX (uint8_t; uint16_t: the level path's
  * deep slots) */
 #define RS_LEAVES(F4, F8, IDX)                                                               \
-QS_TARGET("avx2") __attribute__((always_inline))                                             \
+CPU_TARGET("avx2") __attribute__((always_inline))                                             \
 static inline __m256d F4(const double* v, const IDX* q)                                      \
 {                                                                                            \
     const __m128d lo = _mm_loadh_pd(_mm_load_sd(v + q[0]), v + q[1]);                        \
     const __m128d hi = _mm_loadh_pd(_mm_load_sd(v + q[2]), v + q[3]);                        \
     return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);                          \
 }                                                                                            \
-QS_TARGET("avx2") __attribute__((always_inline))                                             \
+CPU_TARGET("avx2") __attribute__((always_inline))                                             \
 static inline __m256 F8(const float* v, const IDX* q, int weighted, float w)                 \
 {                                                                                            \
     const __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],                      \
@@ -562,9 +562,9 @@ RS_LEAVES(rs_lv_leaves4_pd, rs_lv_leaves8_ps, uint16_t)
  * block (tree t's byte rows at state + (byte_off[t] - byte_off[t0]) * stride, stride 32, or
  * 64 for either half of a wide group) added to the scores acc of the first 4 nc lanes in
  * tree order, the scores held in registers across the trees and each 4 lanes' leaf values
- * loaded in pairs into one vector (no gather instruction: slower than these loads on AMD
- * Zen 3). The same additions in the same order as rs_add_f64_c. */
-QS_TARGET("avx2") __attribute__((always_inline))
+ * loaded in pairs into one vector (no gather instruction: slower than these loads). The same additions in the
+ * same order as rs_add_f64_c. */
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void rs_block_add_f64_avx2_n(const uint8_t* state, size_t stride,
                                            const int64_t* byte_off, int64_t t0, int64_t t1,
                                            const double* leaf_value, const int64_t* leaf_off,
@@ -587,7 +587,7 @@ static inline void rs_block_add_f64_avx2_n(const uint8_t* state, size_t stride,
 
 /* the first n_lanes lanes, in chunks of 4 (a 10-row call adds 12 lanes, not 32); a full
  * group's chunk count is passed as a constant, so that its scores stay in registers */
-QS_TARGET("avx2")
+CPU_TARGET("avx2")
 static void rs_block_add_f64_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
                                   int64_t t0, int64_t t1, const double* leaf_value,
                                   const int64_t* leaf_off, double* acc, int n_lanes)
@@ -601,7 +601,7 @@ static void rs_block_add_f64_avx2(const uint8_t* state, size_t stride, const int
 
 /* The same for XGBoost's float32 sum: each 8 lanes' leaf values (times the tree's weight
  * where tree_weight is not NULL, as rs_add_f32_c) added to scores held in four registers. */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void rs_block_add_f32_avx2_n(const uint8_t* state, size_t stride,
                                            const int64_t* byte_off, int64_t t0, int64_t t1,
                                            const float* leaf_value, const int64_t* leaf_off,
@@ -624,7 +624,7 @@ static inline void rs_block_add_f32_avx2_n(const uint8_t* state, size_t stride,
 }
 
 /* as rs_block_add_f64_avx2, in chunks of 8 lanes */
-QS_TARGET("avx2")
+CPU_TARGET("avx2")
 static void rs_block_add_f32_avx2(const uint8_t* state, size_t stride, const int64_t* byte_off,
                                   int64_t t0, int64_t t1, const float* leaf_value,
                                   const int64_t* leaf_off, const float* tree_weight,
@@ -774,7 +774,7 @@ TARGET static void NAME(const double* rows, int64_t F, int lanes, int n_lanes,  
 
 #if RS_HAVE_X86
 /* rs_missing_c four lanes a compare */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void rs_missing_avx2(const double* xs, int64_t F, int n_lanes, uint64_t* nan,
                                    uint64_t* zero)
 {
@@ -800,13 +800,13 @@ static inline void rs_missing_avx2(const double* xs, int64_t F, int n_lanes, uin
 
 RS_GROUP_RANKS(rs_group_ranks_c, rs_rank_c, rs_missing_c, double, )
 #if RS_HAVE_X86
-RS_GROUP_RANKS(rs_group_ranks_avx2, rs_rank_avx2, rs_missing_avx2, double, QS_TARGET("avx2"))
+RS_GROUP_RANKS(rs_group_ranks_avx2, rs_rank_avx2, rs_missing_avx2, double, CPU_TARGET("avx2"))
 RS_GROUP_RANKS(rs_group_ranks_avx512, rs_rank_avx512, rs_missing_avx2, double,
-               QS_TARGET("avx512f,avx512bw"))
+               CPU_TARGET("avx512f,avx512bw"))
 RS_GROUP_RANKS(rs_group_ranks_f32_avx2, rs_rank_f32_avx2, rs_missing_avx2, float,
-               QS_TARGET("avx2"))
+               CPU_TARGET("avx2"))
 RS_GROUP_RANKS(rs_group_ranks_f32_avx512, rs_rank_f32_avx512, rs_missing_avx2, float,
-               QS_TARGET("avx512f,avx512bw"))
+               CPU_TARGET("avx512f,avx512bw"))
 #endif
 
 /* piv32 / bkt32: the same tables in float32, or NULL; where given (an XGBoost model, whose
@@ -861,7 +861,7 @@ static void rs_cat_c(const uint8_t* codes, int lanes, const int32_t* node_slot,
 /* the same for 32 lanes of rows `stride` bytes apart (32; 64 for a half of a wide group):
  * a lane's table byte by two 16-byte shuffles (codes below and from 128), its bit by a
  * third, so a node costs about as many instructions as an entry's test in the scan */
-QS_TARGET("avx2")
+CPU_TARGET("avx2")
 static void rs_cat_avx2s(const uint8_t* codes, size_t stride, const int32_t* node_slot,
                          const uint8_t* tables, const int64_t* eoff, const rs_entry* entries,
                          int64_t k0, int64_t k1, uint8_t* state)
@@ -983,10 +983,9 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
 /* the levels split .. depth - 1 lane by lane, from the byte positions p of level split:
  * each lane's slot into slot. A level at a time over the lanes, each lane's step
  * independent of the others'. A lane at a time down its levels, whose steps wait on each
- * other, was slower: with only the last two levels so, 1,000 XGBoost trees of depth 9 / 10
- * at 10,000 rows ran 5.97 / 7.98 and 5.86 / 7.81 us/doc against 5.70 / 7.72 and 5.66 /
- * 7.54 (two builds alternated, best of 5 rounds each, AMD EPYC Zen 3, AVX2, session 22);
- * AVX2 gathers (8 lanes a register) were slower still on that CPU (report of session 22) */
+ * other, was slower, and AVX2 gathers (8 lanes a register) slower still (python
+ * benchmarks/matrix.py --shapes xgb-depth9-uniform-1000,xgb-depth10-uniform-1000 on two
+ * builds) */
 static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
                               const uint8_t* cols, int lanes, const uint8_t* p,
                               uint16_t* slot)
@@ -1030,7 +1029,7 @@ static inline void rs_lv_tree_c(const rs_lv_model* m, int64_t t, const uint8_t* 
 #if RS_HAVE_X86
 /* 32 lanes (H = 1) or 64 (H = 2: two registers a column, as the AVX2 wide path) */
 #define RS_LV_TREE_AVX2(NAME, H)                                                              \
-QS_TARGET("avx2")                                                                            \
+CPU_TARGET("avx2")                                                                            \
 static void NAME(const rs_lv_model* m, int64_t t, const uint8_t* cols, uint8_t* idx,         \
                  uint16_t* slot)                                                             \
 {                                                                                            \
@@ -1065,7 +1064,7 @@ RS_LV_TREE_AVX2(rs_lv_tree_avx2, 1)
 RS_LV_TREE_AVX2(rs_lv_tree_avx2w, 2)
 
 /* 64 lanes in one register: a node's test only where the lanes are at its position */
-QS_TARGET("avx512f,avx512bw")
+CPU_TARGET("avx512f,avx512bw")
 static void rs_lv_tree_avx512(const rs_lv_model* m, int64_t t, const uint8_t* cols,
                               uint8_t* idx, uint16_t* slot)
 {
@@ -1095,7 +1094,7 @@ static void rs_lv_tree_avx512(const rs_lv_model* m, int64_t t, const uint8_t* co
  * of each slot. The float32 scores stay in registers across the trees; the float64 ones
  * (16 registers for 64 lanes) in acc. */
 #define RS_LV_SUM(NAME, TREE, NL, TARGET)                                                     \
-QS_TARGET(TARGET)                                                                            \
+CPU_TARGET(TARGET)                                                                            \
 static void NAME##_f32(const rs_lv_model* m, const float* value, const float* tree_weight,  \
                        int64_t t0, int64_t t1, const uint8_t* cols, float* acc)              \
 {                                                                                            \
@@ -1119,7 +1118,7 @@ static void NAME##_f32(const rs_lv_model* m, const float* value, const float* tr
     for (int c = 0; c < NL / 8; ++c)                                                         \
         _mm256_storeu_ps(acc + 8 * c, a[c]);                                                 \
 }                                                                                            \
-QS_TARGET(TARGET)                                                                            \
+CPU_TARGET(TARGET)                                                                            \
 static void NAME##_f64(const rs_lv_model* m, const double* value, int64_t t0, int64_t t1,   \
                        const uint8_t* cols, double* acc)                                     \
 {                                                                                            \

@@ -12,7 +12,7 @@
  * of the entry's word; the scan stops at the first threshold no lane exceeds. A lane holding
  * NaN or -inf never exceeds. Three implementations give identical results (the same ANDs):
  * portable C, AVX2 (4 lanes per register) and AVX-512 (8 lanes per register, masked AND).
- * qs_best_isa() picks the widest the CPU has at run time; QS_ISA_* values can force one (the
+ * cpu_best_isa() picks the widest the CPU has at run time; CPU_ISA_* values can force one (the
  * tests run each that the machine has).
  */
 #ifndef QUICKSCORER_VQS_SIMD_H
@@ -20,11 +20,9 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include "cpu.h"
 
 #define QS_MAX_LANES 32
-#define QS_ISA_SCALAR 0
-#define QS_ISA_AVX2 1
-#define QS_ISA_AVX512 2
 
 #if defined(__GNUC__) || defined(__clang__)
 #define QS_INLINE static inline __attribute__((always_inline))
@@ -63,93 +61,10 @@ QS_INLINE int64_t qs_scan_c(const double* thr, const int64_t* nodes, const uint3
     }
 }
 
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define QS_HAVE_X86 1
-#ifdef QS_EMULATE_AVX512
-/* Test builds only (QUICKSCORER_EMULATE_AVX512=1 python setup.py build_ext): every AVX2 and
- * AVX-512 intrinsic comes from SIMDe's portable C (Debian's libsimde-dev), no function gets
- * a target attribute (the compiler may not emit AVX-512 code) and every path reports itself
- * available, so that a CPU without AVX-512 runs the AVX-512 paths, slowly, and the tests that
- * force each instruction set check them against the reference. */
-#define SIMDE_ENABLE_NATIVE_ALIASES
-#include <simde/x86/avx512.h>
-typedef simde__mmask8 __mmask8;
-typedef simde__mmask16 __mmask16;
-typedef simde__mmask32 __mmask32;
-typedef simde__mmask64 __mmask64;
-/* SIMDe's alias takes its 32 arguments before they are expanded; this one after */
-#undef _mm256_setr_epi8
-#define _mm256_setr_epi8(...) simde_mm256_setr_epi8(__VA_ARGS__)
-/* SIMDe 0.7.4~rc2's portable testz answers 1 when either 64-bit half of a 128-bit pair ANDs to
- * zero (both must); checked against the native instruction on AVX2 */
-static inline int qs_emu_testz_si256(simde__m256i a, simde__m256i b)
-{
-    uint64_t x[4], y[4], r = 0;
-    simde_mm256_storeu_si256((simde__m256i*)x, a);
-    simde_mm256_storeu_si256((simde__m256i*)y, b);
-    for (int i = 0; i < 4; ++i)
-        r |= x[i] & y[i];
-    return r == 0;
-}
-#undef _mm256_testz_si256
-#define _mm256_testz_si256(a, b) qs_emu_testz_si256((a), (b))
-/* what SIMDe 0.7.4~rc2 lacks, in plain C: a masked load reads no element its mask clears */
-#ifndef _mm512_maskz_loadu_pd
-static inline simde__m512d qs_emu_maskz_loadu_pd(simde__mmask8 k, const void* p)
-{
-    double v[8] = {0};
-    for (int i = 0; i < 8; ++i)
-        if ((k >> i) & 1)
-            v[i] = ((const double*)p)[i];
-    return simde_mm512_loadu_pd(v);
-}
-#define _mm512_maskz_loadu_pd(k, p) qs_emu_maskz_loadu_pd((k), (p))
-#endif
-#ifndef _mm512_maskz_loadu_ps
-static inline simde__m512 qs_emu_maskz_loadu_ps(simde__mmask16 k, const void* p)
-{
-    float v[16] = {0};
-    for (int i = 0; i < 16; ++i)
-        if ((k >> i) & 1)
-            v[i] = ((const float*)p)[i];
-    return simde_mm512_loadu_ps(v);
-}
-#define _mm512_maskz_loadu_ps(k, p) qs_emu_maskz_loadu_ps((k), (p))
-#endif
-#ifndef _mm512_cvtepu8_epi64
-static inline simde__m512i qs_emu_cvtepu8_epi64(simde__m128i a)
-{
-    uint8_t b[16];
-    int64_t v[8];
-    simde_mm_storeu_si128((simde__m128i*)b, a);
-    for (int i = 0; i < 8; ++i)
-        v[i] = b[i];
-    return simde_mm512_loadu_si512(v);
-}
-#define _mm512_cvtepu8_epi64(a) qs_emu_cvtepu8_epi64(a)
-#endif
-#ifndef _mm512_cvtepu8_epi32
-static inline simde__m512i qs_emu_cvtepu8_epi32(simde__m128i a)
-{
-    uint8_t b[16];
-    int32_t v[16];
-    simde_mm_storeu_si128((simde__m128i*)b, a);
-    for (int i = 0; i < 16; ++i)
-        v[i] = b[i];
-    return simde_mm512_loadu_si512(v);
-}
-#define _mm512_cvtepu8_epi32(a) qs_emu_cvtepu8_epi32(a)
-#endif
-#define QS_TARGET(t)
-#define QS_CPU_SUPPORTS(feature) 1
-#else
-#include <immintrin.h>
-#define QS_TARGET(t) __attribute__((target(t)))
-#define QS_CPU_SUPPORTS(feature) __builtin_cpu_supports(feature)
-#endif
+#if CPU_HAVE_X86
 
 /* ---- AVX2: lanes / 4 registers ------------------------------------------------------- */
-QS_TARGET("avx2") __attribute__((always_inline))
+CPU_TARGET("avx2") __attribute__((always_inline))
 static inline int64_t qs_scan_avx2(const double* thr, const int64_t* nodes,
                                    const uint32_t* word, const uint64_t* mask, int64_t j,
                                    const double* x, uint64_t* v, const int nreg)
@@ -181,7 +96,7 @@ static inline int64_t qs_scan_avx2(const double* thr, const int64_t* nodes,
 }
 
 /* ---- AVX-512: lanes / 8 registers, masked AND ----------------------------------------- */
-QS_TARGET("avx512f") __attribute__((always_inline))
+CPU_TARGET("avx512f") __attribute__((always_inline))
 static inline int64_t qs_scan_avx512(const double* thr, const int64_t* nodes,
                                      const uint32_t* word, const uint64_t* mask, int64_t j,
                                      const double* x, uint64_t* v, const int nreg)
@@ -212,11 +127,11 @@ static inline int64_t qs_scan_avx512(const double* thr, const int64_t* nodes,
 }
 
 #define QS_SPECIALISE(ISA, TARGET, NREG)                                                      \
-QS_TARGET(TARGET) static int64_t qs_entries_##ISA##_##NREG(                    \
+CPU_TARGET(TARGET) static int64_t qs_entries_##ISA##_##NREG(                    \
     const double* thr, const uint32_t* word, const uint64_t* mask, int64_t k,                \
     const double* x, uint64_t* v)                                                            \
 { return qs_scan_##ISA(thr, NULL, word, mask, k, x, v, NREG); }                              \
-QS_TARGET(TARGET) static int64_t qs_merged_##ISA##_##NREG(                     \
+CPU_TARGET(TARGET) static int64_t qs_merged_##ISA##_##NREG(                     \
     const double* thr, const int64_t* nodes, const uint32_t* word, const uint64_t* mask,     \
     int64_t j, const double* x, uint64_t* v)                                                 \
 { return qs_scan_##ISA(thr, nodes, word, mask, j, x, v, NREG); }
@@ -229,30 +144,7 @@ QS_SPECIALISE(avx512, "avx512f", 1)
 QS_SPECIALISE(avx512, "avx512f", 2)
 QS_SPECIALISE(avx512, "avx512f", 4)
 
-static inline int qs_isa_available(int isa)
-{
-    __builtin_cpu_init();
-    if (isa == QS_ISA_SCALAR)
-        return 1;
-    if (isa == QS_ISA_AVX2)
-        return QS_CPU_SUPPORTS("avx2");
-    if (isa == QS_ISA_AVX512)
-        return QS_CPU_SUPPORTS("avx512f");
-    return 0;
-}
-#else
-#define QS_HAVE_X86 0
-static inline int qs_isa_available(int isa) { return isa == QS_ISA_SCALAR; }
 #endif
-
-static inline int qs_best_isa(void)
-{
-    if (qs_isa_available(QS_ISA_AVX512))
-        return QS_ISA_AVX512;
-    if (qs_isa_available(QS_ISA_AVX2))
-        return QS_ISA_AVX2;
-    return QS_ISA_SCALAR;
-}
 
 /* lanes must be 4, 8, 16 or 32 (the callers check) */
 static inline int qs_lanes_supported(int lanes)
@@ -281,15 +173,15 @@ static inline int64_t qs_scan_entries(int isa, int lanes, const double* thr,
                                       const uint32_t* word, const uint64_t* mask, int64_t k,
                                       const double* x, uint64_t* v)
 {
-#if QS_HAVE_X86
-    if (lanes == 4 && isa != QS_ISA_SCALAR)   /* one AVX2 register (AVX-512 CPUs have AVX2) */
+#if CPU_HAVE_X86
+    if (lanes == 4 && isa != CPU_ISA_SCALAR)   /* one AVX2 register (AVX-512 CPUs have AVX2) */
         return qs_entries_avx2_1(thr, word, mask, k, x, v);
-    if (isa == QS_ISA_AVX512) {
+    if (isa == CPU_ISA_AVX512) {
         if (lanes == 8) return qs_entries_avx512_1(thr, word, mask, k, x, v);
         if (lanes == 16) return qs_entries_avx512_2(thr, word, mask, k, x, v);
         return qs_entries_avx512_4(thr, word, mask, k, x, v);
     }
-    if (isa == QS_ISA_AVX2) {
+    if (isa == CPU_ISA_AVX2) {
         if (lanes == 8) return qs_entries_avx2_2(thr, word, mask, k, x, v);
         if (lanes == 16) return qs_entries_avx2_4(thr, word, mask, k, x, v);
         return qs_entries_avx2_8(thr, word, mask, k, x, v);
@@ -307,15 +199,15 @@ static inline int64_t qs_scan_merged(int isa, int lanes, const double* thr,
                                      const uint64_t* mask, int64_t j, const double* x,
                                      uint64_t* v)
 {
-#if QS_HAVE_X86
-    if (lanes == 4 && isa != QS_ISA_SCALAR)
+#if CPU_HAVE_X86
+    if (lanes == 4 && isa != CPU_ISA_SCALAR)
         return qs_merged_avx2_1(thr, nodes, word, mask, j, x, v);
-    if (isa == QS_ISA_AVX512) {
+    if (isa == CPU_ISA_AVX512) {
         if (lanes == 8) return qs_merged_avx512_1(thr, nodes, word, mask, j, x, v);
         if (lanes == 16) return qs_merged_avx512_2(thr, nodes, word, mask, j, x, v);
         return qs_merged_avx512_4(thr, nodes, word, mask, j, x, v);
     }
-    if (isa == QS_ISA_AVX2) {
+    if (isa == CPU_ISA_AVX2) {
         if (lanes == 8) return qs_merged_avx2_2(thr, nodes, word, mask, j, x, v);
         if (lanes == 16) return qs_merged_avx2_4(thr, nodes, word, mask, j, x, v);
         return qs_merged_avx2_8(thr, nodes, word, mask, j, x, v);

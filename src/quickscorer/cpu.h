@@ -1,0 +1,131 @@
+/* Run-time CPU detection, shared by the SIMD kernels (vqs_simd.h, rs_simd.h).
+ *
+ * The kernels are compiled for every instruction set with target attributes (CPU_TARGET), not
+ * with -march, and pick a path at run time: cpu_best_isa() gives the widest the CPU has,
+ * cpu_isa_available() whether one can run; CPU_ISA_* name them (QUICKSCORER_ISA and the
+ * kernels' isa= arguments force one). CPU_HAVE_X86 is 0 where no x86 intrinsic exists: the
+ * portable C paths alone.
+ *
+ * A test build (QS_EMULATE_AVX512: setup.py's QUICKSCORER_EMULATE_AVX512=1) takes every AVX2
+ * and AVX-512 intrinsic from SIMDe's portable C and reports every path available, so that the
+ * AVX-512 kernels run, slowly, on CPUs without AVX-512 (.ci/avx512-emulated). */
+#ifndef QUICKSCORER_CPU_H
+#define QUICKSCORER_CPU_H
+
+#include <stdint.h>
+
+#define CPU_ISA_SCALAR 0
+#define CPU_ISA_AVX2 1
+#define CPU_ISA_AVX512 2
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define CPU_HAVE_X86 1
+#ifdef QS_EMULATE_AVX512
+/* Test builds only (QUICKSCORER_EMULATE_AVX512=1 python setup.py build_ext): every AVX2 and
+ * AVX-512 intrinsic comes from SIMDe's portable C (Debian's libsimde-dev), no function gets
+ * a target attribute (the compiler may not emit AVX-512 code) and every path reports itself
+ * available, so that a CPU without AVX-512 runs the AVX-512 paths, slowly, and the tests that
+ * force each instruction set check them against the reference. */
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+typedef simde__mmask8 __mmask8;
+typedef simde__mmask16 __mmask16;
+typedef simde__mmask32 __mmask32;
+typedef simde__mmask64 __mmask64;
+/* SIMDe's alias takes its 32 arguments before they are expanded; this one after */
+#undef _mm256_setr_epi8
+#define _mm256_setr_epi8(...) simde_mm256_setr_epi8(__VA_ARGS__)
+/* SIMDe 0.7.4~rc2's portable testz answers 1 when either 64-bit half of a 128-bit pair ANDs to
+ * zero (both must); checked against the native instruction on AVX2 */
+static inline int cpu_emu_testz_si256(simde__m256i a, simde__m256i b)
+{
+    uint64_t x[4], y[4], r = 0;
+    simde_mm256_storeu_si256((simde__m256i*)x, a);
+    simde_mm256_storeu_si256((simde__m256i*)y, b);
+    for (int i = 0; i < 4; ++i)
+        r |= x[i] & y[i];
+    return r == 0;
+}
+#undef _mm256_testz_si256
+#define _mm256_testz_si256(a, b) cpu_emu_testz_si256((a), (b))
+/* what SIMDe 0.7.4~rc2 lacks, in plain C: a masked load reads no element its mask clears */
+#ifndef _mm512_maskz_loadu_pd
+static inline simde__m512d cpu_emu_maskz_loadu_pd(simde__mmask8 k, const void* p)
+{
+    double v[8] = {0};
+    for (int i = 0; i < 8; ++i)
+        if ((k >> i) & 1)
+            v[i] = ((const double*)p)[i];
+    return simde_mm512_loadu_pd(v);
+}
+#define _mm512_maskz_loadu_pd(k, p) cpu_emu_maskz_loadu_pd((k), (p))
+#endif
+#ifndef _mm512_maskz_loadu_ps
+static inline simde__m512 cpu_emu_maskz_loadu_ps(simde__mmask16 k, const void* p)
+{
+    float v[16] = {0};
+    for (int i = 0; i < 16; ++i)
+        if ((k >> i) & 1)
+            v[i] = ((const float*)p)[i];
+    return simde_mm512_loadu_ps(v);
+}
+#define _mm512_maskz_loadu_ps(k, p) cpu_emu_maskz_loadu_ps((k), (p))
+#endif
+#ifndef _mm512_cvtepu8_epi64
+static inline simde__m512i cpu_emu_cvtepu8_epi64(simde__m128i a)
+{
+    uint8_t b[16];
+    int64_t v[8];
+    simde_mm_storeu_si128((simde__m128i*)b, a);
+    for (int i = 0; i < 8; ++i)
+        v[i] = b[i];
+    return simde_mm512_loadu_si512(v);
+}
+#define _mm512_cvtepu8_epi64(a) cpu_emu_cvtepu8_epi64(a)
+#endif
+#ifndef _mm512_cvtepu8_epi32
+static inline simde__m512i cpu_emu_cvtepu8_epi32(simde__m128i a)
+{
+    uint8_t b[16];
+    int32_t v[16];
+    simde_mm_storeu_si128((simde__m128i*)b, a);
+    for (int i = 0; i < 16; ++i)
+        v[i] = b[i];
+    return simde_mm512_loadu_si512(v);
+}
+#define _mm512_cvtepu8_epi32(a) cpu_emu_cvtepu8_epi32(a)
+#endif
+#define CPU_TARGET(t)
+#define CPU_SUPPORTS(feature) 1
+#else
+#include <immintrin.h>
+#define CPU_TARGET(t) __attribute__((target(t)))
+#define CPU_SUPPORTS(feature) __builtin_cpu_supports(feature)
+#endif
+
+static inline int cpu_isa_available(int isa)
+{
+    __builtin_cpu_init();
+    if (isa == CPU_ISA_SCALAR)
+        return 1;
+    if (isa == CPU_ISA_AVX2)
+        return CPU_SUPPORTS("avx2");
+    if (isa == CPU_ISA_AVX512)
+        return CPU_SUPPORTS("avx512f");
+    return 0;
+}
+#else
+#define CPU_HAVE_X86 0
+static inline int cpu_isa_available(int isa) { return isa == CPU_ISA_SCALAR; }
+#endif
+
+static inline int cpu_best_isa(void)
+{
+    if (cpu_isa_available(CPU_ISA_AVX512))
+        return CPU_ISA_AVX512;
+    if (cpu_isa_available(CPU_ISA_AVX2))
+        return CPU_ISA_AVX2;
+    return CPU_ISA_SCALAR;
+}
+
+#endif
