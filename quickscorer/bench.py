@@ -1,4 +1,6 @@
-"""``quickscorer bench``: time a user's own model on their own rows (or generated ones).
+"""``quickscorer bench``: time a user's own model on their own rows (or generated ones); and
+:func:`interleaved`, the one timing loop of this command and of every script in
+``benchmarks/``.
 
 This library's default ``predict`` and every fast algorithm that can score the model, and
 LightGBM / XGBoost when they are installed and can read the file, are timed interleaved (one
@@ -13,6 +15,8 @@ import os
 import platform
 import statistics
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +42,80 @@ def machine() -> str:
     return (f"{cpu_name}, {os.cpu_count()} logical cores, paths: "
             f"{', '.join(cpu.available_isas())}; {platform.system()}, Python "
             f"{platform.python_version()}")
+
+
+@dataclass
+class Timing:
+    """The rounds of one timed callable: ``samples`` holds, per round, the seconds it took
+    divided by the units it reported (documents, calls: whatever it counts)."""
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        """The median of the rounds: the statistic the reports quote unless they say
+        otherwise."""
+        return statistics.median(self.samples)
+
+    @property
+    def minimum(self) -> float:
+        """The fastest round."""
+        return min(self.samples)
+
+
+class Measured(float):
+    """Seconds per unit that a callable measured itself (an engine timed by its own tool,
+    such as YDF's ``model.benchmark``): :func:`interleaved` records it as the round's
+    sample instead of the elapsed time."""
+
+
+def interleaved(fns: Sequence[Callable[[], int | None]], rounds: int, *, warmup: bool = True,
+                pause: float = 0.0) -> list[Timing]:
+    """Time each callable over ``rounds`` rounds, interleaved: round 1 of every callable, then
+    round 2, and so on, so that a machine whose speed drifts during the comparison (a shared
+    virtual machine's does) slows every callable alike instead of whichever runs last.
+
+    Each callable does one round's work and returns how many units it did (``None``: one);
+    its sample is the elapsed seconds over that count, or the :class:`Measured` seconds per
+    unit it returns. ``warmup`` calls each once untimed
+    first (layouts built, caches and branch predictors filled); ``pause`` seconds of sleep
+    before each timed call let worker threads an engine leaves spinning (OpenMP, ONNX
+    Runtime) go idle instead of competing with the next one's."""
+    if warmup:
+        for fn in fns:
+            fn()
+    timings = [Timing() for _ in fns]
+    for _ in range(rounds):
+        for fn, timing in zip(fns, timings):
+            if pause:
+                time.sleep(pause)
+            t0 = time.perf_counter()
+            units = fn()
+            elapsed = time.perf_counter() - t0
+            timing.samples.append(float(units) if isinstance(units, Measured)
+                                  else elapsed / (units if units else 1))
+    return timings
+
+
+def call_slices(X: np.ndarray, batch: int, min_rows: int) -> list[np.ndarray]:
+    """Consecutive ``batch``-row slices of X (wrapping around), C-contiguous, enough for at
+    least ``min_rows`` rows: the calls a timed round makes."""
+    n = X.shape[0]
+    calls = max(1, -(-min_rows // batch))
+    return [np.ascontiguousarray(X[(k * batch) % max(1, n - batch + 1):][:batch])
+            for k in range(calls)]
+
+
+def per_document(predict: Callable[[np.ndarray], object],
+                 slices: Sequence[np.ndarray]) -> Callable[[], int]:
+    """A callable for :func:`interleaved` that scores every slice with ``predict`` and counts
+    the documents."""
+    n_docs = sum(s.shape[0] for s in slices)
+
+    def run() -> int:
+        for s in slices:
+            predict(s)
+        return n_docs
+    return run
 
 
 def generated_rows(n_rows: int, n_features: int, seed: int = 0) -> np.ndarray:
@@ -101,22 +179,10 @@ def run(model_path, data=None, batches=(1, 100, 10_000), n_threads: int = 1,
              f"per run (batch 1: a twentieth)", "",
              "| batch | engine | us/doc | vs the library | scores vs the library |",
              "| ---: | --- | ---: | ---: | --- |"]
-    n = X.shape[0]
     for batch in batches:
-        want = max(batch, min_rows // (20 if batch == 1 else 1))
-        calls = max(1, -(-want // batch))
-        slices = [np.ascontiguousarray(X[(k * batch) % max(1, n - batch + 1):][:batch])
-                  for k in range(calls)]
-        for _, fn in engines:
-            fn(slices[0])
-        runs: list[list[float]] = [[] for _ in engines]
-        for _ in range(repeat):
-            for e, (_, fn) in enumerate(engines):
-                t0 = time.perf_counter()
-                for s in slices:
-                    fn(s)
-                runs[e].append((time.perf_counter() - t0) / (calls * batch) * 1e6)
-        times = [statistics.median(r) for r in runs]
+        slices = call_slices(X, batch, max(batch, min_rows // (20 if batch == 1 else 1)))
+        times = [t.median * 1e6 for t in
+                 interleaved([per_document(fn, slices) for _, fn in engines], repeat)]
         base = times[-1] if lib is not None else float("nan")
         for (name, _), t, a in sorted(zip(engines, times, agree), key=lambda r: r[1]):
             lines.append(f"| {batch} | {name} | {t:.2f} | {base / t:.2f}x | {a} |")

@@ -528,7 +528,7 @@ def test_unknown_or_inconsistent_objective_is_refused(objective):
 
 
 def test_transformed_outputs_follow_lightgbm_for_sqrt():
-    """``regression_l1 sqrt`` squares like ``regression sqrt`` does (SEMANTICS.md names only
+    """``regression_l1 sqrt`` squares like ``regression sqrt`` does (docs/semantics.md names only
     the latter)."""
     rng = np.random.default_rng(3)
     X, latent = _features(rng, 300)

@@ -1,4 +1,4 @@
-"""The paper's arithmetic traversals as selectable algorithms (``ALGORITHMS.md`` 2-6).
+"""The paper's arithmetic traversals as selectable algorithms (``docs/algorithms.md`` 2-6).
 
 Each builds, once per model, the bit-packed matrix rows or columns its kernel reads (see
 ``src/quickscorer/_arith.pyx``) from :mod:`quickscorer.paper.representations`; the node tests

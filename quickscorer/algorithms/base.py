@@ -70,7 +70,7 @@ class Algorithm:
     @staticmethod
     def specialised(fused) -> dict:
         """A fused-type kernel function by input dtype: calling the specialisation directly
-        skips the dispatch on the arguments' types (about 1 us a call)."""
+        skips the dispatch on the arguments' types."""
         sig = fused.__signatures__
         return {np.dtype(np.float32): sig["float"], np.dtype(np.float64): sig["double"]}
 
@@ -97,7 +97,7 @@ class Algorithm:
     def small_entry(self, n: int):
         """``predict_small`` for calls of ``n`` rows as one callable ``(X, squeeze)``, its
         per-call choices made once (Model keeps one per row count): a call through it skips
-        the Python frames of the dispatch (about 0.2 us of a one-row call, AMD EPYC Zen 3)."""
+        the Python frames of the dispatch (``python benchmarks/tuning/call_overhead.py``)."""
         if isinstance(self.layout, _kernel.Layout):
             return partial(_kernel.predict_small, self.forest, self.layout)
         return self.predict_small

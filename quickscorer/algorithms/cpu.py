@@ -12,8 +12,8 @@ from .. import _vqs
 
 ISAS = {"scalar": 0, "avx2": 1, "avx512": 2}
 
-#: the widest group of documents per scan on each path (measured on the 1,000 x 64 model,
-#: Xeon with AVX-512: 32 lanes 1.3x faster than 8 on AVX-512, 16 lanes 1.08x on AVX2)
+#: the widest group of documents per scan on each path: wider groups stop paying where the
+#: registers run out; ``QUICKSCORER_LANES=8|16|32 python benchmarks/compare.py`` re-measures it
 MAX_LANES = {"scalar": 8, "avx2": 16, "avx512": 32}
 
 

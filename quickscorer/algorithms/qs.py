@@ -38,15 +38,6 @@ def shared_layout(ens: Ensemble) -> tuple[dict, _quickscorer.QSLayout]:
     return got
 
 
-def layout_arrays(ens: Ensemble) -> dict:
-    """The QuickScorer arrays of ``ens`` for a builder of another layout: the shared ones when
-    they are built already, else built for the caller alone (and freed with it), so that a
-    model scored only by ``rapidscorer`` does not keep them."""
-    with _LAYOUTS_LOCK:
-        got = _LAYOUTS.get(ens)
-    return got[0] if got is not None else quickscorer_arrays(ens)
-
-
 class QuickScorer(Algorithm):
     """Per feature, all thresholds sorted; false nodes AND their masks into leaf bitvectors."""
 

@@ -9,7 +9,7 @@ than 64 leaves may thus give several entries; they carry the same threshold, so 
 applies all or none of them. Entries of one tree with the same (feature, threshold, word)
 are merged by AND.
 
-How an input value decides a node is not always ``x > threshold`` (SEMANTICS.md), so the
+How an input value decides a node is not always ``x > threshold`` (docs/semantics.md), so the
 numerical entries of a feature are kept in three *segments*, by how the node treats a
 missing value, each sorted by threshold and closed by a ``+inf`` sentinel (never passed by
 the scan, so the scan needs no end test)::

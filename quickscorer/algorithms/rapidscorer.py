@@ -29,11 +29,8 @@ from .rs_levels import LEVELS_LANE_NODES, levels_choice, no_level_fields
 
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
-    group's segments are scanned): a quarter of the L2 cache. ``benchmarks/rs_blocks.py``
-    measured it best in the worst case over six 1,000-tree models at 100 and 10,000 rows on
-    an AVX2 EPYC with 512 KiB of L2 (128 KiB: at most 1.03x the fastest size of each row,
-    256 KiB up to 1.15x). On the Zen 4 VM the algorithm was written on (1 MiB of L2 per core)
-    it is the 256 KiB it had then (no sweep of that size is recorded).
+    group's segments are scanned): a quarter of the L2 cache, the size that was best in the
+    worst case over six 1,000-tree models at 100 and 10,000 rows (``python benchmarks/tuning/rs_blocks.py``).
     ``$QUICKSCORER_RS_BLOCK_BYTES`` overrides it."""
     return l2_cache_bytes() // 4
 
@@ -48,29 +45,22 @@ def default_level_block_bytes() -> int:
 #: groups a thread walks through each tree block of the level path together (their columns:
 #: 17 KB a group of 64 on XGBoost's 136-feature models of benchmarks/matrix.py), at most
 #: LEVEL_CHUNK_BYTES of columns. Every chunk reads the level fields of all the trees (8 KB a
-#: tree of depth 10), so larger chunks read them fewer times. Measured in session 22 with
-#: ``python benchmarks/rs_level_chunks.py`` (AMD EPYC Zen 3, 512 KiB L2, AVX2; us/doc, best
-#: of 5 interleaved rounds, 1 thread, 10,000 rows; chunk / block 12 / 128 KiB, 32, 64, 96 /
-#: 128 KiB, 64 / 64 KiB): XGBoost depth 10 9.60, 8.08, 7.68, 7.51, 7.94; depth 9 6.31, 5.86,
-#: 5.78, 5.61, 5.83; LightGBM 300 leaves in 10 levels 10.19, 8.36, 7.82, 7.40, 7.90;
-#: XGBoost depth 8 4.30, 4.26, 4.19, 4.17, 4.16. Two threads (``--threads 2``), depth 10 /
-#: depth 9: 4.86 / 5.11 with 12, 3.89 / 4.36 with 64. Before session 22 it was 12 (session
-#: 21: 8.19 without chunks, 7.84 with 12 at 4,000 rows)
+#: tree of depth 10), so larger chunks read them fewer times; 64 was
+#: within a few percent of the best chunk on every deep model, on 1 and 2 threads
+#: (``python benchmarks/tuning/rs_level_chunks.py``)
 LEVEL_CHUNK = 64
 
 #: a level chunk's columns stay within this many bytes, so that models of many features take
 #: smaller chunks (a choice, not a measurement: about a core's share of a server's L3 cache;
-#: the 136-feature models measured above take 64 groups, 1.1 MiB)
+#: 136-feature models take 64 groups, 1.1 MiB)
 LEVEL_CHUNK_BYTES = 2 << 20
 
 #: on AVX-512, calls with fewer rows per thread run on the 32-lane path
 WIDE_MIN_ROWS = 48
 
 #: on AVX2, calls of this many rows per thread or more run groups of 64 documents (two
-#: registers per byte row): faster than groups of 32 from 33 rows on (1.04x at 33 rows, 1.06x
-#: to 1.30x at 40 to 64 rows on the 1,000 x 8 and 1,000 x 255 models of benchmarks/matrix.py,
-#: AMD EPYC Zen 3; a one-off timing of ``RapidScorer(wide=False)`` against the default,
-#: fastest of 7 interleaved rounds)
+#: registers per byte row): faster than groups of 32 from 33 rows on, on small and large trees
+#: (``RapidScorer(wide=False)`` against the default, ``python benchmarks/compare.py``)
 AVX2_WIDE_MIN_ROWS = 33
 
 #: the kernel's code of the 64-lane AVX2 path (rs_simd.h RS_ISA_AVX2_WIDE; not an instruction

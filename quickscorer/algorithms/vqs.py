@@ -31,10 +31,10 @@ class VQuickScorer(QuickScorer):
     tree block before the next, in calls with at least that many documents per thread
     (``lanes * doc_groups``); the blocks are built by the first such call. Smaller calls,
     whose documents could not reuse a block, scan the whole layout (no block of its own:
-    measured faster at 4 to 2,000 rows per call on this project's AVX2 EPYC for 31- and
-    64-leaf trees, see the README). ``merge=True`` compares each distinct threshold of a
-    feature once for all of its nodes instead of once per node (off by default: measured
-    slower, see the README)."""
+    faster at every call size so measured, ``python benchmarks/tuning/vqs_blocks.py``).
+    ``merge=True`` compares each distinct threshold of a feature once for all of its nodes
+    instead of once per node (off by default: slower, ``python
+    benchmarks/tuning/vqs_variants.py``)."""
 
     name = "vqs"
     test_vector = "feature-wise scans of sorted thresholds, 8 to 32 documents per SIMD scan"
@@ -130,9 +130,9 @@ class VQuickScorer(QuickScorer):
         for lanes in (32, 16):
             if lanes <= self.max_lanes and per_thread >= lanes:
                 return lanes
-        # 4 lanes (one AVX2 register) for calls of up to 4 rows a thread: 1.20x to 1.27x
-        # faster than 8 at 4 rows on 7 models of 1,000 trees (ydf-2026-11-24-...-session23.md,
-        # section 4); from 5 rows one group of 8 beats two of 4
+        # 4 lanes (one AVX2 register) for calls of up to 4 rows a thread, faster than a
+        # half-empty group of 8; from 5 rows one group of 8 beats two of 4
+        # (python benchmarks/tuning/small_calls.py --batch 4,5 --kernels vqs)
         return 4 if per_thread <= 4 else 8
 
     def _buffers(self, n_threads: int, groups: int, blocks: _vqs.BlockedLayout):

@@ -1,6 +1,6 @@
 """LightGBM text models (``model.txt``, ``Booster.model_to_string()``) -> :class:`Ensemble`.
 
-The format and its scoring rules are described in ``SEMANTICS.md``. Every field that decides a
+The format and its scoring rules are described in ``docs/semantics.md``. Every field that decides a
 prediction is checked against the tree's declared sizes before anything is built from it, so
 a damaged file ends in a :class:`ModelFormatError` that names the tree and field, never in
 an ``IndexError`` or a huge allocation.

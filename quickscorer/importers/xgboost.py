@@ -1,7 +1,7 @@
 """XGBoost JSON and UBJSON models (1.x, 2.x, 3.x) and legacy binary models (0.x to 2.0) ->
 :class:`Ensemble`, without xgboost.
 
-The scoring rules are in ``SEMANTICS.md``. Normalisation to the neutral IR:
+The scoring rules are in ``docs/semantics.md``. Normalisation to the neutral IR:
 
 * XGBoost goes left iff ``float32(x) < split_condition``. With float32 inputs that is
   ``x <= nextafterf(split_condition, -inf)``: the IR threshold.

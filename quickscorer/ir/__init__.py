@@ -4,7 +4,7 @@
   :func:`build_tree`, which validates an imported tree and renumbers it canonically
   (internal nodes breadth-first, leaves left to right, ``x <= threshold`` goes left);
 - ``matrices.py``: the paper's L, R, P and d of a tree shape;
-- ``reference.py``: a slow numpy traversal that states ``SEMANTICS.md`` independently of the
+- ``reference.py``: a slow numpy traversal that states ``docs/semantics.md`` independently of the
   kernels, the oracle of the tests.
 """
 from .ensemble import (FAMILIES, MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, MISSING_NONE,

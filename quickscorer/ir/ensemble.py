@@ -1,6 +1,6 @@
 """The neutral ensemble model (IR) every importer writes and every layout reads.
 
-Conventions (``ALGORITHMS.md``):
+Conventions (``docs/algorithms.md``):
 
 * internal nodes are numbered breadth-first from the root (0 = root);
 * leaves are numbered left to right (in order), 0 = leftmost;
@@ -11,7 +11,7 @@ Importers normalise each library's rule to that form (XGBoost's ``x < t`` become
 ``x <= nextafterf(t, -inf)``). What cannot be normalised into a node field -- how an input
 value is converted before the comparisons, how categories are truncated, the precision of the
 sum -- is decided by the ensemble's ``family`` (``"lightgbm"`` or ``"xgboost"``), see
-``SEMANTICS.md``.
+``docs/semantics.md``.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A slow, obvious root-to-leaf traversal in numpy: the oracle for every kernel.
 
-It follows ``SEMANTICS.md`` line by line and shares no code with the Cython kernels, so a
+It follows ``docs/semantics.md`` line by line and shares no code with the Cython kernels, so a
 mistake in either shows up as a disagreement in the tests. Not for production use.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The paper's matrix forms of one binary tree (``ALGORITHMS.md``, "Representations").
+"""The paper's matrix forms of one binary tree (``docs/algorithms.md``, "Representations").
 
 Matrices are leaves x internal nodes, leaves numbered left to right and nodes breadth-first,
 as everywhere in this package:

@@ -1,4 +1,4 @@
-"""Soft and general trees from the paper's matrix forms (``ALGORITHMS.md`` 7 and 8).
+"""Soft and general trees from the paper's matrix forms (``docs/algorithms.md`` 7 and 8).
 
 * :func:`predict_soft`: node ``n`` goes left with probability
   ``p[n] = sigmoid((threshold - x) / temperature)``; a leaf's probability is the product of
