@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import os
-import platform
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+
+from quickscorer.bench import call_slices, interleaved, per_document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -43,29 +41,12 @@ def machine() -> str:
 
 def time_engines(engines, X: np.ndarray, batch: int, repeat: int, min_rows: int,
                  pause: float = 0.0) -> list:
-    """Median microseconds per document of each engine over ``repeat`` timed runs after one
-    warm-up; each run scores consecutive ``batch``-row slices until at least ``min_rows`` rows
-    are done. The runs are interleaved (run 1 of every engine, then run 2, ...), so a machine
-    whose speed drifts during the comparison (a shared virtual machine's does) slows every
-    engine alike instead of whichever was timed last. ``pause`` seconds of sleep before each
-    timed run let the worker threads an engine leaves spinning (OpenMP, ONNX Runtime) go idle
-    instead of competing with the next engine's threads."""
-    n = X.shape[0]
-    calls = max(1, -(-min_rows // batch))
-    slices = [X[(k * batch) % max(1, n - batch + 1):][:batch] for k in range(calls)]
-    slices = [np.ascontiguousarray(s) for s in slices]
-    for engine in engines:
-        engine.predict(slices[0])
-    samples: list[list[float]] = [[] for _ in engines]
-    for _ in range(repeat):
-        for e, engine in enumerate(engines):
-            if pause:
-                time.sleep(pause)
-            t0 = time.perf_counter()
-            for s in slices:
-                engine.predict(s)
-            samples[e].append((time.perf_counter() - t0) / (calls * batch))
-    return [statistics.median(v) * 1e6 for v in samples]
+    """Median microseconds per document of each engine over ``repeat`` interleaved rounds
+    after one warm-up (``quickscorer.bench.interleaved``); each round scores consecutive
+    ``batch``-row slices until at least ``min_rows`` rows are done."""
+    slices = call_slices(X, batch, min_rows)
+    fns = [per_document(engine.predict, slices) for engine in engines]
+    return [t.median * 1e6 for t in interleaved(fns, repeat, pause=pause)]
 
 
 def agreement(engine, X: np.ndarray, reference: np.ndarray) -> tuple[bool, str]:

@@ -20,8 +20,9 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
+
+from quickscorer.bench import interleaved
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -83,13 +84,9 @@ def main(argv=None) -> int:
                     "rs": lambda: quickscorer.load(path, prepare=("rapidscorer",)),
                     "auto": lambda: quickscorer.load(path, prepare=("auto",)),
                     "native": lambda: native(path)}
-            times = {k: [] for k in runs}
             reps = max(2, args.repeat if n <= 1000 else args.repeat // 2)
-            for _ in range(reps):
-                for k, fn in runs.items():
-                    t0 = time.perf_counter()
-                    fn()
-                    times[k].append(time.perf_counter() - t0)
+            times = {k: t.samples for k, t in zip(runs, interleaved(
+                [lambda fn=fn: fn() and None for fn in runs.values()], reps, warmup=False))}
             cell = {k: f"{min(v):.3f} / {statistics.median(v):.3f}" for k, v in times.items()}
             best = {k: min(v) for k, v in times.items()}
             print(f"| {n} {shape} | {lib} | {cell['load']} | {cell['rs']} | {cell['auto']} | "

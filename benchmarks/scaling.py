@@ -24,13 +24,13 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import os
-import statistics
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
+
+from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -46,7 +46,6 @@ def time_callers(engines, X: np.ndarray, n_callers: int, batch: int, calls: int,
     n = X.shape[0]
     slices = [[np.ascontiguousarray(X[((c * calls + k) * batch) % max(1, n - batch + 1):]
                                     [:batch]) for k in range(calls)] for c in range(n_callers)]
-    samples: list[list[float]] = [[] for _ in engines]
     errors: list[BaseException] = []
 
     def one(engine, mine, barrier):
@@ -59,23 +58,24 @@ def time_callers(engines, X: np.ndarray, n_callers: int, batch: int, calls: int,
 
     for engine in engines:                  # warm-up: every caller once
         engine.predict(slices[0][0])
-    for _ in range(repeat):
-        for e, engine in enumerate(engines):
-            time.sleep(pause)
-            barrier = threading.Barrier(n_callers + 1)
+
+    def callers(engine):
+        def run() -> int:
+            barrier = threading.Barrier(n_callers)
             workers = [threading.Thread(target=one, args=(engine, slices[c], barrier))
                        for c in range(n_callers)]
             for w in workers:
                 w.start()
-            barrier.wait()
-            t0 = time.perf_counter()
             for w in workers:
                 w.join()
-            samples[e].append((time.perf_counter() - t0) / (n_callers * calls * batch))
             if errors:
                 raise RuntimeError(f"{engine.name} failed under {n_callers} callers: "
                                    f"{errors[0]!r}")
-    return [statistics.median(v) * 1e6 for v in samples]
+            return n_callers * calls * batch
+        return run
+
+    return [t.median * 1e6 for t in interleaved([callers(e) for e in engines], repeat,
+                                                  warmup=False, pause=pause)]
 
 
 def rows_for(lines, shape, mode, engines, times, base):

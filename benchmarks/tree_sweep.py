@@ -22,10 +22,9 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
+from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -66,24 +65,25 @@ def main(argv=None) -> int:
     slices = ([trees(a, min(a + step, counts[-1])) for a in range(0, counts[-1], step)]
               if args.slices else [])
     X = wl.X[:args.rows]
-    times: dict[tuple[str, int], list[float]] = {}
-    for _ in range(args.repeat):
-        for n, model in models.items():
-            t0 = time.perf_counter()
-            model.predict(X, raw_score=True)
-            times.setdefault(("quickscorer", n), []).append(
-                (time.perf_counter() - t0) / X.shape[0] * 1e6)
-            if booster is not None:
-                t0 = time.perf_counter()
-                booster.predict(X, raw_score=True, num_iteration=n, num_threads=1)
-                times.setdefault(("lightgbm", n), []).append(
-                    (time.perf_counter() - t0) / X.shape[0] * 1e6)
-        if slices:
-            t0 = time.perf_counter()
-            for model in slices:
-                model.predict(X, raw_score=True)
-            times.setdefault(("slices", counts[-1]), []).append(
-                (time.perf_counter() - t0) / X.shape[0] * 1e6)
+    calls: dict[tuple[str, int], object] = {}
+
+    def docs(fn):
+        def run() -> int:
+            fn()
+            return X.shape[0]
+        return run
+
+    for n, model in models.items():
+        calls["quickscorer", n] = docs(lambda m=model: m.predict(X, raw_score=True))
+        if booster is not None:
+            calls["lightgbm", n] = docs(lambda n=n: booster.predict(
+                X, raw_score=True, num_iteration=n, num_threads=1))
+    if slices:
+        calls["slices", counts[-1]] = docs(
+            lambda: [model.predict(X, raw_score=True) for model in slices])
+    times = {k: [v * 1e6 for v in t.samples]
+             for k, t in zip(calls, interleaved(list(calls.values()), args.repeat,
+                                                warmup=False))}
     print(f"{wl.name} prefixes, {args.rows} rows, 1 thread, {args.repeat} interleaved runs; "
           f"{C.machine()}")
     print("| engine | trees | us/doc (min) | us/doc (median) | per tree (ns) | growth vs "

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from quickscorer.bench import Measured, interleaved
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import compare as C  # noqa: E402
@@ -158,26 +160,30 @@ def main(argv=None) -> int:
         calls = max(1, -(-10_000 // batch))
         slices = [np.ascontiguousarray(X[(k * batch) % (X.shape[0] - batch + 1):][:batch])
                   for k in range(calls)]
-        times: dict[str, list[float]] = {"ours": []}
         for s in slices[:50]:
             ours.predict(s, n_threads=1)
-        for _ in range(args.rounds):
-            for name in chosen:
-                if name is not None:
-                    model.force_engine(name)
+
+        def ydf_engine(name, batch=batch):
+            def run() -> Measured:
+                model.force_engine(name)
                 r = model.benchmark(ds, benchmark_duration=args.seconds,
-                                    warmup_duration=0.2, batch_size=batch,
-                                    num_threads=1)
-                times.setdefault(name or "(the engine YDF picks)", []).append(
-                    r.duration_per_example * 1e6)
-            model.force_engine(None)
-            t0 = time.perf_counter()
-            done = 0
-            while time.perf_counter() - t0 < args.seconds:
+                                    warmup_duration=0.2, batch_size=batch, num_threads=1)
+                model.force_engine(None)
+                return Measured(r.duration_per_example)
+            return run
+
+        def ours_calls(slices=slices, done=calls * batch) -> int:
+            n, end = 0, time.perf_counter() + args.seconds
+            while time.perf_counter() < end:
                 for s in slices:
                     ours.predict(s, n_threads=1)
-                done += calls * batch
-            times["ours"].append((time.perf_counter() - t0) / done * 1e6)
+                n += done
+            return n
+
+        names = [name or "(the engine YDF picks)" for name in chosen] + ["ours"]
+        timings = interleaved([ydf_engine(name) for name in chosen] + [ours_calls], args.rounds,
+                              warmup=False)
+        times = {name: [v * 1e6 for v in t.samples] for name, t in zip(names, timings)}
         mine = statistics.median(times["ours"])
         for name, v in times.items():
             med = statistics.median(v)

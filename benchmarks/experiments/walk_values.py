@@ -1,27 +1,28 @@
 """The walk of complete trees for one and two rows, with its leaves' values added group by
-group (``WalkLayout.attach_values``, walk.h QS_WALK_GROUPS_SUM, the default since session 26)
+group (``WalkLayout.attach_values``, walk.h WALK_GROUPS_SUM, the default)
 against the same walk storing the leaves and adding them after (a layout built from the same
 arrays without the values): same model, same rows, the walk's low-latency entry
 (``_kernel.predict_small``), interleaved rounds in one process, scores checked equal to each
 other and to the QuickScorer scan.
 
-    python benchmarks/walk_values.py
-    python benchmarks/walk_values.py --shapes ydf-uniform-d6,xgb-depth6-uniform-1000 --rows 1,2,4
+    python benchmarks/experiments/walk_values.py
+    python benchmarks/experiments/walk_values.py --shapes ydf-uniform-d6,xgb-depth6-uniform-1000 --rows 1,2,4
 
-Shapes as ``benchmarks/small_calls.py`` takes them (matrix shapes, ``ydf-<data>-d<depth>``);
+Shapes as ``benchmarks/tuning/small_calls.py`` takes them (matrix shapes, ``ydf-<data>-d<depth>``);
 models whose trees the walk does not lay out complete are skipped, saying so.
 """
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tuning"))
 
 import compare as C  # noqa: E402
 import small_calls as S  # noqa: E402
@@ -60,14 +61,16 @@ def main(argv=None) -> int:
                                  algorithm="quickscorer")
             if not (np.array_equal(got["values"], want) and np.array_equal(got["plain"], want)):
                 raise SystemExit(f"{shape}: scores differ")
-            times = {k: [] for k in engines}
-            for _ in range(args.rounds):
-                for k, lay in engines.items():
-                    t0 = time.perf_counter()
+            def calls(lay):
+                def run() -> int:
                     for b in batches:
                         _kernel.predict_small(walk.forest, lay, b, True)
-                    times[k].append((time.perf_counter() - t0) / (rows * len(batches)) * 1e6)
-            a, b = statistics.median(times["values"]), statistics.median(times["plain"])
+                    return rows * len(batches)
+                return run
+
+            t = dict(zip(engines, interleaved([calls(lay) for lay in engines.values()],
+                                              args.rounds)))
+            a, b = t["values"].median * 1e6, t["plain"].median * 1e6
             print(f"| {shape} | {rows} | {a:.2f} | {b:.2f} | {b / a:.3f}x |", flush=True)
     return 0
 

@@ -9,8 +9,8 @@ miss; measured times are higher. The loop is found in ``objdump -d`` of the buil
 the shortest backward branch in ``rs_block_scan_<path>`` whose body compares bytes and stores
 a row.
 
-    python benchmarks/rs_scan_mca.py                     # AVX2 (64 lanes) and AVX-512 paths
-    python benchmarks/rs_scan_mca.py --cpus znver3,skylake-avx512
+    python benchmarks/experiments/rs_scan_mca.py                     # AVX2 (64 lanes) and AVX-512 paths
+    python benchmarks/experiments/rs_scan_mca.py --cpus znver3,skylake-avx512
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # the scan of each path and the lanes one entry serves; then the level walk's, a node a turn
 PATHS = {"avx2": ("rs_block_scan_avx2", 32), "avx2w": ("rs_block_scan_avx2w", 64),
          "avx512": ("rs_block_scan_avx512", 64),

@@ -1,8 +1,8 @@
 """Microseconds per document of the fast kernels against the rows per call, the measurement
 behind ``quickscorer/algorithms/autoselect.py``.
 
-    python benchmarks/autoselect_sweep.py                       # full-uniform-1000x64
-    python benchmarks/autoselect_sweep.py --shape full-uniform-1000x31 --repeat 5
+    python benchmarks/tuning/autoselect_sweep.py                       # full-uniform-1000x64
+    python benchmarks/tuning/autoselect_sweep.py --shape full-uniform-1000x31 --repeat 5
 
 Each kernel scores consecutive slices of the rows in calls of each size, one thread, timed
 interleaved (every kernel once per round); the table gives the best round. The last row is
@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
 import matrix as M  # noqa: E402
 
@@ -55,21 +56,26 @@ def main(argv=None) -> int:
     other = np.empty((0, k), np.float64 if dtype == np.float32 else np.float32)
     best: dict[tuple[str, int], float] = {}
     X = wl.X
-    for _ in range(args.repeat):
-        for n in sizes:
-            total = max(4 * n, 256)
-            out = np.empty((n, k), dtype)
-            for name, alg in kernels.items():
-                t0 = time.perf_counter()
-                for s in range(0, total, n):
-                    if alg is None:
-                        model.predict_raw(X[s:s + n])
-                    elif dtype == np.float32:
-                        alg.predict_raw(X[s:s + n], other, out, 1)
-                    else:
-                        alg.predict_raw(X[s:s + n], out, other, 1)
-                us = (time.perf_counter() - t0) / total * 1e6
-                best[name, n] = min(best.get((name, n), us), us)
+
+    def calls(alg, n: int, out: np.ndarray):
+        total = max(4 * n, 256)
+
+        def run() -> int:
+            for s in range(0, total, n):
+                if alg is None:
+                    model.predict_raw(X[s:s + n])
+                elif dtype == np.float32:
+                    alg.predict_raw(X[s:s + n], other, out, 1)
+                else:
+                    alg.predict_raw(X[s:s + n], out, other, 1)
+            return total
+        return run
+
+    for n in sizes:
+        out = np.empty((n, k), dtype)
+        timings = interleaved([calls(alg, n, out) for alg in kernels.values()], args.repeat)
+        for name, t in zip(kernels, timings):
+            best[name, n] = t.minimum * 1e6
     print(f"{wl.name}, one thread, us/doc (best of {args.repeat}); {M.C.machine()}")
     print(f"{'rows per call':>22s} " + " ".join(f"{n:>6d}" for n in sizes))
     for name in kernels:

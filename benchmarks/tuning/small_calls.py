@@ -1,9 +1,9 @@
 """Calls of a few rows: the kernels' low-latency entries against the general path, same model,
 same kernel, same rows, interleaved in one process.
 
-    python benchmarks/small_calls.py                       # the default shapes and batches
-    python benchmarks/small_calls.py --shapes ltr-1000x64 --batch 4,10,32 --rounds 7
-    python benchmarks/small_calls.py --batch 2,3,4 --kernels quickscorer,walk,vqs
+    python benchmarks/tuning/small_calls.py                       # the default shapes and batches
+    python benchmarks/tuning/small_calls.py --shapes ltr-1000x64 --batch 4,10,32 --rounds 7
+    python benchmarks/tuning/small_calls.py --batch 2,3,4 --kernels quickscorer,walk,vqs
 
 Every call of fewer than ``PARALLEL_MIN_ROWS`` rows (64) with the automatic choice runs the
 low-latency entry of the kernel chosen for that many rows (``Algorithm.predict_small``: the
@@ -29,7 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
 import compare as C  # noqa: E402
 import matrix as M  # noqa: E402
@@ -69,18 +71,19 @@ def _load(shape: str):
     return model, general_path(model), X
 
 
-def _time(fn, batches, seconds: float) -> float:
-    """Microseconds per document of fn over the batches in turn for about `seconds`."""
-    n_docs = 0
-    t0 = time.perf_counter()
-    end = t0 + seconds
-    while True:
-        for b in batches:
-            fn(b)
-            n_docs += b.shape[0]
-        now = time.perf_counter()
-        if now >= end:
-            return (now - t0) / n_docs * 1e6
+def _for_seconds(fn, batches, seconds: float):
+    """A round for ``interleaved``: fn over the batches in turn for about ``seconds``; the
+    documents scored."""
+    def run() -> int:
+        n_docs = 0
+        end = time.perf_counter() + seconds
+        while True:
+            for b in batches:
+                fn(b)
+                n_docs += b.shape[0]
+            if time.perf_counter() >= end:
+                return n_docs
+    return run
 
 
 def main(argv=None) -> int:
@@ -117,10 +120,9 @@ def main(argv=None) -> int:
                     calls[k] = lambda rows, k=k: model.predict(rows, algorithm=k)
                     if not np.array_equal(calls[k](sets[0]), model.predict(sets[0])):
                         raise SystemExit(f"{shape}, {b} rows: {k} disagrees with the default")
-            times = {name: [] for name in calls}
-            for _ in range(args.rounds):
-                for name, fn in calls.items():
-                    times[name].append(_time(fn, sets, args.seconds))
+            timings = interleaved([_for_seconds(fn, sets, args.seconds) for fn in calls.values()],
+                                  args.rounds, warmup=False)
+            times = {name: [v * 1e6 for v in t.samples] for name, t in zip(calls, timings)}
             med = {name: statistics.median(v) for name, v in times.items()}
             cell = {name: f"{med[name]:.2f} ({min(times[name]):.2f})" for name in times}
             e, g = med["entry"], med["general"]

@@ -1,8 +1,8 @@
 """The level path's chunks of groups and tree blocks (RapidScorer on trees of 9 or 10 levels),
 swept on the matrix's models.
 
-    python benchmarks/rs_level_chunks.py
-    python benchmarks/rs_level_chunks.py --variants 12:128,64:128,96:128 --rows 10000 --threads 2
+    python benchmarks/tuning/rs_level_chunks.py
+    python benchmarks/tuning/rs_level_chunks.py --variants 12:128,64:128,96:128 --rows 10000 --threads 2
 
 Calls of several 64-document groups a thread walk ``chunk`` groups together through blocks
 of ``block`` KiB of level fields (``rapidscorer.LEVEL_CHUNK``, ``default_level_block_bytes``;
@@ -19,12 +19,13 @@ import argparse
 import os
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
 import matrix as M  # noqa: E402
 
@@ -72,14 +73,14 @@ def main(argv=None) -> int:
                                           first)
         for rows in (int(r) for r in args.rows.split(",")):
             Xr = np.ascontiguousarray(X[:rows])
-            best = [float("inf")] * len(models)
-            for r in range(args.repeat):
-                order = range(len(models)) if r % 2 == 0 else reversed(range(len(models)))
-                for k in order:
-                    models[k].predict_raw(Xr, algorithm="rapidscorer", n_threads=args.threads)
-                    t = time.perf_counter()
-                    models[k].predict_raw(Xr, algorithm="rapidscorer", n_threads=args.threads)
-                    best[k] = min(best[k], (time.perf_counter() - t) / rows * 1e6)
+            def call(m):
+                def run() -> int:
+                    m.predict_raw(Xr, algorithm="rapidscorer", n_threads=args.threads)
+                    return rows
+                return run
+
+            best = [t.minimum * 1e6
+                    for t in interleaved([call(m) for m in models], args.repeat)]
             low = min(best)
             print(f"| {wl.name} | {rows} | "
                   + " | ".join(f"{b:.2f} ({b / low:.2f}x)" for b in best) + " |", flush=True)

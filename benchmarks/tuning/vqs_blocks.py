@@ -1,7 +1,7 @@
 """V-QuickScorer with tree blocks against the whole layout, per call size.
 
-    python benchmarks/vqs_blocks.py
-    python benchmarks/vqs_blocks.py --rows 4,8,11,16,64,2000 --models full-uniform-1000x64
+    python benchmarks/tuning/vqs_blocks.py
+    python benchmarks/tuning/vqs_blocks.py --rows 4,8,11,16,64,2000 --models full-uniform-1000x64
 
 For each model (``--models``: the shapes of ``benchmarks/matrix.py``, built by its
 ``workload``), two ``VQuickScorer`` objects on the same model: one cut into tree blocks of
@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
 import matrix as M  # noqa: E402
 
@@ -58,23 +59,24 @@ def main(argv=None) -> int:
             calls = max(1, args.calls_rows // rows)
             if calls * rows > X.shape[0]:
                 calls = X.shape[0] // rows
-            times = {"blocks": [], "whole": []}
-            for _ in range(args.repeat):
-                for name, alg in (("blocks", blocked), ("whole", whole)):
-                    out64 = np.zeros((0, 0)) if xgb else np.zeros((rows, 1))
-                    out32 = np.zeros((rows, 1), np.float32) if xgb else np.zeros((0, 0),
-                                                                                np.float32)
-                    lanes = alg.lanes_for(rows, 1)
-                    layout = (alg._layout_for(1 << 30, 1, lanes) if name == "blocks"
-                              else alg._layout_for(rows, 1, lanes))
-                    rowbuf, bits = alg._buffers(1, alg.doc_groups, layout)
-                    kernel = kernels[X.dtype]
-                    t = time.perf_counter()
+            def scans(name, alg):
+                out64 = np.zeros((0, 0)) if xgb else np.zeros((rows, 1))
+                out32 = np.zeros((rows, 1), np.float32) if xgb else np.zeros((0, 0), np.float32)
+                lanes = alg.lanes_for(rows, 1)
+                layout = (alg._layout_for(1 << 30, 1, lanes) if name == "blocks"
+                          else alg._layout_for(rows, 1, lanes))
+                rowbuf, bits = alg._buffers(1, alg.doc_groups, layout)
+                kernel = kernels[X.dtype]
+
+                def run() -> int:
                     for i in range(0, calls * rows, rows):
                         kernel(alg.forest, layout, X[i:i + rows], out64, out32, rowbuf, bits,
                                1, alg.isa, alg.merge, alg.doc_groups, lanes)
-                    times[name].append((time.perf_counter() - t) / (calls * rows) * 1e6)
-            b, w = float(np.median(times["blocks"])), float(np.median(times["whole"]))
+                    return calls * rows
+                return run
+
+            b, w = (t.median * 1e6 for t in interleaved(
+                [scans("blocks", blocked), scans("whole", whole)], args.repeat))
             print(f"| {wl.name} | {blocked.tree_blocks} | {rows} | {b:.2f} | {w:.2f} | "
                   f"{b / w:.2f}x |", flush=True)
     return 0

@@ -4,8 +4,8 @@ QuickScorer scan) against ``walk`` (eight interleaved root-to-leaf walks), each 
 ``predict_raw(row)``, which runs the one the model's node counts pick
 (``model.info()["one_row_algorithm"]``, printed as "picks").
 
-    python benchmarks/one_row.py                       # the nine shapes of the matrix
-    python benchmarks/one_row.py --shapes full-uniform-1000x64 --rounds 15
+    python benchmarks/tuning/one_row.py                       # the nine shapes of the matrix
+    python benchmarks/tuning/one_row.py --shapes full-uniform-1000x64 --rounds 15
 
 Prints the minimum over rounds of the mean time of a call, per shape and kernel, and the
 ratio (above 1: the walk is faster). Every row's scores are first checked equal to the
@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
 from matrix import workload  # noqa: E402
 
@@ -48,13 +49,15 @@ def main() -> int:
             got = np.concatenate([model.predict_raw(r, algorithm=name) for r in rows])
             if not np.array_equal(got, want):
                 raise SystemExit(f"{shape}: {name} differs from the reference")
-        best = dict.fromkeys(KERNELS, float("inf"))
-        for _ in range(args.rounds):
-            for name in KERNELS:
-                t0 = time.perf_counter()
+        def calls(name):
+            def run() -> int:
                 for r in rows:
                     model.predict_raw(r, algorithm=name)
-                best[name] = min(best[name], (time.perf_counter() - t0) / len(rows) * 1e6)
+                return len(rows)
+            return run
+
+        timings = interleaved([calls(name) for name in KERNELS], args.rounds, warmup=False)
+        best = {name: t.minimum * 1e6 for name, t in zip(KERNELS, timings)}
         print(f"{shape:26s} quickscorer {best['quickscorer']:8.2f}  walk {best['walk']:8.2f}  "
               f"default {best[None]:8.2f} us/call  quickscorer/walk "
               f"{best['quickscorer'] / best['walk']:.2f}  picks "

@@ -1,16 +1,16 @@
 """One row through a model's trees, the walk alone, in C: the eight-cursor walk of the
-walk's node table (``qs_walk8``, a harvest of the leaves every ``QS_WALK_HARVEST`` steps; as
-it stepped until session 26, the next root read on the chain of loads; with a harvest every
-1, 2 or 4 steps), its complete trees eight at a time (``qs_walk_groups``, the
-one-row kernel where the model has them), two rows together (``qs_walk_groups_pair``), and
+walk's node table (``walk8``, a harvest of the leaves every ``WALK_HARVEST`` steps; as
+it once stepped, the next root read on the chain of loads; with a harvest every
+1, 2 or 4 steps), its complete trees eight at a time (``walk_groups``, the
+one-row kernel where the model has them), two rows together (``walk_groups_pair``), and
 AVX2 gathers of eight trees a level (one, two or four groups at a time; float32 slots, every
 tree of one depth), on the same rows, expanded here as ``_walk.expand`` does (the rows have no
 NaN; a LightGBM zero-as-missing column maps 0 to its side). No expansion of the row, no sum of
-the leaves: what ``benchmarks/small_calls.py`` times through ``predict`` adds both and the
+the leaves: what ``benchmarks/tuning/small_calls.py`` times through ``predict`` adds both and the
 call. Every variant's leaves are checked against the reference traversal's.
 
-    python benchmarks/walk_groups_floor.py --shapes ydf-uniform-d7,xgb-depth6-uniform-1000
-    python benchmarks/walk_groups_floor.py --shapes full-uniform-1000x64,ltr-1000x64
+    python benchmarks/experiments/walk_groups_floor.py --shapes ydf-uniform-d7,xgb-depth6-uniform-1000
+    python benchmarks/experiments/walk_groups_floor.py --shapes full-uniform-1000x64,ltr-1000x64
 
 Models without complete trees (leaf-wise LightGBM trees) run the eight-cursor walks only.
 """
@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))   # benchmarks/
+sys.path.insert(0, str(HERE.parent / "tuning"))
 
 import compare as C  # noqa: E402
 import small_calls as S  # noqa: E402
@@ -104,7 +105,7 @@ def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default="ydf-uniform-d7,xgb-depth6-uniform-1000",
-                   help="benchmarks/small_calls.py shape names, comma-separated")
+                   help="benchmarks/tuning/small_calls.py shape names, comma-separated")
     p.add_argument("--rows", type=int, default=2000)
     p.add_argument("--rounds", type=int, default=7)
     args = p.parse_args(argv)

@@ -1,26 +1,27 @@
 """The fixed cost of a call: one-row ``predict`` on a one-tree model, where the work is
 nothing but argument handling and the kernel's entry.
 
-    python benchmarks/call_overhead.py                 # best and median of 7 rounds
-    python benchmarks/call_overhead.py --rows 4,16,32,63,64
+    python benchmarks/tuning/call_overhead.py                 # best and median of 7 rounds
+    python benchmarks/tuning/call_overhead.py --rows 4,16,32,63,64
 
 Times this library's default ``predict`` and ``predict_raw``, one named kernel, and the
 kernel called directly (no argument handling, what a lower bound of the Python side looks
 like), with LightGBM's ``Booster.predict`` on the same model as a reference. ``--rows``
 adds the default ``predict`` on calls of that many rows, each against the general path of
 the same kernel (a ``Model`` whose low-latency entries are turned off, as in
-``benchmarks/small_calls.py``): us per call.
+``benchmarks/tuning/small_calls.py``): us per call.
 """
 from __future__ import annotations
 
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
 import compare as C  # noqa: E402
 
@@ -59,15 +60,16 @@ def main(argv=None) -> int:
         calls[f"{n} rows: predict (default, {kernel})"] = lambda rows=rows: model.predict(rows)
         calls[f"{n} rows: the general path"] = lambda rows=rows: general.predict(rows)
     n = 20_000
-    rounds: dict[str, list[float]] = {k: [] for k in calls}
-    for fn in calls.values():
-        fn()
-    for _ in range(7):
-        for name, fn in calls.items():
-            t0 = time.perf_counter()
+
+    def repeated(fn):
+        def run() -> int:
             for _ in range(n):
                 fn()
-            rounds[name].append((time.perf_counter() - t0) / n * 1e6)
+            return n
+        return run
+
+    timings = interleaved([repeated(fn) for fn in calls.values()], 7)
+    rounds = {name: [v * 1e6 for v in t.samples] for name, t in zip(calls, timings)}
     print(f"one-row call on a one-tree model (8 leaves, 8 features), us per call, 7 "
           f"interleaved rounds of {n} calls; {C.machine()}")
     print("| call | best | median |")

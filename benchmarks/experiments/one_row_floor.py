@@ -12,8 +12,8 @@ in C (``one_row_floor.c``) in the kernel's layout, in 16-byte records, and orien
 floor reads the rows as float32 (the counts use LightGBM models' float64 rows): it times the
 work, it does not score.
 
-    python benchmarks/one_row_floor.py --model benchmarks/cache/full_uniform_lgb_1000x31.txt
-    python benchmarks/one_row_floor.py --ydf heavy:7        # YDF's model (ydf_reference.py)
+    python benchmarks/experiments/one_row_floor.py --model benchmarks/cache/full_uniform_lgb_1000x31.txt
+    python benchmarks/experiments/one_row_floor.py --ydf heavy:7        # YDF's model (ydf_reference.py)
 """
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))   # benchmarks/
+sys.path.insert(0, str(HERE.parent / "tuning"))
 
 import compare as C  # noqa: E402
 import workloads as W  # noqa: E402

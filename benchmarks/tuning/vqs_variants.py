@@ -8,11 +8,11 @@ microseconds per document.
 
 Examples::
 
-    python benchmarks/vqs_variants.py                       # the default set, ltr 1000 x 64
-    python benchmarks/vqs_variants.py --trees 5000 isa=avx2,lanes=16 isa=avx2,lanes=8
-    python benchmarks/vqs_variants.py --workload sweep --trees 1000,20000 lanes=32
-    python benchmarks/vqs_variants.py --workload sweep --trees 20000 --slices 0,10000,19000
-    python benchmarks/vqs_variants.py isa=avx512,lanes=32,block_trees=500,doc_groups=4
+    python benchmarks/tuning/vqs_variants.py                       # the default set, ltr 1000 x 64
+    python benchmarks/tuning/vqs_variants.py --trees 5000 isa=avx2,lanes=16 isa=avx2,lanes=8
+    python benchmarks/tuning/vqs_variants.py --workload sweep --trees 1000,20000 lanes=32
+    python benchmarks/tuning/vqs_variants.py --workload sweep --trees 20000 --slices 0,10000,19000
+    python benchmarks/tuning/vqs_variants.py isa=avx512,lanes=32,block_trees=500,doc_groups=4
 
 Keywords: isa (scalar, avx2, avx512), lanes (8, 16, 32), merge (0, 1), block_bytes,
 block_trees, doc_groups.
@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
 import workloads as W  # noqa: E402
 
@@ -94,16 +95,22 @@ def main(argv=None) -> int:
                 alg = VQuickScorer(model.ensemble, model._forest, **parse(s))
                 for t in threads:
                     runs.append((f"{name} {s} threads={t}", alg, X, bufs, t))
-    times: dict[str, list[float]] = {label: [] for label, *_ in runs}
     first: dict[int, np.ndarray] = {}
-    for _ in range(args.repeat):
-        for label, alg, X, (out, none32), n_threads in runs:
-            t0 = time.perf_counter()
+    for label, alg, X, (out, none32), n_threads in runs:
+        alg.predict_raw(X, out, none32, n_threads)
+        ref = first.setdefault(id(out), out.copy())
+        if not np.array_equal(out, ref):
+            raise SystemExit(f"{label}: scores differ from the first variant's")
+
+    def call(alg, X, out, none32, n_threads):
+        def run() -> int:
             alg.predict_raw(X, out, none32, n_threads)
-            times[label].append((time.perf_counter() - t0) / X.shape[0] * 1e6)
-            ref = first.setdefault(id(out), out.copy())
-            if not np.array_equal(out, ref):
-                raise SystemExit(f"{label}: scores differ from the first variant's")
+            return X.shape[0]
+        return run
+
+    timings = interleaved([call(alg, X, out, none32, t) for _, alg, X, (out, none32), t in runs],
+                          args.repeat, warmup=False)
+    times = {label: [v * 1e6 for v in t.samples] for (label, *_), t in zip(runs, timings)}
     print(f"{args.rows} rows, paths on this CPU: {available_isas()}")
     for label, alg, *_ in runs:
         v = np.array(times[label])

@@ -1,7 +1,7 @@
 """RapidScorer's tree-block size, swept on the matrix's models.
 
-    python benchmarks/rs_blocks.py
-    python benchmarks/rs_blocks.py --sizes 32,64,96,128,256 --rows 100,10000 --repeat 7
+    python benchmarks/tuning/rs_blocks.py
+    python benchmarks/tuning/rs_blocks.py --sizes 32,64,96,128,256 --rows 100,10000 --repeat 7
 
 For each model (``--models``: the shapes of ``benchmarks/matrix.py``, built by its
 ``workload``), one ``RapidScorer`` per block size (KiB of bitvector byte rows per tree block
@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from quickscorer.bench import interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
 import matrix as M  # noqa: E402
 
@@ -56,14 +57,14 @@ def main(argv=None) -> int:
             n = (X.shape[0] // rows) * rows
             out64 = np.zeros((0, 0)) if xgb else np.zeros((rows, 1))
             out32 = np.zeros((rows, 1), np.float32) if xgb else np.zeros((0, 0), np.float32)
-            times: list[list[float]] = [[] for _ in algs]
-            for _ in range(args.repeat):
-                for k, alg in enumerate(algs):
-                    t = time.perf_counter()
+            def calls(alg):
+                def run() -> int:
                     for i in range(0, n, rows):
                         alg.predict_raw(X[i:i + rows], out64, out32, 1)
-                    times[k].append((time.perf_counter() - t) / n * 1e6)
-            med = [float(np.min(t)) for t in times]
+                    return n
+                return run
+
+            med = [t.median * 1e6 for t in interleaved([calls(a) for a in algs], args.repeat)]
             best = min(med)
             for s, m in zip(sizes, med):
                 worst[s] = max(worst[s], m / best)
