@@ -187,8 +187,9 @@ def commit_hashes(tokens: set[str]) -> set[str]:
     ordered = sorted(tokens)
     answer = _git("cat-file", "--batch-check", stdin="".join(f"{t}^{{commit}}\n"
                                                              for t in ordered))
-    if answer is None:
-        return tokens
+    if answer is None:              # no history here: a hex word with a letter other than an
+        return {t for t in tokens    # exponent's e, not a binary literal, is taken for a hash
+                if re.search(r"[a-df]", t) and not t.startswith("0b")}
     return {t for t, line in zip(ordered, answer.splitlines()) if not line.endswith("missing")}
 
 
