@@ -85,8 +85,13 @@ def main(argv=None) -> int:
                     "auto": lambda: quickscorer.load(path, prepare=("auto",)),
                     "native": lambda: native(path)}
             reps = max(2, args.repeat if n <= 1000 else args.repeat // 2)
+            def once(fn):
+                def run() -> None:              # one load a round: the sample is its time
+                    fn()
+                return run
+
             times = {k: t.samples for k, t in zip(runs, interleaved(
-                [lambda fn=fn: fn() and None for fn in runs.values()], reps, warmup=False))}
+                [once(fn) for fn in runs.values()], reps, warmup=False))}
             cell = {k: f"{min(v):.3f} / {statistics.median(v):.3f}" for k, v in times.items()}
             best = {k: min(v) for k, v in times.items()}
             print(f"| {n} {shape} | {lib} | {cell['load']} | {cell['rs']} | {cell['auto']} | "

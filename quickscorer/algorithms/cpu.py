@@ -12,8 +12,8 @@ from .. import _vqs
 
 ISAS = {"scalar": 0, "avx2": 1, "avx512": 2}
 
-#: the widest group of documents per scan on each path: wider groups stop paying where the
-#: registers run out; ``QUICKSCORER_LANES=8|16|32 python benchmarks/compare.py`` re-measures it
+#: the widest group of documents per scan on each path, the fastest width measured there;
+#: ``python benchmarks/tuning/vqs_variants.py isa=avx2,lanes=8 isa=avx2,lanes=16`` re-measures it
 MAX_LANES = {"scalar": 8, "avx2": 16, "avx512": 32}
 
 

@@ -30,7 +30,8 @@ from .rs_levels import LEVELS_LANE_NODES, levels_choice, no_level_fields
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
     group's segments are scanned): a quarter of the L2 cache, the size that was best in the
-    worst case over six 1,000-tree models at 100 and 10,000 rows (``python benchmarks/tuning/rs_blocks.py``).
+    worst case over six 1,000-tree models at 100 and 10,000 rows
+    (``python benchmarks/tuning/rs_blocks.py``).
     ``$QUICKSCORER_RS_BLOCK_BYTES`` overrides it."""
     return l2_cache_bytes() // 4
 
@@ -59,8 +60,8 @@ LEVEL_CHUNK_BYTES = 2 << 20
 WIDE_MIN_ROWS = 48
 
 #: on AVX2, calls of this many rows per thread or more run groups of 64 documents (two
-#: registers per byte row): faster than groups of 32 from 33 rows on, on small and large trees
-#: (``RapidScorer(wide=False)`` against the default, ``python benchmarks/compare.py``)
+#: registers per byte row): faster than groups of 32 from 33 rows on, on 8- and 255-leaf trees
+#: (a one-off timing of ``RapidScorer(wide=False)`` against the default; no script keeps it)
 AVX2_WIDE_MIN_ROWS = 33
 
 #: the kernel's code of the 64-lane AVX2 path (rs_simd.h RS_ISA_AVX2_WIDE; not an instruction

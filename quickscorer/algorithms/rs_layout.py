@@ -66,8 +66,8 @@ from .rs_ranks import (N_HALVES, distinct_pairs, fold_halves, rank_fields, slot_
 MAX_LEAVES = 256
 
 #: mirrored nodes only where they remove this share of the bytes the masks span: below it they
-#: gain too little to measure, and the plain layout is quicker to build;
-#: ``QUICKSCORER_RS_MIRROR=0 python benchmarks/matrix.py ...`` against the default
+#: gained under 1%, and the plain layout is quicker to build; ``python benchmarks/matrix.py``
+#: with ``QUICKSCORER_RS_MIRROR=0`` against the default re-measures it
 MIRROR_MIN_SAVING = 0.05
 
 #: an entry's byte row is 16 bits: a tree block holds at most this many byte rows

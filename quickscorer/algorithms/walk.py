@@ -46,8 +46,8 @@ CHUNK_ROWS_COMPLETE = 48
 #: calls of this many rows a thread or more walk the complete trees, where the layout has
 #: them (fewer take eight trees a row): 16 rows step together, so a call of fewer leaves
 #: some of them idle, and from 12 rows the complete trees won on deep XGBoost models
-#: (``QUICKSCORER_WALK_BLOCK_BYTES``, ``python benchmarks/matrix.py --shapes
-#: xgb-depth9-uniform-1000 --batch 9,12,16 --algorithms walk``)
+#: (``python benchmarks/matrix.py --shapes xgb-depth9-uniform-1000 --batch 9,12,16
+#: --algorithms walk`` with and without ``QUICKSCORER_WALK_COMPLETE=0``)
 COMPLETE_MIN_ROWS = 12
 
 

@@ -227,7 +227,7 @@ static void rs_exits_avx2w(const uint8_t* p, int nb, uint8_t* idx)
 
 /* how many of the 16 doubles at p are below xb: the four compare masks packed to bytes and
  * counted by one movemask (each 64-bit mask leaves 2 bits), fewer instructions than a
- * movemask per register, and faster (benchmarks/experiments/rs_scan_floor.c) */
+ * movemask per register, and faster in a one-off timing of a group's ranks */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline int rs_below16_avx2(const double* p, __m256d xb)
 {
@@ -466,8 +466,8 @@ static inline void rs_exits(int isa, const uint8_t* p, int nb, uint8_t* idx)
 #if RS_HAVE_X86
 /* AVX-512: a tree of at most 64 leaves keeps its values in at most 8 registers (float64) or
  * 4 (float32), and a lane's value is picked by permutes and blends on the bits of its leaf
- * index: no memory access per lane (gathers measured slower than plain loads:
- * python benchmarks/compare.py on an AVX-512 CPU). */
+ * index: no memory access per lane (gathers measured slower than plain loads on
+ * an AVX-512 machine, in a build that had them). */
 CPU_TARGET("avx512f,avx512bw") __attribute__((always_inline))
 static inline __m512d rs_table_f64(const double* v, int n, int j)
 {
