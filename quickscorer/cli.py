@@ -5,6 +5,7 @@ import argparse
 import sys
 import time
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -12,8 +13,10 @@ from . import bench
 from .algorithms import registry
 from .errors import InputError, ModelFormatError
 from .export import to_xgboost_json
-from .inputs.files import read_rows
+from .batch import output_path, score_file, score_files
+from .inputs.readers import FORMATS
 from .loading import load
+from .outputs import OUTPUT_FORMATS
 
 
 def _info(args) -> int:
@@ -25,19 +28,76 @@ def _info(args) -> int:
     return 0
 
 
+def _columns(text: str | None) -> tuple:
+    """A comma-separated list of column names or numbers."""
+    if not text:
+        return ()
+    return tuple(int(c) if c.strip().isdigit() else c.strip() for c in text.split(","))
+
+
+def _column(text: str | None):
+    return None if text is None else (int(text) if text.isdigit() else text)
+
+
+def _job_options(args) -> dict:
+    return dict(format=args.format, output_format=args.output_format, header=args.header,
+                raw_score=args.raw, leaf=args.leaf, algorithm=args.algorithm,
+                n_threads=args.threads, label_column=_column(args.label_column),
+                query_column=_column(args.query_column), keep=_columns(args.keep),
+                drop=_columns(args.drop), input_header=args.input_header, rank=args.rank,
+                top=args.top, on_error=args.on_error, chunk_rows=args.chunk_rows)
+
+
+def _inputs(data: list[str]) -> list[str]:
+    """The files named: each path, each file of a directory (sorted), each match of a glob."""
+    import glob
+    import os
+    found = []
+    for d in data:
+        if os.path.isdir(d):
+            found += sorted(str(p) for p in Path(d).iterdir()
+                            if p.is_file() and not p.name.startswith("."))
+        elif any(ch in d for ch in "*?[") and not os.path.exists(d):
+            matches = sorted(glob.glob(d))
+            if not matches:
+                raise InputError(f"{d}: no file matches")
+            found += matches
+        else:
+            found.append(d)
+    return found
+
+
 def _score(args) -> int:
     model = load(args.model)
-    fill = np.nan if model.ensemble.family == "xgboost" else 0.0
-    X = read_rows(args.data, model.n_features, fill, args.label_column)
-    if args.leaf:
-        out = model.predict_leaf(X, algorithm=args.algorithm, n_threads=args.threads,
-                                 source_ids=True)
-        fmt = "%d"
+    inputs = _inputs(args.data)
+    options = _job_options(args)
+    many = len(inputs) > 1 or any(Path(d).is_dir() for d in args.data) or \
+        args.scheduler or args.dask
+    if not many:
+        summary = score_file(model, inputs[0], args.output,
+                             progress=False if args.quiet else None, **options)
+        if not args.quiet:
+            print(f"quickscorer: {summary.line()}", file=sys.stderr)
+        return 0
+    if not args.output:
+        raise InputError("scoring several files writes one output file each: name a folder "
+                         "with -o DIR")
+    out_dir = Path(args.output)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.scheduler or args.dask:
+        summaries = score_files(model, inputs, out_dir, scheduler=args.scheduler,
+                                        workers=args.dask, **options)
     else:
-        out = model.predict(X, raw_score=args.raw, algorithm=args.algorithm,
-                            n_threads=args.threads)
-        fmt = "%.17g"
-    np.savetxt(args.output or sys.stdout, np.atleast_1d(out), fmt=fmt, delimiter="\t")
+        summaries = []
+        for src in inputs:
+            summaries.append(score_file(model, src, output_path(src, out_dir,
+                                                                 args.output_format),
+                                        progress=False if args.quiet else None, **options))
+    if not args.quiet:
+        for s in summaries:
+            print(f"quickscorer: {s.line()}", file=sys.stderr)
+        rows = sum(s.rows for s in summaries)
+        print(f"quickscorer: {rows:,} rows in {len(summaries)} files", file=sys.stderr)
     return 0
 
 
@@ -124,16 +184,58 @@ def main(argv=None) -> int:
     p.add_argument("--algorithm", help="also prepare this algorithm and report its layout size")
     p.set_defaults(func=_info)
 
-    p = sub.add_parser("score", help="score rows from a LibSVM, CSV/TSV or .npy file")
+    p = sub.add_parser(
+        "score", help="score a data file (or a folder of them) chunk by chunk",
+        description="Score rows from LibSVM, CSV/TSV, Parquet, Arrow/Feather or .npy files "
+                    "(text ones optionally .gz), in bounded memory, to CSV/TSV, .npy or "
+                    "Parquet. Several files, a folder or a glob: one output file each in "
+                    "the -o folder, on a Dask cluster with --dask or --scheduler.")
     p.add_argument("model")
-    p.add_argument("data", help="LibSVM (label idx:value ...), CSV/TSV of numbers, or .npy")
+    p.add_argument("data", nargs="+", help="data file(s), a folder or a quoted glob")
+    p.add_argument("-o", "--output", help="output file (a folder for several inputs); "
+                                          "default: standard output")
+    p.add_argument("--format", choices=FORMATS, help="input format (default: by suffix, "
+                                                     "else by content)")
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS,
+                   help="output format (default: by the output's suffix; TSV otherwise)")
     p.add_argument("--raw", action="store_true", help="raw scores (margins)")
     p.add_argument("--leaf", action="store_true", help="exit leaf ids (the library's own ids)")
     p.add_argument("--algorithm", default=None, help=f"one of {registry.available()}")
-    p.add_argument("--threads", type=int, default=1, help="threads (0: all cores)")
-    p.add_argument("--label-column", type=int, default=None,
-                   help="CSV/TSV: drop this column (the label) before scoring")
-    p.add_argument("-o", "--output", help="write scores here instead of standard output")
+    p.add_argument("--threads", type=int, default=1, help="scoring threads (0: all cores); "
+                                                          "reading runs on one more")
+    p.add_argument("--label-column", default=None,
+                   help="CSV/TSV/Parquet: the label column (name or number), read past")
+    p.add_argument("--query-column", default=None,
+                   help="the query id column for --rank / --top (LibSVM: qid)")
+    p.add_argument("--keep", default=None,
+                   help="columns to carry to the output, comma-separated (names or numbers; "
+                        "'row' is the input's row number; LibSVM: label, qid, row)")
+    p.add_argument("--drop", default=None,
+                   help="columns to read past, comma-separated (names or numbers)")
+    p.add_argument("--input-header", choices=("auto", "yes", "no"), default="auto",
+                   help="CSV/TSV: whether the first line names the columns (default: when "
+                        "it is not all numbers)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--header", dest="header", action="store_true", default=None,
+                   help="text output: a line of column names first (default for .csv/.tsv "
+                        "files)")
+    g.add_argument("--no-header", dest="header", action="store_false")
+    p.add_argument("--rank", action="store_true",
+                   help="add each row's rank within its query (1: best score)")
+    p.add_argument("--top", type=int, default=None, metavar="K",
+                   help="keep each query's best K rows, best first")
+    p.add_argument("--on-error", choices=("raise", "skip"), default="raise",
+                   help="a malformed line: stop with an error naming it (default), or skip "
+                        "it and report the count")
+    p.add_argument("--chunk-rows", type=int, default=None,
+                   help="rows per chunk (default: about 16 MB of features)")
+    p.add_argument("--dask", type=int, nargs="?", const=0, default=None, metavar="WORKERS",
+                   help="score the files on a local Dask cluster (WORKERS processes; "
+                        "default: one per core)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="score the files on the Dask cluster at ADDRESS")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress bar, no summary line")
     p.set_defaults(func=_score)
 
     p = sub.add_parser("convert", help="write an XGBoost model (legacy binary, UBJSON, JSON) "

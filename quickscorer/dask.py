@@ -9,14 +9,20 @@ The model enters the task graph once, as one task that every partition depends o
 scheduler sends it to each worker once rather than pickling it into every task; each worker
 then holds the loaded model (with its prepared layouts) and scores its partitions with the GIL
 released. Every keyword of :meth:`quickscorer.Model.predict` is accepted; the scores are the
-ones ``model.predict`` gives on the same rows in one process. Needs the ``dask`` extra
-(``pip install 'quickscorer[dask]'``: dask and distributed).
+ones ``model.predict`` gives on the same rows in one process.
+
+Files on a cluster: :func:`score_files` (from :mod:`quickscorer.batch`) runs :func:`quickscorer.batch.score_file` for each
+input file on a worker (the model sent to every worker once), one output file per input, the
+same bytes as one machine writes (what ``quickscorer score --dask`` / ``--scheduler`` runs).
+Needs the ``dask`` extra (``pip install 'quickscorer[dask]'``: dask and distributed).
 """
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+from .batch import score_files
 
 from .errors import InputError
 from .model import Model
@@ -75,3 +81,6 @@ def predict(model: Model, X, **kw: Any):
         return X.map_partitions(_score_partition, shared, kw, columns, meta=meta)
     raise TypeError(f"expected a dask array or dask DataFrame, got {type(X).__name__}; "
                     f"score in-process data with model.predict")
+
+
+__all__ = ["predict", "score_files"]

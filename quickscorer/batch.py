@@ -1,0 +1,343 @@
+"""Scoring a data file to a results file in bounded memory: what ``quickscorer score`` runs.
+
+    import quickscorer
+    from quickscorer.batch import score_file
+    model = quickscorer.load("model.txt")
+    summary = score_file(model, "candidates.svm.gz", "scores.parquet", keep=["qid", "row"],
+                         rank=True, n_threads=0)
+    print(summary.line())
+
+One thread reads and parses the next chunk (in C, the GIL released) while the calling thread
+scores the current one on ``n_threads`` threads and writes it; each chunk's scores are those of
+``model.predict`` on the same rows, so the output does not depend on the chunk size or the
+thread count. The output goes to a temporary file renamed at the end (:mod:`quickscorer.outputs`):
+an error or an interrupt leaves no output behind.
+"""
+from __future__ import annotations
+
+import os
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+from .inputs.readers import _SUFFIX_FORMAT, ReadOptions, detect_format, open_input
+from .model import Model
+from .outputs import open_output
+from .outputs import output_format as _output_format
+from .progress import Progress
+from .ranking import group_starts, ranks_within
+
+#: chunks read ahead of the one being scored
+READ_AHEAD = 2
+
+
+@dataclass
+class Summary:
+    """What a run did: rows read and written, bad lines skipped, time taken."""
+    source: str
+    output: str | None
+    rows: int = 0
+    written: int = 0
+    seconds: float = 0.0
+    skipped: int = 0
+    skipped_lines: list = field(default_factory=list)
+
+    def line(self) -> str:
+        rate = self.rows / self.seconds if self.seconds > 0 else float("inf")
+        text = (f"scored {self.rows:,} rows of {self.source} in {self.seconds:.2f} s "
+                f"({rate:,.0f} rows/s)")
+        if self.written != self.rows:
+            text += f", wrote {self.written:,}"
+        if self.output:
+            text += f" to {self.output}"
+        if self.skipped:
+            shown = ", ".join(map(str, self.skipped_lines))
+            more = ", ..." if self.skipped > len(self.skipped_lines) else ""
+            text += f"; skipped {self.skipped:,} bad lines ({shown}{more})"
+        return text
+
+
+def _concat(a, b):
+    if isinstance(a, np.ndarray):
+        return np.concatenate([a, b])
+    import pyarrow as pa
+    return pa.concat_arrays([a, b])
+
+
+def _take(col, idx: np.ndarray):
+    if isinstance(col, np.ndarray):
+        return col[idx]
+    return col.take(idx)
+
+
+def _slice(col, start: int, stop: int):
+    if isinstance(col, np.ndarray):
+        return col[start:stop]
+    return col.slice(start, stop - start)
+
+
+class _Ranker:
+    """Ranks within queries across chunks: the last query of a chunk waits for the next one,
+    so a query split across chunks is ranked as one; a query that comes back after another
+    one is an error (rows of a query must be consecutive)."""
+
+    def __init__(self, source: str, score_column: str, top: int | None, with_rank: bool):
+        self.source = source
+        self.score_column = score_column
+        self.top = top
+        self.with_rank = with_rank
+        self.carry = None          # (table, query, first row) of the unfinished query
+        self.seen: set = set()
+
+    def feed(self, table: dict, query: np.ndarray, first_row: int):
+        """The rows of the queries this chunk completes, ranked (None if it completes none)."""
+        if self.carry is not None:
+            t0, q0, first_row = self.carry
+            table = {k: _concat(t0[k], table[k]) for k in table}
+            query = np.concatenate([q0, query])
+            self.carry = None
+        n = len(query)
+        if n == 0:
+            return None
+        cut = int(group_starts(query)[-1])
+        self.carry = ({k: _slice(c, cut, n) for k, c in table.items()}, query[cut:],
+                      first_row + cut)
+        return self._emit({k: _slice(c, 0, cut) for k, c in table.items()}, query[:cut],
+                          first_row)
+
+    def finish(self):
+        """The last query's rows, ranked."""
+        if self.carry is None:
+            return None
+        table, query, first_row = self.carry
+        self.carry = None
+        return self._emit(table, query, first_row)
+
+    def _emit(self, table: dict, query: np.ndarray, first_row: int):
+        if len(query) == 0:
+            return None
+        starts = group_starts(query)
+        for s in starts:
+            q = query[s]
+            key = q.item() if hasattr(q, "item") else q
+            if key in self.seen:
+                raise InputError(f"{self.source}: query {key!r} comes back at row "
+                                 f"{first_row + int(s) + 1} after other queries; the rows of "
+                                 f"a query must be consecutive (sort the file by query)")
+            self.seen.add(key)
+        rank, order = ranks_within(np.asarray(table[self.score_column]), starts)
+        if self.with_rank:
+            table["rank"] = rank
+        if self.top is not None:
+            order = order[rank[order] <= self.top]
+            table = {k: _take(c, order) for k, c in table.items()}
+        return table
+
+
+def score_file(model: Model, source, output=None, *, format: str | None = None,
+               output_format: str | None = None, header: bool | None = None,
+               raw_score: bool = False, leaf: bool = False, algorithm: str | None = None,
+               n_threads: int | None = 1, label_column=None, query_column=None,
+               keep=(), drop=(), input_header: str = "auto", rank: bool = False,
+               top: int | None = None, on_error: str = "raise",
+               chunk_rows: int | None = None, progress: bool | None = None) -> Summary:
+    """Score every row of ``source`` and write the results to ``output`` (None: standard
+    output), chunk by chunk.
+
+    Inputs and options as :func:`quickscorer.inputs.readers.open_input` and
+    :class:`~quickscorer.inputs.readers.ReadOptions` read them; outputs as
+    :func:`quickscorer.outputs.open_output` writes them. The columns written: the kept ones
+    (in the order given), then ``score`` (``score_0`` ... for several outputs; ``leaf_0`` ...
+    with ``leaf``), then ``rank`` with ``rank``. ``rank`` / ``top`` need a query column
+    (LibSVM's ``qid:``, or ``query_column``): ``rank`` is each row's rank within its query
+    (1 the best score), ``top=K`` keeps each query's best K rows, best first. ``progress``:
+    a bar on standard error (default: where it is a terminal).
+    """
+    if top is not None and int(top) < 1:
+        raise InputError(f"top must be a positive number of rows, got {top}")
+    ranking = rank or top is not None
+    fill = np.nan if model.ensemble.family == "xgboost" else 0.0
+    opts = ReadOptions(label_column=label_column, query_column=query_column, keep=tuple(keep),
+                       drop=tuple(drop), header=input_header, on_error=on_error,
+                       chunk_rows=chunk_rows)
+    if keep and _output_format(output, output_format) == "npy":
+        raise InputError("an .npy output holds numbers only (scores, ranks, leaves); write "
+                         "kept columns to CSV or Parquet")
+    t0 = time.perf_counter()
+    reader = open_input(source, model.n_features, fill, model.feature_names, opts, format)
+    try:
+        if ranking:
+            if leaf or model.n_outputs != 1:
+                raise InputError("ranking needs one score per row (not leaves, not several "
+                                 "outputs)")
+            if opts.query_column is None:
+                if reader.format != "libsvm":
+                    raise InputError("ranking needs a query column: --query-column NAME "
+                                     "(LibSVM files have qid:)")
+                reader.close()
+                opts.query_column = "qid"
+                reader = open_input(source, model.n_features, fill, model.feature_names,
+                                    opts, format)
+        writer = open_output(output, output_format, header)
+    except BaseException:
+        reader.close()
+        raise
+    summary = Summary(str(source), None if output is None else str(output))
+    ranker = _Ranker(str(source), "score", top, rank) if ranking else None
+    bar = Progress(f"scoring {Path(str(source)).name}", progress)
+
+    chunks: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
+    stop = threading.Event()
+    _END = object()
+
+    def produce():
+        try:
+            for chunk in reader.chunks():
+                while not stop.is_set():
+                    try:
+                        chunks.put(chunk, timeout=0.05)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            chunks.put(_END)
+        except BaseException as exc:           # handed to the scoring thread
+            chunks.put(exc)
+
+    thread = threading.Thread(target=produce, name="quickscorer-read", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = chunks.get()
+            if item is _END:
+                break
+            if isinstance(item, BaseException):
+                raise item
+            table = dict(item.columns)
+            if leaf:
+                out = model.predict_leaf(item.X, algorithm=algorithm, n_threads=n_threads,
+                                         source_ids=True)
+                for t in range(out.shape[1]):
+                    table[f"leaf_{t}"] = out[:, t]
+            else:
+                out = model.predict(item.X, raw_score=raw_score, algorithm=algorithm,
+                                    n_threads=n_threads)
+                if out.ndim == 1:
+                    table["score"] = out
+                else:
+                    for j in range(out.shape[1]):
+                        table[f"score_{j}"] = out[:, j]
+            summary.rows += len(item)
+            if ranker is not None:
+                table = ranker.feed(table, item.query, item.first_row)
+            if table:
+                writer.write(table)
+            bar.update(summary.rows, item.done)
+        if ranker is not None:
+            table = ranker.finish()
+            if table:
+                writer.write(table)
+        writer.close()
+    except BaseException:
+        stop.set()
+        writer.abort()
+        raise
+    finally:
+        stop.set()
+        bar.close()
+        while thread.is_alive():               # unblock the reader, then let it finish
+            try:
+                chunks.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        thread.join()
+        reader.close()
+    summary.written = writer.rows
+    summary.skipped = reader.skipped.count
+    summary.skipped_lines = list(reader.skipped.lines)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+#: the output format for each input format when scoring many files into a folder
+_OUTPUT_FOR = {"parquet": "parquet", "arrow": "parquet", "csv": "csv", "tsv": "tsv",
+               "libsvm": "tsv", "npy": "npy"}
+
+
+def output_path(source, out_dir, output_format: str | None = None,
+                format: str | None = None) -> Path:
+    """Where the results of ``source`` go in ``out_dir``: its name without the data and
+    compression suffixes, with the output format's (Parquet for Parquet and Arrow inputs, the
+    input's own for CSV/TSV and .npy, TSV for LibSVM, unless ``output_format`` says)."""
+    p = Path(str(source))
+    if format is None:
+        suffixes = [x.lower() for x in p.suffixes if x.lower() != ".gz"]
+        format = _SUFFIX_FORMAT.get(suffixes[-1]) if suffixes else None
+    fmt = output_format or _OUTPUT_FOR[format or detect_format(p)[0]]
+    name = p.name
+    for _ in range(2):
+        stem, dot, suffix = name.rpartition(".")
+        if dot and stem and ("." + suffix.lower() in _SUFFIX_FORMAT or suffix.lower() == "gz"):
+            name = stem
+    return Path(out_dir) / f"{name}.{fmt}"
+
+
+def _score_one(model: Model, source: str, output: str, options: dict) -> Summary:
+    return score_file(model, source, output, progress=False, **options)
+
+
+def score_files(model: Model, inputs, out_dir, *, scheduler: str | None = None,
+                workers: int | None = None, client=None, **options):
+    """Score each file of ``inputs`` into ``out_dir`` on a Dask cluster, one task per file;
+    returns each file's :class:`quickscorer.batch.Summary`, in the order of ``inputs``.
+
+    The cluster: ``client`` (a ``distributed.Client``), else the scheduler at ``scheduler``,
+    else a local cluster of ``workers`` processes (0 or None: one per core) started and
+    stopped here. ``options``: the keywords of :func:`quickscorer.batch.score_file`
+    (``output_format`` also names the output files' suffix). Output paths are those of
+    :func:`quickscorer.batch.output_path`; two inputs that would write the same output are
+    refused before anything runs. The files must be readable by the workers at the same
+    paths (a shared file system).
+    """
+    inputs = [str(p) for p in inputs]
+    outputs = [str(output_path(p, out_dir, options.get("output_format"),
+                               options.get("format"))) for p in inputs]
+    seen: dict[str, str] = {}
+    for src, dst in zip(inputs, outputs):
+        if dst in seen:
+            raise InputError(f"{seen[dst]} and {src} would both write {dst}")
+        seen[dst] = src
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    try:
+        import distributed
+    except ImportError:
+        raise InputError("scoring on a Dask cluster needs distributed: pip install "
+                         "'quickscorer[dask]'") from None
+    own = None
+    if client is None:
+        if scheduler:
+            own = client = distributed.Client(scheduler)
+        else:
+            n = workers or os.cpu_count() or 1
+            cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1,
+                                               processes=True, dashboard_address=None,
+                                               memory_limit=0)
+            own = client = distributed.Client(cluster)
+    try:
+        shared = client.scatter(model, broadcast=True)
+        futures = [client.submit(_score_one, shared, os.path.abspath(src),
+                                 os.path.abspath(dst), options, pure=False)
+                   for src, dst in zip(inputs, outputs)]
+        return client.gather(futures)
+    finally:
+        if own is not None:
+            cluster = getattr(own, "cluster", None)
+            own.close()
+            if cluster is not None:
+                cluster.close()
