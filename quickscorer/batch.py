@@ -139,6 +139,16 @@ class _Ranker:
         return table
 
 
+def used_features(model: Model) -> np.ndarray:
+    """A bool per feature: whether any split or linear leaf of the model reads it."""
+    a = model.ensemble.trees.arrays
+    used = np.zeros(model.n_features, bool)
+    used[a["feature"]] = True
+    if a.get("lin_feature") is not None:
+        used[a["lin_feature"]] = True
+    return used
+
+
 def score_file(model: Model, source, output=None, *, format: str | None = None,
                output_format: str | None = None, header: bool | None = None,
                raw_score: bool = False, leaf: bool = False, algorithm: str | None = None,
@@ -164,7 +174,7 @@ def score_file(model: Model, source, output=None, *, format: str | None = None,
     fill = np.nan if model.ensemble.family == "xgboost" else 0.0
     opts = ReadOptions(label_column=label_column, query_column=query_column, keep=tuple(keep),
                        drop=tuple(drop), header=input_header, on_error=on_error,
-                       chunk_rows=chunk_rows)
+                       chunk_rows=chunk_rows, used=used_features(model))
     if keep and _output_format(output, output_format) == "npy":
         raise InputError("an .npy output holds numbers only (scores, ranks, leaves); write "
                          "kept columns to CSV or Parquet")

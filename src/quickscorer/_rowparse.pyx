@@ -207,3 +207,34 @@ def format_rows(list columns, str sep) -> bytes:
             o[at] = csep if k + 1 < n_cols else b'\n'
             at += 1
     return out[:at]
+
+
+def fill_columns(list columns, const int64_t[::1] feature_of, double[:, ::1] X):
+    """``X[:, feature_of[k]] = columns[k]`` for float64 columns of X's length, a block of rows
+    at a time so that both sides stay in cache (a column-major table into row-major rows)."""
+    cdef Py_ssize_t n = X.shape[0], m = len(columns), k, r, r0, r1, f
+    cdef Py_ssize_t nf = X.shape[1]
+    if feature_of.shape[0] != m:
+        raise ValueError("one feature number per column")
+    cdef size_t[::1] src = np.empty(max(m, 1), np.uintp)
+    arrays = []
+    for k in range(m):
+        a = columns[k]
+        if a.dtype != np.float64 or a.ndim != 1 or a.shape[0] != n or not a.flags.c_contiguous:
+            raise ValueError("columns must be C-contiguous float64 arrays of X's length")
+        if not 0 <= feature_of[k] < nf:
+            raise ValueError(f"feature {feature_of[k]} is outside X's {nf} columns")
+        arrays.append(a)
+        src[k] = <size_t>a.ctypes.data
+    cdef double* out = &X[0, 0] if n > 0 and nf > 0 else NULL
+    if out == NULL:
+        return
+    with nogil:
+        r0 = 0
+        while r0 < n:
+            r1 = r0 + 64 if r0 + 64 < n else n
+            for k in range(m):
+                f = feature_of[k]
+                for r in range(r0, r1):
+                    out[r * nf + f] = (<const double*>src[k])[r]
+            r0 = r1
