@@ -16,9 +16,9 @@ benchmark cache.
   in a fresh process (``--threads 1 -o scores.npy``: Python's start and the model's load
   included; reading runs on a second thread). Interleaved rounds, median; the scores of both
   are checked equal.
-* ``memory``: the peak resident set (``ru_maxrss`` of the child) of ``quickscorer score`` on a
-  LibSVM input of ``--small-mb`` and of ``--big-mb`` (the same lines repeated), and of ``sklearn
-  + lightgbm`` on the small one.
+* ``memory``: the peak resident set (``VmHWM``, read by the child as it ends) of
+  ``quickscorer score`` on a LibSVM input of ``--small-mb`` and of ``--big-mb`` (the same
+  lines repeated), and of ``sklearn + lightgbm`` on the small one.
 * ``parquet``: the 200,000 rows as a Parquet file (dense float64 columns, row groups of 65,536
   rows): ``score_file`` from the file to ``.npy`` against ``model.predict`` on the same rows
   already in memory, 1 and 2 threads, interleaved in this process.
@@ -79,34 +79,53 @@ def repeated_libsvm(path: Path, rows: int | None = None, megabytes: float | None
     return path
 
 
-def _cli(model_path: Path, data: Path, out: Path, threads: int) -> tuple[float, int]:
-    """Wall seconds and peak resident bytes of ``quickscorer score`` in a fresh process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "quickscorer.cli", "score", str(model_path),
-                             str(data), "--threads", str(threads), "-o", str(out), "-q"])
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - t0
-    if status != 0:
-        raise SystemExit(f"quickscorer score failed on {data} (status {status})")
-    return seconds, usage.ru_maxrss * 1024
+# The children report their own peak resident set (VmHWM, of the process after its exec): a
+# forked child's ru_maxrss also counts the pages it shared with this process before the exec.
+_PEAK = r"""
+def _peak():
+    import sys
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            sys.stderr.write(f"peak-bytes {int(line.split()[1]) * 1024}\n")
+"""
 
+_CLI_CHILD = _PEAK + r"""
+import sys
+from quickscorer.cli import main
+code = main(sys.argv[1:])
+_peak()
+sys.exit(code)
+"""
 
-_SKLEARN_CHILD = r"""
+_SKLEARN_CHILD = _PEAK + r"""
 import sys, lightgbm, numpy as np
 from sklearn.datasets import load_svmlight_file
 X, _ = load_svmlight_file(sys.argv[2], n_features=int(sys.argv[3]), zero_based=True)
 np.save(sys.argv[4], lightgbm.Booster(model_file=sys.argv[1]).predict(X, num_threads=1))
+_peak()
 """
 
 
-def _sklearn_child(model_path: Path, data: Path, out: Path) -> tuple[float, int]:
+def _child(code: str, args: list[str]) -> tuple[float, int]:
+    """Wall seconds and peak resident bytes of a fresh Python process running ``code``."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", _SKLEARN_CHILD, str(model_path), str(data),
-                             str(N_FEATURES), str(out)])
-    _, status, usage = os.wait4(proc.pid, 0)
-    if status != 0:
-        raise SystemExit("the scikit-learn + LightGBM child failed")
-    return time.perf_counter() - t0, usage.ru_maxrss * 1024
+    run = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if run.returncode != 0:
+        raise SystemExit(f"a child failed ({run.returncode}): {run.stderr[-2000:]}")
+    peak = [int(line.split()[1]) for line in run.stderr.splitlines()
+            if line.startswith("peak-bytes ")]
+    return seconds, peak[-1]
+
+
+def _cli(model_path: Path, data: Path, out: Path, threads: int) -> tuple[float, int]:
+    """``quickscorer score`` in a fresh process: seconds and peak resident bytes."""
+    return _child(_CLI_CHILD, ["score", str(model_path), str(data), "--threads", str(threads),
+                               "-o", str(out), "-q"])
+
+
+def _sklearn_child(model_path: Path, data: Path, out: Path) -> tuple[float, int]:
+    return _child(_SKLEARN_CHILD, [str(model_path), str(data), str(N_FEATURES), str(out)])
 
 
 def part_pipeline(model_path: Path, data: Path, work: Path, rounds: int) -> list[str]:
@@ -148,7 +167,7 @@ def part_memory(model_path: Path, small: Path, big: Path, work: Path) -> list[st
     seconds, peak = _sklearn_child(model_path, small, work / "skl.npy")
     rows.append((f"sklearn + lightgbm, {small.stat().st_size / 1e6:,.0f} MB LibSVM", peak,
                   seconds))
-    lines = ["### Peak resident memory (ru_maxrss of a fresh process)", "",
+    lines = ["### Peak resident memory (VmHWM of a fresh process)", "",
              "| run | peak resident MB | seconds |", "| --- | ---: | ---: |"]
     lines += [f"| {name} | {peak / 1e6:,.0f} | {sec:.1f} |" for name, peak, sec in rows]
     lines += ["", f"big / small input, quickscorer: {rows[1][1] / rows[0][1]:.2f}x the memory "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from importlib import resources
@@ -263,9 +264,18 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader of standard output went away (`quickscorer score ... | head`): stop
+        # quietly, as command-line tools do, without a second error at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except (ModelFormatError, InputError, OSError) as exc:
         print(f"quickscorer: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("quickscorer: interrupted (no output written)", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

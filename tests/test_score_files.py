@@ -439,3 +439,39 @@ def test_formats_are_found_by_content_when_the_suffix_says_nothing(lgb_model, da
     with gzip.open(tmp_path / "blob2", "wb") as fh:
         fh.write((tmp_path / "blob").read_bytes())
     assert detect_format(tmp_path / "blob2") == ("libsvm", True)
+
+
+def test_multiclass_columns_and_leaves(tmp_path):
+    lgb = pytest.importorskip("lightgbm")
+    X = _rows(600, seed=3)
+    y = (np.nan_to_num(X[:, 0]) > 0).astype(int) + (np.nan_to_num(X[:, 1]) > 0.5)
+    b = lgb.train({"objective": "multiclass", "num_class": 3, "num_leaves": 7, "verbose": -1},
+                  lgb.Dataset(X, y), 6)
+    b.save_model(str(tmp_path / "mc.txt"))
+    model = quickscorer.load(str(tmp_path / "mc.txt"))
+    np.save(tmp_path / "x.npy", X)
+    score_file(model, tmp_path / "x.npy", tmp_path / "p.csv", chunk_rows=100)
+    lines = (tmp_path / "p.csv").read_text().splitlines()
+    assert lines[0] == "score_0,score_1,score_2"
+    got = np.array([[float(v) for v in line.split(",")] for line in lines[1:]])
+    np.testing.assert_array_equal(got, b.predict(X))
+    score_file(model, tmp_path / "x.npy", tmp_path / "l.parquet", leaf=True, chunk_rows=64)
+    import pyarrow.parquet as pq
+    leaves = pq.read_table(tmp_path / "l.parquet")
+    assert leaves.column_names == [f"leaf_{t}" for t in range(model.n_trees)]
+    np.testing.assert_array_equal(np.column_stack([c.to_numpy() for c in leaves.columns]),
+                                  b.predict(X, pred_leaf=True))
+    with pytest.raises(InputError, match="ranking needs one score per row"):
+        score_file(model, tmp_path / "x.npy", tmp_path / "r.csv", rank=True)
+
+
+def test_a_closed_pipe_stops_the_command_quietly(lgb_model, data):
+    import subprocess
+    import sys
+    path, _, _ = lgb_model
+    d = data[0]
+    cmd = (f"{sys.executable} -m quickscorer.cli score {path} {d / 'rows.npy'} --chunk-rows 1 "
+           f"| head -n 2")
+    r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert len(r.stdout.splitlines()) == 2
+    assert "Traceback" not in r.stderr and "error" not in r.stderr
