@@ -551,15 +551,21 @@ class _ArrowReader(_Reader):
         return chunk
 
 
+def _pyarrow(module: str):
+    """pyarrow or one of its modules, or an InputError saying how to install it."""
+    import importlib
+    try:
+        return importlib.import_module(f"pyarrow.{module}" if module else "pyarrow")
+    except ImportError:
+        raise InputError("Parquet and Arrow files need pyarrow: pip install "
+                         "'quickscorer[parquet]'") from None
+
+
 class ParquetReader(_ArrowReader):
     format = "parquet"
 
     def __init__(self, path, n_features, fill, model_names, opts):
-        try:
-            import pyarrow.parquet as pq
-        except ImportError:
-            raise InputError("reading Parquet needs pyarrow: pip install "
-                             "'quickscorer[parquet]'") from None
+        pq = _pyarrow("parquet")
         try:
             self._file = pq.ParquetFile(str(path), memory_map=True)
         except Exception as exc:          # pyarrow raises its own error types
@@ -597,12 +603,7 @@ class ArrowIPCReader(_ArrowReader):
     format = "arrow"
 
     def __init__(self, path, n_features, fill, model_names, opts):
-        try:
-            import pyarrow as pa
-            import pyarrow.ipc as ipc
-        except ImportError:
-            raise InputError("reading Arrow needs pyarrow: pip install "
-                             "'quickscorer[parquet]'") from None
+        pa, ipc = _pyarrow(""), _pyarrow("ipc")
         self._source = pa.memory_map(str(path), "r")
         try:
             self._reader = ipc.open_file(self._source)

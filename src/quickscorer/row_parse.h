@@ -98,6 +98,22 @@ static inline const char* rp_line_end(const char* p, const char* limit) {
 
 static inline int rp_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+/* A bad line: without skip_bad, note its error (token [s, e)) and return 1 to stop there;
+   with it, count the line, keep its number while skipped_at has room, step past it, return 0. */
+static inline int rp_bad_line(rp_result* r, const char* buf, const char* eol, int code,
+                              int64_t field, const char* s, const char* e, int skip_bad,
+                              int64_t* skipped_at, int64_t skipped_room) {
+    if (!skip_bad) {
+        r->err = code; r->err_field = field;
+        r->err_start = s - buf; r->err_end = e - buf;
+        return 1;
+    }
+    if (r->skipped < skipped_room) skipped_at[r->skipped] = r->lines;
+    r->skipped++;
+    r->pos = (eol - buf) + 1; r->lines++;
+    return 0;
+}
+
 /* LibSVM / SVMlight: "label [qid:q] index:value ... [# comment]", one row a line; blank lines
    and lines that are only a comment are skipped. A row starts as `fill` everywhere; a later
    duplicate index wins. Stops after `cap` rows, at the end of the block, or at a bad line
@@ -159,16 +175,12 @@ static inline rp_result rp_libsvm(const char* buf, int64_t pos, int64_t end, dou
         r.pos = (eol - buf) + 1; r.lines++;
         continue;
     bad:
-        if (!skip_bad) {
+        {
             const char* te = tok;
             while (!rp_blank(*te) && *te != '\n') te++;
-            r.err = code; r.err_field = field;
-            r.err_start = tok - buf; r.err_end = te - buf;
-            return r;
+            if (rp_bad_line(&r, buf, eol, code, field, tok, te, skip_bad, skipped_at,
+                            skipped_room)) return r;
         }
-        if (r.skipped < skipped_room) skipped_at[r.skipped] = r.lines;
-        r.skipped++;
-        r.pos = (eol - buf) + 1; r.lines++;
     }
     return r;
 }
@@ -254,14 +266,8 @@ static inline rp_result rp_csv(const char* buf, int64_t pos, int64_t end, char s
         r.pos = (eol - buf) + 1; r.lines++;
         continue;
     bad:
-        if (!skip_bad) {
-            r.err = code; r.err_field = c;
-            r.err_start = fs - buf; r.err_end = fe - buf;
+        if (rp_bad_line(&r, buf, eol, code, c, fs, fe, skip_bad, skipped_at, skipped_room))
             return r;
-        }
-        if (r.skipped < skipped_room) skipped_at[r.skipped] = r.lines;
-        r.skipped++;
-        r.pos = (eol - buf) + 1; r.lines++;
     }
     return r;
 }
