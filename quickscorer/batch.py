@@ -32,7 +32,9 @@ from .outputs import output_format as _output_format
 from .progress import Progress
 from .ranking import group_starts, ranks_within
 
-#: chunks read ahead of the one being scored
+#: chunks read ahead of the one being scored: enough to keep the scoring thread fed when one
+#: chunk reads slowly, few enough to bound memory (re-measure: python
+#: benchmarks/score_files.py --parts pipeline,memory)
 READ_AHEAD = 2
 
 
@@ -178,21 +180,18 @@ def score_file(model: Model, source, output=None, *, format: str | None = None,
     if keep and _output_format(output, output_format) == "npy":
         raise InputError("an .npy output holds numbers only (scores, ranks, leaves); write "
                          "kept columns to CSV or Parquet")
+    if ranking:
+        if leaf or model.n_outputs != 1:
+            raise InputError("ranking needs one score per row (not leaves, not several "
+                             "outputs)")
+        if opts.query_column is None:
+            if (format or detect_format(source)[0]) != "libsvm":
+                raise InputError("ranking needs a query column: --query-column NAME "
+                                 "(LibSVM files have qid:)")
+            opts.query_column = "qid"
     t0 = time.perf_counter()
     reader = open_input(source, model.n_features, fill, model.feature_names, opts, format)
     try:
-        if ranking:
-            if leaf or model.n_outputs != 1:
-                raise InputError("ranking needs one score per row (not leaves, not several "
-                                 "outputs)")
-            if opts.query_column is None:
-                if reader.format != "libsvm":
-                    raise InputError("ranking needs a query column: --query-column NAME "
-                                     "(LibSVM files have qid:)")
-                reader.close()
-                opts.query_column = "qid"
-                reader = open_input(source, model.n_features, fill, model.feature_names,
-                                    opts, format)
         writer = open_output(output, output_format, header)
     except BaseException:
         reader.close()

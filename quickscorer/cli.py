@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import sys
 import time
@@ -51,8 +52,6 @@ def _job_options(args) -> dict:
 
 def _inputs(data: list[str]) -> list[str]:
     """The files named: each path, each file of a directory (sorted), each match of a glob."""
-    import glob
-    import os
     found = []
     for d in data:
         if os.path.isdir(d):
@@ -72,8 +71,8 @@ def _score(args) -> int:
     model = load(args.model)
     inputs = _inputs(args.data)
     options = _job_options(args)
-    many = len(inputs) > 1 or any(Path(d).is_dir() for d in args.data) or \
-        args.scheduler or args.dask
+    cluster = args.scheduler is not None or args.dask is not None
+    many = len(inputs) > 1 or any(Path(d).is_dir() for d in args.data) or cluster
     if not many:
         summary = score_file(model, inputs[0], args.output,
                              progress=False if args.quiet else None, **options)
@@ -85,7 +84,7 @@ def _score(args) -> int:
                          "with -o DIR")
     out_dir = Path(args.output)
     out_dir.mkdir(parents=True, exist_ok=True)
-    if args.scheduler or args.dask:
+    if cluster:
         summaries = score_files(model, inputs, out_dir, scheduler=args.scheduler,
                                         workers=args.dask, **options)
     else:

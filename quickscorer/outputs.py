@@ -18,6 +18,10 @@ from .errors import InputError
 
 OUTPUT_FORMATS = ("csv", "tsv", "npy", "parquet")
 
+#: values formatted into one text buffer at most (about 32 bytes each), so that a wide output
+#: such as every tree's leaf stays a few megabytes at a time
+TEXT_CELLS = 1 << 19
+
 _SUFFIX = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".tab": "tsv", ".npy": "npy",
            ".parquet": "parquet", ".pq": "parquet"}
 
@@ -105,9 +109,13 @@ class TextWriter(Writer):
         if self.header:
             self._fh.write(self.sep.join(table).encode() + b"\n")
             self.header = False
-        self._fh.write(_rowparse.format_rows([_text_column(c) for c in table.values()],
-                                             self.sep))
-        self.rows += len(next(iter(table.values())))
+        cols = [_text_column(c) for c in table.values()]
+        n = len(cols[0])
+        step = max(1, TEXT_CELLS // len(cols))
+        for start in range(0, n, step):
+            self._fh.write(_rowparse.format_rows([c[start:start + step] for c in cols],
+                                                 self.sep))
+        self.rows += n
 
     def _finish(self) -> None:
         if self.tmp is not None:

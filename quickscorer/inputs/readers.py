@@ -33,15 +33,17 @@ _SUFFIX_FORMAT = {
     ".npy": "npy",
 }
 
-#: bytes of text read from the file at a time
+#: bytes of text read from the file at a time, and the dense rows of one chunk take about
+#: CHUNK_BYTES (float64), at least MIN_CHUNK_ROWS whatever the width: large enough that a
+#: chunk's fixed costs vanish, small enough that memory does not grow with the file
+#: (re-measure: python benchmarks/score_files.py --parts pipeline,memory)
 BLOCK_BYTES = 4 << 20
-#: the dense rows of one chunk take about this many bytes (float64), so a chunk's memory does
-#: not grow with the file; at least MIN_CHUNK_ROWS rows whatever the width
 CHUNK_BYTES = 16 << 20
 MIN_CHUNK_ROWS = 256
 MAX_CHUNK_ROWS = 1 << 16
-#: Parquet row groups of at most this many bytes (uncompressed) are read whole, larger ones in
-#: batches of a chunk's rows
+#: Parquet row groups of at most this many bytes (uncompressed) are read whole, far faster than
+#: in batches; larger ones in batches of a chunk's rows, so memory stays bounded
+#: (re-measure: python benchmarks/score_files.py --parts parquet)
 ROW_GROUP_BYTES = 64 << 20
 #: line numbers of skipped rows kept for the report (the count is exact)
 SKIPPED_KEPT = 20
@@ -207,14 +209,16 @@ def resolve_columns(names: list | None, n_cols: int, model_names, n_features: in
                              f"{_short(missing)} {'are' if len(missing) > 1 else 'is'} not "
                              f"among the file's columns")
         index = {n: f for f, n in enumerate(model_names)}
+        matched: set = set()
         for j, n in enumerate(names):
             if j in used:
                 continue
             if n not in index:
                 raise InputError(f"{source}: column {n!r} is not a feature of the model; name "
                                  f"it with --keep, --drop, --label-column or --query-column")
-            if feature_of.count(index[n]):
+            if index[n] in matched:
                 raise InputError(f"{source}: feature {n!r} appears twice among the columns")
+            matched.add(index[n])
             feature_of[j] = index[n]
         return Columns(feature_of, label, query, keep)
     rest = [j for j in range(n_cols) if j not in used]
@@ -407,7 +411,9 @@ class CSVReader(_TextReader):
         self._text = [(name, j) for name, j in self.cols.keep if j is not None]
         if self.cols.query is not None and all(j != self.cols.query for _, j in self._text):
             self._text.append((None, self.cols.query))
-        for k, (_, j) in enumerate(self._text):
+        #: file column -> its place among the text columns
+        self._text_of = {j: k for k, (_, j) in enumerate(self._text)}
+        for j, k in self._text_of.items():
             target[j] = -3 - k
         self._target = target
 
@@ -451,11 +457,8 @@ class CSVReader(_TextReader):
                 if j is None:
                     cols[name] = np.arange(self.rows, self.rows + n, dtype=np.int64)
                 else:
-                    k = next(i for i, (_, jj) in enumerate(self._text) if jj == j)
-                    cols[name] = text_cols[k]
-            query = None
-            if self.cols.query is not None:
-                query = text_cols[[j for _, j in self._text].index(self.cols.query)]
+                    cols[name] = text_cols[self._text_of[j]]
+            query = None if self.cols.query is None else text_cols[self._text_of[self.cols.query]]
             yield Chunk(X[:n], self.rows, cols, query, self._done())
             self.rows += n
 
