@@ -271,6 +271,7 @@ class _TextReader(_Reader):
         self.line = 0               # lines consumed before the current block's start
         self.block = b""
         self.pos = 0
+        self._skipped_at = np.zeros(SKIPPED_KEPT, np.int64)    # the parsers' skipped lines
 
     def _done(self) -> float:
         return min(1.0, self._raw.tell() / self._size) if self._size else 1.0
@@ -308,9 +309,6 @@ class _TextReader(_Reader):
     def _field_name(self, field) -> str:
         return f"field {field + 1}"
 
-    def _parse(self, X, row0, extra):
-        raise NotImplementedError
-
     def _take(self, r):
         """Account for one parse call: lines, skipped lines, errors."""
         rows, pos, lines, skipped, err, fld, start, end = r
@@ -342,7 +340,6 @@ class LibSVMReader(_TextReader):
         if opts.query_column not in (None, "qid"):
             raise InputError(f"{self.source}: a LibSVM file's query column is 'qid', not "
                              f"{opts.query_column!r}")
-        self._skipped_at = np.zeros(SKIPPED_KEPT, np.int64)
 
     def _field_name(self, field) -> str:
         return "the label" if field == 0 else f"token {field + 1}"
@@ -387,7 +384,6 @@ class CSVReader(_TextReader):
         super().__init__(path, n_features, fill, model_names, opts, gz)
         self.format = "tsv" if sep == "\t" else "csv"
         self.sep = sep
-        self._skipped_at = np.zeros(SKIPPED_KEPT, np.int64)
         if not self._next_block():
             raise InputError(f"{self.source}: the file is empty")
         first_end = self.block.index(b"\n")

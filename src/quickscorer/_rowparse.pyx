@@ -74,10 +74,8 @@ def parse_libsvm(const unsigned char[::1] buf, Py_ssize_t pos, double[:, ::1] X,
     if pos >= end or cap <= 0:
         return (0, pos, 0, 0, 0, 0, 0, 0)
     cdef const char* p = <const char*>&buf[0]
-    cdef double* xp = &X[row0, 0] if nf > 0 else NULL
     cdef double dummy
-    if nf == 0:
-        xp = &dummy
+    cdef double* xp = &X[row0, 0] if nf > 0 else &dummy
     with nogil:
         r = rp_libsvm(p, pos, end, xp, nf, cap, fill, &labels[row0], &qids[row0],
                       skip_bad, &skipped_at[0] if skipped_at.shape[0] else NULL,
