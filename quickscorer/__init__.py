@@ -12,12 +12,13 @@ for study, ``data/`` the bundled demo. The public API is what ``__all__`` lists.
 from .errors import InputError, ModelFormatError
 from .ir import Ensemble, LinearLeaves, Tree
 from .model import Model
+from .ranking import Ranking
 from .loading import load, load_ensemble
 from .export import to_xgboost_json
 from .algorithms.registry import available as available_algorithms
 
 __version__ = "0.1.0"
 __all__ = [
-    "Ensemble", "InputError", "LinearLeaves", "Model", "ModelFormatError", "Tree",
+    "Ensemble", "InputError", "LinearLeaves", "Model", "ModelFormatError", "Ranking", "Tree",
     "available_algorithms", "load", "load_ensemble", "to_xgboost_json", "__version__",
 ]

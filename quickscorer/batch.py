@@ -30,7 +30,7 @@ from .model import Model
 from .outputs import open_output
 from .outputs import output_format as _output_format
 from .progress import Progress
-from .ranking import group_starts, ranks_within
+from .ranking import group_starts, rank_scores
 
 #: chunks read ahead of the one being scored: enough to keep the scoring thread fed when one
 #: chunk reads slowly, few enough to bound memory (re-measure: python
@@ -132,12 +132,11 @@ class _Ranker:
                                  f"{first_row + int(s) + 1} after other queries; the rows of "
                                  f"a query must be consecutive (sort the file by query)")
             self.seen.add(key)
-        rank, order = ranks_within(np.asarray(table[self.score_column]), starts)
+        ranking = rank_scores(np.asarray(table[self.score_column]), starts, self.top)
         if self.with_rank:
-            table["rank"] = rank
+            table["rank"] = ranking.rank
         if self.top is not None:
-            order = order[rank[order] <= self.top]
-            table = {k: _take(c, order) for k, c in table.items()}
+            table = {k: _take(c, ranking.order) for k, c in table.items()}
         return table
 
 

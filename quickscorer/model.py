@@ -17,6 +17,7 @@ from .errors import InputError
 from .inputs.arrays import as_rows
 from .ir.ensemble import Ensemble
 from .paper import soft
+from .ranking import Ranking, query_starts, rank_scores
 
 #: models of part of the ensemble (predict's iteration arguments) kept per model
 PART_CACHE = 8
@@ -348,6 +349,43 @@ class Model:
         if not raw_score:
             return self._transformed(raw)
         return raw[:, 0] if raw.shape[1] == 1 else raw
+
+    def rank(self, X, group=None, *, qid=None, top_k: int | None = None,
+             raw_score: bool = False, algorithm: str | None = None,
+             n_threads: int | None = 1) -> Ranking:
+        """Rank the rows of ``X`` within their queries by score, best first.
+
+        All queries are scored in one call of the kernel, then each is ordered on its own.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features)
+            The documents of every query, a query's rows consecutive.
+        group : array of int, optional
+            LightGBM's form: the number of rows of each query, in order (summing to n_rows).
+        qid : array, optional
+            XGBoost's form: a query id per row (a query's rows consecutive). With neither,
+            all rows are one query.
+        top_k : int, optional
+            Keep each query's ``top_k`` best rows in ``order`` (``rank`` covers every row).
+        raw_score, algorithm, n_threads
+            As for :meth:`predict`; the order is the same with or without ``raw_score``.
+
+        Returns
+        -------
+        Ranking
+            ``scores`` and ``rank`` (1 = best) per row; ``order`` and ``offsets`` per query
+            (``ranking.query(q)`` is query ``q``'s rows, best first). Equal scores keep their
+            input order; a NaN score ranks last.
+        """
+        if self.n_outputs != 1:
+            raise InputError(f"rank needs a model of one output per row; this one has "
+                             f"{self.n_outputs} (score it with predict)")
+        scores = self.predict(X, raw_score, algorithm=algorithm, n_threads=n_threads)
+        if scores.ndim == 0:
+            scores = scores.reshape(1)
+        starts = query_starts(scores.shape[0], group, qid)
+        return rank_scores(scores, starts, top_k)
 
     def _small(self, X: np.ndarray, squeeze: bool, algorithm, n_threads):
         """Raw scores of a call of fewer than PARALLEL_MIN_ROWS rows (one thread whatever was

@@ -5,6 +5,8 @@ is the highest score; equal scores keep their input order, and a NaN score ranks
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .errors import InputError
@@ -20,7 +22,8 @@ def group_starts(query) -> np.ndarray:
 
 
 def starts_from_sizes(sizes) -> np.ndarray:
-    """The row where each query begins, for query sizes (LightGBM's ``group``)."""
+    """The row where each query begins, for query sizes (LightGBM's ``group``); an empty
+    query begins where the next one does."""
     s = np.asarray(sizes)
     if s.ndim != 1 or s.dtype.kind not in "iu" or (s < 0).any():
         raise InputError("query sizes must be a 1-D array of non-negative integers")
@@ -32,9 +35,8 @@ def order_within(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:
     n = scores.shape[0]
     if n == 0:
         return np.zeros(0, np.int64)
-    group = np.zeros(n, np.int64)
-    group[starts[1:]] = 1
-    group = np.cumsum(group)
+    sizes = np.diff(np.append(starts, n))
+    group = np.repeat(np.arange(starts.shape[0], dtype=np.int64), sizes)  # empty queries too
     neg = -scores.astype(np.float64)
     neg[np.isnan(neg)] = np.inf                 # NaN last
     return np.lexsort((np.arange(n), neg, group)).astype(np.int64)
@@ -49,3 +51,99 @@ def ranks_within(scores: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np
     rank = np.empty(n, np.int64)
     rank[order] = np.arange(n) - first + 1
     return rank, order
+
+
+@dataclass(frozen=True, eq=False)
+class Ranking:
+    """Documents ranked within their queries (what :meth:`quickscorer.Model.rank` returns).
+
+    ``order[offsets[q]:offsets[q + 1]]`` are query ``q``'s rows, best first (its ``top_k``
+    best where a ``top_k`` was given); ``rank[i]`` is row ``i``'s place in its query (1 =
+    best, every row, whatever ``top_k``); ``scores[i]`` its score. Equal scores keep their
+    input order and a NaN score ranks last.
+    """
+
+    scores: np.ndarray    # (n_rows,) the model's output for each row
+    rank: np.ndarray      # (n_rows,) int64, 1-based within the row's query
+    order: np.ndarray     # int64 row indices, query by query, best first
+    offsets: np.ndarray   # (n_queries + 1,) int64: query q's entries of ``order``
+    starts: np.ndarray    # (n_queries,) int64: the first row of each query
+
+    @property
+    def n_queries(self) -> int:
+        return int(self.starts.shape[0])
+
+    def __len__(self) -> int:
+        return self.n_queries
+
+    def query(self, q: int) -> np.ndarray:
+        """Row indices of query ``q``, best first."""
+        if not -self.n_queries <= q < self.n_queries:
+            raise IndexError(f"query {q} out of range for {self.n_queries} queries")
+        q %= self.n_queries
+        return self.order[self.offsets[q]:self.offsets[q + 1]]
+
+    def __iter__(self):
+        for q in range(self.n_queries):
+            yield self.order[self.offsets[q]:self.offsets[q + 1]]
+
+
+def rank_scores(scores: np.ndarray, starts: np.ndarray, top_k: int | None = None) -> Ranking:
+    """Rank one score per row within the queries that begin at ``starts``."""
+    scores = np.asarray(scores)
+    if scores.ndim != 1:
+        raise InputError(f"ranking needs one score per row, got scores of shape {scores.shape}")
+    n = scores.shape[0]
+    starts = np.asarray(starts, np.int64)
+    if top_k is not None:
+        if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+            raise InputError(f"top_k must be a positive integer, got {top_k!r}")
+    rank, order = ranks_within(scores, starts)
+    sizes = np.diff(np.append(starts, n))
+    if top_k is not None and n:
+        order = order[rank[order] <= top_k]
+        sizes = np.minimum(sizes, top_k)
+    offsets = np.zeros(starts.shape[0] + 1, np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    return Ranking(scores, rank, order, offsets, starts)
+
+
+def query_starts(n_rows: int, group=None, qid=None) -> np.ndarray:
+    """The first row of each query, from LightGBM-style ``group`` (query sizes, summing to
+    the rows) or XGBoost-style ``qid`` (a query id per row, a query's rows consecutive); one
+    query of every row when neither is given."""
+    if group is not None and qid is not None:
+        raise InputError("give group (query sizes) or qid (a query id per row), not both")
+    if qid is not None:
+        q = np.asarray(qid)
+        if q.ndim == 2 and q.shape[1] == 1:
+            q = q[:, 0]
+        if q.ndim != 1 or q.shape[0] != n_rows:
+            raise InputError(f"qid needs one query id per row ({n_rows}), got shape {q.shape}")
+        starts = group_starts(q)
+        if np.unique(q[starts]).shape[0] != starts.shape[0]:
+            again = _first_repeat(q, starts)
+            raise InputError(f"query id {again!r} comes back after other queries; the rows "
+                             f"of a query must be consecutive")
+        return starts
+    if group is not None:
+        s = np.asarray(group)
+        if s.ndim == 0:
+            s = s.reshape(1)
+        if s.ndim != 1 or s.dtype.kind not in "iu" or (s < 0).any():
+            raise InputError("group must be query sizes: a 1-D array of non-negative integers")
+        if int(s.sum()) != n_rows:
+            raise InputError(f"the query sizes in group add up to {int(s.sum())} rows, the "
+                             f"input has {n_rows} (for a query id per row, pass qid)")
+        return starts_from_sizes(s)
+    return np.zeros(1 if n_rows else 0, np.int64)
+
+
+def _first_repeat(q: np.ndarray, starts: np.ndarray):
+    seen = set()
+    for s in starts:
+        key = q[s].item() if hasattr(q[s], "item") else q[s]
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
