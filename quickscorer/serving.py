@@ -1,0 +1,274 @@
+"""An MLServer runtime: quickscorer behind the Open Inference Protocol (V2), REST and gRPC.
+
+``model-settings.json``::
+
+    {"name": "ranker", "implementation": "quickscorer.serving.QuickScorerRuntime",
+     "parameters": {"uri": "./model.txt", "extra": {"threads": 1}}}
+
+Every file :func:`quickscorer.load` reads is a model URI. A request carries the features as
+one FP32/FP64 tensor ``[rows, features]`` (NumPy codec), or one tensor per feature column
+with ``content_type: "pd"`` (pandas codec, columns by the model's feature names). Optional:
+an input ``qid`` (a query id per row) or ``group`` (query sizes) ranks each query's rows;
+request parameters ``top_k``, ``raw_score``, ``leaf`` and ``rank``. Outputs: ``predict``
+(what :meth:`quickscorer.Model.predict` returns), and where asked ``rank`` (1 = best within
+the query), ``order`` with ``offsets`` (each query's rows, best first) and ``leaf``.
+
+A bad request (wrong width, a tensor of strings, a malformed tensor, NaN in a feature that
+the model reads without missing-value handling) is a 400 response naming the problem; the
+worker keeps serving. ``docs/serving.md`` has the settings, the start command and clients.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mlserver import MLModel, types
+from mlserver.codecs import NumpyCodec, PandasCodec
+from mlserver.errors import InferenceError
+from mlserver.utils import get_model_uri
+
+from .errors import InputError
+from .ir.ensemble import MISSING_NONE
+from .loading import load
+
+#: files a model folder is searched for, in this order, when the URI names a folder
+WELL_KNOWN_FILES = ["model.txt", "model.json", "model.ubj", "model.bst", "model.bin",
+                    "model.lgb", "model.deprecated"]
+
+#: V2 datatypes read as features (numbers only; BOOL and BYTES are refused)
+NUMERIC = {"FP16", "FP32", "FP64", "INT8", "INT16", "INT32", "INT64",
+           "UINT8", "UINT16", "UINT32", "UINT64"}
+
+#: the names of the inputs that say which query each row belongs to
+QUERY_INPUTS = ("qid", "group")
+
+#: request parameters the runtime reads; a request with others is refused (a typo would
+#: otherwise be ignored silently)
+REQUEST_PARAMETERS = {"top_k", "raw_score", "leaf", "rank", "content_type", "headers"}
+
+
+def _flag(value, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
+        return value.lower() in ("true", "1")
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise InferenceError(f"parameter {name} must be true or false, got {value!r}")
+
+
+class QuickScorerRuntime(MLModel):
+    """Scores V2 inference requests with a quickscorer model (see the module's text).
+
+    Settings (``parameters.extra`` of ``model-settings.json``): ``threads`` (threads per
+    request, default 1), ``raw_score`` and ``leaf`` (defaults for the request parameters of
+    those names), ``reject_nan`` (default true: NaN in a feature that the model compares
+    without missing-value handling is an error rather than LightGBM's reading of it as 0.0).
+    """
+
+    async def load(self) -> bool:
+        uri = await get_model_uri(self._settings, wellknown_filenames=WELL_KNOWN_FILES)
+        extra = (self._settings.parameters.extra or {}) if self._settings.parameters else {}
+        unknown = set(extra) - {"threads", "raw_score", "leaf", "reject_nan"}
+        if unknown:
+            raise InferenceError(f"model {self.name}: unknown parameters.extra "
+                                 f"{sorted(unknown)} (known: threads, raw_score, leaf, "
+                                 f"reject_nan)")
+        self._threads = int(extra.get("threads", 1))
+        self._raw_score = _flag(extra.get("raw_score", False), "raw_score")
+        self._leaf = _flag(extra.get("leaf", False), "leaf")
+        reject_nan = _flag(extra.get("reject_nan", True), "reject_nan")
+        self._model = load(uri)
+        self._n_features = self._model.n_features
+        self._names = list(self._model.feature_names or [])
+        self._by_name = set(self._names)
+        self._nan_unsafe = self._features_without_missing() if reject_nan else None
+        if not self.inputs:
+            self.inputs = [types.MetadataTensor(name="features", datatype="FP64",
+                                                shape=[-1, self._n_features])]
+        if not self.outputs:
+            k = self._model.n_outputs
+            self.outputs = [types.MetadataTensor(name="predict", datatype="FP64"
+                                                 if self._model.ensemble.family == "lightgbm"
+                                                 else "FP32",
+                                                 shape=[-1] if k == 1 else [-1, k])]
+        s = self._settings
+        self._batching = s.max_batch_size > 1 and s.max_batch_time > 0
+        # build the layouts of the small-call and the batch paths now, not on a first request
+        for rows in (1, 16, 256):
+            self._model.predict(np.zeros((rows, self._n_features)), n_threads=self._threads)
+        return True
+
+    def _features_without_missing(self) -> np.ndarray | None:
+        """A bool per feature: a split reads it as a number with no missing-value rule
+        (LightGBM's missing type None compares NaN as 0.0); None where there is none."""
+        a = self._model.ensemble.trees.arrays
+        plain = (a["missing_type"] == MISSING_NONE) & ~a["is_categorical"]
+        if not plain.any():
+            return None
+        unsafe = np.zeros(self._n_features, bool)
+        unsafe[a["feature"][plain]] = True
+        return unsafe
+
+    async def predict(self, payload: types.InferenceRequest) -> types.InferenceResponse:
+        try:
+            return self._predict(payload)
+        except InputError as exc:
+            raise InferenceError(f"model {self.name}: {exc}") from None
+
+    # -- decoding -------------------------------------------------------------------------
+    def _predict(self, payload: types.InferenceRequest) -> types.InferenceResponse:
+        params = self._request_parameters(payload)
+        X, qid, group = self._decode(payload)
+        if self._batching and set(params) - {"content_type", "headers"}:
+            raise InferenceError(
+                f"model {self.name}: request parameters {sorted(set(params) - {'content_type', 'headers'})} "
+                f"are not taken with adaptive batching on (max_batch_size "
+                f"{self._settings.max_batch_size}): it joins requests and keeps one set of "
+                f"parameters for all; set raw_score and leaf in the model's parameters.extra")
+        raw = _flag(params.get("raw_score", self._raw_score), "raw_score")
+        leaf = _flag(params.get("leaf", self._leaf), "leaf")
+        top_k = params.get("top_k")
+        ranking = (qid is not None or group is not None or top_k is not None
+                   or _flag(params.get("rank", False), "rank"))
+        if ranking and self._batching:
+            raise InferenceError(
+                f"model {self.name}: ranking needs each request on its own, and this model "
+                f"has adaptive batching on (max_batch_size {self._settings.max_batch_size}), "
+                f"which joins requests and loses where each one ends; serve the ranking model "
+                f"with max_batch_size 1")
+        if top_k is not None:
+            try:
+                top_k = int(top_k)
+            except (TypeError, ValueError):
+                raise InferenceError(f"parameter top_k must be an integer, got {top_k!r}") \
+                    from None
+        outputs = []
+        if ranking:
+            r = self._model.rank(X, group, qid=qid, top_k=top_k, raw_score=raw,
+                                 n_threads=self._threads)
+            scores = r.scores
+            outputs += [NumpyCodec.encode_output("rank", r.rank),
+                        NumpyCodec.encode_output("order", r.order),
+                        NumpyCodec.encode_output("offsets", r.offsets)]
+        else:
+            scores = self._model.predict(X, raw, n_threads=self._threads)
+        outputs.insert(0, NumpyCodec.encode_output("predict", scores))
+        if leaf:
+            outputs.append(NumpyCodec.encode_output(
+                "leaf", self._model.predict_leaf(X, n_threads=self._threads)))
+        if payload.outputs:
+            wanted = [o.name for o in payload.outputs]
+            have = {o.name: o for o in outputs}
+            missing = [w for w in wanted if w not in have]
+            if missing:
+                raise InferenceError(f"model {self.name}: no output {missing[0]!r} for this "
+                                     f"request (it has {sorted(have)})")
+            outputs = [have[w] for w in wanted]
+        return types.InferenceResponse(model_name=self.name, model_version=self.version,
+                                       id=payload.id, outputs=outputs)
+
+    def _request_parameters(self, payload: types.InferenceRequest) -> dict:
+        if payload.parameters is None:
+            return {}
+        params = payload.parameters.model_dump(exclude_none=True)
+        unknown = set(params) - REQUEST_PARAMETERS
+        if unknown:
+            raise InferenceError(f"model {self.name}: unknown request parameters "
+                                 f"{sorted(unknown)} (known: top_k, raw_score, leaf, rank)")
+        return params
+
+    def _decode(self, payload: types.InferenceRequest):
+        qid = group = None
+        features = []
+        for inp in payload.inputs:
+            if inp.name in QUERY_INPUTS:
+                values = self._tensor(inp)
+                if values.dtype.kind not in "iuf" and inp.name == "group":
+                    raise InferenceError(f"input group must hold integer query sizes, got "
+                                         f"{inp.datatype}")
+                values = values.reshape(-1)
+                if inp.name == "qid":
+                    qid = values
+                else:
+                    if values.dtype.kind == "f":
+                        if not np.all(values == np.floor(values)):
+                            raise InferenceError("input group must hold integer query sizes")
+                        values = values.astype(np.int64)
+                    group = values
+            else:
+                features.append(inp)
+        if not features:
+            raise InferenceError(f"model {self.name}: the request has no feature input")
+        pandas = ((payload.parameters is not None
+                   and payload.parameters.content_type == PandasCodec.ContentType)
+                  or len(features) > 1)
+        if pandas:
+            X = self._columns(features)
+        else:
+            X = self._tensor(features[0])
+            if X.ndim == 1:
+                X = X.reshape(1, -1)
+            if X.ndim != 2:
+                raise InferenceError(f"model {self.name}: input {features[0].name!r} has "
+                                     f"shape {features[0].shape}; expected [rows, "
+                                     f"{self._n_features}]")
+            if X.shape[1] != self._n_features:
+                raise InferenceError(f"model {self.name}: input {features[0].name!r} has "
+                                     f"{X.shape[1]} features per row, the model expects "
+                                     f"{self._n_features}")
+        if self._nan_unsafe is not None and X.dtype.kind == "f":
+            self._check_nan(X)
+        return X, qid, group
+
+    def _tensor(self, inp: types.RequestInput) -> np.ndarray:
+        if inp.datatype not in NUMERIC:
+            raise InferenceError(f"model {self.name}: input {inp.name!r} is {inp.datatype}; "
+                                 f"expected numbers (FP32 or FP64)")
+        try:
+            values = NumpyCodec.decode_input(inp)
+        except Exception as exc:   # a shape that does not match the data, values not numbers
+            raise InferenceError(f"model {self.name}: input {inp.name!r} is malformed "
+                                 f"(shape {inp.shape}, datatype {inp.datatype}): {exc}") \
+                from None
+        if values.dtype.kind not in "iuf":
+            raise InferenceError(f"model {self.name}: input {inp.name!r} does not hold "
+                                 f"numbers")
+        return values
+
+    def _columns(self, features) -> np.ndarray:
+        """One tensor per feature column (pandas codec), put in the model's order by name."""
+        cols = {}
+        for inp in features:
+            v = self._tensor(inp).reshape(-1)
+            cols[inp.name] = v
+        rows = {v.shape[0] for v in cols.values()}
+        if len(rows) != 1:
+            raise InferenceError(f"model {self.name}: the feature columns have different "
+                                 f"lengths {sorted(rows)}")
+        if self._names and any(c in self._by_name for c in cols):
+            missing = [n for n in self._names if n not in cols]
+            extra = [c for c in cols if c not in self._by_name]
+            if extra:
+                raise InferenceError(f"model {self.name}: column {extra[0]!r} is not a "
+                                     f"feature of the model")
+            if missing:
+                raise InferenceError(f"model {self.name}: the request has no column for "
+                                     f"feature {missing[0]!r} ({len(missing)} missing)")
+            order = self._names
+        else:
+            order = list(cols)
+            if len(order) != self._n_features:
+                raise InferenceError(f"model {self.name}: {len(order)} feature columns, the "
+                                     f"model expects {self._n_features}")
+        return np.column_stack([cols[n].astype(np.float64, copy=False) for n in order])
+
+    def _check_nan(self, X: np.ndarray):
+        bad = np.isnan(X[:, self._nan_unsafe]) if X.shape[0] else None
+        if bad is not None and bad.any():
+            row, col = np.argwhere(bad)[0]
+            feature = int(np.flatnonzero(self._nan_unsafe)[col])
+            name = self._names[feature] if self._names else f"{feature}"
+            raise InferenceError(
+                f"model {self.name}: NaN in feature {name} (row {int(row)}), which the model "
+                f"splits on without missing-value handling (LightGBM would read it as 0.0; "
+                f"set parameters.extra.reject_nan to false to score it so)")

@@ -1,0 +1,402 @@
+"""quickscorer.serving.QuickScorerRuntime inside a real MLServer, called over REST and gRPC.
+
+One server (started once for the module, on free loopback ports) serves a LightGBM ranking
+model, an XGBoost model, a LightGBM model with adaptive batching and one that the tests
+reload; every answer is checked against the training library and ``Model.predict``.
+"""
+import concurrent.futures
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+pytest.importorskip("mlserver", reason="the serve extra (MLServer) is not installed")
+
+import grpc  # noqa: E402
+import lightgbm as lgb  # noqa: E402
+import xgboost as xgb  # noqa: E402
+from mlserver import types  # noqa: E402
+from mlserver.grpc import dataplane_pb2_grpc  # noqa: E402
+from mlserver.grpc.converters import (  # noqa: E402
+    ModelInferRequestConverter, ModelInferResponseConverter)
+
+import quickscorer as qs  # noqa: E402
+
+# MLServer's own gRPC response converter calls a pydantic method deprecated in pydantic 2
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+RUNTIME = "quickscorer.serving.QuickScorerRuntime"
+N_FEATURES = 8
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_model(folder, name, model_file, **settings):
+    os.makedirs(folder / name, exist_ok=True)
+    shutil.copy(model_file, folder / name / os.path.basename(model_file))
+    body = {"name": name, "implementation": RUNTIME,
+            "parameters": {"uri": f"./{os.path.basename(model_file)}",
+                           **settings.pop("parameters", {})}, **settings}
+    (folder / name / "model-settings.json").write_text(json.dumps(body))
+
+
+class Server:
+    def __init__(self, folder):
+        self.folder = folder
+        self.http, self.grpc, metrics = free_port(), free_port(), free_port()
+        (folder / "settings.json").write_text(json.dumps({
+            "host": "127.0.0.1", "http_port": self.http, "grpc_port": self.grpc,
+            "metrics_port": metrics, "parallel_workers": 1, "debug": False}))
+        exe = os.path.join(os.path.dirname(sys.executable), "mlserver")
+        self.log = open(folder / "server.log", "w")
+        self.proc = subprocess.Popen([exe, "start", str(folder)], stdout=self.log,
+                                     stderr=subprocess.STDOUT, cwd=folder)
+        self.channel = None
+
+    def wait_ready(self, models, timeout=180):
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                raise RuntimeError("mlserver exited:\n" + (self.folder / "server.log").read_text())
+            try:
+                if all(self.get(f"/v2/models/{m}/ready")[0] == 200 for m in models):
+                    return
+            except OSError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError("mlserver not ready:\n" + (self.folder / "server.log").read_text())
+
+    def get(self, path):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.http}{path}", timeout=30) as r:
+                return r.status, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read()
+
+    def post(self, path, body):
+        req = urllib.request.Request(f"http://127.0.0.1:{self.http}{path}",
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                raw = r.read()
+                return r.status, json.loads(raw) if raw else {}
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read())
+
+    def infer(self, model, body):
+        return self.post(f"/v2/models/{model}/infer", body)
+
+    def infer_grpc(self, model, request: types.InferenceRequest):
+        if self.channel is None:
+            self.channel = grpc.insecure_channel(f"127.0.0.1:{self.grpc}")
+            self.stub = dataplane_pb2_grpc.GRPCInferenceServiceStub(self.channel)
+        pb = ModelInferRequestConverter.from_types(request, model_name=model, use_raw=True)
+        return ModelInferResponseConverter.to_types(self.stub.ModelInfer(pb, timeout=60))
+
+    def stop(self):
+        if self.channel is not None:
+            self.channel.close()
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+def tensor(name, X, datatype=None):
+    X = np.asarray(X)
+    datatype = datatype or {"float32": "FP32", "float64": "FP64", "int64": "INT64"}[str(X.dtype)]
+    data = [v if v == v else "NaN" for v in X.ravel().tolist()]   # JSON has no NaN
+    return {"name": name, "shape": list(X.shape), "datatype": datatype, "data": data}
+
+
+def output(response, name):
+    out = {o["name"]: o for o in response["outputs"]}[name]
+    return np.asarray(out["data"]), out
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(1, 30, 40)
+    X = rng.normal(size=(int(sizes.sum()), N_FEATURES))
+    y = rng.integers(0, 4, X.shape[0])
+    Xn = X.copy()
+    Xn[rng.random(X.shape) < 0.1] = np.nan
+    return X, Xn, y, sizes
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, data):
+    X, Xn, y, sizes = data
+    folder = tmp_path_factory.mktemp("mlserver")
+    files = tmp_path_factory.mktemp("files")
+    ranker = lgb.train({"objective": "lambdarank", "verbose": -1, "num_leaves": 31,
+                        "min_data_in_leaf": 5}, lgb.Dataset(X, y, group=sizes), 60)
+    ranker.save_model(files / "model.txt")
+    nan_model = lgb.train({"objective": "binary", "verbose": -1, "num_leaves": 15},
+                          lgb.Dataset(Xn, y > 1), 30)
+    nan_model.save_model(files / "nan.txt")
+    booster = xgb.train({"objective": "binary:logistic", "max_depth": 5},
+                        xgb.DMatrix(Xn, y > 1), 40)
+    booster.save_model(files / "model.json")
+    other = lgb.train({"objective": "lambdarank", "verbose": -1, "num_leaves": 7},
+                      lgb.Dataset(X, y, group=sizes), 25)
+    other.save_model(files / "other.txt")
+    write_model(folder, "ranker", files / "model.txt")
+    write_model(folder, "nanmodel", files / "nan.txt",
+                parameters={"extra": {"threads": 2}})
+    write_model(folder, "xgb", files / "model.json")
+    write_model(folder, "batched", files / "model.txt", max_batch_size=16,
+                max_batch_time=0.02)
+    write_model(folder, "swap", files / "model.txt", parameters={"version": "v1"})
+    srv = Server(folder)
+    try:
+        srv.wait_ready(["ranker", "nanmodel", "xgb", "batched", "swap"])
+        srv.boosters = {"ranker": ranker, "nanmodel": nan_model, "xgb": booster,
+                        "other": other}
+        srv.files = files
+        yield srv
+    finally:
+        srv.stop()
+
+
+def test_rest_scores_equal_lightgbm_and_model_predict(server, data):
+    X = data[0][:50]
+    model = qs.load(server.boosters["ranker"])
+    for dt in ("float64", "float32"):
+        code, body = server.infer("ranker", {"inputs": [tensor("x", X.astype(dt))]})
+        assert code == 200, body
+        got, meta = output(body, "predict")
+        assert meta["datatype"] == "FP64"
+        assert np.array_equal(got, model.predict(X.astype(dt)))
+        assert np.array_equal(got, server.boosters["ranker"].predict(X.astype(dt)))
+
+
+def test_grpc_scores_equal_lightgbm(server, data):
+    X = data[0][:37]
+    req = types.InferenceRequest(inputs=[types.RequestInput(
+        name="x", shape=list(X.shape), datatype="FP64", data=X.ravel().tolist())])
+    res = server.infer_grpc("ranker", req)
+    got = np.asarray(res.outputs[0].data.root if hasattr(res.outputs[0].data, "root")
+                     else res.outputs[0].data, dtype=np.float64)
+    assert np.array_equal(got, server.boosters["ranker"].predict(X))
+
+
+def test_xgboost_model_with_missing_values_over_both_protocols(server, data):
+    X = data[1][:64].astype(np.float32)
+    truth = server.boosters["xgb"].predict(xgb.DMatrix(X))
+    code, body = server.infer("xgb", {"inputs": [tensor("x", X)]})
+    assert code == 200, body
+    got, meta = output(body, "predict")
+    assert meta["datatype"] == "FP32" and np.array_equal(got.astype(np.float32), truth)
+    req = types.InferenceRequest(inputs=[types.RequestInput(
+        name="x", shape=list(X.shape), datatype="FP32", data=X.ravel().tolist())])
+    res = server.infer_grpc("xgb", req)
+    assert np.array_equal(np.asarray(res.outputs[0].data.root, np.float32), truth)
+
+
+def test_nan_where_the_model_handles_missing_is_scored(server, data):
+    X = data[1][:80]
+    code, body = server.infer("nanmodel", {"inputs": [tensor("x", X)]})
+    assert code == 200, body
+    assert np.array_equal(output(body, "predict")[0], server.boosters["nanmodel"].predict(X))
+
+
+def test_pandas_codec_columns_by_feature_name(server, data):
+    X = data[0][:20]
+    names = server.boosters["ranker"].feature_name()
+    order = list(reversed(range(N_FEATURES)))          # columns in another order
+    body = {"parameters": {"content_type": "pd"},
+            "inputs": [tensor(names[j], X[:, j]) for j in order]}
+    code, res = server.infer("ranker", body)
+    assert code == 200, res
+    assert np.array_equal(output(res, "predict")[0], server.boosters["ranker"].predict(X))
+    body["inputs"] = body["inputs"][1:]
+    code, res = server.infer("ranker", body)
+    assert code == 400 and f"no column for feature '{names[order[0]]}'" in res["error"]
+
+
+def expected_ranks(scores, sizes):
+    ranks, orders, start = np.empty(len(scores), np.int64), [], 0
+    for n in sizes:
+        rows = sorted(range(start, start + n), key=lambda i: (-scores[i], i))
+        ranks[rows] = np.arange(1, n + 1)
+        orders.append(rows)
+        start += n
+    return ranks, orders
+
+
+@pytest.mark.parametrize("form", ["qid", "group"])
+def test_ranking_per_query_with_top_k_over_rest(server, data, form):
+    X, _, _, sizes = data
+    n = int(sizes[:6].sum())
+    X = X[:n]
+    ids = np.repeat(np.arange(6) * 7 + 100, sizes[:6]).astype(np.int64)
+    query = tensor("qid", ids) if form == "qid" else tensor("group", sizes[:6].astype(np.int64))
+    code, res = server.infer("ranker", {"inputs": [tensor("x", X), query],
+                                        "parameters": {"top_k": 4}})
+    assert code == 200, res
+    scores = server.boosters["ranker"].predict(X)
+    ranks, orders = expected_ranks(scores, sizes[:6])
+    assert np.array_equal(output(res, "predict")[0], scores)
+    assert np.array_equal(output(res, "rank")[0], ranks)
+    offsets = output(res, "offsets")[0]
+    order = output(res, "order")[0]
+    assert [order[offsets[q]:offsets[q + 1]].tolist() for q in range(6)] == \
+        [rows[:4] for rows in orders]
+
+
+def test_ranking_over_grpc(server, data):
+    X, _, _, sizes = data
+    n = int(sizes[:3].sum())
+    ids = np.repeat([5, 9, 2], sizes[:3])
+    req = types.InferenceRequest(inputs=[
+        types.RequestInput(name="x", shape=[n, N_FEATURES], datatype="FP64",
+                           data=X[:n].ravel().tolist()),
+        types.RequestInput(name="qid", shape=[n], datatype="INT64", data=ids.tolist())])
+    res = server.infer_grpc("ranker", req)
+    outs = {o.name: np.asarray(o.data.root) for o in res.outputs}
+    ranks, _ = expected_ranks(server.boosters["ranker"].predict(X[:n]), sizes[:3])
+    assert np.array_equal(outs["rank"], ranks)
+
+
+def test_raw_score_and_leaf_outputs(server, data):
+    X = data[1][:10]
+    code, res = server.infer("nanmodel", {"inputs": [tensor("x", X)],
+                                          "parameters": {"raw_score": True, "leaf": True}})
+    assert code == 200, res
+    b = server.boosters["nanmodel"]
+    assert np.array_equal(output(res, "predict")[0], b.predict(X, raw_score=True))
+    leaf, meta = output(res, "leaf")
+    assert meta["shape"] == [10, b.num_trees()]
+    got = leaf.reshape(10, -1)
+    assert np.array_equal(qs.load(b).predict_leaf(X, source_ids=False), got)
+    code, res = server.infer("nanmodel", {"inputs": [tensor("x", X)],
+                                          "outputs": [{"name": "leaf"}],
+                                          "parameters": {"leaf": True}})
+    assert [o["name"] for o in res["outputs"]] == ["leaf"]
+
+
+@pytest.mark.parametrize("body, message", [
+    ({"inputs": [tensor("x", np.zeros((2, N_FEATURES - 1)))]},
+     f"has {N_FEATURES - 1} features per row, the model expects {N_FEATURES}"),
+    ({"inputs": [{"name": "x", "shape": [1, N_FEATURES], "datatype": "BYTES",
+                  "data": ["a"] * N_FEATURES}]}, "input 'x' is BYTES; expected numbers"),
+    ({"inputs": [{"name": "x", "shape": [2, N_FEATURES], "datatype": "FP64",
+                  "data": [0.0] * 5}]}, "input 'x' is malformed"),
+    ({"inputs": [{"name": "x", "shape": [1, N_FEATURES], "datatype": "FP64",
+                  "data": ["NaN"] + [0.0] * (N_FEATURES - 1)}]},
+     "NaN in feature Column_0 (row 0), which the model splits on without missing-value"),
+    ({"inputs": [tensor("x", np.zeros((2, N_FEATURES)))], "parameters": {"topk": 2}},
+     "unknown request parameters ['topk']"),
+    ({"inputs": [tensor("x", np.zeros((3, N_FEATURES))), tensor("group", np.array([1, 1]))]},
+     "add up to 2 rows, the input has 3"),
+    ({"inputs": [tensor("x", np.zeros((3, N_FEATURES))), tensor("qid", np.array([1, 2, 1]))]},
+     "query id 1 comes back"),
+    ({"inputs": [tensor("x", np.zeros((2, N_FEATURES)))], "parameters": {"top_k": "many"}},
+     "top_k must be an integer"),
+    ({"inputs": [tensor("x", np.zeros((2, N_FEATURES)))], "outputs": [{"name": "rank"}]},
+     "no output 'rank' for this request"),
+    ({"inputs": [tensor("qid", np.array([1, 2]))]}, "the request has no feature input"),
+])
+def test_bad_requests_are_400_naming_the_problem_and_the_worker_keeps_serving(
+        server, data, body, message):
+    code, res = server.infer("ranker", body)
+    assert code == 400, res
+    assert message in res["error"]
+    code, res = server.infer("ranker", {"inputs": [tensor("x", data[0][:3])]})
+    assert code == 200
+
+
+def test_adaptive_batching_gives_each_request_its_own_scores(server, data):
+    X = data[0]
+    truth = server.boosters["ranker"].predict(X)
+    cuts = np.cumsum(np.arange(1, 25))
+    parts = [(int(a), int(b)) for a, b in zip(cuts[:-1], cuts[1:])]
+
+    def call(part):
+        a, b = part
+        return part, server.infer("batched", {"inputs": [tensor("x", X[a:b])]})
+
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        for (a, b), (code, res) in pool.map(call, parts):
+            assert code == 200, res
+            assert np.array_equal(output(res, "predict")[0], truth[a:b])
+
+
+def test_ranking_and_request_parameters_are_refused_under_adaptive_batching(server, data):
+    X = data[0][:4]
+    code, res = server.infer("batched", {"inputs": [tensor("x", X),
+                                                    tensor("qid", np.array([1, 1, 2, 2]))]})
+    assert code == 400 and "ranking needs each request on its own" in res["error"]
+    code, res = server.infer("batched", {"inputs": [tensor("x", X)],
+                                         "parameters": {"raw_score": True}})
+    assert code == 400 and "not taken with adaptive batching on" in res["error"]
+
+
+def test_model_reload_while_requests_flow_answers_every_request_from_one_model(
+        server, data):
+    X = data[0][:30]
+    old = server.boosters["ranker"].predict(X)
+    new = server.boosters["other"].predict(X)
+    assert not np.array_equal(old, new)
+    stop = threading.Event()
+    answers, failures = [], []
+
+    def client():
+        while not stop.is_set():
+            code, res = server.infer("swap", {"inputs": [tensor("x", X)]})
+            if code != 200:
+                failures.append(res)
+            else:
+                answers.append(output(res, "predict")[0])
+
+    threads = [threading.Thread(target=client) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        time.sleep(0.5)
+        shutil.copy(server.files / "other.txt", server.folder / "swap" / "model.txt")
+        code, res = server.post("/v2/repository/models/swap/load", {})
+        assert code == 200, res
+        deadline = time.time() + 30
+        while time.time() < deadline and not any(np.array_equal(a, new) for a in answers[-3:]):
+            time.sleep(0.1)
+        time.sleep(0.3)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not failures
+    kinds = [0 if np.array_equal(a, old) else 1 if np.array_equal(a, new) else -1
+             for a in answers]
+    assert -1 not in kinds                         # no mixed or wrong answer
+    assert kinds[0] == 0 and kinds[-1] == 1
+    assert kinds.index(1) > 0
+
+
+def test_model_metadata_names_the_input_width_and_output(server):
+    code, body = server.get("/v2/models/ranker")
+    assert code == 200
+    meta = json.loads(body)
+    assert meta["inputs"] == [{"name": "features", "datatype": "FP64",
+                               "shape": [-1, N_FEATURES], "parameters": None}] or \
+        [(i["name"], i["shape"]) for i in meta["inputs"]] == [("features", [-1, N_FEATURES])]
+    assert [(o["name"], o["datatype"]) for o in meta["outputs"]] == [("predict", "FP64")]
