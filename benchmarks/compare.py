@@ -49,6 +49,13 @@ def time_engines(engines, X: np.ndarray, batch: int, repeat: int, min_rows: int,
     return [t.median * 1e6 for t in interleaved(fns, repeat, pause=pause)]
 
 
+def time_calls(engines, slices, repeat: int, pause: float = 0.0) -> list:
+    """Median microseconds per document of each engine scoring ``slices`` one call each,
+    over ``repeat`` interleaved rounds after one warm-up."""
+    fns = [per_document(engine.predict, slices) for engine in engines]
+    return [t.median * 1e6 for t in interleaved(fns, repeat, pause=pause)]
+
+
 def agreement(engine, X: np.ndarray, reference: np.ndarray) -> tuple[bool, str]:
     """Whether ``engine`` gives the source library's margins ``reference`` on ``X``; a peer
     that returns probabilities is compared with the margins turned the same way."""

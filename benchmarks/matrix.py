@@ -33,6 +33,10 @@ whose compilation takes too long here, and says so.
 
     python benchmarks/matrix.py                       # the default matrix (long: trains, compiles)
     python benchmarks/matrix.py --shapes full-uniform-1000x64 --batch 100,10000 --threads 1,2
+    python benchmarks/matrix.py --shapes ltr-1000x64 --batch queries --threads 1
+
+``--batch queries`` scores a call per query, the queries sized as the shared ranking data's
+(1 to 27 documents, mean 15), as a ranking service does.
 
 Writes a Markdown table to ``results/matrix-*.md``: microseconds per document, each engine
 against the fastest peer and against LightGBM, and whether its scores equal the source
@@ -160,7 +164,8 @@ def main(argv=None) -> int:
                    help="train the models and compile the peers into the cache, time nothing")
     p.add_argument("--out")
     args = p.parse_args(argv)
-    batches = [int(b) for b in args.batch.split(",")]
+    batches = [b if b == "queries" else int(b) for b in args.batch.split(",")]
+    sizes = W.query_sizes() if "queries" in batches else None
     threads = [int(t) for t in args.threads.split(",")]
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = Path(args.out) if args.out else C.RESULTS / f"matrix-{stamp}.md"
@@ -176,7 +181,7 @@ def main(argv=None) -> int:
     out.write_text("\n".join(lines) + "\n")
     for shape in args.shapes.split(","):
         try:
-            wl = workload(shape, max(10_000, max(batches)))
+            wl = workload(shape, max([10_000] + [b for b in batches if b != "queries"]))
         except W.Unavailable as exc:        # the shared data is absent from a user's clone
             notes.append(f"{shape}: not run: {exc}")
             print(f"{shape}: not run: {exc}", flush=True)
@@ -196,9 +201,16 @@ def main(argv=None) -> int:
                 # take a core from the next one: a pause lets them sleep (measured: without
                 # it, our 2-thread runs looked no faster than 1-thread ones in this loop,
                 # while alone they ran 1.95x faster)
-                times = C.time_engines(engines, wl.X, batch, args.repeat,
-                                       max(args.min_rows // (5 if batch == 1 else 1), batch),
-                                       pause=0.3 if n_threads > 1 else 0.0)
+                if batch == "queries":
+                    # a call per query, sized as the shared ranking data's queries
+                    slices = W.query_slices(wl.X, sizes, args.min_rows // 2)
+                    times = C.time_calls(engines, slices, args.repeat,
+                                         pause=0.3 if n_threads > 1 else 0.0)
+                else:
+                    times = C.time_engines(engines, wl.X, batch, args.repeat,
+                                           max(args.min_rows // (5 if batch == 1 else 1),
+                                               batch),
+                                           pause=0.3 if n_threads > 1 else 0.0)
                 peers = [t for e, t in zip(engines, times) if not isinstance(e, E.QuickScorer)]
                 fastest = min(peers) if peers else float("nan")
                 lgb = next((t for e, t in zip(engines, times) if e.name == "lightgbm"),

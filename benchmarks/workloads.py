@@ -61,6 +61,31 @@ def shared_dir() -> Path:
     return SHARED
 
 
+def query_sizes() -> np.ndarray:
+    """Documents per query of the shared ranking data (train and test: 251 queries of 1 to
+    27 documents, mean 15): the call sizes of a ranking service scoring query by query."""
+    d = shared_dir()
+    return np.concatenate([np.loadtxt(d / f, dtype=np.int64)
+                           for f in ("rank.train.query", "rank.test.query")])
+
+
+def query_slices(X: np.ndarray, sizes: np.ndarray, min_rows: int) -> list[np.ndarray]:
+    """Consecutive slices of X sized as ``sizes`` (cycled, wrapping around X) until at least
+    ``min_rows`` rows: one round of per-query calls, C-contiguous."""
+    out, row, k, done = [], 0, 0, 0
+    while done < min_rows:
+        n = int(sizes[k % len(sizes)])
+        k += 1
+        if n == 0:
+            continue
+        if row + n > X.shape[0]:
+            row = 0
+        out.append(np.ascontiguousarray(X[row:row + n]))
+        row += n
+        done += n
+    return out
+
+
 def ltr_rows(n_rows: int, seed: int = 1) -> np.ndarray:
     """``n_rows`` MSLR-shaped documents (float64), from queries not used in training."""
     from quickscorer.data import make_ltr

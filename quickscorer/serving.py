@@ -263,8 +263,10 @@ class QuickScorerRuntime(MLModel):
         return np.column_stack([cols[n].astype(np.float64, copy=False) for n in order])
 
     def _check_nan(self, X: np.ndarray):
-        bad = np.isnan(X[:, self._nan_unsafe]) if X.shape[0] else None
-        if bad is not None and bad.any():
+        if not np.isnan(X.sum()):              # no NaN at all: one pass, no copy
+            return
+        bad = np.isnan(X[:, self._nan_unsafe])
+        if bad.any():
             row, col = np.argwhere(bad)[0]
             feature = int(np.flatnonzero(self._nan_unsafe)[col])
             name = self._names[feature] if self._names else f"{feature}"

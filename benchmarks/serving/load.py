@@ -1,0 +1,349 @@
+"""Load test: quickscorer's MLServer runtime against mlserver-lightgbm on one server.
+
+One ``mlserver`` process serves the same 1,000-tree LightGBM ranking model (trained on the
+shared ranking data, ``benchmarks/cache/``) four times: through ``QuickScorerRuntime`` and
+through ``mlserver_lightgbm.LightGBMModel``, each with adaptive batching off and on. An
+asyncio client keeps ``C`` requests in flight (closed loop) for ``--seconds`` per step, at
+rising ``C``, over REST (JSON) and gRPC (binary tensors), the runtimes interleaved step by
+step; each request is one query of the shared test data (1 to 24 documents, mean 15). Every
+distinct request is first checked against LightGBM's own ``predict`` through each model.
+
+    python benchmarks/serving/load.py                          # REST and gRPC, C = 1..32
+    python benchmarks/serving/load.py --protocols grpc --concurrency 1,4,16 --seconds 5
+
+Also measures, in this process, the runtime's own cost per request (decode, score, encode of
+a parsed request) against ``Model.predict`` on the same rows. Writes
+``results/serving-*.md``: queries/s, documents/s, p50 and p99 latency per step, and the
+highest queries/s each model reaches within a p99 budget. Needs the bench extra (MLServer,
+mlserver-lightgbm) and ``../shared``.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as _dt
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import workloads as W  # noqa: E402
+from quickscorer.bench import machine  # noqa: E402
+
+RESULTS = HERE.parent / "results"
+BUDGETS_MS = (2, 5, 10, 20, 50)
+MODELS = {
+    # name: (implementation, adaptive batching)
+    "qs": ("quickscorer.serving.QuickScorerRuntime", False),
+    "lgb": ("mlserver_lightgbm.LightGBMModel", False),
+    "qs-batched": ("quickscorer.serving.QuickScorerRuntime", True),
+    "lgb-batched": ("mlserver_lightgbm.LightGBMModel", True),
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def queries() -> tuple[list[np.ndarray], Path]:
+    """The shared ranking test queries (rows float64) and the 1,000 x 31 ranking model."""
+    wl = W.shared("shared-rank", 1000, 31, xgboost=False)
+    d = W.shared_dir()
+    X, _ = W._read_libsvm(d / "rank.test", n_features=wl.X.shape[1])
+    sizes = np.loadtxt(d / "rank.test.query", dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return [np.ascontiguousarray(X[s:s + n]) for s, n in zip(starts, sizes)], wl.lgb_path
+
+
+def start_server(folder: Path, model_path: Path, workers: int, batch_size: int,
+                 batch_time: float):
+    http, grpc_port, metrics = free_port(), free_port(), free_port()
+    (folder / "settings.json").write_text(json.dumps({
+        "host": "127.0.0.1", "http_port": http, "grpc_port": grpc_port,
+        "metrics_port": metrics, "parallel_workers": workers, "debug": False}))
+    for name, (impl, batched) in MODELS.items():
+        (folder / name).mkdir()
+        shutil.copy(model_path, folder / name / "model.bst")   # mlserver-lightgbm's name
+        settings = {"name": name, "implementation": impl,
+                    "parameters": {"uri": "./model.bst"}}
+        if batched:
+            settings.update(max_batch_size=batch_size, max_batch_time=batch_time)
+        (folder / name / "model-settings.json").write_text(json.dumps(settings))
+    exe = os.path.join(os.path.dirname(sys.executable), "mlserver")
+    log = open(folder / "server.log", "w")
+    proc = subprocess.Popen([exe, "start", str(folder)], stdout=log, stderr=subprocess.STDOUT,
+                            cwd=folder)
+    return proc, http, grpc_port
+
+
+async def wait_ready(http: int, proc, timeout: float = 300):
+    import aiohttp
+    end = time.time() + timeout
+    async with aiohttp.ClientSession() as s:
+        while time.time() < end:
+            if proc.poll() is not None:
+                raise RuntimeError("mlserver exited before it was ready")
+            try:
+                codes = []
+                for m in MODELS:
+                    async with s.get(f"http://127.0.0.1:{http}/v2/models/{m}/ready") as r:
+                        codes.append(r.status)
+                if all(c == 200 for c in codes):
+                    return
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.5)
+    raise RuntimeError("mlserver not ready in time")
+
+
+def rest_body(X: np.ndarray) -> bytes:
+    return json.dumps({"inputs": [{"name": "features", "shape": list(X.shape),
+                                   "datatype": "FP64", "data": X.ravel().tolist()}]}).encode()
+
+
+def grpc_request(model: str, X: np.ndarray):
+    from mlserver.grpc import dataplane_pb2 as pb
+    t = pb.ModelInferRequest.InferInputTensor(name="features", datatype="FP64",
+                                              shape=list(X.shape))
+    return pb.ModelInferRequest(model_name=model, inputs=[t],
+                                raw_input_contents=[X.astype("<f8").tobytes()])
+
+
+def grpc_scores(response) -> np.ndarray:
+    if response.raw_output_contents:
+        return np.frombuffer(response.raw_output_contents[0], "<f8")
+    return np.asarray(response.outputs[0].contents.fp64_contents)
+
+
+class Client:
+    """REST and gRPC calls to one server, each request encoded once beforehand."""
+
+    def __init__(self, http: int, grpc_port: int, qs_: list[np.ndarray]):
+        self.http, self.grpc_port, self.queries = http, grpc_port, qs_
+
+    async def __aenter__(self):
+        import aiohttp
+        import grpc
+        from mlserver.grpc import dataplane_pb2_grpc
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0), headers={"Content-Type": "application/json"})
+        self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.grpc_port}")
+        self.stub = dataplane_pb2_grpc.GRPCInferenceServiceStub(self.channel)
+        self.bodies = [rest_body(X) for X in self.queries]
+        self.pbs = {m: [grpc_request(m, X) for X in self.queries] for m in MODELS}
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.session.close()
+        await self.channel.close()
+
+    async def call(self, protocol: str, model: str, i: int) -> np.ndarray:
+        if protocol == "rest":
+            url = f"http://127.0.0.1:{self.http}/v2/models/{model}/infer"
+            async with self.session.post(url, data=self.bodies[i]) as r:
+                body = await r.read()
+                if r.status != 200:
+                    raise RuntimeError(f"{model}: HTTP {r.status}: {body[:300]!r}")
+                return body
+        return await self.stub.ModelInfer(self.pbs[model][i], timeout=60)
+
+    async def check(self, protocol: str, model: str, truth: list[np.ndarray]):
+        for i, t in enumerate(truth):
+            res = await self.call(protocol, model, i)
+            if protocol == "rest":
+                got = np.asarray(json.loads(res)["outputs"][0]["data"], np.float64)
+            else:
+                got = grpc_scores(res)
+            if not np.array_equal(got.reshape(-1), t):
+                raise AssertionError(f"{model} over {protocol}: query {i} differs from "
+                                     f"LightGBM (max {np.max(np.abs(got.reshape(-1) - t))})")
+
+    async def step(self, protocol: str, model: str, concurrency: int, seconds: float):
+        """(queries done, documents done, latencies in seconds) of one closed-loop step."""
+        lat: list[float] = []
+        docs = [0]
+        end = time.perf_counter() + seconds
+        order = np.random.default_rng(concurrency).permutation(len(self.queries))
+
+        async def worker(k: int):
+            j = k
+            while time.perf_counter() < end:
+                i = int(order[j % len(order)])
+                j += concurrency
+                t0 = time.perf_counter()
+                await self.call(protocol, model, i)
+                lat.append(time.perf_counter() - t0)
+                docs[0] += self.queries[i].shape[0]
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker(k) for k in range(concurrency)))
+        wall = time.perf_counter() - t0
+        return len(lat) / wall, docs[0] / wall, np.array(lat)
+
+
+def runtime_cost(model_path: Path, qs_: list[np.ndarray], repeat: int) -> list[str]:
+    """The runtime's decode + score + encode of a parsed V2 request against Model.predict
+    on the same rows, interleaved, one thread, in this process."""
+    from mlserver import types
+    from mlserver.settings import ModelParameters, ModelSettings
+    from quickscorer.bench import interleaved
+    from quickscorer.serving import QuickScorerRuntime
+    import quickscorer
+
+    settings = ModelSettings(name="cost", implementation=QuickScorerRuntime,
+                             parameters=ModelParameters(uri=str(model_path)))
+    runtime = QuickScorerRuntime(settings)
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(runtime.load())
+    model = quickscorer.load(model_path)
+    from mlserver.grpc.converters import ModelInferRequestConverter
+    reqs = [types.InferenceRequest.model_validate_json(rest_body(X)) for X in qs_]
+    raws = [ModelInferRequestConverter.to_types(grpc_request("cost", X)) for X in qs_]
+    n_docs = sum(X.shape[0] for X in qs_)
+
+    def direct():
+        for X in qs_:
+            model.predict(X)
+        return n_docs
+
+    def through_runtime():
+        for r in reqs:
+            loop.run_until_complete(runtime.predict(r))
+        return n_docs
+
+    def json_request():
+        for r in reqs:
+            runtime._predict(r)
+        return n_docs
+
+    def binary_request():
+        for r in raws:
+            runtime._predict(r)
+        return n_docs
+
+    t = interleaved([direct, json_request, binary_request, through_runtime], repeat)
+    loop.close()
+    per_q = [x.median * 1e6 * n_docs / len(qs_) for x in t]
+    names = ["Model.predict on the rows", "runtime: a REST request (JSON numbers)",
+             "runtime: a gRPC request (binary tensor)", "runtime: REST, through an event loop"]
+    return ["| path | us per request | vs Model.predict |", "| --- | ---: | ---: |"] + [
+        f"| {n} | {v:.1f} | {v / per_q[0]:.2f}x |" for n, v in zip(names, per_q)] + [
+        "", f"{len(qs_)} requests of {n_docs / len(qs_):.1f} documents on average, "
+            f"{qs_[0].shape[1]} features; a request parsed as MLServer parses it, then the "
+            f"runtime's decode, score and encode, one thread, interleaved, median of "
+            f"{repeat} rounds."]
+
+
+async def run(args) -> list[str]:
+    qs_, model_path = queries()
+    import lightgbm as lgb
+    booster = lgb.Booster(model_file=str(model_path))
+    truth = [booster.predict(X) for X in qs_]
+    folder = Path(tempfile.mkdtemp(prefix="qs-serving-"))
+    proc, http, grpc_port = start_server(folder, model_path, args.workers, args.batch_size,
+                                         args.batch_time)
+    lines = []
+    try:
+        await wait_ready(http, proc)
+        async with Client(http, grpc_port, qs_) as client:
+            for protocol in args.protocols.split(","):
+                for m in MODELS:
+                    await client.check(protocol, m, truth)
+            print("scores checked: every query, both runtimes, "
+                  f"{args.protocols}, batching off and on: equal to LightGBM", flush=True)
+            rows = []
+            for protocol in args.protocols.split(","):
+                for c in [int(x) for x in args.concurrency.split(",")]:
+                    names = list(MODELS)
+                    for r in range(args.rounds):
+                        for m in (names if r % 2 == 0 else names[::-1]):
+                            await client.step(protocol, m, c, 0.3)      # warm
+                            q, d, lat = await client.step(protocol, m, c, args.seconds)
+                            p50, p99 = (np.percentile(lat, [50, 99]) * 1e3).tolist()
+                            rows.append((protocol, m, c, r, q, d, p50, p99))
+                            print(f"{protocol} {m} C={c}: {q:.0f} q/s, {d:.0f} docs/s, "
+                                  f"p50 {p50:.2f} ms, p99 {p99:.2f} ms", flush=True)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+    lines += ["| protocol | model | concurrency | queries/s | documents/s | p50 ms | p99 ms |",
+              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    best = {}
+    for protocol, m, c, r, q, d, p50, p99 in rows:
+        key = (protocol, m, c)
+        if key not in best or q > best[key][0]:       # the best of the rounds
+            best[key] = (q, d, p50, p99)
+    for (protocol, m, c), (q, d, p50, p99) in best.items():
+        lines.append(f"| {protocol} | {m} | {c} | {q:.0f} | {d:.0f} | {p50:.2f} | {p99:.2f} |")
+    lines += ["", "Highest queries/s within a p99 budget (each model's best step whose p99 "
+              "is within it; none: no step kept its p99 within; ours against LightGBM's "
+              "runtime):", "",
+              "| protocol | batching | p99 budget | quickscorer q/s | mlserver-lightgbm q/s "
+              "| ratio |", "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for protocol in args.protocols.split(","):
+        for suffix, label in (("", "off"), ("-batched", "on")):
+            for budget in BUDGETS_MS:
+                def top(m):
+                    ok = [v[0] for (p, mm, c), v in best.items()
+                          if p == protocol and mm == m and v[3] <= budget]
+                    return max(ok) if ok else float("nan")
+                a, b = top("qs" + suffix), top("lgb" + suffix)
+                ratio = f"{a / b:.2f}x" if b == b and a == a else "-"
+                shown = ["none" if v != v else f"{v:.0f}" for v in (a, b)]
+                lines.append(f"| {protocol} | {label} | {budget} ms | {shown[0]} | "
+                             f"{shown[1]} | {ratio} |")
+    return lines
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--protocols", default="rest,grpc")
+    p.add_argument("--concurrency", default="1,2,4,8,16,32")
+    p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--rounds", type=int, default=2,
+                   help="steps per model and concurrency, orders alternated; the best is kept")
+    p.add_argument("--workers", type=int, default=1, help="MLServer parallel_workers")
+    p.add_argument("--batch-size", type=int, default=32, help="max_batch_size when batching")
+    p.add_argument("--batch-time", type=float, default=0.002,
+                   help="max_batch_time (seconds) when batching")
+    p.add_argument("--cost-repeat", type=int, default=15)
+    p.add_argument("--out")
+    args = p.parse_args(argv)
+    stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = Path(args.out) if args.out else RESULTS / f"serving-{stamp}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    head = [f"Machine: {machine()}",
+            f"Command: python benchmarks/serving/load.py "
+            f"{' '.join(sys.argv[1:] if argv is None else argv)}",
+            f"MLServer parallel_workers {args.workers}; batching: max_batch_size "
+            f"{args.batch_size}, max_batch_time {args.batch_time} s; closed loop, "
+            f"{args.seconds} s a step, best of {args.rounds} rounds.", ""]
+    qs_, model_path = queries()
+    cost = runtime_cost(model_path, qs_, args.cost_repeat)
+    print("\n".join(cost), flush=True)
+    lines = asyncio.run(run(args))
+    out.write_text("\n".join(head + ["The runtime's own cost, in one process:", ""] + cost
+                             + ["", "Under load:", ""] + lines) + "\n")
+    print("\n".join(lines))
+    print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
