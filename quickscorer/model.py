@@ -233,8 +233,10 @@ class Model:
         or ``<= 0``: all the rest; more than there are: as many as there are). XGBoost's:
         ``iteration_range=(begin, end)``, end exclusive, ``end == 0`` meaning the last, so
         ``(0, 0)`` is all. An iteration is ``trees_per_iteration`` trees (one per output,
-        times XGBoost's ``num_parallel_tree``). Raises :class:`InputError` for a range that
-        selects no iteration of this model, or for both forms at once.
+        times XGBoost's ``num_parallel_tree``). As LightGBM does, a ``start_iteration`` below
+        0 counts from 0 and one at or past the last iteration selects none (``begin ==
+        end``: the output of no trees). Raises :class:`InputError` for an ``iteration_range``
+        outside the model, as XGBoost does, or for both forms at once.
         """
         n = self.ensemble.n_iterations
         if iteration_range is not None:
@@ -256,9 +258,7 @@ class Model:
             count = None if num_iteration is None else int(num_iteration)
         except (TypeError, ValueError):
             raise InputError("start_iteration and num_iteration must be integers") from None
-        if not 0 <= begin < n:
-            raise InputError(f"start_iteration={start_iteration} is outside the model's "
-                             f"{n} iterations")
+        begin = min(max(begin, 0), n)           # LightGBM clamps the start into [0, n]
         end = n if count is None or count <= 0 else min(n, begin + count)
         return begin, end
 
@@ -270,6 +270,8 @@ class Model:
         begin, end = self.iteration_bounds(start_iteration, num_iteration, iteration_range)
         if (begin, end) == (0, self.ensemble.n_iterations):
             return self
+        if begin == end:
+            return None
         with self._lock:
             parts = self.__dict__.setdefault("_parts", {})
             part = parts.pop((begin, end), None)
@@ -295,6 +297,8 @@ class Model:
             if out is not None:
                 return out
         part = self._part(start_iteration, num_iteration, iteration_range)
+        if part is None:
+            return self._no_trees(X)
         if part is not self:
             return part.predict_raw(X, algorithm=algorithm, n_threads=n_threads)
         X, alg, n_threads = self._run(X, algorithm, n_threads)
@@ -343,6 +347,13 @@ class Model:
                     return out
                 return self._transformed(out)
         part = self._part(start_iteration, num_iteration, iteration_range)
+        if part is None:
+            raw = self._no_trees(X)
+            if not raw_score:
+                if self.ensemble.average_output:     # LightGBM: the mean of no trees, 0 / 0
+                    raw = np.full(raw.shape, np.nan, raw.dtype)
+                return self._transformed(raw)
+            return raw[:, 0] if raw.shape[1] == 1 else raw
         if part is not self:
             return part.predict(X, raw_score, algorithm=algorithm, n_threads=n_threads)
         raw = self.predict_raw(X, algorithm=algorithm, n_threads=n_threads)
@@ -386,6 +397,14 @@ class Model:
             scores = scores.reshape(1)
         starts = query_starts(scores.shape[0], group, qid)
         return rank_scores(scores, starts, top_k)
+
+    def _no_trees(self, X) -> np.ndarray:
+        """Raw scores of a range of no iterations: each output's base score (0.0 for
+        LightGBM), in the dtype the model's scores have."""
+        n = as_rows(self.ensemble, X).shape[0]
+        dtype = np.float32 if self._forest.dtype == np.float32 else np.float64
+        return np.broadcast_to(self.ensemble.base_score.astype(dtype),
+                               (n, self.n_outputs)).copy()
 
     def _small(self, X: np.ndarray, squeeze: bool, algorithm, n_threads):
         """Raw scores of a call of fewer than PARALLEL_MIN_ROWS rows (one thread whatever was
@@ -458,6 +477,8 @@ class Model:
         the ensemble (as for :meth:`predict`), the columns are its trees.
         """
         part = self._part(start_iteration, num_iteration, iteration_range)
+        if part is None:
+            return np.empty((as_rows(self.ensemble, X).shape[0], 0), np.int32)
         if part is not self:
             return part.predict_leaf(X, algorithm=algorithm, source_ids=source_ids,
                                      n_threads=n_threads)

@@ -82,7 +82,7 @@ def test_out_of_range_and_mixed_arguments_are_refused():
     booster, X, _ = L._trained("regression")
     model = quickscorer.load(booster)
     n = model.ensemble.n_iterations
-    for kw in (dict(start_iteration=n), dict(start_iteration=-1), dict(iteration_range=(0, n + 1)),
+    for kw in (dict(iteration_range=(0, n + 1)),
                dict(iteration_range=(2, 1)), dict(iteration_range=(n, 0)),
                dict(iteration_range=(0, 1), num_iteration=1), dict(iteration_range="ab"),
                dict(start_iteration="x")):
@@ -91,6 +91,35 @@ def test_out_of_range_and_mixed_arguments_are_refused():
     assert model.iteration_bounds() == (0, n)
     assert model.iteration_bounds(1, None) == (1, n)
     assert model.iteration_bounds(iteration_range=(0, 0)) == (0, n)
+
+
+@pytest.mark.parametrize("objective", ["regression", "binary", "multiclass", "rf"])
+def test_a_start_past_the_last_iteration_or_below_zero_is_clamped_as_lightgbm_does(objective):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    y = rng.integers(0, 3, 300) if objective == "multiclass" else (X[:, 0] > 0).astype(float)
+    params = {"objective": "binary" if objective == "rf" else objective, "verbose": -1}
+    if objective == "multiclass":
+        params["num_class"] = 3
+    if objective == "rf":
+        params.update(boosting="rf", bagging_fraction=0.5, bagging_freq=1)
+    booster = lgb.train(params, lgb.Dataset(X, y), 5)
+    model = quickscorer.load(booster)
+    n = booster.current_iteration()
+    rows = X[:9]
+    for kw in (dict(start_iteration=n), dict(start_iteration=n + 3),
+               dict(start_iteration=n, num_iteration=2), dict(start_iteration=-2),
+               dict(start_iteration=-2, num_iteration=2), dict(start_iteration=3, num_iteration=10)):
+        msg = f"{objective} {kw}"
+        np.testing.assert_array_equal(model.predict(rows, **kw), booster.predict(rows, **kw),
+                                      err_msg=msg)       # rf of no trees: NaN, as LightGBM
+        np.testing.assert_array_equal(model.predict(rows, raw_score=True, **kw),
+                                      booster.predict(rows, raw_score=True, **kw), err_msg=msg)
+        np.testing.assert_array_equal(model.predict_leaf(rows, source_ids=True, **kw),
+                                      booster.predict(rows, pred_leaf=True, **kw)
+                                      .reshape(len(rows), -1), err_msg=msg)
+    assert model.iteration_bounds(n + 3) == (n, n)
+    assert model.iteration_bounds(-2, 2) == (0, 2)
 
 
 def test_a_range_is_prepared_once_and_kept():
