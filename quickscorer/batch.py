@@ -30,7 +30,7 @@ from .model import Model
 from .outputs import open_output
 from .outputs import output_format as _output_format
 from .progress import Progress
-from .ranking import group_starts, rank_scores
+from .ranking import group_starts, rank_scores, repeated_query
 
 #: chunks read ahead of the one being scored: enough to keep the scoring thread fed when one
 #: chunk reads slowly, few enough to bound memory (re-measure: python
@@ -124,14 +124,12 @@ class _Ranker:
         if len(query) == 0:
             return None
         starts = group_starts(query)
-        for s in starts:
-            q = query[s]
-            key = q.item() if hasattr(q, "item") else q
-            if key in self.seen:
-                raise InputError(f"{self.source}: query {key!r} comes back at row "
-                                 f"{first_row + int(s) + 1} after other queries; the rows of "
-                                 f"a query must be consecutive (sort the file by query)")
-            self.seen.add(key)
+        again = repeated_query(query, starts, self.seen)
+        if again is not None:
+            key, s = again
+            raise InputError(f"{self.source}: query {key!r} comes back at row "
+                             f"{first_row + s + 1} after other queries; the rows of "
+                             f"a query must be consecutive (sort the file by query)")
         ranking = rank_scores(np.asarray(table[self.score_column]), starts, self.top)
         if self.with_rank:
             table["rank"] = ranking.rank

@@ -393,8 +393,6 @@ class Model:
             raise InputError(f"rank needs a model of one output per row; this one has "
                              f"{self.n_outputs} (score it with predict)")
         scores = self.predict(X, raw_score, algorithm=algorithm, n_threads=n_threads)
-        if scores.ndim == 0:
-            scores = scores.reshape(1)
         starts = query_starts(scores.shape[0], group, qid)
         return rank_scores(scores, starts, top_k)
 
@@ -402,8 +400,7 @@ class Model:
         """Raw scores of a range of no iterations: each output's base score (0.0 for
         LightGBM), in the dtype the model's scores have."""
         n = as_rows(self.ensemble, X).shape[0]
-        dtype = np.float32 if self._forest.dtype == np.float32 else np.float64
-        return np.broadcast_to(self.ensemble.base_score.astype(dtype),
+        return np.broadcast_to(self.ensemble.base_score.astype(self._forest.dtype),
                                (n, self.n_outputs)).copy()
 
     def _small(self, X: np.ndarray, squeeze: bool, algorithm, n_threads):

@@ -121,29 +121,28 @@ def query_starts(n_rows: int, group=None, qid=None) -> np.ndarray:
         if q.ndim != 1 or q.shape[0] != n_rows:
             raise InputError(f"qid needs one query id per row ({n_rows}), got shape {q.shape}")
         starts = group_starts(q)
-        if np.unique(q[starts]).shape[0] != starts.shape[0]:
-            again = _first_repeat(q, starts)
-            raise InputError(f"query id {again!r} comes back after other queries; the rows "
+        again = repeated_query(q, starts, set())
+        if again is not None:
+            raise InputError(f"query id {again[0]!r} comes back after other queries; the rows "
                              f"of a query must be consecutive")
         return starts
     if group is not None:
         s = np.asarray(group)
-        if s.ndim == 0:
-            s = s.reshape(1)
-        if s.ndim != 1 or s.dtype.kind not in "iu" or (s < 0).any():
-            raise InputError("group must be query sizes: a 1-D array of non-negative integers")
+        starts = starts_from_sizes(s.reshape(1) if s.ndim == 0 else s)
         if int(s.sum()) != n_rows:
             raise InputError(f"the query sizes in group add up to {int(s.sum())} rows, the "
                              f"input has {n_rows} (for a query id per row, pass qid)")
-        return starts_from_sizes(s)
+        return starts
     return np.zeros(1 if n_rows else 0, np.int64)
 
 
-def _first_repeat(q: np.ndarray, starts: np.ndarray):
-    seen = set()
+def repeated_query(query: np.ndarray, starts: np.ndarray, seen: set):
+    """The first query (id, start row) among those beginning at ``starts`` whose id is in
+    ``seen`` or repeats an earlier one; None if none does. Adds the ids to ``seen``."""
     for s in starts:
-        key = q[s].item() if hasattr(q[s], "item") else q[s]
+        q = query[s]
+        key = q.item() if hasattr(q, "item") else q
         if key in seen:
-            return key
+            return key, int(s)
         seen.add(key)
     return None

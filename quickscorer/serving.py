@@ -27,6 +27,7 @@ from mlserver.errors import InferenceError
 from mlserver.utils import get_model_uri
 
 from .errors import InputError
+from .inputs.arrays import as_rows
 from .ir.ensemble import MISSING_NONE
 from .loading import load
 
@@ -37,9 +38,6 @@ WELL_KNOWN_FILES = ["model.txt", "model.json", "model.ubj", "model.bst", "model.
 #: V2 datatypes read as features (numbers only; BOOL and BYTES are refused)
 NUMERIC = {"FP16", "FP32", "FP64", "INT8", "INT16", "INT32", "INT64",
            "UINT8", "UINT16", "UINT32", "UINT64"}
-
-#: the names of the inputs that say which query each row belongs to
-QUERY_INPUTS = ("qid", "group")
 
 #: request parameters the runtime reads; a request with others is refused (a typo would
 #: otherwise be ignored silently)
@@ -119,10 +117,10 @@ class QuickScorerRuntime(MLModel):
     def _predict(self, payload: types.InferenceRequest) -> types.InferenceResponse:
         params = self._request_parameters(payload)
         X, qid, group = self._decode(payload)
-        if self._batching and set(params) - {"content_type", "headers"}:
+        asked = sorted(set(params) - {"content_type", "headers"})
+        if self._batching and asked:
             raise InferenceError(
-                f"model {self.name}: request parameters {sorted(set(params) - {'content_type', 'headers'})} "
-                f"are not taken with adaptive batching on (max_batch_size "
+                f"model {self.name}: request parameters {asked} are not taken with adaptive batching on (max_batch_size "
                 f"{self._settings.max_batch_size}): it joins requests and keeps one set of "
                 f"parameters for all; set raw_score and leaf in the model's parameters.extra")
         raw = _flag(params.get("raw_score", self._raw_score), "raw_score")
@@ -181,20 +179,10 @@ class QuickScorerRuntime(MLModel):
         qid = group = None
         features = []
         for inp in payload.inputs:
-            if inp.name in QUERY_INPUTS:
-                values = self._tensor(inp)
-                if values.dtype.kind not in "iuf" and inp.name == "group":
-                    raise InferenceError(f"input group must hold integer query sizes, got "
-                                         f"{inp.datatype}")
-                values = values.reshape(-1)
-                if inp.name == "qid":
-                    qid = values
-                else:
-                    if values.dtype.kind == "f":
-                        if not np.all(values == np.floor(values)):
-                            raise InferenceError("input group must hold integer query sizes")
-                        values = values.astype(np.int64)
-                    group = values
+            if inp.name == "qid":
+                qid = self._tensor(inp).reshape(-1)
+            elif inp.name == "group":               # sizes: an INT tensor (ranking checks)
+                group = self._tensor(inp).reshape(-1)
             else:
                 features.append(inp)
         if not features:
@@ -202,20 +190,9 @@ class QuickScorerRuntime(MLModel):
         pandas = ((payload.parameters is not None
                    and payload.parameters.content_type == PandasCodec.ContentType)
                   or len(features) > 1)
-        if pandas:
-            X = self._columns(features)
-        else:
-            X = self._tensor(features[0])
-            if X.ndim == 1:
-                X = X.reshape(1, -1)
-            if X.ndim != 2:
-                raise InferenceError(f"model {self.name}: input {features[0].name!r} has "
-                                     f"shape {features[0].shape}; expected [rows, "
-                                     f"{self._n_features}]")
-            if X.shape[1] != self._n_features:
-                raise InferenceError(f"model {self.name}: input {features[0].name!r} has "
-                                     f"{X.shape[1]} features per row, the model expects "
-                                     f"{self._n_features}")
+        # the library's own checks of shape and width (InputError, a 400 through predict)
+        X = as_rows(self._model.ensemble,
+                    self._columns(features) if pandas else self._tensor(features[0]))
         if self._nan_unsafe is not None and X.dtype.kind == "f":
             self._check_nan(X)
         return X, qid, group
@@ -256,10 +233,7 @@ class QuickScorerRuntime(MLModel):
                                      f"feature {missing[0]!r} ({len(missing)} missing)")
             order = self._names
         else:
-            order = list(cols)
-            if len(order) != self._n_features:
-                raise InferenceError(f"model {self.name}: {len(order)} feature columns, the "
-                                     f"model expects {self._n_features}")
+            order = list(cols)                      # positional; as_rows checks the count
         return np.column_stack([cols[n].astype(np.float64, copy=False) for n in order])
 
     def _check_nan(self, X: np.ndarray):

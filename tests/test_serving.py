@@ -166,9 +166,12 @@ def server(tmp_path_factory, data):
     write_model(folder, "batched", files / "model.txt", max_batch_size=16,
                 max_batch_time=0.02)
     write_model(folder, "swap", files / "model.txt", parameters={"version": "v1"})
+    # a folder URI, as mlserver-lightgbm users have it: the runtime finds model.bst inside
+    shutil.copy(files / "model.txt", files / "model.bst")
+    write_model(folder, "infolder", files / "model.bst", parameters={"uri": "."})
     srv = Server(folder)
     try:
-        srv.wait_ready(["ranker", "nanmodel", "xgb", "batched", "swap"])
+        srv.wait_ready(["ranker", "nanmodel", "xgb", "batched", "swap", "infolder"])
         srv.boosters = {"ranker": ranker, "nanmodel": nan_model, "xgb": booster,
                         "other": other}
         srv.files = files
@@ -187,6 +190,13 @@ def test_rest_scores_equal_lightgbm_and_model_predict(server, data):
         assert meta["datatype"] == "FP64"
         assert np.array_equal(got, model.predict(X.astype(dt)))
         assert np.array_equal(got, server.boosters["ranker"].predict(X.astype(dt)))
+
+
+def test_a_folder_uri_loads_the_well_known_file_inside(server, data):
+    X = data[0][:20]
+    code, body = server.infer("infolder", {"inputs": [tensor("x", X)]})
+    assert code == 200, body
+    assert np.array_equal(output(body, "predict")[0], server.boosters["ranker"].predict(X))
 
 
 def test_grpc_scores_equal_lightgbm(server, data):
@@ -308,6 +318,10 @@ def test_raw_score_and_leaf_outputs(server, data):
      "unknown request parameters ['topk']"),
     ({"inputs": [tensor("x", np.zeros((3, N_FEATURES))), tensor("group", np.array([1, 1]))]},
      "add up to 2 rows, the input has 3"),
+    ({"inputs": [tensor("x", np.zeros((3, N_FEATURES))), tensor("group", np.array([1.0, 2.0]))]},
+     "query sizes must be a 1-D array of non-negative integers"),
+    ({"inputs": [tensor("x", np.zeros((2, 3, N_FEATURES)))]},
+     "input must be 2-D (rows x features) or a single 1-D row"),
     ({"inputs": [tensor("x", np.zeros((3, N_FEATURES))), tensor("qid", np.array([1, 2, 1]))]},
      "query id 1 comes back"),
     ({"inputs": [tensor("x", np.zeros((2, N_FEATURES)))], "parameters": {"top_k": "many"}},
@@ -396,7 +410,6 @@ def test_model_metadata_names_the_input_width_and_output(server):
     code, body = server.get("/v2/models/ranker")
     assert code == 200
     meta = json.loads(body)
-    assert meta["inputs"] == [{"name": "features", "datatype": "FP64",
-                               "shape": [-1, N_FEATURES], "parameters": None}] or \
-        [(i["name"], i["shape"]) for i in meta["inputs"]] == [("features", [-1, N_FEATURES])]
+    assert [(i["name"], i["datatype"], i["shape"]) for i in meta["inputs"]] == \
+        [("features", "FP64", [-1, N_FEATURES])]
     assert [(o["name"], o["datatype"]) for o in meta["outputs"]] == [("predict", "FP64")]

@@ -213,27 +213,18 @@ def runtime_cost(model_path: Path, qs_: list[np.ndarray], repeat: int) -> list[s
     raws = [ModelInferRequestConverter.to_types(grpc_request("cost", X)) for X in qs_]
     n_docs = sum(X.shape[0] for X in qs_)
 
-    def direct():
-        for X in qs_:
-            model.predict(X)
-        return n_docs
+    def each(call, items):
+        def run():
+            for item in items:
+                call(item)
+            return n_docs
+        return run
 
-    def through_runtime():
-        for r in reqs:
-            loop.run_until_complete(runtime.predict(r))
-        return n_docs
+    def in_loop(r):
+        loop.run_until_complete(runtime.predict(r))
 
-    def json_request():
-        for r in reqs:
-            runtime._predict(r)
-        return n_docs
-
-    def binary_request():
-        for r in raws:
-            runtime._predict(r)
-        return n_docs
-
-    t = interleaved([direct, json_request, binary_request, through_runtime], repeat)
+    t = interleaved([each(model.predict, qs_), each(runtime._predict, reqs),
+                     each(runtime._predict, raws), each(in_loop, reqs)], repeat)
     loop.close()
     per_q = [x.median * 1e6 * n_docs / len(qs_) for x in t]
     names = ["Model.predict on the rows", "runtime: a REST request (JSON numbers)",
