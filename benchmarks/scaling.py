@@ -12,6 +12,7 @@ Two ways a service uses the cores, both timed here with the same engines as ``ma
   with more callers where the engine releases the GIL and its calls do not serialise.
 
     python benchmarks/scaling.py --shapes full-uniform-1000x64 --threads 1,2,4,8,16 --callers 16
+    python benchmarks/scaling.py --plot-from reports/scaling-table.md   # redraw a saved table
 
 Microseconds per document (wall time / documents; lower is better), each engine's speed-up
 over its own 1-thread figure, and each engine against the fastest peer of the same row.
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -91,6 +93,60 @@ def rows_for(lines, shape, mode, engines, times, base):
           flush=True)
 
 
+def read_table(path: Path) -> list[tuple[str, str, str, float]]:
+    """(workload, mode, engine, us/doc) of each row of a table this script wrote."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0] not in ("workload", "---"):
+            try:
+                rows.append((cells[0], cells[1], cells[2], float(cells[3])))
+            except ValueError:
+                continue
+    return rows
+
+
+def plot(rows, path: Path) -> bool:
+    """A PNG beside the table: for each workload, microseconds per document against threads
+    (one call spread over them) and against concurrent callers, one line an engine, both
+    axes logarithmic. False where matplotlib (the bench extra) is not installed."""
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    shapes = list(dict.fromkeys(r[0] for r in rows))
+    fig, axes = plt.subplots(len(shapes), 2, figsize=(11, 4.2 * len(shapes)), squeeze=False)
+    for row_axes, shape in zip(axes, shapes):
+        for ax, kind in zip(row_axes, ("threads", "callers")):
+            lines: dict[str, dict[int, float]] = {}
+            for w, mode, engine, t in rows:
+                m = re.fullmatch(kind + r"=(\d+)(?: \(batch \d+\))?", mode)
+                if w == shape and m:
+                    # callers=1 appears once per caller count: keep the first
+                    lines.setdefault(engine, {}).setdefault(int(m.group(1)), t)
+            for engine, pts in sorted(lines.items()):
+                xs = sorted(pts)
+                ax.plot(xs, [pts[x] for x in xs], marker="o", label=engine)
+            ax.set_xscale("log", base=2)
+            ticks = sorted({x for pts in lines.values() for x in pts})
+            ax.set_xticks(ticks, [str(x) for x in ticks])
+            ax.minorticks_off()
+            ax.set_yscale("log")
+            ax.set_xlabel("threads, one call" if kind == "threads"
+                          else "callers sharing one model, 1 thread each")
+            ax.set_ylabel("microseconds per document (wall)")
+            ax.set_title(f"{shape}: {kind}")
+            ax.grid(True, which="both", alpha=0.3)
+            if lines:
+                ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default="full-uniform-1000x64,xgb-depth6-uniform-1000")
@@ -106,7 +162,15 @@ def main(argv=None) -> int:
                    help="also time our default with this instruction set forced (avx2)")
     p.add_argument("--compile-limit", type=int, default=70_000)
     p.add_argument("--out")
+    p.add_argument("--plot-from", help="draw the PNG of a table this script wrote (beside it) "
+                                       "and exit")
     args = p.parse_args(argv)
+    if args.plot_from:
+        png = Path(args.plot_from).with_suffix(".png")
+        if not plot(read_table(Path(args.plot_from)), png):
+            p.error("the plot needs matplotlib (pip install -e '.[bench]')")
+        print(f"written to {png}")
+        return 0
     threads = [int(t) for t in args.threads.split(",")]
     callers = [int(c) for c in args.callers.split(",") if int(c) > 0]
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -157,6 +221,8 @@ def main(argv=None) -> int:
                      times, alone)
             del engines
             out.write_text("\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n")
+    if plot(read_table(out), out.with_suffix(".png")):
+        print(f"plot written to {out.with_suffix('.png')}")
     print(f"written to {out}")
     return 0
 
