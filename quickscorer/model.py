@@ -137,7 +137,7 @@ class Model:
     def _rs_from(self) -> int:
         """Rows per thread from which the automatic choice runs ``rapidscorer``
         (``autoselect.rs_min_rows``)."""
-        return autoselect.rs_min_rows(self.ensemble, self._few_rows)
+        return autoselect.rs_min_rows(self.ensemble, self._few_rows, self._costs, self._steps)
 
     def __reduce__(self):
         # the copy prepares the layouts this one had built

@@ -334,7 +334,7 @@ def test_models_rapidscorer_cannot_score_run_the_few_rows_kernel_for_many_rows()
         assert model.info()["default_algorithm"].startswith(
             f"auto: {kernel} (rapidscorer cannot score this model) for "
             f"{model._rs_from} or more")
-        assert model._rs_from == (autoselect.RS_AFTER_WALK_MIN_ROWS if kernel == "walk"
+        assert model._rs_from == (autoselect.walk_rs_min_rows(ens) if kernel == "walk"
                                   else autoselect.RS_MIN_ROWS)
         X = np.column_stack([np.linspace(-1.0, 1100.0, 300), np.arange(300) % 9 - 1.0])
         want = model.predict_raw(X, algorithm="traversal")
@@ -457,6 +457,47 @@ def test_the_default_runs_the_chosen_one_row_kernel_exactly_on_xgboost(monkeypat
     got = np.concatenate([model.predict_raw(rows[i]) for i in range(rows.shape[0])])
     assert np.array_equal(got.reshape(want.shape), want)
     assert kernel in model.info()["layout_bytes"]
+
+
+def test_after_the_walk_rapidscorer_starts_later_on_models_of_many_nodes_a_step():
+    """walk_rs_min_rows: the model's internal nodes over WALK_RS_NODES_PER_STEP times a row's
+    steps through the walk, rounded up, between RS_AFTER_WALK_MIN_ROWS and
+    RS_AFTER_WALK_MAX_ROWS; rs_min_rows takes it after the walk, and the automatic choice runs
+    the walk up to it, exactly."""
+    ens = _balanced(8)                              # 2 x 255 nodes; 8 trees x 8 steps a group
+    nodes = int(ens.trees.node_offset[-1])
+    steps = autoselect.group_steps(ens)
+    assert nodes == 510 and steps == 64
+    k = autoselect.WALK_RS_NODES_PER_STEP
+    want = min(autoselect.RS_AFTER_WALK_MAX_ROWS,
+               max(autoselect.RS_AFTER_WALK_MIN_ROWS, int(np.ceil(nodes / (k * steps)))))
+    assert autoselect.walk_rs_min_rows(ens) == want == autoselect.rs_min_rows(ens, "walk")
+    # the bounds, and the path's expected steps where no complete trees are laid out
+    assert autoselect.walk_rs_min_rows(ens, steps=1e9) == autoselect.RS_AFTER_WALK_MIN_ROWS
+    assert autoselect.walk_rs_min_rows(ens, steps=0.01) == autoselect.RS_AFTER_WALK_MAX_ROWS
+    assert autoselect.walk_rs_min_rows(ens, costs=(nodes / (k * 19.5), 1.0), steps=None) == 20
+    assert autoselect.walk_rs_min_rows(ens, costs=None, steps=None) == (
+        autoselect.RS_AFTER_WALK_MIN_ROWS)
+
+
+def test_the_default_walks_calls_up_to_the_later_rapidscorer_start_exactly(monkeypatch):
+    """With a model whose nodes per step put RapidScorer's start at 20 rows, calls of 4 to 19
+    rows walk and 20 rows run rapidscorer; every call scores as the reference traversal."""
+    monkeypatch.setattr(autoselect, "GROUP_FEW_ROWS_RATIO", 0.0)
+    monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", 0.0)
+    ens = _balanced(8)
+    steps = autoselect.group_steps(ens)
+    monkeypatch.setattr(autoselect, "WALK_RS_NODES_PER_STEP",
+                        int(ens.trees.node_offset[-1]) / (19.5 * steps))
+    model = quickscorer.Model(ens)
+    assert model.info()["few_rows_algorithm"] == "walk"
+    assert model._rs_from == 20
+    assert "rapidscorer for 20 or more" in model.info()["default_algorithm"]
+    assert [model._small_kernels[n] for n in (4, 9, 19, 20)] == ["walk"] * 3 + ["rapidscorer"]
+    X = np.column_stack([np.linspace(-1.0, 520.0, 40), np.arange(40) % 9 - 1.0])
+    want = model.predict_raw(X, algorithm="traversal")
+    for n in (4, 9, 12, 19, 20, 21):
+        assert np.array_equal(model.predict_raw(X[:n]), want[:n])
 
 
 def test_rapidscorer_starts_earlier_on_small_trees():

@@ -9,7 +9,9 @@ the rows per thread of a call and on the model's trees:
   steps a group of eight trees). Both counts come from the node covers the model file holds
   (the training rows that reached each node), so the choice reads nothing but the model;
 * up to :func:`rs_min_rows`, the few-rows kernel of :func:`few_rows`: ``vqs``, or the walk on
-  models of large trees, where an 8-lane scan of their false nodes costs more than the walks;
+  models of large trees, where an 8-lane scan of their false nodes costs more than the walks
+  (and, on models of many nodes a step, for calls up to :func:`walk_rs_min_rows` rows, where
+  RapidScorer's scan of every node costs more than walking each row);
 * from there on ``rapidscorer`` where it can score the model, the few-rows kernel otherwise;
 * calls under PARALLEL_MIN_ROWS rows on one thread (:func:`threads_for`).
 
@@ -44,6 +46,16 @@ RS_MIN_ROWS = 8
 #: ... where the few-rows kernel is the walk (trees large enough that it beats ``vqs``): the
 #: walk holds its lead to 8 rows; same command with ``--kernels walk,rapidscorer``
 RS_AFTER_WALK_MIN_ROWS = 9
+#: ... and later on models of many nodes a step of a row's walk: RapidScorer's call scans
+#: every node whatever its rows, a walk pays only its row's steps, so the walk keeps calls
+#: of fewer rows than nodes / (WALK_RS_NODES_PER_STEP x steps a row) (1,000 trees of 255
+#: leaves, 40 nodes a step: in three runs the two met between 13 and 16 rows; XGBoost depth 8,
+#: 23 nodes a step: between 10 and 12),
+#: at most RS_AFTER_WALK_MAX_ROWS (one AVX2 group of RapidScorer, whose cost a document
+#: falls past it while the walk's does not);
+#: ``python benchmarks/tuning/small_calls.py --batch 8,12,16,24,32 --kernels walk,rapidscorer``
+WALK_RS_NODES_PER_STEP = 2.9
+RS_AFTER_WALK_MAX_ROWS = 32
 #: ... and from fewer rows where the trees are small, (mean leaves a tree at most, rows):
 #: fewer leaves make RapidScorer's byte rows shorter; same command at 4 to 6 rows
 RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
@@ -207,18 +219,39 @@ def few_rows_from(one_row_kernel: str, few_rows_kernel: str) -> int:
     return VQS_MIN_ROWS
 
 
-def rs_min_rows(ens, few_rows_kernel: str = "vqs") -> int:
+def rs_min_rows(ens, few_rows_kernel: str = "vqs", costs=_COMPUTE, steps=_COMPUTE) -> int:
     """Rows per thread from which ``rapidscorer`` runs (where it can score the model):
-    RS_AFTER_WALK_MIN_ROWS after the walk, else by the trees' mean number of leaves
-    (RS_SMALL_TREES_MIN_ROWS), else RS_MIN_ROWS."""
+    after the walk, from the model's nodes over WALK_RS_NODES_PER_STEP times a row's steps
+    (:func:`walk_rs_min_rows`); else by the trees' mean number of leaves
+    (RS_SMALL_TREES_MIN_ROWS), else RS_MIN_ROWS. ``costs`` / ``steps`` as for
+    :func:`few_rows`."""
     if few_rows_kernel == "walk":
-        return RS_AFTER_WALK_MIN_ROWS
+        return walk_rs_min_rows(ens, costs, steps)
     leaves = np.asarray(ens.trees.leaf_offset)
     mean = float(leaves[-1]) / max(1, leaves.shape[0] - 1)
     for most, rows in RS_SMALL_TREES_MIN_ROWS:
         if mean <= most:
             return rows
     return RS_MIN_ROWS
+
+
+def walk_rs_min_rows(ens, costs=_COMPUTE, steps=_COMPUTE) -> int:
+    """Rows per thread from which ``rapidscorer`` takes over from the few-rows walk: the
+    model's internal nodes over WALK_RS_NODES_PER_STEP times a row's steps through the walk
+    (:func:`group_steps` where it lays out complete trees, else the expected path of
+    :func:`expected_costs`), rounded up, between RS_AFTER_WALK_MIN_ROWS and
+    RS_AFTER_WALK_MAX_ROWS (the least without covers)."""
+    if steps is _COMPUTE:
+        steps = group_steps(ens)
+    if steps is None:
+        if costs is _COMPUTE:
+            costs = expected_costs(ens)
+        steps = costs[0] if costs is not None else None
+    nodes = int(ens.trees.node_offset[-1])
+    if not steps or steps <= 0:
+        return RS_AFTER_WALK_MIN_ROWS
+    rows = int(np.ceil(nodes / (WALK_RS_NODES_PER_STEP * steps)))
+    return min(RS_AFTER_WALK_MAX_ROWS, max(RS_AFTER_WALK_MIN_ROWS, rows))
 
 
 def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1,
