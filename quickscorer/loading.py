@@ -7,19 +7,23 @@ from pathlib import Path
 
 from .errors import ModelFormatError
 from .importers import lightgbm as lgb_imp
+from .importers import sklearn as sk_imp
 from .importers import xgboost as xgb_imp
 from .ir.ensemble import Ensemble
 from .model import Model
 
 def load_ensemble(source, *, format: str | None = None) -> Ensemble:
-    """The neutral :class:`Ensemble` of a LightGBM or XGBoost model.
+    """The neutral :class:`Ensemble` of a LightGBM, XGBoost or scikit-learn model.
 
     ``source`` may be a path, a LightGBM model string, JSON text, JSON, UBJSON or XGBoost
-    legacy binary bytes, a parsed JSON dict, a ``lightgbm.Booster`` or an ``xgboost.Booster``. ``format`` forces
+    legacy binary bytes, a parsed JSON dict, a ``lightgbm.Booster``, an ``xgboost.Booster``
+    or a fitted scikit-learn tree estimator (``importers.sklearn.SUPPORTED``). ``format`` forces
     ``"lightgbm"`` or ``"xgboost"``; otherwise it is detected from the content.
     """
     if isinstance(source, Ensemble):
         return source
+    if sk_imp.is_sklearn_estimator(source):          # a fitted scikit-learn tree estimator
+        return sk_imp.load_sklearn(source)
     if format not in (None, "lightgbm", "xgboost"):
         raise ValueError(f"format must be 'lightgbm' or 'xgboost', not {format!r}")
     if hasattr(source, "model_to_string"):           # lightgbm.Booster (or LGBMModel.booster_)
@@ -42,7 +46,8 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
         data = lgb_imp.map_model_file(Path(source))
     else:
         raise TypeError(f"cannot load a model from {type(source).__name__}: expected a path, "
-                        f"a string, bytes, a dict or a LightGBM/XGBoost Booster")
+                        f"a string, bytes, a dict, a LightGBM/XGBoost Booster or a scikit-learn "
+                        f"tree estimator")
     try:
         return _load_data(data, format)
     finally:
@@ -73,5 +78,5 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
 
 
 def load(source, *, format: str | None = None, prepare: tuple[str, ...] = ()) -> Model:
-    """Load a LightGBM or XGBoost model for scoring; see :func:`load_ensemble`."""
+    """Load a LightGBM, XGBoost or scikit-learn model for scoring; see :func:`load_ensemble`."""
     return Model(load_ensemble(source, format=format), prepare=prepare)

@@ -1,0 +1,157 @@
+"""scikit-learn tree estimators through quickscorer.load, against the estimators' own
+predict / predict_proba / decision_function, with every algorithm that can score them."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import quickscorer
+from quickscorer.errors import ModelFormatError
+from quickscorer.importers.sklearn import float32_boundary
+
+sklearn = pytest.importorskip("sklearn", reason="the test extra installs scikit-learn")
+sk_ensemble = pytest.importorskip("sklearn.ensemble")
+sk_tree = pytest.importorskip("sklearn.tree")
+
+
+def _data(nan: bool, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(500, 6))
+    X[:, 5] = np.round(X[:, 5] * 3.0)                    # few values: many ties at thresholds
+    if nan:
+        X[rng.random(X.shape) < 0.1] = np.nan
+    y = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + 0.1 * rng.normal(size=500)
+    binary = (y > np.median(y)).astype(int)
+    three = np.digitize(y, np.quantile(y, [0.33, 0.66]))
+    # rows beyond the training range, on the training values themselves (ties), and NaN
+    Xt = np.vstack([rng.normal(size=(300, 6)) * 2.0, X[:100]])
+    if nan:
+        Xt[rng.random(Xt.shape) < 0.1] = np.nan
+    return X, {"regression": y, "binary": binary, "three": three}, Xt
+
+
+FORESTS = [
+    ("DecisionTreeRegressor", sk_tree.DecisionTreeRegressor, {"max_depth": 7}, "regression"),
+    ("DecisionTreeClassifier", sk_tree.DecisionTreeClassifier, {"max_depth": 5}, "three"),
+    ("RandomForestRegressor", sk_ensemble.RandomForestRegressor,
+     {"n_estimators": 12, "max_depth": 8}, "regression"),
+    ("RandomForestClassifier", sk_ensemble.RandomForestClassifier, {"n_estimators": 10},
+     "three"),
+    ("RandomForestClassifier", sk_ensemble.RandomForestClassifier, {"n_estimators": 10},
+     "binary"),
+    ("ExtraTreesRegressor", sk_ensemble.ExtraTreesRegressor, {"n_estimators": 10},
+     "regression"),
+    ("ExtraTreesClassifier", sk_ensemble.ExtraTreesClassifier, {"n_estimators": 8},
+     "binary"),
+]
+BOOSTING = [
+    ("GradientBoostingRegressor", {"n_estimators": 25}, "regression"),
+    ("GradientBoostingRegressor", {"n_estimators": 25, "loss": "huber", "init": "zero",
+                                   "subsample": 0.7, "learning_rate": 0.3}, "regression"),
+    ("GradientBoostingClassifier", {"n_estimators": 20}, "binary"),
+    ("GradientBoostingClassifier", {"n_estimators": 15, "max_depth": 4}, "three"),
+]
+
+
+def _every_algorithm(model, X, want, **kw):
+    for name in model.supported_algorithms():
+        got = model.predict(X, algorithm=name, **kw)
+        assert np.array_equal(got, want), name
+
+
+@pytest.mark.parametrize("nan", [False, True], ids=["finite", "nan"])
+@pytest.mark.parametrize("name, cls, params, target", FORESTS,
+                         ids=[f"{f[0]}-{f[3]}" for f in FORESTS])
+def test_trees_and_forests_score_as_scikit_learn(name, cls, params, target, nan):
+    """predict (regressors) and predict_proba (classifiers, one column a class) to the bit,
+    NaN rows taking each node's missing_go_to_left side, float64 and float32 rows, every
+    algorithm; info names the source."""
+    X, ys, Xt = _data(nan)
+    est = cls(random_state=0, **params).fit(X, ys[target])
+    model = quickscorer.load(est)
+    want = est.predict_proba(Xt) if name.endswith("Classifier") else est.predict(Xt)
+    assert model.n_outputs == (want.shape[1] if want.ndim == 2 else 1)
+    _every_algorithm(model, Xt, want)
+    Xt32 = Xt.astype(np.float32)
+    want32 = (est.predict_proba(Xt32) if name.endswith("Classifier")
+              else est.predict(Xt32))
+    assert np.array_equal(model.predict(Xt32), want32)
+    for n in (1, 2, 5, 17):                             # the low-latency entries
+        assert np.array_equal(model.predict(Xt[:n]), want[:n])
+    info = model.info()
+    assert (info["library"], info["objective"]) == ("scikit-learn", name)
+    assert info["library_version"] == sklearn.__version__
+
+
+@pytest.mark.parametrize("name, params, target", BOOSTING,
+                         ids=[f"{b[0]}-{b[2]}-{i}" for i, b in enumerate(BOOSTING)])
+def test_gradient_boosting_scores_as_scikit_learn(name, params, target):
+    """predict (regressor), decision_function as the raw score and predict_proba (the
+    positive class's column for two classes, as LightGBM's binary predict) to the bit,
+    every algorithm."""
+    X, ys, Xt = _data(False, seed=1)
+    est = getattr(sk_ensemble, name)(random_state=0, **params).fit(X, ys[target])
+    model = quickscorer.load(est)
+    if name.endswith("Regressor"):
+        _every_algorithm(model, Xt, est.predict(Xt))
+        return
+    _every_algorithm(model, Xt, est.decision_function(Xt), raw_score=True)
+    proba = est.predict_proba(Xt)
+    assert np.array_equal(model.predict(Xt), proba[:, 1] if proba.shape[1] == 2 else proba)
+
+
+def test_a_pickled_estimator_loads_the_same():
+    X, ys, Xt = _data(True)
+    est = sk_ensemble.RandomForestRegressor(n_estimators=5, random_state=0).fit(
+        X, ys["regression"])
+    again = pickle.loads(pickle.dumps(est))
+    assert np.array_equal(quickscorer.load(again).predict(Xt), est.predict(Xt))
+
+
+def test_the_float32_boundary_sends_every_double_as_its_float32_rounding_would():
+    """x <= float32_boundary(t) exactly when float32(x) <= t, for thresholds between float32
+    values, on them (even and odd), at their rounding midpoints and beyond float32's range."""
+    rng = np.random.default_rng(3)
+    f = rng.normal(size=2000).astype(np.float32)
+    up = np.nextafter(f, np.float32(np.inf))
+    mids = (f.astype(np.float64) + up.astype(np.float64)) / 2.0
+    thresholds = np.concatenate([f.astype(np.float64), mids, rng.normal(size=2000),
+                                 [0.0, -0.0, 1e39, -1e39, np.inf, -np.inf, 3.4028234663852886e38]])
+    xs = np.concatenate([mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf),
+                         f.astype(np.float64), rng.normal(size=2000),
+                         [3.4028235677973366e38, 3.4028235677973362e38, -3.4028235677973366e38,
+                          np.inf, -np.inf, 1e300, -1e300]])
+    b = float32_boundary(thresholds)
+    for t, bt in zip(thresholds[::7], b[::7]):
+        with np.errstate(over="ignore"):
+            want = xs.astype(np.float32).astype(np.float64) <= t
+        assert np.array_equal(xs <= bt, want), t
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: sk_ensemble.RandomForestRegressor(), "not fitted"),
+    (lambda: sk_ensemble.HistGradientBoostingRegressor().fit(np.eye(4), np.arange(4.0)),
+     "HistGradientBoostingRegressor is not supported"),
+    (lambda: sk_ensemble.RandomForestRegressor(n_estimators=2).fit(
+        np.eye(6), np.eye(6)[:, :2]), "2 outputs"),
+    (lambda: sk_ensemble.GradientBoostingRegressor(
+        n_estimators=2, init=sk_tree.DecisionTreeRegressor()).fit(np.eye(6), np.arange(6.0)),
+     "initial estimator"),
+])
+def test_estimators_it_cannot_score_are_refused_with_the_reason(make, match):
+    with pytest.raises(ModelFormatError, match=match):
+        quickscorer.load(make())
+
+
+@pytest.mark.parametrize("cls", [sk_ensemble.RandomForestRegressor,
+                                 sk_ensemble.ExtraTreesRegressor,
+                                 sk_tree.DecisionTreeClassifier])
+def test_nan_rows_on_trees_trained_without_nan_take_the_recorded_side(cls):
+    X, ys, Xt = _data(False, seed=2)
+    Xt[np.random.default_rng(4).random(Xt.shape) < 0.2] = np.nan
+    target = ys["binary"] if cls is sk_tree.DecisionTreeClassifier else ys["regression"]
+    est = cls(random_state=0).fit(X, target)
+    want = est.predict_proba(Xt) if hasattr(est, "predict_proba") else est.predict(Xt)
+    _every_algorithm(quickscorer.load(est), Xt, want)
