@@ -126,6 +126,12 @@ def tensor(name, X, datatype=None):
     return {"name": name, "shape": list(X.shape), "datatype": datatype, "data": data}
 
 
+def grpc_input(name, X, datatype):
+    """A V2 gRPC input tensor of X's values (MLServer's types)."""
+    return types.RequestInput(name=name, shape=list(X.shape), datatype=datatype,
+                              data=X.ravel().tolist())
+
+
 def output(response, name):
     out = {o["name"]: o for o in response["outputs"]}[name]
     return np.asarray(out["data"]), out
@@ -201,11 +207,9 @@ def test_a_folder_uri_loads_the_well_known_file_inside(server, data):
 
 def test_grpc_scores_equal_lightgbm(server, data):
     X = data[0][:37]
-    req = types.InferenceRequest(inputs=[types.RequestInput(
-        name="x", shape=list(X.shape), datatype="FP64", data=X.ravel().tolist())])
+    req = types.InferenceRequest(inputs=[grpc_input("x", X, "FP64")])
     res = server.infer_grpc("ranker", req)
-    got = np.asarray(res.outputs[0].data.root if hasattr(res.outputs[0].data, "root")
-                     else res.outputs[0].data, dtype=np.float64)
+    got = np.asarray(res.outputs[0].data.root, dtype=np.float64)
     assert np.array_equal(got, server.boosters["ranker"].predict(X))
 
 
@@ -216,8 +220,7 @@ def test_xgboost_model_with_missing_values_over_both_protocols(server, data):
     assert code == 200, body
     got, meta = output(body, "predict")
     assert meta["datatype"] == "FP32" and np.array_equal(got.astype(np.float32), truth)
-    req = types.InferenceRequest(inputs=[types.RequestInput(
-        name="x", shape=list(X.shape), datatype="FP32", data=X.ravel().tolist())])
+    req = types.InferenceRequest(inputs=[grpc_input("x", X, "FP32")])
     res = server.infer_grpc("xgb", req)
     assert np.array_equal(np.asarray(res.outputs[0].data.root, np.float32), truth)
 
@@ -277,10 +280,8 @@ def test_ranking_over_grpc(server, data):
     X, _, _, sizes = data
     n = int(sizes[:3].sum())
     ids = np.repeat([5, 9, 2], sizes[:3])
-    req = types.InferenceRequest(inputs=[
-        types.RequestInput(name="x", shape=[n, N_FEATURES], datatype="FP64",
-                           data=X[:n].ravel().tolist()),
-        types.RequestInput(name="qid", shape=[n], datatype="INT64", data=ids.tolist())])
+    req = types.InferenceRequest(inputs=[grpc_input("x", X[:n], "FP64"),
+                                         grpc_input("qid", ids, "INT64")])
     res = server.infer_grpc("ranker", req)
     outs = {o.name: np.asarray(o.data.root) for o in res.outputs}
     ranks, _ = expected_ranks(server.boosters["ranker"].predict(X[:n]), sizes[:3])

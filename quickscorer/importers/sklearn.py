@@ -95,12 +95,6 @@ def _class_fractions(est) -> np.ndarray:
     return value / total[:, None]
 
 
-def _check_one_output(est, name: str) -> None:
-    if getattr(est, "n_outputs_", 1) != 1:
-        raise ModelFormatError(f"{name} with {est.n_outputs_} outputs: only single-output "
-                               f"estimators are supported")
-
-
 def load_sklearn(est) -> Ensemble:
     """The neutral ensemble of a fitted scikit-learn tree estimator (module docstring)."""
     name = type(est).__name__
@@ -109,6 +103,9 @@ def load_sklearn(est) -> Ensemble:
                                f"{', '.join(SUPPORTED)}")
     if not hasattr(est, "n_features_in_"):
         raise ModelFormatError(f"{name} is not fitted")
+    if getattr(est, "n_outputs_", 1) != 1:          # gradient boosting has one output a stage
+        raise ModelFormatError(f"{name} with {est.n_outputs_} outputs: only single-output "
+                               f"estimators are supported")
     n_features = int(est.n_features_in_)
     names = getattr(est, "feature_names_in_", None)
     import sklearn
@@ -118,8 +115,6 @@ def load_sklearn(est) -> Ensemble:
     if name in _BOOSTING:
         return _boosting(est, name, n_features, names, source, classifier)
     members = [est] if name in _SINGLE else list(est.estimators_)
-    for m in members:
-        _check_one_output(m, name)
     trees, groups = [], []
     n_outputs = len(est.classes_) if classifier else 1
     for i, m in enumerate(members):
@@ -161,7 +156,6 @@ def _boosting(est, name, n_features, names, source, classifier) -> Ensemble:
     for s in range(n_stages):
         for k in range(n_outputs):
             m = stages[s, k]
-            _check_one_output(m, name)
             value = rate * np.asarray(m.tree_.value, dtype=np.float64)[:, 0, 0]
             if s == 0:
                 value = start[k] + value
