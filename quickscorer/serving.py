@@ -85,9 +85,9 @@ class QuickScorerRuntime(MLModel):
                                                 shape=[-1, self._n_features])]
         if not self.outputs:
             k = self._model.n_outputs
-            self.outputs = [types.MetadataTensor(name="predict", datatype="FP64"
-                                                 if self._model.ensemble.family == "lightgbm"
-                                                 else "FP32",
+            self.outputs = [types.MetadataTensor(name="predict", datatype="FP32"
+                                                 if self._model.ensemble.family == "xgboost"
+                                                 else "FP64",
                                                  shape=[-1] if k == 1 else [-1, k])]
         s = self._settings
         self._batching = s.max_batch_size > 1 and s.max_batch_time > 0

@@ -132,8 +132,11 @@ def test_the_float32_boundary_sends_every_double_as_its_float32_rounding_would()
 
 @pytest.mark.parametrize("make, match", [
     (lambda: sk_ensemble.RandomForestRegressor(), "not fitted"),
-    (lambda: sk_ensemble.HistGradientBoostingRegressor().fit(np.eye(4), np.arange(4.0)),
-     "HistGradientBoostingRegressor is not supported"),
+    (lambda: sk_ensemble.IsolationForest(n_estimators=2).fit(np.eye(4)),
+     "IsolationForest is not supported"),
+    (lambda: sk_ensemble.HistGradientBoostingRegressor(
+        max_iter=2, categorical_features=[0]).fit(np.array([[-1.0], [2.0]] * 10),
+                                                  np.arange(20.0)), "integers in"),
     (lambda: sk_ensemble.RandomForestRegressor(n_estimators=2).fit(
         np.eye(6), np.eye(6)[:, :2]), "2 outputs"),
     (lambda: sk_ensemble.GradientBoostingRegressor(
@@ -155,3 +158,91 @@ def test_nan_rows_on_trees_trained_without_nan_take_the_recorded_side(cls):
     est = cls(random_state=0).fit(X, target)
     want = est.predict_proba(Xt) if hasattr(est, "predict_proba") else est.predict(Xt)
     _every_algorithm(quickscorer.load(est), Xt, want)
+
+
+def _hist_data(seed: int, categorical: bool):
+    """Rows with NaN, a categorical column of integer categories with gaps (0, 3, 6, ...), and
+    test rows with unknown, negative and non-integer categories."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(600, 5))
+    X[:, 2] = np.round(X[:, 2] * 2.0)                    # ties on few values
+    if categorical:
+        X[:, 3] = rng.integers(0, 9, 600) * 3.0
+    X[rng.random(X.shape) < 0.08] = np.nan
+    c = np.nan_to_num(X[:, 3]) if categorical else 0.0
+    y = np.nan_to_num(X[:, 0]) + np.nan_to_num(X[:, 1]) ** 2 + (c % 4 == 0) + 0.1 * rng.normal(
+        size=600)
+    Xt = np.vstack([rng.normal(size=(300, 5)) * 2.0, X[:100]])
+    if categorical:
+        Xt[:300, 3] = rng.choice([0.0, 3.0, 6.0, 9.0, 24.0, 1.0, 27.0, 300.0, -3.0, 4.5,
+                                  -0.5, 2.0**31, 1e300, np.nan], size=300)
+    Xt[rng.random(Xt.shape) < 0.05] = np.nan
+    return X, y, Xt
+
+
+HIST = [
+    ("squared_error", {}, "regression"),
+    ("poisson", {"loss": "poisson"}, "positive"),
+    ("absolute_error", {"loss": "absolute_error", "max_leaf_nodes": 8}, "regression"),
+    ("binary", {}, "binary"),
+    ("three classes", {"max_depth": 4}, "three"),
+]
+
+
+@pytest.mark.parametrize("categorical", [False, True], ids=["numerical", "categorical"])
+@pytest.mark.parametrize("label, params, target", HIST, ids=[h[0] for h in HIST])
+def test_hist_gradient_boosting_scores_as_scikit_learn(label, params, target, categorical):
+    X, y, Xt = _hist_data(3, categorical)
+    extra = {"categorical_features": [3]} if categorical else {}
+    if target == "regression":
+        est = sk_ensemble.HistGradientBoostingRegressor(max_iter=30, **params, **extra)
+        est.fit(X, y)
+        want = est.predict(Xt)
+    elif target == "positive":
+        est = sk_ensemble.HistGradientBoostingRegressor(max_iter=30, **params, **extra)
+        est.fit(X, np.exp(y / 4.0))
+        want = est.predict(Xt)
+    else:
+        labels = (y > np.median(y)).astype(int) if target == "binary" else np.digitize(
+            y, np.quantile(y, [0.33, 0.66]))
+        est = sk_ensemble.HistGradientBoostingClassifier(max_iter=20, **params, **extra)
+        est.fit(X, labels)
+        proba = est.predict_proba(Xt)
+        want = proba[:, 1] if proba.shape[1] == 2 else proba
+    model = quickscorer.load(est)
+    assert model.ensemble.family == "plain"
+    _every_algorithm(model, Xt, want)
+    raw = est._raw_predict(Xt)
+    _every_algorithm(model, Xt, raw[:, 0] if raw.shape[1] == 1 else raw, raw_score=True)
+    _every_algorithm(model, Xt.astype(np.float32), model.predict(
+        Xt.astype(np.float32).astype(np.float64)))
+    if target in ("binary", "three"):
+        assert np.array_equal(model.predict(Xt, raw_score=True).reshape(raw.shape),
+                              est.decision_function(Xt).reshape(raw.shape))
+
+
+def test_hist_gradient_boosting_reads_categories_named_in_a_dataframe():
+    pd = pytest.importorskip("pandas")
+    X, y, Xt = _hist_data(5, True)
+    cols = ["a", "b", "c", "cat", "e"]
+    frame = pd.DataFrame(X, columns=cols)
+    frame["cat"] = frame["cat"].astype("category")
+    est = sk_ensemble.HistGradientBoostingRegressor(max_iter=15, categorical_features="from_dtype")
+    est.fit(frame, y)
+    known = Xt[:, 3].copy()
+    known[~np.isin(known, frame["cat"].cat.categories)] = np.nan   # a dataframe's unknown
+    Xk = Xt.copy()
+    Xk[:, 3] = known
+    test = pd.DataFrame(Xk, columns=cols)
+    test["cat"] = pd.Categorical(test["cat"], categories=frame["cat"].cat.categories)
+    model = quickscorer.load(est)
+    assert model.feature_names == tuple(cols)
+    _every_algorithm(model, Xk, est.predict(test))
+
+
+def test_a_value_too_small_to_matter_to_lightgbm_still_decides_a_scikit_learn_split():
+    # LightGBM reads |x| <= 1e-35 as 0.0; scikit-learn compares the value itself
+    est = sk_tree.DecisionTreeRegressor().fit(np.array([[-1.0], [1.0]]), np.array([0.0, 1.0]))
+    assert est.tree_.threshold[0] == 0.0
+    Xt = np.array([[1e-37], [5e-36], [0.0], [-5e-36], [2e-45]])
+    _every_algorithm(quickscorer.load(est), Xt, est.predict(Xt))

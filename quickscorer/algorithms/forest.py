@@ -12,7 +12,7 @@ import numpy as np
 from ..errors import ModelFormatError
 from ..ir.ensemble import Ensemble
 
-FAMILY_CODE = {"lightgbm": 0, "xgboost": 1}
+FAMILY_CODE = {"lightgbm": 0, "xgboost": 1, "plain": 2}
 
 #: a model whose category bitsets need more 32-bit words than this is refused as corrupt
 MAX_CATEGORY_WORDS = 1 << 24

@@ -2,21 +2,25 @@
 
 Taken: ``DecisionTreeRegressor`` / ``DecisionTreeClassifier``, ``RandomForestRegressor`` /
 ``RandomForestClassifier``, ``ExtraTreesRegressor`` / ``ExtraTreesClassifier`` and
-``GradientBoostingRegressor`` / ``GradientBoostingClassifier`` (one output each). The scoring
-rules (docs/semantics.md, "scikit-learn"):
+``GradientBoostingRegressor`` / ``GradientBoostingClassifier`` and
+``HistGradientBoostingRegressor`` / ``HistGradientBoostingClassifier`` (one output each). The
+scoring rules (docs/semantics.md, "scikit-learn"):
 
 * a tree reads the row as float32 and sends it left where ``float32(x) <= threshold`` (a
   float64); a NaN goes to the node's ``missing_go_to_left`` side. A float64 test
   ``x <= t'`` gives the same side for every float64 ``x`` when ``t'`` is the float32 rounding
-  boundary below the threshold (:func:`float32_boundary`), so the trees become LightGBM-family
-  trees (float64 tests and sums) and every kernel scores them;
+  boundary below the threshold (:func:`float32_boundary`), so the trees become trees of the
+  ``plain`` family (float64 tests and sums of the row as given) and every kernel scores them;
 * forests add the trees' outputs in tree order from 0.0 and divide by the number of trees
   (``average_output``); a classifier's tree outputs its leaf's class weights over their sum,
   one output per class (``predict_proba``);
 * gradient boosting starts each output from the initial estimator's raw prediction and adds
   ``learning_rate * value`` stage by stage; the start is folded into the first stage's leaves
   (``start + learning_rate * value``, the same two operations in the same order), and the
-  classifier's probabilities are its loss's sigmoid (two classes) or softmax.
+  classifier's probabilities are its loss's sigmoid (two classes) or softmax;
+* histogram gradient boosting compares float64 ``x <= num_threshold`` (no float32 cast),
+  starts from its baseline (folded into the first iteration's leaves) and reads categorical
+  columns through the encoder scikit-learn fitted before its trees (:func:`_hist_columns`).
 
 The estimator's own arrays are read; scikit-learn is needed only to have the estimator.
 """
@@ -32,7 +36,12 @@ _FOREST = {"RandomForestRegressor", "RandomForestClassifier", "ExtraTreesRegress
 _SINGLE = {"DecisionTreeRegressor", "DecisionTreeClassifier", "ExtraTreeRegressor",
            "ExtraTreeClassifier"}
 _BOOSTING = {"GradientBoostingRegressor", "GradientBoostingClassifier"}
-SUPPORTED = tuple(sorted(_FOREST | _SINGLE | _BOOSTING))
+_HIST = {"HistGradientBoostingRegressor", "HistGradientBoostingClassifier"}
+SUPPORTED = tuple(sorted(_FOREST | _SINGLE | _BOOSTING | _HIST))
+
+#: the output transform of each inverse link of scikit-learn's losses
+_LINKS = {"IdentityLink": "identity", "LogLink": "exp", "LogitLink": "sigmoid",
+          "MultinomialLogit": "softmax"}
 
 #: the float32 value above FLT_MAX that rounding goes to (2 ** 128, infinity's place)
 _BEYOND_MAX = 2.0 ** 128
@@ -114,6 +123,8 @@ def load_sklearn(est) -> Ensemble:
     classifier = name.endswith("Classifier")
     if name in _BOOSTING:
         return _boosting(est, name, n_features, names, source, classifier)
+    if name in _HIST:
+        return _hist(est, name, n_features, names, source)
     members = [est] if name in _SINGLE else list(est.estimators_)
     trees, groups = [], []
     n_outputs = len(est.classes_) if classifier else 1
@@ -131,7 +142,7 @@ def load_sklearn(est) -> Ensemble:
             trees.append(_tree(m, f"tree {i}", value, n_features))
             groups.append(0)
     return Ensemble(trees=trees, tree_group=np.asarray(groups, np.int32), n_outputs=n_outputs,
-                    n_features=n_features, family="lightgbm",
+                    n_features=n_features, family="plain",
                     base_score=np.zeros(n_outputs), average_output=name in _FOREST,
                     trees_per_iteration=n_outputs,
                     feature_names=None if names is None else tuple(map(str, names)),
@@ -165,9 +176,128 @@ def _boosting(est, name, n_features, names, source, classifier) -> Ensemble:
     if classifier:
         transform = "sigmoid" if n_outputs == 1 else "softmax"
     return Ensemble(trees=trees, tree_group=np.asarray(groups, np.int32), n_outputs=n_outputs,
-                    n_features=n_features, family="lightgbm", base_score=np.zeros(n_outputs),
+                    n_features=n_features, family="plain", base_score=np.zeros(n_outputs),
                     transform=transform,
                     transform_params={"sigmoid": 1.0} if transform == "sigmoid" else {},
                     trees_per_iteration=n_outputs,
                     feature_names=None if names is None else tuple(map(str, names)),
                     source=source)
+
+
+def _hist_columns(est, name: str, n_features: int):
+    """Where each column the trees read comes from, and the category values of each
+    categorical one. A model with categorical features encodes them first (its
+    ``OrdinalEncoder`` maps each known value to its index, anything else to NaN) and puts
+    them before the numerical columns; the trees read those encoded columns."""
+    pre = getattr(est, "_preprocessor", None)
+    is_cat = getattr(est, "is_categorical_", None)
+    if is_cat is None or not np.asarray(is_cat).any():
+        return np.arange(n_features), {}
+    if pre is None:
+        raise ModelFormatError(f"{name}: categorical features without the category encoder "
+                               f"of scikit-learn 1.4 and later")
+    is_cat = np.asarray(is_cat, dtype=bool)
+    origin = np.concatenate([np.flatnonzero(is_cat), np.flatnonzero(~is_cat)])
+    encoder = pre.named_transformers_["encoder"]
+    values = {}
+    for j, cats in enumerate(encoder.categories_):
+        try:
+            v = np.asarray(cats, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ModelFormatError(
+                f"{name}: categorical feature {int(origin[j])} has non-numeric categories "
+                f"({cats[0]!r}, ...); quickscorer scores numeric rows") from None
+        v = v[~np.isnan(v)]
+        bad = (v < 0) | (v >= 2.0 ** 31) | (v != np.trunc(v))
+        if bad.any():
+            raise ModelFormatError(
+                f"{name}: categorical feature {int(origin[j])} has the category "
+                f"{float(v[bad][0])!r}; categories must be integers in [0, 2**31)")
+        values[j] = v
+    return origin, values
+
+
+def _bits(words: np.ndarray) -> np.ndarray:
+    """The set bits of a bitset of 32-bit words."""
+    w = np.asarray(words, dtype=np.uint32)
+    return np.flatnonzero(np.unpackbits(w.view(np.uint8), bitorder="little"))
+
+
+def _hist(est, name, n_features, names, source) -> Ensemble:
+    """HistGradientBoosting*: each output is the baseline plus every tree in order (float64),
+    the baseline folded into the first iteration's leaves; NaN follows the node's
+    ``missing_go_to_left``, as do unknown categories."""
+    link = type(est._loss.link).__name__
+    if link not in _LINKS:
+        raise ModelFormatError(f"{name}: the inverse link {link} is not supported")
+    origin, cat_values = _hist_columns(est, name, n_features)
+    known = {}
+    if cat_values:
+        known_bits, f_idx_map = est._bin_mapper.make_known_categories_bitsets()
+        for j in cat_values:
+            codes = _bits(known_bits[f_idx_map[j]])
+            known[j] = codes[codes < cat_values[j].shape[0]]
+    base = np.asarray(est._baseline_prediction, dtype=np.float64).reshape(-1)
+    n_outputs = int(est.n_trees_per_iteration_)
+    if base.shape != (n_outputs,):
+        raise ModelFormatError(f"{name}: {base.shape[0]} baseline values for {n_outputs} "
+                               f"outputs")
+    trees, groups = [], []
+    for i, iteration in enumerate(est._predictors):
+        if len(iteration) != n_outputs:
+            raise ModelFormatError(f"{name}: iteration {i} has {len(iteration)} trees for "
+                                   f"{n_outputs} outputs")
+        for k, predictor in enumerate(iteration):
+            trees.append(_hist_tree(predictor, f"iteration {i} output {k}", origin, cat_values,
+                                    known, base[k] if i == 0 else None, n_features))
+            groups.append(k)
+    transform = _LINKS[link]
+    return Ensemble(trees=trees, tree_group=np.asarray(groups, np.int32), n_outputs=n_outputs,
+                    n_features=n_features, family="plain", base_score=np.zeros(n_outputs),
+                    transform=transform,
+                    transform_params={"sigmoid": 1.0} if transform == "sigmoid" else {},
+                    trees_per_iteration=n_outputs,
+                    feature_names=None if names is None else tuple(map(str, names)),
+                    source=source)
+
+
+def _hist_tree(predictor, where, origin, cat_values, known, start, n_features):
+    """One ``TreePredictor`` as a neutral tree. A categorical node whose missing side is the
+    left one is stored with its children swapped: the neutral node then lists the known
+    categories that go to scikit-learn's right, and NaN, unknown and negative values (listed
+    by no node) reach scikit-learn's left through the neutral right."""
+    nodes = predictor.nodes
+    k = nodes.shape[0]
+    leaf = nodes["is_leaf"].astype(bool)
+    left = np.where(leaf, -1, nodes["left"].astype(np.int64))
+    right = np.where(leaf, -1, nodes["right"].astype(np.int64))
+    column = nodes["feature_idx"].astype(np.int64)
+    if ((column < 0) | (column >= origin.shape[0]))[~leaf].any():
+        raise ModelFormatError(f"{where}: a split feature is out of range")
+    feature = np.where(leaf, 0, origin[np.where(leaf, 0, column)])
+    threshold = np.where(leaf, 0.0, nodes["num_threshold"].astype(np.float64))
+    default_left = nodes["missing_go_to_left"].astype(bool)
+    is_cat = nodes["is_categorical"].astype(bool) & ~leaf
+    categories = {}
+    for n in np.flatnonzero(is_cat):
+        j = int(column[n])
+        if j not in cat_values:
+            raise ModelFormatError(f"{where}: node {n} splits on a numerical feature as "
+                                   f"categories")
+        codes = _bits(predictor.raw_left_cat_bitsets[nodes["bitset_idx"][n]])
+        values = cat_values[j]
+        codes = codes[codes < values.shape[0]]
+        if default_left[n]:
+            codes = np.setdiff1d(known[j], codes)
+            left[n], right[n] = right[n], left[n]
+        categories[int(n)] = values[codes].astype(np.int64)
+        default_left[n] = False
+        threshold[n] = 0.0
+    value = nodes["value"].astype(np.float64)
+    if start is not None:
+        value = start + value
+    return build_tree(left=left, right=right, root=0, feature=feature, threshold=threshold,
+                      default_left=default_left, missing_type=np.full(k, MISSING_NAN, np.int64),
+                      is_categorical=is_cat, categories=categories or None, value=value,
+                      cover=nodes["count"].astype(np.float64), n_features=n_features,
+                      where=where)

@@ -10,7 +10,7 @@ Conventions (``docs/algorithms.md``):
 Importers normalise each library's rule to that form (XGBoost's ``x < t`` becomes
 ``x <= nextafterf(t, -inf)``). What cannot be normalised into a node field -- how an input
 value is converted before the comparisons, how categories are truncated, the precision of the
-sum -- is decided by the ensemble's ``family`` (``"lightgbm"`` or ``"xgboost"``), see
+sum -- is decided by the ensemble's ``family`` (``"lightgbm"``, ``"xgboost"`` or ``"plain"``), see
 ``docs/semantics.md``.
 """
 from __future__ import annotations
@@ -30,7 +30,10 @@ MISSING_NONE = 0  # NaN is compared as 0.0 (LightGBM "None")
 MISSING_ZERO = 1  # zero (|x| <= kZeroThreshold) and NaN take the default side
 MISSING_NAN = 2   # NaN takes the default side (every XGBoost node)
 
-FAMILIES = ("lightgbm", "xgboost")
+#: how a family reads a row and adds its trees (docs/semantics.md, "The families"):
+#: "lightgbm" float64 with |x| <= kZeroThreshold read as 0.0; "xgboost" float32; "plain"
+#: float64 as given (scikit-learn, and importers whose thresholds are made exact for it)
+FAMILIES = ("lightgbm", "xgboost", "plain")
 
 #: refuse trees and category sets beyond these sizes as corrupt rather than allocate them
 MAX_NODES_PER_TREE = 1 << 24
@@ -510,15 +513,15 @@ class Ensemble:
 
     Raw score of output ``k`` = ``base_score[k]`` + the sum, in tree order, of the exit-leaf
     value (times ``tree_weight[t]`` where given) of every tree ``t`` with
-    ``tree_group[t] == k``, in the precision of ``family`` (float64 for LightGBM, float32 for
-    XGBoost).
+    ``tree_group[t] == k``, in the precision of ``family`` (float64 for LightGBM and plain,
+    float32 for XGBoost).
     """
 
     trees: Sequence[Tree]        # kept as PackedTrees: flat arrays, a Tree view per access
     tree_group: np.ndarray       # int32[n_trees]: output of each tree
     n_outputs: int
     n_features: int
-    family: str                  # "lightgbm" or "xgboost": input conversion and arithmetic
+    family: str                  # one of FAMILIES: input conversion and arithmetic
     base_score: np.ndarray       # float64[n_outputs]: raw margin the sum starts from
     transform: str = "identity"  # one of TRANSFORMS
     transform_params: dict[str, Any] = field(default_factory=dict)
@@ -575,6 +578,10 @@ class Ensemble:
                 f"{len(self.trees)} trees are not whole iterations of {tpi} trees "
                 f"({self.n_outputs} outputs)")
         object.__setattr__(self, "trees_per_iteration", tpi or self.n_outputs)
+        if (self.family == "plain"
+                and (self.trees.arrays["missing_type"] == MISSING_ZERO).any()):
+            raise ModelFormatError("a node of a plain-family model has LightGBM's zero-as-missing "
+                                   "rule, which only the lightgbm family reads")
         feature = self.trees.arrays["feature"]
         if feature.size and int(feature.max()) >= self.n_features:
             t = int(np.searchsorted(self.trees.node_offset,

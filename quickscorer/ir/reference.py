@@ -19,6 +19,8 @@ def convert_input(ens: Ensemble, X) -> np.ndarray:
     if ens.family == "xgboost":
         return X.astype(np.float32).astype(np.float64)
     out = X.copy()
+    if ens.family == "plain":       # read as given
+        return out
     out[np.abs(out) <= K_ZERO] = 0.0  # NaN compares False, so it is kept
     return out
 
@@ -30,6 +32,8 @@ def _category_index(ens: Ensemble, x: np.ndarray) -> np.ndarray:
         if ens.family == "lightgbm":
             # static_cast<int>: truncation; out-of-range and inf give INT_MIN (negative)
             ok = np.isfinite(x) & (x > -2.0**31 - 1) & (x < 2.0**31)
+        elif ens.family == "plain":
+            ok = (x >= 0) & (x < 2.0**31) & (x == np.trunc(x))   # integers only
         else:
             ok = (x >= 0) & (x < 2.0**24)  # checked on the float, before truncation
         idx[ok] = np.trunc(x[ok]).astype(np.int64)
@@ -45,7 +49,7 @@ def goes_left(ens: Ensemble, tree: Tree, n: int, x: np.ndarray) -> np.ndarray:
         left = np.isin(ci, cats) & (ci >= 0)
         return np.where(nan, bool(tree.default_left[n]), left)
     mt = int(tree.missing_type[n])
-    if ens.family == "lightgbm":
+    if ens.family != "xgboost":
         if mt != MISSING_NAN:
             x = np.where(nan, 0.0, x)
         if mt == MISSING_ZERO:

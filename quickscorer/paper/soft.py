@@ -52,7 +52,7 @@ def node_left_probabilities(ens: Ensemble, tree: Tree, Xc: np.ndarray,
             continue
         nan = np.isnan(x)
         mt = int(tree.missing_type[n])
-        if ens.family == "lightgbm":
+        if ens.family != "xgboost":
             by_rule = nan & (mt != MISSING_NONE)
             if mt == MISSING_ZERO:
                 by_rule |= np.abs(np.where(nan, 0.0, x)) <= K_ZERO

@@ -11,6 +11,7 @@ ctypedef fused floating:
 cdef enum:
     FAMILY_LIGHTGBM = 0        # float64 comparisons and sum; |x| <= kZeroThreshold -> 0
     FAMILY_XGBOOST = 1         # float32 input and sum
+    FAMILY_PLAIN = 2           # float64 comparisons and sum of the row as given
     NODE_CATEGORICAL = 1       # flags bit 0
     NODE_DEFAULT_LEFT = 2      # flags bit 1
     MISSING_NONE = 0           # flags bits 2-3
@@ -57,6 +58,9 @@ cdef inline void load_row(const ForestView* f, const floating[:, :] X, Py_ssize_
     if f.family == FAMILY_XGBOOST:
         for j in range(f.n_features):
             buf[j] = <double>(<float>X[i, j])
+    elif f.family == FAMILY_PLAIN:
+        for j in range(f.n_features):
+            buf[j] = <double>X[i, j]
     else:
         for j in range(f.n_features):
             v = <double>X[i, j]
@@ -76,6 +80,9 @@ cdef inline void load_row_ptr(const ForestView* f, const char* x, bint is32,
     if f.family == FAMILY_XGBOOST:
         for j in range(f.n_features):
             buf[j] = <double>x32[j] if is32 else <double>(<float>x64[j])
+    elif f.family == FAMILY_PLAIN:
+        for j in range(f.n_features):
+            buf[j] = <double>x32[j] if is32 else x64[j]
     else:
         for j in range(f.n_features):
             v = <double>x32[j] if is32 else x64[j]
@@ -91,6 +98,12 @@ cdef inline int64_t category_of(int family, double x) noexcept nogil:
         if not (x > -2147483649.0 and x < 2147483648.0):
             return -1
         if <int64_t>x < 0:
+            return -1
+        return <int64_t>x
+    if family == FAMILY_PLAIN:
+        # only a non-negative integer names a category (scikit-learn's encoder matches the
+        # value itself)
+        if not (x >= 0.0 and x < 2147483648.0) or x != <double><int64_t>x:
             return -1
         return <int64_t>x
     # XGBoost checks the float before truncating it
