@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from .errors import ModelFormatError
+from .importers import catboost as cb_imp
 from .importers import lightgbm as lgb_imp
 from .importers import sklearn as sk_imp
 from .importers import xgboost as xgb_imp
@@ -13,19 +14,22 @@ from .ir.ensemble import Ensemble
 from .model import Model
 
 def load_ensemble(source, *, format: str | None = None) -> Ensemble:
-    """The neutral :class:`Ensemble` of a LightGBM, XGBoost or scikit-learn model.
+    """The neutral :class:`Ensemble` of a LightGBM, XGBoost, CatBoost or scikit-learn model.
 
-    ``source`` may be a path, a LightGBM model string, JSON text, JSON, UBJSON or XGBoost
-    legacy binary bytes, a parsed JSON dict, a ``lightgbm.Booster``, an ``xgboost.Booster``
-    or a fitted scikit-learn tree estimator (``importers.sklearn.SUPPORTED``). ``format`` forces
-    ``"lightgbm"`` or ``"xgboost"``; otherwise it is detected from the content.
+    ``source`` may be a path, a LightGBM model string, JSON text (XGBoost or CatBoost), JSON,
+    UBJSON or XGBoost legacy binary bytes, a parsed JSON dict, a ``lightgbm.Booster``, an
+    ``xgboost.Booster``, a CatBoost model object or a fitted scikit-learn tree estimator
+    (``importers.sklearn.SUPPORTED``). ``format`` forces ``"lightgbm"``, ``"xgboost"`` or
+    ``"catboost"``; otherwise it is detected from the content.
     """
     if isinstance(source, Ensemble):
         return source
     if sk_imp.is_sklearn_estimator(source):          # a fitted scikit-learn tree estimator
         return sk_imp.load_sklearn(source)
-    if format not in (None, "lightgbm", "xgboost"):
-        raise ValueError(f"format must be 'lightgbm' or 'xgboost', not {format!r}")
+    if cb_imp.is_catboost_model(source):             # CatBoost, CatBoostRegressor, ...
+        return cb_imp.load_catboost(source)
+    if format not in (None, "lightgbm", "xgboost", "catboost"):
+        raise ValueError(f"format must be 'lightgbm', 'xgboost' or 'catboost', not {format!r}")
     if hasattr(source, "model_to_string"):           # lightgbm.Booster (or LGBMModel.booster_)
         return lgb_imp.load_lightgbm(source)
     if hasattr(source, "booster_") and hasattr(source.booster_, "model_to_string"):
@@ -35,6 +39,8 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
     if hasattr(source, "get_booster"):               # xgboost sklearn estimators
         return xgb_imp.load_xgboost(source.get_booster())
     if isinstance(source, dict):
+        if format == "catboost" or (format is None and "features_info" in source):
+            return cb_imp.load_catboost(source)
         return xgb_imp.load_xgboost(source)
 
     data: bytes | str | mmap.mmap
@@ -46,8 +52,8 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
         data = lgb_imp.map_model_file(Path(source))
     else:
         raise TypeError(f"cannot load a model from {type(source).__name__}: expected a path, "
-                        f"a string, bytes, a dict, a LightGBM/XGBoost Booster or a scikit-learn "
-                        f"tree estimator")
+                        f"a string, bytes, a dict, a LightGBM/XGBoost Booster, a CatBoost model "
+                        f"or a scikit-learn tree estimator")
     try:
         return _load_data(data, format)
     finally:
@@ -65,18 +71,27 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
         return lgb_imp.load_lightgbm(data, utf8_errors="replace")
     if format == "xgboost":
         return xgb_imp.load_xgboost(data)
+    if format == "catboost":
+        return cb_imp.load_catboost(data[:] if isinstance(data, mmap.mmap) else data)
     raw = data.encode() if isinstance(data, str) else data
+    if cb_imp.looks_like_catboost(raw):
+        return cb_imp.load_catboost(data[:] if isinstance(data, mmap.mmap) else data)
     if xgb_imp.looks_like_xgboost(raw):
         # JSON is parsed from the mapping itself, anything else from a copy
         return xgb_imp.load_xgboost(data)
     if lgb_imp.looks_like_lightgbm_text(raw):
         # the bytes themselves: the tree parser reads them without a decoded copy
         return lgb_imp.load_lightgbm(data, utf8_errors="replace")
-    raise ModelFormatError("not a LightGBM text model nor an XGBoost JSON, UBJSON or legacy "
-                           "binary model "
+    if raw[:4] == b"CBM1":
+        raise ModelFormatError("a CatBoost binary (.cbm) model: quickscorer reads CatBoost's JSON "
+                               "export (model.save_model(path, format='json')) or the CatBoost "
+                               "model object itself")
+    raise ModelFormatError("not a LightGBM text model, an XGBoost JSON, UBJSON or legacy "
+                           "binary model nor a CatBoost JSON model "
                            f"(starts with {raw[:16]!r})")
 
 
 def load(source, *, format: str | None = None, prepare: tuple[str, ...] = ()) -> Model:
-    """Load a LightGBM, XGBoost or scikit-learn model for scoring; see :func:`load_ensemble`."""
+    """Load a LightGBM, XGBoost, CatBoost or scikit-learn model for scoring; see
+    :func:`load_ensemble`."""
     return Model(load_ensemble(source, format=format), prepare=prepare)

@@ -1,0 +1,376 @@
+"""CatBoost models from their JSON export (``save_model(path, format="json")``).
+
+The scoring rules (docs/semantics.md, "CatBoost"):
+
+* a row is read as float32; a split on float feature ``f`` is **true** (CatBoost's right, a set
+  bit of an oblivious tree's leaf index) where ``float32(x) > border``, ``border`` a float32.
+  The neutral node goes left where it is false, ``x <= t'`` with ``t'`` the float64 rounding
+  boundary of ``border`` (:func:`~quickscorer.importers.sklearn.float32_boundary`), so float64
+  rows go the way their float32 rounding goes;
+* NaN is true where the feature's ``nan_value_treatment`` is ``AsTrue`` (the ``Max`` mode) and
+  false otherwise (``Min``; ``AsIs``, where every comparison with NaN is false);
+* an oblivious tree of depth ``D`` tests ``splits[d]`` for bit ``d`` of its leaf index; as a
+  neutral tree it tests ``splits[D - 1]`` at the root, so its leaves left to right are the leaf
+  indexes ``0 .. 2**D - 1``; a non-symmetric tree is taken node by node;
+* output ``k`` is the sum, in float64 and tree order from 0.0, of the trees' values for ``k``,
+  then ``scale * sum + bias[k]``: the bias is added after the trees, as a last iteration of
+  one-leaf trees, and a scale other than 1 multiplies every leaf value instead (exact where it
+  is a power of two);
+* the prediction: ``Poisson`` and ``Tweedie`` the exponent of the raw value, ``Logloss`` and
+  ``CrossEntropy`` the sigmoid (the probability of class 1), ``MultiClass`` the softmax,
+  ``MultiClassOneVsAll`` a sigmoid per class, every other loss (ranking losses included) the raw
+  value.
+
+Categorical (one-hot or CTR), text and embedding features are refused with the split that uses
+them: CatBoost computes them from hashes of the category's text, which a numeric row does not
+carry.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelFormatError
+from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree
+from .sklearn import float32_boundary
+
+#: deepest tree read (CatBoost's own limit is 16)
+MAX_DEPTH = 30
+
+_TRANSFORMS = {"Poisson": "exp", "Tweedie": "exp", "Logloss": "sigmoid",
+               "CrossEntropy": "sigmoid", "MultiClass": "softmax",
+               "MultiClassOneVsAll": "ova_sigmoid"}
+_REFUSED_LOSSES = {"RMSEWithUncertainty": "its prediction is a mean and a variance"}
+
+
+def looks_like_catboost(raw: bytes) -> bool:
+    """Whether ``raw`` starts like a CatBoost JSON model (its first key, cheap)."""
+    head = bytes(raw[:256]).lstrip(b"\xef\xbb\xbf \t\r\n")
+    return head.startswith(b"{") and b'"features_info"' in head
+
+
+def is_catboost_model(obj) -> bool:
+    """Whether ``obj`` is a CatBoost model object (by its class's module)."""
+    return type(obj).__module__.startswith("catboost")
+
+
+def _model_json(obj) -> dict:
+    """A CatBoost model object's JSON export, parsed."""
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        obj.save_model(path, format="json")
+        with open(path, "rb") as fh:
+            return _parse(fh.read())
+    finally:
+        os.unlink(path)
+
+
+def _parse(data: bytes | str) -> dict:
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise ModelFormatError(f"not a readable CatBoost JSON model: {exc}") from None
+    if not isinstance(doc, dict):
+        raise ModelFormatError("a CatBoost JSON model is an object")
+    return doc
+
+
+def load_catboost(source: Any) -> Ensemble:
+    """The neutral ensemble of a CatBoost JSON model: its text or bytes, the parsed dict, or a
+    CatBoost model object (exported to JSON through CatBoost itself)."""
+    if is_catboost_model(source):
+        doc = _model_json(source)
+    elif isinstance(source, dict):
+        doc = source
+    else:
+        doc = _parse(bytes(source) if not isinstance(source, str) else source)
+    return _ensemble(doc)
+
+
+def _get(obj, key: str, kind, where: str):
+    if not isinstance(obj, dict) or key not in obj:
+        raise ModelFormatError(f"{where}: no '{key}'")
+    value = obj[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        raise ModelFormatError(f"{where}: '{key}' is not {_KIND_NAMES.get(kind, kind)}")
+    return value
+
+
+_KIND_NAMES = {list: "a list", dict: "an object", str: "a string", int: "an integer",
+               (int, float): "a number"}
+
+
+def _number(v, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise ModelFormatError(f"{where}: {v!r} is not a finite number")
+    return float(v)
+
+
+def _version(info: dict) -> str | None:
+    text = info.get("catboost_version_info") if isinstance(info, dict) else None
+    m = re.search(r"release (\d+(?:\.\d+)+)", text or "") or re.search(
+        r"tags/v(\d+(?:\.\d+)+)", text or "")
+    return m.group(1) if m else None
+
+
+def _loss(info: dict) -> str:
+    params = info.get("params") if isinstance(info, dict) else None
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            params = None
+    loss = params.get("loss_function") if isinstance(params, dict) else None
+    if isinstance(loss, dict):
+        loss = loss.get("type")
+    return loss if isinstance(loss, str) else "RMSE"
+
+
+class _Features:
+    """The float features: their input columns, thresholds and NaN sides."""
+
+    def __init__(self, info: dict):
+        floats = info.get("float_features", [])
+        if not isinstance(floats, list):
+            raise ModelFormatError("features_info: 'float_features' is not a list")
+        self.column, self.nan_true, self.names = [], [], {}
+        last = -1
+        for i, f in enumerate(floats):
+            where = f"float feature {i}"
+            col = _get(f, "flat_feature_index", int, where)
+            if not 0 <= col < 1 << 24:
+                raise ModelFormatError(f"{where}: flat_feature_index {col} is out of range")
+            treatment = f.get("nan_value_treatment", "AsIs")
+            if treatment not in ("AsIs", "AsFalse", "AsTrue"):
+                raise ModelFormatError(f"{where}: unknown nan_value_treatment {treatment!r}")
+            self.column.append(col)
+            self.nan_true.append(treatment == "AsTrue")
+            if isinstance(f.get("feature_id"), str) and f["feature_id"]:
+                self.names[col] = f["feature_id"]
+            last = max(last, col)
+        for kind in ("categorical_features", "text_features", "embedding_features"):
+            for f in info.get(kind, []) or []:
+                if isinstance(f, dict) and isinstance(f.get("flat_feature_index"), int):
+                    last = max(last, f["flat_feature_index"])
+                    if isinstance(f.get("feature_id"), str) and f["feature_id"]:
+                        self.names[f["flat_feature_index"]] = f["feature_id"]
+        self.n_features = last + 1
+        if self.n_features < 1:
+            raise ModelFormatError("features_info: the model has no features")
+
+    def split(self, s, where: str) -> tuple[int, float, bool]:
+        """(column, neutral threshold, NaN goes left) of one split."""
+        kind = s.get("split_type", "FloatFeature") if isinstance(s, dict) else None
+        if kind != "FloatFeature":
+            raise ModelFormatError(
+                f"{where}: a {kind} split (categorical, CTR, text or embedding features are "
+                f"computed from the text of the category, which a numeric row does not carry; "
+                f"only float features are read)")
+        i = _get(s, "float_feature_index", int, where)
+        if not 0 <= i < len(self.column):
+            raise ModelFormatError(f"{where}: float_feature_index {i} is out of range")
+        border = _number(_get(s, "border", (int, float), where), where)
+        if float(np.float32(border)) != border:
+            raise ModelFormatError(f"{where}: border {border!r} is not a float32 value")
+        return self.column[i], border, not self.nan_true[i]
+
+
+def _ensemble(doc: dict) -> Ensemble:
+    info = _get(doc, "features_info", dict, "the model")
+    feats = _Features(info)
+    model_info = doc.get("model_info", {})
+    loss = _loss(model_info)
+    if loss in _REFUSED_LOSSES:
+        raise ModelFormatError(f"CatBoost loss {loss}: not supported ({_REFUSED_LOSSES[loss]})")
+    scale, bias = 1.0, [0.0]
+    if "scale_and_bias" in doc:
+        sb = doc["scale_and_bias"]
+        if not isinstance(sb, list) or len(sb) != 2:
+            raise ModelFormatError("scale_and_bias: expected [scale, bias]")
+        scale = _number(sb[0], "scale_and_bias")
+        bias = sb[1] if isinstance(sb[1], list) else [sb[1]]
+        bias = [_number(b, "scale_and_bias") for b in bias]
+    if "oblivious_trees" in doc:
+        trees = _get(doc, "oblivious_trees", list, "the model")
+        dim = _dimension(trees, bias, oblivious=True)
+        nodes = [_oblivious(t, f"tree {i}", feats, dim) for i, t in enumerate(trees)]
+    elif "trees" in doc:
+        trees = _get(doc, "trees", list, "the model")
+        dim = _dimension(trees, bias, oblivious=False)
+        nodes = [_non_symmetric(t, f"tree {i}", feats, dim) for i, t in enumerate(trees)]
+    else:
+        raise ModelFormatError("the model has neither 'oblivious_trees' nor 'trees'")
+    if not nodes:
+        raise ModelFormatError("the model has no trees")
+    if len(bias) == 1 and dim > 1:
+        bias = bias * dim
+    if len(bias) != dim:
+        raise ModelFormatError(f"scale_and_bias: {len(bias)} bias values for {dim} outputs")
+    out, groups = [], []
+    for i, (fields, values) in enumerate(nodes):
+        for k in range(dim):
+            v = values[:, k] if scale == 1.0 else values[:, k] * scale
+            out.append(build_tree(**fields, value=v, n_features=feats.n_features,
+                                  where=f"tree {i}"))
+            groups.append(k)
+    if any(b != 0.0 for b in bias):
+        # CatBoost adds the bias after the trees: a last iteration of one-leaf trees
+        for k in range(dim):
+            out.append(_constant(bias[k], feats.n_features))
+            groups.append(k)
+    transform = _TRANSFORMS.get(loss, "identity")
+    if transform == "softmax" and dim == 1 or transform == "sigmoid" and dim != 1:
+        raise ModelFormatError(f"CatBoost loss {loss} with {dim} outputs")
+    names = None
+    if feats.names and len(feats.names) == feats.n_features:
+        names = tuple(feats.names[j] for j in range(feats.n_features))
+    source = {"library": "catboost", "version": _version(model_info), "objective": loss,
+              "format": "json"}
+    return Ensemble(trees=out, tree_group=np.asarray(groups, np.int32), n_outputs=dim,
+                    n_features=feats.n_features, family="plain", base_score=np.zeros(dim),
+                    transform=transform,
+                    transform_params={"sigmoid": 1.0} if "sigmoid" in transform else {},
+                    trees_per_iteration=dim, feature_names=names, source=source)
+
+
+def _dimension(trees: list, bias: list, oblivious: bool) -> int:
+    """Outputs a leaf holds: from the first tree's leaves (every tree is checked against it)."""
+    if not trees:
+        return max(len(bias), 1)
+    t = trees[0]
+    if oblivious:
+        values = _get(t, "leaf_values", list, "tree 0")
+        splits = _get(t, "splits", list, "tree 0")
+        leaves = 1 << len(splits) if len(splits) <= MAX_DEPTH else 1
+        if not values or len(values) % leaves:
+            raise ModelFormatError(f"tree 0: {len(values)} leaf values for {leaves} leaves")
+        return len(values) // leaves
+    node = t
+    for _ in range(MAX_DEPTH + 1):
+        if not isinstance(node, dict):
+            break
+        if "value" in node:
+            v = node["value"]
+            return len(v) if isinstance(v, list) and v else 1
+        node = node.get("left")
+    raise ModelFormatError("tree 0: no leaf found along its left edge")
+
+
+def _oblivious(t, where: str, feats: _Features, dim: int):
+    splits = _get(t, "splits", list, where)
+    values = _get(t, "leaf_values", list, where)
+    depth = len(splits)
+    if depth > MAX_DEPTH:
+        raise ModelFormatError(f"{where}: depth {depth} is more than {MAX_DEPTH}")
+    n_leaves = 1 << depth
+    if len(values) != n_leaves * dim:
+        raise ModelFormatError(f"{where}: {len(values)} leaf values for {n_leaves} leaves of "
+                               f"{dim} values")
+    try:
+        leaf_values = np.asarray(values, dtype=np.float64).reshape(n_leaves, dim)
+    except (TypeError, ValueError):
+        raise ModelFormatError(f"{where}: a leaf value is not a number") from None
+    if not np.isfinite(leaf_values).all():
+        raise ModelFormatError(f"{where}: a leaf value is not finite")
+    parts = [feats.split(s, f"{where} split {d}") for d, s in enumerate(splits)]
+    n_internal = n_leaves - 1
+    k = n_internal + n_leaves
+    ids = np.arange(n_internal, dtype=np.int64)
+    level = np.floor(np.log2(ids + 1)).astype(np.int64) if n_internal else ids
+    tested = depth - 1 - level                       # the root tests the leaf index's top bit
+    column = np.asarray([p[0] for p in parts], np.int64)
+    border = np.asarray([p[1] for p in parts], np.float64)
+    nan_left = np.asarray([p[2] for p in parts], bool)
+    left = np.full(k, -1, np.int64)
+    right = np.full(k, -1, np.int64)
+    left[:n_internal] = 2 * ids + 1
+    right[:n_internal] = 2 * ids + 2
+    feature = np.zeros(k, np.int64)
+    threshold = np.zeros(k, np.float64)
+    default_left = np.zeros(k, bool)
+    if n_internal:
+        feature[:n_internal] = column[tested]
+        threshold[:n_internal] = float32_boundary(border)[tested]
+        default_left[:n_internal] = nan_left[tested]
+    value = np.zeros((k, dim), np.float64)
+    value[n_internal:] = leaf_values
+    weights = t.get("leaf_weights")
+    cover = None
+    if isinstance(weights, list) and len(weights) == n_leaves:
+        try:
+            lw = np.asarray(weights, dtype=np.float64)
+            cover = np.zeros(k, np.float64)
+            cover[n_internal:] = lw
+            for n in range(n_internal - 1, -1, -1):
+                cover[n] = cover[2 * n + 1] + cover[2 * n + 2]
+        except (TypeError, ValueError):
+            cover = None
+    fields = dict(left=left, right=right, root=0, feature=feature, threshold=threshold,
+                  default_left=default_left, missing_type=np.full(k, MISSING_NAN, np.int64),
+                  is_categorical=np.zeros(k, bool), categories=None, cover=cover)
+    return fields, value
+
+
+def _non_symmetric(t, where: str, feats: _Features, dim: int):
+    """A tree of nested ``{"split", "left", "right"}`` nodes and ``{"value", "weight"}``
+    leaves; the split is true on the right."""
+    left, right, feature, threshold, nan_left, value, cover = [], [], [], [], [], [], []
+    stack = [(t, -1, False, 0)]
+    while stack:
+        node, parent, is_right, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ModelFormatError(f"{where}: deeper than {MAX_DEPTH}")
+        if not isinstance(node, dict):
+            raise ModelFormatError(f"{where}: a node is not an object")
+        me = len(left)
+        if parent >= 0:
+            (right if is_right else left)[parent] = me
+        left.append(-1)
+        right.append(-1)
+        w = node.get("weight")
+        cover.append(float(w) if isinstance(w, (int, float)) and not isinstance(w, bool)
+                     else math.nan)
+        if "split" in node:
+            col, border, nl = feats.split(node["split"], f"{where} node {me}")
+            feature.append(col)
+            threshold.append(border)
+            nan_left.append(nl)
+            value.append([0.0] * dim)
+            if "left" not in node or "right" not in node:
+                raise ModelFormatError(f"{where} node {me}: a split without both children")
+            stack.append((node["right"], me, True, depth + 1))
+            stack.append((node["left"], me, False, depth + 1))
+        elif "value" in node:
+            v = node["value"]
+            v = v if isinstance(v, list) else [v]
+            if len(v) != dim:
+                raise ModelFormatError(f"{where} node {me}: {len(v)} values for {dim} outputs")
+            value.append([_number(x, f"{where} node {me}") for x in v])
+            feature.append(0)
+            threshold.append(0.0)
+            nan_left.append(False)
+        else:
+            raise ModelFormatError(f"{where} node {me}: neither a split nor a value")
+    k = len(left)
+    cover_a = np.asarray(cover, np.float64)
+    fields = dict(left=np.asarray(left, np.int64), right=np.asarray(right, np.int64), root=0,
+                  feature=np.asarray(feature, np.int64),
+                  threshold=float32_boundary(np.asarray(threshold, np.float64)),
+                  default_left=np.asarray(nan_left, bool),
+                  missing_type=np.full(k, MISSING_NAN, np.int64),
+                  is_categorical=np.zeros(k, bool), categories=None,
+                  cover=None if np.isnan(cover_a).any() else cover_a)
+    return fields, np.asarray(value, np.float64).reshape(k, dim)
+
+
+def _constant(v: float, n_features: int):
+    return build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
+                      default_left=[False], missing_type=[MISSING_NAN], is_categorical=[False],
+                      categories=None, value=[v], n_features=n_features, where="bias")
