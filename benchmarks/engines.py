@@ -103,8 +103,11 @@ class QuickScorer(Engine):
             # every layout is built here, with the forced instruction set in force (layouts
             # are otherwise built on first use, which would time and read $QUICKSCORER_ISA
             # inside the first scoring call)
-            self.model = quickscorer.load(self.model_path,
-                                          prepare=(self.algorithm or "auto",))
+            source = self.model_path
+            if self.model_path.suffix == ".pkl":        # a pickled scikit-learn estimator
+                import pickle
+                source = pickle.loads(self.model_path.read_bytes())
+            self.model = quickscorer.load(source, prepare=(self.algorithm or "auto",))
         finally:
             if old is None:
                 os.environ.pop("QUICKSCORER_ISA", None)
@@ -310,6 +313,81 @@ class OneDAL(Engine):
         p = np.asarray(self.model.predict_proba(X), dtype=np.float64)
         return p[:, 1] if self.output == "probability" else p
 
+
+class CatBoost(Engine):
+    """CatBoost's own ``predict`` (raw values, its oblivious-tree evaluator), on the ``.cbm``
+    twin of the JSON model."""
+    name = "catboost"
+    source = "catboost"
+
+    def _prepare(self):
+        cb = _need("catboost", "catboost")
+        self.model = cb.CatBoost()
+        self.model.load_model(str(self.model_path.with_suffix(".cbm")))
+
+    def predict(self, X):
+        return self.model.predict(X, prediction_type="RawFormulaVal",
+                                  thread_count=self.n_threads)
+
+
+class Sklearn(Engine):
+    """A pickled scikit-learn estimator's ``predict`` (a regressor's raw score), its OpenMP
+    threads limited to the engine's count."""
+    name = "sklearn"
+    source = "sklearn"
+
+    def _prepare(self):
+        import pickle
+        _need("sklearn", "scikit-learn")
+        self._limits = _need("threadpoolctl", "threadpoolctl").threadpool_limits
+        self.model = pickle.loads(self.model_path.read_bytes())
+
+    def predict(self, X):
+        with self._limits(limits=self.n_threads, user_api="openmp"):
+            return self.model.predict(X)
+
+
+class ONNXRuntimeOf(ONNXRuntime):
+    """ONNX Runtime on a CatBoost model (CatBoost's own ONNX export) or a scikit-learn
+    estimator (skl2onnx), float32 input as ONNX-ML's tree ensembles take it."""
+
+    def _prepare(self):
+        ort = _need("onnxruntime", "onnxruntime")
+        if self.model_path.suffix == ".pkl":
+            import pickle
+            skl2onnx = _need("skl2onnx", "skl2onnx")
+            from skl2onnx.common.data_types import FloatTensorType
+            est = pickle.loads(self.model_path.read_bytes())
+            onx = skl2onnx.convert_sklearn(
+                est, initial_types=[("input", FloatTensorType([None, est.n_features_in_]))],
+                target_opset={"": 15, "ai.onnx.ml": 3})
+            data = onx.SerializeToString()
+        else:
+            cb = _need("catboost", "catboost")
+            import tempfile
+            model = cb.CatBoost()
+            model.load_model(str(self.model_path.with_suffix(".cbm")))
+            with tempfile.TemporaryDirectory() as d:
+                out = Path(d) / "m.onnx"
+                try:
+                    model.save_model(str(out), format="onnx")
+                except cb.CatBoostError as exc:      # non-symmetric trees: no ONNX export
+                    raise Unsupported(f"CatBoost cannot export this model to ONNX: "
+                                      f"{str(exc).split(': ')[-1]}") from None
+                data = out.read_bytes()
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.n_threads
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3   # CatBoost's export declares a 1-d output it gives 2-d
+        self._bytes = len(data)
+        self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
+        self._input = self.session.get_inputs()[0].name
+        self._output = self.session.get_outputs()[0].name
+
+
+#: peers of the models neither LightGBM nor XGBoost trained, by their source
+OTHER_PEERS = {"catboost": {"catboost": CatBoost, "onnxruntime": ONNXRuntimeOf},
+               "sklearn": {"sklearn": Sklearn, "onnxruntime": ONNXRuntimeOf}}
 
 PEERS = {"lightgbm": LightGBM, "xgboost": XGBoost, "treelite-gtil": TreeliteGTIL,
          "tl2cgen": TL2cgen, "lleaves": LLeaves, "onnxruntime": ONNXRuntime,

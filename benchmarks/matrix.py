@@ -20,6 +20,11 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
 * ``cat<c>x<k>-<trees>x<leaves>``: LightGBM regression with categorical splits, ``c``
   categorical columns of ``k`` categories among 136 (``cat2x8-500x64``: 3% of the nodes
   categorical; ``cat8x40-500x64``: 90%);
+* ``cb-d<depth>-<data>-<trees>[-depthwise]``: CatBoost regression, oblivious trees of that
+  depth (or ``Depthwise`` trees), against CatBoost's own ``predict`` and ONNX Runtime (its
+  ONNX export);
+* ``hgb-<data>-<trees>x<leaves>``: scikit-learn ``HistGradientBoostingRegressor``, against
+  its ``predict`` and ONNX Runtime (skl2onnx);
 * ``shared-<task>-<iterations>x<leaves>``: LightGBM on one of the shared example datasets
   (``rank``, ``binary``, ``multiclass``: 5 trees an iteration, ``regression``), scoring its
   test rows; needs ``../shared`` beside the clone.
@@ -89,6 +94,13 @@ def workload(shape: str, n_rows: int) -> W.Workload:
     if m:
         return W.categorical(int(m.group(3)), int(m.group(4)), int(m.group(1)),
                              int(m.group(2)), n_rows)
+    m = re.fullmatch(r"cb-d(\d+)-([a-z]+)-(\d+)(?:-(depthwise))?", shape)
+    if m:
+        return W.catboost_model(int(m.group(3)), int(m.group(1)), m.group(2), n_rows,
+                                "Depthwise" if m.group(4) else "SymmetricTree")
+    m = re.fullmatch(r"hgb-([a-z]+)-(\d+)x(\d+)", shape)
+    if m:
+        return W.hist_gb(int(m.group(2)), int(m.group(3)), m.group(1), n_rows)
     m = re.fullmatch(r"ltr-(\d+)x(\d+)", shape)
     if m:
         return W.ltr(int(m.group(1)), int(m.group(2)), n_rows, xgboost=False)
@@ -109,7 +121,8 @@ def cpu_flags() -> str:
 
 def build(wl: W.Workload, n_threads: int, peers: list[str], algorithms: list[str],
           compile_limit: int, notes: list[str]) -> list[E.Engine]:
-    src = "xgboost" if wl.xgb_path is not None and wl.xgb_path == wl.lgb_path else "lightgbm"
+    src = wl.source or ("xgboost" if wl.xgb_path is not None and wl.xgb_path == wl.lgb_path
+                        else "lightgbm")
     built = [E.QuickScorer(wl.lgb_path, n_threads, None, np.float64, src),
              E.QuickScorer(wl.lgb_path, n_threads, None, np.float64, src, isa="avx2")]
     for a in algorithms:
@@ -118,6 +131,15 @@ def build(wl: W.Workload, n_threads: int, peers: list[str], algorithms: list[str
         except ValueError as exc:            # e.g. rapidscorer on a model it cannot score
             notes.append(f"{wl.name}: quickscorer[{a}] not run: {exc}")
     nodes = wl.n_trees * (wl.n_leaves - 1)
+    if src in E.OTHER_PEERS:                 # CatBoost, scikit-learn: their own peers
+        for name in peers + [p for p in E.OTHER_PEERS[src] if p not in peers]:
+            if name not in E.OTHER_PEERS[src]:
+                continue
+            try:
+                built.append(E.OTHER_PEERS[src][name](wl.lgb_path, n_threads))
+            except E.Missing as exc:
+                notes.append(f"{wl.name}: {name} not run: {exc}")
+        peers = []
     for name in peers:
         if src == "xgboost" and name not in ("xgboost", "onedal"):
             continue                         # the other peers here read LightGBM models
@@ -140,6 +162,14 @@ def build(wl: W.Workload, n_threads: int, peers: list[str], algorithms: list[str
 
 
 def reference(wl: W.Workload, X: np.ndarray) -> np.ndarray:
+    if wl.source == "catboost":
+        import catboost as cb
+        model = cb.CatBoost()
+        model.load_model(str(wl.lgb_path.with_suffix(".cbm")))
+        return model.predict(X, prediction_type="RawFormulaVal")
+    if wl.source == "sklearn":
+        import pickle
+        return pickle.loads(wl.lgb_path.read_bytes()).predict(X)
     if wl.xgb_path is not None and wl.xgb_path == wl.lgb_path:
         import xgboost as xgb
         return xgb.Booster(model_file=str(wl.xgb_path)).predict(
@@ -216,8 +246,9 @@ def main(argv=None) -> int:
                 lgb = next((t for e, t in zip(engines, times) if e.name == "lightgbm"),
                            float("nan"))
                 for e, t, a in sorted(zip(engines, times, agree), key=lambda r: r[1]):
+                    vs_lgb = "n/a" if np.isnan(lgb) else f"{lgb / t:.2f}x"
                     lines.append(f"| {wl.name} | {n_threads} | {batch} | {e.name} | {t:.2f} | "
-                                 f"{fastest / t:.2f}x | {lgb / t:.2f}x | {a} |")
+                                 f"{fastest / t:.2f}x | {vs_lgb} | {a} |")
                 out.write_text("\n".join(lines + [""] + [f"- {n}" for n in notes]) + "\n")
                 print(f"{wl.name} threads={n_threads} batch={batch}: " + ", ".join(
                     f"{e.name} {t:.2f}" for e, t in sorted(zip(engines, times),

@@ -4,6 +4,8 @@
   10 to 1,000 documents, :func:`quickscorer.data.make_ltr`), LightGBM lambdarank models of
   any number of trees and leaves, and an XGBoost ``rank:ndcg`` twin of the same shape (lossguide
   trees of the same number of leaves) trained on the same data.
+* ``cb``: CatBoost regression models (oblivious trees, or ``Depthwise``) and ``hgb``:
+  scikit-learn ``HistGradientBoostingRegressor`` models, on the matrix's rows.
 * ``shared-rank``, ``shared-binary``, ``shared-multiclass``, ``shared-regression``: LightGBM
   and XGBoost models on ``../shared/data/lightgbm-examples`` (read in place; absent on a user's
   clone, where :func:`shared_dir` raises :class:`Unavailable` with the reason).
@@ -36,6 +38,9 @@ class Workload:
     X: np.ndarray           # float64 rows to score (C-contiguous)
     n_trees: int
     n_leaves: int
+    #: the library that trained it, where neither LightGBM nor XGBoost did ("catboost": a JSON
+    #: model with a ``.cbm`` twin; "sklearn": a pickled estimator)
+    source: str | None = None
 
 
 def _progress(total: int, desc: str):
@@ -401,3 +406,50 @@ def xgb_leaves(n_trees: int, n_leaves: int, kind: str = "uniform",
 def xgb_depth6(n_trees: int, kind: str = "uniform", n_rows: int = 10_000) -> Workload:
     """:func:`xgb_depth` at XGBoost's default depth."""
     return xgb_depth(n_trees, 6, kind, n_rows)
+
+
+def catboost_model(n_trees: int, depth: int, kind: str = "uniform", n_rows: int = 10_000,
+                   policy: str = "SymmetricTree") -> Workload:
+    """A CatBoost regression model of ``n_trees`` trees of depth ``depth`` (``policy``
+    ``SymmetricTree``: oblivious trees, CatBoost's default; ``Depthwise``: non-symmetric
+    trees), trained on 20,000 rows of ``kind`` data; saved as JSON (what quickscorer reads)
+    and as ``.cbm`` beside it (what CatBoost itself loads)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tag = "" if policy == "SymmetricTree" else f"_{policy.lower()}"
+    path = CACHE / f"cb_{kind}_{n_trees}_d{depth}{tag}.json"
+    if not path.exists():
+        from catboost import CatBoostRegressor
+        X = matrix_rows(kind, 20_000, seed=11)
+        est = CatBoostRegressor(iterations=n_trees, depth=depth, grow_policy=policy,
+                                learning_rate=0.05, verbose=0, allow_writing_files=False,
+                                random_seed=1, thread_count=os.cpu_count() or 1)
+        est.fit(X, _matrix_target(X, 12))
+        est.save_model(str(path.with_suffix(".cbm")))
+        tmp = path.with_suffix(".tmp")
+        est.save_model(str(tmp), format="json")
+        tmp.replace(path)
+    name = f"cb-d{depth}-{kind}-{n_trees}" + ("" if policy == "SymmetricTree"
+                                               else f"-{policy.lower()}")
+    return Workload(name, path, None, matrix_rows(kind, n_rows, seed=13), n_trees, 1 << depth,
+                    source="catboost")
+
+
+def hist_gb(n_trees: int, n_leaves: int, kind: str = "uniform",
+            n_rows: int = 10_000) -> Workload:
+    """A scikit-learn ``HistGradientBoostingRegressor`` of ``n_trees`` iterations of at most
+    ``n_leaves`` leaves (no early stopping), trained on 20,000 rows of ``kind`` data, pickled."""
+    import pickle
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"hgb_{kind}_{n_trees}x{n_leaves}.pkl"
+    if not path.exists():
+        from sklearn.ensemble import HistGradientBoostingRegressor
+        X = matrix_rows(kind, 20_000, seed=11)
+        est = HistGradientBoostingRegressor(max_iter=n_trees, max_leaf_nodes=n_leaves,
+                                            learning_rate=0.05, early_stopping=False,
+                                            min_samples_leaf=5, random_state=1)
+        est.fit(X, _matrix_target(X, 12))
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps(est))
+        tmp.replace(path)
+    return Workload(f"hgb-{kind}-{n_trees}x{n_leaves}", path, None,
+                    matrix_rows(kind, n_rows, seed=13), n_trees, n_leaves, source="sklearn")

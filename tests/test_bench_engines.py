@@ -11,6 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 import engines as E  # noqa: E402
+import matrix as M  # noqa: E402
+import workloads as W  # noqa: E402
 from compare import agreement, time_engines  # noqa: E402
 
 lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
@@ -156,18 +158,24 @@ def test_margins_turned_into_probabilities():
 def test_matrix_shape_names_set_the_training_settings(monkeypatch):
     """matrix.py's shape names reach the trainers with their settings (a misparsed name
     would time another model than the report names)."""
-    import matrix as M
-    import workloads as W
     calls = []
     monkeypatch.setattr(W, "full", lambda *a: calls.append(("full",) + a))
     monkeypatch.setattr(W, "xgb_depth", lambda *a: calls.append(("xgb_depth",) + a))
+    monkeypatch.setattr(W, "catboost_model", lambda *a: calls.append(("catboost",) + a))
+    monkeypatch.setattr(W, "hist_gb", lambda *a: calls.append(("hist_gb",) + a))
     M.workload("full-uniform-1000x64", 10)
     M.workload("full-uniform-1000x300-d10", 10)
     M.workload("full-heavy-1000x16-m200", 10)
     M.workload("full-uniform-1000x31-f20-b1023", 10)
     M.workload("xgb-depth6-uniform-1000-exact-f20", 10)
     M.workload("xgb-depth8-heavy-1000", 10)
-    assert calls == [("full", 1000, 64, "uniform", 10, None, 1, 136, 255),
+    M.workload("cb-d6-uniform-1000", 10)
+    M.workload("cb-d8-heavy-500-depthwise", 10)
+    M.workload("hgb-missing-1000x31", 10)
+    assert calls[6:] == [("catboost", 1000, 6, "uniform", 10, "SymmetricTree"),
+                         ("catboost", 500, 8, "heavy", 10, "Depthwise"),
+                         ("hist_gb", 1000, 31, "missing", 10)]
+    assert calls[:6] == [("full", 1000, 64, "uniform", 10, None, 1, 136, 255),
                      ("full", 1000, 300, "uniform", 10, 10, 1, 136, 255),
                      ("full", 1000, 16, "heavy", 10, None, 200, 136, 255),
                      ("full", 1000, 31, "uniform", 10, None, 1, 20, 1023),
@@ -175,3 +183,25 @@ def test_matrix_shape_names_set_the_training_settings(monkeypatch):
                      ("xgb_depth", 1000, 8, "heavy", 10, "hist", 136)]
     with pytest.raises(SystemExit, match="unknown shape"):
         M.workload("full-uniform-1000x64-q3", 10)
+
+
+@pytest.mark.parametrize("source", ["catboost", "sklearn"])
+def test_catboost_and_scikit_learn_peers_agree_with_their_library(source, tmp_path,
+                                                                  monkeypatch):
+    pytest.importorskip("catboost" if source == "catboost" else "sklearn")
+    monkeypatch.setattr(W, "CACHE", tmp_path)
+    wl = (W.catboost_model(20, 4, "missing", 400) if source == "catboost"
+          else W.hist_gb(20, 12, "missing", 400))
+    assert wl.source == source
+    ref = M.reference(wl, wl.X)
+    notes: list[str] = []
+    engines = M.build(wl, 1, ["lightgbm", "onnxruntime"], ["rapidscorer"], 10 ** 9, notes)
+    names = {e.name for e in engines}
+    assert {source, "onnxruntime", "quickscorer[default]"} <= names, notes
+    assert "lightgbm" not in names                     # it cannot read these models
+    for e in engines:
+        got = np.asarray(e.predict(wl.X), dtype=np.float64).reshape(ref.shape)
+        if e.name == "onnxruntime":                    # float32 thresholds and sums
+            assert np.max(np.abs(got - ref)) < 1e-4, e.name
+        else:
+            assert np.array_equal(got, ref), e.name
