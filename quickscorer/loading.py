@@ -72,10 +72,10 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
     if format == "xgboost":
         return xgb_imp.load_xgboost(data)
     if format == "catboost":
-        return cb_imp.load_catboost(data[:] if isinstance(data, mmap.mmap) else data)
+        return cb_imp.load_catboost(data)
     raw = data.encode() if isinstance(data, str) else data
     if cb_imp.looks_like_catboost(raw):
-        return cb_imp.load_catboost(data[:] if isinstance(data, mmap.mmap) else data)
+        return cb_imp.load_catboost(data)
     if xgb_imp.looks_like_xgboost(raw):
         # JSON is parsed from the mapping itself, anything else from a copy
         return xgb_imp.load_xgboost(data)

@@ -10,6 +10,7 @@ import pytest
 
 import quickscorer
 from quickscorer.errors import ModelFormatError
+from quickscorer.ir import reference
 
 catboost = pytest.importorskip("catboost", reason="the test extra installs catboost")
 
@@ -93,6 +94,7 @@ def test_catboost_models_score_as_catboost(label, kind, params, tmp_path):
     _every_algorithm(model, Xt, _prediction(est, Xt))
     raw = _raw(est, Xt)
     _every_algorithm(model, Xt, raw, raw_score=True)
+    assert np.array_equal(reference.predict_raw(model.ensemble, Xt).reshape(raw.shape), raw)
     # float32 rows: CatBoost reads every row as float32
     with np.errstate(over="ignore"):
         X32 = Xt.astype(np.float32)

@@ -10,6 +10,7 @@ import pytest
 import quickscorer
 from quickscorer.errors import ModelFormatError
 from quickscorer.importers.sklearn import float32_boundary
+from quickscorer.ir import MISSING_NAN, MISSING_ZERO, Ensemble, build_tree, reference
 
 sklearn = pytest.importorskip("sklearn", reason="the test extra installs scikit-learn")
 sk_ensemble = pytest.importorskip("sklearn.ensemble")
@@ -214,8 +215,12 @@ def test_hist_gradient_boosting_scores_as_scikit_learn(label, params, target, ca
     _every_algorithm(model, Xt, want)
     raw = est._raw_predict(Xt)
     _every_algorithm(model, Xt, raw[:, 0] if raw.shape[1] == 1 else raw, raw_score=True)
-    _every_algorithm(model, Xt.astype(np.float32), model.predict(
-        Xt.astype(np.float32).astype(np.float64)))
+    assert np.array_equal(reference.predict_raw(model.ensemble, Xt), raw)   # the oracle too
+    # float32 rows against the estimator itself (rows whose values float32 holds: its encoder
+    # refuses the infinity a cast makes of 1e300)
+    X32 = Xt[~(np.abs(Xt) > 3e38).any(axis=1)].astype(np.float32)
+    raw32 = est._raw_predict(X32)
+    _every_algorithm(model, X32, raw32[:, 0] if raw32.shape[1] == 1 else raw32, raw_score=True)
     if target in ("binary", "three"):
         assert np.array_equal(model.predict(Xt, raw_score=True).reshape(raw.shape),
                               est.decision_function(Xt).reshape(raw.shape))
@@ -246,3 +251,16 @@ def test_a_value_too_small_to_matter_to_lightgbm_still_decides_a_scikit_learn_sp
     assert est.tree_.threshold[0] == 0.0
     Xt = np.array([[1e-37], [5e-36], [0.0], [-5e-36], [2e-45]])
     _every_algorithm(quickscorer.load(est), Xt, est.predict(Xt))
+
+
+def test_the_plain_family_refuses_lightgbms_zero_as_missing_rule():
+    def tree(missing):
+        return build_tree(left=[1, -1, -1], right=[2, -1, -1], root=0, feature=[0, 0, 0],
+                          threshold=[0.5, 0, 0], default_left=[True, False, False],
+                          missing_type=[missing] * 3, is_categorical=[False] * 3,
+                          categories=None, value=[0.0, 1.0, 2.0], n_features=1)
+    Ensemble(trees=[tree(MISSING_NAN)], tree_group=[0], n_outputs=1, n_features=1,
+             family="plain", base_score=[0.0])
+    with pytest.raises(ModelFormatError, match="zero-as-missing"):
+        Ensemble(trees=[tree(MISSING_ZERO)], tree_group=[0], n_outputs=1, n_features=1,
+                 family="plain", base_score=[0.0])

@@ -83,8 +83,8 @@ def _parse(data: bytes | str) -> dict:
 
 
 def load_catboost(source: Any) -> Ensemble:
-    """The neutral ensemble of a CatBoost JSON model: its text or bytes, the parsed dict, or a
-    CatBoost model object (exported to JSON through CatBoost itself)."""
+    """The neutral ensemble of a CatBoost JSON model: its text or bytes (or a mapped file),
+    the parsed dict, or a CatBoost model object (exported to JSON through CatBoost itself)."""
     if is_catboost_model(source):
         doc = _model_json(source)
     elif isinstance(source, dict):
@@ -226,7 +226,7 @@ def _ensemble(doc: dict) -> Ensemble:
             out.append(_constant(bias[k], feats.n_features))
             groups.append(k)
     transform = _TRANSFORMS.get(loss, "identity")
-    if transform == "softmax" and dim == 1 or transform == "sigmoid" and dim != 1:
+    if (transform == "softmax" and dim == 1) or (transform == "sigmoid" and dim != 1):
         raise ModelFormatError(f"CatBoost loss {loss} with {dim} outputs")
     names = None
     if feats.names and len(feats.names) == feats.n_features:
@@ -301,21 +301,27 @@ def _oblivious(t, where: str, feats: _Features, dim: int):
         default_left[:n_internal] = nan_left[tested]
     value = np.zeros((k, dim), np.float64)
     value[n_internal:] = leaf_values
-    weights = t.get("leaf_weights")
-    cover = None
-    if isinstance(weights, list) and len(weights) == n_leaves:
-        try:
-            lw = np.asarray(weights, dtype=np.float64)
-            cover = np.zeros(k, np.float64)
-            cover[n_internal:] = lw
-            for n in range(n_internal - 1, -1, -1):
-                cover[n] = cover[2 * n + 1] + cover[2 * n + 2]
-        except (TypeError, ValueError):
-            cover = None
+    cover = _oblivious_cover(t.get("leaf_weights"), depth)
     fields = dict(left=left, right=right, root=0, feature=feature, threshold=threshold,
                   default_left=default_left, missing_type=np.full(k, MISSING_NAN, np.int64),
                   is_categorical=np.zeros(k, bool), categories=None, cover=cover)
     return fields, value
+
+
+def _oblivious_cover(weights, depth: int) -> np.ndarray | None:
+    """Training weight of every node of a full tree (breadth-first, leaves last) from its
+    leaves' weights: each level the pairwise sums of the one below; None where the weights
+    are not one number a leaf (advisory: no score reads them)."""
+    try:
+        level = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+    if level.shape != (1 << depth,):
+        return None
+    levels = [level]
+    for _ in range(depth):
+        levels.append(levels[-1].reshape(-1, 2).sum(axis=1))
+    return np.concatenate(levels[::-1])
 
 
 def _non_symmetric(t, where: str, feats: _Features, dim: int):

@@ -175,6 +175,12 @@ def _boosting(est, name, n_features, names, source, classifier) -> Ensemble:
     transform = "identity"
     if classifier:
         transform = "sigmoid" if n_outputs == 1 else "softmax"
+    return _boosted(trees, groups, n_outputs, n_features, transform, names, source)
+
+
+def _boosted(trees, groups, n_outputs, n_features, transform, names, source) -> Ensemble:
+    """A boosted model's ensemble: one tree an output an iteration, the start inside the
+    first iteration's leaves (so ``base_score`` is 0)."""
     return Ensemble(trees=trees, tree_group=np.asarray(groups, np.int32), n_outputs=n_outputs,
                     n_features=n_features, family="plain", base_score=np.zeros(n_outputs),
                     transform=transform,
@@ -251,14 +257,7 @@ def _hist(est, name, n_features, names, source) -> Ensemble:
             trees.append(_hist_tree(predictor, f"iteration {i} output {k}", origin, cat_values,
                                     known, base[k] if i == 0 else None, n_features))
             groups.append(k)
-    transform = _LINKS[link]
-    return Ensemble(trees=trees, tree_group=np.asarray(groups, np.int32), n_outputs=n_outputs,
-                    n_features=n_features, family="plain", base_score=np.zeros(n_outputs),
-                    transform=transform,
-                    transform_params={"sigmoid": 1.0} if transform == "sigmoid" else {},
-                    trees_per_iteration=n_outputs,
-                    feature_names=None if names is None else tuple(map(str, names)),
-                    source=source)
+    return _boosted(trees, groups, n_outputs, n_features, _LINKS[link], names, source)
 
 
 def _hist_tree(predictor, where, origin, cat_values, known, start, n_features):
