@@ -7,20 +7,27 @@ from pathlib import Path
 
 from .errors import ModelFormatError
 from .importers import catboost as cb_imp
+from .importers import onnx as onnx_imp
 from .importers import lightgbm as lgb_imp
 from .importers import sklearn as sk_imp
 from .importers import xgboost as xgb_imp
 from .ir.ensemble import Ensemble
 from .model import Model
 
+#: values of ``format=``: None detects the format from the content
+FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx")
+
+
 def load_ensemble(source, *, format: str | None = None) -> Ensemble:
-    """The neutral :class:`Ensemble` of a LightGBM, XGBoost, CatBoost or scikit-learn model.
+    """The neutral :class:`Ensemble` of a LightGBM, XGBoost, CatBoost, scikit-learn or ONNX
+    model.
 
     ``source`` may be a path, a LightGBM model string, JSON text (XGBoost or CatBoost), JSON,
-    UBJSON or XGBoost legacy binary bytes, a parsed JSON dict, a ``lightgbm.Booster``, an
-    ``xgboost.Booster``, a CatBoost model object or a fitted scikit-learn tree estimator
-    (``importers.sklearn.SUPPORTED``). ``format`` forces ``"lightgbm"``, ``"xgboost"`` or
-    ``"catboost"``; otherwise it is detected from the content.
+    UBJSON or XGBoost legacy binary bytes, ONNX bytes, a parsed JSON dict, a
+    ``lightgbm.Booster``, an ``xgboost.Booster``, a CatBoost model object, an
+    ``onnx.ModelProto`` or a fitted scikit-learn tree estimator
+    (``importers.sklearn.SUPPORTED``). ``format`` forces ``"lightgbm"``, ``"xgboost"``,
+    ``"catboost"`` or ``"onnx"``; otherwise it is detected from the content.
     """
     if isinstance(source, Ensemble):
         return source
@@ -28,8 +35,11 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
         return sk_imp.load_sklearn(source)
     if cb_imp.is_catboost_model(source):             # CatBoost, CatBoostRegressor, ...
         return cb_imp.load_catboost(source)
-    if format not in (None, "lightgbm", "xgboost", "catboost"):
-        raise ValueError(f"format must be 'lightgbm', 'xgboost' or 'catboost', not {format!r}")
+    if onnx_imp.is_onnx_model(source):               # onnx.ModelProto
+        return onnx_imp.load_onnx(source)
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(map(repr, FORMATS[1:]))}, not "
+                         f"{format!r}")
     if hasattr(source, "model_to_string"):           # lightgbm.Booster (or LGBMModel.booster_)
         return lgb_imp.load_lightgbm(source)
     if hasattr(source, "booster_") and hasattr(source.booster_, "model_to_string"):
@@ -52,8 +62,8 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
         data = lgb_imp.map_model_file(Path(source))
     else:
         raise TypeError(f"cannot load a model from {type(source).__name__}: expected a path, "
-                        f"a string, bytes, a dict, a LightGBM/XGBoost Booster, a CatBoost model "
-                        f"or a scikit-learn tree estimator")
+                        f"a string, bytes, a dict, a LightGBM/XGBoost Booster, a CatBoost model, "
+                        f"an onnx.ModelProto or a scikit-learn tree estimator")
     try:
         return _load_data(data, format)
     finally:
@@ -73,7 +83,11 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
         return xgb_imp.load_xgboost(data)
     if format == "catboost":
         return cb_imp.load_catboost(data)
+    if format == "onnx":
+        return onnx_imp.load_onnx(data)
     raw = data.encode() if isinstance(data, str) else data
+    if onnx_imp.looks_like_onnx(raw):
+        return onnx_imp.load_onnx(data)
     if cb_imp.looks_like_catboost(raw):
         return cb_imp.load_catboost(data)
     if xgb_imp.looks_like_xgboost(raw):
@@ -87,11 +101,11 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
                                "export (model.save_model(path, format='json')) or the CatBoost "
                                "model object itself")
     raise ModelFormatError("not a LightGBM text model, an XGBoost JSON, UBJSON or legacy "
-                           "binary model nor a CatBoost JSON model "
+                           "binary model, a CatBoost JSON model nor an ONNX model "
                            f"(starts with {raw[:16]!r})")
 
 
 def load(source, *, format: str | None = None, prepare: tuple[str, ...] = ()) -> Model:
-    """Load a LightGBM, XGBoost, CatBoost or scikit-learn model for scoring; see
+    """Load a LightGBM, XGBoost, CatBoost, scikit-learn or ONNX model for scoring; see
     :func:`load_ensemble`."""
     return Model(load_ensemble(source, format=format), prepare=prepare)

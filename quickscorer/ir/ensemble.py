@@ -52,6 +52,8 @@ TRANSFORMS = (
     "xgb_softmax",      # XGBoost multi:softprob (float32)
     "xgb_softmax_argmax",  # XGBoost multi:softmax: the class index
     "xgb_exp",          # XGBoost count:poisson, reg:gamma, reg:tweedie (float32)
+    "onnx_logistic",    # ONNX Runtime's LOGISTIC post-transform (float32)
+    "onnx_softmax",     # ONNX Runtime's SOFTMAX post-transform (float32)
 )
 
 

@@ -6,12 +6,13 @@ functions the libraries call, in the same order and precision (docs/semantics.md
 """
 import numpy as np
 
-from libc.math cimport exp, expf, log1p, fmaxf, logf
+from libc.float cimport FLT_MAX
+from libc.math cimport exp, expf, fabsf, log1p, fmaxf, logf
 
 TRANSFORM_CODES = {
     "identity": 0, "sigmoid": 1, "softmax": 2, "ova_sigmoid": 3, "exp": 4, "log1p_exp": 5,
     "signed_square": 6, "xgb_logistic": 7, "xgb_softmax": 8, "xgb_softmax_argmax": 9,
-    "xgb_exp": 10,
+    "xgb_exp": 10, "onnx_logistic": 11, "onnx_softmax": 12,
 }
 
 
@@ -51,9 +52,10 @@ cdef void _lgb(int code, double s, double divide_by, double[:, ::1] a) noexcept 
 
 cdef void _xgb(int code, float[:, ::1] a) noexcept nogil:
     cdef Py_ssize_t i, k, n = a.shape[0], m = a.shape[1]
-    cdef float x, wmax, denom
+    cdef float x, wmax, denom, fsum, v
     cdef double wsum
     cdef float eps = 1e-16
+    cdef float one = 1.0
     for i in range(n):
         if code == 7:
             for k in range(m):
@@ -75,6 +77,22 @@ cdef void _xgb(int code, float[:, ::1] a) noexcept nogil:
         elif code == 10:
             for k in range(m):
                 a[i, k] = expf(a[i, k])
+        elif code == 11:    # ONNX Runtime's logistic, in float32
+            for k in range(m):
+                x = a[i, k]
+                v = one / (one + expf(-fabsf(x)))
+                a[i, k] = one - v if x < 0 else v
+        elif code == 12:    # ONNX Runtime's softmax: float32 maximum, exponents and sum
+            wmax = -FLT_MAX
+            for k in range(m):
+                if a[i, k] > wmax:
+                    wmax = a[i, k]
+            fsum = 0.0
+            for k in range(m):
+                a[i, k] = expf(a[i, k] - wmax)
+                fsum = fsum + a[i, k]
+            for k in range(m):
+                a[i, k] = a[i, k] / fsum
 
 
 def apply_transform(str name, dict params, raw, double divide_by=1.0):
@@ -89,7 +107,7 @@ def apply_transform(str name, dict params, raw, double divide_by=1.0):
     cdef double[:, ::1] a64
     cdef float[:, ::1] a32
     if out.dtype == np.float32:
-        if code not in (0, 7, 8, 9, 10):
+        if code not in (0, 7, 8, 9, 10, 11, 12):
             raise ValueError(f"transform {name!r} expects float64 raw scores (a LightGBM model)")
         if code == 9:  # XGBoost's multi:softmax: first index of the largest raw margin
             return np.argmax(out, axis=1).astype(np.float32)[:, None]

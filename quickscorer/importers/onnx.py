@@ -1,0 +1,622 @@
+"""Tree ensembles from ONNX files, scored as ONNX Runtime scores them.
+
+Read without the ``onnx`` package (``protobuf.py`` decodes the file): one ``ai.onnx.ml`` tree
+ensemble node, ``TreeEnsembleRegressor`` or ``TreeEnsembleClassifier`` (opsets 1 and 3) or
+``TreeEnsemble`` (opset 5), fed by the graph's input. The rules (docs/semantics.md, "ONNX"):
+
+* a node compares ``x`` with its threshold in the threshold's type: float32 thresholds
+  (``nodes_values``) read a float32 row and sum float32 leaf values in tree order (the
+  ``xgboost`` family); float64 thresholds (``*_as_tensor``, a double ``nodes_splits``) read the
+  row as float64 and sum in float64 (the ``plain`` family);
+* ``BRANCH_LEQ`` is true where ``x <= t``, ``BRANCH_LT`` ``x < t`` (``x <= t'``, ``t'`` the
+  value before ``t``), ``BRANCH_GT`` and ``BRANCH_GTE`` are their complements; the true child is
+  the neutral left one for the first two and the right one for the others; NaN compares false,
+  so it takes the false child unless ``nodes_missing_value_tracks_true`` sends it to the true
+  one;
+* the base values are added after the trees (a last iteration of one-leaf trees);
+* the output is the one ONNX Runtime returns: a regressor's ``variable`` (one target: its
+  ``post_transform`` is not applied, as ONNX Runtime does not), a classifier's probabilities
+  (two classes with weights for one of them: the second column, the positive class).
+
+Not read, each refused by name: ``BRANCH_EQ``, ``BRANCH_NEQ`` and ``BRANCH_MEMBER`` nodes, the
+``AVERAGE``, ``MIN`` and ``MAX`` aggregates, the ``PROBIT`` and ``SOFTMAX_ZERO`` transforms,
+a graph that computes anything before the trees or after their scores (other than ``Identity``,
+``Cast`` to a float type, ``ZipMap``, a multiplication by ones), tensors stored outside the file,
+and the shapes where ONNX Runtime's scores are not the sums (docs/semantics.md).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..errors import ModelFormatError
+from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree
+from . import protobuf as pb
+
+ML_DOMAIN = "ai.onnx.ml"
+ENSEMBLE_OPS = ("TreeEnsembleRegressor", "TreeEnsembleClassifier", "TreeEnsemble")
+_MODES_V5 = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ",
+             "BRANCH_MEMBER")
+_TRANSFORMS_V5 = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
+_AGGREGATES_V5 = ("AVERAGE", "SUM", "MIN", "MAX")
+_LEQ, _LT, _GTE, _GT = 0, 1, 2, 3
+_LEAF = -1
+_MODE_CODES = {"BRANCH_LEQ": _LEQ, "BRANCH_LT": _LT, "BRANCH_GTE": _GTE, "BRANCH_GT": _GT,
+               "LEAF": _LEAF}
+
+
+def looks_like_onnx(raw: bytes) -> bool:
+    """Whether ``raw`` reads as an ONNX model at its top level (cheap)."""
+    return pb.looks_like_model(raw)
+
+
+def is_onnx_model(obj) -> bool:
+    """Whether ``obj`` is an ``onnx.ModelProto``."""
+    return type(obj).__name__ == "ModelProto" and hasattr(obj, "SerializeToString")
+
+
+def load_onnx(source: Any) -> Ensemble:
+    """The neutral ensemble of an ONNX model: its bytes (or a mapped file) or an
+    ``onnx.ModelProto``."""
+    buf = source.SerializeToString() if is_onnx_model(source) else bytes(source)
+    return _ensemble(pb.model(buf))
+
+
+def _find_ensemble(graph: dict) -> dict:
+    found = [n for n in graph["nodes"] if n["op_type"] in ENSEMBLE_OPS]
+    if not found:
+        ops = sorted({n["op_type"] for n in graph["nodes"]})
+        raise ModelFormatError(f"ONNX: the graph has no tree ensemble node (its operators: "
+                               f"{', '.join(ops) or 'none'})")
+    if len(found) > 1:
+        raise ModelFormatError(f"ONNX: the graph has {len(found)} tree ensemble nodes; one is "
+                               f"read")
+    node = found[0]
+    if node["domain"] != ML_DOMAIN:
+        raise ModelFormatError(f"ONNX: {node['op_type']} is in domain {node['domain']!r}, not "
+                               f"{ML_DOMAIN!r}")
+    return node
+
+
+def _producers(graph: dict) -> dict:
+    return {out: n for n in graph["nodes"] for out in n["output"]}
+
+
+def _float_cast(node: dict) -> int | None:
+    """The element type a ``Cast`` node casts to."""
+    to = node["attributes"].get("to")
+    return to if isinstance(to, int) else None
+
+
+def _input(graph: dict, node: dict) -> tuple[int, int | None]:
+    """(element type the trees read, the number of features of the graph's input)."""
+    if not node["input"]:
+        raise ModelFormatError(f"ONNX: {node['op_type']} has no input")
+    name = node["input"][0]
+    producers = _producers(graph)
+    cast_to = None
+    seen = 0
+    while name in producers:
+        p = producers[name]
+        seen += 1
+        if seen > 64:
+            raise ModelFormatError("ONNX: the graph's input reaches the trees through a cycle")
+        if p["op_type"] == "Cast" and _float_cast(p) in (pb.ELEM_FLOAT, pb.ELEM_DOUBLE):
+            cast_to = cast_to or _float_cast(p)
+        elif p["op_type"] != "Identity":
+            raise ModelFormatError(
+                f"ONNX: the trees read the output of a {p['op_type']} node; quickscorer reads a "
+                f"graph whose input feeds the trees (through Identity or Cast nodes at most)")
+        if not p["input"]:
+            raise ModelFormatError(f"ONNX: a {p['op_type']} node has no input")
+        name = p["input"][0]
+    inputs = {v["name"]: v for v in graph["inputs"]}
+    if name not in inputs:
+        raise ModelFormatError(f"ONNX: the trees read {name!r}, which is not an input of the "
+                               f"graph")
+    info = inputs[name]
+    elem = cast_to or info["elem_type"]
+    if elem not in (pb.ELEM_FLOAT, pb.ELEM_DOUBLE):
+        raise ModelFormatError(f"ONNX: the input {name!r} has element type {elem}; quickscorer "
+                               f"reads float and double inputs")
+    shape = info["shape"]
+    n_features = None
+    if shape is not None and len(shape) == 2 and isinstance(shape[1], int) and shape[1] > 0:
+        n_features = shape[1]
+    return elem, n_features
+
+
+_ONES_OPS = ("Mul", "Div")
+
+
+def _check_scores_path(graph: dict, name: str, model: dict) -> None:
+    """Refuse a graph that computes on the ensemble's scores (beyond renaming, a float cast,
+    ZipMap or a product with ones) before they reach an output."""
+    consumers: dict[str, list] = {}
+    for n in graph["nodes"]:
+        for i in n["input"]:
+            consumers.setdefault(i, []).append(n)
+    todo, seen = [name], set()
+    while todo:
+        cur = todo.pop()
+        if cur in seen:
+            continue
+        seen.add(cur)
+        for n in consumers.get(cur, []):
+            op = n["op_type"]
+            ok = op in ("Identity", "ZipMap") or (
+                op == "Cast" and _float_cast(n) in (pb.ELEM_FLOAT, pb.ELEM_DOUBLE))
+            if op in _ONES_OPS and len(n["input"]) == 2 and n["input"][0] == cur:
+                other = n["input"][1]
+                span = graph["initializers"].get(other)
+                ok = span is not None and bool(
+                    np.all(pb.tensor(model["buffer"], *span) == 1))
+            if not ok:
+                raise ModelFormatError(
+                    f"ONNX: the tree ensemble's scores go through a {op} node before the "
+                    f"graph's output; quickscorer gives the ensemble's own scores and reads "
+                    f"graphs that only rename, cast or ZipMap them")
+            todo.extend(n["output"])
+
+
+def _ints(a: dict, key: str, n: int | None = None, default: int | None = None) -> np.ndarray:
+    v = a.get(key)
+    if v is None or default is not None and n is not None and len(v) == 0:
+        if default is not None and n is not None:      # absent or empty: the default
+            return np.full(n, default, np.int64)
+        raise ModelFormatError(f"ONNX: attribute {key!r} is missing")
+    v = np.asarray(v)
+    if v.dtype.kind not in "iub" or v.ndim != 1:
+        raise ModelFormatError(f"ONNX: attribute {key!r} is not a list of integers")
+    if n is not None and v.size != n:
+        raise ModelFormatError(f"ONNX: attribute {key!r} has {v.size} entries for {n}")
+    return v.astype(np.int64)
+
+
+def _numbers(a: dict, key: str, n: int | None = None) -> np.ndarray | None:
+    """A float list or its ``_as_tensor`` double twin (float32 or float64 array)."""
+    v = a.get(key)
+    if v is None:
+        v = a.get(key + "_as_tensor")
+    if v is None:
+        return None
+    v = np.asarray(v)
+    if v.dtype not in (np.float32, np.float64):
+        raise ModelFormatError(f"ONNX: attribute {key!r} is not floats or doubles")
+    v = v.ravel()
+    if n is not None and v.size != n:
+        raise ModelFormatError(f"ONNX: attribute {key!r} has {v.size} entries for {n}")
+    return v
+
+
+def _text(v, key: str, default: str) -> str:
+    if v is None:
+        return default
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).decode("ascii", "replace")
+    raise ModelFormatError(f"ONNX: attribute {key!r} is not a string")
+
+
+class _Tree:
+    """One source tree: per local node its mode (``_LEAF`` for a leaf), feature, threshold,
+    NaN-to-true flag, true and false children (local), source id and leaf weights."""
+
+    __slots__ = ("mode", "feature", "split", "nan_true", "true", "false", "ids", "weights",
+                 "root")
+
+    def __init__(self, mode, feature, split, nan_true, true, false, ids, weights, root=0):
+        self.mode, self.feature, self.split, self.nan_true = mode, feature, split, nan_true
+        self.true, self.false, self.ids, self.weights = true, false, ids, weights
+        self.root = root
+
+
+def _trees_v1(a: dict, weight_prefix: str) -> tuple[list[_Tree], np.ndarray]:
+    """The trees of ``TreeEnsembleRegressor``/``Classifier`` (opsets 1 and 3) and the
+    threshold array (its dtype decides the family)."""
+    tree_ids = _ints(a, "nodes_treeids")
+    n = tree_ids.size
+    if n == 0:
+        raise ModelFormatError("ONNX: the ensemble has no nodes")
+    node_ids = _ints(a, "nodes_nodeids", n)
+    features = _ints(a, "nodes_featureids", n)
+    modes_raw = a.get("nodes_modes")
+    if not isinstance(modes_raw, list) or len(modes_raw) != n:
+        raise ModelFormatError(f"ONNX: attribute 'nodes_modes' is not {n} strings")
+    modes = np.empty(n, np.int64)
+    for i, m in enumerate(modes_raw):
+        text = bytes(m).decode("ascii", "replace")
+        if text not in _MODE_CODES:
+            raise ModelFormatError(
+                f"ONNX: tree {int(tree_ids[i])} node {int(node_ids[i])}: a {text} node "
+                f"(categorical and set tests are not read; LEQ, LT, GTE and GT are)")
+        modes[i] = _MODE_CODES[text]
+    splits = _numbers(a, "nodes_values", n)
+    if splits is None:
+        raise ModelFormatError("ONNX: attribute 'nodes_values' is missing")
+    true_ids = _ints(a, "nodes_truenodeids", n)
+    false_ids = _ints(a, "nodes_falsenodeids", n)
+    tracks = _ints(a, "nodes_missing_value_tracks_true", n, default=0)
+
+    w_tree = _ints(a, weight_prefix + "treeids")
+    m = w_tree.size
+    w_node = _ints(a, weight_prefix + "nodeids", m)
+    w_target = _ints(a, weight_prefix + "ids", m)
+    w_value = _numbers(a, weight_prefix + "weights", m)
+    if w_value is None:
+        raise ModelFormatError(f"ONNX: attribute {weight_prefix + 'weights'!r} is missing")
+
+    order_keys, first = np.unique(tree_ids, return_index=True)
+    tree_order = order_keys[np.argsort(first, kind="stable")]
+    node_sort = np.lexsort((np.arange(n), tree_ids))
+    starts = np.searchsorted(tree_ids[node_sort], tree_order)
+    ends = np.searchsorted(tree_ids[node_sort], tree_order, side="right")
+    w_sort = np.argsort(w_tree, kind="stable")
+    w_starts = np.searchsorted(w_tree[w_sort], tree_order)
+    w_ends = np.searchsorted(w_tree[w_sort], tree_order, side="right")
+    known = set(tree_order.tolist())
+    stray = [int(t) for t in np.unique(w_tree) if int(t) not in known]
+    if stray:
+        raise ModelFormatError(f"ONNX: a weight names tree {stray[0]}, which has no nodes")
+
+    trees = []
+    for k, tid in enumerate(tree_order.tolist()):
+        idx = node_sort[starts[k]:ends[k]]
+        ids = node_ids[idx]
+        where = f"ONNX tree {tid}"
+        local = {int(v): j for j, v in enumerate(ids.tolist())}
+        if len(local) != ids.size:
+            raise ModelFormatError(f"{where}: a node id appears twice")
+        mode = modes[idx]
+        inner = mode != _LEAF
+
+        def to_local(children, which):
+            out = np.full(ids.size, -1, np.int64)
+            for j in np.flatnonzero(inner):
+                c = int(children[j])
+                if c not in local:
+                    raise ModelFormatError(f"{where} node {int(ids[j])}: its {which} child "
+                                           f"{c} is not a node of the tree")
+                out[j] = local[c]
+            return out
+
+        true = to_local(true_ids[idx], "true")
+        false = to_local(false_ids[idx], "false")
+        weights: dict[int, dict[int, float]] = {}
+        widx = w_sort[w_starts[k]:w_ends[k]]
+        for j in widx.tolist():
+            nid = int(w_node[j])
+            if nid not in local:
+                raise ModelFormatError(f"{where}: a weight names node {nid}, not a node of the "
+                                       f"tree")
+            li = local[nid]
+            if mode[li] != _LEAF:
+                raise ModelFormatError(f"{where}: a weight names node {nid}, which is not a "
+                                       f"leaf")
+            per = weights.setdefault(li, {})
+            tgt = int(w_target[j])
+            if tgt in per:
+                raise ModelFormatError(f"{where} node {nid}: two weights for output {tgt}")
+            per[tgt] = w_value[j]
+        children = np.concatenate([true[inner], false[inner]])
+        roots = np.setdiff1d(np.arange(ids.size), children)
+        # converters list a tree's nodes together, its root first; ONNX Runtime scores other
+        # listings otherwise than by the links, so they are refused
+        if roots.size != 1 or roots[0] != 0 or idx[-1] - idx[0] != idx.size - 1:
+            raise ModelFormatError(f"{where}: its nodes are not listed together with the root "
+                                   f"(the one node that is no node's child) first")
+        trees.append(_Tree(mode, features[idx], splits[idx], tracks[idx] != 0, true, false,
+                           ids, weights, int(roots[0])))
+    return trees, splits
+
+
+def _trees_v5(a: dict) -> tuple[list[_Tree], np.ndarray]:
+    """The trees of ``TreeEnsemble`` (opset 5): interior nodes by position, leaves in the
+    ``leaf_*`` lists, a tree's root in ``tree_roots``."""
+    roots = _ints(a, "tree_roots")
+    features = _ints(a, "nodes_featureids")
+    n = features.size
+    modes_t = a.get("nodes_modes")
+    modes_v = np.asarray(modes_t).ravel() if modes_t is not None else None
+    if modes_v is None or modes_v.size != n or modes_v.dtype.kind not in "iu":
+        raise ModelFormatError(f"ONNX: attribute 'nodes_modes' is not {n} mode codes")
+    splits = a.get("nodes_splits")
+    splits = None if splits is None else np.asarray(splits).ravel()
+    if splits is None or splits.size != n or splits.dtype not in (np.float32, np.float64):
+        raise ModelFormatError(f"ONNX: attribute 'nodes_splits' is not {n} floats or doubles")
+    true_ids = _ints(a, "nodes_truenodeids", n)
+    false_ids = _ints(a, "nodes_falsenodeids", n)
+    true_leaf = _ints(a, "nodes_trueleafs", n)
+    false_leaf = _ints(a, "nodes_falseleafs", n)
+    tracks = _ints(a, "nodes_missing_value_tracks_true", n, default=0)
+    leaf_target = _ints(a, "leaf_targetids")
+    lw = a.get("leaf_weights")
+    leaf_weight = None if lw is None else np.asarray(lw).ravel()
+    if leaf_weight is None or leaf_weight.size != leaf_target.size or (
+            leaf_weight.dtype not in (np.float32, np.float64)):
+        raise ModelFormatError("ONNX: attribute 'leaf_weights' is not one number a leaf")
+    modes = np.empty(n, np.int64)
+    for i, c in enumerate(modes_v.tolist()):
+        if not 0 <= c < len(_MODES_V5):
+            raise ModelFormatError(f"ONNX: node {i}: unknown mode code {c}")
+        if c > _GT:
+            raise ModelFormatError(f"ONNX: node {i}: a {_MODES_V5[c]} node (categorical and "
+                                   f"set tests are not read; LEQ, LT, GTE and GT are)")
+        modes[i] = c
+    trees = []
+    n_leaves = leaf_target.size
+    for k, r in enumerate(roots.tolist()):
+        where = f"ONNX tree {k}"
+        if not 0 <= r < n:
+            raise ModelFormatError(f"{where}: root {r} is not a node")
+        if true_leaf[r] and false_leaf[r] and true_ids[r] == false_ids[r]:
+            j = int(true_ids[r])         # a one-leaf tree: both sides name the same leaf
+            if not 0 <= j < n_leaves:
+                raise ModelFormatError(f"{where}: leaf {j} is out of range")
+            trees.append(_Tree(np.array([_LEAF]), np.zeros(1, np.int64),
+                               np.zeros(1, splits.dtype), np.zeros(1, bool), np.full(1, -1),
+                               np.full(1, -1), np.array([j]),
+                               {0: {int(leaf_target[j]): leaf_weight[j]}}))
+            continue
+        mode, feat, split, nan_true, t_out, f_out, ids, weights = [], [], [], [], [], [], [], {}
+        seen: set[int] = set()
+        pending: list[tuple[int, int, int, bool]] = []    # (parent local, child, is leaf, side)
+
+        def add(ref: int, is_leaf: bool) -> int:
+            li = len(mode)
+            if is_leaf:
+                if not 0 <= ref < n_leaves:
+                    raise ModelFormatError(f"{where}: leaf {ref} is out of range")
+                mode.append(_LEAF)
+                feat.append(0)
+                split.append(0.0)
+                nan_true.append(False)
+                t_out.append(-1)
+                f_out.append(-1)
+                ids.append(ref)
+                weights[li] = {int(leaf_target[ref]): leaf_weight[ref]}
+                return li
+            if not 0 <= ref < n:
+                raise ModelFormatError(f"{where}: node {ref} is out of range")
+            if ref in seen:
+                raise ModelFormatError(f"{where}: node {ref} is reached twice")
+            seen.add(ref)
+            if len(seen) > n:
+                raise ModelFormatError(f"{where}: a cycle")
+            mode.append(int(modes[ref]))
+            feat.append(int(features[ref]))
+            split.append(splits[ref])
+            nan_true.append(bool(tracks[ref]))
+            t_out.append(-1)
+            f_out.append(-1)
+            ids.append(ref)
+            pending.append((li, int(true_ids[ref]), int(true_leaf[ref]), True))
+            pending.append((li, int(false_ids[ref]), int(false_leaf[ref]), False))
+            return li
+
+        add(r, False)
+        while pending:
+            parent, child, is_leaf, side = pending.pop()
+            li = add(child, bool(is_leaf))
+            (t_out if side else f_out)[parent] = li
+        trees.append(_Tree(np.asarray(mode, np.int64), np.asarray(feat, np.int64),
+                           np.asarray(split, splits.dtype), np.asarray(nan_true, bool),
+                           np.asarray(t_out, np.int64), np.asarray(f_out, np.int64),
+                           np.asarray(ids, np.int64), weights))
+    return trees, splits
+
+
+def _previous(t: np.ndarray) -> np.ndarray:
+    """The largest value of ``t``'s own type below each ``t`` (``x < t`` is ``x <= that``)."""
+    return np.nextafter(t, np.asarray(-np.inf, t.dtype))
+
+
+def _neutral(tree: _Tree, targets: list[int], n_features: int, where: str) -> list:
+    """One neutral tree per output in ``targets`` (leaf values of the other outputs are 0)."""
+    mode = tree.mode
+    inner = mode != _LEAF
+    strict = (mode == _LT) | (mode == _GTE)       # x < t, x >= t: compare with t's predecessor
+    threshold = np.where(strict, _previous(tree.split), tree.split).astype(np.float64)
+    true_left = (mode == _LEQ) | (mode == _LT)
+    left = np.where(true_left, tree.true, tree.false)
+    right = np.where(true_left, tree.false, tree.true)
+    left[~inner] = -1
+    right[~inner] = -1
+    nan_left = np.where(true_left, tree.nan_true, ~tree.nan_true)
+    threshold[~inner] = 0.0
+    if (inner & ~np.isfinite(threshold)).any():
+        j = int(np.flatnonzero(inner & ~np.isfinite(threshold))[0])
+        raise ModelFormatError(f"{where} node {int(tree.ids[j])}: threshold "
+                               f"{float(tree.split[j])!r} is not finite")
+    feature = np.where(inner, tree.feature, 0)
+    k = mode.size
+    out = []
+    for tgt in targets:
+        value = np.zeros(k, np.float64)
+        for li, per in tree.weights.items():
+            value[li] = float(per.get(tgt, 0.0))
+        out.append(build_tree(left=left, right=right, root=tree.root, feature=feature,
+                              threshold=threshold, default_left=nan_left,
+                              missing_type=np.full(k, MISSING_NAN, np.int64),
+                              is_categorical=np.zeros(k, bool), categories=None, value=value,
+                              source_id=tree.ids, n_features=n_features, where=where))
+    return out
+
+
+def _ensemble(model: dict) -> Ensemble:
+    graph = model["graph"]
+    node = _find_ensemble(graph)
+    op = node["op_type"]
+    a = node["attributes"]
+    elem, n_inputs = _input(graph, node)
+    classifier = op == "TreeEnsembleClassifier"
+    if not node["output"]:
+        raise ModelFormatError(f"ONNX: {op} has no output")
+    scores_name = node["output"][1] if classifier and len(node["output"]) > 1 else (
+        node["output"][0])
+    _check_scores_path(graph, scores_name, model)
+
+    if op == "TreeEnsemble":
+        trees, splits = _trees_v5(a)
+        post = _code_name(a.get("post_transform", 0), _TRANSFORMS_V5, "post_transform")
+        aggregate = _code_name(a.get("aggregate_function", 1), _AGGREGATES_V5,
+                               "aggregate_function")
+        base = None
+    else:
+        trees, splits = _trees_v1(a, "class_" if classifier else "target_")
+        post = _text(a.get("post_transform"), "post_transform", "NONE")
+        aggregate = _text(a.get("aggregate_function"), "aggregate_function", "SUM")
+        base = _numbers(a, "base_values")
+    if aggregate != "SUM":
+        raise ModelFormatError(f"ONNX: aggregate_function {aggregate}: quickscorer reads sums "
+                               f"of tree values (SUM)")
+    if post not in ("NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"):
+        raise ModelFormatError(f"ONNX: unknown post_transform {post!r}")
+    if post in ("PROBIT", "SOFTMAX_ZERO"):
+        raise ModelFormatError(f"ONNX: post_transform {post} is not read (NONE, LOGISTIC and "
+                               f"SOFTMAX are)")
+
+    double = splits.dtype == np.float64
+    weight_types = {np.asarray(w).dtype for tree in trees for per in tree.weights.values()
+                    for w in per.values()}
+    if weight_types - {splits.dtype}:
+        raise ModelFormatError("ONNX: leaf weights and thresholds of different types (float "
+                               "and double)")
+    if not double and elem == pb.ELEM_DOUBLE:
+        raise ModelFormatError(
+            "ONNX: float thresholds on a double input: ONNX Runtime compares the double row "
+            "with the float thresholds and sums in float, a mix no quickscorer family "
+            "computes; export with float input or double thresholds")
+    family = "plain" if double else "xgboost"
+    max_feature = max((int(t.feature[t.mode != _LEAF].max()) for t in trees
+                       if (t.mode != _LEAF).any()), default=-1)
+    if min((int(t.feature[t.mode != _LEAF].min()) for t in trees
+            if (t.mode != _LEAF).any()), default=0) < 0:
+        raise ModelFormatError("ONNX: a node has a negative feature id")
+    n_features = n_inputs if n_inputs is not None else max_feature + 1
+    if max_feature >= n_features:
+        raise ModelFormatError(f"ONNX: a node reads feature {max_feature}; the input has "
+                               f"{n_features}")
+    n_features = max(n_features, 1)
+
+    n_out, targets_of, transform, base_values = _outputs(op, a, trees, post, base)
+    out, groups, per_tree = [], [], []
+    for k, tree in enumerate(trees):
+        targets = targets_of(tree)
+        per_tree.append(targets)
+        out.extend(_neutral(tree, targets, n_features, f"ONNX tree {k}"))
+        groups.extend(targets)
+    # whole iterations of one tree per output (boosting), or every output in each tree
+    # (forests); anything else is one iteration
+    regular = (len(trees) % n_out == 0 and all(t == [k % n_out]
+                                               for k, t in enumerate(per_tree))) or all(
+        t == list(range(n_out)) for t in per_tree)
+    while not regular and len(out) % n_out:    # one iteration of whole outputs: add zeros
+        out.append(_constant(0.0, n_features))
+        groups.append(0)
+    if base_values is not None and np.any(base_values != 0):
+        for k in range(n_out):          # ONNX Runtime adds the base values after the trees
+            out.append(_constant(float(base_values[k]), n_features))
+            groups.append(k)
+    per_iteration = n_out if regular else len(out)
+    source = {"library": "onnx", "version": f"ai.onnx.ml {model['opsets'].get(ML_DOMAIN, '?')}",
+              "objective": f"{op} {post}", "format": "onnx",
+              "producer": " ".join(s for s in (model["producer_name"],
+                                                model["producer_version"]) if s) or None}
+    return Ensemble(trees=out, tree_group=np.asarray(groups, np.int32), n_outputs=n_out,
+                    n_features=n_features, family=family, base_score=np.zeros(n_out),
+                    transform=_family_transform(transform, double),
+                    transform_params={"sigmoid": 1.0} if transform == "logistic" else {},
+                    trees_per_iteration=per_iteration, source=source)
+
+
+def _code_name(v, names: tuple, key: str) -> str:
+    if not isinstance(v, int) or not 0 <= v < len(names):
+        raise ModelFormatError(f"ONNX: {key} {v!r} is not one of {', '.join(names)}")
+    return names[v]
+
+
+def _family_transform(kind: str, double: bool) -> str:
+    if kind == "identity":
+        return "identity"
+    if double:
+        return {"logistic": "ova_sigmoid", "softmax": "softmax"}[kind]
+    return {"logistic": "onnx_logistic", "softmax": "onnx_softmax"}[kind]
+
+
+def _outputs(op: str, a: dict, trees: list[_Tree], post: str, base):
+    """(outputs, targets of a tree, transform kind, base values per output or None)."""
+    used = sorted({t for tree in trees for per in tree.weights.values() for t in per})
+    if op == "TreeEnsembleClassifier":
+        labels = a.get("classlabels_int64s")
+        if labels is None:
+            labels = a.get("classlabels_strings")
+        n_classes = 0 if labels is None else len(labels)
+        if n_classes < 2:
+            raise ModelFormatError(f"ONNX: the classifier has {n_classes} class labels")
+        if used and (used[0] < 0 or used[-1] >= n_classes):
+            raise ModelFormatError(f"ONNX: a class id is outside [0, {n_classes})")
+        if n_classes == 2 and len(used) <= 1:
+            # ONNX Runtime's binary case: one score s for the second class, its probabilities
+            # [-s, s] or [1 - s, s] (NONE) or [sigmoid(-s), sigmoid(s)] (LOGISTIC)
+            if base is not None and base.size not in (0, 1):
+                raise ModelFormatError("ONNX: a two-class classifier with weights for one class "
+                                       "and two base values (ONNX leaves its scores undefined)")
+            kind = "logistic" if post == "LOGISTIC" else "identity"
+            merged = [_merge_targets(tree) for tree in trees]
+            for tree, w in zip(trees, merged):
+                tree.weights = w
+            return 1, lambda tree: [0], kind, (None if base is None or not base.size
+                                               else base[:1])
+        if n_classes == 2 and base is not None and base.size:
+            raise ModelFormatError("ONNX: a two-class classifier with weights for both classes "
+                                   "and base values (ONNX Runtime's scores there do not follow "
+                                   "the sum)")
+        if n_classes == 2 and not any(
+                all(1 in tree.weights.get(li, {}) for li in np.flatnonzero(tree.mode == _LEAF))
+                for tree in trees):
+            raise ModelFormatError("ONNX: a two-class classifier where a row can get no weight "
+                                   "for the second class (ONNX Runtime then scores that row as "
+                                   "a one-score binary model, not by the sums)")
+        n_out = n_classes
+    else:
+        n_out = a.get("n_targets", 1)
+        if not isinstance(n_out, int) or n_out < 1:
+            raise ModelFormatError(f"ONNX: n_targets {n_out!r} is not a positive integer")
+        if used and (used[0] < 0 or used[-1] >= n_out):
+            raise ModelFormatError(f"ONNX: a target id is outside [0, {n_out})")
+    if base is not None and base.size and base.size != n_out:
+        raise ModelFormatError(f"ONNX: {base.size} base values for {n_out} outputs")
+    if op != "TreeEnsembleClassifier" and base is not None and base.size:
+        for k in np.flatnonzero(base != 0).tolist():
+            if not any(all(k in tree.weights.get(li, {})
+                           for li in np.flatnonzero(tree.mode == _LEAF)) for tree in trees):
+                raise ModelFormatError(
+                    f"ONNX: target {k} has a base value but a row can get no leaf weight for "
+                    f"it (ONNX Runtime then leaves out the base value, not a sum)")
+    if n_out == 1 and op != "TreeEnsembleClassifier":
+        kind = "identity"         # ONNX Runtime applies no transform to one target
+    else:
+        kind = {"NONE": "identity", "LOGISTIC": "logistic", "SOFTMAX": "softmax"}[post]
+
+    def targets_of(tree: _Tree) -> list[int]:
+        present = sorted({t for per in tree.weights.values() for t in per})
+        return present or [0]
+    return n_out, targets_of, kind, (None if base is None or not base.size else base)
+
+
+def _merge_targets(tree: _Tree) -> dict:
+    """A binary classifier's leaf weights, all for output 0."""
+    out = {}
+    for li, per in tree.weights.items():
+        if len(per) > 1:
+            raise ModelFormatError("ONNX: a leaf holds weights for two classes of a two-class "
+                                   "classifier with one scored class")
+        out[li] = {0: next(iter(per.values()))}
+    return out
+
+
+def _constant(v: float, n_features: int):
+    return build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
+                      default_left=[False], missing_type=[MISSING_NAN], is_categorical=[False],
+                      categories=None, value=[v], n_features=n_features, where="base values")
