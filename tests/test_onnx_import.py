@@ -42,6 +42,8 @@ def _test_rows(model_bytes: bytes, seed: int = 1) -> np.ndarray:
     nan = rows[0][:60].copy()
     nan[rng.random(nan.shape) < 0.3] = np.nan
     rows.append(nan)
+    cats = np.tile(np.arange(-2, 44, dtype=np.float32)[:, None], (1, N_FEATURES))
+    rows.append(np.vstack([cats, cats + np.float32(0.5), cats + np.float32(1e-6)]))
     rows.append(np.full((2, N_FEATURES), np.inf, np.float32))
     rows.append(np.full((2, N_FEATURES), -np.inf, np.float32))
     node = _ensemble_node(onnx.load_from_string(model_bytes))
@@ -167,6 +169,25 @@ def _xgboost(kind: str) -> bytes:
     return m.SerializeToString()
 
 
+def _lightgbm_categorical() -> bytes:
+    """LightGBM categorical splits, which onnxmltools writes as chains of BRANCH_EQ nodes
+    sharing their true child."""
+    import lightgbm
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(3000, 5)).astype(np.float32)
+    X[:, 0] = rng.integers(0, 8, 3000)
+    X[:, 3] = rng.integers(0, 12, 3000)
+    y = (X[:, 0] % 3 == 0) + np.sin(X[:, 3]) + X[:, 1]
+    # small: each categorical split becomes threshold tests that copy the subtrees below it
+    booster = lightgbm.train({"objective": "regression", "verbose": -1, "num_leaves": 6,
+                              "min_data_per_group": 5, "cat_smooth": 1, "cat_l2": 1},
+                             lightgbm.Dataset(X, y, categorical_feature=[0, 3]), 8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = onnxmltools.convert_lightgbm(booster, initial_types=[("input", MLFloat([None, 5]))])
+    return m.SerializeToString()
+
+
 CONVERTED = {
     "skl2onnx GradientBoostingRegressor": lambda: _sklearn("gbr"),
     "skl2onnx GradientBoostingClassifier 2 classes": lambda: _sklearn("gbc2"),
@@ -180,6 +201,7 @@ CONVERTED = {
     "onnxmltools XGBoost regression": lambda: _xgboost("reg"),
     "onnxmltools XGBoost binary": lambda: _xgboost("bin"),
     "onnxmltools XGBoost 3 classes": lambda: _xgboost("three"),
+    "onnxmltools LightGBM categorical splits": _lightgbm_categorical,
 }
 
 
@@ -303,6 +325,117 @@ def test_every_comparison_mode_and_nan_side_match_onnx_runtime(modes, tracks):
     assert model.ensemble.family == "xgboost"
 
 
+def _eq_tree(modes, tracks, values, share_true=True):
+    """(nodes, weights): node 0 and node 1 of tree 0 test feature 0 against ``values[0]`` and
+    ``values[1]`` with the given modes, node 1 being node 0's false child; with ``share_true``
+    both lead to leaf 2 when true (a BRANCH_EQ chain, leaves 2 and 3), else node 1 leads to
+    leaves 3 and 4; tree 1 tests feature 1 against ``values[2]``."""
+    tree0 = 4 if share_true else 5
+    leaves0 = tree0 - 2
+    nodes = dict(
+        nodes_treeids=[0] * tree0 + [1, 1, 1],
+        nodes_nodeids=list(range(tree0)) + [0, 1, 2],
+        nodes_featureids=[0] * tree0 + [1, 0, 0],
+        nodes_modes=[modes[0], modes[1]] + ["LEAF"] * leaves0 + [modes[2], "LEAF", "LEAF"],
+        nodes_values=[values[0], values[1]] + [0] * leaves0 + [values[2], 0, 0],
+        nodes_truenodeids=[2, 2 if share_true else 3] + [0] * leaves0 + [1, 0, 0],
+        nodes_falsenodeids=[1, 3 if share_true else 4] + [0] * leaves0 + [2, 0, 0],
+        nodes_missing_value_tracks_true=[tracks[0], tracks[1]] + [0] * leaves0 + [tracks[2], 0,
+                                                                                   0])
+    w0 = [0.25, -1.5, 3.0][:leaves0]
+    weights = dict(target_treeids=[0] * leaves0 + [1, 1],
+                   target_nodeids=list(range(2, tree0)) + [1, 2],
+                   target_ids=[0] * (leaves0 + 2), target_weights=w0 + [0.125, -0.75])
+    return nodes, weights
+
+
+def _category_rows():
+    v = np.float32([-1.0, 0.0, 0.5, 1.0, 2.0, 3.0, 3.5, 7.0, 1e-7])
+    v = np.concatenate([v, np.nextafter(v, np.float32(-9)), np.nextafter(v, np.float32(9)),
+                        np.float32([np.nan, np.inf, -np.inf])])
+    grid = np.array(np.meshgrid(v, v, [0.0], indexing="ij")).reshape(3, -1).T
+    return grid.astype(np.float32)
+
+
+@pytest.mark.parametrize("modes, values, share", [
+    (("BRANCH_EQ", "BRANCH_EQ", "BRANCH_EQ"), (3.0, 0.0, 1.0), True),     # a set {3, 0}
+    (("BRANCH_EQ", "BRANCH_EQ", "BRANCH_NEQ"), (0.5, -1.0, 2.0), False),  # two tests
+    (("BRANCH_NEQ", "BRANCH_EQ", "BRANCH_LEQ"), (7.0, 1e-7, 0.5), True),
+    (("BRANCH_EQ", "BRANCH_LT", "BRANCH_EQ"), (1.0, 2.0, 3.5), True),     # shared child, no set
+])
+@pytest.mark.parametrize("tracks", [(0, 0, 0), (1, 0, 1), (0, 1, 0)])
+def test_equality_tests_and_shared_children_match_onnx_runtime(modes, values, share, tracks):
+    data = _hand_model(*_eq_tree(modes, tracks, values, share), base=[0.375])
+    X = _category_rows()
+    want = _ort_scores(data, X)[:, 0]
+    model = quickscorer.load(data)
+    _every_algorithm(model, X, want)
+    assert np.array_equal(reference.predict_raw(model.ensemble, X)[:, 0].astype(np.float32),
+                          want)
+
+
+def test_equality_tests_of_opset_5_match_onnx_runtime():
+    X = _category_rows()
+    for dtype, tp in ((np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE)):
+        node = helper.make_node(
+            "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1,
+            tree_roots=[0, 2],
+            nodes_featureids=[0, 1, 1],
+            nodes_modes=helper.make_tensor("m", TensorProto.UINT8, [3], [4, 5, 4]),
+            nodes_splits=helper.make_tensor("s", tp, [3], [3.0, -1.0, 2.0]),
+            nodes_truenodeids=[0, 1, 2], nodes_trueleafs=[1, 1, 1],
+            nodes_falsenodeids=[1, 2, 3], nodes_falseleafs=[0, 1, 1],
+            nodes_missing_value_tracks_true=[1, 0, 0],
+            leaf_targetids=[0, 0, 0, 0],
+            leaf_weights=helper.make_tensor("w", tp, [4], [0.25, -1.5, 3.0, 0.125]),
+            post_transform=0, aggregate_function=1)
+        data = _v5_model(node, tp, 3)
+        Xd = X.astype(dtype)
+        want = _ort_scores(data, Xd)
+        qs = quickscorer.load(data)
+        for name in qs.supported_algorithms():
+            got = np.asarray(qs.predict(Xd, algorithm=name)).astype(dtype).reshape(want.shape)
+            assert np.array_equal(got, want), (dtype, name)
+
+
+@pytest.mark.parametrize("values", [[-1.0, 7.0, 2.0], [-1.0]])
+def test_set_membership_nodes_are_refused(values):
+    # ONNX Runtime finds 2.5 in {-1, 2, 7} and -1.0000001 in {-1}: not equality
+    node = helper.make_node(
+        "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1, tree_roots=[0],
+        nodes_featureids=[0], nodes_modes=helper.make_tensor("m", TensorProto.UINT8, [1], [6]),
+        nodes_splits=helper.make_tensor("s", TensorProto.FLOAT, [1], [0.0]),
+        nodes_truenodeids=[0], nodes_trueleafs=[1], nodes_falsenodeids=[1], nodes_falseleafs=[1],
+        membership_values=helper.make_tensor("v", TensorProto.FLOAT, [len(values) + 1],
+                                             values + [np.nan]),
+        leaf_targetids=[0, 0], leaf_weights=helper.make_tensor("w", TensorProto.FLOAT, [2],
+                                                               [1.0, 0.0]))
+    data = _v5_model(node, TensorProto.FLOAT, 1)
+    outside = np.float32([[2.5]]) if len(values) > 1 else np.float32([[-1.0000001]])
+    assert _ort_scores(data, outside)[0, 0] == 1.0     # ONNX Runtime's answer, refused
+    with pytest.raises(ModelFormatError, match="BRANCH_MEMBER"):
+        quickscorer.load(data)
+
+
+def test_equality_tests_that_would_copy_too_much_are_refused(monkeypatch):
+    from quickscorer.importers import onnx as onnx_importer
+    data = _hand_model(*_eq_tree(("BRANCH_EQ",) * 3, (0, 0, 0), (3.0, 0.0, 1.0)))
+    monkeypatch.setattr(onnx_importer, "MAX_EXPANDED_NODES", 6)
+    with pytest.raises(ModelFormatError, match="more than 6 nodes"):
+        quickscorer.load(data)
+
+
+def _v5_model(node, tp, n_inputs: int) -> bytes:
+    """A model of one opset-5 ``TreeEnsemble`` node reading input X of ``n_inputs`` columns."""
+    graph = helper.make_graph([node], "trees",
+                              [helper.make_tensor_value_info("X", tp, [None, n_inputs])],
+                              [helper.make_tensor_value_info("Y", tp, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
+                                                    helper.make_opsetid("ai.onnx.ml", 5)])
+    model.ir_version = 10
+    return model.SerializeToString()
+
+
 def test_opset_5_tree_ensemble_with_float_and_double_splits():
     X = _edge_rows()
     for dtype, tp in ((np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE)):
@@ -319,13 +452,7 @@ def test_opset_5_tree_ensemble_with_float_and_double_splits():
             leaf_targetids=[0, 1, 0, 1],
             leaf_weights=helper.make_tensor("w", tp, [4], [0.25, -1.5, 3.0, 0.125]),
             post_transform=0, aggregate_function=1)
-        graph = helper.make_graph([node], "trees",
-                                  [helper.make_tensor_value_info("X", tp, [None, 3])],
-                                  [helper.make_tensor_value_info("Y", tp, None)])
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21),
-                                                        helper.make_opsetid("ai.onnx.ml", 5)])
-        model.ir_version = 10
-        data = model.SerializeToString()
+        data = _v5_model(node, tp, 3)
         Xd = X.astype(dtype)
         want = _ort_scores(data, Xd)
         qs = quickscorer.load(data)
@@ -455,8 +582,8 @@ def test_base_values_are_added_after_the_trees():
 
 
 @pytest.mark.parametrize("change, message", [
-    (dict(nodes_modes=["BRANCH_EQ", "BRANCH_LEQ", "LEAF", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF",
-                       "LEAF"]), "BRANCH_EQ"),
+    (dict(nodes_modes=["BRANCH_LIKE", "BRANCH_LEQ", "LEAF", "LEAF", "LEAF", "BRANCH_LEQ", "LEAF",
+                       "LEAF"]), "unknown mode"),
     (dict(aggregate_function="AVERAGE"), "AVERAGE"),
     (dict(nodes_truenodeids=[1, 3, 0, 0, 0, 7, 0, 0]), "not a node of the tree"),
     (dict(nodes_truenodeids=[1, 1, 0, 0, 0, 1, 0, 0]), "tree 0"),
@@ -529,6 +656,9 @@ def test_the_protobuf_reader_reads_packed_and_unpacked_numbers():
     raw = helper.make_tensor("r", TensorProto.DOUBLE, [2, 2], np.arange(4.0).tobytes(),
                              raw=True).SerializeToString()
     assert protobuf.tensor(raw, 0, len(raw)).tolist() == [[0.0, 1.0], [2.0, 3.0]]
+    # field 8 (ints) under a two-byte key, then the usual one-byte key: read, and no stall
+    odd = bytes([0x0A, 0x01, 0x61, 0xC0, 0x00, 0x05, 0x40, 0x06, 0xA0, 0x01, 0x07])
+    assert [int(v) for v in protobuf.attribute(odd, 0, len(odd))[1]] == [5, 6]
     packed = bytes([0x3A, 0x03, 0x05, 0x79, 0x01])   # field 7 packed varints 5, 121, 1
     got = protobuf._Repeated("varint")
     for num, wire, v in protobuf.fields(packed, 0, len(packed)):

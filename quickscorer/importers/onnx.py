@@ -18,7 +18,8 @@ ensemble node, ``TreeEnsembleRegressor`` or ``TreeEnsembleClassifier`` (opsets 1
   ``post_transform`` is not applied, as ONNX Runtime does not), a classifier's probabilities
   (two classes with weights for one of them: the second column, the positive class).
 
-Not read, each refused by name: ``BRANCH_EQ``, ``BRANCH_NEQ`` and ``BRANCH_MEMBER`` nodes, the
+``BRANCH_EQ`` (a chain of them sharing a true child is a set) and ``BRANCH_NEQ`` become
+threshold tests (:func:`_expand`). Not read, each refused by name: ``BRANCH_MEMBER``, the
 ``AVERAGE``, ``MIN`` and ``MAX`` aggregates, the ``PROBIT`` and ``SOFTMAX_ZERO`` transforms,
 a graph that computes anything before the trees or after their scores (other than ``Identity``,
 ``Cast`` to a float type, ``ZipMap``, a multiplication by ones), tensors stored outside the file,
@@ -40,10 +41,13 @@ _MODES_V5 = ("BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", 
              "BRANCH_MEMBER")
 _TRANSFORMS_V5 = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
 _AGGREGATES_V5 = ("AVERAGE", "SUM", "MIN", "MAX")
-_LEQ, _LT, _GTE, _GT = 0, 1, 2, 3
+_LEQ, _LT, _GTE, _GT, _EQ, _NEQ, _MEMBER = 0, 1, 2, 3, 4, 5, 6
 _LEAF = -1
 _MODE_CODES = {"BRANCH_LEQ": _LEQ, "BRANCH_LT": _LT, "BRANCH_GTE": _GTE, "BRANCH_GT": _GT,
-               "LEAF": _LEAF}
+               "BRANCH_EQ": _EQ, "BRANCH_NEQ": _NEQ, "LEAF": _LEAF}
+#: most neutral nodes one source tree may become once its equality and set tests are written
+#: as threshold tests (each copies the subtrees it leads to, once per value or gap)
+MAX_EXPANDED_NODES = 1 << 18
 
 
 def looks_like_onnx(raw: bytes) -> bool:
@@ -228,8 +232,7 @@ def _trees_v1(a: dict, weight_prefix: str) -> tuple[list[_Tree], np.ndarray]:
         text = bytes(m).decode("ascii", "replace")
         if text not in _MODE_CODES:
             raise ModelFormatError(
-                f"ONNX: tree {int(tree_ids[i])} node {int(node_ids[i])}: a {text} node "
-                f"(categorical and set tests are not read; LEQ, LT, GTE and GT are)")
+                f"ONNX: tree {int(tree_ids[i])} node {int(node_ids[i])}: unknown mode {text!r}")
         modes[i] = _MODE_CODES[text]
     splits = _numbers(a, "nodes_values", n)
     if splits is None:
@@ -339,10 +342,14 @@ def _trees_v5(a: dict) -> tuple[list[_Tree], np.ndarray]:
     for i, c in enumerate(modes_v.tolist()):
         if not 0 <= c < len(_MODES_V5):
             raise ModelFormatError(f"ONNX: node {i}: unknown mode code {c}")
-        if c > _GT:
-            raise ModelFormatError(f"ONNX: node {i}: a {_MODES_V5[c]} node (categorical and "
-                                   f"set tests are not read; LEQ, LT, GTE and GT are)")
         modes[i] = c
+    member_nodes = np.flatnonzero(modes == _MEMBER)
+    if member_nodes.size:
+        # ONNX Runtime (1.32) finds -1.0000001 in the set {-1} and 2.5 in {-1, 2, 7}, but not
+        # 2.5 in {2}: not the membership the operator states, and no rule quickscorer can state
+        raise ModelFormatError(
+            f"ONNX: node {int(member_nodes[0])}: a BRANCH_MEMBER node (ONNX Runtime tests set "
+            f"membership otherwise than by equality; BRANCH_EQ chains are read)")
     trees = []
     n_leaves = leaf_target.size
     for k, r in enumerate(roots.tolist()):
@@ -359,7 +366,7 @@ def _trees_v5(a: dict) -> tuple[list[_Tree], np.ndarray]:
                                {0: {int(leaf_target[j]): leaf_weight[j]}}))
             continue
         mode, feat, split, nan_true, t_out, f_out, ids, weights = [], [], [], [], [], [], [], {}
-        seen: set[int] = set()
+        seen: dict[int, int] = {}
         pending: list[tuple[int, int, int, bool]] = []    # (parent local, child, is leaf, side)
 
         def add(ref: int, is_leaf: bool) -> int:
@@ -378,11 +385,9 @@ def _trees_v5(a: dict) -> tuple[list[_Tree], np.ndarray]:
                 return li
             if not 0 <= ref < n:
                 raise ModelFormatError(f"{where}: node {ref} is out of range")
-            if ref in seen:
-                raise ModelFormatError(f"{where}: node {ref} is reached twice")
-            seen.add(ref)
-            if len(seen) > n:
-                raise ModelFormatError(f"{where}: a cycle")
+            if ref in seen:          # a shared subtree (copied when the tree is expanded)
+                return seen[ref]
+            seen[ref] = li
             mode.append(int(modes[ref]))
             feat.append(int(features[ref]))
             split.append(splits[ref])
@@ -411,8 +416,133 @@ def _previous(t: np.ndarray) -> np.ndarray:
     return np.nextafter(t, np.asarray(-np.inf, t.dtype))
 
 
+def _expand(tree: _Tree, where: str) -> dict:
+    """The neutral nodes of a tree with equality tests or shared subtrees: every test becomes
+    threshold tests, every reference to a subtree a copy of it.
+
+    ``x == v`` for ``x`` and ``v`` of one float type is ``prev(v) < x <= v``; a set of values
+    (a chain of ``BRANCH_EQ`` nodes on one feature that share their true child, as converters
+    write a categorical split) cuts the line at ``prev(v)``
+    and ``v`` for each value, and a balanced tree of those cuts leads each one-value interval to
+    a copy of the member child and each gap to a copy of the other child. NaN, false in every
+    comparison, is led to the side ONNX Runtime sends it: the member side where a test of the
+    chain tracks missing values as true, the false side otherwise (``BRANCH_NEQ``: ``NaN !=
+    v`` is true, so NaN takes the true child)."""
+    left, right, feature, threshold, nan_left, src = [], [], [], [], [], []
+    dtype = tree.split.dtype
+    limit = MAX_EXPANDED_NODES
+
+    def new(li: int, feat: int = 0, thr: float = 0.0, dleft: bool = False) -> int:
+        if len(left) >= limit:
+            raise ModelFormatError(
+                f"{where}: its equality and set tests, written as threshold tests with the "
+                f"subtrees they lead to copied, take more than {limit} nodes")
+        left.append(-1)
+        right.append(-1)
+        feature.append(int(feat))
+        threshold.append(float(thr))
+        nan_left.append(bool(dleft))
+        src.append(li)
+        return len(left) - 1
+
+    def set_test(li: int):
+        """(values, member child, other child, NaN to the member child)."""
+        m = tree.mode[li]
+        if m == _NEQ:        # x != v is true: the member (x == v) goes to the false child
+            return tree.split[li:li + 1], tree.false[li], tree.true[li], False
+        values, nan_member, cur = [tree.split[li]], bool(tree.nan_true[li]), li
+        while True:          # a chain of BRANCH_EQ on one feature sharing the true child
+            nxt = tree.false[cur]
+            if (tree.mode[nxt] != _EQ or tree.feature[nxt] != tree.feature[li]
+                    or tree.true[nxt] != tree.true[li] or len(values) > tree.mode.size):
+                break
+            values.append(tree.split[nxt])
+            nan_member |= bool(tree.nan_true[nxt])
+            cur = nxt
+        return np.asarray(values, dtype), tree.true[li], tree.false[cur], nan_member
+
+    def build(li: int, depth: int) -> int:
+        if depth > 250:
+            raise ModelFormatError(f"{where}: deeper than 250 tests (or a cycle)")
+        m = tree.mode[li]
+        if m == _LEAF:
+            return new(li)
+        if m in (_LEQ, _LT, _GT, _GTE):
+            t = tree.split[li]
+            thr = _previous(np.asarray(t, dtype)) if m in (_LT, _GTE) else t
+            true_left = m in (_LEQ, _LT)
+            n = new(li, tree.feature[li], thr,
+                    bool(tree.nan_true[li]) == true_left)
+            a, b = ((tree.true[li], tree.false[li]) if true_left
+                    else (tree.false[li], tree.true[li]))
+            left[n] = build(a, depth + 1)
+            right[n] = build(b, depth + 1)
+            return n
+        values, member, other, nan_member = set_test(li)
+        values = np.unique(values[~np.isnan(values)])
+        if not np.isfinite(values).all():
+            raise ModelFormatError(f"{where} node {int(tree.ids[li])}: an equality test with "
+                                   f"an infinite value")
+        if m == _NEQ:
+            nan_member = False
+        if not values.size:       # no value: every row takes the other child
+            return build(other, depth + 1)
+        cuts = np.unique(np.concatenate([_previous(values), values]))
+        # interval j is (cuts[j - 1], cuts[j]], the last one (cuts[-1], inf): a one-value
+        # interval {v} ends at a value v and starts at prev(v)
+        ends_at_value = np.isin(cuts, values)
+        is_member = np.zeros(cuts.size + 1, bool)
+        is_member[1:cuts.size] = ends_at_value[1:] & (cuts[:-1] == _previous(cuts[1:]))
+        is_member[0] = False          # (-inf, prev(min)]: below every value
+        target = int(np.flatnonzero(is_member)[0]) if nan_member else 0
+        feat = tree.feature[li]
+
+        def over(lo: int, hi: int, d: int) -> int:
+            if lo == hi:
+                return build(member if is_member[lo] else other, d)
+            mid = (lo + hi) // 2
+            n = new(li, feat, cuts[mid], target <= mid)
+            left[n] = over(lo, mid, d + 1)
+            right[n] = over(mid + 1, hi, d + 1)
+            return n
+        return over(0, cuts.size, depth + 1)
+
+    try:
+        build(tree.root, 0)
+    except RecursionError:
+        raise ModelFormatError(f"{where}: too deep to read") from None
+    return dict(left=np.asarray(left, np.int64), right=np.asarray(right, np.int64),
+                feature=np.asarray(feature, np.int64),
+                threshold=np.asarray(threshold, np.float64),
+                default_left=np.asarray(nan_left, bool), src=np.asarray(src, np.int64))
+
+
+def _needs_expansion(tree: _Tree) -> bool:
+    inner = tree.mode != _LEAF
+    if (tree.mode > _GT).any():
+        return True
+    children = np.concatenate([tree.true[inner], tree.false[inner]])
+    return np.unique(children).size != children.size
+
+
 def _neutral(tree: _Tree, targets: list[int], n_features: int, where: str) -> list:
     """One neutral tree per output in ``targets`` (leaf values of the other outputs are 0)."""
+    if _needs_expansion(tree):
+        nodes = _expand(tree, where)
+        src = nodes.pop("src")
+        k = src.size
+        if not np.isfinite(nodes["threshold"]).all():
+            raise ModelFormatError(f"{where}: a threshold is not finite")
+        out = []
+        for tgt in targets:
+            value = np.zeros(k, np.float64)
+            for n in np.flatnonzero(nodes["left"] < 0).tolist():
+                value[n] = float(tree.weights.get(int(src[n]), {}).get(tgt, 0.0))
+            out.append(build_tree(**nodes, root=0, missing_type=np.full(k, MISSING_NAN, np.int64),
+                                  is_categorical=np.zeros(k, bool), categories=None,
+                                  value=value, source_id=tree.ids[src], n_features=n_features,
+                                  where=where))
+        return out
     mode = tree.mode
     inner = mode != _LEAF
     strict = (mode == _LT) | (mode == _GTE)       # x < t, x >= t: compare with t's predecessor
@@ -551,6 +681,8 @@ def _outputs(op: str, a: dict, trees: list[_Tree], post: str, base):
         labels = a.get("classlabels_int64s")
         if labels is None:
             labels = a.get("classlabels_strings")
+        if labels is not None and not isinstance(labels, (list, np.ndarray)):
+            raise ModelFormatError("ONNX: the classifier's class labels are not a list")
         n_classes = 0 if labels is None else len(labels)
         if n_classes < 2:
             raise ModelFormatError(f"ONNX: the classifier has {n_classes} class labels")

@@ -237,17 +237,23 @@ def attribute(buf: bytes, s: int, e: int) -> tuple[str, Any]:
     floats, ints = _Repeated("f32"), _Repeated("varint")
     strings: list[bytes] = []
     at = s
-    while at < e:
+    window = 1 << 16
+    runs = True            # decode runs at once until one ends (then field by field, so
+    while at < e:          # that a damaged attribute costs linear time)
         num, wire, v, nxt = _field(buf, at, e)
-        if num == 7 and wire == _FIXED32:         # floats one per tag: the run at once
-            run, nxt = _fixed32_run(buf, at, e, 0x3D)
-            floats.extend(run)
-        elif num == 8 and wire == _VARINT:        # ints one per tag: the run at once
-            run, nxt = _varint_run(buf, at, e, 0x40)
-            ints.extend(run)
+        if runs and (num, wire) in ((7, _FIXED32), (8, _VARINT)):
+            stop = min(e, at + window)             # each scan reads a window of bytes
+            run, end_run = (_fixed32_run(buf, at, stop, 0x3D) if num == 7
+                            else _varint_run(buf, at, stop, 0x40))
+            if run.size:
+                (floats if num == 7 else ints).extend(run)
+                # a run cut by the window goes on in the next one; one that ends before it
+                # (another field follows) was the whole run
+                runs = stop < e and stop - end_run < 16
+                at = end_run
+                continue
+            runs = False
         at = nxt
-        if num in (7, 8) and wire != _BYTES:
-            continue
         if num == 1 and wire == _BYTES:
             name = _text(buf, v)
         elif num == 20 and wire == _VARINT:
