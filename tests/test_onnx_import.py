@@ -374,28 +374,34 @@ def test_equality_tests_and_shared_children_match_onnx_runtime(modes, values, sh
                           want)
 
 
-def test_equality_tests_of_opset_5_match_onnx_runtime():
-    X = _category_rows()
+def _check_v5_against_onnx_runtime(X, modes, splits, n_targets, leaf_targets, **fields):
+    """One opset-5 TreeEnsemble (float32 and float64 splits and weights) scored by every
+    algorithm as ONNX Runtime scores it; the float64 model is of the plain family."""
     for dtype, tp in ((np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE)):
         node = helper.make_node(
-            "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1,
-            tree_roots=[0, 2],
-            nodes_featureids=[0, 1, 1],
-            nodes_modes=helper.make_tensor("m", TensorProto.UINT8, [3], [4, 5, 4]),
-            nodes_splits=helper.make_tensor("s", tp, [3], [3.0, -1.0, 2.0]),
-            nodes_truenodeids=[0, 1, 2], nodes_trueleafs=[1, 1, 1],
-            nodes_falsenodeids=[1, 2, 3], nodes_falseleafs=[0, 1, 1],
-            nodes_missing_value_tracks_true=[1, 0, 0],
-            leaf_targetids=[0, 0, 0, 0],
+            "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=n_targets,
+            nodes_modes=helper.make_tensor("m", TensorProto.UINT8, [len(modes)], modes),
+            nodes_splits=helper.make_tensor("s", tp, [len(splits)], splits),
+            leaf_targetids=leaf_targets,
             leaf_weights=helper.make_tensor("w", tp, [4], [0.25, -1.5, 3.0, 0.125]),
-            post_transform=0, aggregate_function=1)
+            post_transform=0, aggregate_function=1, **fields)
         data = _v5_model(node, tp, 3)
         Xd = X.astype(dtype)
         want = _ort_scores(data, Xd)
         qs = quickscorer.load(data)
+        assert qs.ensemble.family == ("plain" if dtype == np.float64 else "xgboost")
         for name in qs.supported_algorithms():
             got = np.asarray(qs.predict(Xd, algorithm=name)).astype(dtype).reshape(want.shape)
             assert np.array_equal(got, want), (dtype, name)
+
+
+def test_equality_tests_of_opset_5_match_onnx_runtime():
+    _check_v5_against_onnx_runtime(
+        _category_rows(), [4, 5, 4], [3.0, -1.0, 2.0], 1, [0, 0, 0, 0],
+        tree_roots=[0, 2], nodes_featureids=[0, 1, 1],
+        nodes_truenodeids=[0, 1, 2], nodes_trueleafs=[1, 1, 1],
+        nodes_falsenodeids=[1, 2, 3], nodes_falseleafs=[0, 1, 1],
+        nodes_missing_value_tracks_true=[1, 0, 0])
 
 
 @pytest.mark.parametrize("values", [[-1.0, 7.0, 2.0], [-1.0]])
@@ -437,29 +443,12 @@ def _v5_model(node, tp, n_inputs: int) -> bytes:
 
 
 def test_opset_5_tree_ensemble_with_float_and_double_splits():
-    X = _edge_rows()
-    for dtype, tp in ((np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE)):
-        splits = np.asarray([0.5, -1.25, 2.0], dtype)
-        node = helper.make_node(
-            "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=2,
-            tree_roots=[0, 2],
-            nodes_featureids=[0, 1, 2],
-            nodes_modes=helper.make_tensor("m", TensorProto.UINT8, [3], [0, 3, 1]),
-            nodes_splits=helper.make_tensor("s", tp, [3], splits.tolist()),
-            nodes_truenodeids=[1, 0, 2], nodes_trueleafs=[0, 1, 1],
-            nodes_falsenodeids=[1, 1, 3], nodes_falseleafs=[1, 1, 1],
-            nodes_missing_value_tracks_true=[1, 0, 0],
-            leaf_targetids=[0, 1, 0, 1],
-            leaf_weights=helper.make_tensor("w", tp, [4], [0.25, -1.5, 3.0, 0.125]),
-            post_transform=0, aggregate_function=1)
-        data = _v5_model(node, tp, 3)
-        Xd = X.astype(dtype)
-        want = _ort_scores(data, Xd)
-        qs = quickscorer.load(data)
-        assert qs.ensemble.family == ("plain" if dtype == np.float64 else "xgboost")
-        for name in qs.supported_algorithms():
-            got = np.asarray(qs.predict(Xd, algorithm=name)).astype(dtype)
-            assert np.array_equal(got, want), (dtype, name)
+    _check_v5_against_onnx_runtime(
+        _edge_rows(), [0, 3, 1], [0.5, -1.25, 2.0], 2, [0, 1, 0, 1],
+        tree_roots=[0, 2], nodes_featureids=[0, 1, 2],
+        nodes_truenodeids=[1, 0, 2], nodes_trueleafs=[0, 1, 1],
+        nodes_falsenodeids=[1, 1, 3], nodes_falseleafs=[1, 1, 1],
+        nodes_missing_value_tracks_true=[1, 0, 0])
 
 
 def test_a_trees_nodes_in_any_order_after_its_root_make_the_same_tree():

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelFormatError
-from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree
+from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree, constant_tree
 from .sklearn import float32_boundary
 
 #: deepest tree read (CatBoost's own limit is 16)
@@ -223,7 +223,7 @@ def _ensemble(doc: dict) -> Ensemble:
     if any(b != 0.0 for b in bias):
         # CatBoost adds the bias after the trees: a last iteration of one-leaf trees
         for k in range(dim):
-            out.append(_constant(bias[k], feats.n_features))
+            out.append(constant_tree(bias[k], feats.n_features, "bias"))
             groups.append(k)
     transform = _TRANSFORMS.get(loss, "identity")
     if (transform == "softmax" and dim == 1) or (transform == "sigmoid" and dim != 1):
@@ -375,8 +375,3 @@ def _non_symmetric(t, where: str, feats: _Features, dim: int):
                   cover=None if np.isnan(cover_a).any() else cover_a)
     return fields, np.asarray(value, np.float64).reshape(k, dim)
 
-
-def _constant(v: float, n_features: int):
-    return build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
-                      default_left=[False], missing_type=[MISSING_NAN], is_categorical=[False],
-                      categories=None, value=[v], n_features=n_features, where="bias")

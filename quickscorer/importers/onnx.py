@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ModelFormatError
-from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree
+from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree, constant_tree
 from . import protobuf as pb
 
 ML_DOMAIN = "ai.onnx.ml"
@@ -166,11 +166,13 @@ def _check_scores_path(graph: dict, name: str, model: dict) -> None:
 
 def _ints(a: dict, key: str, n: int | None = None, default: int | None = None) -> np.ndarray:
     v = a.get(key)
-    if v is None or default is not None and n is not None and len(v) == 0:
-        if default is not None and n is not None:      # absent or empty: the default
+    if v is None:
+        if default is not None and n is not None:      # absent: the default
             return np.full(n, default, np.int64)
         raise ModelFormatError(f"ONNX: attribute {key!r} is missing")
     v = np.asarray(v)
+    if v.size == 0 and default is not None and n is not None:     # empty: the default
+        return np.full(n, default, np.int64)
     if v.dtype.kind not in "iub" or v.ndim != 1:
         raise ModelFormatError(f"ONNX: attribute {key!r} is not a list of integers")
     if n is not None and v.size != n:
@@ -204,15 +206,14 @@ def _text(v, key: str, default: str) -> str:
 
 class _Tree:
     """One source tree: per local node its mode (``_LEAF`` for a leaf), feature, threshold,
-    NaN-to-true flag, true and false children (local), source id and leaf weights."""
+    NaN-to-true flag, true and false children (local), source id and leaf weights; its root is
+    local node 0."""
 
-    __slots__ = ("mode", "feature", "split", "nan_true", "true", "false", "ids", "weights",
-                 "root")
+    __slots__ = ("mode", "feature", "split", "nan_true", "true", "false", "ids", "weights")
 
-    def __init__(self, mode, feature, split, nan_true, true, false, ids, weights, root=0):
+    def __init__(self, mode, feature, split, nan_true, true, false, ids, weights):
         self.mode, self.feature, self.split, self.nan_true = mode, feature, split, nan_true
         self.true, self.false, self.ids, self.weights = true, false, ids, weights
-        self.root = root
 
 
 def _trees_v1(a: dict, weight_prefix: str) -> tuple[list[_Tree], np.ndarray]:
@@ -309,7 +310,7 @@ def _trees_v1(a: dict, weight_prefix: str) -> tuple[list[_Tree], np.ndarray]:
             raise ModelFormatError(f"{where}: its nodes are not listed together with the root "
                                    f"(the one node that is no node's child) first")
         trees.append(_Tree(mode, features[idx], splits[idx], tracks[idx] != 0, true, false,
-                           ids, weights, int(roots[0])))
+                           ids, weights))
     return trees, splits
 
 
@@ -492,8 +493,8 @@ def _expand(tree: _Tree, where: str) -> dict:
         # interval {v} ends at a value v and starts at prev(v)
         ends_at_value = np.isin(cuts, values)
         is_member = np.zeros(cuts.size + 1, bool)
+        # interval 0, (-inf, prev(min)], and the last one are below and above every value
         is_member[1:cuts.size] = ends_at_value[1:] & (cuts[:-1] == _previous(cuts[1:]))
-        is_member[0] = False          # (-inf, prev(min)]: below every value
         target = int(np.flatnonzero(is_member)[0]) if nan_member else 0
         feat = tree.feature[li]
 
@@ -508,7 +509,7 @@ def _expand(tree: _Tree, where: str) -> dict:
         return over(0, cuts.size, depth + 1)
 
     try:
-        build(tree.root, 0)
+        build(0, 0)
     except RecursionError:
         raise ModelFormatError(f"{where}: too deep to read") from None
     return dict(left=np.asarray(left, np.int64), right=np.asarray(right, np.int64),
@@ -517,59 +518,44 @@ def _expand(tree: _Tree, where: str) -> dict:
                 default_left=np.asarray(nan_left, bool), src=np.asarray(src, np.int64))
 
 
-def _needs_expansion(tree: _Tree) -> bool:
-    inner = tree.mode != _LEAF
-    if (tree.mode > _GT).any():
-        return True
-    children = np.concatenate([tree.true[inner], tree.false[inner]])
-    return np.unique(children).size != children.size
-
-
-def _neutral(tree: _Tree, targets: list[int], n_features: int, where: str) -> list:
-    """One neutral tree per output in ``targets`` (leaf values of the other outputs are 0)."""
-    if _needs_expansion(tree):
-        nodes = _expand(tree, where)
-        src = nodes.pop("src")
-        k = src.size
-        if not np.isfinite(nodes["threshold"]).all():
-            raise ModelFormatError(f"{where}: a threshold is not finite")
-        out = []
-        for tgt in targets:
-            value = np.zeros(k, np.float64)
-            for n in np.flatnonzero(nodes["left"] < 0).tolist():
-                value[n] = float(tree.weights.get(int(src[n]), {}).get(tgt, 0.0))
-            out.append(build_tree(**nodes, root=0, missing_type=np.full(k, MISSING_NAN, np.int64),
-                                  is_categorical=np.zeros(k, bool), categories=None,
-                                  value=value, source_id=tree.ids[src], n_features=n_features,
-                                  where=where))
-        return out
+def _direct(tree: _Tree) -> dict:
+    """The neutral nodes of a tree of threshold tests only, each subtree reached once: one
+    neutral node per source node (:func:`_expand` states the same rules node by node)."""
     mode = tree.mode
     inner = mode != _LEAF
     strict = (mode == _LT) | (mode == _GTE)       # x < t, x >= t: compare with t's predecessor
     threshold = np.where(strict, _previous(tree.split), tree.split).astype(np.float64)
     true_left = (mode == _LEQ) | (mode == _LT)
-    left = np.where(true_left, tree.true, tree.false)
-    right = np.where(true_left, tree.false, tree.true)
-    left[~inner] = -1
-    right[~inner] = -1
-    nan_left = np.where(true_left, tree.nan_true, ~tree.nan_true)
-    threshold[~inner] = 0.0
-    if (inner & ~np.isfinite(threshold)).any():
-        j = int(np.flatnonzero(inner & ~np.isfinite(threshold))[0])
+    left = np.where(inner, np.where(true_left, tree.true, tree.false), -1)
+    right = np.where(inner, np.where(true_left, tree.false, tree.true), -1)
+    return dict(left=left, right=right, feature=np.where(inner, tree.feature, 0),
+                threshold=np.where(inner, threshold, 0.0),
+                default_left=np.where(true_left, tree.nan_true, ~tree.nan_true),
+                src=np.arange(mode.size))
+
+
+def _neutral(tree: _Tree, targets: list[int], n_features: int, where: str) -> list:
+    """One neutral tree per output in ``targets`` (leaf values of the other outputs are 0)."""
+    inner = tree.mode != _LEAF
+    children = np.concatenate([tree.true[inner], tree.false[inner]])
+    shared = np.unique(children).size != children.size
+    nodes = _expand(tree, where) if shared or (tree.mode > _GT).any() else _direct(tree)
+    src = nodes.pop("src")
+    bad = np.flatnonzero((nodes["left"] >= 0) & ~np.isfinite(nodes["threshold"]))
+    if bad.size:
+        j = int(src[bad[0]])
         raise ModelFormatError(f"{where} node {int(tree.ids[j])}: threshold "
                                f"{float(tree.split[j])!r} is not finite")
-    feature = np.where(inner, tree.feature, 0)
-    k = mode.size
+    k = src.size
+    leaves = np.flatnonzero(nodes["left"] < 0)
     out = []
     for tgt in targets:
         value = np.zeros(k, np.float64)
-        for li, per in tree.weights.items():
-            value[li] = float(per.get(tgt, 0.0))
-        out.append(build_tree(left=left, right=right, root=tree.root, feature=feature,
-                              threshold=threshold, default_left=nan_left,
-                              missing_type=np.full(k, MISSING_NAN, np.int64),
+        for n in leaves.tolist():
+            value[n] = float(tree.weights.get(int(src[n]), {}).get(tgt, 0.0))
+        out.append(build_tree(**nodes, root=0, missing_type=np.full(k, MISSING_NAN, np.int64),
                               is_categorical=np.zeros(k, bool), categories=None, value=value,
-                              source_id=tree.ids, n_features=n_features, where=where))
+                              source_id=tree.ids[src], n_features=n_features, where=where))
     return out
 
 
@@ -629,10 +615,10 @@ def _ensemble(model: dict) -> Ensemble:
                                f"{n_features}")
     n_features = max(n_features, 1)
 
-    n_out, targets_of, transform, base_values = _outputs(op, a, trees, post, base)
+    n_out, transform, base_values = _outputs(op, a, trees, post, base)
     out, groups, per_tree = [], [], []
     for k, tree in enumerate(trees):
-        targets = targets_of(tree)
+        targets = sorted({t for per in tree.weights.values() for t in per}) or [0]
         per_tree.append(targets)
         out.extend(_neutral(tree, targets, n_features, f"ONNX tree {k}"))
         groups.extend(targets)
@@ -642,11 +628,11 @@ def _ensemble(model: dict) -> Ensemble:
                                                for k, t in enumerate(per_tree))) or all(
         t == list(range(n_out)) for t in per_tree)
     while not regular and len(out) % n_out:    # one iteration of whole outputs: add zeros
-        out.append(_constant(0.0, n_features))
+        out.append(constant_tree(0.0, n_features, "padding"))
         groups.append(0)
     if base_values is not None and np.any(base_values != 0):
         for k in range(n_out):          # ONNX Runtime adds the base values after the trees
-            out.append(_constant(float(base_values[k]), n_features))
+            out.append(constant_tree(float(base_values[k]), n_features, "base values"))
             groups.append(k)
     per_iteration = n_out if regular else len(out)
     source = {"library": "onnx", "version": f"ai.onnx.ml {model['opsets'].get(ML_DOMAIN, '?')}",
@@ -674,8 +660,16 @@ def _family_transform(kind: str, double: bool) -> str:
     return {"logistic": "onnx_logistic", "softmax": "onnx_softmax"}[kind]
 
 
+def _always_weighted(trees: list[_Tree], k: int) -> bool:
+    """Whether every row gets a leaf weight for output ``k`` (some tree weights it at every
+    leaf)."""
+    return any(all(k in tree.weights.get(li, {}) for li in np.flatnonzero(tree.mode == _LEAF))
+               for tree in trees)
+
+
 def _outputs(op: str, a: dict, trees: list[_Tree], post: str, base):
-    """(outputs, targets of a tree, transform kind, base values per output or None)."""
+    """(outputs, transform kind, base values per output or None); a two-class classifier
+    scored as one output gets its weights moved to output 0."""
     used = sorted({t for tree in trees for per in tree.weights.values() for t in per})
     if op == "TreeEnsembleClassifier":
         labels = a.get("classlabels_int64s")
@@ -694,19 +688,15 @@ def _outputs(op: str, a: dict, trees: list[_Tree], post: str, base):
             if base is not None and base.size not in (0, 1):
                 raise ModelFormatError("ONNX: a two-class classifier with weights for one class "
                                        "and two base values (ONNX leaves its scores undefined)")
-            kind = "logistic" if post == "LOGISTIC" else "identity"
-            merged = [_merge_targets(tree) for tree in trees]
-            for tree, w in zip(trees, merged):
-                tree.weights = w
-            return 1, lambda tree: [0], kind, (None if base is None or not base.size
-                                               else base[:1])
+            for tree in trees:
+                tree.weights = _merge_targets(tree)
+            return 1, "logistic" if post == "LOGISTIC" else "identity", (
+                None if base is None or not base.size else base)
         if n_classes == 2 and base is not None and base.size:
             raise ModelFormatError("ONNX: a two-class classifier with weights for both classes "
                                    "and base values (ONNX Runtime's scores there do not follow "
                                    "the sum)")
-        if n_classes == 2 and not any(
-                all(1 in tree.weights.get(li, {}) for li in np.flatnonzero(tree.mode == _LEAF))
-                for tree in trees):
+        if n_classes == 2 and not _always_weighted(trees, 1):
             raise ModelFormatError("ONNX: a two-class classifier where a row can get no weight "
                                    "for the second class (ONNX Runtime then scores that row as "
                                    "a one-score binary model, not by the sums)")
@@ -721,8 +711,7 @@ def _outputs(op: str, a: dict, trees: list[_Tree], post: str, base):
         raise ModelFormatError(f"ONNX: {base.size} base values for {n_out} outputs")
     if op != "TreeEnsembleClassifier" and base is not None and base.size:
         for k in np.flatnonzero(base != 0).tolist():
-            if not any(all(k in tree.weights.get(li, {})
-                           for li in np.flatnonzero(tree.mode == _LEAF)) for tree in trees):
+            if not _always_weighted(trees, k):
                 raise ModelFormatError(
                     f"ONNX: target {k} has a base value but a row can get no leaf weight for "
                     f"it (ONNX Runtime then leaves out the base value, not a sum)")
@@ -730,11 +719,7 @@ def _outputs(op: str, a: dict, trees: list[_Tree], post: str, base):
         kind = "identity"         # ONNX Runtime applies no transform to one target
     else:
         kind = {"NONE": "identity", "LOGISTIC": "logistic", "SOFTMAX": "softmax"}[post]
-
-    def targets_of(tree: _Tree) -> list[int]:
-        present = sorted({t for per in tree.weights.values() for t in per})
-        return present or [0]
-    return n_out, targets_of, kind, (None if base is None or not base.size else base)
+    return n_out, kind, (None if base is None or not base.size else base)
 
 
 def _merge_targets(tree: _Tree) -> dict:
@@ -747,8 +732,3 @@ def _merge_targets(tree: _Tree) -> dict:
         out[li] = {0: next(iter(per.values()))}
     return out
 
-
-def _constant(v: float, n_features: int):
-    return build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
-                      default_left=[False], missing_type=[MISSING_NAN], is_categorical=[False],
-                      categories=None, value=[v], n_features=n_features, where="base values")

@@ -159,6 +159,13 @@ class Tree:
         return matrices.depth_vector(self)
 
 
+def constant_tree(value: float, n_features: int, where: str = "tree") -> Tree:
+    """A one-leaf tree worth ``value`` for every row (a base value added after the trees)."""
+    return build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
+                      default_left=[False], missing_type=[MISSING_NAN], is_categorical=[False],
+                      categories=None, value=[value], n_features=n_features, where=where)
+
+
 def build_tree(
     *,
     left: Sequence[int] | np.ndarray,
