@@ -19,6 +19,9 @@ worker keeps serving. ``docs/serving.md`` has the settings, the start command an
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+
 import numpy as np
 
 from mlserver import MLModel, types
@@ -26,6 +29,7 @@ from mlserver.codecs import NumpyCodec, PandasCodec
 from mlserver.errors import InferenceError
 from mlserver.utils import get_model_uri
 
+from . import _rowparse
 from .errors import InputError
 from .inputs.arrays import as_rows
 from .ir.ensemble import MISSING_NONE
@@ -39,9 +43,38 @@ WELL_KNOWN_FILES = ["model.txt", "model.json", "model.ubj", "model.bst", "model.
 NUMERIC = {"FP16", "FP32", "FP64", "INT8", "INT16", "INT32", "INT64",
            "UINT8", "UINT16", "UINT32", "UINT64"}
 
+#: datatypes decoded by the runtime's own list reader (others go through MLServer's codec)
+FLOATS = {"FP64": np.float64, "FP32": np.float32}
+
+#: V2 datatype of each output dtype
+DATATYPES = {np.dtype(np.float64): "FP64", np.dtype(np.float32): "FP32",
+             np.dtype(np.int64): "INT64", np.dtype(np.int32): "INT32"}
+
 #: request parameters the runtime reads; a request with others is refused (a typo would
 #: otherwise be ignored silently)
 REQUEST_PARAMETERS = {"top_k", "raw_score", "leaf", "rank", "content_type", "headers"}
+
+
+def _release_freed_heap() -> None:
+    """Hand the heap that loading freed back to the system (glibc's ``malloc_trim``): a text
+    model's parse frees several times the model's size, which the worker would otherwise
+    keep for its lifetime (``benchmarks/serving/memory.py`` measures it). No-op elsewhere."""
+    name = ctypes.util.find_library("c")
+    try:
+        ctypes.CDLL(name).malloc_trim(0)
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
+def _output(name: str, values: np.ndarray) -> types.ResponseOutput:
+    """A NumPy-codec output as ``NumpyCodec.encode_output`` writes it (one-dimensional arrays
+    as ``[n, 1]``, NaN as null), without its per-call dtype lookups."""
+    data = values.ravel().tolist()
+    if values.dtype.kind == "f" and np.isnan(values).any():
+        data = [None if v != v else v for v in data]
+    shape = list(values.shape) if values.ndim > 1 else [values.shape[0], 1]
+    return types.ResponseOutput(name=name, datatype=DATATYPES[values.dtype], shape=shape,
+                                data=data, parameters=types.Parameters(content_type="np"))
 
 
 def _flag(value, name: str) -> bool:
@@ -94,6 +127,7 @@ class QuickScorerRuntime(MLModel):
         # build the layouts of the small-call and the batch paths now, not on a first request
         for rows in (1, 16, 256):
             self._model.predict(np.zeros((rows, self._n_features)), n_threads=self._threads)
+        _release_freed_heap()
         return True
 
     def _features_without_missing(self) -> np.ndarray | None:
@@ -145,15 +179,14 @@ class QuickScorerRuntime(MLModel):
             r = self._model.rank(X, group, qid=qid, top_k=top_k, raw_score=raw,
                                  n_threads=self._threads)
             scores = r.scores
-            outputs += [NumpyCodec.encode_output("rank", r.rank),
-                        NumpyCodec.encode_output("order", r.order),
-                        NumpyCodec.encode_output("offsets", r.offsets)]
+            outputs += [_output("rank", r.rank), _output("order", r.order),
+                        _output("offsets", r.offsets)]
         else:
             scores = self._model.predict(X, raw, n_threads=self._threads)
-        outputs.insert(0, NumpyCodec.encode_output("predict", scores))
+        outputs.insert(0, _output("predict", scores))
         if leaf:
-            outputs.append(NumpyCodec.encode_output(
-                "leaf", self._model.predict_leaf(X, n_threads=self._threads)))
+            outputs.append(_output("leaf", self._model.predict_leaf(X,
+                                                                    n_threads=self._threads)))
         if payload.outputs:
             wanted = [o.name for o in payload.outputs]
             have = {o.name: o for o in outputs}
@@ -201,7 +234,19 @@ class QuickScorerRuntime(MLModel):
         if inp.datatype not in NUMERIC:
             raise InferenceError(f"model {self.name}: input {inp.name!r} is {inp.datatype}; "
                                  f"expected numbers (FP32 or FP64)")
-        try:
+        data = getattr(inp.data, "root", inp.data)
+        if inp.datatype in FLOATS and type(data) is list:
+            values = np.empty(len(data))
+            if _rowparse.floats_from_list(data, values) < 0:
+                try:
+                    with np.errstate(over="ignore"):        # past float32: inf, as NumPy
+                        values = values.astype(FLOATS[inp.datatype], copy=False)
+                    return values.reshape(inp.shape)
+                except ValueError as exc:
+                    raise InferenceError(f"model {self.name}: input {inp.name!r} is malformed "
+                                         f"(shape {inp.shape}, datatype {inp.datatype}): "
+                                         f"{exc}") from None
+        try:                    # nested lists, integer tensors, items that are not numbers
             values = NumpyCodec.decode_input(inp)
         except Exception as exc:   # a shape that does not match the data, values not numbers
             raise InferenceError(f"model {self.name}: input {inp.name!r} is malformed "

@@ -102,3 +102,25 @@ def test_a_merged_vqs_scan_brings_its_own_grouping():
                              plain.doc_groups, 8)
     got = quickscorer.Model(model.ensemble).predict(X, algorithm="vqs")
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("algorithm", ["walk", "rapidscorer", "quickscorer"])
+def test_a_layouts_numpy_memory_is_what_the_account_says(algorithm):
+    """What preparing an algorithm leaves allocated (numpy reports its buffers to
+    tracemalloc) is what Model.memory() counts for it: no second copy kept out of sight
+    (the walk kept its nodes twice, once in its table)."""
+    import tracemalloc
+    model = quickscorer.Model(random_ensemble(np.random.default_rng(5), "lightgbm",
+                                              n_trees=400, max_leaves=64))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        model.prepare(algorithm)
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    counted = model.memory()["bytes"][algorithm]
+    assert counted > 0
+    assert counted <= kept <= 1.2 * counted + 16 * 1024, (kept, counted)

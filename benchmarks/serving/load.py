@@ -1,21 +1,26 @@
-"""Load test: quickscorer's MLServer runtime against mlserver-lightgbm on one server.
+"""Load test: quickscorer's MLServer runtime against mlserver-lightgbm (or mlserver-xgboost)
+on one server.
 
-One ``mlserver`` process serves the same 1,000-tree LightGBM ranking model (trained on the
-shared ranking data, ``benchmarks/cache/``) four times: through ``QuickScorerRuntime`` and
-through ``mlserver_lightgbm.LightGBMModel``, each with adaptive batching off and on. An
+One ``mlserver`` process serves the same 1,000-tree ranking model (LightGBM, or XGBoost with
+``--source xgboost``; trained on the shared ranking data, ``benchmarks/cache/``) four times:
+through ``QuickScorerRuntime`` and through the training library's own runtime
+(``mlserver_lightgbm.LightGBMModel``, ``mlserver_xgboost.XGBoostModel``), each with adaptive
+batching off and on. An
 asyncio client keeps ``C`` requests in flight (closed loop) for ``--seconds`` per step, at
 rising ``C``, over REST (JSON) and gRPC (binary tensors), the runtimes interleaved step by
 step; each request is one query of the shared test data (1 to 24 documents, mean 15). Every
-distinct request is first checked against LightGBM's own ``predict`` through each model.
+distinct request is first checked against the training library's own ``predict`` through
+each model.
 
     python benchmarks/serving/load.py                          # REST and gRPC, C = 1..32
     python benchmarks/serving/load.py --protocols grpc --concurrency 1,4,16 --seconds 5
+    python benchmarks/serving/load.py --source xgboost
 
 Also measures, in this process, the runtime's own cost per request (decode, score, encode of
 a parsed request) against ``Model.predict`` on the same rows. Writes
 ``results/serving-*.md``: queries/s, documents/s, p50 and p99 latency per step, and the
 highest queries/s each model reaches within a p99 budget. Needs the bench extra (MLServer,
-mlserver-lightgbm) and ``../shared``.
+mlserver-lightgbm, mlserver-xgboost) and ``../shared``.
 """
 from __future__ import annotations
 
@@ -42,13 +47,19 @@ from quickscorer.bench import machine  # noqa: E402
 
 RESULTS = HERE.parent / "results"
 BUDGETS_MS = (2, 5, 10, 20, 50)
-MODELS = {
-    # name: (implementation, adaptive batching)
-    "qs": ("quickscorer.serving.QuickScorerRuntime", False),
-    "lgb": ("mlserver_lightgbm.LightGBMModel", False),
-    "qs-batched": ("quickscorer.serving.QuickScorerRuntime", True),
-    "lgb-batched": ("mlserver_lightgbm.LightGBMModel", True),
+OURS = "quickscorer.serving.QuickScorerRuntime"
+#: source: (the peer's short name, its runtime, the model file name it looks for, package)
+PEERS = {
+    "lightgbm": ("lgb", "mlserver_lightgbm.LightGBMModel", "model.bst", "mlserver-lightgbm"),
+    "xgboost": ("xgb", "mlserver_xgboost.XGBoostModel", "model.json", "mlserver-xgboost"),
 }
+
+
+def served(source: str) -> dict:
+    """name: (implementation, adaptive batching) of the four models one server serves."""
+    peer, impl = PEERS[source][:2]
+    return {"qs": (OURS, False), peer: (impl, False),
+            "qs-batched": (OURS, True), f"{peer}-batched": (impl, True)}
 
 
 def free_port() -> int:
@@ -57,27 +68,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def queries() -> tuple[list[np.ndarray], Path]:
+def queries(source: str) -> tuple[list[np.ndarray], Path]:
     """The shared ranking test queries (rows float64) and the 1,000 x 31 ranking model."""
-    wl = W.shared("shared-rank", 1000, 31, xgboost=False)
+    wl = W.shared("shared-rank", 1000, 31, xgboost=source == "xgboost")
     d = W.shared_dir()
     X, _ = W._read_libsvm(d / "rank.test", n_features=wl.X.shape[1])
     sizes = np.loadtxt(d / "rank.test.query", dtype=np.int64)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    return [np.ascontiguousarray(X[s:s + n]) for s, n in zip(starts, sizes)], wl.lgb_path
+    path = wl.xgb_path if source == "xgboost" else wl.lgb_path
+    return [np.ascontiguousarray(X[s:s + n]) for s, n in zip(starts, sizes)], path
 
 
-def start_server(folder: Path, model_path: Path, workers: int, batch_size: int,
-                 batch_time: float):
+def truth(source: str, model_path: Path, qs_: list[np.ndarray]) -> list[np.ndarray]:
+    """The training library's own scores of every query."""
+    if source == "xgboost":
+        import xgboost as xgb
+        booster = xgb.Booster(model_file=str(model_path))
+        return [booster.predict(xgb.DMatrix(X)) for X in qs_]
+    import lightgbm as lgb
+    booster = lgb.Booster(model_file=str(model_path))
+    return [booster.predict(X) for X in qs_]
+
+
+def start_server(folder: Path, model_path: Path, models: dict, file_name: str, workers: int,
+                 batch_size: int, batch_time: float):
     http, grpc_port, metrics = free_port(), free_port(), free_port()
     (folder / "settings.json").write_text(json.dumps({
         "host": "127.0.0.1", "http_port": http, "grpc_port": grpc_port,
         "metrics_port": metrics, "parallel_workers": workers, "debug": False}))
-    for name, (impl, batched) in MODELS.items():
+    for name, (impl, batched) in models.items():
         (folder / name).mkdir()
-        shutil.copy(model_path, folder / name / "model.bst")   # mlserver-lightgbm's name
+        shutil.copy(model_path, folder / name / file_name)      # the peer's well-known name
         settings = {"name": name, "implementation": impl,
-                    "parameters": {"uri": "./model.bst"}}
+                    "parameters": {"uri": f"./{file_name}"}}
         if batched:
             settings.update(max_batch_size=batch_size, max_batch_time=batch_time)
         (folder / name / "model-settings.json").write_text(json.dumps(settings))
@@ -88,7 +111,17 @@ def start_server(folder: Path, model_path: Path, workers: int, batch_size: int,
     return proc, http, grpc_port
 
 
-async def wait_ready(http: int, proc, timeout: float = 300):
+def stop_server(proc, folder: Path) -> None:
+    """End the server and remove its model repository."""
+    proc.terminate()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+async def wait_ready(http: int, proc, models: dict, timeout: float = 300):
     import aiohttp
     end = time.time() + timeout
     async with aiohttp.ClientSession() as s:
@@ -97,7 +130,7 @@ async def wait_ready(http: int, proc, timeout: float = 300):
                 raise RuntimeError("mlserver exited before it was ready")
             try:
                 codes = []
-                for m in MODELS:
+                for m in models:
                     async with s.get(f"http://127.0.0.1:{http}/v2/models/{m}/ready") as r:
                         codes.append(r.status)
                 if all(c == 200 for c in codes):
@@ -122,16 +155,18 @@ def grpc_request(model: str, X: np.ndarray):
 
 
 def grpc_scores(response) -> np.ndarray:
+    fp32 = response.outputs[0].datatype == "FP32"
     if response.raw_output_contents:
-        return np.frombuffer(response.raw_output_contents[0], "<f8")
-    return np.asarray(response.outputs[0].contents.fp64_contents)
+        return np.frombuffer(response.raw_output_contents[0], "<f4" if fp32 else "<f8")
+    c = response.outputs[0].contents
+    return np.asarray(c.fp32_contents if fp32 else c.fp64_contents)
 
 
 class Client:
     """REST and gRPC calls to one server, each request encoded once beforehand."""
 
-    def __init__(self, http: int, grpc_port: int, qs_: list[np.ndarray]):
-        self.http, self.grpc_port, self.queries = http, grpc_port, qs_
+    def __init__(self, http: int, grpc_port: int, qs_: list[np.ndarray], models: dict):
+        self.http, self.grpc_port, self.queries, self.models = http, grpc_port, qs_, models
 
     async def __aenter__(self):
         import aiohttp
@@ -142,7 +177,7 @@ class Client:
         self.channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.grpc_port}")
         self.stub = dataplane_pb2_grpc.GRPCInferenceServiceStub(self.channel)
         self.bodies = [rest_body(X) for X in self.queries]
-        self.pbs = {m: [grpc_request(m, X) for X in self.queries] for m in MODELS}
+        self.pbs = {m: [grpc_request(m, X) for X in self.queries] for m in self.models}
         return self
 
     async def __aexit__(self, *exc):
@@ -168,7 +203,7 @@ class Client:
                 got = grpc_scores(res)
             if not np.array_equal(got.reshape(-1), t):
                 raise AssertionError(f"{model} over {protocol}: query {i} differs from "
-                                     f"LightGBM (max {np.max(np.abs(got.reshape(-1) - t))})")
+                                     f"the training library (max {np.max(np.abs(got.reshape(-1) - t))})")
 
     async def step(self, protocol: str, model: str, concurrency: int, seconds: float):
         """(queries done, documents done, latencies in seconds) of one closed-loop step."""
@@ -238,26 +273,26 @@ def runtime_cost(model_path: Path, qs_: list[np.ndarray], repeat: int) -> list[s
 
 
 async def run(args) -> list[str]:
-    qs_, model_path = queries()
-    import lightgbm as lgb
-    booster = lgb.Booster(model_file=str(model_path))
-    truth = [booster.predict(X) for X in qs_]
+    qs_, model_path = queries(args.source)
+    want = truth(args.source, model_path, qs_)
+    models = served(args.source)
+    peer, _, file_name, package = PEERS[args.source]
     folder = Path(tempfile.mkdtemp(prefix="qs-serving-"))
-    proc, http, grpc_port = start_server(folder, model_path, args.workers, args.batch_size,
-                                         args.batch_time)
+    proc, http, grpc_port = start_server(folder, model_path, models, file_name, args.workers,
+                                         args.batch_size, args.batch_time)
     lines = []
     try:
-        await wait_ready(http, proc)
-        async with Client(http, grpc_port, qs_) as client:
+        await wait_ready(http, proc, models)
+        async with Client(http, grpc_port, qs_, models) as client:
             for protocol in args.protocols.split(","):
-                for m in MODELS:
-                    await client.check(protocol, m, truth)
+                for m in models:
+                    await client.check(protocol, m, want)
             print("scores checked: every query, both runtimes, "
-                  f"{args.protocols}, batching off and on: equal to LightGBM", flush=True)
+                  f"{args.protocols}, batching off and on: equal to {args.source}", flush=True)
             rows = []
             for protocol in args.protocols.split(","):
                 for c in [int(x) for x in args.concurrency.split(",")]:
-                    names = list(MODELS)
+                    names = list(models)
                     for r in range(args.rounds):
                         for m in (names if r % 2 == 0 else names[::-1]):
                             await client.step(protocol, m, c, 0.3)      # warm
@@ -267,12 +302,7 @@ async def run(args) -> list[str]:
                             print(f"{protocol} {m} C={c}: {q:.0f} q/s, {d:.0f} docs/s, "
                                   f"p50 {p50:.2f} ms, p99 {p99:.2f} ms", flush=True)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        shutil.rmtree(folder, ignore_errors=True)
+        stop_server(proc, folder)
     lines += ["| protocol | model | concurrency | queries/s | documents/s | p50 ms | p99 ms |",
               "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     best = {}
@@ -283,9 +313,8 @@ async def run(args) -> list[str]:
     for (protocol, m, c), (q, d, p50, p99) in best.items():
         lines.append(f"| {protocol} | {m} | {c} | {q:.0f} | {d:.0f} | {p50:.2f} | {p99:.2f} |")
     lines += ["", "Highest queries/s within a p99 budget (each model's best step whose p99 "
-              "is within it; none: no step kept its p99 within; ours against LightGBM's "
-              "runtime):", "",
-              "| protocol | batching | p99 budget | quickscorer q/s | mlserver-lightgbm q/s "
+              f"is within it; none: no step kept its p99 within; ours against {package}):",
+              "", f"| protocol | batching | p99 budget | quickscorer q/s | {package} q/s "
               "| ratio |", "| --- | --- | ---: | ---: | ---: | ---: |"]
     for protocol in args.protocols.split(","):
         for suffix, label in (("", "off"), ("-batched", "on")):
@@ -294,7 +323,7 @@ async def run(args) -> list[str]:
                     ok = [v[0] for (p, mm, c), v in best.items()
                           if p == protocol and mm == m and v[3] <= budget]
                     return max(ok) if ok else float("nan")
-                a, b = top("qs" + suffix), top("lgb" + suffix)
+                a, b = top("qs" + suffix), top(peer + suffix)
                 ratio = f"{a / b:.2f}x" if b == b and a == a else "-"
                 shown = ["none" if v != v else f"{v:.0f}" for v in (a, b)]
                 lines.append(f"| {protocol} | {label} | {budget} ms | {shown[0]} | "
@@ -304,6 +333,8 @@ async def run(args) -> list[str]:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--source", choices=sorted(PEERS), default="lightgbm",
+                   help="the model's library, and so the peer runtime")
     p.add_argument("--protocols", default="rest,grpc")
     p.add_argument("--concurrency", default="1,2,4,8,16,32")
     p.add_argument("--seconds", type=float, default=3.0)
@@ -325,7 +356,7 @@ def main(argv=None) -> int:
             f"MLServer parallel_workers {args.workers}; batching: max_batch_size "
             f"{args.batch_size}, max_batch_time {args.batch_time} s; closed loop, "
             f"{args.seconds} s a step, best of {args.rounds} rounds.", ""]
-    qs_, model_path = queries()
+    qs_, model_path = queries(args.source)
     cost = runtime_cost(model_path, qs_, args.cost_repeat)
     print("\n".join(cost), flush=True)
     lines = asyncio.run(run(args))

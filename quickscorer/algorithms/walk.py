@@ -341,6 +341,7 @@ class Walk(Algorithm):
         arrays["block_starts"] = walk_block_starts(arrays["node_offset"], self.block_bytes)
         self._arrays = arrays
         self.layout = _walk.WalkLayout(arrays, ens.n_features)
+        arrays["walk_nodes"] = self.layout.walk_nodes()     # one copy of the nodes, not two
         # one or two rows add their leaves' values group by group (one output, no linear
         # leaves): the layout takes each end slot's value from this forest
         self.layout.attach_values(forest)

@@ -207,6 +207,9 @@ cdef class WalkLayout(Layout):
             raise ValueError("walk layout field 'fill_cols' is out of range or out of order")
         array_data(raw, np.uint64, "walk", "walk_nodes")      # its type and layout checked
         self._walk_table, n_records, self._roots = walk_tables(raw, a["roots"])
+        # the table holds the nodes after the leaves' records: keep those rows, not the
+        # second copy the caller passed (a 255-leaf model's nodes are 6 MB a 1,000 trees)
+        self._keep["walk_nodes"] = self._walk_table[3 * n_records:]
         self.view.walk = (<const walk_node*>array_data(self._walk_table, np.uint64, "walk",
                                                           "walk_nodes")) + <Py_ssize_t>n_records
         self.view.roots = <const int32_t*>array_data(self._roots, np.int32, "walk", "roots")
@@ -264,6 +267,11 @@ cdef class WalkLayout(Layout):
         self.exits2 = NULL
         if self.complete:
             self.exits2 = walk_exits2
+
+    def walk_nodes(self):
+        """The ``walk_nodes`` of walk.walk_arrays as rows of the table the kernels read (a
+        view, not a copy), for the layout's arrays."""
+        return self._keep["walk_nodes"]
 
     def attach_values(self, Forest forest):
         """Take each end slot's leaf value from ``forest`` (the model these trees are
