@@ -74,6 +74,9 @@ def bench_algorithm(benchmark, case, algorithm):
     wkey, batch, dtype = case
     wl = _workload(wkey)
     model = _model(wl)
+    if algorithm not in model.supported_algorithms():
+        from quickscorer.algorithms import registry
+        pytest.skip(f"{algorithm}: {registry.get(algorithm).unsupported(model.ensemble)}")
     X = np.ascontiguousarray(wl.X[:batch], dtype=dtype)
     model.prepare(algorithm)
     benchmark.group = _ids(case)

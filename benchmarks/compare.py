@@ -69,11 +69,14 @@ def agreement(engine, X: np.ndarray, reference: np.ndarray) -> tuple[bool, str]:
 
 
 def build_engines(wl, names, n_threads, algorithms, dtypes, progress):
+    import quickscorer
     built, skipped = [], []
     todo = []
     for name in names:
         if name == "quickscorer":
-            todo += [("ours", wl.lgb_path, a, dt) for a in algorithms for dt in dtypes]
+            scoring = set(quickscorer.load(wl.lgb_path).supported_algorithms())
+            todo += [("ours", wl.lgb_path, a, dt) for a in algorithms if a in scoring
+                     for dt in dtypes]
             if wl.xgb_path is not None:  # what predict() picks for big batches, on the twin
                 todo.append(("ours-xgb", wl.xgb_path, "vqs", np.float32))
         elif name == "xgboost":
@@ -214,7 +217,8 @@ def main(argv=None) -> int:
     p.add_argument("--min-rows", type=int, default=10_000,
                    help="rows scored per timed run (small batches repeat the call)")
     p.add_argument("--engines", default="quickscorer," + ",".join(E.PEERS))
-    p.add_argument("--algorithms", default="", help="this library's algorithms (default all)")
+    p.add_argument("--algorithms", default="",
+                   help="this library's algorithms (default: all that can score the model)")
     p.add_argument("--float32", action="store_true", help="also time float32 input")
     p.add_argument("--model", help="a LightGBM model file instead of a generated one")
     p.add_argument("--data", help="with --model: rows to score (LibSVM, CSV/TSV or .npy); "

@@ -397,5 +397,5 @@ PEERS = {"lightgbm": LightGBM, "xgboost": XGBoost, "treelite-gtil": TreeliteGTIL
 def ours(model_path: Path, n_threads: int = 1, algorithms=None, dtypes=(np.float64,),
          source="lightgbm") -> list[Engine]:
     import quickscorer
-    names = algorithms or quickscorer.available_algorithms()
+    names = algorithms or quickscorer.load(model_path).supported_algorithms()
     return [QuickScorer(model_path, n_threads, a, dt, source) for a in names for dt in dtypes]

@@ -30,7 +30,7 @@ DEFAULT_ALGORITHM = "auto"
 #: thread, numpy's C API instead of typed memoryviews): every kernel the automatic choice
 #: runs, so that all its calls of fewer than PARALLEL_MIN_ROWS rows (one thread whatever was
 #: asked) take it
-_SMALL_CALL_ALGORITHMS = ("quickscorer", "walk", "vqs", "rapidscorer")
+_SMALL_CALL_ALGORITHMS = ("quickscorer", "walk", "vqs", "rapidscorer", "oblivious")
 
 
 def _resolve_threads(n_threads: int | None) -> int:

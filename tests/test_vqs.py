@@ -133,7 +133,8 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     rng = np.random.default_rng(12)
     ens = random_ensemble(rng, "xgboost", n_trees=25, max_leaves=50)
     model = quickscorer.Model(ens)
-    names = quickscorer.available_algorithms()
+    # every algorithm but the one for oblivious trees, which takes every call it can
+    names = [n for n in quickscorer.available_algorithms() if n != "oblivious"]
     supported = model.supported_algorithms()
     assert "rapidscorer" in supported         # categorical splits too
     for n_rows in (1, 4, 5, 8, 100, 1000):
@@ -158,6 +159,13 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose(names, 3, 1, "walk", "vqs") == "walk"
     assert autoselect.choose(names, 3, 1, "quickscorer", "walk") == "quickscorer"
     assert autoselect.choose(names, 6, 2, "quickscorer", "vqs") == "vqs"
+    # a model of oblivious trees: ``oblivious`` from OBLIVIOUS_MIN_ROWS rows a thread
+    every = quickscorer.available_algorithms()
+    first = autoselect.OBLIVIOUS_MIN_ROWS
+    assert autoselect.choose(every, first, 1, "walk", "vqs") == "oblivious"
+    assert autoselect.choose(every, 1000, 4, "walk", "vqs") == "oblivious"
+    assert autoselect.choose(every, first - 1, 1, "walk", "vqs") == "walk"
+    assert autoselect.choose(every, 2 * first - 1, 2, "walk", "vqs") == "walk"
     walk_rs = autoselect.RS_AFTER_WALK_MIN_ROWS
     assert autoselect.choose(names, 8, 1, "quickscorer", "walk", walk_rs) == "walk"
     assert autoselect.choose(names, 9, 1, "walk", "walk", walk_rs) == "rapidscorer"

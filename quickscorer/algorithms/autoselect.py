@@ -13,6 +13,8 @@ the rows per thread of a call and on the model's trees:
   (and, on models of many nodes a step, for calls up to :func:`walk_rs_min_rows` rows, where
   RapidScorer's scan of every node costs more than walking each row);
 * from there on ``rapidscorer`` where it can score the model, the few-rows kernel otherwise;
+* on models whose every tree is oblivious (``oblivious.py``), ``oblivious`` from
+  OBLIVIOUS_MIN_ROWS rows a thread, whatever the rest would choose;
 * calls under PARALLEL_MIN_ROWS rows on one thread (:func:`threads_for`).
 
 The arithmetic traversals of the paper are for study and are never chosen. Each constant
@@ -59,6 +61,13 @@ RS_AFTER_WALK_MAX_ROWS = 32
 #: ... and from fewer rows where the trees are small, (mean leaves a tree at most, rows):
 #: fewer leaves make RapidScorer's byte rows shorter; same command at 4 to 6 rows
 RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
+
+#: ``oblivious`` (every tree oblivious) from this many rows per thread: at 3 rows and more it
+#: led every other kernel on CatBoost models of 300 trees of depth 8 and 1,000 of depth 6
+#: (1.8x to 4.8x the default's choice before it at 3 to 16 rows) and tied on 200 trees of
+#: depth 4; at 1 and 2 rows the one-row kernel led on those of depth 4 and 8;
+#: ``python benchmarks/tuning/small_calls.py --shapes cb-d6-uniform-1000,cb-d8-heavy-300,cb-d4-uniform-200 --batch 1,2,3,4,8,16 --kernels oblivious,walk,vqs,rapidscorer --rounds 9``
+OBLIVIOUS_MIN_ROWS = 3
 
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up);
 #: ``python benchmarks/scaling.py`` shows what threads cost
@@ -107,6 +116,8 @@ def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer",
     """The algorithms predict may choose for a model, among those that can score it
     (``one_row_kernel``, ``few_rows_kernel``: the model's :func:`one_row` and
     :func:`few_rows` choices)."""
+    if "oblivious" in supported:        # from OBLIVIOUS_MIN_ROWS, before any few-rows kernel
+        return tuple(dict.fromkeys((one_row_kernel, "oblivious")))
     many = "rapidscorer" if "rapidscorer" in supported else few_rows_kernel
     names = dict.fromkeys((one_row_kernel, few_rows_kernel, many))
     return tuple(name for name in names if name in supported)
@@ -262,8 +273,11 @@ def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1,
     thread (:func:`one_row`), ``few_rows_kernel`` below ``rs_from`` (:func:`few_rows`,
     :func:`rs_min_rows`), then ``rapidscorer`` (``few_rows_kernel`` where it cannot score
     the model); ``vqs`` from VQS_SCAN_MIN_ROWS where the one-row kernel is the scan
-    (:func:`few_rows_from`)."""
+    (:func:`few_rows_from`); ``oblivious`` from OBLIVIOUS_MIN_ROWS where it can score the
+    model."""
     per_thread = n_rows / max(1, n_threads)
+    if per_thread >= OBLIVIOUS_MIN_ROWS and "oblivious" in supported:
+        return "oblivious"
     if per_thread < few_rows_from(one_row_kernel, few_rows_kernel):
         return one_row_kernel
     if per_thread < rs_from:
@@ -280,9 +294,13 @@ def threads_for(n_rows: int, n_threads: int) -> int:
 
 def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quickscorer", ""),
              few_rows_kernel: str = "vqs", rs_from: int = RS_MIN_ROWS) -> str:
+    name, why = one_row_choice
+    if "oblivious" in supported:
+        return (f"oblivious for {OBLIVIOUS_MIN_ROWS} or more rows per thread (every tree is "
+                f"oblivious), {name} below{f' ({why})' if why else ''}; one thread below "
+                f"{PARALLEL_MIN_ROWS} rows")
     fast = ("rapidscorer" if "rapidscorer" in supported
             else f"{few_rows_kernel} (rapidscorer cannot score this model)")
-    name, why = one_row_choice
     first = few_rows_from(name, few_rows_kernel)
     return (f"{fast} for {rs_from} or more rows per thread, {few_rows_kernel} for "
             f"{first} or more, {name} below{f' ({why})' if why else ''}; one thread "

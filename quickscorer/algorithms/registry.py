@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .arithmetic import ARITHMETIC
 from .base import Algorithm
+from .oblivious import Oblivious
 from .qs import QuickScorer
 from .rapidscorer import RapidScorer
 from .traversal import Traversal
@@ -11,7 +12,8 @@ from .walk import Walk
 
 #: name -> class, in the order of the README's table
 ALGORITHMS: dict[str, type[Algorithm]] = {
-    cls.name: cls for cls in (RapidScorer, VQuickScorer, QuickScorer, Walk, Traversal, *ARITHMETIC)}
+    cls.name: cls for cls in (RapidScorer, Oblivious, VQuickScorer, QuickScorer, Walk, Traversal,
+                              *ARITHMETIC)}
 
 
 def available() -> list[str]:

@@ -1,0 +1,114 @@
+/* The `oblivious` kernel's phases apart, in C, on a model's own layout (obl_simd.h, the code
+ * the library ships): a group's ranks alone, the ranks and each tree's leaf indexes, and the
+ * whole group with its sums. Driven by oblivious_floor.py, which writes the layout and the rows
+ * to a file, runs this and checks the sums against the library's scores:
+ *
+ *     gcc -O3 -mavx2 -I src -o /tmp/oblivious_floor benchmarks/experiments/oblivious_floor.c -lm
+ *     /tmp/oblivious_floor arrays.bin scores.bin rounds
+ *
+ * arrays.bin, little-endian: int64 n_rows, n_features, n_cols, n_trees, n_buckets, n_leaves;
+ * double X[n_rows][n_features]; int32 col_feature[n_cols]; uint8 nan_rank[n_cols],
+ * zero_rank[n_cols], zero_special[n_cols]; int32 npiv[n_cols]; int64 bkt_off[n_cols + 1];
+ * double piv[16 n_cols], bkt[n_buckets]; int32 depth[n_trees], level_col[8 n_trees];
+ * uint8 level_thr[8 n_trees]; int64 leaf_off[n_trees]; double leaf_value[n_leaves], base.
+ * Prints ns a row of each phase (best of `rounds`; AVX2), writes the scores (one double a row).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "quickscorer/obl_simd.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static void* take(FILE* f, size_t bytes)
+{
+    void* p = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    if (bytes && fread(p, 1, bytes, f) != bytes) {
+        fprintf(stderr, "short file\n");
+        exit(1);
+    }
+    return p;
+}
+
+int main(int argc, char** argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s arrays.bin scores.bin rounds\n", argv[0]);
+        return 2;
+    }
+    FILE* f = fopen(argv[1], "rb");
+    if (!f) {
+        perror(argv[1]);
+        return 1;
+    }
+    int64_t h[6];
+    if (fread(h, 8, 6, f) != 6)
+        return 1;
+    const int64_t n = h[0], F = h[1], C = h[2], T = h[3], B = h[4], L = h[5];
+    const double* X = take(f, 8 * n * F);
+    obl_view v;
+    v.n_cols = C;
+    v.col_feature = take(f, 4 * C);
+    v.nan_rank = take(f, C);
+    v.zero_rank = take(f, C);
+    v.zero_special = take(f, C);
+    v.npiv = take(f, 4 * C);
+    v.bkt_off = take(f, 8 * (C + 1));
+    v.piv = take(f, 8 * 16 * C);
+    v.bkt = take(f, 8 * B);
+    v.n_trees = T;
+    v.depth = take(f, 4 * T);
+    v.level_col = take(f, 4 * OBL_MAX_DEPTH * T);
+    v.level_thr = take(f, OBL_MAX_DEPTH * T);
+    const int64_t* leaf_off = take(f, 8 * T);
+    const double* leaf_value = take(f, 8 * L);
+    const double base = *(const double*)take(f, 8);
+    fclose(f);
+    if (!cpu_isa_available(CPU_ISA_AVX2)) {
+        fprintf(stderr, "no AVX2\n");
+        return 1;
+    }
+    const int rounds = atoi(argv[3]);
+    uint8_t* ranks = aligned_alloc(64, (size_t)C * OBL_LANES + 64);
+    double* scores = malloc(sizeof(double) * (n + OBL_LANES));
+    double acc[OBL_LANES];
+    __m256i sink = _mm256_setzero_si256();
+    double best[3] = {1e30, 1e30, 1e30};
+    for (int r = 0; r < rounds; ++r) {
+        for (int phase = 0; phase < 3; ++phase) {
+            const double t0 = now();
+            for (int64_t r0 = 0; r0 < n; r0 += OBL_LANES) {
+                const int nl = n - r0 < OBL_LANES ? (int)(n - r0) : OBL_LANES;
+                /* the group's rows in place: X is row-major, lane l at X + (r0 + l) F */
+                obl_ranks(1, &v, X + r0 * F, F, nl, ranks);
+                if (phase == 1)
+                    for (int64_t t = 0; t < T; ++t)
+                        sink = _mm256_xor_si256(sink, obl_tree_avx2(&v, t, ranks));
+                if (phase == 2) {
+                    for (int l = 0; l < OBL_LANES; ++l)
+                        acc[l] = base;
+                    obl_add(1, &v, ranks, nl, leaf_value, leaf_off, NULL, 1, acc);
+                    for (int l = 0; l < nl; ++l)
+                        scores[r0 + l] = acc[l];
+                }
+            }
+            const double dt = (now() - t0) / n * 1e9;
+            if (dt < best[phase])
+                best[phase] = dt;
+        }
+    }
+    uint8_t s[32];
+    _mm256_storeu_si256((__m256i*)s, sink);
+    printf("ns a row: ranks %.1f  ranks+leaf indexes %.1f  whole %.1f  (sink %d)\n", best[0],
+           best[1], best[2], s[0]);
+    FILE* o = fopen(argv[2], "wb");
+    fwrite(scores, sizeof(double), n, o);
+    fclose(o);
+    return 0;
+}

@@ -1,0 +1,107 @@
+"""The ``oblivious`` kernel's phases apart, in C (``oblivious_floor.c`` on ``obl_simd.h``), on
+a CatBoost model of oblivious trees, against the default ``predict`` and CatBoost's own on the
+same rows.
+
+    python benchmarks/experiments/oblivious_floor.py                      # cb-d6-uniform-1000
+    python benchmarks/experiments/oblivious_floor.py --depth 8 --trees 300 --rounds 9
+
+The layout is the library's (``oblivious_arrays``); the C program times a group's ranks alone,
+the ranks and each tree's 32 leaf indexes, and the whole group with its sums (AVX2), and its
+sums are checked here against ``Model.predict`` (exact, or the script stops). One output.
+"""
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))
+
+import workloads as W  # noqa: E402
+from quickscorer.algorithms.oblivious import oblivious_arrays  # noqa: E402
+from quickscorer.bench import machine  # noqa: E402
+
+
+def write_arrays(path: Path, model, X: np.ndarray) -> tuple[int, int]:
+    """The model's oblivious layout (as the library builds it), its leaf values and the rows."""
+    ens = model.ensemble
+    if ens.n_outputs != 1:
+        raise SystemExit("one output only")
+    a = oblivious_arrays(ens)
+    forest = model._forest_arrays
+    leaf_value = np.ascontiguousarray(forest["leaf_value"], np.float64)
+    C, T = a["col_feature"].shape[0], a["depth"].shape[0]
+    with open(path, "wb") as fh:
+        fh.write(np.array([X.shape[0], X.shape[1], C, T, a["rank_buckets"].shape[0],
+                           leaf_value.shape[0]], np.int64).tobytes())
+        for arr in (np.asarray(X, np.float64), a["col_feature"], a["col_nan_rank"],
+                    a["col_zero_rank"], a["col_zero_special"], a["col_npiv"],
+                    a["rank_bucket_offsets"], a["rank_pivots"], a["rank_buckets"], a["depth"],
+                    a["level_col"], a["level_thr"],
+                    np.asarray(forest["tree_leaf_offset"][:-1], np.int64), leaf_value,
+                    np.asarray(ens.base_score, np.float64)[:1]):
+            fh.write(np.ascontiguousarray(arr).tobytes())
+    return C, int(a["depth"].max())
+
+
+def main(argv=None) -> int:
+    import quickscorer
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trees", type=int, default=1000)
+    p.add_argument("--depth", type=int, default=6)
+    p.add_argument("--rows", type=int, default=10_000)
+    p.add_argument("--rounds", type=int, default=7)
+    args = p.parse_args(argv)
+    wl = W.catboost_model(args.trees, args.depth, n_rows=args.rows)
+    model = quickscorer.load(wl.lgb_path)
+    X = np.ascontiguousarray(wl.X)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        n_cols, depth = write_arrays(tmp / "a.bin", model, X)
+        exe = tmp / "oblivious_floor"
+        subprocess.run(["gcc", "-O3", "-mavx2", "-I", str(ROOT / "src"), "-o", str(exe),
+                        str(HERE / "oblivious_floor.c"), "-lm"], check=True)
+        out = subprocess.run([str(exe), str(tmp / "a.bin"), str(tmp / "s.bin"),
+                              str(args.rounds)], check=True, capture_output=True, text=True)
+        got = np.fromfile(tmp / "s.bin", np.float64)
+    want = model.predict(X, raw_score=True)
+    if not np.array_equal(got, want):
+        raise SystemExit(f"scores differ from Model.predict: max {np.abs(got - want).max()}")
+    model.predict(X)
+    best = np.inf
+    for _ in range(args.rounds):
+        t = time.perf_counter()
+        model.predict(X, raw_score=True, n_threads=1)
+        best = min(best, (time.perf_counter() - t) / X.shape[0] * 1e9)
+    cb = None
+    try:
+        from catboost import CatBoost
+        booster = CatBoost()
+        booster.load_model(str(wl.lgb_path.with_suffix(".cbm")))
+        booster.predict(X, prediction_type="RawFormulaVal", thread_count=1)
+        cb = np.inf
+        for _ in range(args.rounds):
+            t = time.perf_counter()
+            booster.predict(X, prediction_type="RawFormulaVal", thread_count=1)
+            cb = min(cb, (time.perf_counter() - t) / X.shape[0] * 1e9)
+    except ImportError:
+        pass
+    print(machine())
+    print(f"{wl.name}: {args.trees} trees of depth {depth}, {n_cols} columns, "
+          f"{X.shape[0]} rows; scores equal Model.predict")
+    print("C, " + out.stdout.strip())
+    print(f"default predict: {best:.1f} ns a row (best of {args.rounds})")
+    if cb is not None:
+        print(f"CatBoost predict: {cb:.1f} ns a row (best of {args.rounds})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

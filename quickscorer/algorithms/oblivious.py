@@ -1,0 +1,206 @@
+"""The "oblivious" algorithm: models whose every tree tests one feature against one threshold
+per level (CatBoost's symmetric trees, its default), scored from the bits of the level tests
+(kernel: ``src/quickscorer/_oblivious.pyx`` and ``obl_simd.h``).
+
+A row's leaf in such a tree is its level tests read as a binary number, root first, so no
+tree is walked and no leaf bitvector is kept. Layout:
+
+* **columns**: the distinct (feature, missing-value rule) pairs of the model's tests, each
+  with its sorted distinct thresholds (at most 255). A value's rank in a column is the number
+  of its thresholds below the value; a test of threshold index ``j`` sends the row right
+  exactly when the rank exceeds ``j`` (the shared rule, ``x <= threshold`` goes left, in rank
+  space). NaN, and 0.0 under LightGBM's zero-as-missing, take the rank of their side: 0 (left
+  at every threshold) or 255 (right), or the rank of 0.0 where the rule reads NaN as 0.0.
+* **levels**: per tree and level, the column and the threshold index; the tree's depth.
+
+A group of 32 rows: the ranks of the columns (the two-level search of ``rs_ranks``), then per
+tree the 32 leaf indexes, one byte compare and two bitwise operations a level, then each
+row's leaf value added in tree order (the sums every kernel makes). One row at a time (leaf
+indexes, the shared row loops): the same tests on the converted row's values.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _oblivious
+from .._forest import Forest
+from ..ir.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
+from .base import Algorithm
+from .cpu import isa_code, isa_name
+from .rs_ranks import MAX_THRESHOLDS, rank_search_table
+
+#: a tree's leaf index is a byte: trees of at most 8 levels
+MAX_DEPTH = 8
+
+
+def _levels(ens: Ensemble):
+    """(depth per tree, each node's level, each node's level-0 node) where every tree is
+    complete and numbered level by level (children of local node i at 2i + 1 and 2i + 2),
+    else a reason."""
+    a = ens.trees.arrays
+    off = np.asarray(ens.trees.node_offset, np.int64)
+    n = np.diff(off)
+    depth = np.zeros(n.shape[0], np.int64)
+    nz = n > 0
+    depth[nz] = np.round(np.log2(n[nz] + 1)).astype(np.int64)
+    bad = np.flatnonzero((1 << depth) - 1 != n)
+    if bad.size:
+        return f"tree {int(bad[0])} is not complete (oblivious trees are)"
+    if depth.max(initial=0) > MAX_DEPTH:
+        return f"a tree is {int(depth.max())} levels deep (at most {MAX_DEPTH})"
+    tree = np.repeat(np.arange(n.shape[0]), n)
+    local = np.arange(int(off[-1])) - off[:-1][tree]
+    level = np.floor(np.log2(local + 1)).astype(np.int64)
+    inner = level < depth[tree] - 1
+    left, right = a["left"].astype(np.int64), a["right"].astype(np.int64)
+    if (np.any(inner & ((left != 2 * local + 1) | (right != 2 * local + 2)))
+            or np.any(~inner & ((left >= 0) | (right >= 0)))):
+        return "a tree's nodes are not numbered level by level"
+    first = off[:-1][tree] + (1 << level) - 1          # the first node of each node's level
+    return depth, level, first
+
+
+def unsupported(ens: Ensemble) -> str | None:
+    """Why ``oblivious`` cannot score ``ens``, or None."""
+    got = _checked(ens)
+    return got if isinstance(got, str) else None
+
+
+def _checked(ens: Ensemble):
+    if ens.family not in ("plain", "lightgbm"):
+        return f"the {ens.family} family sums in float32 (oblivious sums in float64)"
+    if ens.has_linear:
+        return "the model has linear leaves"
+    a = ens.trees.arrays
+    if a["is_categorical"].any():
+        return "the model has categorical splits"
+    if np.isnan(a["threshold"]).any():
+        return "a split has a NaN threshold"
+    got = _levels(ens)
+    if isinstance(got, str):
+        return got
+    depth, level, first = got
+    for name in ("feature", "threshold", "default_left", "missing_type"):
+        if np.any(a[name] != a[name][first]):
+            return "not every tree is oblivious (one test a level)"
+    lv = np.flatnonzero(first == np.arange(first.shape[0]))     # one node a level
+    key = _column_keys(a, lv)
+    pairs = np.unique(np.stack([key.astype(np.float64), a["threshold"][lv]]), axis=1)
+    if np.bincount(np.unique(pairs[0], return_inverse=True)[1]).max(initial=0) > MAX_THRESHOLDS:
+        return (f"a feature has more than {MAX_THRESHOLDS} thresholds under one "
+                "missing-value rule (a rank is a byte)")
+    return depth, level, first
+
+
+def _column_keys(a: dict, nodes: np.ndarray) -> np.ndarray:
+    """Each node's column: its feature and missing-value rule (NaN side, missing type)."""
+    rule = (a["default_left"][nodes].astype(np.int64)
+            + 2 * a["missing_type"][nodes].astype(np.int64))
+    return a["feature"][nodes].astype(np.int64) * 8 + rule
+
+
+def oblivious_arrays(ens: Ensemble) -> dict:
+    """The layout (see the module's text); ValueError where ``ens`` is not oblivious."""
+    got = _checked(ens)
+    if isinstance(got, str):
+        raise ValueError(got)
+    depth, level, first = got
+    a = ens.trees.arrays
+    T = ens.n_trees
+    roots = np.asarray(ens.trees.node_offset[:-1], np.int64)
+    # the level nodes: tree t's level k is node roots[t] + 2**k - 1
+    has = np.arange(MAX_DEPTH)[None, :] < depth[:, None]
+    node = np.where(has, roots[:, None] + (1 << np.arange(MAX_DEPTH))[None, :] - 1, -1)
+    lv = node[has]
+    cols, col_of = np.unique(_column_keys(a, lv), return_inverse=True)
+    # each column's distinct thresholds, ascending
+    order = np.lexsort((a["threshold"][lv], col_of))
+    c_sorted, t_sorted = col_of[order], a["threshold"][lv][order]
+    new = np.ones(order.shape[0], bool)
+    new[1:] = (c_sorted[1:] != c_sorted[:-1]) | (t_sorted[1:] != t_sorted[:-1])
+    thr_index = np.empty(order.shape[0], np.int64)
+    distinct = np.cumsum(new) - 1
+    counts = np.bincount(c_sorted[new], minlength=cols.shape[0])
+    offsets = np.zeros(cols.shape[0] + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    thr_index[order] = distinct - offsets[c_sorted]
+    values = np.ascontiguousarray(t_sorted[new], np.float64)
+    pivots, buckets, bucket_offsets = rank_search_table(offsets, values)
+    n_buckets = (counts + 15) // 16
+    feature = (cols // 8).astype(np.int32)
+    default_left = (cols % 2).astype(bool)
+    missing = (cols % 8) // 2
+    # a column's rank of 0.0 (NaN under MISSING_NONE reads as 0.0)
+    zero_rank = np.array([np.searchsorted(values[offsets[c]:offsets[c + 1]], 0.0)
+                          for c in range(cols.shape[0])], np.int64)
+    side = np.where(default_left, 0, 255)
+    nan_rank = np.where(missing == MISSING_NONE, zero_rank, side)
+    zero_special = (missing == MISSING_ZERO) & (ens.family == "lightgbm")
+    level_col = np.zeros((T, MAX_DEPTH), np.int32)
+    level_thr = np.zeros((T, MAX_DEPTH), np.uint8)
+    level_value = np.zeros((T, MAX_DEPTH), np.float64)
+    level_col[has] = col_of
+    level_thr[has] = thr_index
+    level_value[has] = a["threshold"][lv]
+    assert np.all((missing == MISSING_NONE) | (missing == MISSING_NAN) | (missing == MISSING_ZERO))
+    return {
+        "depth": depth.astype(np.int32),
+        "level_col": level_col,
+        "level_thr": level_thr,
+        "level_value": level_value,
+        "col_feature": feature,
+        "col_nan_rank": nan_rank.astype(np.uint8),
+        "col_zero_rank": np.where(zero_special, side, zero_rank).astype(np.uint8),
+        "col_zero_special": zero_special.astype(np.uint8),
+        "col_npiv": np.where(n_buckets <= 1, 0, np.where(n_buckets <= 8, 8, 16)).astype(np.int32),
+        "rank_pivots": pivots,
+        "rank_buckets": buckets,
+        "rank_bucket_offsets": bucket_offsets,
+    }
+
+
+class Oblivious(Algorithm):
+    """Oblivious trees scored from their level tests: 32 rows' ranks, then each tree's 32 leaf
+    indexes from byte compares, then the leaf values in tree order (AVX2 or portable C,
+    chosen at run time; ``isa=`` or ``$QUICKSCORER_ISA`` forces one). Scores models whose
+    every tree is complete, at most 8 levels deep, with one numerical test a level (the same
+    feature, threshold and missing-value rule across the level), summed in float64."""
+
+    name = "oblivious"
+    test_vector = "a leaf index from each level's test, 32 documents a byte compare"
+
+    @classmethod
+    def unsupported(cls, ens: Ensemble) -> str | None:
+        return unsupported(ens)
+
+    def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None):
+        super().__init__(ens, forest)
+        self.isa = isa_code(isa)
+        if self.isa == 2:             # no AVX-512 path of its own: AVX2's
+            self.isa = 1
+        self._arrays = oblivious_arrays(ens)
+        self.layout = _oblivious.OblLayout(self._arrays, ens.n_features)
+
+    @property
+    def isa_name(self) -> str:
+        return isa_name(self.isa)
+
+    def predict_raw(self, X, out64, out32, n_threads):
+        _RAW[X.dtype](self.forest, self.layout, X, out64, self._group_scratch(n_threads),
+                      n_threads, self.isa)
+
+    def _group_scratch(self, n_threads: int) -> np.ndarray:
+        return self.scratch("group", n_threads,
+                            self.layout.group_bytes(self.ens.n_outputs) // 8).view(np.uint8)
+
+    def predict_small(self, X, squeeze):
+        return _oblivious.predict_small(self.forest, self.layout, X, squeeze, self.isa,
+                                        self._group_scratch(1))
+
+    def small_entry(self, n: int):
+        return self.predict_small
+
+
+_RAW = Algorithm.specialised(_oblivious.predict_raw)
+
+__all__ = ["MAX_DEPTH", "Oblivious", "oblivious_arrays", "unsupported"]

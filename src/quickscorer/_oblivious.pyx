@@ -1,0 +1,257 @@
+# cython: language_level=3
+"""The "oblivious" kernel: oblivious trees scored from their level tests (obl_simd.h; the
+layout is ``quickscorer.algorithms.oblivious.oblivious_arrays``).
+
+Calls of any size run in groups of OBL_LANES rows: the rows converted as the source library
+reads them (_forest.pxd's load_row), their ranks, then each tree's leaves and their values,
+with the GIL released and the groups shared among the threads. ``OblLayout.exits`` gives one
+converted row's leaves by the same tests on its values, for the shared row loops of
+_kernel.pyx (``predict_leaf``).
+"""
+cimport numpy as cnp
+from cython.parallel cimport prange, parallel, threadid
+from libc.math cimport isnan
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+
+from ._forest cimport Forest, ForestView, FAMILY_XGBOOST, floating, load_row, load_row_ptr
+from ._kernel cimport (emit, Layout, SmallCall, array_data, check_scores, scratch_data,
+                       small_call)
+
+import numpy as np
+
+cnp.import_array()
+
+cdef extern from "quickscorer/obl_simd.h":
+    enum:
+        OBL_LANES
+        OBL_MAX_DEPTH
+    ctypedef struct obl_view:
+        int64_t n_cols
+        const int32_t* col_feature
+        const uint8_t* nan_rank
+        const uint8_t* zero_rank
+        const uint8_t* zero_special
+        const int32_t* npiv
+        const int64_t* bkt_off
+        const double* piv
+        const double* bkt
+        int64_t n_trees
+        const int32_t* depth
+        const int32_t* level_col
+        const uint8_t* level_thr
+    void obl_ranks(int isa, const obl_view* v, const double* rows, int64_t F, int n_lanes,
+                   uint8_t* ranks) noexcept nogil
+    void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
+                 const double* leaf_value, const int64_t* leaf_off,
+                 const int32_t* tree_group, int64_t n_outputs, double* acc) noexcept nogil
+    int obl_special(const obl_view* v, int64_t c, double x) noexcept nogil
+
+
+cdef struct OblView:
+    obl_view v
+    const double* level_value      # [n_trees][OBL_MAX_DEPTH] the levels' thresholds
+
+
+cdef inline int64_t _align(int64_t n) noexcept nogil:
+    return (n + 63) // 64 * 64
+
+
+cdef class OblLayout(Layout):
+    """The oblivious layout's arrays for the kernels (checked against each other)."""
+    cdef OblView view
+    cdef readonly int64_t n_cols
+
+    def __cinit__(self, dict a, int64_t n_features):
+        self._keep = dict(a)
+        depth, level_col, level_thr = a["depth"], a["level_col"], a["level_thr"]
+        T = depth.shape[0]
+        C = a["col_feature"].shape[0]
+        if (level_col.shape != (T, OBL_MAX_DEPTH) or level_thr.shape != (T, OBL_MAX_DEPTH)
+                or a["level_value"].shape != (T, OBL_MAX_DEPTH)):
+            raise ValueError("oblivious layout: the levels do not match the trees")
+        if T and (depth.min() < 0 or depth.max() > OBL_MAX_DEPTH):
+            raise ValueError(f"oblivious layout: a depth outside 0 to {OBL_MAX_DEPTH}")
+        used = np.arange(OBL_MAX_DEPTH)[None, :] < depth[:, None]
+        if np.any(used & ((level_col < 0) | (level_col >= C))) or np.any(level_thr[used] == 255):
+            raise ValueError("oblivious layout: a level's column or threshold is out of range")
+        for name in ("col_nan_rank", "col_zero_rank", "col_zero_special", "col_npiv"):
+            if a[name].shape != (C,):
+                raise ValueError(f"oblivious layout field {name!r} does not match the columns")
+        off = a["rank_bucket_offsets"]
+        if (off.shape != (C + 1,) or (C and (off[0] != 0 or np.any(np.diff(off) < 16)
+                                              or off[C] != a["rank_buckets"].shape[0]))
+                or a["rank_pivots"].shape != (16 * C,)):
+            raise ValueError("oblivious layout: the rank tables do not match the columns")
+        if C and (a["col_feature"].min() < 0 or a["col_feature"].max() >= n_features):
+            raise ValueError("oblivious layout: a column's feature is out of range")
+        v = &self.view.v
+        v.n_cols = C
+        v.col_feature = <const int32_t*>array_data(a["col_feature"], np.int32, "oblivious",
+                                                   "col_feature")
+        v.nan_rank = <const uint8_t*>array_data(a["col_nan_rank"], np.uint8, "oblivious",
+                                                "col_nan_rank")
+        v.zero_rank = <const uint8_t*>array_data(a["col_zero_rank"], np.uint8, "oblivious",
+                                                 "col_zero_rank")
+        v.zero_special = <const uint8_t*>array_data(a["col_zero_special"], np.uint8,
+                                                    "oblivious", "col_zero_special")
+        v.npiv = <const int32_t*>array_data(a["col_npiv"], np.int32, "oblivious", "col_npiv")
+        v.bkt_off = <const int64_t*>array_data(off, np.int64, "oblivious",
+                                               "rank_bucket_offsets")
+        v.piv = <const double*>array_data(a["rank_pivots"], np.float64, "oblivious",
+                                          "rank_pivots")
+        v.bkt = <const double*>array_data(a["rank_buckets"], np.float64, "oblivious",
+                                          "rank_buckets")
+        v.n_trees = T
+        v.depth = <const int32_t*>array_data(depth, np.int32, "oblivious", "depth")
+        # the level arrays as the kernels read them: flat, OBL_MAX_DEPTH a tree
+        v.level_col = <const int32_t*>array_data(level_col.reshape(-1), np.int32, "oblivious",
+                                                 "level_col")
+        v.level_thr = <const uint8_t*>array_data(level_thr.reshape(-1), np.uint8, "oblivious",
+                                                 "level_thr")
+        self.view.level_value = <const double*>array_data(a["level_value"].reshape(-1),
+                                                          np.float64, "oblivious",
+                                                          "level_value")
+        self.n_cols = C
+        self.n_trees = T
+        self.n_features = n_features
+        self.scratch_words = 0
+        self.ctx = &self.view
+        self.exits = obl_exits
+
+    def group_bytes(self, int64_t n_outputs):
+        """Scratch bytes a thread needs for a group: its converted rows, ranks and sums."""
+        return (_align(8 * OBL_LANES * self.n_features) + _align(OBL_LANES * self.n_cols)
+                + _align(8 * OBL_LANES * n_outputs) + 64)
+
+    def __reduce__(self):
+        return (OblLayout, (self._keep, self.n_features))
+
+
+cdef void obl_exits(const void* ctx, const ForestView* f, const double* row, uint64_t* scratch,
+                    int32_t* leaves, double* o64, float* o32) noexcept nogil:
+    """Each tree's leaf for one converted row: its level tests on the row's values (a value
+    right of a threshold index j exactly when its rank exceeds j: greater than the
+    threshold, or a special rank above j)."""
+    cdef const OblView* w = <const OblView*>ctx
+    cdef const obl_view* v = &w.v
+    cdef int64_t t, c
+    cdef int k, d, leaf, s
+    cdef double x
+    for t in range(v.n_trees):
+        d = v.depth[t]
+        leaf = 0
+        for k in range(d):
+            c = v.level_col[t * OBL_MAX_DEPTH + k]
+            x = row[v.col_feature[c]]
+            s = obl_special(v, c, x)
+            if s >= 0:
+                leaf = (leaf << 1) | (s > v.level_thr[t * OBL_MAX_DEPTH + k])
+            else:
+                leaf = (leaf << 1) | (x > w.level_value[t * OBL_MAX_DEPTH + k])
+        emit(f, t, leaf, row, leaves, o64, o32)
+
+
+cdef struct Bufs:
+    double* rows
+    uint8_t* ranks
+    double* acc
+
+
+cdef inline Bufs _carve(uint8_t* base, int64_t F, int64_t C) noexcept nogil:
+    cdef Bufs b
+    cdef uint8_t* p = <uint8_t*>((<size_t>base + 63) // 64 * 64)
+    b.rows = <double*>p
+    p += _align(8 * OBL_LANES * F)
+    b.ranks = p
+    p += _align(OBL_LANES * C)
+    b.acc = <double*>p
+    return b
+
+
+cdef inline void _group(const ForestView* f, const obl_view* v, int isa, int n_lanes,
+                        Bufs b) noexcept nogil:
+    """The sums of a group whose rows are converted (b.rows): acc[g * OBL_LANES + l]."""
+    cdef int64_t g, l
+    for g in range(f.n_outputs):
+        for l in range(OBL_LANES):
+            b.acc[g * OBL_LANES + l] = f.base_score[g]
+    obl_ranks(isa, v, b.rows, f.n_features, n_lanes, b.ranks)
+    obl_add(isa, v, b.ranks, n_lanes, f.leaf_value, f.tree_leaf_offset, f.tree_group,
+            f.n_outputs, b.acc)
+
+
+cdef int _check(Forest forest, OblLayout lay, Py_ssize_t n_cols, int n_threads,
+                object scratch) except -1:
+    cdef const ForestView* f = &forest.view
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1, got {n_threads}")
+    if n_cols != f.n_features:
+        raise ValueError(f"input has {n_cols} features, the model expects {f.n_features}")
+    if (lay.n_features != f.n_features or lay.n_trees != f.n_trees
+            or f.family == FAMILY_XGBOOST or f.has_linear or f.tree_weight != NULL):
+        raise ValueError("the oblivious layout and the forest disagree on the model")
+    need = lay.group_bytes(f.n_outputs)
+    if scratch.shape[0] < n_threads or scratch.shape[1] < need:
+        raise ValueError(f"scratch must be at least ({n_threads}, {need}) bytes")
+    return 0
+
+
+def predict_raw(Forest forest, OblLayout lay, const floating[:, :] X, double[:, ::1] out64,
+                uint8_t[:, ::1] scratch, int n_threads, int isa):
+    """Raw scores of the rows of X into out64, groups of OBL_LANES rows shared among
+    ``n_threads`` threads. scratch: (n_threads, lay.group_bytes(n_outputs)) uint8."""
+    _check(forest, lay, X.shape[1], n_threads, scratch)
+    cdef float[:, ::1] no32 = np.empty((0, 0), np.float32)
+    check_scores(forest, X.shape[0], out64, no32)
+    cdef const ForestView* f = &forest.view
+    cdef const obl_view* v = &lay.view.v
+    cdef int64_t F = f.n_features, K = f.n_outputs, C = lay.n_cols
+    cdef Py_ssize_t n_rows = X.shape[0]
+    cdef Py_ssize_t n_groups = (n_rows + OBL_LANES - 1) // OBL_LANES
+    cdef Py_ssize_t gi, i
+    cdef int64_t l, k
+    cdef int n_lanes
+    cdef Bufs b
+    with nogil, parallel(num_threads=n_threads):
+        b = _carve(&scratch[threadid(), 0], F, C)
+        for gi in prange(n_groups, schedule="dynamic"):
+            i = gi * OBL_LANES
+            n_lanes = <int>min(<Py_ssize_t>OBL_LANES, n_rows - i)
+            for l in range(n_lanes):
+                load_row(f, X, i + l, b.rows + l * F)
+            _group(f, v, isa, n_lanes, b)
+            for l in range(n_lanes):
+                for k in range(K):
+                    out64[i + l, k] = b.acc[k * OBL_LANES + l]
+
+
+def predict_small(Forest forest, OblLayout lay, object X, bint squeeze, int isa,
+                  object scratch):
+    """Raw scores of a call of a few rows on one thread, the low-latency entry (rows and
+    scores as _kernel.small_call takes them, None for anything else): the groups of
+    predict_raw, the same sums. scratch: at least lay.group_bytes(n_outputs) bytes."""
+    cdef const ForestView* f = &forest.view
+    if (lay.n_features != f.n_features or lay.n_trees != f.n_trees
+            or f.family == FAMILY_XGBOOST or f.has_linear or f.tree_weight != NULL):
+        raise ValueError("the oblivious layout and the forest disagree on the model")
+    cdef SmallCall c
+    out = small_call(forest, X, lay.n_trees, lay.n_features, squeeze, &c)
+    if out is None:
+        return None
+    cdef const obl_view* v = &lay.view.v
+    cdef int64_t F = f.n_features, K = f.n_outputs
+    cdef Bufs b = _carve(<uint8_t*>scratch_data(scratch, lay.group_bytes(K)), F, lay.n_cols)
+    cdef Py_ssize_t g, i
+    cdef int64_t l, k
+    cdef int n_lanes
+    with nogil:
+        for g in range((c.n + OBL_LANES - 1) // OBL_LANES):
+            i = g * OBL_LANES
+            n_lanes = <int>min(<Py_ssize_t>OBL_LANES, c.n - i)
+            for l in range(n_lanes):
+                load_row_ptr(f, c.x + (i + l) * c.row_bytes, c.is32, b.rows + l * F)
+            _group(f, v, isa, n_lanes, b)
+            for l in range(n_lanes):
+                for k in range(K):
+                    c.o64[(i + l) * K + k] = b.acc[k * OBL_LANES + l]
+    return out

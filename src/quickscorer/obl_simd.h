@@ -1,0 +1,231 @@
+/* Oblivious trees from their level tests (quickscorer/algorithms/oblivious.py has the layout).
+ *
+ * A group is OBL_LANES rows. Its ranks: ranks[c * OBL_LANES + l] is row l's rank in column
+ * c, the number of the column's thresholds below the row's value (rs_simd.h's two-level
+ * search on AVX2, a binary search in portable C), or the rank of the value's side for NaN
+ * and, under LightGBM's zero-as-missing, for 0.0. Tree t's leaf for row l is then
+ * sum over its levels k of (rank of level k's column > level k's threshold index) << (d-1-k):
+ * the in-order number of the leaf (children of a level's nodes: left first). The leaf values
+ * are added to acc[g * OBL_LANES + l] (output g of tree t) in tree order, the sums every
+ * kernel makes; both paths give the same bits.
+ */
+#ifndef QUICKSCORER_OBL_SIMD_H
+#define QUICKSCORER_OBL_SIMD_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "rs_simd.h"     /* rs_rank_avx2, RS_HAVE_X86, CPU_TARGET */
+
+#define OBL_LANES 32
+#define OBL_MAX_DEPTH 8
+
+typedef struct {
+    int64_t n_cols;
+    const int32_t* col_feature;   /* [n_cols] input column */
+    const uint8_t* nan_rank;      /* [n_cols] the rank NaN takes */
+    const uint8_t* zero_rank;     /* [n_cols] the rank 0.0 takes where zero_special */
+    const uint8_t* zero_special;  /* [n_cols] 0.0 takes zero_rank (LightGBM zero-as-missing) */
+    const int32_t* npiv;          /* [n_cols] pivots the search compares: 0, 8 or 16 */
+    const int64_t* bkt_off;       /* [n_cols + 1] each column's buckets of 16 thresholds */
+    const double* piv;            /* [16 n_cols] the last threshold of each bucket */
+    const double* bkt;            /* the buckets, +inf padded */
+    int64_t n_trees;
+    const int32_t* depth;         /* [n_trees] */
+    const int32_t* level_col;     /* [n_trees][OBL_MAX_DEPTH] */
+    const uint8_t* level_thr;     /* [n_trees][OBL_MAX_DEPTH] threshold index in the column */
+} obl_view;
+
+/* #{bkt[0 .. n) < x}: the buckets are ascending (+inf never counts) */
+static inline int obl_rank_c(const double* bkt, int64_t n, double x)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = (lo + hi) >> 1;
+        if (bkt[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (int)(lo > 255 ? 255 : lo);
+}
+
+/* the special ranks of a value, or -1 where it is ranked among the thresholds */
+static inline int obl_special(const obl_view* v, int64_t c, double x)
+{
+    if (isnan(x))
+        return v->nan_rank[c];
+    if (v->zero_special[c] && x == 0.0)
+        return v->zero_rank[c];
+    return -1;
+}
+
+static void obl_ranks_c(const obl_view* v, const double* rows, int64_t F, int n_lanes,
+                        uint8_t* ranks)
+{
+    for (int64_t c = 0; c < v->n_cols; ++c) {
+        uint8_t* out = ranks + c * OBL_LANES;
+        const double* bkt = v->bkt + v->bkt_off[c];
+        const int64_t nb = v->bkt_off[c + 1] - v->bkt_off[c];
+        const int64_t f = v->col_feature[c];
+        for (int l = 0; l < n_lanes; ++l) {
+            const double x = rows[l * F + f];
+            const int s = obl_special(v, c, x);
+            out[l] = (uint8_t)(s >= 0 ? s : obl_rank_c(bkt, nb, x));
+        }
+        memset(out + n_lanes, 0, OBL_LANES - n_lanes);
+    }
+}
+
+/* tree t's leaf for lane l (portable C) */
+static inline int obl_leaf_c(const obl_view* v, int64_t t, const uint8_t* ranks, int l)
+{
+    const int d = v->depth[t];
+    const int32_t* col = v->level_col + t * OBL_MAX_DEPTH;
+    const uint8_t* thr = v->level_thr + t * OBL_MAX_DEPTH;
+    int leaf = 0;
+    for (int k = 0; k < d; ++k)
+        leaf = (leaf << 1) | (ranks[col[k] * OBL_LANES + l] > thr[k]);
+    return leaf;
+}
+
+/* leaves[l * leaf_stride + t] for trees [0, n_trees) and lanes [0, n_lanes) */
+static void obl_leaves(const obl_view* v, const uint8_t* ranks, int n_lanes, int32_t* leaves,
+                       int64_t leaf_stride)
+{
+    for (int64_t t = 0; t < v->n_trees; ++t)
+        for (int l = 0; l < n_lanes; ++l)
+            leaves[l * leaf_stride + t] = obl_leaf_c(v, t, ranks, l);
+}
+
+/* the sums in portable C, any number of outputs */
+static void obl_add_c(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                      const double* leaf_value, const int64_t* leaf_off,
+                      const int32_t* tree_group, double* acc)
+{
+    for (int64_t t = 0; t < v->n_trees; ++t) {
+        const double* lv = leaf_value + leaf_off[t];
+        double* a = acc + (int64_t)tree_group[t] * OBL_LANES;
+        for (int l = 0; l < n_lanes; ++l)
+            a[l] += lv[obl_leaf_c(v, t, ranks, l)];
+    }
+}
+
+#if RS_HAVE_X86
+/* one column's ranks of n_lanes values x[l * F] on AVX2 (npiv a constant where inlined) */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_column_avx2(const double* x, int64_t F, int n_lanes, const double* piv,
+                                   const double* bkt, int npiv, int nan_rank, int zero_rank,
+                                   int zero_special, uint8_t* out)
+{
+    for (int l = 0; l < n_lanes; ++l) {
+        const double v = x[l * F];
+        out[l] = (uint8_t)(isnan(v) ? nan_rank
+                           : zero_special && v == 0.0 ? zero_rank
+                                                      : rs_rank_avx2(piv, bkt, v, npiv));
+    }
+}
+
+CPU_TARGET("avx2")
+static void obl_ranks_avx2(const obl_view* v, const double* rows, int64_t F, int n_lanes,
+                           uint8_t* ranks)
+{
+    for (int64_t c = 0; c < v->n_cols; ++c) {
+        /* the column's constants in locals: the stores to the ranks (bytes) may alias them */
+        uint8_t* out = ranks + c * OBL_LANES;
+        const double* x = rows + v->col_feature[c];
+        const double* piv = v->piv + 16 * c;
+        const double* bkt = v->bkt + v->bkt_off[c];
+        const int nan_rank = v->nan_rank[c], zero_rank = v->zero_rank[c];
+        const int zero_special = v->zero_special[c];
+        switch (v->npiv[c]) {
+        case 16:
+            obl_column_avx2(x, F, n_lanes, piv, bkt, 16, nan_rank, zero_rank, zero_special, out);
+            break;
+        case 8:
+            obl_column_avx2(x, F, n_lanes, piv, bkt, 8, nan_rank, zero_rank, zero_special, out);
+            break;
+        default:
+            obl_column_avx2(x, F, n_lanes, piv, bkt, 0, nan_rank, zero_rank, zero_special, out);
+        }
+        memset(out + n_lanes, 0, OBL_LANES - n_lanes);
+    }
+}
+
+/* tree t's 32 leaves: a byte compare (ranks and thresholds biased to signed), an AND with
+ * the level's bit and an OR a level */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline __m256i obl_tree_avx2(const obl_view* v, int64_t t, const uint8_t* ranks)
+{
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
+    const int d = v->depth[t];
+    const int32_t* col = v->level_col + t * OBL_MAX_DEPTH;
+    const uint8_t* thr = v->level_thr + t * OBL_MAX_DEPTH;
+    __m256i leaf = _mm256_setzero_si256();
+    for (int k = 0; k < d; ++k) {
+        const __m256i r = _mm256_xor_si256(
+            _mm256_load_si256((const __m256i*)(ranks + (size_t)col[k] * OBL_LANES)), bias);
+        const __m256i right = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)(thr[k] ^ 0x80)));
+        leaf = _mm256_or_si256(leaf, _mm256_and_si256(right,
+                                                      _mm256_set1_epi8((char)(1 << (d - 1 - k)))));
+    }
+    return leaf;
+}
+
+/* one output: the 32 sums in eight registers across the trees, each four lanes' leaf values
+ * loaded one by one into a vector (in tree order: the same additions as obl_add_c) */
+CPU_TARGET("avx2")
+static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                         const double* leaf_value, const int64_t* leaf_off, double* acc)
+{
+    uint8_t idx[OBL_LANES] __attribute__((aligned(32)));
+    const int nc = (n_lanes + 3) / 4;
+    __m256d a[8];
+    for (int c = 0; c < 8; ++c)
+        a[c] = _mm256_loadu_pd(acc + 4 * c);
+    for (int64_t t = 0; t < v->n_trees; ++t) {
+        _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks));
+        const double* lv = leaf_value + leaf_off[t];
+        for (int c = 0; c < nc; ++c) {
+            const uint8_t* i4 = idx + 4 * c;
+            a[c] = _mm256_add_pd(a[c], _mm256_setr_pd(lv[i4[0]], lv[i4[1]], lv[i4[2]],
+                                                      lv[i4[3]]));
+        }
+    }
+    for (int c = 0; c < 8; ++c)
+        _mm256_storeu_pd(acc + 4 * c, a[c]);
+}
+#endif
+
+/* the group's ranks on `isa` (1: AVX2, else portable C) */
+static inline void obl_ranks(int isa, const obl_view* v, const double* rows, int64_t F,
+                             int n_lanes, uint8_t* ranks)
+{
+#if RS_HAVE_X86
+    if (isa == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
+        obl_ranks_avx2(v, rows, F, n_lanes, ranks);
+        return;
+    }
+#endif
+    (void)isa;
+    obl_ranks_c(v, rows, F, n_lanes, ranks);
+}
+
+/* the group's sums into acc (set to the base scores by the caller) */
+static inline void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
+                           const double* leaf_value, const int64_t* leaf_off,
+                           const int32_t* tree_group, int64_t n_outputs, double* acc)
+{
+#if RS_HAVE_X86
+    if (isa == 1 && n_outputs == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
+        obl_add_avx2(v, ranks, n_lanes, leaf_value, leaf_off, acc);
+        return;
+    }
+#endif
+    (void)isa;
+    (void)n_outputs;
+    obl_add_c(v, ranks, n_lanes, leaf_value, leaf_off, tree_group, acc);
+}
+
+#endif

@@ -1,0 +1,164 @@
+"""The ``oblivious`` kernel: oblivious trees scored from their level tests, against the
+reference traversal, bit for bit, on every path (AVX2 and portable C, groups of any size,
+threads, the low-latency entry); and the models it refuses, saying why."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import quickscorer
+from quickscorer.algorithms import autoselect
+from quickscorer.algorithms.cpu import available_isas
+from quickscorer.algorithms.oblivious import Oblivious, oblivious_arrays, unsupported
+from quickscorer.ir import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, build_tree
+
+from conftest import special_rows
+
+THRESHOLDS = np.array([-2.0, -0.5, 0.0, 1e-36, 0.5, 0.5000000000000001, 2.0, 3.0, 7.5, np.inf,
+                       -np.inf, 100.0])
+
+
+def oblivious_tree(rng, depth: int, n_features: int, family: str, *, thresholds=THRESHOLDS,
+                   missing=None, default_left=None):
+    """A complete tree of ``depth`` levels numbered level by level, one test a level."""
+    n = (1 << (depth + 1)) - 1
+    inner = (1 << depth) - 1
+    left = [2 * i + 1 if i < inner else -1 for i in range(n)]
+    right = [2 * i + 2 if i < inner else -1 for i in range(n)]
+    level = np.floor(np.log2(np.arange(n) + 1)).astype(int)
+    feat = rng.integers(n_features, size=depth + 1)
+    thr = rng.choice(thresholds, size=depth + 1)
+    dl = (rng.random(depth + 1) < 0.5 if default_left is None
+          else np.full(depth + 1, default_left))
+    if missing is None:
+        missing = (rng.integers(3, size=depth + 1) if family == "lightgbm"
+                   else rng.choice([MISSING_NAN, MISSING_NONE], size=depth + 1))
+    else:
+        missing = np.full(depth + 1, missing)
+    return build_tree(left=left, right=right, root=0, feature=feat[level],
+                      threshold=thr[level], default_left=dl[level], missing_type=missing[level],
+                      is_categorical=[False] * n, categories=None,
+                      value=np.round(rng.normal(size=n), 3), n_features=n_features)
+
+
+def oblivious_ensemble(rng, family: str, n_trees=40, n_features=6, max_depth=8, n_outputs=1,
+                       **kw) -> Ensemble:
+    trees = tuple(oblivious_tree(rng, int(rng.integers(0, max_depth + 1)), n_features, family,
+                                 **kw) for _ in range(n_trees))
+    return Ensemble(trees=trees, tree_group=np.arange(n_trees) % n_outputs,
+                    n_outputs=n_outputs, n_features=n_features, family=family,
+                    base_score=np.round(rng.normal(size=n_outputs), 2))
+
+
+def rows(rng, n: int, n_features: int) -> np.ndarray:
+    """Special values, the thresholds themselves and their neighbours, and random reals."""
+    X = special_rows(rng, n, n_features)
+    k = n // 3
+    near = rng.choice(THRESHOLDS, size=(k, n_features))
+    step = rng.integers(-1, 2, size=(k, n_features))
+    X[n - k:] = np.where(step < 0, np.nextafter(near, -np.inf),
+                         np.where(step > 0, np.nextafter(near, np.inf), near))
+    return X
+
+
+@pytest.mark.parametrize("family", ["plain", "lightgbm"])
+@pytest.mark.parametrize("isa", available_isas()[:2])
+@pytest.mark.parametrize("seed", range(4))
+def test_scores_and_leaves_equal_the_reference_traversal(family, isa, seed):
+    rng = np.random.default_rng(seed)
+    ens = oblivious_ensemble(rng, family, n_outputs=1 + seed % 2)
+    model = quickscorer.Model(ens)
+    alg = Oblivious(ens, model._forest, isa=isa)
+    model._prepared["oblivious"] = alg
+    X = rows(rng, 300, ens.n_features)
+    want = model.predict_raw(X, algorithm="traversal")
+    with np.errstate(over="ignore"):          # the largest double, next to +inf: inf
+        X32 = X.astype(np.float32)
+    for n in (1, 3, 31, 32, 33, 300):
+        for threads in (1, 2):
+            got = model.predict_raw(X[:n], algorithm="oblivious", n_threads=threads)
+            assert np.array_equal(got, want[:n]), (n, threads)
+        got32 = model.predict_raw(X32[:n], algorithm="oblivious")
+        assert np.array_equal(got32, model.predict_raw(X32[:n], algorithm="traversal"))
+    # the low-latency entry, rows one at a time and a few together
+    for n in (1, 2, 5):
+        assert np.array_equal(alg.predict_small(np.ascontiguousarray(X[:n]), False), want[:n])
+    assert np.array_equal(model.predict_leaf(X, algorithm="oblivious"),
+                          model.predict_leaf(X, algorithm="traversal"))
+
+
+def test_lightgbm_zero_as_missing_and_none_read_nan_and_zero_their_way():
+    """A column's NaN and 0.0 take the side, or the rank of 0.0, that the node rule gives."""
+    rng = np.random.default_rng(7)
+    X = np.array([[np.nan], [0.0], [-0.0], [1e-36], [-1e-36], [0.25], [-0.25], [np.inf]])
+    for missing in (MISSING_NONE, MISSING_ZERO, MISSING_NAN):
+        ens = oblivious_ensemble(rng, "lightgbm", n_trees=30, n_features=1, max_depth=3,
+                                 thresholds=np.array([-0.5, 0.0, 1e-36, 0.5]), missing=missing)
+        model = quickscorer.Model(ens)
+        assert np.array_equal(model.predict_raw(X, algorithm="oblivious"),
+                              model.predict_raw(X, algorithm="traversal")), missing
+
+
+def test_a_catboost_model_is_scored_by_oblivious_from_three_rows():
+    catboost = pytest.importorskip("catboost")
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 5))
+    y = X[:, 0] * 2 + X[:, 1]
+    X[rng.random(X.shape) < 0.1] = np.nan
+    est = catboost.CatBoostRegressor(iterations=30, depth=5, verbose=0,
+                                     allow_writing_files=False, random_seed=0,
+                                     nan_mode="Max", thread_count=1)
+    est.fit(X, y)
+    model = quickscorer.load(est)
+    assert "oblivious" in model.supported_algorithms()
+    assert model._small_kernels[3] == "oblivious" and model._small_kernels[2] != "oblivious"
+    assert autoselect.choose(model.supported_algorithms(), 5000, 2) == "oblivious"
+    assert "oblivious for 3 or more rows" in model.info()["default_algorithm"]
+    want = est.predict(X)
+    assert np.array_equal(model.predict(X, algorithm="oblivious"), want)
+    assert np.array_equal(model.predict(X), want)
+
+
+@pytest.mark.parametrize("family, edit, why", [
+    ("xgboost", None, "sums in float32"),
+    ("plain", "uneven", "not complete"),
+    ("plain", "mixed", "one test a level"),
+    ("plain", "deep", "9 levels deep"),
+    ("plain", "categorical", "categorical splits"),
+    ("plain", "many", "more than 255 thresholds"),
+])
+def test_models_that_are_not_oblivious_are_refused_saying_why(family, edit, why):
+    rng = np.random.default_rng(1)
+    if edit == "uneven":
+        trees = (build_tree(left=[1, 3, -1, -1, -1], right=[2, 4, -1, -1, -1], root=0,
+                            feature=[0, 1, 0, 0, 0], threshold=[0.5] * 5,
+                            default_left=[True] * 5, missing_type=[MISSING_NAN] * 5,
+                            is_categorical=[False] * 5, categories=None,
+                            value=[0.0, 0.0, 1.0, 2.0, 3.0], n_features=3),)
+    elif edit == "mixed":
+        trees = (build_tree(left=[1, 3, 5, -1, -1, -1, -1], right=[2, 4, 6, -1, -1, -1, -1],
+                            root=0, feature=[0, 1, 2, 0, 0, 0, 0], threshold=[0.5] * 7,
+                            default_left=[True] * 7, missing_type=[MISSING_NAN] * 7,
+                            is_categorical=[False] * 7, categories=None,
+                            value=np.arange(7.0), n_features=3),)
+    elif edit == "deep":
+        trees = (oblivious_tree(rng, 9, 3, family),)
+    elif edit == "categorical":
+        trees = (build_tree(left=[1, -1, -1], right=[2, -1, -1], root=0, feature=[0, 0, 0],
+                            threshold=[0.0] * 3, default_left=[True] * 3,
+                            missing_type=[MISSING_NAN] * 3, is_categorical=[True, False, False],
+                            categories={0: np.array([1, 4])}, value=[0.0, 1.0, 2.0],
+                            n_features=3),)
+    elif edit == "many":
+        trees = tuple(oblivious_tree(rng, 1, 1, family, thresholds=np.array([float(t)]),
+                                     missing=MISSING_NAN, default_left=True)
+                      for t in range(300))
+    else:
+        trees = (oblivious_tree(rng, 3, 3, family),)
+    ens = Ensemble(trees=trees, tree_group=np.zeros(len(trees), np.int64), n_outputs=1,
+                   n_features=3 if edit != "many" else 1, family=family,
+                   base_score=np.zeros(1))
+    assert why in unsupported(ens)
+    with pytest.raises(ValueError, match=why):
+        oblivious_arrays(ens)
+    assert "oblivious" not in quickscorer.Model(ens).supported_algorithms()
