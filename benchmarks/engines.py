@@ -362,6 +362,10 @@ class ONNXRuntimeOf(ONNXRuntime):
                 est, initial_types=[("input", FloatTensorType([None, est.n_features_in_]))],
                 target_opset={"": 15, "ai.onnx.ml": 3})
             data = onx.SerializeToString()
+        elif self.model_path.with_suffix(".onnx").exists():
+            # the export of an earlier run, kept beside the model: a machine without CatBoost
+            # times ONNX Runtime on it
+            data = self.model_path.with_suffix(".onnx").read_bytes()
         else:
             cb = _need("catboost", "catboost")
             import tempfile
@@ -375,6 +379,7 @@ class ONNXRuntimeOf(ONNXRuntime):
                     raise Unsupported(f"CatBoost cannot export this model to ONNX: "
                                       f"{str(exc).split(': ')[-1]}") from None
                 data = out.read_bytes()
+            self.model_path.with_suffix(".onnx").write_bytes(data)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self.n_threads
         opts.inter_op_num_threads = 1
