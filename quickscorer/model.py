@@ -170,7 +170,12 @@ class Model:
         d["default_algorithm"] = (f"{DEFAULT_ALGORITHM}: " + autoselect.describe(
             self._supported, self._one_row, self._few_rows, self._rs_from))
         d["one_row_algorithm"] = self._one_row[0]
-        d["few_rows_algorithm"] = self._few_rows
+        # a model of oblivious trees runs ``oblivious`` from before any few-rows kernel
+        d["few_rows_algorithm"] = ("oblivious" if "oblivious" in self._supported
+                                   else self._few_rows)
+        obl = self._prepared.get("oblivious")
+        if obl is not None:
+            d["oblivious_instruction_set"] = obl.isa_name
         rs = self._prepared.get("rapidscorer")
         if rs is not None:
             d["rapidscorer_instruction_set"] = rs.isa_name

@@ -114,9 +114,11 @@ def test_a_catboost_model_is_scored_by_oblivious_from_three_rows():
     assert model._small_kernels[3] == "oblivious" and model._small_kernels[2] != "oblivious"
     assert autoselect.choose(model.supported_algorithms(), 5000, 2) == "oblivious"
     assert "oblivious for 3 or more rows" in model.info()["default_algorithm"]
+    assert model.info()["few_rows_algorithm"] == "oblivious"
     want = est.predict(X)
     assert np.array_equal(model.predict(X, algorithm="oblivious"), want)
     assert np.array_equal(model.predict(X), want)
+    assert model.info()["oblivious_instruction_set"] in available_isas()
 
 
 @pytest.mark.parametrize("family, edit, why", [

@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import _oblivious
 from .._forest import Forest
-from ..ir.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
+from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble
 from .base import Algorithm
 from .cpu import isa_code, isa_name
 from .rs_ranks import MAX_THRESHOLDS, rank_search_table
@@ -34,9 +34,9 @@ MAX_DEPTH = 8
 
 
 def _levels(ens: Ensemble):
-    """(depth per tree, each node's level, each node's level-0 node) where every tree is
-    complete and numbered level by level (children of local node i at 2i + 1 and 2i + 2),
-    else a reason."""
+    """(depth per tree, the first node of each node's level) where every tree is complete
+    and numbered level by level (children of local node i at 2i + 1 and 2i + 2), else a
+    reason."""
     a = ens.trees.arrays
     off = np.asarray(ens.trees.node_offset, np.int64)
     n = np.diff(off)
@@ -56,8 +56,8 @@ def _levels(ens: Ensemble):
     if (np.any(inner & ((left != 2 * local + 1) | (right != 2 * local + 2)))
             or np.any(~inner & ((left >= 0) | (right >= 0)))):
         return "a tree's nodes are not numbered level by level"
-    first = off[:-1][tree] + (1 << level) - 1          # the first node of each node's level
-    return depth, level, first
+    first = off[:-1][tree] + (1 << level) - 1
+    return depth, first
 
 
 def unsupported(ens: Ensemble) -> str | None:
@@ -79,7 +79,7 @@ def _checked(ens: Ensemble):
     got = _levels(ens)
     if isinstance(got, str):
         return got
-    depth, level, first = got
+    depth, first = got
     for name in ("feature", "threshold", "default_left", "missing_type"):
         if np.any(a[name] != a[name][first]):
             return "not every tree is oblivious (one test a level)"
@@ -89,7 +89,7 @@ def _checked(ens: Ensemble):
     if np.bincount(np.unique(pairs[0], return_inverse=True)[1]).max(initial=0) > MAX_THRESHOLDS:
         return (f"a feature has more than {MAX_THRESHOLDS} thresholds under one "
                 "missing-value rule (a rank is a byte)")
-    return depth, level, first
+    return depth, first
 
 
 def _column_keys(a: dict, nodes: np.ndarray) -> np.ndarray:
@@ -104,7 +104,7 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     got = _checked(ens)
     if isinstance(got, str):
         raise ValueError(got)
-    depth, level, first = got
+    depth = got[0]
     a = ens.trees.arrays
     T = ens.n_trees
     roots = np.asarray(ens.trees.node_offset[:-1], np.int64)
@@ -142,7 +142,6 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     level_col[has] = col_of
     level_thr[has] = thr_index
     level_value[has] = a["threshold"][lv]
-    assert np.all((missing == MISSING_NONE) | (missing == MISSING_NAN) | (missing == MISSING_ZERO))
     return {
         "depth": depth.astype(np.int32),
         "level_col": level_col,
