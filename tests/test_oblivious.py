@@ -164,3 +164,28 @@ def test_models_that_are_not_oblivious_are_refused_saying_why(family, edit, why)
     with pytest.raises(ValueError, match=why):
         oblivious_arrays(ens)
     assert "oblivious" not in quickscorer.Model(ens).supported_algorithms()
+
+
+@pytest.mark.parametrize("isa", available_isas()[:2])
+def test_float32_boundaries_are_ranked_in_float32_exactly(isa):
+    """Thresholds that are float32 boundaries (scikit-learn's and CatBoost's) are ranked in
+    float32 on the AVX2 path: every value beside a boundary, at it, at its float32 value,
+    and beyond the float32 range (an infinity in float32) goes where the float64 test sends
+    it."""
+    from quickscorer.ir.float32 import float32_boundary
+    rng = np.random.default_rng(21)
+    T = np.concatenate([rng.normal(size=20).astype(np.float32),
+                        np.float32([0.0, -0.0, 1e-30, 3.4e38, -3.4e38, np.inf])])
+    bounds = float32_boundary(T.astype(np.float64))
+    ens = oblivious_ensemble(rng, "plain", n_trees=60, n_features=3, max_depth=6,
+                             thresholds=bounds)
+    model = quickscorer.Model(ens)
+    alg = Oblivious(ens, model._forest, isa=isa)
+    assert alg._arrays["rank_pivots_f32"].shape[0] > 0        # the float32 tables are built
+    model._prepared["oblivious"] = alg
+    near = np.concatenate([bounds, np.nextafter(bounds, np.inf), np.nextafter(bounds, -np.inf),
+                           T.astype(np.float64), np.nextafter(T, np.float32(np.inf)),
+                           [3.5e38, -3.5e38, 1e300, np.inf, -np.inf, np.nan, 0.0]])
+    X = rng.choice(near, size=(400, 3))
+    assert np.array_equal(model.predict_raw(X, algorithm="oblivious"),
+                          model.predict_raw(X, algorithm="traversal"))

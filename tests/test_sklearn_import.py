@@ -9,7 +9,7 @@ import pytest
 
 import quickscorer
 from quickscorer.errors import ModelFormatError
-from quickscorer.importers.sklearn import float32_boundary
+from quickscorer.ir.float32 import float32_boundary
 from quickscorer.ir import MISSING_NAN, MISSING_ZERO, Ensemble, build_tree, reference
 
 sklearn = pytest.importorskip("sklearn", reason="the test extra installs scikit-learn")

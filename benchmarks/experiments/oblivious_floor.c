@@ -10,8 +10,11 @@
  * double X[n_rows][n_features]; int32 col_feature[n_cols]; uint8 nan_rank[n_cols],
  * zero_rank[n_cols], zero_special[n_cols]; int32 npiv[n_cols]; int64 bkt_off[n_cols + 1];
  * double piv[16 n_cols], bkt[n_buckets]; int32 depth[n_trees], level_col[8 n_trees];
- * uint8 level_thr[8 n_trees]; int64 leaf_off[n_trees]; double leaf_value[n_leaves], base.
- * Prints ns a row of each phase (best of `rounds`; AVX2), writes the scores (one double a row).
+ * uint8 level_thr[8 n_trees]; int64 leaf_off[n_trees]; double leaf_value[n_leaves], base;
+ * int64 has_f32; where it is 1, float piv32[16 n_cols], bkt32[n_buckets] (ranks in float32).
+ * Prints ns a row of each phase (best of `rounds`, phases interleaved; AVX2), and the whole
+ * group once more ranking with the float64 search where the layout has float32 tables;
+ * writes the scores (one double a row).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +72,9 @@ int main(int argc, char** argv)
     const int64_t* leaf_off = take(f, 8 * T);
     const double* leaf_value = take(f, 8 * L);
     const double base = *(const double*)take(f, 8);
+    const int64_t has_f32 = *(const int64_t*)take(f, 8);
+    v.piv32 = has_f32 ? take(f, 4 * 16 * C) : NULL;
+    v.bkt32 = has_f32 ? take(f, 4 * B) : NULL;
     fclose(f);
     if (!cpu_isa_available(CPU_ISA_AVX2)) {
         fprintf(stderr, "no AVX2\n");
@@ -79,9 +85,14 @@ int main(int argc, char** argv)
     double* scores = malloc(sizeof(double) * (n + OBL_LANES));
     double acc[OBL_LANES];
     __m256i sink = _mm256_setzero_si256();
-    double best[3] = {1e30, 1e30, 1e30};
+    double best[4] = {1e30, 1e30, 1e30, 1e30};
+    const float* piv32 = v.piv32;
+    const float* bkt32 = v.bkt32;
     for (int r = 0; r < rounds; ++r) {
-        for (int phase = 0; phase < 3; ++phase) {
+        for (int phase = 0; phase < 4; ++phase) {
+            /* phase 3: the whole group again with the float64 search (float32 tables off) */
+            v.piv32 = phase == 3 ? NULL : piv32;
+            v.bkt32 = phase == 3 ? NULL : bkt32;
             const double t0 = now();
             for (int64_t r0 = 0; r0 < n; r0 += OBL_LANES) {
                 const int nl = n - r0 < OBL_LANES ? (int)(n - r0) : OBL_LANES;
@@ -90,7 +101,7 @@ int main(int argc, char** argv)
                 if (phase == 1)
                     for (int64_t t = 0; t < T; ++t)
                         sink = _mm256_xor_si256(sink, obl_tree_avx2(&v, t, ranks));
-                if (phase == 2) {
+                if (phase >= 2) {
                     for (int l = 0; l < OBL_LANES; ++l)
                         acc[l] = base;
                     obl_add(1, &v, ranks, nl, leaf_value, leaf_off, NULL, 1, acc);
@@ -105,8 +116,9 @@ int main(int argc, char** argv)
     }
     uint8_t s[32];
     _mm256_storeu_si256((__m256i*)s, sink);
-    printf("ns a row: ranks %.1f  ranks+leaf indexes %.1f  whole %.1f  (sink %d)\n", best[0],
-           best[1], best[2], s[0]);
+    printf("ns a row: ranks %.1f  ranks+leaf indexes %.1f  whole %.1f  whole with the "
+           "float64 search %.1f  (float32 tables: %s; sink %d)\n", best[0], best[1], best[2],
+           best[3], has_f32 ? "yes" : "no", s[0]);
     FILE* o = fopen(argv[2], "wb");
     fwrite(scores, sizeof(double), n, o);
     fclose(o);

@@ -46,7 +46,9 @@ def write_arrays(path: Path, model, X: np.ndarray) -> tuple[int, int]:
                     a["rank_bucket_offsets"], a["rank_pivots"], a["rank_buckets"], a["depth"],
                     a["level_col"], a["level_thr"],
                     np.asarray(forest["tree_leaf_offset"][:-1], np.int64), leaf_value,
-                    np.asarray(ens.base_score, np.float64)[:1]):
+                    np.asarray(ens.base_score, np.float64)[:1],
+                    np.array([a["rank_pivots_f32"].shape[0] > 0], np.int64),
+                    a["rank_pivots_f32"], a["rank_buckets_f32"]):
             fh.write(np.ascontiguousarray(arr).tobytes())
     return C, int(a["depth"].max())
 

@@ -25,6 +25,7 @@ import numpy as np
 from .. import _oblivious
 from .._forest import Forest
 from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble
+from ..ir.float32 import float32_below, float32_boundary
 from .base import Algorithm
 from .cpu import isa_code, isa_name
 from .rs_ranks import MAX_THRESHOLDS, rank_search_table
@@ -142,6 +143,14 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     level_col[has] = col_of
     level_thr[has] = thr_index
     level_value[has] = a["threshold"][lv]
+    # where every threshold is the float32 boundary of a float32 value T (scikit-learn's and
+    # CatBoost's are: x <= t exactly when float32(x) <= T), t < x exactly when T < float32(x),
+    # so a value is ranked in float32 among the T: twice the thresholds a compare
+    below = float32_below(values)
+    f32 = not zero_special.any() and np.array_equal(float32_boundary(below), values)
+    none32 = np.zeros(0, np.float32)
+    if f32:
+        piv32, bkt32, _ = rank_search_table(offsets, below.astype(np.float64))
     return {
         "depth": depth.astype(np.int32),
         "level_col": level_col,
@@ -155,6 +164,8 @@ def oblivious_arrays(ens: Ensemble) -> dict:
         "rank_pivots": pivots,
         "rank_buckets": buckets,
         "rank_bucket_offsets": bucket_offsets,
+        "rank_pivots_f32": piv32.astype(np.float32) if f32 else none32,
+        "rank_buckets_f32": bkt32.astype(np.float32) if f32 else none32,
     }
 
 

@@ -5,7 +5,7 @@ The scoring rules (docs/semantics.md, "CatBoost"):
 * a row is read as float32; a split on float feature ``f`` is **true** (CatBoost's right, a set
   bit of an oblivious tree's leaf index) where ``float32(x) > border``, ``border`` a float32.
   The neutral node goes left where it is false, ``x <= t'`` with ``t'`` the float64 rounding
-  boundary of ``border`` (:func:`~quickscorer.importers.sklearn.float32_boundary`), so float64
+  boundary of ``border`` (:func:`~quickscorer.ir.float32.float32_boundary`), so float64
   rows go the way their float32 rounding goes;
 * NaN is true where the feature's ``nan_value_treatment`` is ``AsTrue`` (the ``Max`` mode) and
   false otherwise (``Min``; ``AsIs``, where every comparison with NaN is false);
@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import ModelFormatError
 from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree, constant_tree
-from .sklearn import float32_boundary
+from ..ir.float32 import float32_boundary
 
 #: deepest tree read (CatBoost's own limit is 16)
 MAX_DEPTH = 30

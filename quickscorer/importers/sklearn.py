@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ModelFormatError
 from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree
+from ..ir.float32 import float32_boundary
 
 _FOREST = {"RandomForestRegressor", "RandomForestClassifier", "ExtraTreesRegressor",
            "ExtraTreesClassifier"}
@@ -43,32 +44,9 @@ SUPPORTED = tuple(sorted(_FOREST | _SINGLE | _BOOSTING | _HIST))
 _LINKS = {"IdentityLink": "identity", "LogLink": "exp", "LogitLink": "sigmoid",
           "MultinomialLogit": "softmax"}
 
-#: the float32 value above FLT_MAX that rounding goes to (2 ** 128, infinity's place)
-_BEYOND_MAX = 2.0 ** 128
-
-
 def is_sklearn_estimator(obj) -> bool:
     """Whether ``obj`` is a scikit-learn estimator (by its class's module)."""
     return type(obj).__module__.startswith("sklearn.")
-
-
-def float32_boundary(threshold: np.ndarray) -> np.ndarray:
-    """Float64 thresholds ``t'`` with ``x <= t'`` exactly when ``float32(x) <= threshold``,
-    for every float64 ``x`` (round to nearest, ties to even): ``T``, the largest float32 at or
-    below the threshold, goes left with every ``x`` that rounds to it or below, that is up to
-    the midpoint between ``T`` and the next float32, the midpoint itself included where ``T``
-    is even (a tie rounds to it) and excluded where it is odd."""
-    t = np.asarray(threshold, dtype=np.float64)
-    with np.errstate(over="ignore"):
-        low = t.astype(np.float32)
-        low = np.where(low.astype(np.float64) > t, np.nextafter(low, np.float32(-np.inf)), low)
-        up = np.nextafter(low, np.float32(np.inf)).astype(np.float64)
-    up = np.where(np.isinf(up) & (up > 0), _BEYOND_MAX, up)
-    low64 = low.astype(np.float64)
-    low64 = np.where(np.isinf(low64) & (low64 < 0), -_BEYOND_MAX, low64)
-    mid = (low64 + up) / 2.0              # two neighbouring float32 values: exact (+inf: +inf)
-    odd = (low.view(np.uint32) & 1).astype(bool)
-    return np.where(odd, np.nextafter(mid, -np.inf), mid)
 
 
 def _tree(est, where: str, leaf_values: np.ndarray, n_features: int):

@@ -35,6 +35,8 @@ cdef extern from "quickscorer/obl_simd.h":
         const int64_t* bkt_off
         const double* piv
         const double* bkt
+        const float* piv32
+        const float* bkt32
         int64_t n_trees
         const int32_t* depth
         const int32_t* level_col
@@ -101,6 +103,18 @@ cdef class OblLayout(Layout):
                                           "rank_pivots")
         v.bkt = <const double*>array_data(a["rank_buckets"], np.float64, "oblivious",
                                           "rank_buckets")
+        # float32 copies of the rank tables where the layout has them (every threshold a
+        # float32 boundary): the AVX2 path then ranks in float32
+        v.piv32 = v.bkt32 = NULL
+        if a["rank_pivots_f32"].shape[0]:
+            if (a["rank_pivots_f32"].shape != a["rank_pivots"].shape
+                    or a["rank_buckets_f32"].shape != a["rank_buckets"].shape
+                    or a["col_zero_special"].any()):
+                raise ValueError("oblivious layout: the float32 rank tables do not match")
+            v.piv32 = <const float*>array_data(a["rank_pivots_f32"], np.float32, "oblivious",
+                                               "rank_pivots_f32")
+            v.bkt32 = <const float*>array_data(a["rank_buckets_f32"], np.float32, "oblivious",
+                                               "rank_buckets_f32")
         v.n_trees = T
         v.depth = <const int32_t*>array_data(depth, np.int32, "oblivious", "depth")
         # the level arrays as the kernels read them: flat, OBL_MAX_DEPTH a tree

@@ -31,6 +31,8 @@ typedef struct {
     const int64_t* bkt_off;       /* [n_cols + 1] each column's buckets of 16 thresholds */
     const double* piv;            /* [16 n_cols] the last threshold of each bucket */
     const double* bkt;            /* the buckets, +inf padded */
+    const float* piv32;           /* the same in float32 where every column's thresholds are */
+    const float* bkt32;           /*   float32 boundaries (oblivious.py), else NULL */
     int64_t n_trees;
     const int32_t* depth;         /* [n_trees] */
     const int32_t* level_col;     /* [n_trees][OBL_MAX_DEPTH] */
@@ -127,10 +129,53 @@ static inline void obl_column_avx2(const double* x, int64_t F, int n_lanes, cons
     }
 }
 
+/* the same for a column of float32 boundaries (no zero_special): the value rounded to
+ * float32 (an IEEE conversion: beyond the float32 range, an infinity) ranked among the
+ * float32 values, which half as many compares test */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_column_f32_avx2(const double* x, int64_t F, int n_lanes,
+                                       const float* piv, const float* bkt, int npiv,
+                                       int nan_rank, uint8_t* out)
+{
+    for (int l = 0; l < n_lanes; ++l) {
+        const double v = x[l * F];
+        const float f = _mm_cvtss_f32(_mm_cvtsd_ss(_mm_setzero_ps(), _mm_set_sd(v)));
+        out[l] = (uint8_t)(isnan(v) ? nan_rank : rs_rank_f32_avx2(piv, bkt, f, npiv));
+    }
+}
+
+CPU_TARGET("avx2")
+static void obl_ranks_f32_avx2(const obl_view* v, const double* rows, int64_t F, int n_lanes,
+                               uint8_t* ranks)
+{
+    for (int64_t c = 0; c < v->n_cols; ++c) {
+        uint8_t* out = ranks + c * OBL_LANES;
+        const double* x = rows + v->col_feature[c];
+        const float* piv = v->piv32 + 16 * c;
+        const float* bkt = v->bkt32 + v->bkt_off[c];
+        const int nan_rank = v->nan_rank[c];
+        switch (v->npiv[c]) {
+        case 16:
+            obl_column_f32_avx2(x, F, n_lanes, piv, bkt, 16, nan_rank, out);
+            break;
+        case 8:
+            obl_column_f32_avx2(x, F, n_lanes, piv, bkt, 8, nan_rank, out);
+            break;
+        default:
+            obl_column_f32_avx2(x, F, n_lanes, piv, bkt, 0, nan_rank, out);
+        }
+        memset(out + n_lanes, 0, OBL_LANES - n_lanes);
+    }
+}
+
 CPU_TARGET("avx2")
 static void obl_ranks_avx2(const obl_view* v, const double* rows, int64_t F, int n_lanes,
                            uint8_t* ranks)
 {
+    if (v->piv32 != NULL) {
+        obl_ranks_f32_avx2(v, rows, F, n_lanes, ranks);
+        return;
+    }
     for (int64_t c = 0; c < v->n_cols; ++c) {
         /* the column's constants in locals: the stores to the ranks (bytes) may alias them */
         uint8_t* out = ranks + c * OBL_LANES;
