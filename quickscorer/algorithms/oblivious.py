@@ -68,8 +68,6 @@ def unsupported(ens: Ensemble) -> str | None:
 
 
 def _checked(ens: Ensemble):
-    if ens.family not in ("plain", "lightgbm"):
-        return f"the {ens.family} family sums in float32 (oblivious sums in float64)"
     if ens.has_linear:
         return "the model has linear leaves"
     a = ens.trees.arrays
@@ -135,7 +133,9 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     zero_rank = np.array([np.searchsorted(values[offsets[c]:offsets[c + 1]], 0.0)
                           for c in range(cols.shape[0])], np.int64)
     side = np.where(default_left, 0, 255)
-    nan_rank = np.where(missing == MISSING_NONE, zero_rank, side)
+    # XGBoost sends NaN to the default side whatever the node's missing type
+    nan_rank = (side if ens.family == "xgboost"
+                else np.where(missing == MISSING_NONE, zero_rank, side))
     zero_special = (missing == MISSING_ZERO) & (ens.family == "lightgbm")
     level_col = np.zeros((T, MAX_DEPTH), np.int32)
     level_thr = np.zeros((T, MAX_DEPTH), np.uint8)
@@ -145,9 +145,11 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     level_value[has] = a["threshold"][lv]
     # where every threshold is the float32 boundary of a float32 value T (scikit-learn's and
     # CatBoost's are: x <= t exactly when float32(x) <= T), t < x exactly when T < float32(x),
-    # so a value is ranked in float32 among the T: twice the thresholds a compare
+    # so a value is ranked in float32 among the T: twice the thresholds a compare. XGBoost's
+    # rows are float32 values already: t < x exactly when T < x, T the float32 below t
     below = float32_below(values)
-    f32 = not zero_special.any() and np.array_equal(float32_boundary(below), values)
+    f32 = not zero_special.any() and (
+        ens.family == "xgboost" or np.array_equal(float32_boundary(below), values))
     none32 = np.zeros(0, np.float32)
     if f32:
         piv32, bkt32, _ = rank_search_table(offsets, below.astype(np.float64))
@@ -174,7 +176,8 @@ class Oblivious(Algorithm):
     indexes from byte compares, then the leaf values in tree order (AVX2 or portable C,
     chosen at run time; ``isa=`` or ``$QUICKSCORER_ISA`` forces one). Scores models whose
     every tree is complete, at most 8 levels deep, with one numerical test a level (the same
-    feature, threshold and missing-value rule across the level), summed in float64."""
+    feature, threshold and missing-value rule across the level), in the source's precision
+    (float32 for XGBoost forests, times DART's tree weights)."""
 
     name = "oblivious"
     test_vector = "a leaf index from each level's test, 32 documents a byte compare"
@@ -196,8 +199,8 @@ class Oblivious(Algorithm):
         return isa_name(self.isa)
 
     def predict_raw(self, X, out64, out32, n_threads):
-        _RAW[X.dtype](self.forest, self.layout, X, out64, self._group_scratch(n_threads),
-                      n_threads, self.isa)
+        _RAW[X.dtype](self.forest, self.layout, X, out64, out32,
+                      self._group_scratch(n_threads), n_threads, self.isa)
 
     def _group_scratch(self, n_threads: int) -> np.ndarray:
         return self.scratch("group", n_threads,

@@ -46,6 +46,10 @@ cdef extern from "quickscorer/obl_simd.h":
     void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
                  const double* leaf_value, const int64_t* leaf_off,
                  const int32_t* tree_group, int64_t n_outputs, double* acc) noexcept nogil
+    void obl_add_f32(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
+                     const float* leaf_value, const int64_t* leaf_off,
+                     const int32_t* tree_group, const float* tree_weight, int64_t n_outputs,
+                     float* acc) noexcept nogil
     int obl_special(const obl_view* v, int64_t c, double x) noexcept nogil
 
 
@@ -184,12 +188,21 @@ cdef inline Bufs _carve(uint8_t* base, int64_t F, int64_t C) noexcept nogil:
 
 cdef inline void _group(const ForestView* f, const obl_view* v, int isa, int n_lanes,
                         Bufs b) noexcept nogil:
-    """The sums of a group whose rows are converted (b.rows): acc[g * OBL_LANES + l]."""
+    """The sums of a group whose rows are converted (b.rows): acc[g * OBL_LANES + l], in
+    float32 (acc read as floats) for XGBoost forests."""
     cdef int64_t g, l
+    cdef float* acc32 = <float*>b.acc
+    obl_ranks(isa, v, b.rows, f.n_features, n_lanes, b.ranks)
+    if f.family == FAMILY_XGBOOST:
+        for g in range(f.n_outputs):
+            for l in range(OBL_LANES):
+                acc32[g * OBL_LANES + l] = <float>f.base_score[g]
+        obl_add_f32(isa, v, b.ranks, n_lanes, f.leaf_value_f32, f.tree_leaf_offset,
+                    f.tree_group, f.tree_weight, f.n_outputs, acc32)
+        return
     for g in range(f.n_outputs):
         for l in range(OBL_LANES):
             b.acc[g * OBL_LANES + l] = f.base_score[g]
-    obl_ranks(isa, v, b.rows, f.n_features, n_lanes, b.ranks)
     obl_add(isa, v, b.ranks, n_lanes, f.leaf_value, f.tree_leaf_offset, f.tree_group,
             f.n_outputs, b.acc)
 
@@ -201,8 +214,7 @@ cdef int _check(Forest forest, OblLayout lay, Py_ssize_t n_cols, int n_threads,
         raise ValueError(f"n_threads must be >= 1, got {n_threads}")
     if n_cols != f.n_features:
         raise ValueError(f"input has {n_cols} features, the model expects {f.n_features}")
-    if (lay.n_features != f.n_features or lay.n_trees != f.n_trees
-            or f.family == FAMILY_XGBOOST or f.has_linear or f.tree_weight != NULL):
+    if lay.n_features != f.n_features or lay.n_trees != f.n_trees or f.has_linear:
         raise ValueError("the oblivious layout and the forest disagree on the model")
     need = lay.group_bytes(f.n_outputs)
     if scratch.shape[0] < n_threads or scratch.shape[1] < need:
@@ -211,12 +223,12 @@ cdef int _check(Forest forest, OblLayout lay, Py_ssize_t n_cols, int n_threads,
 
 
 def predict_raw(Forest forest, OblLayout lay, const floating[:, :] X, double[:, ::1] out64,
-                uint8_t[:, ::1] scratch, int n_threads, int isa):
-    """Raw scores of the rows of X into out64, groups of OBL_LANES rows shared among
-    ``n_threads`` threads. scratch: (n_threads, lay.group_bytes(n_outputs)) uint8."""
+                float[:, ::1] out32, uint8_t[:, ::1] scratch, int n_threads, int isa):
+    """Raw scores of the rows of X into out64 (float64 forests) or out32 (float32), groups
+    of OBL_LANES rows shared among ``n_threads`` threads. scratch: (n_threads,
+    lay.group_bytes(n_outputs)) uint8."""
     _check(forest, lay, X.shape[1], n_threads, scratch)
-    cdef float[:, ::1] no32 = np.empty((0, 0), np.float32)
-    check_scores(forest, X.shape[0], out64, no32)
+    check_scores(forest, X.shape[0], out64, out32)
     cdef const ForestView* f = &forest.view
     cdef const obl_view* v = &lay.view.v
     cdef int64_t F = f.n_features, K = f.n_outputs, C = lay.n_cols
@@ -226,6 +238,7 @@ def predict_raw(Forest forest, OblLayout lay, const floating[:, :] X, double[:, 
     cdef int64_t l, k
     cdef int n_lanes
     cdef Bufs b
+    cdef bint xgb = f.family == FAMILY_XGBOOST
     with nogil, parallel(num_threads=n_threads):
         b = _carve(&scratch[threadid(), 0], F, C)
         for gi in prange(n_groups, schedule="dynamic"):
@@ -236,7 +249,10 @@ def predict_raw(Forest forest, OblLayout lay, const floating[:, :] X, double[:, 
             _group(f, v, isa, n_lanes, b)
             for l in range(n_lanes):
                 for k in range(K):
-                    out64[i + l, k] = b.acc[k * OBL_LANES + l]
+                    if xgb:
+                        out32[i + l, k] = (<float*>b.acc)[k * OBL_LANES + l]
+                    else:
+                        out64[i + l, k] = b.acc[k * OBL_LANES + l]
 
 
 def predict_small(Forest forest, OblLayout lay, object X, bint squeeze, int isa,
@@ -245,8 +261,7 @@ def predict_small(Forest forest, OblLayout lay, object X, bint squeeze, int isa,
     scores as _kernel.small_call takes them, None for anything else): the groups of
     predict_raw, the same sums. scratch: at least lay.group_bytes(n_outputs) bytes."""
     cdef const ForestView* f = &forest.view
-    if (lay.n_features != f.n_features or lay.n_trees != f.n_trees
-            or f.family == FAMILY_XGBOOST or f.has_linear or f.tree_weight != NULL):
+    if lay.n_features != f.n_features or lay.n_trees != f.n_trees or f.has_linear:
         raise ValueError("the oblivious layout and the forest disagree on the model")
     cdef SmallCall c
     out = small_call(forest, X, lay.n_trees, lay.n_features, squeeze, &c)
@@ -267,5 +282,8 @@ def predict_small(Forest forest, OblLayout lay, object X, bint squeeze, int isa,
             _group(f, v, isa, n_lanes, b)
             for l in range(n_lanes):
                 for k in range(K):
-                    c.o64[(i + l) * K + k] = b.acc[k * OBL_LANES + l]
+                    if c.o32 != NULL:
+                        c.o32[(i + l) * K + k] = (<float*>b.acc)[k * OBL_LANES + l]
+                    else:
+                        c.o64[(i + l) * K + k] = b.acc[k * OBL_LANES + l]
     return out

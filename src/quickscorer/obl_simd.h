@@ -7,7 +7,8 @@
  * sum over its levels k of (rank of level k's column > level k's threshold index) << (d-1-k):
  * the in-order number of the leaf (children of a level's nodes: left first). The leaf values
  * are added to acc[g * OBL_LANES + l] (output g of tree t) in tree order, the sums every
- * kernel makes; both paths give the same bits.
+ * kernel makes (in float32 for XGBoost forests, times DART's tree weights); both paths give
+ * the same bits.
  */
 #ifndef QUICKSCORER_OBL_SIMD_H
 #define QUICKSCORER_OBL_SIMD_H
@@ -111,6 +112,24 @@ static void obl_add_c(const obl_view* v, const uint8_t* ranks, int n_lanes,
         double* a = acc + (int64_t)tree_group[t] * OBL_LANES;
         for (int l = 0; l < n_lanes; ++l)
             a[l] += lv[obl_leaf_c(v, t, ranks, l)];
+    }
+}
+
+/* XGBoost's float32 sums in portable C: each leaf value, times the tree's weight where
+ * tree_weight is not NULL (DART), added in float32 in tree order */
+static void obl_add_f32_c(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                          const float* leaf_value, const int64_t* leaf_off,
+                          const int32_t* tree_group, const float* tree_weight, float* acc)
+{
+    for (int64_t t = 0; t < v->n_trees; ++t) {
+        const float* lv = leaf_value + leaf_off[t];
+        float* a = acc + (int64_t)tree_group[t] * OBL_LANES;
+        for (int l = 0; l < n_lanes; ++l) {
+            float x = lv[obl_leaf_c(v, t, ranks, l)];
+            if (tree_weight != NULL)
+                x = x * tree_weight[t];
+            a[l] = a[l] + x;
+        }
     }
 }
 
@@ -241,6 +260,33 @@ static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
     for (int c = 0; c < 8; ++c)
         _mm256_storeu_pd(acc + 4 * c, a[c]);
 }
+/* the same in float32 (one output): the 32 sums in four registers, each eight lanes' leaf
+ * values loaded one by one, times the tree's weight where there is one */
+CPU_TARGET("avx2")
+static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                             const float* leaf_value, const int64_t* leaf_off,
+                             const float* tree_weight, float* acc)
+{
+    uint8_t idx[OBL_LANES] __attribute__((aligned(32)));
+    const int nc = (n_lanes + 7) / 8;
+    __m256 a[4];
+    for (int c = 0; c < 4; ++c)
+        a[c] = _mm256_loadu_ps(acc + 8 * c);
+    for (int64_t t = 0; t < v->n_trees; ++t) {
+        _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks));
+        const float* lv = leaf_value + leaf_off[t];
+        for (int c = 0; c < nc; ++c) {
+            const uint8_t* i8 = idx + 8 * c;
+            __m256 x = _mm256_setr_ps(lv[i8[0]], lv[i8[1]], lv[i8[2]], lv[i8[3]], lv[i8[4]],
+                                      lv[i8[5]], lv[i8[6]], lv[i8[7]]);
+            if (tree_weight != NULL)
+                x = _mm256_mul_ps(x, _mm256_set1_ps(tree_weight[t]));
+            a[c] = _mm256_add_ps(a[c], x);
+        }
+    }
+    for (int c = 0; c < 4; ++c)
+        _mm256_storeu_ps(acc + 8 * c, a[c]);
+}
 #endif
 
 /* the group's ranks on `isa` (1: AVX2, else portable C) */
@@ -271,6 +317,23 @@ static inline void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int
     (void)isa;
     (void)n_outputs;
     obl_add_c(v, ranks, n_lanes, leaf_value, leaf_off, tree_group, acc);
+}
+
+/* the group's float32 sums (XGBoost forests) into acc (set to the base scores) */
+static inline void obl_add_f32(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
+                               const float* leaf_value, const int64_t* leaf_off,
+                               const int32_t* tree_group, const float* tree_weight,
+                               int64_t n_outputs, float* acc)
+{
+#if RS_HAVE_X86
+    if (isa == 1 && n_outputs == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
+        obl_add_f32_avx2(v, ranks, n_lanes, leaf_value, leaf_off, tree_weight, acc);
+        return;
+    }
+#endif
+    (void)isa;
+    (void)n_outputs;
+    obl_add_f32_c(v, ranks, n_lanes, leaf_value, leaf_off, tree_group, tree_weight, acc);
 }
 
 #endif
