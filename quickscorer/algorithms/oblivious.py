@@ -27,8 +27,8 @@ from .._forest import Forest
 from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble
 from ..ir.float32 import float32_below, float32_boundary
 from .base import Algorithm
-from .cpu import isa_code, isa_name
-from .rs_ranks import MAX_THRESHOLDS, rank_search_table
+from .cpu import ISAS, isa_code, isa_name
+from .rs_ranks import MAX_THRESHOLDS, rank_fields, rank_search_table
 
 #: a tree's leaf index is a byte: trees of at most 8 levels
 MAX_DEPTH = 8
@@ -124,14 +124,14 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     np.cumsum(counts, out=offsets[1:])
     thr_index[order] = distinct - offsets[c_sorted]
     values = np.ascontiguousarray(t_sorted[new], np.float64)
-    pivots, buckets, bucket_offsets = rank_search_table(offsets, values)
+    # the two-level search tables and each column's rank of 0.0 (NaN under MISSING_NONE
+    # reads as 0.0), as RapidScorer's ranks have them
+    ranked = rank_fields(offsets, values)
+    zero_rank = ranked["rank_zero"].astype(np.int64)
     n_buckets = (counts + 15) // 16
     feature = (cols // 8).astype(np.int32)
     default_left = (cols % 2).astype(bool)
     missing = (cols % 8) // 2
-    # a column's rank of 0.0 (NaN under MISSING_NONE reads as 0.0)
-    zero_rank = np.array([np.searchsorted(values[offsets[c]:offsets[c + 1]], 0.0)
-                          for c in range(cols.shape[0])], np.int64)
     side = np.where(default_left, 0, 255)
     # XGBoost sends NaN to the default side whatever the node's missing type
     nan_rank = (side if ens.family == "xgboost"
@@ -163,9 +163,9 @@ def oblivious_arrays(ens: Ensemble) -> dict:
         "col_zero_rank": np.where(zero_special, side, zero_rank).astype(np.uint8),
         "col_zero_special": zero_special.astype(np.uint8),
         "col_npiv": np.where(n_buckets <= 1, 0, np.where(n_buckets <= 8, 8, 16)).astype(np.int32),
-        "rank_pivots": pivots,
-        "rank_buckets": buckets,
-        "rank_bucket_offsets": bucket_offsets,
+        "rank_pivots": ranked["rank_pivots"],
+        "rank_buckets": ranked["rank_buckets"],
+        "rank_bucket_offsets": ranked["rank_bucket_offsets"],
         "rank_pivots_f32": piv32.astype(np.float32) if f32 else none32,
         "rank_buckets_f32": bkt32.astype(np.float32) if f32 else none32,
     }
@@ -189,8 +189,8 @@ class Oblivious(Algorithm):
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None):
         super().__init__(ens, forest)
         self.isa = isa_code(isa)
-        if self.isa == 2:             # no AVX-512 path of its own: AVX2's
-            self.isa = 1
+        if self.isa == ISAS["avx512"]:      # no AVX-512 path of its own: AVX2's
+            self.isa = ISAS["avx2"]
         self._arrays = oblivious_arrays(ens)
         self.layout = _oblivious.OblLayout(self._arrays, ens.n_features)
 

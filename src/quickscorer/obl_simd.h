@@ -238,7 +238,7 @@ static inline __m256i obl_tree_avx2(const obl_view* v, int64_t t, const uint8_t*
 }
 
 /* one output: the 32 sums in eight registers across the trees, each four lanes' leaf values
- * loaded one by one into a vector (in tree order: the same additions as obl_add_c) */
+ * loaded by rs_simd.h's rs_leaves4_pd (in tree order: the same additions as obl_add_c) */
 CPU_TARGET("avx2")
 static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
                          const double* leaf_value, const int64_t* leaf_off, double* acc)
@@ -251,17 +251,15 @@ static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
     for (int64_t t = 0; t < v->n_trees; ++t) {
         _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks));
         const double* lv = leaf_value + leaf_off[t];
-        for (int c = 0; c < nc; ++c) {
-            const uint8_t* i4 = idx + 4 * c;
-            a[c] = _mm256_add_pd(a[c], _mm256_setr_pd(lv[i4[0]], lv[i4[1]], lv[i4[2]],
-                                                      lv[i4[3]]));
-        }
+        for (int c = 0; c < nc; ++c)
+            a[c] = _mm256_add_pd(a[c], rs_leaves4_pd(lv, idx + 4 * c));
     }
     for (int c = 0; c < 8; ++c)
         _mm256_storeu_pd(acc + 4 * c, a[c]);
 }
+
 /* the same in float32 (one output): the 32 sums in four registers, each eight lanes' leaf
- * values loaded one by one, times the tree's weight where there is one */
+ * values by rs_leaves8_ps, times the tree's weight where there is one */
 CPU_TARGET("avx2")
 static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
                              const float* leaf_value, const int64_t* leaf_off,
@@ -275,14 +273,10 @@ static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lane
     for (int64_t t = 0; t < v->n_trees; ++t) {
         _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks));
         const float* lv = leaf_value + leaf_off[t];
-        for (int c = 0; c < nc; ++c) {
-            const uint8_t* i8 = idx + 8 * c;
-            __m256 x = _mm256_setr_ps(lv[i8[0]], lv[i8[1]], lv[i8[2]], lv[i8[3]], lv[i8[4]],
-                                      lv[i8[5]], lv[i8[6]], lv[i8[7]]);
-            if (tree_weight != NULL)
-                x = _mm256_mul_ps(x, _mm256_set1_ps(tree_weight[t]));
-            a[c] = _mm256_add_ps(a[c], x);
-        }
+        const int weighted = tree_weight != NULL;
+        const float w = weighted ? tree_weight[t] : 1.0f;
+        for (int c = 0; c < nc; ++c)
+            a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(lv, idx + 8 * c, weighted, w));
     }
     for (int c = 0; c < 4; ++c)
         _mm256_storeu_ps(acc + 8 * c, a[c]);
