@@ -155,15 +155,141 @@ def test_info_names_catboost_and_its_version(tmp_path):
     assert info["library_version"] == catboost.__version__
 
 
-def test_categorical_features_are_refused_naming_the_split():
+def _categorical_frame(pd, seed: int, n: int):
+    """Two float columns (with NaN), a text category and an integer category."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=n)
+    a[rng.random(n) < 0.05] = np.nan
+    return pd.DataFrame({"a": a, "colour": rng.choice(["red", "green", "blue", "x y", ""], n),
+                         "b": rng.normal(size=n), "size": rng.integers(0, 7, n)})
+
+
+def _categorical_target(frame):
+    return (np.nan_to_num(frame["a"].to_numpy()) + 2.0 * (frame["colour"] == "red")
+            - (frame["colour"] == "") + 0.7 * (frame["size"] % 3) + 0.3 * frame["b"])
+
+
+def _categorical_rows(pd, frame, seed: int):
+    """Rows to score: the training values, unseen categories, and NaN floats."""
+    rng = np.random.default_rng(seed)
+    test = pd.concat([frame.iloc[:300], _categorical_frame(pd, seed + 100, 300)],
+                     ignore_index=True)
+    unseen = rng.random(len(test)) < 0.1
+    test.loc[unseen, "colour"] = "purple"
+    test.loc[rng.random(len(test)) < 0.1, "size"] = 11
+    return test
+
+
+CATEGORICAL = [
+    ("RMSE", "regressor", {}),
+    ("RMSE Depthwise", "regressor", {"grow_policy": "Depthwise", "depth": 5}),
+    ("RMSE Lossguide", "regressor", {"grow_policy": "Lossguide", "max_leaves": 20}),
+    ("Logloss", "binary", {}),
+    ("MultiClass", "three", {"loss_function": "MultiClass"}),
+]
+
+
+@pytest.mark.parametrize("label, kind, params", CATEGORICAL, ids=[e[0] for e in CATEGORICAL])
+def test_one_hot_categorical_models_score_as_catboost(label, kind, params, tmp_path):
     pd = pytest.importorskip("pandas")
-    rng = np.random.default_rng(5)
-    frame = pd.DataFrame({"a": rng.normal(size=300), "b": rng.normal(size=300),
-                          "c": rng.integers(0, 3, 300)})
-    y = frame["a"] + (frame["c"] == 1)
-    est = _fit(catboost.CatBoostRegressor, frame, y, cat_features=["c"])
-    with pytest.raises(ModelFormatError, match="OneHotFeature|OnlineCtr"):
-        quickscorer.load(est)
+    frame = _categorical_frame(pd, 11, 1500)
+    y = _categorical_target(frame).to_numpy()
+    cats = ["colour", "size"]
+    est = _model(kind, frame, y, dict(params, cat_features=cats, one_hot_max_size=255))
+    path = tmp_path / "model.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    splits = path.read_text()
+    assert '"OneHotFeature"' in splits and "Ctr" not in splits
+    model = quickscorer.load(path)
+    labels = model.ensemble.category_labels
+    # the text column is numbered in sorted order, the integer one read as its integers
+    assert sorted(labels[1]) == sorted(labels[1], key=labels[1].get)
+    assert all(labels[3][t] == int(t) for t in labels[3])
+    test = _categorical_rows(pd, frame, 12)
+    raw = _raw(est, test)
+    _every_algorithm(model, test, raw, raw_score=True)
+    if kind != "three":
+        _every_algorithm(model, test, _prediction(est, test))
+    # the same rows as numbers: the text column's category numbers, the integers themselves
+    numbers = test.copy()
+    numbers["colour"] = test["colour"].map(labels[1]).fillna(-1.0)
+    X = numbers.to_numpy(dtype=np.float64)
+    _every_algorithm(model, X, raw, raw_score=True)
+    assert np.array_equal(reference.predict_raw(model.ensemble, X).reshape(raw.shape), raw)
+    # a pandas category column is read by its categories' texts, not by their codes
+    as_category = test.astype({"colour": "category", "size": "category"})
+    _every_algorithm(model, as_category, raw, raw_score=True)
+    if "grow_policy" not in params:
+        leaves = est.calc_leaf_indexes(test)
+        got = model.predict_leaf(test, source_ids=True)   # one tree per output
+        assert np.array_equal(got[:, :leaves.shape[1] * model.n_outputs:model.n_outputs],
+                              leaves)
+
+
+def test_large_integer_categories_are_numbered_like_texts(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = _categorical_frame(pd, 16, 1200)
+    frame["size"] = frame["size"] * 300_000_007 + 5000      # ids: past INTEGER_CATEGORIES
+    y = _categorical_target(frame).to_numpy()
+    cats = ["colour", "size"]
+    est = _fit(catboost.CatBoostRegressor, frame, y, cat_features=cats, one_hot_max_size=255)
+    path = tmp_path / "ids.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    model = quickscorer.load(path)
+    labels = model.ensemble.category_labels
+    assert model.info()["text_category_columns"] == [1, 3]
+    assert sorted(labels[3].values()) == list(range(len(labels[3])))
+    test = _categorical_rows(pd, frame, 17)
+    raw = _raw(est, test)
+    _every_algorithm(model, test, raw, raw_score=True)
+    as_text = test.astype({"size": str})                   # CatBoost's text of each integer
+    _every_algorithm(model, as_text, raw, raw_score=True)
+    numbers = test.copy()
+    for col, name in ((1, "colour"), (3, "size")):
+        numbers[name] = test[name].astype(str).map(labels[col]).fillna(-1.0)
+    _every_algorithm(model, numbers.to_numpy(dtype=np.float64), raw, raw_score=True)
+
+
+def test_one_hot_splits_without_the_category_texts_are_refused_with_the_way_out():
+    pd = pytest.importorskip("pandas")
+    frame = _categorical_frame(pd, 13, 400)
+    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+               cat_features=["colour", "size"], one_hot_max_size=255)
+    with pytest.raises(ModelFormatError, match=r"OneHotFeature|pool=train_pool"):
+        quickscorer.load(est)              # CatBoost exports no texts without the pool
+
+
+def test_ctr_features_are_refused_naming_the_split(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = _categorical_frame(pd, 14, 600)
+    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+               cat_features=["colour", "size"], one_hot_max_size=2)
+    path = tmp_path / "ctr.json"
+    pool = catboost.Pool(frame, cat_features=["colour", "size"])
+    est.save_model(str(path), format="json", pool=pool)
+    with pytest.raises(ModelFormatError, match="Ctr split"):
+        quickscorer.load(path)
+
+
+def test_a_category_column_of_other_values_is_an_input_error(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = _categorical_frame(pd, 15, 500)
+    cats = ["colour", "size"]
+    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+               cat_features=cats, one_hot_max_size=255)
+    path = tmp_path / "m.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    model = quickscorer.load(path)
+    bad = frame.head(5).astype({"colour": object})
+    bad.loc[2, "colour"] = 2.5
+    with pytest.raises(quickscorer.InputError, match="'colour'.*2.5"):
+        model.predict(bad)
+    missing = frame.head(5).astype({"colour": object})
+    missing.loc[1, "colour"] = None                   # no category: the false side
+    got = model.predict(missing)
+    filled = frame.head(5).copy()
+    filled.loc[1, "colour"] = "never seen"
+    assert np.array_equal(got, est.predict(filled))
 
 
 def test_a_binary_cbm_file_is_refused_with_the_way_out(tmp_path):
@@ -200,6 +326,11 @@ def test_damaged_catboost_json_gives_a_model_format_error(tmp_path):
                  lambda d: d["features_info"]["float_features"][0].update(
                      nan_value_treatment="Sometimes"),
                  lambda d: d.update(scale_and_bias=[1.0]),
+                 lambda d: d["features_info"].update(cat_features_hash=[{"hash": -1,
+                                                                         "value": "a"}]),
+                 lambda d: d["features_info"].update(cat_features_hash={}),
+                 lambda d: d["oblivious_trees"][0]["splits"][0].update(
+                     split_type="OneHotFeature", cat_feature_index=0, value=5),
                  lambda d: d.pop("oblivious_trees")):
         d = json.loads(text)
         edit(d)

@@ -21,9 +21,19 @@ The scoring rules (docs/semantics.md, "CatBoost"):
   ``MultiClassOneVsAll`` a sigmoid per class, every other loss (ranking losses included) the raw
   value.
 
-Categorical (one-hot or CTR), text and embedding features are refused with the split that uses
-them: CatBoost computes them from hashes of the category's text, which a numeric row does not
-carry.
+* a one-hot split on categorical feature ``f`` is true where the row's category is the one
+  the split names. CatBoost names it by a 32-bit hash of the category's text; the JSON carries
+  each training category's text beside its hash (``cat_features_hash``) when ``save_model``
+  was given the training pool, and the importer maps every split back to that text. A feature
+  whose texts are all integers from 0 to ``INTEGER_CATEGORIES`` (CatBoost's text of an
+  integer category) is read as those integers: a row holds the integer. Any other is a text
+  column, its categories numbered in sorted order (``Ensemble.category_labels``): a DataFrame
+  holds the texts (or integers), a numeric row the number. The neutral node lists the split's
+  category on its left, the true side; NaN and every other value go right.
+
+CTR, text and embedding features are refused with the split that uses them (their values come
+from statistics of the training data the JSON does not hold in a form we read), and so is a
+one-hot split whose category text is not in the file.
 """
 from __future__ import annotations
 
@@ -50,9 +60,10 @@ _REFUSED_LOSSES = {"RMSEWithUncertainty": "its prediction is a mean and a varian
 
 
 def looks_like_catboost(raw: bytes) -> bool:
-    """Whether ``raw`` starts like a CatBoost JSON model (its first key, cheap)."""
+    """Whether ``raw`` starts like a CatBoost JSON model (its first key, cheap: a model with
+    CTR features starts with their tables)."""
     head = bytes(raw[:256]).lstrip(b"\xef\xbb\xbf \t\r\n")
-    return head.startswith(b"{") and b'"features_info"' in head
+    return head.startswith(b"{") and (b'"features_info"' in head or b'"ctr_data"' in head)
 
 
 def is_catboost_model(obj) -> bool:
@@ -133,8 +144,16 @@ def _loss(info: dict) -> str:
     return loss if isinstance(loss, str) else "RMSE"
 
 
+#: a category text CatBoost writes for a non-negative integer
+_INTEGER_TEXT = re.compile(r"0|[1-9][0-9]{0,9}")
+#: the largest integer category read as itself: a categorical node keeps a bitset up to its
+#: largest category (512 bytes at most here), so larger integers are numbered like texts
+INTEGER_CATEGORIES = 4095
+
+
 class _Features:
-    """The float features: their input columns, thresholds and NaN sides."""
+    """The float and categorical features: their input columns, thresholds, NaN sides and
+    (for one-hot splits) the category texts the splits name."""
 
     def __init__(self, info: dict):
         floats = info.get("float_features", [])
@@ -155,6 +174,18 @@ class _Features:
             if isinstance(f.get("feature_id"), str) and f["feature_id"]:
                 self.names[col] = f["feature_id"]
             last = max(last, col)
+        cats = info.get("categorical_features", []) or []
+        if not isinstance(cats, list):
+            raise ModelFormatError("features_info: 'categorical_features' is not a list")
+        self.cat_column = []
+        for i, f in enumerate(cats):
+            col = _get(f, "flat_feature_index", int, f"categorical feature {i}")
+            if not 0 <= col < 1 << 24:
+                raise ModelFormatError(f"categorical feature {i}: flat_feature_index {col} is "
+                                       f"out of range")
+            self.cat_column.append(col)
+        self.texts = _hash_texts(info.get("cat_features_hash"))
+        self.used: dict[int, set[str]] = {}      # column -> texts the one-hot splits name
         for kind in ("categorical_features", "text_features", "embedding_features"):
             for f in info.get(kind, []) or []:
                 if isinstance(f, dict) and isinstance(f.get("flat_feature_index"), int):
@@ -165,21 +196,73 @@ class _Features:
         if self.n_features < 1:
             raise ModelFormatError("features_info: the model has no features")
 
-    def split(self, s, where: str) -> tuple[int, float, bool]:
-        """(column, neutral threshold, NaN goes left) of one split."""
+    def one_hot(self, s: dict, where: str) -> tuple[int, str]:
+        """(column, category text) of a one-hot split."""
+        i = _get(s, "cat_feature_index", int, where)
+        if not 0 <= i < len(self.cat_column):
+            raise ModelFormatError(f"{where}: cat_feature_index {i} is out of range")
+        h = _get(s, "value", int, where)
+        if not -(1 << 31) <= h < 1 << 32:
+            raise ModelFormatError(f"{where}: category hash {h} is not a 32-bit value")
+        text = self.texts.get(h & 0xFFFFFFFF)
+        if text is None:
+            raise ModelFormatError(
+                f"{where}: the text of category hash {h & 0xFFFFFFFF} is not in the file "
+                f"(CatBoost writes the categories' texts, 'cat_features_hash', only when "
+                f"save_model is given the training pool: "
+                f"save_model(path, format='json', pool=train_pool))")
+        col = self.cat_column[i]
+        self.used.setdefault(col, set()).add(text)
+        return col, text
+
+    def category_numbers(self) -> dict[int, dict[str, int]]:
+        """Each categorical column's texts and their category numbers: the integers
+        themselves where every text is one up to INTEGER_CATEGORIES, else the texts' places
+        in sorted order."""
+        out = {}
+        for col, texts in self.used.items():
+            if all(_INTEGER_TEXT.fullmatch(t) and int(t) <= INTEGER_CATEGORIES for t in texts):
+                out[col] = {t: int(t) for t in texts}
+            else:
+                out[col] = {t: k for k, t in enumerate(sorted(texts))}
+        return out
+
+    def split(self, s, where: str) -> tuple[int, float, bool, str | None]:
+        """(column, neutral threshold, NaN goes left, category text or None) of one split;
+        a one-hot split's threshold is 0.0 and NaN goes to its false side."""
         kind = s.get("split_type", "FloatFeature") if isinstance(s, dict) else None
+        if kind == "OneHotFeature":
+            col, text = self.one_hot(s, where)
+            return col, 0.0, False, text
         if kind != "FloatFeature":
             raise ModelFormatError(
-                f"{where}: a {kind} split (categorical, CTR, text or embedding features are "
-                f"computed from the text of the category, which a numeric row does not carry; "
-                f"only float features are read)")
+                f"{where}: a {kind} split (CTR, text and embedding features are computed from "
+                f"statistics of the training data; only float features and one-hot "
+                f"categorical features are read)")
         i = _get(s, "float_feature_index", int, where)
         if not 0 <= i < len(self.column):
             raise ModelFormatError(f"{where}: float_feature_index {i} is out of range")
         border = _number(_get(s, "border", (int, float), where), where)
         if float(np.float32(border)) != border:
             raise ModelFormatError(f"{where}: border {border!r} is not a float32 value")
-        return self.column[i], border, not self.nan_true[i]
+        return self.column[i], border, not self.nan_true[i], None
+
+
+def _hash_texts(table) -> dict[int, str]:
+    """``cat_features_hash``: each training category's 32-bit hash and text."""
+    if table is None:
+        return {}
+    if not isinstance(table, list):
+        raise ModelFormatError("features_info: 'cat_features_hash' is not a list")
+    out = {}
+    for i, e in enumerate(table):
+        where = f"cat_features_hash entry {i}"
+        h = _get(e, "hash", int, where)
+        text = _get(e, "value", str, where)
+        if not 0 <= h < 1 << 32:
+            raise ModelFormatError(f"{where}: hash {h} is not a 32-bit value")
+        out[h] = text
+    return out
 
 
 def _ensemble(doc: dict) -> Ensemble:
@@ -213,8 +296,11 @@ def _ensemble(doc: dict) -> Ensemble:
         bias = bias * dim
     if len(bias) != dim:
         raise ModelFormatError(f"scale_and_bias: {len(bias)} bias values for {dim} outputs")
+    numbers = feats.category_numbers()
     out, groups = [], []
     for i, (fields, values) in enumerate(nodes):
+        fields["categories"] = {n: [numbers[int(fields["feature"][n])][text]]
+                                for n, text in fields["categories"].items()}
         for k in range(dim):
             v = values[:, k] if scale == 1.0 else values[:, k] * scale
             out.append(build_tree(**fields, value=v, n_features=feats.n_features,
@@ -237,7 +323,8 @@ def _ensemble(doc: dict) -> Ensemble:
                     n_features=feats.n_features, family="plain", base_score=np.zeros(dim),
                     transform=transform,
                     transform_params={"sigmoid": 1.0} if "sigmoid" in transform else {},
-                    trees_per_iteration=dim, feature_names=names, source=source)
+                    trees_per_iteration=dim, feature_names=names, source=source,
+                    category_labels=numbers or None)
 
 
 def _dimension(trees: list, bias: list, oblivious: bool) -> int:
@@ -288,6 +375,7 @@ def _oblivious(t, where: str, feats: _Features, dim: int):
     column = np.asarray([p[0] for p in parts], np.int64)
     border = np.asarray([p[1] for p in parts], np.float64)
     nan_left = np.asarray([p[2] for p in parts], bool)
+    one_hot = np.asarray([p[3] is not None for p in parts], bool)
     left = np.full(k, -1, np.int64)
     right = np.full(k, -1, np.int64)
     left[:n_internal] = 2 * ids + 1
@@ -295,16 +383,25 @@ def _oblivious(t, where: str, feats: _Features, dim: int):
     feature = np.zeros(k, np.int64)
     threshold = np.zeros(k, np.float64)
     default_left = np.zeros(k, bool)
+    is_cat = np.zeros(k, bool)
+    texts = {}
     if n_internal:
         feature[:n_internal] = column[tested]
         threshold[:n_internal] = float32_boundary(border)[tested]
         default_left[:n_internal] = nan_left[tested]
+        is_cat[:n_internal] = one_hot[tested]
+        # a one-hot node lists its category on the left: its true side, the set bit
+        swap = np.flatnonzero(is_cat)
+        left[swap], right[swap] = right[swap], left[swap].copy()
+        texts = {int(n): parts[tested[n]][3] for n in swap}
     value = np.zeros((k, dim), np.float64)
     value[n_internal:] = leaf_values
     cover = _oblivious_cover(t.get("leaf_weights"), depth)
+    # a leaf's id is CatBoost's leaf index (its place left to right before any swap)
+    source_id = np.concatenate([ids, np.arange(n_leaves, dtype=np.int64)])
     fields = dict(left=left, right=right, root=0, feature=feature, threshold=threshold,
                   default_left=default_left, missing_type=np.full(k, MISSING_NAN, np.int64),
-                  is_categorical=np.zeros(k, bool), categories=None, cover=cover)
+                  is_categorical=is_cat, categories=texts, cover=cover, source_id=source_id)
     return fields, value
 
 
@@ -328,6 +425,7 @@ def _non_symmetric(t, where: str, feats: _Features, dim: int):
     """A tree of nested ``{"split", "left", "right"}`` nodes and ``{"value", "weight"}``
     leaves; the split is true on the right."""
     left, right, feature, threshold, nan_left, value, cover = [], [], [], [], [], [], []
+    texts = {}
     stack = [(t, -1, False, 0)]
     while stack:
         node, parent, is_right, depth = stack.pop()
@@ -344,15 +442,19 @@ def _non_symmetric(t, where: str, feats: _Features, dim: int):
         cover.append(float(w) if isinstance(w, (int, float)) and not isinstance(w, bool)
                      else math.nan)
         if "split" in node:
-            col, border, nl = feats.split(node["split"], f"{where} node {me}")
+            col, border, nl, text = feats.split(node["split"], f"{where} node {me}")
             feature.append(col)
             threshold.append(border)
             nan_left.append(nl)
             value.append([0.0] * dim)
             if "left" not in node or "right" not in node:
                 raise ModelFormatError(f"{where} node {me}: a split without both children")
-            stack.append((node["right"], me, True, depth + 1))
-            stack.append((node["left"], me, False, depth + 1))
+            # a one-hot node lists its category on the left: CatBoost's right, the true side
+            true_left = text is not None
+            if true_left:
+                texts[me] = text
+            stack.append((node["right"], me, not true_left, depth + 1))
+            stack.append((node["left"], me, true_left, depth + 1))
         elif "value" in node:
             v = node["value"]
             v = v if isinstance(v, list) else [v]
@@ -371,7 +473,7 @@ def _non_symmetric(t, where: str, feats: _Features, dim: int):
                   threshold=float32_boundary(np.asarray(threshold, np.float64)),
                   default_left=np.asarray(nan_left, bool),
                   missing_type=np.full(k, MISSING_NAN, np.int64),
-                  is_categorical=np.zeros(k, bool), categories=None,
+                  is_categorical=np.isin(np.arange(k), list(texts)), categories=texts,
                   cover=None if np.isnan(cover_a).any() else cover_a)
     return fields, np.asarray(value, np.float64).reshape(k, dim)
 

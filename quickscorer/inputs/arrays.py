@@ -25,9 +25,12 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
                          f"{ens.n_features} features"
                          + (f" named {list(names)[:5]}..." if names else ""))
     parts = []
-    for c in df.columns:
+    labels = ens.category_labels or {}
+    for j, c in enumerate(df.columns):
         s = df[c]
-        if str(s.dtype) == "category":
+        if j in labels and s.dtype.kind not in "fc":
+            parts.append(_category_numbers(s, labels[j], c))
+        elif str(s.dtype) == "category":
             codes = s.cat.codes.to_numpy().astype(np.float64)
             codes[codes < 0] = np.nan  # a missing category
             parts.append(codes)
@@ -37,6 +40,28 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
             except (TypeError, ValueError):
                 raise InputError(f"column {c!r} has dtype {s.dtype}, which is not numeric") from None
     return np.column_stack(parts) if parts else np.zeros((len(df), 0))
+
+
+def _category_text(v, column) -> str:
+    """The text a category value stands for (CatBoost's: an integer's decimal digits)."""
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return str(int(v))
+    raise InputError(f"column {column!r} holds {v!r}, which is neither a category's text nor "
+                     f"an integer")
+
+
+def _category_numbers(s, table: dict[str, int], column) -> np.ndarray:
+    """A column of category texts (or integers) as the model's category numbers: an unknown
+    text names no category (-1), a missing value is NaN."""
+    codes, uniques = s.factorize()            # each distinct value once; missing: -1
+    lookup = np.empty(len(uniques) + 1, np.float64)
+    for k, v in enumerate(uniques):
+        text = _category_text(v, column)
+        lookup[k] = table.get(text, -1)
+    lookup[-1] = np.nan
+    return lookup[np.asarray(codes)]
 
 
 def _from_sparse(ens: Ensemble, X) -> np.ndarray:

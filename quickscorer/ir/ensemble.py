@@ -512,6 +512,26 @@ class PackedTrees(Sequence):
                               for k, v in self.arrays.items()},))
 
 
+def _checked_labels(labels, n_features: int) -> dict[int, dict[str, int]]:
+    """A copy of ``category_labels`` with every column and number checked."""
+    if not isinstance(labels, dict):
+        raise ModelFormatError("category_labels is not a mapping of columns")
+    out = {}
+    for col, table in labels.items():
+        if (isinstance(col, bool) or not isinstance(col, (int, np.integer))
+                or not 0 <= col < n_features or not isinstance(table, dict)):
+            raise ModelFormatError(f"category_labels: column {col!r} is not a feature with a "
+                                   f"table of category texts")
+        for text, number in table.items():
+            if (not isinstance(text, str) or isinstance(number, bool)
+                    or not isinstance(number, (int, np.integer))
+                    or not 0 <= number <= MAX_CATEGORY):
+                raise ModelFormatError(f"category_labels: column {col}: {text!r} -> {number!r} "
+                                       f"is not a text and a category in [0, {MAX_CATEGORY}]")
+        out[int(col)] = {t: int(n) for t, n in table.items()}
+    return out
+
+
 _NO_CATEGORIES = np.zeros(0, np.int32)
 _NO_CATEGORIES.setflags(write=False)
 
@@ -540,6 +560,9 @@ class Ensemble:
     source: dict[str, Any] = field(default_factory=dict)  # library, version, objective, format
     #: trees of one boosting iteration (n_outputs times XGBoost's num_parallel_tree); 0: n_outputs
     trees_per_iteration: int = 0
+    #: input columns whose categories are text (CatBoost's): each text's category number, as
+    #: the categorical nodes list it; a DataFrame's text is read through it (None: no such column)
+    category_labels: dict[int, dict[str, int]] | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -579,6 +602,9 @@ class Ensemble:
                 raise ModelFormatError(
                     f"{len(names)} feature names for {self.n_features} features")
             object.__setattr__(self, "feature_names", names)
+        if self.category_labels is not None:
+            object.__setattr__(self, "category_labels", _checked_labels(self.category_labels,
+                                                                        self.n_features))
         # importers give the trees of an iteration, and their models are whole iterations; a
         # hand-built ensemble may leave it 0 (one tree per output, a partial last iteration)
         tpi = int(self.trees_per_iteration)
@@ -644,7 +670,8 @@ class Ensemble:
             transform=self.transform, transform_params=dict(self.transform_params),
             tree_weight=None if self.tree_weight is None else self.tree_weight[a:b],
             average_output=self.average_output, feature_names=self.feature_names,
-            source=dict(self.source), trees_per_iteration=self.trees_per_iteration)
+            source=dict(self.source), trees_per_iteration=self.trees_per_iteration,
+            category_labels=self.category_labels)
 
     def summary(self) -> dict[str, Any]:
         """Plain facts about the model, for ``quickscorer info`` and ``Model.info()``."""
@@ -663,6 +690,10 @@ class Ensemble:
             "max_leaves": int(leaves.max()),
             "max_depth": max(t.depth() for t in self.trees),
             "categorical": self.has_categorical,
+            # columns whose categories a numeric row gives by number, not as themselves
+            "text_category_columns": sorted(
+                c for c, t in (self.category_labels or {}).items()
+                if any(str(n) != text for text, n in t.items())),
             "linear_trees": self.has_linear,
             "node_covers": self.has_cover,
             "average_output": self.average_output,
