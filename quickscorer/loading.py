@@ -88,7 +88,7 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
     raw = data.encode() if isinstance(data, str) else data
     if onnx_imp.looks_like_onnx(raw):
         return onnx_imp.load_onnx(data)
-    if cb_imp.looks_like_catboost(raw):
+    if cb_imp.looks_like_catboost(raw) or cb_imp.looks_like_cbm(raw):
         return cb_imp.load_catboost(data)
     if xgb_imp.looks_like_xgboost(raw):
         # JSON is parsed from the mapping itself, anything else from a copy
@@ -96,12 +96,8 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
     if lgb_imp.looks_like_lightgbm_text(raw):
         # the bytes themselves: the tree parser reads them without a decoded copy
         return lgb_imp.load_lightgbm(data, utf8_errors="replace")
-    if raw[:4] == b"CBM1":
-        raise ModelFormatError("a CatBoost binary (.cbm) model: quickscorer reads CatBoost's JSON "
-                               "export (model.save_model(path, format='json')) or the CatBoost "
-                               "model object itself")
     raise ModelFormatError("not a LightGBM text model, an XGBoost JSON, UBJSON or legacy "
-                           "binary model, a CatBoost JSON model nor an ONNX model "
+                           "binary model, a CatBoost JSON or .cbm model nor an ONNX model "
                            f"(starts with {raw[:16]!r})")
 
 

@@ -105,6 +105,18 @@ def test_catboost_models_score_as_catboost(label, kind, params, tmp_path):
     for source in (path, str(path), path.read_text(), path.read_bytes(),
                    json.loads(path.read_text())):
         assert np.array_equal(quickscorer.load(source).predict(Xt, raw_score=True), raw)
+    # the binary file: the same trees, node for node, as the JSON's
+    cbm = tmp_path / "model.cbm"
+    est.save_model(str(cbm))
+    from_cbm = quickscorer.load(cbm)
+    _every_algorithm(from_cbm, Xt, raw, raw_score=True)
+    from_json = quickscorer.load(path).ensemble
+    for name, a in from_json.trees.arrays.items():
+        b = from_cbm.ensemble.trees.arrays[name]
+        assert (a is None and b is None) or np.array_equal(a, b), name
+    assert from_cbm.ensemble.transform == from_json.transform
+    assert from_cbm.info()["library_version"] == catboost.__version__
+    assert from_cbm.info()["format"] == "cbm"
 
 
 @pytest.mark.parametrize("loss, bound", [("Poisson", 4), ("MultiClass", 16)])
@@ -292,13 +304,40 @@ def test_a_category_column_of_other_values_is_an_input_error(tmp_path):
     assert np.array_equal(got, est.predict(filled))
 
 
-def test_a_binary_cbm_file_is_refused_with_the_way_out(tmp_path):
-    X, y, _ = _data(6)
-    est = _fit(catboost.CatBoostRegressor, X, y, iterations=3)
-    path = tmp_path / "m.cbm"
-    est.save_model(str(path))
-    with pytest.raises(ModelFormatError, match="format='json'"):
-        quickscorer.load(path)
+def test_cbm_files_with_categorical_or_ctr_features_are_refused_with_the_way_out(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = _categorical_frame(pd, 18, 600)
+    for one_hot, match in ((255, "pool=train_pool"), (2, "OnlineCtr split")):
+        est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+                   cat_features=["colour", "size"], one_hot_max_size=one_hot)
+        path = tmp_path / f"m{one_hot}.cbm"
+        est.save_model(str(path))              # a .cbm keeps hashes, not the categories' texts
+        with pytest.raises(ModelFormatError, match=match):
+            quickscorer.load(path)
+
+
+def test_damaged_cbm_files_give_a_model_format_error(tmp_path):
+    X, y, Xt = _data(8)
+    rng = random.Random(1)
+    for params in ({"depth": 3}, {"grow_policy": "Depthwise", "depth": 4}):
+        est = _fit(catboost.CatBoostRegressor, X, y, iterations=4, **params)
+        path = tmp_path / "m.cbm"
+        est.save_model(str(path))
+        data = path.read_bytes()
+        assert np.array_equal(quickscorer.load(data).predict(Xt, raw_score=True),
+                              est.predict(Xt, prediction_type="RawFormulaVal"))
+        damaged = [data[:n] for n in (4, 8, 40, len(data) // 2, len(data) - 1)]
+        for _ in range(150):
+            b = bytearray(data)
+            for _ in range(rng.randint(1, 6)):
+                b[rng.randrange(8, len(b))] = rng.randrange(256)
+            damaged.append(bytes(b))
+        for d in damaged:
+            try:
+                model = quickscorer.load(d)
+            except ModelFormatError:
+                continue
+            model.predict(Xt)                  # a damage that reads as a model scores
 
 
 def test_damaged_catboost_json_gives_a_model_format_error(tmp_path):

@@ -41,6 +41,7 @@ import json
 import math
 import os
 import re
+import struct
 import tempfile
 from typing import Any
 
@@ -49,6 +50,7 @@ import numpy as np
 from ..errors import ModelFormatError
 from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree, constant_tree
 from ..ir.float32 import float32_boundary
+from . import flatbuffers
 
 #: deepest tree read (CatBoost's own limit is 16)
 MAX_DEPTH = 30
@@ -94,15 +96,174 @@ def _parse(data: bytes | str) -> dict:
 
 
 def load_catboost(source: Any) -> Ensemble:
-    """The neutral ensemble of a CatBoost JSON model: its text or bytes (or a mapped file),
-    the parsed dict, or a CatBoost model object (exported to JSON through CatBoost itself)."""
+    """The neutral ensemble of a CatBoost model: its JSON export's text or bytes (or a mapped
+    file), the parsed dict, a ``.cbm`` file's bytes, or a CatBoost model object (exported to
+    JSON through CatBoost itself)."""
     if is_catboost_model(source):
         doc = _model_json(source)
     elif isinstance(source, dict):
         doc = source
+    elif not isinstance(source, str) and looks_like_cbm(source):
+        return _ensemble(cbm_document(bytes(source)), "cbm")
     else:
         doc = _parse(bytes(source) if not isinstance(source, str) else source)
     return _ensemble(doc)
+
+
+def looks_like_cbm(raw) -> bool:
+    """Whether ``raw`` starts like CatBoost's binary model file (``.cbm``)."""
+    return bytes(raw[:4]) == _CBM_MAGIC
+
+
+_CBM_MAGIC = b"CBM1"
+#: slots of the schema's fields (catboost/libs/model/flatbuffers/model.fbs, features.fbs)
+_CORE_TREES, _CORE_INFO = 1, 2
+(_T_DIM, _T_SPLITS, _T_SIZES, _T_STARTS, _T_CATS, _T_FLOATS, _T_ONEHOT, _T_CTRS, _T_LEAVES,
+ _T_WEIGHTS, _T_STEPS, _T_LEAF_IDS, _T_TEXTS, _T_ESTIMATED, _T_SCALE, _T_BIAS,
+ _T_MULTIBIAS) = range(17)
+_T_EMBEDDINGS = 18
+_NAN_TREATMENTS = ("AsIs", "AsFalse", "AsTrue")
+
+
+def cbm_document(raw: bytes) -> dict:
+    """A ``.cbm`` file as the dict CatBoost's JSON export holds for the same model.
+
+    The file is ``CBM1``, a uint32 size and a FlatBuffers ``TModelCore`` of that size (then
+    the tables of CTR features, not read: their splits are refused). A tree's splits are
+    indexes into the model's binary features: every border of every float feature in order,
+    then every value of every one-hot feature, then the CTR and estimated features. An
+    oblivious tree of depth ``D`` has ``D`` splits and ``2**D`` leaves of ``ApproxDimension``
+    values; a non-symmetric tree is a list of nodes, each with a split and the steps to its
+    false and true children (a step of 0: the node is where that side ends, its value at
+    ``NonSymmetricNodeIdToLeafId``)."""
+    if len(raw) < 8 or raw[:4] != _CBM_MAGIC:
+        raise ModelFormatError("not a CatBoost .cbm file (no CBM1 header)")
+    size = struct.unpack_from("<I", raw, 4)[0]
+    if size > len(raw) - 8:
+        raise ModelFormatError(f"CatBoost .cbm: the model core of {size} bytes runs past the "
+                               f"end of the file ({len(raw) - 8} bytes; truncated)")
+    core = flatbuffers.root(raw[8:8 + size], "CatBoost .cbm model core")
+    trees = core.table(_CORE_TREES, "the model's trees")
+    if trees is None:
+        raise ModelFormatError("CatBoost .cbm: the model core has no trees")
+    info = {kv.string(0): kv.string(1) for kv in core.tables(_CORE_INFO, "model info entry")}
+    dim = trees.scalar(_T_DIM, "i", 1)
+    if not 1 <= dim <= 1 << 16:
+        raise ModelFormatError(f"CatBoost .cbm: {dim} outputs")
+    floats, cats, bins = [], [], []
+    for i, f in enumerate(trees.tables(_T_FLOATS, "float feature")):
+        treatment = f.scalar(5, "b", 0)
+        if not 0 <= treatment < len(_NAN_TREATMENTS):
+            raise ModelFormatError(f"CatBoost .cbm: float feature {i}: NaN treatment "
+                                   f"{treatment} is unknown")
+        borders = f.array(3, np.float32)
+        floats.append({"flat_feature_index": f.scalar(2, "i", -1), "feature_id": f.string(4),
+                       "nan_value_treatment": _NAN_TREATMENTS[treatment]})
+        bins += [{"split_type": "FloatFeature", "float_feature_index": i, "border": float(b)}
+                 for b in borders]
+    cat_position = {}
+    for i, c in enumerate(trees.tables(_T_CATS, "categorical feature")):
+        cat_position[c.scalar(0, "i", -1)] = i
+        cats.append({"flat_feature_index": c.scalar(1, "i", -1), "feature_id": c.string(2)})
+    for i, o in enumerate(trees.tables(_T_ONEHOT, "one-hot feature")):
+        where = cat_position.get(o.scalar(0, "i", -1))
+        if where is None:
+            raise ModelFormatError(f"CatBoost .cbm: one-hot feature {i} names no categorical "
+                                   f"feature")
+        bins += [{"split_type": "OneHotFeature", "cat_feature_index": where, "value": int(v)}
+                 for v in o.array(1, np.int32)]
+    others = {"text_features": [{"flat_feature_index": t.scalar(1, "i", -1)}
+                                for t in trees.tables(_T_TEXTS, "text feature")],
+              "embedding_features": [{"flat_feature_index": t.scalar(1, "i", -1)}
+                                     for t in trees.tables(_T_EMBEDDINGS, "embedding feature")]}
+    doc = {"features_info": {"float_features": floats, "categorical_features": cats, **others},
+           "model_info": {"params": info.get("params"),
+                          "catboost_version_info": info.get("catboost_version_info")}}
+    splits = trees.array(_T_SPLITS, np.int32)
+    sizes = trees.array(_T_SIZES, np.int32)
+    starts = trees.array(_T_STARTS, np.int32)
+    leaves = trees.array(_T_LEAVES, np.float64)
+    weights = trees.array(_T_WEIGHTS, np.float64)
+    if starts.shape != sizes.shape or (sizes < 0).any() or (starts < 0).any() or (
+            (starts + sizes) > splits.size).any():
+        raise ModelFormatError("CatBoost .cbm: the trees' split lists do not fit their sizes")
+
+    # past the float and one-hot features: the CTR features', then the estimated ones'
+    beyond = ("OnlineCtr" if trees.tables(_T_CTRS, "CTR feature") else
+              "EstimatedFeature" if trees.tables(_T_ESTIMATED, "estimated feature") else None)
+
+    def split(k: int, where: str) -> dict:
+        b = int(splits[k])
+        if 0 <= b < len(bins):
+            return bins[b]
+        if b >= len(bins) and beyond:
+            return {"split_type": beyond}
+        raise ModelFormatError(f"CatBoost .cbm: {where}: binary feature {b} is out of range")
+
+    steps = trees.array(_T_STEPS, [("false", "<u2"), ("true", "<u2")])
+    if steps.size:
+        doc["trees"] = _cbm_non_symmetric(split, steps, trees.array(_T_LEAF_IDS, np.uint32),
+                                          starts, sizes, leaves, weights, dim)
+    else:
+        out, at = [], 0
+        for t, (start, depth) in enumerate(zip(starts.tolist(), sizes.tolist())):
+            if depth > MAX_DEPTH:
+                raise ModelFormatError(f"CatBoost .cbm: tree {t}: depth {depth} is more than "
+                                       f"{MAX_DEPTH}")
+            n = (1 << depth) * dim
+            if at + n > leaves.size:
+                raise ModelFormatError(f"CatBoost .cbm: tree {t}: its leaf values run past "
+                                       f"the model's {leaves.size}")
+            tree = {"splits": [split(start + d, f"tree {t}") for d in range(depth)],
+                    "leaf_values": leaves[at:at + n].tolist()}
+            w0 = at // dim
+            if weights.size >= w0 + (n // dim):
+                tree["leaf_weights"] = weights[w0:w0 + n // dim].tolist()
+            out.append(tree)
+            at += n
+        doc["oblivious_trees"] = out
+    bias = trees.array(_T_MULTIBIAS, np.float64)
+    doc["scale_and_bias"] = [trees.scalar(_T_SCALE, "d", 1.0),
+                             bias.tolist() if bias.size else [trees.scalar(_T_BIAS, "d", 0.0)]]
+    return doc
+
+
+def _cbm_non_symmetric(split, steps, leaf_ids, starts, sizes, leaves, weights, dim) -> list:
+    """The non-symmetric trees of a ``.cbm`` file as the JSON export's nested nodes."""
+    out = []
+    for t, (start, n) in enumerate(zip(starts.tolist(), sizes.tolist())):
+        end = start + n
+        if end > steps.size or end > leaf_ids.size or n < 1:
+            raise ModelFormatError(f"CatBoost .cbm: tree {t}: its nodes run past the model's")
+
+        def leaf(i: int) -> dict:
+            v = int(leaf_ids[i])
+            if v + dim > leaves.size:
+                raise ModelFormatError(f"CatBoost .cbm: tree {t} node {i - start}: leaf "
+                                       f"value {v} is out of range")
+            node = {"value": leaves[v:v + dim].tolist()}
+            if weights.size > v // dim:
+                node["weight"] = float(weights[v // dim])
+            return node
+
+        seen = set()
+
+        def node(i: int, depth: int) -> dict:
+            if depth > MAX_DEPTH:
+                raise ModelFormatError(f"CatBoost .cbm: tree {t}: deeper than {MAX_DEPTH}")
+            if i >= end or i in seen:
+                raise ModelFormatError(f"CatBoost .cbm: tree {t}: a step leaves the tree or "
+                                       f"reaches node {i - start} twice")
+            seen.add(i)
+            f, tr = int(steps["false"][i]), int(steps["true"][i])
+            if f == 0 and tr == 0:
+                return leaf(i)
+            return {"split": split(i, f"tree {t}"),
+                    "left": node(i + f, depth + 1) if f else leaf(i),
+                    "right": node(i + tr, depth + 1) if tr else leaf(i)}
+
+        out.append(node(start, 0))
+    return out
 
 
 def _get(obj, key: str, kind, where: str):
@@ -265,7 +426,7 @@ def _hash_texts(table) -> dict[int, str]:
     return out
 
 
-def _ensemble(doc: dict) -> Ensemble:
+def _ensemble(doc: dict, file_format: str = "json") -> Ensemble:
     info = _get(doc, "features_info", dict, "the model")
     feats = _Features(info)
     model_info = doc.get("model_info", {})
@@ -318,7 +479,7 @@ def _ensemble(doc: dict) -> Ensemble:
     if feats.names and len(feats.names) == feats.n_features:
         names = tuple(feats.names[j] for j in range(feats.n_features))
     source = {"library": "catboost", "version": _version(model_info), "objective": loss,
-              "format": "json"}
+              "format": file_format}
     return Ensemble(trees=out, tree_group=np.asarray(groups, np.int32), n_outputs=dim,
                     n_features=feats.n_features, family="plain", base_score=np.zeros(dim),
                     transform=transform,
