@@ -173,7 +173,8 @@ def score_file(model: Model, source, output=None, *, format: str | None = None,
     fill = np.nan if model.ensemble.family == "xgboost" else 0.0
     opts = ReadOptions(label_column=label_column, query_column=query_column, keep=tuple(keep),
                        drop=tuple(drop), header=input_header, on_error=on_error,
-                       chunk_rows=chunk_rows, used=used_features(model))
+                       chunk_rows=chunk_rows, used=used_features(model),
+                       category_labels=model.ensemble.category_labels)
     if keep and _output_format(output, output_format) == "npy":
         raise InputError("an .npy output holds numbers only (scores, ranks, leaves); write "
                          "kept columns to CSV or Parquet")

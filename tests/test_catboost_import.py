@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import quickscorer
+from quickscorer.batch import score_file
 from quickscorer.errors import ModelFormatError
 from quickscorer.ir import reference
 
@@ -260,6 +261,35 @@ def test_large_integer_categories_are_numbered_like_texts(tmp_path):
     for col, name in ((1, "colour"), (3, "size")):
         numbers[name] = test[name].astype(str).map(labels[col]).fillna(-1.0)
     _every_algorithm(model, numbers.to_numpy(dtype=np.float64), raw, raw_score=True)
+
+
+def test_parquet_files_of_category_texts_score_as_catboost(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    frame = _categorical_frame(pd, 19, 1200)
+    frame["id"] = frame["size"] * 300_000_007 + 5000     # a text column of integers
+    cats = ["colour", "size", "id"]
+    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+               cat_features=cats, one_hot_max_size=255)
+    path = tmp_path / "m.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    model = quickscorer.load(path)
+    test = _categorical_rows(pd, frame, 20)
+    test.loc[test.index[::7], "colour"] = None            # missing: no category
+    test["id"] = (test["size"] * 300_000_007 + 5000).where(test.index % 5 > 0, 12345)
+    table = pa.Table.from_pandas(test, preserve_index=False)
+    # the same texts plain and dictionary-encoded, in chunks that split the rows
+    encoded = table.set_column(1, "colour", pa.compute.dictionary_encode(table["colour"]))
+    filled = test.fillna({"colour": "none of them"})
+    want = est.predict(filled)
+    for i, t in enumerate((table, encoded)):
+        src, out = tmp_path / f"in{i}.parquet", tmp_path / f"out{i}.npy"
+        pq.write_table(t, src)
+        summary = score_file(model, src, out, chunk_rows=97)
+        assert summary.rows == len(test)
+        assert np.array_equal(np.load(out).ravel(), want)
+    assert np.array_equal(model.predict(test), want)
 
 
 def test_one_hot_splits_without_the_category_texts_are_refused_with_the_way_out():

@@ -83,6 +83,9 @@ class ReadOptions:
     #: only these columns (typed, so no value of another needs checking) and fill the rest
     #: with 0.0, which no tree looks at
     used: np.ndarray | None = None
+    #: the model's text categories (``Ensemble.category_labels``): a Parquet or Arrow column
+    #: of text, integers or a dictionary for such a feature is read through them
+    category_labels: dict | None = None
 
 
 @dataclass
@@ -496,10 +499,21 @@ class _ArrowReader(_Reader):
         names = list(schema.names)
         self.cols = resolve_columns(names, len(names), model_names, n_features, opts,
                                     self.source)
+        labels = opts.category_labels or {}
+        #: features read through the model's category texts
+        self.texts = {f: labels[f] for j, f in enumerate(self.cols.feature_of)
+                      if f in labels and not pa.types.is_floating(schema.field(j).type)}
         for j, f in enumerate(self.cols.feature_of):
             if f is None:
                 continue
             t = schema.field(j).type
+            if f in self.texts:
+                if not (pa.types.is_dictionary(t) or pa.types.is_string(t)
+                        or pa.types.is_large_string(t) or pa.types.is_integer(t)
+                        or pa.types.is_null(t)):
+                    raise InputError(f"{self.source}: column {names[j]!r} has type {t}; a "
+                                     f"categorical feature's column holds text or integers")
+                continue
             if pa.types.is_dictionary(t):
                 raise InputError(f"{self.source}: column {names[j]!r} is dictionary-encoded "
                                  f"(categorical strings); write the category codes the model "
@@ -531,6 +545,10 @@ class _ArrowReader(_Reader):
             if f is None:
                 continue
             col = by_name[self.names[j]]
+            if f in self.texts:
+                values.append(_arrow_categories(pa, col, self.texts[f]))
+                features.append(f)
+                continue
             if col.type != pa.float64():
                 col = col.cast(pa.float64())
             values.append(np.ascontiguousarray(col.to_numpy(zero_copy_only=False)))
@@ -548,6 +566,22 @@ class _ArrowReader(_Reader):
         chunk = Chunk(X, self.rows, cols, query, done)
         self.rows += n
         return chunk
+
+
+def _arrow_categories(pa, col, table: dict[str, int]) -> np.ndarray:
+    """A column of category texts (or integers, or a dictionary of either) as the model's
+    category numbers: an unknown text names no category (-1), a missing value is NaN."""
+    pc = _pyarrow("compute")
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        col = col.cast(pa.string())              # an integer's decimal digits, as CatBoost's
+    keys = list(table)
+    numbers = np.array([table[k] for k in keys] + [-1.0], np.float64)
+    place = pc.index_in(col, value_set=pa.array(keys, pa.string())).fill_null(len(keys))
+    out = numbers[np.asarray(place.to_numpy(zero_copy_only=False), np.int64)]
+    out[np.asarray(col.is_null().to_numpy(zero_copy_only=False), bool)] = np.nan
+    return out
 
 
 def _pyarrow(module: str):
