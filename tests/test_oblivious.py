@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import quickscorer
+from quickscorer import _oblivious
 from quickscorer.algorithms import autoselect
 from quickscorer.algorithms.cpu import available_isas
 from quickscorer.algorithms.oblivious import Oblivious, oblivious_arrays, unsupported
@@ -168,27 +169,32 @@ def test_models_that_are_not_oblivious_are_refused_saying_why(family, edit, why)
     assert "oblivious" not in quickscorer.Model(ens).supported_algorithms()
 
 
+@pytest.mark.parametrize("n_thresholds", [20, 230], ids=["counted", "searched"])
 @pytest.mark.parametrize("isa", available_isas()[:2])
-def test_float32_boundaries_are_ranked_in_float32_exactly(isa):
+def test_float32_boundaries_are_ranked_in_float32_exactly(isa, n_thresholds):
     """Thresholds that are float32 boundaries (scikit-learn's and CatBoost's) are ranked in
-    float32 on the AVX2 path: every value beside a boundary, at it, at its float32 value,
-    and beyond the float32 range (an infinity in float32) goes where the float64 test sends
-    it."""
+    float32 on the AVX2 path, by counting (a column of few thresholds) or by the two-level
+    search (more than the kernel's COUNT_MAX): every value beside a boundary, at it, at its
+    float32 value, and beyond the float32 range (an infinity in float32) goes where the
+    float64 test sends it."""
     from quickscorer.ir.float32 import float32_boundary
     rng = np.random.default_rng(21)
-    T = np.concatenate([rng.normal(size=20).astype(np.float32),
+    T = np.concatenate([rng.normal(size=n_thresholds).astype(np.float32),
                         np.float32([0.0, -0.0, 1e-30, 3.4e38, -3.4e38, np.inf])])
     bounds = float32_boundary(T.astype(np.float64))
-    ens = oblivious_ensemble(rng, "plain", n_trees=60, n_features=3, max_depth=6,
+    ens = oblivious_ensemble(rng, "plain", n_trees=60 if n_thresholds < 100 else 150,
+                             n_features=3 if n_thresholds < 100 else 1, max_depth=6,
                              thresholds=bounds)
     model = quickscorer.Model(ens)
     alg = Oblivious(ens, model._forest, isa=isa)
     assert alg._arrays["rank_pivots_f32"].shape[0] > 0        # the float32 tables are built
+    padded = np.diff(alg._arrays["rank_bucket_offsets"])
+    assert (padded > _oblivious.COUNT_MAX).any() == (n_thresholds > 100)
     model._prepared["oblivious"] = alg
     near = np.concatenate([bounds, np.nextafter(bounds, np.inf), np.nextafter(bounds, -np.inf),
                            T.astype(np.float64), np.nextafter(T, np.float32(np.inf)),
                            [3.5e38, -3.5e38, 1e300, np.inf, -np.inf, np.nan, 0.0]])
-    X = rng.choice(near, size=(400, 3))
+    X = rng.choice(near, size=(400, ens.n_features))
     assert np.array_equal(model.predict_raw(X, algorithm="oblivious"),
                           model.predict_raw(X, algorithm="traversal"))
 

@@ -4,6 +4,11 @@ same rows.
 
     python benchmarks/experiments/oblivious_floor.py                      # cb-d6-uniform-1000
     python benchmarks/experiments/oblivious_floor.py --depth 8 --trees 300 --rounds 9
+    python benchmarks/experiments/oblivious_floor.py --count-max 0,16,32,48,64
+
+``--count-max`` builds the program once per value of ``OBL_COUNT_MAX`` (the most thresholds
+a column ranked by counting has; 0: every column by the two-level search) and runs the
+builds in turn, ``--rounds`` times each, printing each one's best phases.
 
 The layout is the library's (``oblivious_arrays``); the C program times a group's ranks alone,
 the ranks and each tree's 32 leaf indexes, and the whole group with its sums (AVX2), and its
@@ -12,6 +17,7 @@ sums are checked here against ``Model.predict`` (exact, or the script stops). On
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 import tempfile
@@ -60,22 +66,39 @@ def main(argv=None) -> int:
     p.add_argument("--depth", type=int, default=6)
     p.add_argument("--rows", type=int, default=10_000)
     p.add_argument("--rounds", type=int, default=7)
+    p.add_argument("--count-max", default="",
+                   help="OBL_COUNT_MAX values to build and compare, comma-separated "
+                        "(default: obl_simd.h's)")
     args = p.parse_args(argv)
+    counts = [int(k) for k in args.count_max.split(",") if k.strip()] or [None]
     wl = W.catboost_model(args.trees, args.depth, n_rows=args.rows)
     model = quickscorer.load(wl.lgb_path)
     X = np.ascontiguousarray(wl.X)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         n_cols, depth = write_arrays(tmp / "a.bin", model, X)
-        exe = tmp / "oblivious_floor"
-        subprocess.run(["gcc", "-O3", "-mavx2", "-I", str(ROOT / "src"), "-o", str(exe),
-                        str(HERE / "oblivious_floor.c"), "-lm"], check=True)
-        out = subprocess.run([str(exe), str(tmp / "a.bin"), str(tmp / "s.bin"),
-                              str(args.rounds)], check=True, capture_output=True, text=True)
-        got = np.fromfile(tmp / "s.bin", np.float64)
-    want = model.predict(X, raw_score=True)
-    if not np.array_equal(got, want):
-        raise SystemExit(f"scores differ from Model.predict: max {np.abs(got - want).max()}")
+        exes = []
+        for k in counts:
+            exe = tmp / f"oblivious_floor_{k}"
+            subprocess.run(["gcc", "-O3", "-mavx2", "-I", str(ROOT / "src"), "-o", str(exe)]
+                           + ([f"-DOBL_COUNT_MAX={k}"] if k is not None else [])
+                           + [str(HERE / "oblivious_floor.c"), "-lm"], check=True)
+            exes.append(exe)
+        best_of: dict = {}
+        want = model.predict(X, raw_score=True)
+        for _ in range(args.rounds if len(exes) > 1 else 1):     # the builds in turn
+            for k, exe in zip(counts, exes):
+                out = subprocess.run([str(exe), str(tmp / "a.bin"), str(tmp / "s.bin"),
+                                      str(1 if len(exes) > 1 else args.rounds)], check=True,
+                                     capture_output=True, text=True)
+                got = np.fromfile(tmp / "s.bin", np.float64)
+                if not np.array_equal(got, want):
+                    raise SystemExit(f"OBL_COUNT_MAX={k}: scores differ from Model.predict: "
+                                     f"max {np.abs(got - want).max()}")
+                phases = [float(v) for v in re.findall(r"(?<=\s)(\d+\.\d+)", out.stdout)]
+                old = best_of.get(k)
+                best_of[k] = (phases, out.stdout) if old is None else (
+                    [min(a, b) for a, b in zip(old[0], phases)], out.stdout)
     model.predict(X)
     best = np.inf
     for _ in range(args.rounds):
@@ -98,7 +121,12 @@ def main(argv=None) -> int:
     print(machine())
     print(f"{wl.name}: {args.trees} trees of depth {depth}, {n_cols} columns, "
           f"{X.shape[0]} rows; scores equal Model.predict")
-    print("C, " + out.stdout.strip())
+    for k in counts:
+        phases, text = best_of[k]
+        label = "" if k is None else f"OBL_COUNT_MAX={k}: "
+        names = re.findall(r"([a-z][a-z0-9+ ]*?) \d+\.\d+", text.split(":", 1)[1])
+        print("C, " + label + "ns a row: " + "  ".join(
+            f"{n.strip()} {v:.1f}" for n, v in zip(names, phases)))
     print(f"default predict: {best:.1f} ns a row (best of {args.rounds})")
     if cb is not None:
         print(f"CatBoost predict: {cb:.1f} ns a row (best of {args.rounds})")

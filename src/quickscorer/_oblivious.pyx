@@ -25,6 +25,7 @@ cdef extern from "quickscorer/obl_simd.h":
     enum:
         OBL_LANES
         OBL_MAX_DEPTH
+        OBL_COUNT_MAX
     ctypedef struct obl_view:
         int64_t n_cols
         const int32_t* col_feature
@@ -42,7 +43,7 @@ cdef extern from "quickscorer/obl_simd.h":
         const int32_t* level_col
         const uint8_t* level_thr
     void obl_ranks(int isa, const obl_view* v, const double* rows, int64_t F, int n_lanes,
-                   uint8_t* ranks) noexcept nogil
+                   float* xt, uint8_t* ranks) noexcept nogil
     void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
                  const double* leaf_value, const int64_t* leaf_off,
                  const int32_t* tree_group, int64_t n_outputs, double* acc) noexcept nogil
@@ -56,6 +57,10 @@ cdef extern from "quickscorer/obl_simd.h":
 cdef struct OblView:
     obl_view v
     const double* level_value      # [n_trees][OBL_MAX_DEPTH] the levels' thresholds
+
+
+#: the most thresholds (padded to buckets of 16) a column ranked in float32 by counting has
+COUNT_MAX = OBL_COUNT_MAX
 
 
 cdef inline int64_t _align(int64_t n) noexcept nogil:
@@ -137,9 +142,10 @@ cdef class OblLayout(Layout):
         self.exits = obl_exits
 
     def group_bytes(self, int64_t n_outputs):
-        """Scratch bytes a thread needs for a group: its converted rows, ranks and sums."""
-        return (_align(8 * OBL_LANES * self.n_features) + _align(OBL_LANES * self.n_cols)
-                + _align(8 * OBL_LANES * n_outputs) + 64)
+        """Scratch bytes a thread needs for a group: its converted rows, their values column
+        by column in float32, ranks and sums."""
+        return (_align(8 * OBL_LANES * self.n_features) + _align(4 * OBL_LANES * self.n_cols)
+                + _align(OBL_LANES * self.n_cols) + _align(8 * OBL_LANES * n_outputs) + 64)
 
     def __reduce__(self):
         return (OblLayout, (self._keep, self.n_features))
@@ -171,6 +177,7 @@ cdef void obl_exits(const void* ctx, const ForestView* f, const double* row, uin
 
 cdef struct Bufs:
     double* rows
+    float* xt
     uint8_t* ranks
     double* acc
 
@@ -180,6 +187,8 @@ cdef inline Bufs _carve(uint8_t* base, int64_t F, int64_t C) noexcept nogil:
     cdef uint8_t* p = <uint8_t*>((<size_t>base + 63) // 64 * 64)
     b.rows = <double*>p
     p += _align(8 * OBL_LANES * F)
+    b.xt = <float*>p
+    p += _align(4 * OBL_LANES * C)
     b.ranks = p
     p += _align(OBL_LANES * C)
     b.acc = <double*>p
@@ -192,7 +201,7 @@ cdef inline void _group(const ForestView* f, const obl_view* v, int isa, int n_l
     float32 (acc read as floats) for XGBoost forests."""
     cdef int64_t g, l
     cdef float* acc32 = <float*>b.acc
-    obl_ranks(isa, v, b.rows, f.n_features, n_lanes, b.ranks)
+    obl_ranks(isa, v, b.rows, f.n_features, n_lanes, b.xt, b.ranks)
     if f.family == FAMILY_XGBOOST:
         for g in range(f.n_outputs):
             for l in range(OBL_LANES):
