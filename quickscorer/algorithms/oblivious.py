@@ -13,8 +13,9 @@ tree is walked and no leaf bitvector is kept. Layout:
   at every threshold) or 255 (right), or the rank of 0.0 where the rule reads NaN as 0.0.
 * **levels**: per tree and level, the column and the threshold index; the tree's depth.
 
-A group of 32 rows: the ranks of the columns (the two-level search of ``rs_ranks``), then per
-tree the 32 leaf indexes, one byte compare and two bitwise operations a level, then each
+A group of 32 rows: the ranks of the columns (the two-level search of ``rs_ranks``, or on
+AVX2 a count of the thresholds below each value for a float32 column of few), then per
+tree the 32 leaf indexes, one byte compare, an add and a subtract a level, then each
 row's leaf value added in tree order (the sums every kernel makes). One row at a time (leaf
 indexes, the shared row loops): the same tests on the converted row's values.
 """

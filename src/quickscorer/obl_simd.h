@@ -256,8 +256,8 @@ static void obl_ranks_avx2(const obl_view* v, const double* rows, int64_t F, int
     }
 }
 
-/* tree t's 32 leaves: a byte compare (ranks and thresholds biased to signed), an AND with
- * the level's bit and an OR a level */
+/* tree t's 32 leaves: a byte compare (ranks and thresholds biased to signed) and
+ * leaf = 2 leaf + bit a level */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline __m256i obl_tree_avx2(const obl_view* v, int64_t t, const uint8_t* ranks)
 {
