@@ -258,11 +258,18 @@ class QuickScorerRuntime(MLModel):
         return values
 
     def _columns(self, features) -> np.ndarray:
-        """One tensor per feature column (pandas codec), put in the model's order by name."""
+        """One tensor per feature column (pandas codec), put in the model's order by name.
+        A categorical feature of text categories (a CatBoost model's) may come as BYTES or
+        integers: read through the model's category texts."""
         cols = {}
-        for inp in features:
-            v = self._tensor(inp).reshape(-1)
-            cols[inp.name] = v
+        labels = self._model.ensemble.category_labels or {}
+        for k, inp in enumerate(features):
+            col = (self._names.index(inp.name) if inp.name in self._by_name else k) \
+                if labels and inp.datatype not in FLOATS else -1
+            if col in labels:
+                cols[inp.name] = self._categories(inp, labels[col])
+            else:
+                cols[inp.name] = self._tensor(inp).reshape(-1)
         rows = {v.shape[0] for v in cols.values()}
         if len(rows) != 1:
             raise InferenceError(f"model {self.name}: the feature columns have different "
@@ -280,6 +287,26 @@ class QuickScorerRuntime(MLModel):
         else:
             order = list(cols)                      # positional; as_rows checks the count
         return np.column_stack([cols[n].astype(np.float64, copy=False) for n in order])
+
+    def _categories(self, inp: types.RequestInput, table: dict[str, int]) -> np.ndarray:
+        """A column of category texts (BYTES) or integers as the model's category numbers:
+        an unknown text names no category, a null is missing."""
+        if inp.datatype == "BYTES":
+            data = getattr(inp.data, "root", inp.data)
+            if not isinstance(data, list):
+                data = [data]
+            try:
+                texts = [None if v is None else v.decode("utf-8") if isinstance(v, bytes)
+                         else str(v) for v in data]
+            except UnicodeDecodeError:
+                raise InferenceError(f"model {self.name}: input {inp.name!r} holds bytes that "
+                                     f"are not UTF-8 text") from None
+        else:
+            values = self._tensor(inp).reshape(-1)
+            if values.dtype.kind == "f":
+                return values.astype(np.float64)
+            texts = [str(v) for v in values.tolist()]
+        return np.array([np.nan if t is None else table.get(t, -1) for t in texts], np.float64)
 
     def _check_nan(self, X: np.ndarray):
         if not np.isnan(X.sum()):              # no NaN at all: one pass, no copy

@@ -175,15 +175,70 @@ def server(tmp_path_factory, data):
     # a folder URI, as mlserver-lightgbm users have it: the runtime finds model.bst inside
     shutil.copy(files / "model.txt", files / "model.bst")
     write_model(folder, "infolder", files / "model.bst", parameters={"uri": "."})
+    names = ["ranker", "nanmodel", "xgb", "batched", "swap", "infolder"]
+    boosters = {"ranker": ranker, "nanmodel": nan_model, "xgb": booster, "other": other}
+    try:
+        import catboost
+    except ImportError:
+        catboost = None
+    if catboost is not None:      # a model of text categories (the test extra has CatBoost)
+        frame, cats = _catboost_frame(np.random.default_rng(12), 800), ["colour", "id"]
+        est = catboost.CatBoostRegressor(iterations=30, depth=4, one_hot_max_size=255,
+                                         verbose=0, allow_writing_files=False,
+                                         cat_features=cats)
+        est.fit(frame, _catboost_target(frame))
+        est.save_model(str(files / "cat.json"), format="json",
+                       pool=catboost.Pool(frame, cat_features=cats))
+        write_model(folder, "cbcat", files / "cat.json")
+        names.append("cbcat")
+        boosters["cbcat"] = est
     srv = Server(folder)
     try:
-        srv.wait_ready(["ranker", "nanmodel", "xgb", "batched", "swap", "infolder"])
-        srv.boosters = {"ranker": ranker, "nanmodel": nan_model, "xgb": booster,
-                        "other": other}
+        srv.wait_ready(names)
+        srv.boosters = boosters
         srv.files = files
         yield srv
     finally:
         srv.stop()
+
+
+def _catboost_frame(rng, n: int):
+    """A float column, a text category and an integer one (ids beyond what a category
+    number holds, so they are read through the model's texts as well)."""
+    import pandas as pd
+    return pd.DataFrame({"a": rng.normal(size=n),
+                         "colour": rng.choice(["red", "green", "blue", "é x"], n),
+                         "id": rng.integers(0, 6, n) * 1_000_003 + 9000})
+
+
+def _catboost_target(frame):
+    return (frame["a"] + 2.0 * (frame["colour"] == "red") - (frame["colour"] == "é x")
+            + 0.5 * (frame["id"] % 3)).to_numpy()
+
+
+def test_text_categories_of_a_catboost_model_over_rest_and_grpc(server):
+    pytest.importorskip("catboost")
+    frame = _catboost_frame(np.random.default_rng(13), 60)
+    frame.loc[::9, "colour"] = "purple"                    # unseen: no category
+    frame.loc[::7, "id"] = 5
+    want = server.boosters["cbcat"].predict(frame)
+    colour = frame["colour"].tolist()
+    body = {"parameters": {"content_type": "pd"},
+            "inputs": [{"name": "id", "shape": [60], "datatype": "INT64",
+                        "data": frame["id"].tolist()},
+                       {"name": "colour", "shape": [60], "datatype": "BYTES", "data": colour},
+                       tensor("a", frame["a"].to_numpy())]}
+    code, res = server.infer("cbcat", body)
+    assert code == 200, res
+    assert np.array_equal(output(res, "predict")[0], want)
+    req = types.InferenceRequest(
+        parameters=types.Parameters(content_type="pd"),
+        inputs=[grpc_input("a", frame["a"].to_numpy(), "FP64"),
+                types.RequestInput(name="colour", shape=[60], datatype="BYTES",
+                                   data=[c.encode() for c in colour]),
+                grpc_input("id", frame["id"].to_numpy(), "INT64")])
+    res = server.infer_grpc("cbcat", req)
+    assert np.array_equal(np.asarray(res.outputs[0].data.root, np.float64), want)
 
 
 def test_rest_scores_equal_lightgbm_and_model_predict(server, data):
