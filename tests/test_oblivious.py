@@ -10,6 +10,7 @@ import quickscorer
 from quickscorer import _oblivious
 from quickscorer.algorithms import autoselect
 from quickscorer.algorithms.cpu import available_isas
+from quickscorer.algorithms.oblivious import MAX_DEPTH as MAX_OBLIVIOUS_DEPTH
 from quickscorer.algorithms.oblivious import Oblivious, oblivious_arrays, unsupported
 from quickscorer.ir import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, build_tree
 
@@ -129,7 +130,9 @@ def test_a_catboost_model_is_scored_by_oblivious_from_three_rows():
     ("plain", "uneven", "not complete"),
     ("plain", "mixed", "one test a level"),
     ("plain", "deep", "9 levels deep"),
-    ("plain", "categorical", "categorical splits"),
+    ("plain", "categorical", "one-hot splits only"),
+    ("plain", "nan-category", "sends NaN to its category's side"),
+    ("lightgbm", "categorical-lgb", "categorical splits"),
     ("plain", "many", "more than 255 thresholds"),
 ])
 def test_models_that_are_not_oblivious_are_refused_saying_why(family, edit, why):
@@ -154,6 +157,12 @@ def test_models_that_are_not_oblivious_are_refused_saying_why(family, edit, why)
                             missing_type=[MISSING_NAN] * 3, is_categorical=[True, False, False],
                             categories={0: np.array([1, 4])}, value=[0.0, 1.0, 2.0],
                             n_features=3),)
+    elif edit in ("nan-category", "categorical-lgb"):
+        trees = (build_tree(left=[1, -1, -1], right=[2, -1, -1], root=0, feature=[0, 0, 0],
+                            threshold=[0.0] * 3, default_left=[edit == "nan-category"] * 3,
+                            missing_type=[MISSING_NAN] * 3, is_categorical=[True, False, False],
+                            categories={0: np.array([4])}, value=[0.0, 1.0, 2.0],
+                            n_features=3),)
     elif edit == "many":
         trees = tuple(oblivious_tree(rng, 1, 1, family, thresholds=np.array([float(t)]),
                                      missing=MISSING_NAN, default_left=True)
@@ -167,6 +176,68 @@ def test_models_that_are_not_oblivious_are_refused_saying_why(family, edit, why)
     with pytest.raises(ValueError, match=why):
         oblivious_arrays(ens)
     assert "oblivious" not in quickscorer.Model(ens).supported_algorithms()
+
+
+def one_hot_tree(rng, depth: int, n_features: int, thresholds=THRESHOLDS):
+    """A complete oblivious tree of the plain family whose levels are numerical tests or
+    one-hot category tests (the category's side on the left, NaN on the right: CatBoost's
+    one-hot splits as the importer writes them)."""
+    n = (1 << (depth + 1)) - 1
+    inner = (1 << depth) - 1
+    level = np.floor(np.log2(np.arange(n) + 1)).astype(int)
+    feat = rng.integers(n_features, size=depth + 1)
+    cat = rng.random(depth + 1) < 0.5
+    thr = rng.choice(thresholds, size=depth + 1)
+    category = rng.choice([0, 1, 2, 3, 7, 4095], size=depth + 1)
+    is_cat = cat[level] & (np.arange(n) < inner)
+    return build_tree(left=[2 * i + 1 if i < inner else -1 for i in range(n)],
+                      right=[2 * i + 2 if i < inner else -1 for i in range(n)], root=0,
+                      feature=feat[level], threshold=np.where(is_cat, 0.0, thr[level]),
+                      default_left=np.where(is_cat, False, (rng.random(depth + 1) < 0.5)[level]),
+                      missing_type=[MISSING_NAN] * n, is_categorical=is_cat,
+                      categories={int(i): [int(category[level[i]])]
+                                  for i in np.flatnonzero(is_cat)},
+                      value=np.round(rng.normal(size=n), 3), n_features=n_features)
+
+
+@pytest.mark.parametrize("isa", available_isas()[:2])
+@pytest.mark.parametrize("seed", range(3))
+def test_one_hot_category_levels_score_as_the_reference_traversal(isa, seed):
+    """Levels that test a category (CatBoost's one-hot splits) beside numerical ones, on the
+    same features: exact for the categories, their float64 neighbours, fractions, negative
+    values, -0.0, NaN, infinities and huge values, on every entry of the kernel."""
+    from quickscorer.ir.float32 import float32_boundary
+    rng = np.random.default_rng(100 + seed)
+    n_features = 3
+    # seed 2: numerical thresholds that are float32 boundaries (CatBoost's), so that their
+    # columns rank in float32 beside the categories' columns in float64
+    thresholds = (float32_boundary(np.float32([-2.0, -0.5, 0.5, 2.0, 3.0, 7.5, 100.0])
+                                   .astype(np.float64)) if seed == 2 else THRESHOLDS)
+    trees = tuple(one_hot_tree(rng, int(rng.integers(1, MAX_OBLIVIOUS_DEPTH + 1)), n_features,
+                               thresholds) for _ in range(50))
+    ens = Ensemble(trees=trees, tree_group=np.zeros(len(trees), np.int64), n_outputs=1,
+                   n_features=n_features, family="plain", base_score=np.array([0.5]))
+    a = oblivious_arrays(ens)
+    assert unsupported(ens) is None and a["level_eq"].any()
+    assert set(a["col_f32"].tolist()) == ({0, 1} if seed == 2 else {0})
+    model = quickscorer.Model(ens)
+    alg = Oblivious(ens, model._forest, isa=isa)
+    model._prepared["oblivious"] = alg
+    special = np.array([0.0, -0.0, 1.0, 2.0, 3.0, 7.0, 4095.0, 4096.0, 2.5, -1.0, -3.0,
+                        np.nan, np.inf, -np.inf, 1e300, 2147483648.0])
+    near = np.concatenate([special, np.nextafter(special, np.inf),
+                           np.nextafter(special, -np.inf), thresholds,
+                           np.nextafter(thresholds, np.inf), np.float32(thresholds)])
+    X = rng.choice(near, size=(300, n_features))
+    want = model.predict_raw(X, algorithm="traversal")
+    for n in (1, 3, 31, 32, 33, 300):
+        for threads in (1, 2):
+            got = model.predict_raw(X[:n], algorithm="oblivious", n_threads=threads)
+            assert np.array_equal(got, want[:n]), (n, threads)
+    for n in (1, 2, 5):
+        assert np.array_equal(alg.predict_small(np.ascontiguousarray(X[:n]), False), want[:n])
+    assert np.array_equal(model.predict_leaf(X, algorithm="oblivious"),
+                          model.predict_leaf(X, algorithm="traversal"))
 
 
 @pytest.mark.parametrize("n_thresholds", [20, 230], ids=["counted", "searched"])

@@ -19,6 +19,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "quickscorer/obl_simd.h"
@@ -70,12 +71,16 @@ int main(int argc, char** argv)
     v.depth = take(f, 4 * T);
     v.level_col = take(f, 4 * OBL_MAX_DEPTH * T);
     v.level_thr = take(f, OBL_MAX_DEPTH * T);
+    v.level_eq = NULL;      /* the program's models have no category tests */
     const int64_t* leaf_off = take(f, 8 * T);
     const double* leaf_value = take(f, 8 * L);
     const double base = *(const double*)take(f, 8);
     const int64_t has_f32 = *(const int64_t*)take(f, 8);
     v.piv32 = has_f32 ? take(f, 4 * 16 * C) : NULL;
     v.bkt32 = has_f32 ? take(f, 4 * B) : NULL;
+    uint8_t* col_f32 = malloc((size_t)C);     /* the program's models: every column float32 */
+    memset(col_f32, 1, (size_t)C);
+    v.col_f32 = col_f32;
     fclose(f);
     if (!cpu_isa_available(CPU_ISA_AVX2)) {
         fprintf(stderr, "no AVX2\n");
@@ -103,7 +108,7 @@ int main(int argc, char** argv)
                 obl_ranks(1, &v, X + r0 * F, F, nl, xt, ranks);
                 if (phase == 1)
                     for (int64_t t = 0; t < T; ++t)
-                        sink = _mm256_xor_si256(sink, obl_tree_avx2(&v, t, ranks));
+                        sink = _mm256_xor_si256(sink, obl_tree_avx2(&v, t, ranks, 0));
                 if (phase >= 2) {
                     for (int l = 0; l < OBL_LANES; ++l)
                         acc[l] = base;

@@ -11,6 +11,11 @@ tree is walked and no leaf bitvector is kept. Layout:
   exactly when the rank exceeds ``j`` (the shared rule, ``x <= threshold`` goes left, in rank
   space). NaN, and 0.0 under LightGBM's zero-as-missing, take the rank of their side: 0 (left
   at every threshold) or 255 (right), or the rank of 0.0 where the rule reads NaN as 0.0.
+* **category columns**: a level that tests one category ``c`` (CatBoost's one-hot splits:
+  the category's side left, NaN right; ``plain`` family) has a column of its own feature
+  holding ``c`` and the float64 just below it; a value is ``c`` exactly when its rank is
+  ``c``'s index, so the level sends the row right where the rank differs (``level_eq``).
+  NaN takes rank 0, below every category's index.
 * **levels**: per tree and level, the column and the threshold index; the tree's depth.
 
 A group of 32 rows: the ranks of the columns (the two-level search of ``rs_ranks``, or on
@@ -72,31 +77,61 @@ def _checked(ens: Ensemble):
     if ens.has_linear:
         return "the model has linear leaves"
     a = ens.trees.arrays
-    if a["is_categorical"].any():
-        return "the model has categorical splits"
-    if np.isnan(a["threshold"]).any():
+    cat = np.asarray(a["is_categorical"], bool)
+    if np.isnan(a["threshold"][~cat]).any():
         return "a split has a NaN threshold"
+    value = _test_values(ens)
+    if isinstance(value, str):
+        return value
     got = _levels(ens)
     if isinstance(got, str):
         return got
     depth, first = got
-    for name in ("feature", "threshold", "default_left", "missing_type"):
+    for name in ("feature", "default_left", "missing_type", "is_categorical"):
         if np.any(a[name] != a[name][first]):
             return "not every tree is oblivious (one test a level)"
+    if np.any(value != value[first]):
+        return "not every tree is oblivious (one test a level)"
     lv = np.flatnonzero(first == np.arange(first.shape[0]))     # one node a level
     key = _column_keys(a, lv)
-    pairs = np.unique(np.stack([key.astype(np.float64), a["threshold"][lv]]), axis=1)
-    if np.bincount(np.unique(pairs[0], return_inverse=True)[1]).max(initial=0) > MAX_THRESHOLDS:
-        return (f"a feature has more than {MAX_THRESHOLDS} thresholds under one "
-                "missing-value rule (a rank is a byte)")
+    pairs = np.unique(np.stack([key.astype(np.float64), value[lv]]), axis=1)
+    # a category takes two thresholds: the value below it and itself
+    n = np.bincount(np.unique(pairs[0], return_inverse=True)[1],
+                    weights=np.where(pairs[0] % 16 >= 8, 2, 1))
+    if n.max(initial=0) > MAX_THRESHOLDS:
+        return (f"a feature has more than {MAX_THRESHOLDS} thresholds (or "
+                f"{MAX_THRESHOLDS // 2} categories) under one missing-value rule (a rank is a "
+                f"byte)")
     return depth, first
 
 
+def _test_values(ens: Ensemble):
+    """Each node's test value: a numerical node's threshold, a categorical node's one
+    category; or why a categorical node cannot be a level test (only one-hot splits of the
+    ``plain`` family, NaN on their other side: CatBoost's)."""
+    a = ens.trees.arrays
+    value = np.array(a["threshold"], np.float64)
+    cat = np.asarray(a["is_categorical"], bool)
+    if not cat.any():
+        return value
+    if ens.family != "plain":
+        return "the model has categorical splits (one-hot splits of CatBoost models are read)"
+    counts = np.diff(a["cat_offset"])
+    if np.any(counts[cat] != 1):
+        return "a categorical split lists more or fewer than one category (one-hot splits only)"
+    if np.any(a["default_left"][cat]):
+        return "a categorical split sends NaN to its category's side"
+    value[cat] = a["cat_values"][a["cat_offset"][:-1][cat]]
+    return value
+
+
 def _column_keys(a: dict, nodes: np.ndarray) -> np.ndarray:
-    """Each node's column: its feature and missing-value rule (NaN side, missing type)."""
+    """Each node's column: its feature, missing-value rule (NaN side, missing type) and
+    whether it tests a category (8 in the key)."""
     rule = (a["default_left"][nodes].astype(np.int64)
-            + 2 * a["missing_type"][nodes].astype(np.int64))
-    return a["feature"][nodes].astype(np.int64) * 8 + rule
+            + 2 * a["missing_type"][nodes].astype(np.int64)
+            + 8 * np.asarray(a["is_categorical"], bool)[nodes])
+    return a["feature"][nodes].astype(np.int64) * 16 + rule
 
 
 def oblivious_arrays(ens: Ensemble) -> dict:
@@ -112,45 +147,55 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     has = np.arange(MAX_DEPTH)[None, :] < depth[:, None]
     node = np.where(has, roots[:, None] + (1 << np.arange(MAX_DEPTH))[None, :] - 1, -1)
     lv = node[has]
+    test = _test_values(ens)[lv]
     cols, col_of = np.unique(_column_keys(a, lv), return_inverse=True)
-    # each column's distinct thresholds, ascending
-    order = np.lexsort((a["threshold"][lv], col_of))
-    c_sorted, t_sorted = col_of[order], a["threshold"][lv][order]
-    new = np.ones(order.shape[0], bool)
-    new[1:] = (c_sorted[1:] != c_sorted[:-1]) | (t_sorted[1:] != t_sorted[:-1])
-    thr_index = np.empty(order.shape[0], np.int64)
-    distinct = np.cumsum(new) - 1
-    counts = np.bincount(c_sorted[new], minlength=cols.shape[0])
+    is_eq = np.asarray(a["is_categorical"], bool)[lv]
+    # each column's distinct thresholds, ascending: a level's value, and below a category
+    # the float64 just under it (x equals the category exactly when its rank is the
+    # category's index: one threshold below x, the category not)
+    pair_col = np.concatenate([col_of, col_of[is_eq]])
+    pair_thr = np.concatenate([test, np.nextafter(test[is_eq], -np.inf)])
+    pairs, inverse = np.unique(np.stack([pair_col.astype(np.float64), pair_thr]), axis=1,
+                               return_inverse=True)
+    counts = np.bincount(pairs[0].astype(np.int64), minlength=cols.shape[0])
     offsets = np.zeros(cols.shape[0] + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    thr_index[order] = distinct - offsets[c_sorted]
-    values = np.ascontiguousarray(t_sorted[new], np.float64)
+    thr_index = np.ravel(inverse)[:lv.shape[0]] - offsets[col_of]
+    values = np.ascontiguousarray(pairs[1], np.float64)
     # the two-level search tables and each column's rank of 0.0 (NaN under MISSING_NONE
     # reads as 0.0), as RapidScorer's ranks have them
     ranked = rank_fields(offsets, values)
     zero_rank = ranked["rank_zero"].astype(np.int64)
     n_buckets = (counts + 15) // 16
-    feature = (cols // 8).astype(np.int32)
+    feature = (cols // 16).astype(np.int32)
     default_left = (cols % 2).astype(bool)
     missing = (cols % 8) // 2
+    categorical = cols % 16 >= 8
     side = np.where(default_left, 0, 255)
-    # XGBoost sends NaN to the default side whatever the node's missing type
+    # XGBoost sends NaN to the default side whatever the node's missing type; NaN names no
+    # category: rank 0, below every category's index
     nan_rank = (side if ens.family == "xgboost"
                 else np.where(missing == MISSING_NONE, zero_rank, side))
+    nan_rank = np.where(categorical, 0, nan_rank)
     zero_special = (missing == MISSING_ZERO) & (ens.family == "lightgbm")
     level_col = np.zeros((T, MAX_DEPTH), np.int32)
     level_thr = np.zeros((T, MAX_DEPTH), np.uint8)
     level_value = np.zeros((T, MAX_DEPTH), np.float64)
+    level_eq = np.zeros((T, MAX_DEPTH), np.uint8)
     level_col[has] = col_of
     level_thr[has] = thr_index
-    level_value[has] = a["threshold"][lv]
+    level_value[has] = test
+    level_eq[has] = is_eq
     # where every threshold is the float32 boundary of a float32 value T (scikit-learn's and
     # CatBoost's are: x <= t exactly when float32(x) <= T), t < x exactly when T < float32(x),
     # so a value is ranked in float32 among the T: twice the thresholds a compare. XGBoost's
     # rows are float32 values already: t < x exactly when T < x, T the float32 below t
     below = float32_below(values)
-    f32 = not zero_special.any() and (
-        ens.family == "xgboost" or np.array_equal(float32_boundary(below), values))
+    # per column (a category's column has the float64 just below it: not a float32 boundary)
+    exact = np.full(values.shape[0], ens.family == "xgboost") | (float32_boundary(below)
+                                                                 == values)
+    col_f32 = np.logical_and.reduceat(exact, offsets[:-1]) & ~zero_special
+    f32 = bool(col_f32.any())
     none32 = np.zeros(0, np.float32)
     if f32:
         piv32, bkt32, _ = rank_search_table(offsets, below.astype(np.float64))
@@ -159,6 +204,7 @@ def oblivious_arrays(ens: Ensemble) -> dict:
         "level_col": level_col,
         "level_thr": level_thr,
         "level_value": level_value,
+        "level_eq": level_eq,
         "col_feature": feature,
         "col_nan_rank": nan_rank.astype(np.uint8),
         "col_zero_rank": np.where(zero_special, side, zero_rank).astype(np.uint8),
@@ -169,6 +215,7 @@ def oblivious_arrays(ens: Ensemble) -> dict:
         "rank_bucket_offsets": ranked["rank_bucket_offsets"],
         "rank_pivots_f32": piv32.astype(np.float32) if f32 else none32,
         "rank_buckets_f32": bkt32.astype(np.float32) if f32 else none32,
+        "col_f32": col_f32.astype(np.uint8),
     }
 
 
@@ -176,9 +223,9 @@ class Oblivious(Algorithm):
     """Oblivious trees scored from their level tests: 32 rows' ranks, then each tree's 32 leaf
     indexes from byte compares, then the leaf values in tree order (AVX2 or portable C,
     chosen at run time; ``isa=`` or ``$QUICKSCORER_ISA`` forces one). Scores models whose
-    every tree is complete, at most 8 levels deep, with one numerical test a level (the same
-    feature, threshold and missing-value rule across the level), in the source's precision
-    (float32 for XGBoost forests, times DART's tree weights)."""
+    every tree is complete, at most 8 levels deep, with one test a level (the same feature,
+    threshold or one-hot category, and missing-value rule across the level), in the source's
+    precision (float32 for XGBoost forests, times DART's tree weights)."""
 
     name = "oblivious"
     test_vector = "a leaf index from each level's test, 32 documents a byte compare"

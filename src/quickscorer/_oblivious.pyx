@@ -38,10 +38,12 @@ cdef extern from "quickscorer/obl_simd.h":
         const double* bkt
         const float* piv32
         const float* bkt32
+        const uint8_t* col_f32
         int64_t n_trees
         const int32_t* depth
         const int32_t* level_col
         const uint8_t* level_thr
+        const uint8_t* level_eq
     void obl_ranks(int isa, const obl_view* v, const double* rows, int64_t F, int n_lanes,
                    float* xt, uint8_t* ranks) noexcept nogil
     void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
@@ -85,6 +87,14 @@ cdef class OblLayout(Layout):
         used = np.arange(OBL_MAX_DEPTH)[None, :] < depth[:, None]
         if np.any(used & ((level_col < 0) | (level_col >= C))) or np.any(level_thr[used] == 255):
             raise ValueError("oblivious layout: a level's column or threshold is out of range")
+        level_eq = a.get("level_eq")
+        if level_eq is None:
+            level_eq = np.zeros((T, OBL_MAX_DEPTH), np.uint8)
+        # a category's index is at least 1 (the value below it comes first): NaN's rank 0
+        # names no category
+        if level_eq.shape != (T, OBL_MAX_DEPTH) or np.any(used & (level_eq != 0)
+                                                         & (level_thr == 0)):
+            raise ValueError("oblivious layout: a category test is out of range")
         for name in ("col_nan_rank", "col_zero_rank", "col_zero_special", "col_npiv"):
             if a[name].shape != (C,):
                 raise ValueError(f"oblivious layout field {name!r} does not match the columns")
@@ -115,11 +125,16 @@ cdef class OblLayout(Layout):
         # float32 copies of the rank tables where the layout has them (every threshold a
         # float32 boundary): the AVX2 path then ranks in float32
         v.piv32 = v.bkt32 = NULL
+        v.col_f32 = NULL
         if a["rank_pivots_f32"].shape[0]:
+            col_f32 = np.ascontiguousarray(a.get("col_f32", np.ones(C, np.uint8)), np.uint8)
             if (a["rank_pivots_f32"].shape != a["rank_pivots"].shape
                     or a["rank_buckets_f32"].shape != a["rank_buckets"].shape
-                    or a["col_zero_special"].any()):
+                    or col_f32.shape != (C,)
+                    or (a["col_zero_special"].astype(bool) & col_f32.astype(bool)).any()):
                 raise ValueError("oblivious layout: the float32 rank tables do not match")
+            self._keep["col_f32"] = col_f32
+            v.col_f32 = <const uint8_t*>array_data(col_f32, np.uint8, "oblivious", "col_f32")
             v.piv32 = <const float*>array_data(a["rank_pivots_f32"], np.float32, "oblivious",
                                                "rank_pivots_f32")
             v.bkt32 = <const float*>array_data(a["rank_buckets_f32"], np.float32, "oblivious",
@@ -134,6 +149,12 @@ cdef class OblLayout(Layout):
         self.view.level_value = <const double*>array_data(a["level_value"].reshape(-1),
                                                           np.float64, "oblivious",
                                                           "level_value")
+        # the category tests, where the model has any (the kernels' faster loop otherwise)
+        v.level_eq = NULL
+        if np.any(used & (level_eq != 0)):
+            self._keep["level_eq"] = level_eq = np.ascontiguousarray(level_eq, np.uint8)
+            v.level_eq = <const uint8_t*>array_data(level_eq.reshape(-1), np.uint8,
+                                                    "oblivious", "level_eq")
         self.n_cols = C
         self.n_trees = T
         self.n_features = n_features
@@ -168,7 +189,13 @@ cdef void obl_exits(const void* ctx, const ForestView* f, const double* row, uin
             c = v.level_col[t * OBL_MAX_DEPTH + k]
             x = row[v.col_feature[c]]
             s = obl_special(v, c, x)
-            if s >= 0:
+            if v.level_eq != NULL and v.level_eq[t * OBL_MAX_DEPTH + k]:
+                # a category test: right unless the value is the category (NaN never is)
+                if s >= 0:
+                    leaf = (leaf << 1) | (s != v.level_thr[t * OBL_MAX_DEPTH + k])
+                else:
+                    leaf = (leaf << 1) | (x != w.level_value[t * OBL_MAX_DEPTH + k])
+            elif s >= 0:
                 leaf = (leaf << 1) | (s > v.level_thr[t * OBL_MAX_DEPTH + k])
             else:
                 leaf = (leaf << 1) | (x > w.level_value[t * OBL_MAX_DEPTH + k])

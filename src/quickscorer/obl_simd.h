@@ -33,12 +33,16 @@ typedef struct {
     const int64_t* bkt_off;       /* [n_cols + 1] each column's buckets of 16 thresholds */
     const double* piv;            /* [16 n_cols] the last threshold of each bucket */
     const double* bkt;            /* the buckets, +inf padded */
-    const float* piv32;           /* the same in float32 where every column's thresholds are */
-    const float* bkt32;           /*   float32 boundaries (oblivious.py), else NULL */
+    const float* piv32;           /* the same in float32 where some column's thresholds are */
+    const float* bkt32;           /*   all float32 boundaries (oblivious.py), else NULL */
+    const uint8_t* col_f32;       /* [n_cols] the column is ranked in float32 (with piv32) */
     int64_t n_trees;
     const int32_t* depth;         /* [n_trees] */
     const int32_t* level_col;     /* [n_trees][OBL_MAX_DEPTH] */
     const uint8_t* level_thr;     /* [n_trees][OBL_MAX_DEPTH] threshold index in the column */
+    const uint8_t* level_eq;      /* [n_trees][OBL_MAX_DEPTH] 1: a category test, right where
+                                   * the rank is not level_thr (the category's index); NULL
+                                   * where the model has none */
 } obl_view;
 
 /* #{bkt[0 .. n) < x}: the buckets are ascending (+inf never counts) */
@@ -88,9 +92,12 @@ static inline int obl_leaf_c(const obl_view* v, int64_t t, const uint8_t* ranks,
     const int d = v->depth[t];
     const int32_t* col = v->level_col + t * OBL_MAX_DEPTH;
     const uint8_t* thr = v->level_thr + t * OBL_MAX_DEPTH;
+    const uint8_t* eq = v->level_eq != NULL ? v->level_eq + t * OBL_MAX_DEPTH : NULL;
     int leaf = 0;
-    for (int k = 0; k < d; ++k)
-        leaf = (leaf << 1) | (ranks[col[k] * OBL_LANES + l] > thr[k]);
+    for (int k = 0; k < d; ++k) {
+        const uint8_t r = ranks[col[k] * OBL_LANES + l];
+        leaf = (leaf << 1) | (eq != NULL && eq[k] ? r != thr[k] : r > thr[k]);
+    }
     return leaf;
 }
 
@@ -147,6 +154,29 @@ static inline void obl_column_avx2(const double* x, int64_t F, int n_lanes, cons
                            : zero_special && v == 0.0 ? zero_rank
                                                       : rs_rank_avx2(piv, bkt, v, npiv));
     }
+}
+
+/* column c's ranks by the float64 two-level search, the lanes zeroed past n_lanes */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_column_f64_avx2(const obl_view* v, int64_t c, const double* x,
+                                       int64_t F, int n_lanes, uint8_t* out)
+{
+    /* the column's constants in locals: the stores to the ranks (bytes) may alias them */
+    const double* piv = v->piv + 16 * c;
+    const double* bkt = v->bkt + v->bkt_off[c];
+    const int nan_rank = v->nan_rank[c], zero_rank = v->zero_rank[c];
+    const int zero_special = v->zero_special[c];
+    switch (v->npiv[c]) {
+    case 16:
+        obl_column_avx2(x, F, n_lanes, piv, bkt, 16, nan_rank, zero_rank, zero_special, out);
+        break;
+    case 8:
+        obl_column_avx2(x, F, n_lanes, piv, bkt, 8, nan_rank, zero_rank, zero_special, out);
+        break;
+    default:
+        obl_column_avx2(x, F, n_lanes, piv, bkt, 0, nan_rank, zero_rank, zero_special, out);
+    }
+    memset(out + n_lanes, 0, OBL_LANES - n_lanes);
 }
 
 /* A float32 column of at most OBL_COUNT_MAX thresholds (its buckets, +inf padded) is ranked
@@ -214,7 +244,9 @@ static void obl_ranks_f32_avx2(const obl_view* v, const double* rows, int64_t F,
         const float* x = xt + c * OBL_LANES;
         const float* bkt = v->bkt32 + v->bkt_off[c];
         const int64_t n_thr = v->bkt_off[c + 1] - v->bkt_off[c];
-        if (n_thr <= OBL_COUNT_MAX) {
+        if (!v->col_f32[c]) {
+            obl_column_f64_avx2(v, c, rows + v->col_feature[c], F, n_lanes, out);
+        } else if (n_thr <= OBL_COUNT_MAX) {
             obl_count_f32_avx2(x, bkt, n_thr, v->nan_rank[c], out);
         } else {
             const float* piv = v->piv32 + 16 * c;
@@ -234,42 +266,34 @@ static void obl_ranks_avx2(const obl_view* v, const double* rows, int64_t F, int
         obl_ranks_f32_avx2(v, rows, F, n_lanes, xt, ranks);
         return;
     }
-    for (int64_t c = 0; c < v->n_cols; ++c) {
-        /* the column's constants in locals: the stores to the ranks (bytes) may alias them */
-        uint8_t* out = ranks + c * OBL_LANES;
-        const double* x = rows + v->col_feature[c];
-        const double* piv = v->piv + 16 * c;
-        const double* bkt = v->bkt + v->bkt_off[c];
-        const int nan_rank = v->nan_rank[c], zero_rank = v->zero_rank[c];
-        const int zero_special = v->zero_special[c];
-        switch (v->npiv[c]) {
-        case 16:
-            obl_column_avx2(x, F, n_lanes, piv, bkt, 16, nan_rank, zero_rank, zero_special, out);
-            break;
-        case 8:
-            obl_column_avx2(x, F, n_lanes, piv, bkt, 8, nan_rank, zero_rank, zero_special, out);
-            break;
-        default:
-            obl_column_avx2(x, F, n_lanes, piv, bkt, 0, nan_rank, zero_rank, zero_special, out);
-        }
-        memset(out + n_lanes, 0, OBL_LANES - n_lanes);
-    }
+    for (int64_t c = 0; c < v->n_cols; ++c)
+        obl_column_f64_avx2(v, c, rows + v->col_feature[c], F, n_lanes,
+                            ranks + c * OBL_LANES);
 }
 
 /* tree t's 32 leaves: a byte compare (ranks and thresholds biased to signed) and
- * leaf = 2 leaf + bit a level */
+ * leaf = 2 leaf + bit a level; with `eq` (a constant where inlined: the model has category
+ * tests) a category level's bit is the rank's inequality to the category's index instead,
+ * chosen by a blend (no branch a level) */
 CPU_TARGET("avx2") __attribute__((always_inline))
-static inline __m256i obl_tree_avx2(const obl_view* v, int64_t t, const uint8_t* ranks)
+static inline __m256i obl_tree_avx2(const obl_view* v, int64_t t, const uint8_t* ranks,
+                                    const int eq)
 {
     const __m256i bias = _mm256_set1_epi8((char)0x80);
     const int d = v->depth[t];
     const int32_t* col = v->level_col + t * OBL_MAX_DEPTH;
     const uint8_t* thr = v->level_thr + t * OBL_MAX_DEPTH;
+    const uint8_t* is_eq = eq ? v->level_eq + t * OBL_MAX_DEPTH : NULL;
     __m256i leaf = _mm256_setzero_si256();
     for (int k = 0; k < d; ++k) {
-        const __m256i r = _mm256_xor_si256(
-            _mm256_load_si256((const __m256i*)(ranks + (size_t)col[k] * OBL_LANES)), bias);
-        const __m256i right = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)(thr[k] ^ 0x80)));
+        const __m256i r = _mm256_load_si256((const __m256i*)(ranks + (size_t)col[k] * OBL_LANES));
+        __m256i right = _mm256_cmpgt_epi8(_mm256_xor_si256(r, bias),
+                                          _mm256_set1_epi8((char)(thr[k] ^ 0x80)));
+        if (eq) {
+            const __m256i ne = _mm256_xor_si256(
+                _mm256_cmpeq_epi8(r, _mm256_set1_epi8((char)thr[k])), _mm256_set1_epi8(-1));
+            right = _mm256_blendv_epi8(right, ne, _mm256_set1_epi8((char)-(int)is_eq[k]));
+        }
         /* leaf = 2 leaf + bit: the compare's -1 subtracted */
         leaf = _mm256_sub_epi8(_mm256_add_epi8(leaf, leaf), right);
     }
@@ -278,9 +302,10 @@ static inline __m256i obl_tree_avx2(const obl_view* v, int64_t t, const uint8_t*
 
 /* one output: the 32 sums in eight registers across the trees, each four lanes' leaf values
  * loaded by rs_simd.h's rs_leaves4_pd (in tree order: the same additions as obl_add_c) */
-CPU_TARGET("avx2")
-static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
-                         const double* leaf_value, const int64_t* leaf_off, double* acc)
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_add_avx2_n(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                                  const double* leaf_value, const int64_t* leaf_off,
+                                  double* acc, const int eq)
 {
     uint8_t idx[OBL_LANES] __attribute__((aligned(32)));
     const int nc = (n_lanes + 3) / 4;
@@ -288,7 +313,7 @@ static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
     for (int c = 0; c < 8; ++c)
         a[c] = _mm256_loadu_pd(acc + 4 * c);
     for (int64_t t = 0; t < v->n_trees; ++t) {
-        _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks));
+        _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks, eq));
         const double* lv = leaf_value + leaf_off[t];
         for (int c = 0; c < nc; ++c)
             a[c] = _mm256_add_pd(a[c], rs_leaves4_pd(lv, idx + 4 * c));
@@ -297,12 +322,22 @@ static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
         _mm256_storeu_pd(acc + 4 * c, a[c]);
 }
 
+CPU_TARGET("avx2")
+static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                         const double* leaf_value, const int64_t* leaf_off, double* acc)
+{
+    if (v->level_eq != NULL)
+        obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, 1);
+    else
+        obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, 0);
+}
+
 /* the same in float32 (one output): the 32 sums in four registers, each eight lanes' leaf
  * values by rs_leaves8_ps, times the tree's weight where there is one */
-CPU_TARGET("avx2")
-static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
-                             const float* leaf_value, const int64_t* leaf_off,
-                             const float* tree_weight, float* acc)
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_add_f32_avx2_n(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                                      const float* leaf_value, const int64_t* leaf_off,
+                                      const float* tree_weight, float* acc, const int eq)
 {
     uint8_t idx[OBL_LANES] __attribute__((aligned(32)));
     const int nc = (n_lanes + 7) / 8;
@@ -310,7 +345,7 @@ static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lane
     for (int c = 0; c < 4; ++c)
         a[c] = _mm256_loadu_ps(acc + 8 * c);
     for (int64_t t = 0; t < v->n_trees; ++t) {
-        _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks));
+        _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks, eq));
         const float* lv = leaf_value + leaf_off[t];
         const int weighted = tree_weight != NULL;
         const float w = weighted ? tree_weight[t] : 1.0f;
@@ -319,6 +354,17 @@ static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lane
     }
     for (int c = 0; c < 4; ++c)
         _mm256_storeu_ps(acc + 8 * c, a[c]);
+}
+
+CPU_TARGET("avx2")
+static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                             const float* leaf_value, const int64_t* leaf_off,
+                             const float* tree_weight, float* acc)
+{
+    if (v->level_eq != NULL)
+        obl_add_f32_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, tree_weight, acc, 1);
+    else
+        obl_add_f32_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, tree_weight, acc, 0);
 }
 #endif
 

@@ -1,0 +1,104 @@
+"""CatBoost models with one-hot categorical features: the default ``predict`` (the
+``oblivious`` kernel, whose levels may test a category) against ``rapidscorer`` and CatBoost's
+own ``predict`` on the same rows, interleaved, one thread.
+
+    python benchmarks/experiments/catboost_one_hot.py
+    python benchmarks/experiments/catboost_one_hot.py --trees 300 --depth 8 --batch 100,10000
+
+The model (cached in ``cache/``): CatBoost regression on the matrix's ``uniform`` rows of 136
+columns plus ``--categorical`` integer columns of ``--values`` categories each, all one-hot
+(``one_hot_max_size`` above them), saved as JSON with the training pool (the categories'
+texts). Our rows are the numbers; CatBoost's a DataFrame whose categorical columns are
+integers, as CatBoost takes them. Scores are checked equal first.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+import workloads as W  # noqa: E402
+from quickscorer.algorithms.oblivious import oblivious_arrays  # noqa: E402
+from quickscorer.bench import call_slices, interleaved, machine, per_document  # noqa: E402
+
+
+def frame(X: np.ndarray, cats: np.ndarray):
+    import pandas as pd
+    df = pd.DataFrame(X, columns=[f"f{j}" for j in range(X.shape[1])])
+    for j in range(cats.shape[1]):
+        df[f"c{j}"] = cats[:, j]
+    return df
+
+
+def rows(n: int, n_cat: int, values: int, seed: int):
+    rng = np.random.default_rng(seed)
+    return W.matrix_rows("uniform", n, seed=seed), rng.integers(0, values, (n, n_cat))
+
+
+def model(trees: int, depth: int, n_cat: int, values: int):
+    """The CatBoost model (trained once, cached) and its JSON path."""
+    from catboost import CatBoostRegressor, Pool
+    path = W.CACHE / f"cb_onehot_{trees}_d{depth}_{n_cat}x{values}.json"
+    X, C = rows(20_000, n_cat, values, 11)
+    names = [f"c{j}" for j in range(n_cat)]
+    est = CatBoostRegressor()
+    if path.with_suffix(".cbm").exists():
+        est.load_model(str(path.with_suffix(".cbm")))
+        return est, path
+    y = W._matrix_target(X, 12) + (C % 3 == 1).sum(1)
+    est = CatBoostRegressor(iterations=trees, depth=depth, learning_rate=0.05, verbose=0,
+                            one_hot_max_size=values + 1, random_seed=0, thread_count=1,
+                            allow_writing_files=False, cat_features=names)
+    df = frame(X, C)
+    est.fit(df, y)
+    W.CACHE.mkdir(parents=True, exist_ok=True)
+    est.save_model(str(path), format="json", pool=Pool(df, cat_features=names))
+    est.save_model(str(path.with_suffix(".cbm")))
+    return est, path
+
+
+def main(argv=None) -> int:
+    import quickscorer
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trees", type=int, default=1000)
+    p.add_argument("--depth", type=int, default=6)
+    p.add_argument("--categorical", type=int, default=4)
+    p.add_argument("--values", type=int, default=8)
+    p.add_argument("--batch", default="100,10000")
+    p.add_argument("--rounds", type=int, default=5)
+    args = p.parse_args(argv)
+    est, path = model(args.trees, args.depth, args.categorical, args.values)
+    ours = quickscorer.load(path)
+    X, C = rows(10_000, args.categorical, args.values, 5)
+    Xq = np.ascontiguousarray(np.hstack([X, C.astype(np.float64)]))
+    df = frame(X, C)
+    want = est.predict(df, thread_count=1)
+    if not np.array_equal(ours.predict(Xq), want):
+        raise SystemExit("scores differ from CatBoost's")
+    a = oblivious_arrays(ours.ensemble)
+    print(machine())
+    print(f"{path.name}: {ours.n_trees} trees, {int(a['level_eq'].sum())} of their "
+          f"{int(a['depth'].sum())} levels test a category; default: "
+          f"{ours.info()['default_algorithm'].split(' (')[0]}; scores equal CatBoost's")
+    print("| rows per call | default | rapidscorer | CatBoost | default vs CatBoost |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for batch in (int(b) for b in args.batch.split(",")):
+        ours_slices = call_slices(Xq, batch, 10_000)
+        df_slices = [df.iloc[k:k + batch] for k in range(0, 10_000, batch)][:len(ours_slices)]
+        fns = [per_document(lambda s: ours.predict(s), ours_slices),
+               per_document(lambda s: ours.predict(s, algorithm="rapidscorer"), ours_slices),
+               per_document(lambda s: est.predict(s, thread_count=1), df_slices)]
+        med = [statistics.median(t.samples) * 1e6 for t in interleaved(fns, args.rounds)]
+        print(f"| {batch:,} | {med[0]:.2f} | {med[1]:.2f} | {med[2]:.2f} | "
+              f"{med[2] / med[0]:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
