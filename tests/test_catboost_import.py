@@ -292,6 +292,51 @@ def test_parquet_files_of_category_texts_score_as_catboost(tmp_path):
     assert np.array_equal(model.predict(test), want)
 
 
+def test_category_hash_is_catboosts_for_texts_of_every_length(tmp_path):
+    """CityHash64's every branch (0 to 16, 17 to 32, 33 to 64 and past 64 bytes, in 64-byte
+    steps), on UTF-8 texts: equal to the hashes CatBoost writes beside the texts."""
+    pd = pytest.importorskip("pandas")
+    from quickscorer.importers.catboost import category_hash
+    rng = np.random.default_rng(21)
+    alphabet = list("abcXYZ019 _-é") + ["ü", "語"]
+    texts = [""] + ["".join(rng.choice(alphabet, size=n)) for n in
+                    list(range(1, 70)) + [100, 127, 128, 129, 200, 300]]
+    texts = list(dict.fromkeys(texts))
+    frame = pd.DataFrame({"a": rng.normal(size=len(texts) * 4),
+                          "t": texts * 4})
+    est = _fit(catboost.CatBoostRegressor, frame, frame["a"].to_numpy(), iterations=2,
+               cat_features=["t"], one_hot_max_size=255)
+    path = tmp_path / "h.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=["t"]))
+    pairs = json.loads(path.read_text())["features_info"]["cat_features_hash"]
+    assert len(pairs) == len(texts)
+    for pair in pairs:
+        assert category_hash(pair["value"]) == pair["hash"], pair["value"]
+
+
+def test_integer_categories_load_without_the_texts_from_cbm_and_model_objects(tmp_path):
+    """An integer category's hash is found among those of 0 to 4,095: a .cbm file and a model
+    object (whose JSON CatBoost writes without the texts) score as CatBoost."""
+    pd = pytest.importorskip("pandas")
+    frame = _categorical_frame(pd, 22, 1000).drop(columns="colour")
+    frame["wide"] = np.random.default_rng(22).integers(4000, 4096, len(frame))
+    y = (np.nan_to_num(frame["a"].to_numpy()) + 0.7 * (frame["size"] % 3)
+         + (frame["wide"] % 5 == 1))
+    cats = ["size", "wide"]
+    est = _fit(catboost.CatBoostRegressor, frame, y, cat_features=cats, one_hot_max_size=255)
+    path = tmp_path / "m.cbm"
+    est.save_model(str(path))
+    test = frame.head(300).copy()
+    test.loc[::6, "size"] = 9                                 # unseen
+    want = est.predict(test, prediction_type="RawFormulaVal")
+    for source in (path, est):
+        model = quickscorer.load(source)
+        wide = model.ensemble.category_labels[3]        # read as the integers themselves
+        assert wide and all(4000 <= n <= 4095 and t == str(n) for t, n in wide.items())
+        _every_algorithm(model, test, want, raw_score=True)
+        _every_algorithm(model, test.to_numpy(np.float64), want, raw_score=True)
+
+
 def test_one_hot_splits_without_the_category_texts_are_refused_with_the_way_out():
     pd = pytest.importorskip("pandas")
     frame = _categorical_frame(pd, 13, 400)
