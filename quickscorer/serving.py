@@ -31,7 +31,7 @@ from mlserver.utils import get_model_uri
 
 from . import _rowparse
 from .errors import InputError
-from .inputs.arrays import as_rows
+from .inputs.arrays import as_rows, category_number
 from .ir.ensemble import MISSING_NONE
 from .loading import load
 
@@ -264,8 +264,8 @@ class QuickScorerRuntime(MLModel):
         cols = {}
         labels = self._model.ensemble.category_labels or {}
         for k, inp in enumerate(features):
-            col = (self._names.index(inp.name) if inp.name in self._by_name else k) \
-                if labels and inp.datatype not in FLOATS else -1
+            col = ((self._names.index(inp.name) if inp.name in self._by_name else k)
+                   if labels else -1)
             if col in labels:
                 cols[inp.name] = self._categories(inp, labels[col])
             else:
@@ -289,24 +289,21 @@ class QuickScorerRuntime(MLModel):
         return np.column_stack([cols[n].astype(np.float64, copy=False) for n in order])
 
     def _categories(self, inp: types.RequestInput, table: dict[str, int]) -> np.ndarray:
-        """A column of category texts (BYTES) or integers as the model's category numbers:
-        an unknown text names no category, a null is missing."""
+        """A column of category texts (BYTES) or numbers (integers, integral floats) as the
+        model's category numbers, as a DataFrame's are read: an unknown text names no
+        category, a null is missing."""
         if inp.datatype == "BYTES":
             data = getattr(inp.data, "root", inp.data)
             if not isinstance(data, list):
                 data = [data]
             try:
-                texts = [None if v is None else v.decode("utf-8") if isinstance(v, bytes)
-                         else str(v) for v in data]
+                values = [v.decode("utf-8") if isinstance(v, bytes) else v for v in data]
             except UnicodeDecodeError:
                 raise InferenceError(f"model {self.name}: input {inp.name!r} holds bytes that "
                                      f"are not UTF-8 text") from None
         else:
-            values = self._tensor(inp).reshape(-1)
-            if values.dtype.kind == "f":
-                return values.astype(np.float64)
-            texts = [str(v) for v in values.tolist()]
-        return np.array([np.nan if t is None else table.get(t, -1) for t in texts], np.float64)
+            values = self._tensor(inp).reshape(-1).tolist()
+        return np.array([category_number(table, v, inp.name) for v in values], np.float64)
 
     def _check_nan(self, X: np.ndarray):
         if not np.isnan(X.sum()):              # no NaN at all: one pass, no copy

@@ -257,6 +257,13 @@ def test_large_integer_categories_are_numbered_like_texts(tmp_path):
     _every_algorithm(model, test, raw, raw_score=True)
     as_text = test.astype({"size": str})                   # CatBoost's text of each integer
     _every_algorithm(model, as_text, raw, raw_score=True)
+    # integers as floats (a column of integers with a missing value is one): the same texts
+    as_float = test.astype({"size": float})
+    _every_algorithm(model, as_float, raw, raw_score=True)
+    as_float.loc[::13, "size"] = np.nan                     # missing: no category
+    unseen = test.copy()
+    unseen.loc[::13, "size"] = 77
+    assert np.array_equal(model.predict(as_float, raw_score=True), _raw(est, unseen))
     numbers = test.copy()
     for col, name in ((1, "colour"), (3, "size")):
         numbers[name] = test[name].astype(str).map(labels[col]).fillna(-1.0)
@@ -281,14 +288,19 @@ def test_parquet_files_of_category_texts_score_as_catboost(tmp_path):
     table = pa.Table.from_pandas(test, preserve_index=False)
     # the same texts plain and dictionary-encoded, in chunks that split the rows
     encoded = table.set_column(1, "colour", pa.compute.dictionary_encode(table["colour"]))
+    # the ids as floats with a null (a column of integers with a missing value)
+    ids = test["id"].astype(float).where(test.index % 11 > 0)
+    floats = table.set_column(4, "id", pa.array(ids, pa.float64(), from_pandas=True))
     filled = test.fillna({"colour": "none of them"})
     want = est.predict(filled)
-    for i, t in enumerate((table, encoded)):
+    filled.loc[test.index % 11 == 0, "id"] = 1                # unseen, as the null is
+    want_floats = est.predict(filled)
+    for i, t in enumerate((table, encoded, floats)):
         src, out = tmp_path / f"in{i}.parquet", tmp_path / f"out{i}.npy"
         pq.write_table(t, src)
         summary = score_file(model, src, out, chunk_rows=97)
         assert summary.rows == len(test)
-        assert np.array_equal(np.load(out).ravel(), want)
+        assert np.array_equal(np.load(out).ravel(), want_floats if i == 2 else want)
     assert np.array_equal(model.predict(test), want)
 
 
@@ -371,6 +383,10 @@ def test_a_category_column_of_other_values_is_an_input_error(tmp_path):
     bad.loc[2, "colour"] = 2.5
     with pytest.raises(quickscorer.InputError, match="'colour'.*2.5"):
         model.predict(bad)
+    fraction = frame.head(5).astype({"size": float})
+    fraction.loc[3, "size"] = 1.5
+    with pytest.raises(quickscorer.InputError, match="'size'.*1.5"):
+        model.predict(fraction)
     missing = frame.head(5).astype({"colour": object})
     missing.loc[1, "colour"] = None                   # no category: the false side
     got = model.predict(missing)

@@ -239,6 +239,12 @@ def test_text_categories_of_a_catboost_model_over_rest_and_grpc(server):
                 grpc_input("id", frame["id"].to_numpy(), "INT64")])
     res = server.infer_grpc("cbcat", req)
     assert np.array_equal(np.asarray(res.outputs[0].data.root, np.float64), want)
+    body["inputs"][0] = tensor("id", frame["id"].to_numpy(np.float64))   # floats: the same
+    code, res = server.infer("cbcat", body)
+    assert code == 200 and np.array_equal(output(res, "predict")[0], want), res
+    body["inputs"][0] = tensor("id", frame["id"].to_numpy(np.float64) + 0.5)
+    code, res = server.infer("cbcat", body)
+    assert code == 400 and "'id'" in res["error"], res
 
 
 def test_rest_scores_equal_lightgbm_and_model_predict(server, data):

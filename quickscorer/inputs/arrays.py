@@ -28,7 +28,7 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
     labels = ens.category_labels or {}
     for j, c in enumerate(df.columns):
         s = df[c]
-        if j in labels and s.dtype.kind not in "fc":
+        if j in labels:
             parts.append(_category_numbers(s, labels[j], c))
         elif str(s.dtype) == "category":
             codes = s.cat.codes.to_numpy().astype(np.float64)
@@ -42,24 +42,38 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
     return np.column_stack(parts) if parts else np.zeros((len(df), 0))
 
 
-def _category_text(v, column) -> str:
-    """The text a category value stands for (CatBoost's: an integer's decimal digits)."""
+def category_text(v, column) -> str | None:
+    """The text a category value stands for (CatBoost's: an integer's decimal digits, an
+    integral float's too, as a column of integers with a missing value holds them), or None
+    for a missing value; anything else is an InputError naming the column."""
     if isinstance(v, str):
         return v
+    if v is None:
+        return None
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
         return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        if v != v:
+            return None
+        if abs(v) < 2.0 ** 63 and v == int(v):
+            return str(int(v))
     raise InputError(f"column {column!r} holds {v!r}, which is neither a category's text nor "
                      f"an integer")
 
 
+def category_number(table: dict[str, int], v, column) -> float:
+    """A category value as the model's number: an unknown text names none (-1), a missing
+    value is NaN."""
+    text = category_text(v, column)
+    return np.nan if text is None else table.get(text, -1)
+
+
 def _category_numbers(s, table: dict[str, int], column) -> np.ndarray:
-    """A column of category texts (or integers) as the model's category numbers: an unknown
-    text names no category (-1), a missing value is NaN."""
+    """A DataFrame column of category values as the model's category numbers."""
     codes, uniques = s.factorize()            # each distinct value once; missing: -1
     lookup = np.empty(len(uniques) + 1, np.float64)
     for k, v in enumerate(uniques):
-        text = _category_text(v, column)
-        lookup[k] = table.get(text, -1)
+        lookup[k] = category_number(table, v, column)
     lookup[-1] = np.nan
     return lookup[np.asarray(codes)]
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import _rowparse
 from ..errors import InputError
+from .arrays import category_number
 
 FORMATS = ("libsvm", "csv", "tsv", "parquet", "arrow", "npy")
 
@@ -501,8 +502,7 @@ class _ArrowReader(_Reader):
                                     self.source)
         labels = opts.category_labels or {}
         #: features read through the model's category texts
-        self.texts = {f: labels[f] for j, f in enumerate(self.cols.feature_of)
-                      if f in labels and not pa.types.is_floating(schema.field(j).type)}
+        self.texts = {f: labels[f] for f in self.cols.feature_of if f in labels}
         for j, f in enumerate(self.cols.feature_of):
             if f is None:
                 continue
@@ -510,7 +510,7 @@ class _ArrowReader(_Reader):
             if f in self.texts:
                 if not (pa.types.is_dictionary(t) or pa.types.is_string(t)
                         or pa.types.is_large_string(t) or pa.types.is_integer(t)
-                        or pa.types.is_null(t)):
+                        or pa.types.is_floating(t) or pa.types.is_null(t)):
                     raise InputError(f"{self.source}: column {names[j]!r} has type {t}; a "
                                      f"categorical feature's column holds text or integers")
                 continue
@@ -546,7 +546,7 @@ class _ArrowReader(_Reader):
                 continue
             col = by_name[self.names[j]]
             if f in self.texts:
-                values.append(_arrow_categories(pa, col, self.texts[f]))
+                values.append(_arrow_categories(pa, col, self.texts[f], self.names[j]))
                 features.append(f)
                 continue
             if col.type != pa.float64():
@@ -568,12 +568,18 @@ class _ArrowReader(_Reader):
         return chunk
 
 
-def _arrow_categories(pa, col, table: dict[str, int]) -> np.ndarray:
-    """A column of category texts (or integers, or a dictionary of either) as the model's
-    category numbers: an unknown text names no category (-1), a missing value is NaN."""
+def _arrow_categories(pa, col, table: dict[str, int], name: str) -> np.ndarray:
+    """A column of category texts (or integers, integral floats, or a dictionary of these) as
+    the model's category numbers: an unknown text names no category (-1), a missing value is
+    NaN."""
     pc = _pyarrow("compute")
     if pa.types.is_dictionary(col.type):
         col = col.dictionary_decode()
+    if pa.types.is_floating(col.type):          # each distinct value's text, as a DataFrame's
+        values = col.to_numpy(zero_copy_only=False)
+        distinct, inverse = np.unique(values, return_inverse=True)
+        lookup = np.array([category_number(table, v, name) for v in distinct.tolist()])
+        return lookup[inverse.ravel()] if values.size else np.zeros(0)
     if not (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
         col = col.cast(pa.string())              # an integer's decimal digits, as CatBoost's
     keys = list(table)
