@@ -102,7 +102,7 @@ def _checked(ens: Ensemble):
         return (f"a feature has more than {MAX_THRESHOLDS} thresholds (or "
                 f"{MAX_THRESHOLDS // 2} categories) under one missing-value rule (a rank is a "
                 f"byte)")
-    return depth, first
+    return depth, first, value
 
 
 def _test_values(ens: Ensemble):
@@ -139,7 +139,7 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     got = _checked(ens)
     if isinstance(got, str):
         raise ValueError(got)
-    depth = got[0]
+    depth, _, value = got
     a = ens.trees.arrays
     T = ens.n_trees
     roots = np.asarray(ens.trees.node_offset[:-1], np.int64)
@@ -147,7 +147,7 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     has = np.arange(MAX_DEPTH)[None, :] < depth[:, None]
     node = np.where(has, roots[:, None] + (1 << np.arange(MAX_DEPTH))[None, :] - 1, -1)
     lv = node[has]
-    test = _test_values(ens)[lv]
+    test = value[lv]
     cols, col_of = np.unique(_column_keys(a, lv), return_inverse=True)
     is_eq = np.asarray(a["is_categorical"], bool)[lv]
     # each column's distinct thresholds, ascending: a level's value, and below a category
@@ -191,10 +191,11 @@ def oblivious_arrays(ens: Ensemble) -> dict:
     # so a value is ranked in float32 among the T: twice the thresholds a compare. XGBoost's
     # rows are float32 values already: t < x exactly when T < x, T the float32 below t
     below = float32_below(values)
-    # per column (a category's column has the float64 just below it: not a float32 boundary)
+    # per column; a category's column ranks in float64 (it holds the float64 just below the
+    # category, which float32 cannot tell from the category)
     exact = np.full(values.shape[0], ens.family == "xgboost") | (float32_boundary(below)
                                                                  == values)
-    col_f32 = np.logical_and.reduceat(exact, offsets[:-1]) & ~zero_special
+    col_f32 = np.logical_and.reduceat(exact, offsets[:-1]) & ~zero_special & ~categorical
     f32 = bool(col_f32.any())
     none32 = np.zeros(0, np.float32)
     if f32:

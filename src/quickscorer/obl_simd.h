@@ -101,15 +101,6 @@ static inline int obl_leaf_c(const obl_view* v, int64_t t, const uint8_t* ranks,
     return leaf;
 }
 
-/* leaves[l * leaf_stride + t] for trees [0, n_trees) and lanes [0, n_lanes) */
-static void obl_leaves(const obl_view* v, const uint8_t* ranks, int n_lanes, int32_t* leaves,
-                       int64_t leaf_stride)
-{
-    for (int64_t t = 0; t < v->n_trees; ++t)
-        for (int l = 0; l < n_lanes; ++l)
-            leaves[l * leaf_stride + t] = obl_leaf_c(v, t, ranks, l);
-}
-
 /* the sums in portable C, any number of outputs */
 static void obl_add_c(const obl_view* v, const uint8_t* ranks, int n_lanes,
                       const double* leaf_value, const int64_t* leaf_off,
@@ -204,7 +195,7 @@ static inline void obl_count_f32_avx2(const float* xt, const float* thr, int64_t
     for (int64_t j = 0; j < n; ++j) {
         const __m256 t = _mm256_broadcast_ss(thr + j);
         for (int i = 0; i < 4; ++i)     /* t < x: all ones, -1, where the threshold is below */
-            a[i] = _mm256_add_epi32(a[i], _mm256_castps_si256(_mm256_cmp_ps(t, x[i], 
+            a[i] = _mm256_add_epi32(a[i], _mm256_castps_si256(_mm256_cmp_ps(t, x[i],
                                                                             _CMP_LT_OQ)));
     }
     const __m256i nan_r = _mm256_set1_epi32(nan_rank);
@@ -244,15 +235,18 @@ static void obl_ranks_f32_avx2(const obl_view* v, const double* rows, int64_t F,
         const float* x = xt + c * OBL_LANES;
         const float* bkt = v->bkt32 + v->bkt_off[c];
         const int64_t n_thr = v->bkt_off[c + 1] - v->bkt_off[c];
-        if (!v->col_f32[c]) {
+        if (!v->col_f32[c]) {               /* a category's column: its lanes zeroed too */
             obl_column_f64_avx2(v, c, rows + v->col_feature[c], F, n_lanes, out);
-        } else if (n_thr <= OBL_COUNT_MAX) {
+            continue;
+        }
+        if (n_thr <= OBL_COUNT_MAX) {
             obl_count_f32_avx2(x, bkt, n_thr, v->nan_rank[c], out);
         } else {
             const float* piv = v->piv32 + 16 * c;
             const int npiv = v->npiv[c], nan_rank = v->nan_rank[c];
             for (int l = 0; l < n_lanes; ++l)
-                out[l] = (uint8_t)(isnan(x[l]) ? nan_rank : rs_rank_f32_avx2(piv, bkt, x[l], npiv));
+                out[l] = (uint8_t)(isnan(x[l]) ? nan_rank
+                                                : rs_rank_f32_avx2(piv, bkt, x[l], npiv));
         }
         memset(out + n_lanes, 0, OBL_LANES - n_lanes);
     }
