@@ -139,13 +139,9 @@ class _Ranker:
 
 
 def used_features(model: Model) -> np.ndarray:
-    """A bool per feature: whether any split or linear leaf of the model reads it."""
-    a = model.ensemble.trees.arrays
-    used = np.zeros(model.n_features, bool)
-    used[a["feature"]] = True
-    if a.get("lin_feature") is not None:
-        used[a["lin_feature"]] = True
-    return used
+    """A bool per input column: whether any split, linear leaf or CTR feature of the model
+    reads it."""
+    return model.ensemble.inputs_read()
 
 
 def score_file(model: Model, source, output=None, *, format: str | None = None,

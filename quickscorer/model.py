@@ -146,7 +146,9 @@ class Model:
     # -- facts ----------------------------------------------------------------------------
     @property
     def n_features(self) -> int:
-        return self.ensemble.n_features
+        """Columns a row gives (the trees may read more: CatBoost's CTR columns, computed from
+        these)."""
+        return self.ensemble.n_inputs
 
     @property
     def n_outputs(self) -> int:
@@ -218,7 +220,7 @@ class Model:
     def __repr__(self) -> str:
         e = self.ensemble
         return (f"<quickscorer.Model {e.source.get('library')} {e.source.get('objective')!r}: "
-                f"{e.n_trees} trees, {e.n_outputs} output(s), {e.n_features} features>")
+                f"{e.n_trees} trees, {e.n_outputs} output(s), {e.n_inputs} features>")
 
     # -- scoring --------------------------------------------------------------------------
     def _run(self, X, algorithm, n_threads):

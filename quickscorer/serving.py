@@ -31,7 +31,7 @@ from mlserver.utils import get_model_uri
 
 from . import _rowparse
 from .errors import InputError
-from .inputs.arrays import as_rows, category_number
+from .inputs.arrays import as_inputs, category_number
 from .ir.ensemble import MISSING_NONE
 from .loading import load
 
@@ -138,7 +138,8 @@ class QuickScorerRuntime(MLModel):
         if not plain.any():
             return None
         unsafe = np.zeros(self._n_features, bool)
-        unsafe[a["feature"][plain]] = True
+        feature = a["feature"][plain]
+        unsafe[feature[feature < self._n_features]] = True     # not the CTR columns
         return unsafe
 
     async def predict(self, payload: types.InferenceRequest) -> types.InferenceResponse:
@@ -224,7 +225,7 @@ class QuickScorerRuntime(MLModel):
                    and payload.parameters.content_type == PandasCodec.ContentType)
                   or len(features) > 1)
         # the library's own checks of shape and width (InputError, a 400 through predict)
-        X = as_rows(self._model.ensemble,
+        X = as_inputs(self._model.ensemble,
                     self._columns(features) if pandas else self._tensor(features[0]))
         if self._nan_unsafe is not None and X.dtype.kind == "f":
             self._check_nan(X)
@@ -285,7 +286,7 @@ class QuickScorerRuntime(MLModel):
                                      f"feature {missing[0]!r} ({len(missing)} missing)")
             order = self._names
         else:
-            order = list(cols)                      # positional; as_rows checks the count
+            order = list(cols)                      # positional; as_inputs checks the count
         return np.column_stack([cols[n].astype(np.float64, copy=False) for n in order])
 
     def _categories(self, inp: types.RequestInput, table: dict[str, int]) -> np.ndarray:

@@ -3,6 +3,7 @@ CatBoost's own predict as the oracle, with every algorithm that can score them."
 from __future__ import annotations
 
 import json
+import pickle
 import random
 
 import numpy as np
@@ -358,16 +359,150 @@ def test_one_hot_splits_without_the_category_texts_are_refused_with_the_way_out(
         quickscorer.load(est)              # CatBoost exports no texts without the pool
 
 
-def test_ctr_features_are_refused_naming_the_split(tmp_path):
+CTR = [
+    ("RMSE", "regressor", {}),
+    ("RMSE Depthwise", "regressor", {"grow_policy": "Depthwise", "depth": 5}),
+    ("Logloss combinations", "binary", {"max_ctr_complexity": 4}),
+    ("Logloss Borders Buckets Counter", "binary",
+     {"simple_ctr": ["Borders", "Buckets", "Counter"], "combinations_ctr": ["Buckets"]}),
+    ("MultiClass", "three", {"loss_function": "MultiClass"}),
+    ("YetiRank", "rank", {"loss_function": "YetiRank"}),
+]
+
+
+def _ctr_frame(pd, seed: int, n: int):
+    """_categorical_frame with a third categorical column of many integer values and a
+    two-value one (one-hot, so CTR combinations test it for equality)."""
+    rng = np.random.default_rng(seed)
+    frame = _categorical_frame(pd, seed, n)
+    frame["shop"] = rng.integers(0, 60, n)
+    frame["flag"] = rng.choice(["on", "off"], n)
+    return frame
+
+
+@pytest.mark.parametrize("label, kind, params", CTR, ids=[e[0] for e in CTR])
+def test_ctr_models_score_as_catboost(label, kind, params, tmp_path):
     pd = pytest.importorskip("pandas")
-    frame = _categorical_frame(pd, 14, 600)
+    frame = _ctr_frame(pd, 21, 1500)
+    y = (_categorical_target(frame) + 0.2 * (frame["shop"] % 4)).to_numpy()
+    cats = ["colour", "size", "shop", "flag"]
+    est = _model(kind, frame, y, dict(params, cat_features=cats, one_hot_max_size=2,
+                                      depth=params.get("depth", 5)))
+    path = tmp_path / "model.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    assert '"OnlineCtr"' in path.read_text()
+    model = quickscorer.load(path)
+    info = model.info()
+    assert info["n_features"] == frame.shape[1] and info["ctr_features"] > 0
+    assert model.ensemble.n_features == frame.shape[1] + info["ctr_features"]
+    test = pd.concat([frame.iloc[:300], _ctr_frame(pd, 22, 300)], ignore_index=True)
+    test.loc[test.index[::10], "colour"] = "purple"         # categories the training never saw
+    test.loc[test.index[::11], "size"] = 11
+    test.loc[test.index[::9], "shop"] = 75
+    test.loc[test.index[::13], "flag"] = "unknown"
+    raw = _raw(est, test)
+    _every_algorithm(model, test, raw, raw_score=True)
+    if kind not in ("three", "rank"):
+        _every_algorithm(model, test, _prediction(est, test))
+    # the same rows as numbers: text columns by category number, integers as themselves
+    labels = model.ensemble.category_labels
+    numbers = test.copy()
+    for j, name in enumerate(test.columns):
+        if j in labels and any(str(n) != t for t, n in labels[j].items()):
+            numbers[name] = test[name].astype(str).map(labels[j]).fillna(-1.0)
+        elif j not in labels and not model.ensemble.inputs_read()[j]:
+            numbers[name] = 0.0                             # a column the model never reads
+    X = numbers.to_numpy(dtype=np.float64)
+    _every_algorithm(model, X, raw, raw_score=True)
+    assert np.array_equal(reference.predict_raw(model.ensemble, model.ensemble.ctr.apply(X))
+                          .reshape(raw.shape), raw)
+    # one call a row gives the batch's scores (the low-latency entry declines CTR models)
+    assert np.array_equal(np.concatenate([model.predict(test.iloc[[i]], raw_score=True)
+                                          for i in range(5)]), raw[:5])
+    # part of the ensemble reads the same CTR columns
+    k = model.ensemble.n_iterations // 2
+    leaves = model.predict_leaf(test)
+    assert np.array_equal(model.predict_leaf(test, iteration_range=(k, 2 * k)),
+                          leaves[:, k * model.n_outputs:2 * k * model.n_outputs])
+
+
+def test_ctr_models_score_parquet_files_and_survive_pickling(tmp_path):
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    frame = _ctr_frame(pd, 27, 1200)
+    cats = ["colour", "size", "shop", "flag"]
     est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
-               cat_features=["colour", "size"], one_hot_max_size=2)
-    path = tmp_path / "ctr.json"
-    pool = catboost.Pool(frame, cat_features=["colour", "size"])
-    est.save_model(str(path), format="json", pool=pool)
-    with pytest.raises(ModelFormatError, match="Ctr split"):
-        quickscorer.load(path)
+               cat_features=cats, one_hot_max_size=2, max_ctr_complexity=3)
+    path = tmp_path / "m.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    model = quickscorer.load(path)
+    test = pd.concat([frame.iloc[:200], _ctr_frame(pd, 28, 200)], ignore_index=True)
+    test.loc[test.index[::7], "colour"] = None               # missing: as an unseen category
+    want = est.predict(test.fillna({"colour": "none of them"}))
+    src, out = tmp_path / "in.parquet", tmp_path / "out.npy"
+    pq.write_table(pa.Table.from_pandas(test, preserve_index=False), src)
+    assert score_file(model, src, out, chunk_rows=61).rows == len(test)
+    assert np.array_equal(np.load(out).ravel(), want)
+    again = pickle.loads(pickle.dumps(model))
+    assert np.array_equal(again.predict(test), want)
+
+
+def test_ctr_models_of_integer_categories_load_without_the_texts(tmp_path):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(24)
+    frame = pd.DataFrame({"a": rng.normal(size=1200), "size": rng.integers(0, 30, 1200),
+                          "shop": rng.integers(0, 200, 1200)})
+    y = frame["a"] + (frame["size"] % 4) - 0.5 * (frame["shop"] % 3)
+    est = _fit(catboost.CatBoostRegressor, frame, y, cat_features=["size", "shop"],
+               one_hot_max_size=2, max_ctr_complexity=2)
+    test = frame.copy()
+    test.loc[::7, "shop"] = 999                             # unseen
+    for source in (est, tmp_path / "no_pool.json"):
+        if source is not est:
+            est.save_model(str(source), format="json")
+        model = quickscorer.load(source)
+        assert model.ensemble.ctr is not None
+        _every_algorithm(model, test, est.predict(test))
+        _every_algorithm(model, test.to_numpy(np.float64), est.predict(test))
+    texts = _ctr_frame(pd, 25, 600)
+    est = _fit(catboost.CatBoostRegressor, texts, _categorical_target(texts),
+               cat_features=["colour", "size", "shop", "flag"], one_hot_max_size=2)
+    with pytest.raises(ModelFormatError, match="pool=train_pool"):
+        quickscorer.load(est)              # text categories: CatBoost exports no texts
+
+
+def test_damaged_ctr_models_give_a_model_format_error(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = _ctr_frame(pd, 26, 800)
+    cats = ["colour", "size", "shop", "flag"]
+    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+               cat_features=cats, one_hot_max_size=2, iterations=10)
+    path = tmp_path / "m.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    doc = json.loads(path.read_text())
+
+    def broken(change, match):
+        d = json.loads(json.dumps(doc))
+        change(d)
+        with pytest.raises(ModelFormatError, match=match):
+            quickscorer.load(json.dumps(d).encode())
+
+    def first_ctr_split(d):
+        return next(s for t in d["oblivious_trees"] for s in t["splits"]
+                    if s["split_type"] == "OnlineCtr")
+
+    broken(lambda d: first_ctr_split(d).update(split_index=10_000), "split_index")
+    broken(lambda d: first_ctr_split(d).update(border=0.123), "border")
+    broken(lambda d: d["ctr_data"].clear(), "not in ctr_data")
+    broken(lambda d: [t.update(hash_stride=7) for t in d["ctr_data"].values()], "entries")
+    broken(lambda d: next(iter(d["ctr_data"].values()))["hash_map"].__setitem__(1, -3),
+           "negative")
+    broken(lambda d: [c.update(ctr_type="FloatTargetMeanValue")
+                      for c in d["features_info"]["ctrs"]], "CTR type")
+    broken(lambda d: [e.update(combination_element="text_feature")
+                      for c in d["features_info"]["ctrs"] for e in c["elements"]],
+           "projection element")
 
 
 def test_a_category_column_of_other_values_is_an_input_error(tmp_path):

@@ -33,9 +33,14 @@ The scoring rules (docs/semantics.md, "CatBoost"):
   holds the texts (or integers), a numeric row the number. The neutral node lists the split's
   category on its left, the true side; NaN and every other value go right.
 
-CTR, text and embedding features are refused with the split that uses them (their values come
-from statistics of the training data the JSON does not hold in a form we read), and so is a
-one-hot split whose category text is not in the file and whose hash is no small integer's.
+* a CTR split compares a CTR feature, a number computed from the row's categories and the
+  model's tables of training statistics (``ctr_data``), with a float32 border; the importer
+  builds that stage (``ir/ctr.py``: :meth:`_Features.ctr_stage`), whose columns follow the
+  inputs. It needs the categories' texts, or integer categories it recovers from the tables'
+  keys (:meth:`_Features.ctr_categories`).
+
+Text and embedding features are refused with the split that uses them, and so is a one-hot
+split whose category text is not in the file and whose hash is no small integer's.
 """
 from __future__ import annotations
 
@@ -51,6 +56,9 @@ import numpy as np
 
 from ..errors import ModelFormatError
 from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree, constant_tree
+from ..ir.cityhash import category_hash, city_hash64  # noqa: F401  (re-exported)
+from ..ir.ctr import (CLASS_COUNT_TYPES, COUNT_TYPES, EMPTY_KEY, HASH_MULT, CtrColumn,
+                      CtrFeatures, Projection, bucket_counts, ctr_value)
 from ..ir.float32 import float32_boundary
 from . import flatbuffers
 
@@ -198,6 +206,11 @@ def cbm_document(raw: bytes) -> dict:
         b = int(splits[k])
         if 0 <= b < len(bins):
             return bins[b]
+        if b >= len(bins) and beyond == "OnlineCtr":
+            raise ModelFormatError(
+                f"CatBoost .cbm: {where}: an OnlineCtr split (a CTR feature, whose tables this "
+                f"reader does not read from a .cbm file; the JSON export holds them: "
+                f"save_model(path, format='json', pool=train_pool))")
         if b >= len(bins) and beyond:
             return {"split_type": beyond}
         raise ModelFormatError(f"CatBoost .cbm: {where}: binary feature {b} is out of range")
@@ -310,115 +323,6 @@ def _loss(info: dict) -> str:
 #: a category text CatBoost writes for a non-negative integer
 _INTEGER_TEXT = re.compile(r"0|[1-9][0-9]{0,9}")
 
-_M64 = (1 << 64) - 1
-_K0, _K1, _K2, _K3 = (0xC3A5C85C97CB3127, 0xB492B66FBE98F273, 0x9AE16A3B2F90404F,
-                      0xC949D7C7509E6557)
-_KMUL = 0x9DDFEA08EB382D69
-
-
-def _rot(v: int, s: int) -> int:
-    return v if s == 0 else ((v >> s) | (v << (64 - s))) & _M64
-
-
-def _mix(v: int) -> int:
-    return v ^ (v >> 47)
-
-
-def _hash16(u: int, v: int) -> int:
-    a = _mix(((u ^ v) * _KMUL) & _M64)
-    b = _mix(((v ^ a) * _KMUL) & _M64)
-    return (b * _KMUL) & _M64
-
-
-def _weak32(w: int, x: int, y: int, z: int, a: int, b: int) -> tuple[int, int]:
-    a = (a + w) & _M64
-    b = _rot((b + a + z) & _M64, 21)
-    c = a
-    a = (a + x + y) & _M64
-    b = (b + _rot(a, 44)) & _M64
-    return (a + z) & _M64, (b + c) & _M64
-
-
-def city_hash64(data: bytes) -> int:
-    """CityHash64 (version 1, as CatBoost's util/digest/city.cpp has it) of ``data``."""
-    n = len(data)
-
-    def u64(i: int) -> int:
-        return int.from_bytes(data[i:i + 8], "little")
-
-    def u32(i: int) -> int:
-        return int.from_bytes(data[i:i + 4], "little")
-
-    if n <= 16:
-        if n > 8:
-            a, b = u64(0), u64(n - 8)
-            return _hash16(a, _rot((b + n) & _M64, n)) ^ b
-        if n >= 4:
-            return _hash16((n + (u32(0) << 3)) & _M64, u32(n - 4))
-        if n:
-            y = data[0] + (data[n >> 1] << 8)
-            z = n + (data[n - 1] << 2)
-            return (_mix(((y * _K2) ^ (z * _K3)) & _M64) * _K2) & _M64
-        return _K2
-    if n <= 32:
-        a = (u64(0) * _K1) & _M64
-        b = u64(8)
-        c = (u64(n - 8) * _K2) & _M64
-        d = (u64(n - 16) * _K0) & _M64
-        return _hash16((_rot((a - b) & _M64, 43) + _rot(c, 30) + d) & _M64,
-                       (a + _rot(b ^ _K3, 20) - c + n) & _M64)
-    if n <= 64:
-        z = u64(24)
-        a = (u64(0) + (n + u64(n - 16)) * _K0) & _M64
-        b = _rot((a + z) & _M64, 52)
-        c = _rot(a, 37)
-        a = (a + u64(8)) & _M64
-        c = (c + _rot(a, 7)) & _M64
-        a = (a + u64(16)) & _M64
-        vf, vs = (a + z) & _M64, (b + _rot(a, 31) + c) & _M64
-        a = (u64(16) + u64(n - 32)) & _M64
-        z = u64(n - 8)
-        b = _rot((a + z) & _M64, 52)
-        c = _rot(a, 37)
-        a = (a + u64(n - 24)) & _M64
-        c = (c + _rot(a, 7)) & _M64
-        a = (a + u64(n - 16)) & _M64
-        wf, ws = (a + z) & _M64, (b + _rot(a, 31) + c) & _M64
-        r = _mix(((vf + ws) * _K2 + (wf + vs) * _K0) & _M64)
-        return (_mix((r * _K0 + vs) & _M64) * _K2) & _M64
-    x = u64(0)
-    y = u64(n - 16) ^ _K1
-    z = u64(n - 56) ^ _K0
-    v = _weak32(u64(n - 64), u64(n - 56), u64(n - 48), u64(n - 40), n, y)
-    w = _weak32(u64(n - 32), u64(n - 24), u64(n - 16), u64(n - 8), (n * _K1) & _M64, _K0)
-    z = (z + _mix(v[1]) * _K1) & _M64
-    x = (_rot((z + x) & _M64, 39) * _K1) & _M64
-    y = (_rot(y, 33) * _K1) & _M64
-    s, left = 0, (n - 1) & ~63
-    while True:
-        x = (_rot((x + y + v[0] + u64(s + 16)) & _M64, 37) * _K1) & _M64
-        y = (_rot((y + v[1] + u64(s + 48)) & _M64, 42) * _K1) & _M64
-        x ^= w[1]
-        y ^= v[0]
-        z = _rot(z ^ w[0], 33)
-        v = _weak32(u64(s), u64(s + 8), u64(s + 16), u64(s + 24), (v[1] * _K1) & _M64,
-                    (x + w[0]) & _M64)
-        w = _weak32(u64(s + 32), u64(s + 40), u64(s + 48), u64(s + 56), (z + w[1]) & _M64, y)
-        z, x = x, z
-        s += 64
-        left -= 64
-        if not left:
-            break
-    return _hash16((_hash16(v[0], w[0]) + _mix(y) * _K1 + z) & _M64,
-                   (_hash16(v[1], w[1]) + x) & _M64)
-
-
-def category_hash(text: str) -> int:
-    """The 32-bit hash CatBoost names a category by: the low half of the CityHash64 of its
-    UTF-8 text."""
-    return city_hash64(text.encode("utf-8")) & 0xFFFFFFFF
-
-
 _INTEGER_HASHES: dict[int, str] = {}
 
 
@@ -443,6 +347,7 @@ class _Features:
         if not isinstance(floats, list):
             raise ModelFormatError("features_info: 'float_features' is not a list")
         self.column, self.nan_true, self.names = [], [], {}
+        self.n_float_borders = 0         # the binary features' numbering starts with these
         last = -1
         for i, f in enumerate(floats):
             where = f"float feature {i}"
@@ -454,6 +359,8 @@ class _Features:
                 raise ModelFormatError(f"{where}: unknown nan_value_treatment {treatment!r}")
             self.column.append(col)
             self.nan_true.append(treatment == "AsTrue")
+            borders = f.get("borders", []) or []
+            self.n_float_borders += len(borders) if isinstance(borders, list) else 0
             if isinstance(f.get("feature_id"), str) and f["feature_id"]:
                 self.names[col] = f["feature_id"]
             last = max(last, col)
@@ -478,6 +385,9 @@ class _Features:
         self.n_features = last + 1
         if self.n_features < 1:
             raise ModelFormatError("features_info: the model has no features")
+        self.ctrs: list = []                 # the file's CTR features (features_info.ctrs)
+        self.ctr_column: dict[int, int] = {}   # a used CTR feature -> its column
+        self.ctr_at: dict[int, tuple[int, float]] = {}  # split_index -> (CTR feature, border)
 
     def one_hot(self, s: dict, where: str) -> tuple[int, str]:
         """(column, category text) of a one-hot split."""
@@ -502,6 +412,186 @@ class _Features:
         self.used.setdefault(col, set()).add(text)
         return col, text
 
+    # -- CTR features -----------------------------------------------------------------------
+    def read_ctrs(self, info: dict, doc: dict, splits: list) -> None:
+        """The CTR features the splits use, each given a column after the inputs in the order
+        of the file's list; ``splits``: every split of the model. A CTR split names its
+        feature by ``split_index``, its place among the model's binary features: the float
+        features' borders, then the one-hot categories, then the CTR features' borders."""
+        ctrs = info.get("ctrs", []) or []
+        if not isinstance(ctrs, list):
+            raise ModelFormatError("features_info: 'ctrs' is not a list")
+        if not ctrs:
+            return
+        self.ctrs = ctrs
+        binary = []
+        for i, c in enumerate(ctrs):
+            where = f"CTR feature {i}"
+            for b in _get(c, "borders", list, where):
+                binary.append((i, _number(b, where)))
+        one_hot = {(s.get("cat_feature_index"), s.get("value")) for s in splits
+                   if s.get("split_type") == "OneHotFeature"}
+        first = self.n_float_borders + len(one_hot)
+        for s in splits:
+            if s.get("split_type") != "OnlineCtr":
+                continue
+            k = _get(s, "split_index", int, "a CTR split")
+            if not 0 <= k - first < len(binary):
+                raise ModelFormatError(f"a CTR split's split_index {k} names no CTR feature "
+                                       f"border")
+            self.ctr_at[k] = binary[k - first]
+        for i in sorted({i for i, _ in self.ctr_at.values()}):
+            self.ctr_column[i] = self.n_features + len(self.ctr_column)
+
+    def ctr_split(self, s: dict, where: str) -> tuple[int, float]:
+        """(CTR feature, float32 border) of a CTR split, checked against the feature's own
+        border and target."""
+        k = _get(s, "split_index", int, where)
+        if k not in self.ctr_at:
+            raise ModelFormatError(f"{where}: split_index {k} names no CTR feature border")
+        i, border = self.ctr_at[k]
+        if _number(_get(s, "border", (int, float), where), where) != border:
+            raise ModelFormatError(f"{where}: its border is not that of CTR feature {i}'s "
+                                   f"border at split_index {k}")
+        target = s.get("ctr_target_border_idx", 0)
+        if target != self.ctrs[i].get("target_border_idx", 0):
+            raise ModelFormatError(f"{where}: ctr_target_border_idx {target!r} is not CTR "
+                                   f"feature {i}'s")
+        if float(np.float32(border)) != border:
+            raise ModelFormatError(f"{where}: border {border!r} is not a float32 value")
+        return i, border
+
+    def ctr_categories(self, tables: dict) -> None:
+        """The texts each categorical feature of the used CTR features holds, added to the
+        column's texts (so that its category numbers cover them): where a table of that
+        feature alone exists, the texts whose projection hash is one of its keys (the file's
+        texts; without them, the integers from 0 to INTEGER_CATEGORIES the keys are the
+        hashes of); else every text of the file."""
+        singles: dict[int, np.ndarray] = {}
+        for c in (self.ctrs[i] for i in self.ctr_column):
+            e = c.get("elements")
+            if (isinstance(e, list) and len(e) == 1 and isinstance(e[0], dict)
+                    and e[0].get("combination_element") == "cat_feature_value"):
+                table = tables.get(c.get("identifier"))
+                if table is not None:
+                    singles.setdefault(e[0].get("cat_feature_index"), table[0])
+        inverse = pow(HASH_MULT * HASH_MULT, -1, 1 << 64)
+        for f in sorted(self._ctr_cat_features()):
+            col = self.cat_column[f]
+            keys = singles.get(f)
+            if self.texts and keys is not None:
+                present = set(keys.tolist())
+                texts = {t for h, t in self.texts.items() if _projection_key(h) in present}
+            elif self.texts:
+                texts = set(self.texts.values())
+            elif keys is not None:
+                texts = set()
+                for key in keys.tolist():
+                    b = (key * inverse) & ((1 << 64) - 1)
+                    h = b & 0xFFFFFFFF
+                    text = _integer_category(h) if b == _sign_extended(h) else None
+                    if text is None:
+                        raise ModelFormatError(
+                            f"categorical feature {f}: a category of its CTR table is not in "
+                            f"the file and is no integer from 0 to {INTEGER_CATEGORIES} "
+                            f"(CatBoost writes the categories' texts only when save_model is "
+                            f"given the training pool: save_model(path, format='json', "
+                            f"pool=train_pool))")
+                    texts.add(text)
+            else:
+                raise ModelFormatError(
+                    f"categorical feature {f}: its CTR features need the categories' texts, "
+                    f"which CatBoost writes only when save_model is given the training pool "
+                    f"(save_model(path, format='json', pool=train_pool))")
+            self.used.setdefault(col, set()).update(texts)
+
+    def _ctr_cat_features(self) -> set[int]:
+        out = set()
+        for i in self.ctr_column:
+            for e in self.ctrs[i].get("elements", []) or []:
+                if isinstance(e, dict) and e.get("combination_element") in (
+                        "cat_feature_value", "cat_feature_exact_value"):
+                    f = e.get("cat_feature_index")
+                    if not isinstance(f, int) or not 0 <= f < len(self.cat_column):
+                        raise ModelFormatError(f"CTR feature {i}: cat_feature_index {f!r} is "
+                                               f"out of range")
+                    out.add(f)
+        return out
+
+    def ctr_stage(self, tables: dict, numbers: dict[int, dict[str, int]]) -> CtrFeatures:
+        """The CTR stage of the used CTR features (``tables``: :func:`_ctr_tables`;
+        ``numbers``: every categorical column's category numbers)."""
+        cats = sorted(self._ctr_cat_features())
+        local = {f: k for k, f in enumerate(cats)}
+        cat_texts = []
+        for f in cats:
+            table = numbers[self.cat_column[f]]
+            if all(str(n) == t for t, n in table.items()):
+                cat_texts.append(None)               # integers, hashed as their text
+            else:
+                by_number = [""] * (max(table.values()) + 1)
+                for t, n in table.items():
+                    by_number[n] = t
+                cat_texts.append(by_number)
+        projections, where_of, columns = [], {}, []
+        for i in self.ctr_column:
+            c = self.ctrs[i]
+            where = f"CTR feature {i}"
+            kind = _get(c, "ctr_type", str, where)
+            if kind not in CLASS_COUNT_TYPES + COUNT_TYPES:
+                raise ModelFormatError(f"{where}: CTR type {kind!r} is not read (Borders, "
+                                       f"Buckets, Counter and FeatureFreq are)")
+            p = self._projection(_get(c, "elements", list, where), local, where)
+            key = (p.cats, p.floats, p.exact)
+            if key not in where_of:
+                where_of[key] = len(projections)
+                projections.append(p)
+            ident = _get(c, "identifier", str, where)
+            if ident not in tables:
+                raise ModelFormatError(f"{where}: its table is not in ctr_data")
+            keys, counts, denominator = tables[ident]
+            target = _get(c, "target_border_idx", int, where)
+            width = counts.shape[1]
+            if kind in COUNT_TYPES and width != 1:
+                raise ModelFormatError(f"{where}: a {kind} table holds {width} counts a bucket")
+            if kind in CLASS_COUNT_TYPES and not (width >= 2 and 0 <= target < width - (
+                    kind == "Borders")):
+                raise ModelFormatError(f"{where}: target_border_idx {target} of a table of "
+                                       f"{width} classes")
+            prior = [_number(_get(c, k, (int, float), where), where)
+                     for k in ("prior_numerator", "prior_denomerator", "shift", "scale")]
+            good, total = bucket_counts(kind, target, counts, denominator)
+            columns.append(CtrColumn(projection=where_of[key], keys=keys,
+                                     values=ctr_value(good, total, *prior),
+                                     unseen=float(ctr_value(0.0, 0.0, *prior))))
+        return CtrFeatures(self.n_features, [self.cat_column[f] for f in cats], cat_texts,
+                           projections, columns)
+
+    def _projection(self, elements: list, local: dict[int, int], where: str) -> Projection:
+        """A CTR feature's projection from its elements (categorical values first, then the
+        float tests, then the one-hot tests, as CatBoost hashes them)."""
+        cats, floats, exact = [], [], []
+        for e in elements:
+            kind = e.get("combination_element") if isinstance(e, dict) else None
+            if kind == "cat_feature_value":
+                cats.append(local[e["cat_feature_index"]])
+            elif kind == "cat_feature_exact_value":
+                h = _get(e, "value", int, where)
+                if not -(1 << 31) <= h < 1 << 32:
+                    raise ModelFormatError(f"{where}: category hash {h} is not a 32-bit value")
+                exact.append((local[e["cat_feature_index"]], h & 0xFFFFFFFF))
+            elif kind == "float_feature":
+                i = _get(e, "float_feature_index", int, where)
+                if not 0 <= i < len(self.column):
+                    raise ModelFormatError(f"{where}: float_feature_index {i} is out of range")
+                border = _number(_get(e, "border", (int, float), where), where)
+                if float(np.float32(border)) != border:
+                    raise ModelFormatError(f"{where}: border {border!r} is not a float32 value")
+                floats.append((self.column[i], border, self.nan_true[i]))
+            else:
+                raise ModelFormatError(f"{where}: a projection element {kind!r} is not read")
+        return Projection(cats=tuple(cats), floats=tuple(floats), exact=tuple(exact))
+
     def category_numbers(self) -> dict[int, dict[str, int]]:
         """Each categorical column's texts and their category numbers: the integers
         themselves where every text is one up to INTEGER_CATEGORIES, else the texts' places
@@ -521,11 +611,13 @@ class _Features:
         if kind == "OneHotFeature":
             col, text = self.one_hot(s, where)
             return col, 0.0, False, text
+        if kind == "OnlineCtr":
+            i, border = self.ctr_split(s, where)
+            return self.ctr_column[i], border, True, None     # a CTR value is never NaN
         if kind != "FloatFeature":
             raise ModelFormatError(
-                f"{where}: a {kind} split (CTR, text and embedding features are computed from "
-                f"statistics of the training data; only float features and one-hot "
-                f"categorical features are read)")
+                f"{where}: a {kind} split (text and embedding features are computed from "
+                f"statistics of the training data; float, one-hot and CTR features are read)")
         i = _get(s, "float_feature_index", int, where)
         if not 0 <= i < len(self.column):
             raise ModelFormatError(f"{where}: float_feature_index {i} is out of range")
@@ -533,6 +625,66 @@ class _Features:
         if float(np.float32(border)) != border:
             raise ModelFormatError(f"{where}: border {border!r} is not a float32 value")
         return self.column[i], border, not self.nan_true[i], None
+
+
+def _sign_extended(h: int) -> int:
+    """A 32-bit hash as CatBoost's projection hash takes it: signed, widened to 64 bits."""
+    return h | 0xFFFFFFFF00000000 if h & 0x80000000 else h
+
+
+def _projection_key(h: int) -> int:
+    """The key of a category of hash ``h`` in the table of its feature alone."""
+    m = (1 << 64) - 1
+    return (HASH_MULT * ((HASH_MULT * _sign_extended(h)) & m)) & m
+
+
+def _ctr_tables(doc: dict) -> dict:
+    """``ctr_data``: each table's identifier -> (sorted keys, counts a bucket, the counter
+    denominator); an empty slot's key (EMPTY_KEY) is left out."""
+    data = doc.get("ctr_data", {})
+    if not isinstance(data, dict):
+        raise ModelFormatError("ctr_data is not a mapping of tables")
+    out = {}
+    for ident, t in data.items():
+        where = f"ctr_data table {ident[:80]!r}"
+        flat = _get(t, "hash_map", list, where)
+        stride = _get(t, "hash_stride", int, where)
+        if stride < 2 or len(flat) % stride:
+            raise ModelFormatError(f"{where}: {len(flat)} entries in rows of {stride}")
+        try:
+            keys = np.array([int(k) for k in flat[::stride]], dtype=np.uint64)
+            counts = np.array([flat[j + 1:j + stride] for j in range(0, len(flat), stride)],
+                              dtype=np.float64).reshape(-1, stride - 1)
+        except (TypeError, ValueError, OverflowError):
+            raise ModelFormatError(f"{where}: a key is not a 64-bit hash or a count is not a "
+                                   f"number") from None
+        if not np.isfinite(counts).all() or (counts < 0).any():
+            raise ModelFormatError(f"{where}: a count is negative or not finite")
+        full = keys != np.uint64(EMPTY_KEY)
+        keys, counts = keys[full], counts[full]
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], counts[order]
+        if keys.shape[0] > 1 and not (keys[1:] > keys[:-1]).all():
+            raise ModelFormatError(f"{where}: a key is listed twice")
+        denominator = _number(t.get("counter_denominator", 0), where)
+        out[ident] = (keys, counts, denominator)
+    return out
+
+
+def _all_splits(doc: dict) -> list:
+    """Every split dict of the model's trees (oblivious or not), in no particular order."""
+    out = []
+    for t in doc.get("oblivious_trees", []) or []:
+        if isinstance(t, dict) and isinstance(t.get("splits"), list):
+            out.extend(s for s in t["splits"] if isinstance(s, dict))
+    stack = [t for t in doc.get("trees", []) or []]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("split"), dict):
+                out.append(node["split"])
+            stack.extend((node.get("left"), node.get("right")))
+    return out
 
 
 def _hash_texts(table) -> dict[int, str]:
@@ -555,6 +707,9 @@ def _hash_texts(table) -> dict[int, str]:
 def _ensemble(doc: dict, file_format: str = "json") -> Ensemble:
     info = _get(doc, "features_info", dict, "the model")
     feats = _Features(info)
+    feats.read_ctrs(info, doc, _all_splits(doc))
+    tables = _ctr_tables(doc) if feats.ctr_column else {}
+    n_features = feats.n_features + len(feats.ctr_column)
     model_info = doc.get("model_info", {})
     loss = _loss(model_info)
     if loss in _REFUSED_LOSSES:
@@ -583,20 +738,23 @@ def _ensemble(doc: dict, file_format: str = "json") -> Ensemble:
         bias = bias * dim
     if len(bias) != dim:
         raise ModelFormatError(f"scale_and_bias: {len(bias)} bias values for {dim} outputs")
+    if feats.ctr_column:
+        feats.ctr_categories(tables)
     numbers = feats.category_numbers()
+    ctr = feats.ctr_stage(tables, numbers) if feats.ctr_column else None
     out, groups = [], []
     for i, (fields, values) in enumerate(nodes):
         fields["categories"] = {n: [numbers[int(fields["feature"][n])][text]]
                                 for n, text in fields["categories"].items()}
         for k in range(dim):
             v = values[:, k] if scale == 1.0 else values[:, k] * scale
-            out.append(build_tree(**fields, value=v, n_features=feats.n_features,
+            out.append(build_tree(**fields, value=v, n_features=n_features,
                                   where=f"tree {i}"))
             groups.append(k)
     if any(b != 0.0 for b in bias):
         # CatBoost adds the bias after the trees: a last iteration of one-leaf trees
         for k in range(dim):
-            out.append(constant_tree(bias[k], feats.n_features, "bias"))
+            out.append(constant_tree(bias[k], n_features, "bias"))
             groups.append(k)
     transform = _TRANSFORMS.get(loss, "identity")
     if (transform == "softmax" and dim == 1) or (transform == "sigmoid" and dim != 1):
@@ -607,11 +765,11 @@ def _ensemble(doc: dict, file_format: str = "json") -> Ensemble:
     source = {"library": "catboost", "version": _version(model_info), "objective": loss,
               "format": file_format}
     return Ensemble(trees=out, tree_group=np.asarray(groups, np.int32), n_outputs=dim,
-                    n_features=feats.n_features, family="plain", base_score=np.zeros(dim),
+                    n_features=n_features, family="plain", base_score=np.zeros(dim),
                     transform=transform,
                     transform_params={"sigmoid": 1.0} if "sigmoid" in transform else {},
                     trees_per_iteration=dim, feature_names=names, source=source,
-                    category_labels=numbers or None)
+                    category_labels=numbers or None, ctr=ctr)
 
 
 def _dimension(trees: list, bias: list, oblivious: bool) -> int:

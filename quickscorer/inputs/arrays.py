@@ -20,9 +20,9 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
     names = ens.feature_names
     if names is not None and set(names) <= set(cols) and cols != list(names):
         df = df[[df.columns[cols.index(n)] for n in names]]
-    elif len(cols) != ens.n_features:
+    elif len(cols) != ens.n_inputs:
         raise InputError(f"the DataFrame has {len(cols)} columns, the model expects "
-                         f"{ens.n_features} features"
+                         f"{ens.n_inputs} features"
                          + (f" named {list(names)[:5]}..." if names else ""))
     parts = []
     labels = ens.category_labels or {}
@@ -38,6 +38,9 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
             try:
                 parts.append(s.to_numpy(dtype=np.float64, na_value=np.nan))
             except (TypeError, ValueError):
+                if not ens.inputs_read()[j]:      # a column no split reads: any values do
+                    parts.append(np.zeros(len(s)))
+                    continue
                 raise InputError(f"column {c!r} has dtype {s.dtype}, which is not numeric") from None
     return np.column_stack(parts) if parts else np.zeros((len(df), 0))
 
@@ -81,9 +84,9 @@ def _category_numbers(s, table: dict[str, int], column) -> np.ndarray:
 def _from_sparse(ens: Ensemble, X) -> np.ndarray:
     csr = X.tocsr()
     n, m = csr.shape
-    if m != ens.n_features:
+    if m != ens.n_inputs:
         raise InputError(f"the sparse matrix has {m} columns, the model expects "
-                         f"{ens.n_features} features")
+                         f"{ens.n_inputs} features")
     if not np.issubdtype(csr.dtype, np.number) or np.issubdtype(csr.dtype, np.complexfloating):
         raise InputError(f"sparse input of dtype {csr.dtype} is not real-valued")
     dtype = np.float32 if csr.dtype == np.float32 else np.float64
@@ -98,13 +101,20 @@ def _from_sparse(ens: Ensemble, X) -> np.ndarray:
 
 
 def as_rows(ens: Ensemble, X) -> np.ndarray:
-    """A 2-D float32 or float64 array of shape (n_rows, n_features), copied only if needed.
+    """The rows the trees read: :func:`as_inputs`, then the model's CTR columns appended
+    (CatBoost's, ``ir/ctr.py``) where it has them."""
+    X = as_inputs(ens, X)
+    return X if ens.ctr is None else ens.ctr.apply(X)
+
+
+def as_inputs(ens: Ensemble, X) -> np.ndarray:
+    """A 2-D float32 or float64 array of shape (n_rows, n_inputs), copied only if needed.
 
     Accepts numpy arrays of any real dtype and memory order (a 1-D array is one row), pandas
     DataFrames (columns matched by feature name when the model has names) and scipy sparse
     matrices. Raises :class:`InputError` naming what was expected and what came.
     """
-    if (type(X) is np.ndarray and X.ndim == 2 and X.shape[1] == ens.n_features
+    if (type(X) is np.ndarray and X.ndim == 2 and X.shape[1] == ens.n_inputs
             and (X.dtype == np.float64 or X.dtype == np.float32)):
         return X                      # the common case, without the checks below
     if _is_dataframe(X):
@@ -124,9 +134,9 @@ def as_rows(ens: Ensemble, X) -> np.ndarray:
     if X.ndim != 2:
         raise InputError(f"input must be 2-D (rows x features) or a single 1-D row, "
                          f"got {X.ndim} dimensions with shape {X.shape}")
-    if X.shape[1] != ens.n_features:
+    if X.shape[1] != ens.n_inputs:
         raise InputError(f"input has {X.shape[1]} features per row, the model expects "
-                         f"{ens.n_features}")
+                         f"{ens.n_inputs}")
     if X.dtype != np.float32 and X.dtype != np.float64:
         X = X.astype(np.float64)
     return X

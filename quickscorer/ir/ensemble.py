@@ -24,6 +24,7 @@ import numpy as np
 from .. import _build
 from ..errors import ModelFormatError
 from . import matrices
+from .ctr import CtrFeatures
 
 #: missing types of a numerical node (LightGBM's ``(decision_type >> 2) & 3``)
 MISSING_NONE = 0  # NaN is compared as 0.0 (LightGBM "None")
@@ -563,6 +564,10 @@ class Ensemble:
     #: input columns whose categories are text (CatBoost's): each text's category number, as
     #: the categorical nodes list it; a DataFrame's text is read through it (None: no such column)
     category_labels: dict[int, dict[str, int]] | None = None
+    #: CatBoost's CTR features: columns computed from the inputs before the trees, appended
+    #: after them (``ir/ctr.py``); the trees read ``n_features`` columns, a row gives
+    #: ``n_inputs`` (None: no such stage, the two are equal)
+    ctr: CtrFeatures | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -596,15 +601,18 @@ class Ensemble:
                 raise ModelFormatError(
                     f"tree_weight must be {len(self.trees)} finite values, got {tw.size}")
             object.__setattr__(self, "tree_weight", _ro(tw))
+        if self.ctr is not None and (not isinstance(self.ctr, CtrFeatures) or
+                                     self.ctr.n_inputs + self.ctr.n_columns != self.n_features):
+            raise ModelFormatError("the CTR stage does not fill the model's features")
         if self.feature_names is not None:
             names = tuple(str(s) for s in self.feature_names)
-            if len(names) != self.n_features:
+            if len(names) != self.n_inputs:
                 raise ModelFormatError(
-                    f"{len(names)} feature names for {self.n_features} features")
+                    f"{len(names)} feature names for {self.n_inputs} features")
             object.__setattr__(self, "feature_names", names)
         if self.category_labels is not None:
             object.__setattr__(self, "category_labels", _checked_labels(self.category_labels,
-                                                                        self.n_features))
+                                                                        self.n_inputs))
         # importers give the trees of an iteration, and their models are whole iterations; a
         # hand-built ensemble may leave it 0 (one tree per output, a partial last iteration)
         tpi = int(self.trees_per_iteration)
@@ -626,6 +634,23 @@ class Ensemble:
     @property
     def n_trees(self) -> int:
         return len(self.trees)
+
+    @property
+    def n_inputs(self) -> int:
+        """Columns a row gives: ``n_features`` less the CTR stage's."""
+        return self.n_features - (self.ctr.n_columns if self.ctr is not None else 0)
+
+    def inputs_read(self) -> np.ndarray:
+        """A bool per input column: whether a split, a linear leaf or the CTR stage reads it."""
+        a = self.trees.arrays
+        read = np.zeros(self.n_features, bool)
+        read[a["feature"]] = True
+        if a.get("lin_feature") is not None:
+            read[a["lin_feature"]] = True
+        read = read[:self.n_inputs]
+        if self.ctr is not None:
+            read[list(self.ctr.inputs_read())] = True
+        return read
 
     @property
     def has_linear(self) -> bool:
@@ -671,7 +696,7 @@ class Ensemble:
             tree_weight=None if self.tree_weight is None else self.tree_weight[a:b],
             average_output=self.average_output, feature_names=self.feature_names,
             source=dict(self.source), trees_per_iteration=self.trees_per_iteration,
-            category_labels=self.category_labels)
+            category_labels=self.category_labels, ctr=self.ctr)
 
     def summary(self) -> dict[str, Any]:
         """Plain facts about the model, for ``quickscorer info`` and ``Model.info()``."""
@@ -685,7 +710,8 @@ class Ensemble:
             "transform": self.transform,
             "n_trees": self.n_trees,
             "n_outputs": self.n_outputs,
-            "n_features": self.n_features,
+            "n_features": self.n_inputs,
+            "ctr_features": self.ctr.n_columns if self.ctr is not None else 0,
             "total_leaves": int(leaves.sum()),
             "max_leaves": int(leaves.max()),
             "max_depth": max(t.depth() for t in self.trees),
