@@ -419,6 +419,8 @@ def test_ctr_models_score_as_catboost(label, kind, params, tmp_path):
     # one call a row gives the batch's scores (the low-latency entry declines CTR models)
     assert np.array_equal(np.concatenate([model.predict(test.iloc[[i]], raw_score=True)
                                           for i in range(5)]), raw[:5])
+    with pytest.raises(quickscorer.InputError, match="features per row"):
+        model.predict(model.ensemble.ctr.apply(X[:2]))    # rows already holding CTR columns
     # part of the ensemble reads the same CTR columns
     k = model.ensemble.n_iterations // 2
     leaves = model.predict_leaf(test)

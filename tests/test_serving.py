@@ -192,6 +192,16 @@ def server(tmp_path_factory, data):
         write_model(folder, "cbcat", files / "cat.json")
         names.append("cbcat")
         boosters["cbcat"] = est
+        # the same columns as CTR features (one_hot_max_size 2): the stage before the trees
+        ctr = catboost.CatBoostRegressor(iterations=30, depth=4, one_hot_max_size=2,
+                                         verbose=0, allow_writing_files=False,
+                                         cat_features=cats)
+        ctr.fit(frame, _catboost_target(frame))
+        ctr.save_model(str(files / "ctr.json"), format="json",
+                       pool=catboost.Pool(frame, cat_features=cats))
+        write_model(folder, "cbctr", files / "ctr.json")
+        names.append("cbctr")
+        boosters["cbctr"] = ctr
     srv = Server(folder)
     try:
         srv.wait_ready(names)
@@ -216,19 +226,21 @@ def _catboost_target(frame):
             + 0.5 * (frame["id"] % 3)).to_numpy()
 
 
-def test_text_categories_of_a_catboost_model_over_rest_and_grpc(server):
+@pytest.mark.parametrize("name", ["cbcat", "cbctr"])
+def test_text_categories_of_a_catboost_model_over_rest_and_grpc(server, name):
+    """One-hot (cbcat) and CTR (cbctr) features of text and integer categories."""
     pytest.importorskip("catboost")
     frame = _catboost_frame(np.random.default_rng(13), 60)
     frame.loc[::9, "colour"] = "purple"                    # unseen: no category
     frame.loc[::7, "id"] = 5
-    want = server.boosters["cbcat"].predict(frame)
+    want = server.boosters[name].predict(frame)
     colour = frame["colour"].tolist()
     body = {"parameters": {"content_type": "pd"},
             "inputs": [{"name": "id", "shape": [60], "datatype": "INT64",
                         "data": frame["id"].tolist()},
                        {"name": "colour", "shape": [60], "datatype": "BYTES", "data": colour},
                        tensor("a", frame["a"].to_numpy())]}
-    code, res = server.infer("cbcat", body)
+    code, res = server.infer(name, body)
     assert code == 200, res
     assert np.array_equal(output(res, "predict")[0], want)
     req = types.InferenceRequest(
@@ -237,13 +249,13 @@ def test_text_categories_of_a_catboost_model_over_rest_and_grpc(server):
                 types.RequestInput(name="colour", shape=[60], datatype="BYTES",
                                    data=[c.encode() for c in colour]),
                 grpc_input("id", frame["id"].to_numpy(), "INT64")])
-    res = server.infer_grpc("cbcat", req)
+    res = server.infer_grpc(name, req)
     assert np.array_equal(np.asarray(res.outputs[0].data.root, np.float64), want)
     body["inputs"][0] = tensor("id", frame["id"].to_numpy(np.float64))   # floats: the same
-    code, res = server.infer("cbcat", body)
+    code, res = server.infer(name, body)
     assert code == 200 and np.array_equal(output(res, "predict")[0], want), res
     body["inputs"][0] = tensor("id", frame["id"].to_numpy(np.float64) + 0.5)
-    code, res = server.infer("cbcat", body)
+    code, res = server.infer(name, body)
     assert code == 400 and "'id'" in res["error"], res
 
 

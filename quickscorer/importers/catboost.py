@@ -523,16 +523,6 @@ class _Features:
         ``numbers``: every categorical column's category numbers)."""
         cats = sorted(self._ctr_cat_features())
         local = {f: k for k, f in enumerate(cats)}
-        cat_texts = []
-        for f in cats:
-            table = numbers[self.cat_column[f]]
-            if all(str(n) == t for t, n in table.items()):
-                cat_texts.append(None)               # integers, hashed as their text
-            else:
-                by_number = [""] * (max(table.values()) + 1)
-                for t, n in table.items():
-                    by_number[n] = t
-                cat_texts.append(by_number)
         projections, where_of, columns = [], {}, []
         for i in self.ctr_column:
             c = self.ctrs[i]
@@ -564,8 +554,8 @@ class _Features:
             columns.append(CtrColumn(projection=where_of[key], keys=keys,
                                      values=ctr_value(good, total, *prior),
                                      unseen=float(ctr_value(0.0, 0.0, *prior))))
-        return CtrFeatures(self.n_features, [self.cat_column[f] for f in cats], cat_texts,
-                           projections, columns)
+        return CtrFeatures(self.n_features, [self.cat_column[f] for f in cats],
+                           [numbers[self.cat_column[f]] for f in cats], projections, columns)
 
     def _projection(self, elements: list, local: dict[int, int], where: str) -> Projection:
         """A CTR feature's projection from its elements (categorical values first, then the

@@ -13,9 +13,10 @@ category, or a combination, the training data did not hold). docs/semantics.md, 
 states the rules; the importer (``importers/catboost.py``) builds the stage from the model's
 JSON.
 
-The stage runs on the rows as the model's inputs give them (:meth:`CtrFeatures.apply`): a
-categorical column holds a category number (text columns: the place of the text in
-``texts``; integer columns: the integer), as ``Ensemble.category_labels`` numbers them.
+The stage runs on the rows as the model's inputs give them (:meth:`CtrFeatures.apply`, in C:
+``src/quickscorer/_ctr.pyx``): a categorical column holds a category number (text columns:
+the place of the text in sorted order; integer columns: the integer), as
+``Ensemble.category_labels`` numbers them.
 """
 from __future__ import annotations
 
@@ -24,23 +25,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import InputError, ModelFormatError
+from .. import _ctr
 from .cityhash import category_hash
 
 #: the multiplier of CatBoost's projection hash
 HASH_MULT = 0x4906BA494954CB65
-_MULT = np.uint64(HASH_MULT)
 #: the key an empty slot of CatBoost's bucket tables holds (the JSON export lists one)
 EMPTY_KEY = (1 << 64) - 1
 
 #: CTR types whose buckets hold class counts, and the one holding a count per category
 CLASS_COUNT_TYPES = ("Borders", "Buckets")
 COUNT_TYPES = ("Counter", "FeatureFreq")
-
-
-def mix(h: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """One step of the projection hash, modulo 2**64 (uint64 arrays)."""
-    with np.errstate(over="ignore"):
-        return _MULT * (h + _MULT * v)
 
 
 def bucket_counts(ctr_type: str, target: int, counts: np.ndarray,
@@ -94,18 +89,20 @@ class CtrColumn:
 
 class CtrFeatures:
     """The CTR stage of a model: ``n_inputs`` input columns, ``cat_columns[i]`` the input
-    column of categorical feature ``i``, ``cat_texts[i]`` its texts by category number (None:
-    the column holds integer categories, hashed as their decimal text), then the
-    projections and the columns, appended to the row in order."""
+    column of categorical feature ``i`` and ``cat_labels[i]`` its known categories (text ->
+    the number a row holds: ``Ensemble.category_labels``' table of that column), then the
+    projections and the columns, appended to the row in order. A number no known category
+    has (an unseen category, NaN) hashes to no key: the training data held every category
+    and combination the tables list."""
 
-    def __init__(self, n_inputs: int, cat_columns, cat_texts, projections, columns):
+    def __init__(self, n_inputs: int, cat_columns, cat_labels, projections, columns):
         self.n_inputs = int(n_inputs)
         self.cat_columns = tuple(int(c) for c in cat_columns)
-        self.cat_texts = tuple(None if t is None else tuple(t) for t in cat_texts)
+        self.cat_labels = tuple(dict(t) for t in cat_labels)
         self.projections = tuple(projections)
         self.columns = tuple(columns)
-        if len(self.cat_texts) != len(self.cat_columns):
-            raise ModelFormatError("CTR features: one text table a categorical feature")
+        if len(self.cat_labels) != len(self.cat_columns):
+            raise ModelFormatError("CTR features: one category table a categorical feature")
         for c in self.cat_columns:
             if not 0 <= c < self.n_inputs:
                 raise ModelFormatError(f"CTR features: categorical column {c} is not an input")
@@ -124,11 +121,7 @@ class CtrFeatures:
                     k.size > 1 and not (k[1:] > k[:-1]).all()):
                 raise ModelFormatError("CTR features: a table's keys are not sorted distinct "
                                        "64-bit hashes, one a value")
-        # each text's hash, by category number
-        self._text_hashes = tuple(
-            None if t is None else np.array([category_hash(s) for s in t], np.uint32)
-            for t in self.cat_texts)
-        self._integer_hashes: dict[int, int] = {}
+        self._stage = self._kernel_arrays()
 
     @property
     def n_columns(self) -> int:
@@ -143,78 +136,90 @@ class CtrFeatures:
         return cols
 
     def __reduce__(self):
-        return (CtrFeatures, (self.n_inputs, self.cat_columns, self.cat_texts,
+        return (CtrFeatures, (self.n_inputs, self.cat_columns, self.cat_labels,
                               self.projections, self.columns))
 
-    def _hashes(self, i: int, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Categorical feature i's 32-bit hashes of the values x, and where x names a known
-        category (NaN, an unknown text's -1: not)."""
-        col = self.cat_columns[i]
-        x = np.asarray(x, np.float64)
-        finite = np.isfinite(x)
-        whole = np.zeros(x.shape, bool)
-        whole[finite] = x[finite] == np.floor(x[finite])
-        if (finite & ~whole).any():
-            v = x[finite & ~whole][0]
-            raise InputError(f"column {col} holds {v!r}, which is no category: a categorical "
-                             f"column holds whole numbers")
-        h = np.zeros(x.shape, np.uint32)
-        table = self._text_hashes[i]
-        if table is not None:
-            known = whole & (x >= 0) & (x < table.shape[0])
-            h[known] = table[x[known].astype(np.int64)]
-            return h, known
-        known = whole & (np.abs(x) < 2.0 ** 63)
-        values, inverse = np.unique(x[known], return_inverse=True)
-        cache = self._integer_hashes
-        if len(cache) > 1 << 16:
-            cache.clear()
-        hv = np.empty(values.shape[0], np.uint32)
-        for k, v in enumerate(values.tolist()):
-            n = int(v)
-            got = cache.get(n)
-            if got is None:
-                got = cache[n] = category_hash(str(n))
-            hv[k] = got
-        h[known] = hv[inverse]
-        return h, known
+    def _kernel_arrays(self):
+        """The ``_ctr.Stage`` of the flat arrays ``_ctr.apply`` reads (its docstring lists
+        them): the known
+        categories sorted by number with their texts' hashes, the projections' parts, and
+        one open-addressing table of slots per distinct (projection, keys), shared by the
+        columns that read it."""
+        a: dict = {}
+        vals, hashes, off = [], [], [0]
+        for labels in self.cat_labels:
+            pairs = sorted((n, category_hash(t)) for t, n in labels.items())
+            vals += [float(n) for n, _ in pairs]
+            hashes += [h for _, h in pairs]
+            off.append(len(vals))
+        a["cat_col"] = np.asarray(self.cat_columns, np.int64)
+        a["cat_off"] = np.asarray(off, np.int64)
+        a["cat_val"] = np.asarray(vals, np.float64)
+        a["cat_hash"] = np.asarray(hashes, np.uint32)
+        for name, parts in (("p_cat", [p.cats for p in self.projections]),
+                            ("p_flt", [p.floats for p in self.projections]),
+                            ("p_ex", [p.exact for p in self.projections])):
+            a[f"{name}_off"] = np.cumsum([0] + [len(q) for q in parts]).astype(np.int64)
+        a["p_cat"] = np.asarray([i for p in self.projections for i in p.cats], np.int64)
+        flt = [f for p in self.projections for f in p.floats]
+        a["flt_col"] = np.asarray([f[0] for f in flt], np.int64)
+        a["flt_border"] = np.asarray([f[1] for f in flt], np.float32)
+        a["flt_nan"] = np.asarray([f[2] for f in flt], np.uint8)
+        ex = [e for p in self.projections for e in p.exact]
+        a["ex_cat"] = np.asarray([e[0] for e in ex], np.int64)
+        a["ex_hash"] = np.asarray([e[1] for e in ex], np.uint32)
+        tables: dict = {}
+        t_proj, t_off, t_shift, slot_key, slot_bucket = [], [0], [], [], []
+        c_table, c_off, val, unseen = [], [], [], []
+        for c in self.columns:
+            ident = (c.projection, c.keys.tobytes())
+            if ident not in tables:
+                tables[ident] = len(t_proj)
+                size = 2
+                while size < 2 * c.keys.shape[0]:
+                    size *= 2
+                shift = 64 - (size.bit_length() - 1)
+                key = np.zeros(size, np.uint64)
+                bucket = np.full(size, -1, np.int32)
+                for b, h in enumerate(c.keys.tolist()):
+                    s = h >> shift
+                    while bucket[s] >= 0:
+                        s = (s + 1) & (size - 1)
+                    key[s], bucket[s] = h, b
+                t_proj.append(c.projection)
+                t_shift.append(shift)
+                t_off.append(t_off[-1] + size)
+                slot_key.append(key)
+                slot_bucket.append(bucket)
+            c_table.append(tables[ident])
+            c_off.append(len(val))
+            val += np.asarray(c.values, np.float32).tolist()
+            unseen.append(c.unseen)
+        a["t_proj"] = np.asarray(t_proj, np.int64)
+        a["t_off"] = np.asarray(t_off, np.int64)
+        a["t_shift"] = np.asarray(t_shift, np.int64)
+        a["slot_key"] = np.concatenate(slot_key) if slot_key else np.zeros(0, np.uint64)
+        a["slot_bucket"] = (np.concatenate(slot_bucket) if slot_bucket
+                            else np.zeros(0, np.int32))
+        a["c_table"] = np.asarray(c_table, np.int64)
+        a["c_off"] = np.asarray(c_off, np.int64)
+        a["val"] = np.asarray(val, np.float32)
+        a["c_unseen"] = np.asarray(unseen, np.float32)
+        for arr in a.values():
+            arr.setflags(write=False)
+        return _ctr.Stage(a, self.n_inputs)
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """The rows ``X`` (n_rows x n_inputs) with the CTR columns appended, in X's dtype
-        (a float32 value, exact in float64 too)."""
-        n = X.shape[0]
-        hashes: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-        def cat(i: int):
-            if i not in hashes:
-                hashes[i] = self._hashes(i, X[:, self.cat_columns[i]])
-            return hashes[i]
-
-        keys = []
-        for p in self.projections:
-            h = np.zeros(n, np.uint64)
-            unknown = np.zeros(n, bool)
-            for i in p.cats:
-                h32, known = cat(i)
-                h = mix(h, h32.view(np.int32).astype(np.int64).view(np.uint64))
-                unknown |= ~known
-            for col, border, nan_true in p.floats:
-                x = X[:, col].astype(np.float32)
-                bit = np.where(np.isnan(x), nan_true, x > np.float32(border))
-                h = mix(h, bit.astype(np.uint64))
-            for i, value in p.exact:
-                h32, known = cat(i)
-                h = mix(h, (known & (h32 == np.uint32(value))).astype(np.uint64))
-            keys.append((h, unknown))
-        out = np.empty((n, self.n_inputs + self.n_columns), X.dtype)
-        out[:, :self.n_inputs] = X
-        for j, c in enumerate(self.columns):
-            h, unknown = keys[c.projection]
-            if c.keys.shape[0]:
-                pos = np.minimum(np.searchsorted(c.keys, h), c.keys.shape[0] - 1)
-                found = (c.keys[pos] == h) & ~unknown
-                out[:, self.n_inputs + j] = np.where(found, c.values[pos],
-                                                     np.float32(c.unseen))
-            else:
-                out[:, self.n_inputs + j] = np.float32(c.unseen)
+        (a float32 value, exact in float64 too). A categorical value that is not a whole
+        number is an InputError naming its column."""
+        for col in self.cat_columns:
+            x = X[:, col]
+            with np.errstate(invalid="ignore"):
+                bad = np.isfinite(x) & (x != np.floor(x))
+            if bad.any():
+                raise InputError(f"column {col} holds {float(x[bad][0])!r}, which is no "
+                                 f"category: a categorical column holds whole numbers")
+        out = np.empty((X.shape[0], self.n_inputs + self.n_columns), X.dtype)
+        _ctr.apply(self._stage, X, out)
         return out
