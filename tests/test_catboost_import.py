@@ -159,6 +159,25 @@ def test_scale_and_bias_are_applied_after_the_sum():
     assert np.allclose(got, est.predict(Xt), rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("kind", ["regressor", "three"])
+def test_iteration_ranges_from_the_first_keep_the_bias_as_catboost_does(kind):
+    X, y, Xt = _data(7)
+    est = _model(kind, X, y, {"loss_function": "MultiClass"} if kind == "three" else {})
+    model = quickscorer.load(est)
+    n = est.tree_count_
+    with_bias = bool(np.any(np.asarray(est.get_scale_and_bias()[1]) != 0))
+    assert with_bias == (kind == "regressor")          # RMSE starts from the mean
+    assert model.ensemble.bias_iteration == with_bias and model.ensemble.n_iterations == n
+    for begin, end in ((0, 1), (0, n // 2), (n // 3, n), (5, 6)):
+        want = est.predict(Xt, prediction_type="RawFormulaVal", ntree_start=begin,
+                           ntree_end=end)
+        got = model.predict(Xt, raw_score=True, iteration_range=(begin, end))
+        assert np.array_equal(got, want), (begin, end)
+        got = model.predict(Xt, raw_score=True, start_iteration=begin,
+                            num_iteration=end - begin)
+        assert np.array_equal(got, want), (begin, end)
+
+
 def test_info_names_catboost_and_its_version(tmp_path):
     X, y, _ = _data(4)
     est = _fit(catboost.CatBoostRegressor, X, y, iterations=3)

@@ -741,8 +741,11 @@ def _ensemble(doc: dict, file_format: str = "json") -> Ensemble:
             out.append(build_tree(**fields, value=v, n_features=n_features,
                                   where=f"tree {i}"))
             groups.append(k)
-    if any(b != 0.0 for b in bias):
-        # CatBoost adds the bias after the trees: a last iteration of one-leaf trees
+    with_bias = any(b != 0.0 for b in bias)
+    if with_bias:
+        # CatBoost adds the bias after the trees: a last iteration of one-leaf trees, which a
+        # range of iterations from the first keeps (as CatBoost's ntree_end does; a range
+        # from ntree_start > 0 has no bias)
         for k in range(dim):
             out.append(constant_tree(bias[k], n_features, "bias"))
             groups.append(k)
@@ -759,7 +762,7 @@ def _ensemble(doc: dict, file_format: str = "json") -> Ensemble:
                     transform=transform,
                     transform_params={"sigmoid": 1.0} if "sigmoid" in transform else {},
                     trees_per_iteration=dim, feature_names=names, source=source,
-                    category_labels=numbers or None, ctr=ctr)
+                    category_labels=numbers or None, ctr=ctr, bias_iteration=with_bias)
 
 
 def _dimension(trees: list, bias: list, oblivious: bool) -> int:

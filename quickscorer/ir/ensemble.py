@@ -568,6 +568,11 @@ class Ensemble:
     #: after them (``ir/ctr.py``); the trees read ``n_features`` columns, a row gives
     #: ``n_inputs`` (None: no such stage, the two are equal)
     ctr: CtrFeatures | None = None
+    #: the last iteration holds one-leaf trees of the source's bias, added after the other
+    #: trees' sum, which a range of iterations from the first keeps (CatBoost's
+    #: ``ntree_end`` keeps its bias, a range from ``ntree_start > 0`` does not);
+    #: ``n_iterations`` does not count it
+    bias_iteration: bool = False
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -621,6 +626,8 @@ class Ensemble:
                 f"{len(self.trees)} trees are not whole iterations of {tpi} trees "
                 f"({self.n_outputs} outputs)")
         object.__setattr__(self, "trees_per_iteration", tpi or self.n_outputs)
+        if self.bias_iteration and len(self.trees) < self.trees_per_iteration:
+            raise ModelFormatError("the model has no iteration of bias trees")
         if (self.family == "plain"
                 and (self.trees.arrays["missing_type"] == MISSING_ZERO).any()):
             raise ModelFormatError("a node of a plain-family model has LightGBM's zero-as-missing "
@@ -679,24 +686,32 @@ class Ensemble:
     def n_iterations(self) -> int:
         """Boosting rounds (iterations of ``trees_per_iteration`` trees); ``average_output``
         divides by it."""
-        return max(1, self.n_trees // self.trees_per_iteration)
+        return max(1, self.n_trees // self.trees_per_iteration - self.bias_iteration)
 
     def iterations(self, begin: int, end: int) -> "Ensemble":
-        """The ensemble of iterations ``begin .. end - 1`` (their trees, base scores kept),
-        as LightGBM's ``start_iteration`` / ``num_iteration`` and XGBoost's
-        ``iteration_range`` select them. Requires ``0 <= begin < end <= n_iterations``."""
+        """The ensemble of iterations ``begin .. end - 1`` (their trees, base scores kept, and
+        from ``begin == 0`` the bias iteration where there is one), as LightGBM's
+        ``start_iteration`` / ``num_iteration``, XGBoost's ``iteration_range`` and CatBoost's
+        ``ntree_start`` / ``ntree_end`` select them. Requires ``0 <= begin < end <=
+        n_iterations``."""
         if not 0 <= begin < end <= self.n_iterations:
             raise ValueError(f"iterations [{begin}, {end}) are not within the model's "
                              f"{self.n_iterations}")
-        a, b = begin * self.trees_per_iteration, end * self.trees_per_iteration
+        tpi = self.trees_per_iteration
+        keep = np.arange(begin * tpi, end * tpi)
+        trees = self.trees[begin * tpi:end * tpi]
+        if self.bias_iteration and begin == 0:
+            keep = np.concatenate([keep, np.arange(self.n_trees - tpi, self.n_trees)])
+            trees = list(trees) + list(self.trees[self.n_trees - tpi:])
         return Ensemble(
-            trees=self.trees[a:b], tree_group=self.tree_group[a:b], n_outputs=self.n_outputs,
+            trees=trees, tree_group=self.tree_group[keep], n_outputs=self.n_outputs,
             n_features=self.n_features, family=self.family, base_score=self.base_score,
             transform=self.transform, transform_params=dict(self.transform_params),
-            tree_weight=None if self.tree_weight is None else self.tree_weight[a:b],
+            tree_weight=None if self.tree_weight is None else self.tree_weight[keep],
             average_output=self.average_output, feature_names=self.feature_names,
             source=dict(self.source), trees_per_iteration=self.trees_per_iteration,
-            category_labels=self.category_labels, ctr=self.ctr)
+            category_labels=self.category_labels, ctr=self.ctr,
+            bias_iteration=self.bias_iteration and begin == 0)
 
     def summary(self) -> dict[str, Any]:
         """Plain facts about the model, for ``quickscorer info`` and ``Model.info()``."""
