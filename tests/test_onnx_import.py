@@ -404,23 +404,69 @@ def test_equality_tests_of_opset_5_match_onnx_runtime():
         nodes_missing_value_tracks_true=[1, 0, 0])
 
 
-@pytest.mark.parametrize("values", [[-1.0, 7.0, 2.0], [-1.0]])
-def test_set_membership_nodes_are_refused(values):
-    # ONNX Runtime finds 2.5 in {-1, 2, 7} and -1.0000001 in {-1}: not equality
+def _member_model(sets, tracks, tp) -> bytes:
+    """Two opset-5 trees of BRANCH_MEMBER nodes: tree 0 tests sets[0] on column 0, then
+    sets[1] on column 1 on its false side; tree 1 tests sets[2] on column 1."""
+    values = [v for run in sets for v in list(run) + [np.nan]]
     node = helper.make_node(
-        "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1, tree_roots=[0],
-        nodes_featureids=[0], nodes_modes=helper.make_tensor("m", TensorProto.UINT8, [1], [6]),
-        nodes_splits=helper.make_tensor("s", TensorProto.FLOAT, [1], [0.0]),
-        nodes_truenodeids=[0], nodes_trueleafs=[1], nodes_falsenodeids=[1], nodes_falseleafs=[1],
-        membership_values=helper.make_tensor("v", TensorProto.FLOAT, [len(values) + 1],
-                                             values + [np.nan]),
-        leaf_targetids=[0, 0], leaf_weights=helper.make_tensor("w", TensorProto.FLOAT, [2],
-                                                               [1.0, 0.0]))
-    data = _v5_model(node, TensorProto.FLOAT, 1)
-    outside = np.float32([[2.5]]) if len(values) > 1 else np.float32([[-1.0000001]])
-    assert _ort_scores(data, outside)[0, 0] == 1.0     # ONNX Runtime's answer, refused
-    with pytest.raises(ModelFormatError, match="BRANCH_MEMBER"):
-        quickscorer.load(data)
+        "TreeEnsemble", ["X"], ["Y"], domain="ai.onnx.ml", n_targets=1, tree_roots=[0, 2],
+        nodes_featureids=[0, 1, 1],
+        nodes_modes=helper.make_tensor("m", TensorProto.UINT8, [3], [6, 6, 6]),
+        nodes_splits=helper.make_tensor("s", tp, [3], [0.0, 0.0, 0.0]),
+        nodes_truenodeids=[0, 1, 2], nodes_trueleafs=[1, 1, 1],
+        nodes_falsenodeids=[1, 2, 3], nodes_falseleafs=[0, 1, 1],
+        nodes_missing_value_tracks_true=list(tracks),
+        membership_values=helper.make_tensor("v", tp, [len(values)], values),
+        leaf_targetids=[0, 0, 0, 0],
+        leaf_weights=helper.make_tensor("w", tp, [4], [0.25, -1.5, 3.0, 0.125]),
+        post_transform=0, aggregate_function=1)
+    return _v5_model(node, tp, 2)
+
+
+def _member_rows():
+    v = np.float64([-41, -40.5, -40, -3.5, -3, -2.5, -1.5, -1.0000001, -1, -0.5, -0.0, 0, 0.3,
+                    1, 1.5, 2, 2.5, 3, 4.99, 5, 5.5, 7, 7.2, 29.9, 30, 30.5, 31, 31.5, 40, 40.9,
+                    999.5, 1000, 1000.5, 3e9, -3e9, 2.0 ** 31, np.inf, -np.inf, np.nan])
+    v = np.concatenate([v, np.nextafter(v, -np.inf), np.nextafter(v, np.inf)])
+    return np.array(np.meshgrid(v, v[::7], indexing="ij")).reshape(2, -1).T
+
+
+@pytest.mark.parametrize("sets", [
+    ([2, 5], [2.5, 7], [0]),                      # sets ONNX Runtime tests by equality
+    ([-1], [-1, 2, 7], list(range(31))),          # ... and by the truncated value
+    ([0, 31], [-3, 40, 1000], [30, 2, 5]),
+])
+@pytest.mark.parametrize("tracks", [(0, 0, 0), (1, 0, 1), (0, 1, 1)])
+def test_set_membership_matches_onnx_runtime(sets, tracks):
+    X = _member_rows()
+    for dtype, tp in ((np.float32, TensorProto.FLOAT), (np.float64, TensorProto.DOUBLE)):
+        data = _member_model(sets, tracks, tp)
+        with np.errstate(over="ignore"):          # float64's extremes are float32's infinities
+            Xd = X.astype(dtype)
+        want = _ort_scores(data, Xd)
+        model = quickscorer.load(data)
+        for name in model.supported_algorithms():
+            got = np.asarray(model.predict(Xd, algorithm=name)).astype(dtype)
+            assert np.array_equal(got.reshape(want.shape), want), (dtype, name)
+
+
+@pytest.mark.parametrize("sets, match", [
+    (([-1, 2.5], [1], [2]), "no integer"),        # ONNX Runtime refuses these sets too
+    (([5e7], [1], [2]), "no integer"),             # beyond what is read
+])
+def test_membership_sets_that_are_not_read_are_refused(sets, match):
+    with pytest.raises(ModelFormatError, match=match):
+        quickscorer.load(_member_model(sets, (0, 0, 0), TensorProto.FLOAT))
+
+
+def test_membership_values_that_do_not_match_the_nodes_are_refused():
+    data = _member_model(([1], [2], [3]), (0, 0, 0), TensorProto.FLOAT)
+    model = onnx.load_from_string(data)
+    attr = next(a for a in model.graph.node[0].attribute if a.name == "membership_values")
+    attr.t.float_data[:] = [1.0, np.nan, 2.0, np.nan]          # two runs for three nodes
+    attr.t.dims[:] = [4]
+    with pytest.raises(ModelFormatError, match="2 NaN-closed runs for 3 BRANCH_MEMBER"):
+        quickscorer.load(model.SerializeToString())
 
 
 def test_equality_tests_that_would_copy_too_much_are_refused(monkeypatch):

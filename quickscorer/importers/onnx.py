@@ -18,9 +18,11 @@ ensemble node, ``TreeEnsembleRegressor`` or ``TreeEnsembleClassifier`` (opsets 1
   ``post_transform`` is not applied, as ONNX Runtime does not), a classifier's probabilities
   (two classes with weights for one of them: the second column, the positive class).
 
-``BRANCH_EQ`` (a chain of them sharing a true child is a set) and ``BRANCH_NEQ`` become
-threshold tests (:func:`_expand`). Not read, each refused by name: ``BRANCH_MEMBER``, the
-``AVERAGE``, ``MIN`` and ``MAX`` aggregates, the ``PROBIT`` and ``SOFTMAX_ZERO`` transforms,
+``BRANCH_EQ`` (a chain of them sharing a true child is a set), ``BRANCH_NEQ`` and
+``BRANCH_MEMBER`` become threshold tests (:func:`_expand`). A ``BRANCH_MEMBER`` set is tested
+as ONNX Runtime tests it (:func:`_member_sets`): by equality where it has fewer than 31 values
+from 0 to 30, by the row's value truncated to an integer otherwise. Not read, each refused by
+name: the ``AVERAGE``, ``MIN`` and ``MAX`` aggregates, the ``PROBIT`` and ``SOFTMAX_ZERO`` transforms,
 a graph that computes anything before the trees or after their scores (other than ``Identity``,
 ``Cast`` to a float type, ``ZipMap``, a multiplication by ones), tensors stored outside the file,
 and the shapes where ONNX Runtime's scores are not the sums (docs/semantics.md).
@@ -209,11 +211,15 @@ class _Tree:
     NaN-to-true flag, true and false children (local), source id and leaf weights; its root is
     local node 0."""
 
-    __slots__ = ("mode", "feature", "split", "nan_true", "true", "false", "ids", "weights")
+    __slots__ = ("mode", "feature", "split", "nan_true", "true", "false", "ids", "weights",
+                 "members")
 
-    def __init__(self, mode, feature, split, nan_true, true, false, ids, weights):
+    def __init__(self, mode, feature, split, nan_true, true, false, ids, weights,
+                 members=None):
         self.mode, self.feature, self.split, self.nan_true = mode, feature, split, nan_true
         self.true, self.false, self.ids, self.weights = true, false, ids, weights
+        #: a BRANCH_MEMBER node's set: local node -> (values, truncated) (:func:`_member_sets`)
+        self.members = members or {}
 
 
 def _trees_v1(a: dict, weight_prefix: str) -> tuple[list[_Tree], np.ndarray]:
@@ -344,13 +350,7 @@ def _trees_v5(a: dict) -> tuple[list[_Tree], np.ndarray]:
         if not 0 <= c < len(_MODES_V5):
             raise ModelFormatError(f"ONNX: node {i}: unknown mode code {c}")
         modes[i] = c
-    member_nodes = np.flatnonzero(modes == _MEMBER)
-    if member_nodes.size:
-        # ONNX Runtime (1.32) finds -1.0000001 in the set {-1} and 2.5 in {-1, 2, 7}, but not
-        # 2.5 in {2}: not the membership the operator states, and no rule quickscorer can state
-        raise ModelFormatError(
-            f"ONNX: node {int(member_nodes[0])}: a BRANCH_MEMBER node (ONNX Runtime tests set "
-            f"membership otherwise than by equality; BRANCH_EQ chains are read)")
+    sets = _member_sets(a, modes, splits.dtype)
     trees = []
     n_leaves = leaf_target.size
     for k, r in enumerate(roots.tolist()):
@@ -367,6 +367,7 @@ def _trees_v5(a: dict) -> tuple[list[_Tree], np.ndarray]:
                                {0: {int(leaf_target[j]): leaf_weight[j]}}))
             continue
         mode, feat, split, nan_true, t_out, f_out, ids, weights = [], [], [], [], [], [], [], {}
+        members: dict[int, tuple[np.ndarray, bool]] = {}
         seen: dict[int, int] = {}
         pending: list[tuple[int, int, int, bool]] = []    # (parent local, child, is leaf, side)
 
@@ -389,6 +390,8 @@ def _trees_v5(a: dict) -> tuple[list[_Tree], np.ndarray]:
             if ref in seen:          # a shared subtree (copied when the tree is expanded)
                 return seen[ref]
             seen[ref] = li
+            if ref in sets:
+                members[li] = sets[ref]
             mode.append(int(modes[ref]))
             feat.append(int(features[ref]))
             split.append(splits[ref])
@@ -408,8 +411,54 @@ def _trees_v5(a: dict) -> tuple[list[_Tree], np.ndarray]:
         trees.append(_Tree(np.asarray(mode, np.int64), np.asarray(feat, np.int64),
                            np.asarray(split, splits.dtype), np.asarray(nan_true, bool),
                            np.asarray(t_out, np.int64), np.asarray(f_out, np.int64),
-                           np.asarray(ids, np.int64), weights))
+                           np.asarray(ids, np.int64), weights, members))
     return trees, splits
+
+
+#: a BRANCH_MEMBER set ONNX Runtime tests value by value: fewer values than this, all whole
+#: or not, from 0 to SMALL_SET_MAX; any other set it tests by the row's value truncated to an
+#: integer (its "big sets")
+SMALL_SET_SIZE = 31
+SMALL_SET_MAX = 30
+#: the largest magnitude of a big set's integer read here (every integer up to it is a float32)
+BIG_SET_MAX = 1 << 24
+
+
+def _member_sets(a: dict, modes: np.ndarray, dtype) -> dict[int, tuple[np.ndarray, bool]]:
+    """Each BRANCH_MEMBER node's set of values from ``membership_values`` (one run of values
+    a node in node order, each run closed by a NaN), and whether ONNX Runtime tests it by the
+    row's value truncated toward zero to an int32 (a "big set": SMALL_SET_SIZE values or more,
+    or one outside 0 .. SMALL_SET_MAX; its values must be int32 integers, as ONNX Runtime
+    requires) rather than by equality."""
+    nodes = np.flatnonzero(modes == _MEMBER)
+    if not nodes.size:
+        return {}
+    raw = a.get("membership_values")
+    values = None if raw is None else np.asarray(raw).ravel()
+    if values is None or values.dtype not in (np.float32, np.float64):
+        raise ModelFormatError("ONNX: BRANCH_MEMBER nodes without 'membership_values' floats")
+    ends = np.flatnonzero(np.isnan(values))
+    if ends.size != nodes.size or (ends.size and ends[-1] != values.size - 1):
+        raise ModelFormatError(f"ONNX: 'membership_values' holds {ends.size} NaN-closed runs "
+                               f"for {nodes.size} BRANCH_MEMBER nodes")
+    out = {}
+    start = 0
+    for node, end in zip(nodes.tolist(), ends.tolist()):
+        run = values[start:end].astype(dtype)
+        start = end + 1
+        if not run.size:
+            raise ModelFormatError(f"ONNX: node {node}: a BRANCH_MEMBER node with no value")
+        if not np.isfinite(run).all():
+            raise ModelFormatError(f"ONNX: node {node}: an infinite membership value")
+        small = run.size < SMALL_SET_SIZE and run.min() >= 0 and run.max() <= SMALL_SET_MAX
+        if not small and ((run != np.trunc(run)).any()
+                          or (np.abs(run.astype(np.float64)) > BIG_SET_MAX).any()):
+            raise ModelFormatError(
+                f"ONNX: node {node}: a set of {run.size} values that ONNX Runtime tests as "
+                f"integers holds {run[(run != np.trunc(run)) | (np.abs(run) > BIG_SET_MAX)][0]!r}, "
+                f"which is no integer of magnitude up to {BIG_SET_MAX}")
+        out[node] = (run, not small)
+    return out
 
 
 def _previous(t: np.ndarray) -> np.ndarray:
@@ -447,10 +496,14 @@ def _expand(tree: _Tree, where: str) -> dict:
         return len(left) - 1
 
     def set_test(li: int):
-        """(values, member child, other child, NaN to the member child)."""
+        """(values, member child, other child, NaN to the member child, values tested by
+        the row's value truncated to an integer)."""
         m = tree.mode[li]
         if m == _NEQ:        # x != v is true: the member (x == v) goes to the false child
-            return tree.split[li:li + 1], tree.false[li], tree.true[li], False
+            return tree.split[li:li + 1], tree.false[li], tree.true[li], False, False
+        if m == _MEMBER:
+            values, truncated = tree.members[li]
+            return values, tree.true[li], tree.false[li], bool(tree.nan_true[li]), truncated
         values, nan_member, cur = [tree.split[li]], bool(tree.nan_true[li]), li
         while True:          # a chain of BRANCH_EQ on one feature sharing the true child
             nxt = tree.false[cur]
@@ -460,7 +513,7 @@ def _expand(tree: _Tree, where: str) -> dict:
             values.append(tree.split[nxt])
             nan_member |= bool(tree.nan_true[nxt])
             cur = nxt
-        return np.asarray(values, dtype), tree.true[li], tree.false[cur], nan_member
+        return np.asarray(values, dtype), tree.true[li], tree.false[cur], nan_member, False
 
     def build(li: int, depth: int) -> int:
         if depth > 250:
@@ -479,7 +532,7 @@ def _expand(tree: _Tree, where: str) -> dict:
             left[n] = build(a, depth + 1)
             right[n] = build(b, depth + 1)
             return n
-        values, member, other, nan_member = set_test(li)
+        values, member, other, nan_member, truncated = set_test(li)
         values = np.unique(values[~np.isnan(values)])
         if not np.isfinite(values).all():
             raise ModelFormatError(f"{where} node {int(tree.ids[li])}: an equality test with "
@@ -488,13 +541,10 @@ def _expand(tree: _Tree, where: str) -> dict:
             nan_member = False
         if not values.size:       # no value: every row takes the other child
             return build(other, depth + 1)
-        cuts = np.unique(np.concatenate([_previous(values), values]))
-        # interval j is (cuts[j - 1], cuts[j]], the last one (cuts[-1], inf): a one-value
-        # interval {v} ends at a value v and starts at prev(v)
-        ends_at_value = np.isin(cuts, values)
-        is_member = np.zeros(cuts.size + 1, bool)
-        # interval 0, (-inf, prev(min)], and the last one are below and above every value
-        is_member[1:cuts.size] = ends_at_value[1:] & (cuts[:-1] == _previous(cuts[1:]))
+        # interval j is (cuts[j - 1], cuts[j]], interval 0 (-inf, cuts[0]], the last one
+        # (cuts[-1], inf), both outside every set
+        cuts, is_member = (_truncated_cuts(values) if truncated
+                           else _equality_cuts(values))
         target = int(np.flatnonzero(is_member)[0]) if nan_member else 0
         feat = tree.feature[li]
 
@@ -516,6 +566,34 @@ def _expand(tree: _Tree, where: str) -> dict:
                 feature=np.asarray(feature, np.int64),
                 threshold=np.asarray(threshold, np.float64),
                 default_left=np.asarray(nan_left, bool), src=np.asarray(src, np.int64))
+
+
+def _equality_cuts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cuts and member intervals of ``x == v`` for the sorted distinct ``values``: the
+    one-value interval ``(prev(v), v]`` of each."""
+    cuts = np.unique(np.concatenate([_previous(values), values]))
+    ends_at_value = np.isin(cuts, values)
+    is_member = np.zeros(cuts.size + 1, bool)
+    is_member[1:cuts.size] = ends_at_value[1:] & (cuts[:-1] == _previous(cuts[1:]))
+    return cuts, is_member
+
+
+def _truncated_cuts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cuts and member intervals of ``trunc(x) in values`` (whole numbers, sorted,
+    distinct, of magnitude up to BIG_SET_MAX, in their float type): ``[k, k + 1)`` for
+    ``k > 0``, ``(k - 1, k]`` for ``k < 0`` and ``(-1, 1)`` for 0, each written ``(lo, hi]``.
+    A value beyond int32 truncates to no set's integer (ONNX Runtime's cast gives INT_MIN,
+    which no set read here holds)."""
+    one = np.asarray(1, values.dtype)
+    lo = np.where(values > 0, _previous(values), values - one)
+    hi = np.where(values >= 0, _previous(values + one), values)
+    cuts = np.unique(np.concatenate([lo, hi]))
+    # interval j (cuts[j - 1], cuts[j]] is a member where it lies within some (lo, hi]
+    k = np.searchsorted(lo, cuts[:-1], side="right") - 1
+    inside = (k >= 0) & (hi[np.maximum(k, 0)] >= cuts[1:])
+    is_member = np.zeros(cuts.size + 1, bool)
+    is_member[1:cuts.size] = inside
+    return cuts, is_member
 
 
 def _direct(tree: _Tree) -> dict:
