@@ -132,11 +132,7 @@ def test_the_stage_survives_pickling():
 def test_damaged_stages_are_refused():
     rng = np.random.default_rng(6)
     stage, _ = _stage(rng)
-    a = {k: getattr(stage._stage, k) for k in (
-        "cat_col", "cat_off", "cat_val", "cat_hash", "p_cat_off", "p_cat", "p_flt_off",
-        "flt_col", "flt_border", "flt_nan", "p_ex_off", "ex_cat", "ex_hash", "t_proj", "t_off",
-        "t_shift", "slot_key", "slot_bucket", "c_table", "c_off", "val", "c_unseen")}
-    a = {k: np.array(v) for k, v in a.items()}
+    a = {k: np.array(v) for k, v in stage.arrays.items()}
     _ctr.Stage(a, 4)                                         # whole: accepted
 
     def broken(name, change, match):
@@ -145,16 +141,22 @@ def test_damaged_stages_are_refused():
         with pytest.raises(ValueError, match=match):
             _ctr.Stage(b, 4)
 
+    def no_empty_slot(v):
+        v["bucket"] = 0
+        return v
+
     broken("cat_col", lambda v: v + 9, "categorical column")
     broken("p_cat", lambda v: v + 9, "categorical feature")
-    broken("c_table", lambda v: v + 9, "table")
+    broken("t_col", lambda v: v + 9, "column")
+    broken("t_col", lambda v: np.zeros_like(v), "sizes")
+    broken("t_proj", lambda v: v + 9, "projection")
     broken("t_shift", lambda v: v - 1, "power of two")
-    broken("slot_bucket", lambda v: np.zeros_like(v), "empty slot")
-    broken("c_off", lambda v: v + len(a["val"]), "values do not cover")
+    broken("slots", no_empty_slot, "empty slot")
+    broken("t_val_off", lambda v: v + len(a["val"]), "values do not cover")
     broken("cat_off", lambda v: v[::-1].copy(), "offsets")
     broken("val", lambda v: v[:1], "values do not cover")
     with pytest.raises(ValueError, match="columns"):
-        _ctr.apply(_ctr.Stage(a, 4), np.zeros((2, 3)), np.zeros((2, 3 + len(a["c_table"]))))
+        _ctr.apply(_ctr.Stage(a, 4), np.zeros((2, 3)), np.zeros((2, 3 + len(a["c_unseen"]))))
     with pytest.raises(ModelFormatError, match="not an input"):
         CtrFeatures(1, [3], [INTS], [], [])
     with pytest.raises(ModelFormatError, match="sorted"):

@@ -33,6 +33,10 @@ HASH_MULT = 0x4906BA494954CB65
 #: the key an empty slot of CatBoost's bucket tables holds (the JSON export lists one)
 EMPTY_KEY = (1 << 64) - 1
 
+#: the most category numbers of one feature the stage looks up directly (the importers number
+#: text categories 0, 1, ... and read integer categories as themselves up to 4,095)
+MAX_DENSE = 1 << 24
+
 #: CTR types whose buckets hold class counts, and the one holding a count per category
 CLASS_COUNT_TYPES = ("Borders", "Buckets")
 COUNT_TYPES = ("Counter", "FeatureFreq")
@@ -121,7 +125,9 @@ class CtrFeatures:
                     k.size > 1 and not (k[1:] > k[:-1]).all()):
                 raise ModelFormatError("CTR features: a table's keys are not sorted distinct "
                                        "64-bit hashes, one a value")
-        self._stage = self._kernel_arrays()
+        #: the flat arrays of the stage in C, and the C stage that holds them, checked
+        self.arrays = self._kernel_arrays()
+        self._stage = _ctr.Stage(self.arrays, self.n_inputs)
 
     @property
     def n_columns(self) -> int:
@@ -139,23 +145,26 @@ class CtrFeatures:
         return (CtrFeatures, (self.n_inputs, self.cat_columns, self.cat_labels,
                               self.projections, self.columns))
 
-    def _kernel_arrays(self):
-        """The ``_ctr.Stage`` of the flat arrays ``_ctr.apply`` reads (its docstring lists
-        them): the known
-        categories sorted by number with their texts' hashes, the projections' parts, and
+    def _kernel_arrays(self) -> dict:
+        """The flat arrays ``_ctr.apply`` reads (its docstring lists them): each categorical
+        feature's hashes by category number, the projections' parts, and
         one open-addressing table of slots per distinct (projection, keys), shared by the
-        columns that read it."""
+        columns that read it (their values bucket by bucket, side by side)."""
         a: dict = {}
-        vals, hashes, off = [], [], [0]
+        dense, off = [], [0]
         for labels in self.cat_labels:
-            pairs = sorted((n, category_hash(t)) for t, n in labels.items())
-            vals += [float(n) for n, _ in pairs]
-            hashes += [h for _, h in pairs]
-            off.append(len(vals))
+            size = max(labels.values(), default=-1) + 1
+            if size > MAX_DENSE:
+                raise ModelFormatError(f"CTR features: category number {size - 1} is beyond "
+                                       f"{MAX_DENSE - 1}")
+            table = np.full(size, -1, np.int64)
+            for t, n in labels.items():
+                table[n] = category_hash(t)
+            dense.append(table)
+            off.append(off[-1] + size)
         a["cat_col"] = np.asarray(self.cat_columns, np.int64)
         a["cat_off"] = np.asarray(off, np.int64)
-        a["cat_val"] = np.asarray(vals, np.float64)
-        a["cat_hash"] = np.asarray(hashes, np.uint32)
+        a["cat_hash"] = np.concatenate(dense) if dense else np.zeros(0, np.int64)
         for name, parts in (("p_cat", [p.cats for p in self.projections]),
                             ("p_flt", [p.floats for p in self.projections]),
                             ("p_ex", [p.exact for p in self.projections])):
@@ -168,58 +177,54 @@ class CtrFeatures:
         ex = [e for p in self.projections for e in p.exact]
         a["ex_cat"] = np.asarray([e[0] for e in ex], np.int64)
         a["ex_hash"] = np.asarray([e[1] for e in ex], np.uint32)
-        tables: dict = {}
-        t_proj, t_off, t_shift, slot_key, slot_bucket = [], [0], [], [], []
-        c_table, c_off, val, unseen = [], [], [], []
-        for c in self.columns:
-            ident = (c.projection, c.keys.tobytes())
-            if ident not in tables:
-                tables[ident] = len(t_proj)
-                size = 2
-                while size < 2 * c.keys.shape[0]:
-                    size *= 2
-                shift = 64 - (size.bit_length() - 1)
-                key = np.zeros(size, np.uint64)
-                bucket = np.full(size, -1, np.int32)
-                for b, h in enumerate(c.keys.tolist()):
-                    s = h >> shift
-                    while bucket[s] >= 0:
-                        s = (s + 1) & (size - 1)
-                    key[s], bucket[s] = h, b
-                t_proj.append(c.projection)
-                t_shift.append(shift)
-                t_off.append(t_off[-1] + size)
-                slot_key.append(key)
-                slot_bucket.append(bucket)
-            c_table.append(tables[ident])
-            c_off.append(len(val))
-            val += np.asarray(c.values, np.float32).tolist()
-            unseen.append(c.unseen)
+        tables: dict = {}                 # (projection, keys) -> its columns
+        for j, c in enumerate(self.columns):
+            tables.setdefault((c.projection, c.keys.tobytes()), []).append(j)
+        t_proj, t_off, t_shift, slots = [], [0], [], []
+        t_col_off, t_col, t_val_off, val = [0], [], [], []
+        for cols in tables.values():
+            first = self.columns[cols[0]]
+            size = 2
+            while size < 2 * first.keys.shape[0]:
+                size *= 2
+            shift = 64 - (size.bit_length() - 1)
+            table = np.zeros(size, _ctr.SLOT_DTYPE)
+            table["bucket"] = -1
+            for b, h in enumerate(first.keys.tolist()):
+                s = h >> shift
+                while table["bucket"][s] >= 0:
+                    s = (s + 1) & (size - 1)
+                table[s] = (h, b, 0)
+            t_proj.append(first.projection)
+            t_shift.append(shift)
+            t_off.append(t_off[-1] + size)
+            slots.append(table)
+            t_col += cols
+            t_col_off.append(len(t_col))
+            t_val_off.append(len(val))
+            # the table's columns' values bucket by bucket
+            val += np.stack([np.asarray(self.columns[j].values, np.float32) for j in cols],
+                            axis=1).ravel().tolist()
         a["t_proj"] = np.asarray(t_proj, np.int64)
         a["t_off"] = np.asarray(t_off, np.int64)
         a["t_shift"] = np.asarray(t_shift, np.int64)
-        a["slot_key"] = np.concatenate(slot_key) if slot_key else np.zeros(0, np.uint64)
-        a["slot_bucket"] = (np.concatenate(slot_bucket) if slot_bucket
-                            else np.zeros(0, np.int32))
-        a["c_table"] = np.asarray(c_table, np.int64)
-        a["c_off"] = np.asarray(c_off, np.int64)
+        a["slots"] = np.concatenate(slots) if slots else np.zeros(0, _ctr.SLOT_DTYPE)
+        a["t_col_off"] = np.asarray(t_col_off, np.int64)
+        a["t_col"] = np.asarray(t_col, np.int64)
+        a["t_val_off"] = np.asarray(t_val_off, np.int64)
         a["val"] = np.asarray(val, np.float32)
-        a["c_unseen"] = np.asarray(unseen, np.float32)
+        a["c_unseen"] = np.asarray([c.unseen for c in self.columns], np.float32)
         for arr in a.values():
             arr.setflags(write=False)
-        return _ctr.Stage(a, self.n_inputs)
+        return a
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """The rows ``X`` (n_rows x n_inputs) with the CTR columns appended, in X's dtype
         (a float32 value, exact in float64 too). A categorical value that is not a whole
         number is an InputError naming its column."""
-        for col in self.cat_columns:
-            x = X[:, col]
-            with np.errstate(invalid="ignore"):
-                bad = np.isfinite(x) & (x != np.floor(x))
-            if bad.any():
-                raise InputError(f"column {col} holds {float(x[bad][0])!r}, which is no "
-                                 f"category: a categorical column holds whole numbers")
         out = np.empty((X.shape[0], self.n_inputs + self.n_columns), X.dtype)
-        _ctr.apply(self._stage, X, out)
+        bad = _ctr.apply(self._stage, X, out)
+        if bad is not None:
+            raise InputError(f"column {bad[0]} holds {bad[1]!r}, which is no category: a "
+                             f"categorical column holds whole numbers")
         return out
