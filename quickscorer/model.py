@@ -424,9 +424,11 @@ class Model:
             rows = 1
         else:
             return None
-        if (rows >= autoselect.PARALLEL_MIN_ROWS or self.ensemble.ctr is not None
-                or not (n_threads is None or type(n_threads) is int)):
-            return None                   # (a CTR model's rows gain columns first: as_rows)
+        if rows >= autoselect.PARALLEL_MIN_ROWS or not (n_threads is None
+                                                       or type(n_threads) is int):
+            return None
+        if self.ensemble.ctr is not None:
+            X = as_rows(self.ensemble, X)     # the inputs checked, the CTR columns appended
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
             return (self._small_entries[rows] or self._small_entry(rows))(X, squeeze)
         if algorithm in _SMALL_CALL_ALGORITHMS:
