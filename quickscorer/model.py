@@ -195,7 +195,8 @@ class Model:
 
     def memory(self) -> dict[str, Any]:
         """The bytes of numpy memory this model holds: ``total_bytes`` (each buffer once) and
-        ``bytes`` per part: ``ensemble`` (the neutral model's arrays), ``forest`` (leaf
+        ``bytes`` per part: ``ensemble`` (the neutral model's arrays, its CTR stage's
+        included), ``forest`` (leaf
         values and groups every kernel reads, beyond the ensemble's own), then each prepared
         algorithm's layout beyond what earlier parts hold (``vqs`` shares ``quickscorer``'s
         layout and adds its tree blocks). Per-thread scratch rows and Python objects are not
@@ -204,7 +205,9 @@ class Model:
         parts = {
             "ensemble": [a for a in e.trees.arrays.values() if isinstance(a, np.ndarray)]
             + [a for a in (e.tree_group, e.base_score, e.tree_weight)
-               if isinstance(a, np.ndarray)],
+               if isinstance(a, np.ndarray)]
+            + ([] if e.ctr is None else list(e.ctr.arrays.values())
+               + [a for c in e.ctr.columns for a in (c.keys, c.values)]),
             "forest": [a for a in self._forest_arrays.values() if isinstance(a, np.ndarray)],
         }
         for name, alg in self._prepared.items():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import quickscorer
+from quickscorer.algorithms.base import distinct_bytes
 from quickscorer.batch import score_file
 from quickscorer.errors import ModelFormatError
 from quickscorer.ir import reference
@@ -467,6 +468,11 @@ def test_ctr_models_score_parquet_files_and_survive_pickling(tmp_path):
     assert np.array_equal(np.load(out).ravel(), want)
     again = pickle.loads(pickle.dumps(model))
     assert np.array_equal(again.predict(test), want)
+    e = model.ensemble
+    trees = distinct_bytes([a for a in e.trees.arrays.values() if isinstance(a, np.ndarray)]
+                           + [e.tree_group, e.base_score])
+    stage = distinct_bytes(list(e.ctr.arrays.values()))
+    assert model.memory()["bytes"]["ensemble"] >= trees + stage > trees   # the stage counted
 
 
 def test_ctr_models_of_integer_categories_load_without_the_texts(tmp_path):
