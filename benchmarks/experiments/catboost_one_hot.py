@@ -63,16 +63,30 @@ def model(trees: int, depth: int, n_cat: int, values: int):
     return est, path
 
 
-def main(argv=None) -> int:
-    import quickscorer
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def arguments(doc: str, argv, values: int, batch: str):
+    """The options both CatBoost experiments take."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     p.add_argument("--trees", type=int, default=1000)
     p.add_argument("--depth", type=int, default=6)
     p.add_argument("--categorical", type=int, default=4)
-    p.add_argument("--values", type=int, default=8)
-    p.add_argument("--batch", default="100,10000")
+    p.add_argument("--values", type=int, default=values)
+    p.add_argument("--batch", default=batch)
     p.add_argument("--rounds", type=int, default=5)
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def medians(calls, Xq: np.ndarray, df, batch: int, rounds: int) -> list[float]:
+    """Median microseconds a document of each ``(function, takes the DataFrame)`` over calls
+    of ``batch`` rows of the first 10,000, interleaved rounds."""
+    ours_slices = call_slices(Xq, batch, 10_000)
+    df_slices = [df.iloc[k:k + batch] for k in range(0, 10_000, batch)][:len(ours_slices)]
+    fns = [per_document(f, df_slices if on_frame else ours_slices) for f, on_frame in calls]
+    return [statistics.median(t.samples) * 1e6 for t in interleaved(fns, rounds)]
+
+
+def main(argv=None) -> int:
+    import quickscorer
+    args = arguments(__doc__, argv, values=8, batch="100,10000")
     est, path = model(args.trees, args.depth, args.categorical, args.values)
     ours = quickscorer.load(path)
     X, C = rows(10_000, args.categorical, args.values, 5)
@@ -88,13 +102,11 @@ def main(argv=None) -> int:
           f"{ours.info()['default_algorithm'].split(' (')[0]}; scores equal CatBoost's")
     print("| rows per call | default | rapidscorer | CatBoost | default vs CatBoost |")
     print("| ---: | ---: | ---: | ---: | ---: |")
+    calls = [(ours.predict, False),
+             (lambda s: ours.predict(s, algorithm="rapidscorer"), False),
+             (lambda s: est.predict(s, thread_count=1), True)]
     for batch in (int(b) for b in args.batch.split(",")):
-        ours_slices = call_slices(Xq, batch, 10_000)
-        df_slices = [df.iloc[k:k + batch] for k in range(0, 10_000, batch)][:len(ours_slices)]
-        fns = [per_document(lambda s: ours.predict(s), ours_slices),
-               per_document(lambda s: ours.predict(s, algorithm="rapidscorer"), ours_slices),
-               per_document(lambda s: est.predict(s, thread_count=1), df_slices)]
-        med = [statistics.median(t.samples) * 1e6 for t in interleaved(fns, args.rounds)]
+        med = medians(calls, Xq, df, batch, args.rounds)
         print(f"| {batch:,} | {med[0]:.2f} | {med[1]:.2f} | {med[2]:.2f} | "
               f"{med[2] / med[0]:.2f}x |")
     return 0

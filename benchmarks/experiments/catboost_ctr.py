@@ -1,0 +1,81 @@
+"""CatBoost models with CTR features: the default ``predict`` (the CTR stage, then the
+kernel it chooses) against CatBoost's own ``predict`` on the same rows, interleaved, one
+thread, with the CTR stage's share of our time.
+
+    python benchmarks/experiments/catboost_ctr.py
+    python benchmarks/experiments/catboost_ctr.py --trees 300 --depth 8 --batch 1,100,10000
+
+The model (cached in ``cache/``): CatBoost regression on the matrix's ``uniform`` rows of 136
+columns plus ``--categorical`` integer columns of ``--values`` categories each, every one a
+CTR feature (``one_hot_max_size`` 2), combinations of up to two, saved as JSON with the
+training pool. Our rows are the numbers; CatBoost's a DataFrame whose categorical columns are
+integers, as CatBoost takes them (the time of building that DataFrame is not counted).
+Scores are checked equal first.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import workloads as W  # noqa: E402
+from catboost_one_hot import arguments, frame, medians, rows  # noqa: E402
+from quickscorer.bench import machine  # noqa: E402
+
+
+def model(trees: int, depth: int, n_cat: int, values: int):
+    """The CatBoost model (trained once, cached) and its JSON path."""
+    from catboost import CatBoostRegressor, Pool
+    path = W.CACHE / f"cb_ctr_{trees}_d{depth}_{n_cat}x{values}.json"
+    est = CatBoostRegressor()
+    if path.with_suffix(".cbm").exists() and path.exists():
+        est.load_model(str(path.with_suffix(".cbm")))
+        return est, path
+    X, C = rows(20_000, n_cat, values, 11)
+    names = [f"c{j}" for j in range(n_cat)]
+    y = W._matrix_target(X, 12) + ((C * 7919) % 5 == 1).sum(1)
+    est = CatBoostRegressor(iterations=trees, depth=depth, learning_rate=0.05, verbose=0,
+                            one_hot_max_size=2, max_ctr_complexity=2, random_seed=0,
+                            thread_count=1, allow_writing_files=False, cat_features=names)
+    df = frame(X, C)
+    est.fit(df, y)
+    W.CACHE.mkdir(parents=True, exist_ok=True)
+    est.save_model(str(path), format="json", pool=Pool(df, cat_features=names))
+    est.save_model(str(path.with_suffix(".cbm")))
+    return est, path
+
+
+def main(argv=None) -> int:
+    import quickscorer
+    args = arguments(__doc__, argv, values=50, batch="1,100,10000")
+    est, path = model(args.trees, args.depth, args.categorical, args.values)
+    ours = quickscorer.load(path)
+    X, C = rows(10_000, args.categorical, args.values + 5, 5)     # some categories unseen
+    Xq = np.ascontiguousarray(np.hstack([X, C.astype(np.float64)]))
+    df = frame(X, C)
+    want = est.predict(df, thread_count=1)
+    if not np.array_equal(ours.predict(Xq), want):
+        raise SystemExit("scores differ from CatBoost's")
+    stage = ours.ensemble.ctr
+    print(machine())
+    print(f"{path.name}: {ours.n_trees} trees, {stage.n_columns} CTR features of "
+          f"{len(stage.projections)} projections; default: "
+          f"{ours.info()['default_algorithm'].split(' (')[0]}; scores equal CatBoost's")
+    print("| rows per call | default | its CTR stage | CatBoost | default vs CatBoost |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    calls = [(ours.predict, False), (stage.apply, False),
+             (lambda s: est.predict(s, thread_count=1), True)]
+    for batch in (int(b) for b in args.batch.split(",")):
+        med = medians(calls, Xq, df, batch, args.rounds)
+        print(f"| {batch:,} | {med[0]:.2f} | {med[1]:.2f} | {med[2]:.2f} | "
+              f"{med[2] / med[0]:.2f}x |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
