@@ -56,7 +56,7 @@ import numpy as np
 
 from ..errors import ModelFormatError
 from ..ir.ensemble import MISSING_NAN, Ensemble, build_tree, constant_tree
-from ..ir.cityhash import category_hash, city_hash64  # noqa: F401  (re-exported)
+from ..ir.cityhash import category_hash
 from ..ir.ctr import (CLASS_COUNT_TYPES, COUNT_TYPES, EMPTY_KEY, HASH_MULT, CtrColumn,
                       CtrFeatures, Projection, bucket_counts, ctr_value)
 from ..ir.float32 import float32_boundary

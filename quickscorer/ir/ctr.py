@@ -37,7 +37,7 @@ EMPTY_KEY = (1 << 64) - 1
 #: text categories 0, 1, ... and read integer categories as themselves up to 4,095)
 MAX_DENSE = 1 << 24
 
-#: CTR types whose buckets hold class counts, and the one holding a count per category
+#: CTR types whose buckets hold class counts, and those holding one count a bucket
 CLASS_COUNT_TYPES = ("Borders", "Buckets")
 COUNT_TYPES = ("Counter", "FeatureFreq")
 
@@ -62,7 +62,9 @@ def bucket_counts(ctr_type: str, target: int, counts: np.ndarray,
 def ctr_value(good, total, prior_num: float, prior_denom: float, shift: float,
               scale: float) -> np.ndarray:
     """``((good + prior_num) / (total + prior_denom) + shift) * scale``, every step in
-    float32 as CatBoost's model evaluator computes it."""
+    float32, the type CatBoost's model evaluator holds its counts and priors in (the same
+    computation in float64 gives the same columns on every row of the tests: the borders sit
+    a float32 step below the values the counts give)."""
     f = np.float32
     with np.errstate(divide="ignore", invalid="ignore"):
         ctr = (np.asarray(good, f) + f(prior_num)) / (np.asarray(total, f) + f(prior_denom))
