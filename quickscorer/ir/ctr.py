@@ -62,7 +62,8 @@ def bucket_counts(ctr_type: str, target: int, counts: np.ndarray,
 def ctr_value(good, total, prior_num: float, prior_denom: float, shift: float,
               scale: float) -> np.ndarray:
     """``((good + prior_num) / (total + prior_denom) + shift) * scale``, every step in
-    float32, the type CatBoost's model evaluator holds its counts and priors in (the same
+    float32: CatBoost's model format stores the priors, shift and scale as float32
+    (``TModelCtr`` in its ``ctr_data.fbs``) and its evaluator computes in that type (the same
     computation in float64 gives the same columns on every row of the tests: the borders sit
     a float32 step below the values the counts give)."""
     f = np.float32
