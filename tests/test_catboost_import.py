@@ -485,13 +485,17 @@ def test_ctr_models_of_integer_categories_load_without_the_texts(tmp_path):
                one_hot_max_size=2, max_ctr_complexity=2)
     test = frame.copy()
     test.loc[::7, "shop"] = 999                             # unseen
-    for source in (est, tmp_path / "no_pool.json"):
-        if source is not est:
-            est.save_model(str(source), format="json")
+    est.save_model(str(tmp_path / "no_pool.json"), format="json")
+    est.save_model(str(tmp_path / "model.cbm"))             # its CTR tables after the core
+    for source in (est, tmp_path / "no_pool.json", tmp_path / "model.cbm"):
         model = quickscorer.load(source)
         assert model.ensemble.ctr is not None
         _every_algorithm(model, test, est.predict(test))
         _every_algorithm(model, test.to_numpy(np.float64), est.predict(test))
+    raw = (tmp_path / "model.cbm").read_bytes()
+    for cut in (len(raw) - 1, len(raw) - 40, len(raw) - 300):   # into the CTR tables
+        with pytest.raises(ModelFormatError):
+            quickscorer.load(raw[:cut])
     texts = _ctr_frame(pd, 25, 600)
     est = _fit(catboost.CatBoostRegressor, texts, _categorical_target(texts),
                cat_features=["colour", "size", "shop", "flag"], one_hot_max_size=2)
@@ -557,10 +561,10 @@ def test_a_category_column_of_other_values_is_an_input_error(tmp_path):
     assert np.array_equal(got, est.predict(filled))
 
 
-def test_cbm_files_with_categorical_or_ctr_features_are_refused_with_the_way_out(tmp_path):
+def test_cbm_files_with_text_categories_are_refused_with_the_way_out(tmp_path):
     pd = pytest.importorskip("pandas")
     frame = _categorical_frame(pd, 18, 600)
-    for one_hot, match in ((255, "pool=train_pool"), (2, "OnlineCtr split")):
+    for one_hot, match in ((255, "pool=train_pool"), (2, "pool=train_pool")):
         est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
                    cat_features=["colour", "size"], one_hot_max_size=one_hot)
         path = tmp_path / f"m{one_hot}.cbm"

@@ -37,7 +37,8 @@ The scoring rules (docs/semantics.md, "CatBoost"):
   model's tables of training statistics (``ctr_data``), with a float32 border; the importer
   builds that stage (``ir/ctr.py``: :meth:`_Features.ctr_stage`), whose columns follow the
   inputs. It needs the categories' texts, or integer categories it recovers from the tables'
-  keys (:meth:`_Features.ctr_categories`).
+  keys (:meth:`_Features.ctr_categories`). A ``.cbm`` file's CTR features and tables become
+  the JSON export's (:func:`_cbm_ctrs`, :func:`_cbm_ctr_tables`).
 
 Text and embedding features are refused with the split that uses them, and so is a one-hot
 split whose category text is not in the file and whose hash is no small integer's.
@@ -138,8 +139,8 @@ _NAN_TREATMENTS = ("AsIs", "AsFalse", "AsTrue")
 def cbm_document(raw: bytes) -> dict:
     """A ``.cbm`` file as the dict CatBoost's JSON export holds for the same model.
 
-    The file is ``CBM1``, a uint32 size and a FlatBuffers ``TModelCore`` of that size (then
-    the tables of CTR features, not read: their splits are refused). A tree's splits are
+    The file is ``CBM1``, a uint32 size and a FlatBuffers ``TModelCore`` of that size, then
+    the tables of the CTR features (:func:`_cbm_ctr_tables`). A tree's splits are
     indexes into the model's binary features: every border of every float feature in order,
     then every value of every one-hot feature, then the CTR and estimated features. An
     oblivious tree of depth ``D`` has ``D`` splits and ``2**D`` leaves of ``ApproxDimension``
@@ -168,7 +169,8 @@ def cbm_document(raw: bytes) -> dict:
                                    f"{treatment} is unknown")
         borders = f.array(3, np.float32)
         floats.append({"flat_feature_index": f.scalar(2, "i", -1), "feature_id": f.string(4),
-                       "nan_value_treatment": _NAN_TREATMENTS[treatment]})
+                       "nan_value_treatment": _NAN_TREATMENTS[treatment],
+                       "borders": borders.tolist()})
         bins += [{"split_type": "FloatFeature", "float_feature_index": i, "border": float(b)}
                  for b in borders]
     cat_position = {}
@@ -198,19 +200,22 @@ def cbm_document(raw: bytes) -> dict:
             (starts + sizes) > splits.size).any():
         raise ModelFormatError("CatBoost .cbm: the trees' split lists do not fit their sizes")
 
-    # past the float and one-hot features: the CTR features', then the estimated ones'
-    beyond = ("OnlineCtr" if trees.tables(_T_CTRS, "CTR feature") else
-              "EstimatedFeature" if trees.tables(_T_ESTIMATED, "estimated feature") else None)
+    # past the float and one-hot features: the CTR features' borders, then the estimated ones
+    ctr_borders = _cbm_ctrs(trees, cat_position, doc)
+    if ctr_borders:
+        doc["ctr_data"] = _cbm_ctr_tables(raw[8 + size:], cat_position, doc)
+    beyond = "EstimatedFeature" if trees.tables(_T_ESTIMATED, "estimated feature") else None
 
     def split(k: int, where: str) -> dict:
         b = int(splits[k])
         if 0 <= b < len(bins):
             return bins[b]
-        if b >= len(bins) and beyond == "OnlineCtr":
-            raise ModelFormatError(
-                f"CatBoost .cbm: {where}: an OnlineCtr split (a CTR feature, whose tables this "
-                f"reader does not read from a .cbm file; the JSON export holds them: "
-                f"save_model(path, format='json', pool=train_pool))")
+        if 0 <= b - len(bins) < len(ctr_borders):
+            i, border, target = ctr_borders[b - len(bins)]
+            # split_index: its place as the JSON export numbers it, set once every one-hot
+            # split is known (_cbm_ctr_split_indexes)
+            return {"split_type": "OnlineCtr", "ctr": i, "border": border,
+                    "ctr_target_border_idx": target, "ctr_border": b - len(bins)}
         if b >= len(bins) and beyond:
             return {"split_type": beyond}
         raise ModelFormatError(f"CatBoost .cbm: {where}: binary feature {b} is out of range")
@@ -237,10 +242,135 @@ def cbm_document(raw: bytes) -> dict:
             out.append(tree)
             at += n
         doc["oblivious_trees"] = out
+    if ctr_borders:
+        _cbm_ctr_split_indexes(doc, len(ctr_borders))
     bias = trees.array(_T_MULTIBIAS, np.float64)
     doc["scale_and_bias"] = [trees.scalar(_T_SCALE, "d", 1.0),
                              bias.tolist() if bias.size else [trees.scalar(_T_BIAS, "d", 0.0)]]
     return doc
+
+
+#: CatBoost's CTR types by their code in the model file (ctr_data.fbs ECtrType)
+_CTR_TYPES = ("Borders", "Buckets", "BinarizedTargetMeanValue", "FloatTargetMeanValue",
+              "Counter", "FeatureFreq")
+
+
+def _cbm_combination(base, cat_position: dict, n_floats: int, where: str) -> tuple[list, str]:
+    """A ``TModelCtrBase``: its projection as the JSON export's elements, and an identifier
+    naming it with its CTR type."""
+    kind = base.scalar(1, "b", 0)
+    if not 0 <= kind < len(_CTR_TYPES):
+        raise ModelFormatError(f"CatBoost .cbm: {where}: CTR type {kind} is unknown")
+    comb = base.table(0, f"{where}'s projection")
+    elements = []
+    if comb is not None:
+        for c in comb.array(0, np.int32).tolist():
+            if c not in cat_position:
+                raise ModelFormatError(f"CatBoost .cbm: {where}: categorical feature {c} is "
+                                       f"unknown")
+            elements.append({"combination_element": "cat_feature_value",
+                             "cat_feature_index": cat_position[c]})
+        for f, border in comb.array(1, [("index", "<i4"), ("border", "<f4")]).tolist():
+            if not 0 <= f < n_floats:
+                raise ModelFormatError(f"CatBoost .cbm: {where}: float feature {f} is unknown")
+            elements.append({"combination_element": "float_feature",
+                             "float_feature_index": int(f), "border": float(border)})
+        for c, value in comb.array(2, [("index", "<i4"), ("value", "<i4")]).tolist():
+            if c not in cat_position:
+                raise ModelFormatError(f"CatBoost .cbm: {where}: categorical feature {c} is "
+                                       f"unknown")
+            elements.append({"combination_element": "cat_feature_exact_value",
+                             "cat_feature_index": cat_position[c], "value": int(value)})
+    return elements, json.dumps({"elements": elements, "type": _CTR_TYPES[kind]},
+                                sort_keys=True)
+
+
+def _cbm_ctrs(trees, cat_position: dict, doc: dict) -> list:
+    """The core's CTR features into ``doc["features_info"]["ctrs"]`` as the JSON export
+    writes them; returns every CTR border in the binary features' order, as (CTR feature,
+    border, target class)."""
+    out, borders = [], []
+    n_floats = len(doc["features_info"]["float_features"])
+    for i, f in enumerate(trees.tables(_T_CTRS, "CTR feature")):
+        where = f"CTR feature {i}"
+        ctr = f.table(0, where)
+        base = None if ctr is None else ctr.table(0, f"{where}'s base")
+        if base is None:
+            raise ModelFormatError(f"CatBoost .cbm: {where} has no CTR")
+        elements, ident = _cbm_combination(base, cat_position, n_floats, where)
+        target = ctr.scalar(1, "i", 0)
+        b = f.array(1, np.float32).tolist()
+        out.append({"borders": b, "ctr_type": json.loads(ident)["type"], "elements": elements,
+                    "identifier": ident, "target_border_idx": target,
+                    "prior_numerator": ctr.scalar(2, "f", 0.0),
+                    "prior_denomerator": ctr.scalar(3, "f", 1.0),
+                    "shift": ctr.scalar(4, "f", 0.0), "scale": ctr.scalar(5, "f", 1.0)})
+        borders += [(i, float(x), target) for x in b]
+    if out:
+        doc["features_info"]["ctrs"] = out
+    return borders
+
+
+def _cbm_ctr_tables(rest: bytes, cat_position: dict, doc: dict) -> dict:
+    """The CTR tables after the model core: a uint32 count, then for each a uint32 size and a
+    FlatBuffers ``TCtrValueTable`` (its projection and type; ``IndexHashRaw``, the slots of
+    its hash table, 12 bytes each: the uint64 hash, the uint32 bucket, an empty slot's hash
+    all ones; ``CTRBlob``, int32 counts bucket by bucket; the counter denominator; the number
+    of classes) into the JSON export's ``ctr_data``."""
+    n_floats = len(doc["features_info"]["float_features"])
+    if len(rest) < 4:
+        raise ModelFormatError("CatBoost .cbm: the file ends before its CTR tables")
+    n = struct.unpack_from("<I", rest, 0)[0]
+    pos, out = 4, {}
+    for k in range(n):
+        where = f"CTR table {k}"
+        if pos + 4 > len(rest):
+            raise ModelFormatError(f"CatBoost .cbm: the file ends before {where}")
+        size = struct.unpack_from("<I", rest, pos)[0]
+        if pos + 4 + size > len(rest):
+            raise ModelFormatError(f"CatBoost .cbm: {where} runs past the end of the file")
+        t = flatbuffers.root(rest[pos + 4:pos + 4 + size], f"CatBoost .cbm {where}")
+        pos += 4 + size
+        base = t.table(0, f"{where}'s base")
+        if base is None:
+            raise ModelFormatError(f"CatBoost .cbm: {where} names no CTR")
+        _, ident = _cbm_combination(base, cat_position, n_floats, where)
+        kind = json.loads(ident)["type"]
+        slots = t.array(1, np.uint8)
+        blob = t.array(2, np.uint8)
+        if slots.size % 12 or blob.size % 4:
+            raise ModelFormatError(f"CatBoost .cbm: {where}: its slots or counts are not whole")
+        slots = slots.view([("hash", "<u8"), ("bucket", "<u4")])
+        counts = blob.view("<i4")
+        width = 1 if kind in COUNT_TYPES else t.scalar(4, "i", 0)
+        if width < 1 or counts.size % width:
+            raise ModelFormatError(f"CatBoost .cbm: {where}: {counts.size} counts in rows of "
+                                   f"{width}")
+        counts = counts.reshape(-1, width)
+        full = slots["hash"] != np.uint64(EMPTY_KEY)
+        buckets = slots["bucket"][full].astype(np.int64)
+        if (buckets >= counts.shape[0]).any():
+            raise ModelFormatError(f"CatBoost .cbm: {where}: a slot names a bucket past its "
+                                   f"counts")
+        flat = []
+        for h, b in zip(slots["hash"][full].tolist(), buckets.tolist()):
+            flat.append(str(h))
+            flat += counts[b].tolist()
+        out[ident] = {"hash_map": flat, "hash_stride": width + 1,
+                      "counter_denominator": t.scalar(3, "i", 0)}
+    return out
+
+
+def _cbm_ctr_split_indexes(doc: dict, n_borders: int) -> None:
+    """Each CTR split's ``split_index`` as the JSON export numbers the binary features: the
+    float borders, the one-hot categories the splits test, then the CTR borders."""
+    splits = _all_splits(doc)
+    first = sum(len(f["borders"]) for f in doc["features_info"]["float_features"]) + len(
+        {(s["cat_feature_index"], s["value"]) for s in splits
+         if s.get("split_type") == "OneHotFeature"})
+    for s in splits:
+        if s.get("split_type") == "OnlineCtr" and "ctr_border" in s:
+            s["split_index"] = first + s["ctr_border"]
 
 
 def _cbm_non_symmetric(split, steps, leaf_ids, starts, sizes, leaves, weights, dim) -> list:
