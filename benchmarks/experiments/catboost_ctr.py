@@ -24,7 +24,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import workloads as W  # noqa: E402
-from catboost_one_hot import arguments, frame, medians, rows  # noqa: E402
+from catboost_one_hot import arguments, frame, print_table, rows  # noqa: E402
 from quickscorer.bench import machine  # noqa: E402
 
 
@@ -66,14 +66,9 @@ def main(argv=None) -> int:
     print(f"{path.name}: {ours.n_trees} trees, {stage.n_columns} CTR features of "
           f"{len(stage.projections)} projections; default: "
           f"{ours.info()['default_algorithm'].split(' (')[0]}; scores equal CatBoost's")
-    print("| rows per call | default | its CTR stage | CatBoost | default vs CatBoost |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
     calls = [(ours.predict, False), (stage.apply, False),
              (lambda s: est.predict(s, thread_count=1), True)]
-    for batch in (int(b) for b in args.batch.split(",")):
-        med = medians(calls, Xq, df, batch, args.rounds)
-        print(f"| {batch:,} | {med[0]:.2f} | {med[1]:.2f} | {med[2]:.2f} | "
-              f"{med[2] / med[0]:.2f}x |")
+    print_table(calls, "its CTR stage", Xq, df, args)
     return 0
 
 

@@ -84,6 +84,17 @@ def medians(calls, Xq: np.ndarray, df, batch: int, rounds: int) -> list[float]:
     return [statistics.median(t.samples) * 1e6 for t in interleaved(fns, rounds)]
 
 
+def print_table(calls, second: str, Xq: np.ndarray, df, args) -> None:
+    """The experiments' table: per call size, the default ``predict`` (calls[0]), calls[1]
+    (headed ``second``) and CatBoost's ``predict`` (calls[2]), and the default's lead."""
+    print(f"| rows per call | default | {second} | CatBoost | default vs CatBoost |")
+    print("| ---: | ---: | ---: | ---: | ---: |")
+    for batch in (int(b) for b in args.batch.split(",")):
+        med = medians(calls, Xq, df, batch, args.rounds)
+        print(f"| {batch:,} | {med[0]:.2f} | {med[1]:.2f} | {med[2]:.2f} | "
+              f"{med[2] / med[0]:.2f}x |")
+
+
 def main(argv=None) -> int:
     import quickscorer
     args = arguments(__doc__, argv, values=8, batch="100,10000")
@@ -100,15 +111,10 @@ def main(argv=None) -> int:
     print(f"{path.name}: {ours.n_trees} trees, {int(a['level_eq'].sum())} of their "
           f"{int(a['depth'].sum())} levels test a category; default: "
           f"{ours.info()['default_algorithm'].split(' (')[0]}; scores equal CatBoost's")
-    print("| rows per call | default | rapidscorer | CatBoost | default vs CatBoost |")
-    print("| ---: | ---: | ---: | ---: | ---: |")
     calls = [(ours.predict, False),
              (lambda s: ours.predict(s, algorithm="rapidscorer"), False),
              (lambda s: est.predict(s, thread_count=1), True)]
-    for batch in (int(b) for b in args.batch.split(",")):
-        med = medians(calls, Xq, df, batch, args.rounds)
-        print(f"| {batch:,} | {med[0]:.2f} | {med[1]:.2f} | {med[2]:.2f} | "
-              f"{med[2] / med[0]:.2f}x |")
+    print_table(calls, "rapidscorer", Xq, df, args)
     return 0
 
 

@@ -701,13 +701,7 @@ class _Features:
                     raise ModelFormatError(f"{where}: category hash {h} is not a 32-bit value")
                 exact.append((local[e["cat_feature_index"]], h & 0xFFFFFFFF))
             elif kind == "float_feature":
-                i = _get(e, "float_feature_index", int, where)
-                if not 0 <= i < len(self.column):
-                    raise ModelFormatError(f"{where}: float_feature_index {i} is out of range")
-                border = _number(_get(e, "border", (int, float), where), where)
-                if float(np.float32(border)) != border:
-                    raise ModelFormatError(f"{where}: border {border!r} is not a float32 value")
-                floats.append((self.column[i], border, self.nan_true[i]))
+                floats.append(self.float_test(e, where))
             else:
                 raise ModelFormatError(f"{where}: a projection element {kind!r} is not read")
         return Projection(cats=tuple(cats), floats=tuple(floats), exact=tuple(exact))
@@ -738,13 +732,19 @@ class _Features:
             raise ModelFormatError(
                 f"{where}: a {kind} split (text and embedding features are computed from "
                 f"statistics of the training data; float, one-hot and CTR features are read)")
-        i = _get(s, "float_feature_index", int, where)
+        col, border, nan_true = self.float_test(s, where)
+        return col, border, not nan_true, None
+
+    def float_test(self, d: dict, where: str) -> tuple[int, float, bool]:
+        """(column, float32 border, NaN is true) of a float feature's test, a split's or a
+        CTR projection's (``float_feature_index`` and ``border``)."""
+        i = _get(d, "float_feature_index", int, where)
         if not 0 <= i < len(self.column):
             raise ModelFormatError(f"{where}: float_feature_index {i} is out of range")
-        border = _number(_get(s, "border", (int, float), where), where)
+        border = _number(_get(d, "border", (int, float), where), where)
         if float(np.float32(border)) != border:
             raise ModelFormatError(f"{where}: border {border!r} is not a float32 value")
-        return self.column[i], border, not self.nan_true[i], None
+        return self.column[i], border, self.nan_true[i]
 
 
 def _sign_extended(h: int) -> int:
