@@ -14,7 +14,7 @@ from .algorithms import autoselect, registry
 from .algorithms.base import Algorithm, distinct_bytes
 from .algorithms.forest import forest_arrays
 from .errors import InputError
-from .inputs.arrays import as_rows
+from .inputs.arrays import as_inputs, as_rows
 from .ir.ensemble import Ensemble
 from .paper import soft
 from .ranking import Ranking, query_starts, rank_scores
@@ -227,8 +227,10 @@ class Model:
 
     # -- scoring --------------------------------------------------------------------------
     def _run(self, X, algorithm, n_threads):
-        X = as_rows(self.ensemble, X)
+        X = as_inputs(self.ensemble, X)
         n_threads = autoselect.threads_for(X.shape[0], _resolve_threads(n_threads))
+        if self.ensemble.ctr is not None:         # the CTR columns, on the call's threads
+            X = self.ensemble.ctr.apply(X, n_threads)
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
             algorithm = autoselect.choose(self._supported, X.shape[0], n_threads,
                                           self._one_row[0], self._few_rows, self._rs_from)
@@ -409,7 +411,7 @@ class Model:
     def _no_trees(self, X) -> np.ndarray:
         """Raw scores of a range of no iterations: each output's base score (0.0 for
         LightGBM), in the dtype the model's scores have."""
-        n = as_rows(self.ensemble, X).shape[0]
+        n = as_inputs(self.ensemble, X).shape[0]
         return np.broadcast_to(self.ensemble.base_score.astype(self._forest.dtype),
                                (n, self.n_outputs)).copy()
 
@@ -487,7 +489,7 @@ class Model:
         """
         part = self._part(start_iteration, num_iteration, iteration_range)
         if part is None:
-            return np.empty((as_rows(self.ensemble, X).shape[0], 0), np.int32)
+            return np.empty((as_inputs(self.ensemble, X).shape[0], 0), np.int32)
         if part is not self:
             return part.predict_leaf(X, algorithm=algorithm, source_ids=source_ids,
                                      n_threads=n_threads)

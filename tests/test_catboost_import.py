@@ -468,6 +468,7 @@ def test_ctr_models_score_parquet_files_and_survive_pickling(tmp_path):
     assert np.array_equal(np.load(out).ravel(), want)
     again = pickle.loads(pickle.dumps(model))
     assert np.array_equal(again.predict(test), want)
+    assert np.array_equal(model.predict(test, n_threads=2), want)   # the stage on 2 threads
     e = model.ensemble
     trees = distinct_bytes([a for a in e.trees.arrays.values() if isinstance(a, np.ndarray)]
                            + [e.tree_group, e.base_score])

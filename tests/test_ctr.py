@@ -112,6 +112,18 @@ def test_the_stage_computes_the_rules(dtype):
             assert out[r, 4 + j] == want, (r, j)
 
 
+def test_threads_share_the_rows_and_give_the_same_columns():
+    rng = np.random.default_rng(7)
+    stage, _ = _stage(rng)
+    X = _rows(rng, 1000, np.float64)
+    one = stage.apply(X)
+    for n_threads in (2, 3, 8):
+        assert np.array_equal(stage.apply(X, n_threads), one, equal_nan=True)
+    X[[700, 300], 3] = [2.5, 7.5]                      # the first by row is named
+    with pytest.raises(InputError, match="holds 7.5"):
+        stage.apply(X, 4)
+
+
 def test_fractions_in_a_categorical_column_are_an_input_error():
     rng = np.random.default_rng(4)
     stage, _ = _stage(rng)

@@ -221,12 +221,12 @@ class CtrFeatures:
             arr.setflags(write=False)
         return a
 
-    def apply(self, X: np.ndarray) -> np.ndarray:
+    def apply(self, X: np.ndarray, n_threads: int = 1) -> np.ndarray:
         """The rows ``X`` (n_rows x n_inputs) with the CTR columns appended, in X's dtype
-        (a float32 value, exact in float64 too). A categorical value that is not a whole
-        number is an InputError naming its column."""
+        (a float32 value, exact in float64 too), on up to ``n_threads`` threads. A
+        categorical value that is not a whole number is an InputError naming its column."""
         out = np.empty((X.shape[0], self.n_inputs + self.n_columns), X.dtype)
-        bad = _ctr.apply(self._stage, X, out)
+        bad = _ctr.apply(self._stage, X, out, n_threads)
         if bad is not None:
             raise InputError(f"column {bad[0]} holds {bad[1]!r}, which is no category: a "
                              f"categorical column holds whole numbers")
