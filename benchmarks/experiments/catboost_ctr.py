@@ -1,9 +1,10 @@
 """CatBoost models with CTR features: the default ``predict`` (the CTR stage, then the
 kernel it chooses) against CatBoost's own ``predict`` on the same rows, interleaved, one
-thread, with the CTR stage's share of our time.
+thread (``--threads``: as many for each), with the CTR stage's share of our time.
 
     python benchmarks/experiments/catboost_ctr.py
     python benchmarks/experiments/catboost_ctr.py --trees 300 --depth 8 --batch 1,100,10000
+    python benchmarks/experiments/catboost_ctr.py --batch 10000 --threads 2
 
 The model (cached in ``cache/``): CatBoost regression on the matrix's ``uniform`` rows of 136
 columns plus ``--categorical`` integer columns of ``--values`` categories each, every one a
@@ -58,7 +59,7 @@ def main(argv=None) -> int:
     X, C = rows(10_000, args.categorical, args.values + 5, 5)     # some categories unseen
     Xq = np.ascontiguousarray(np.hstack([X, C.astype(np.float64)]))
     df = frame(X, C)
-    want = est.predict(df, thread_count=1)
+    want = est.predict(df, thread_count=args.threads)
     if not np.array_equal(ours.predict(Xq), want):
         raise SystemExit("scores differ from CatBoost's")
     stage = ours.ensemble.ctr
@@ -66,8 +67,10 @@ def main(argv=None) -> int:
     print(f"{path.name}: {ours.n_trees} trees, {stage.n_columns} CTR features of "
           f"{len(stage.projections)} projections; default: "
           f"{ours.info()['default_algorithm'].split(' (')[0]}; scores equal CatBoost's")
-    calls = [(ours.predict, False), (stage.apply, False),
-             (lambda s: est.predict(s, thread_count=1), True)]
+    t = args.threads
+    calls = [(lambda s: ours.predict(s, n_threads=t), False),
+             (lambda s: stage.apply(s, t), False),
+             (lambda s: est.predict(s, thread_count=t), True)]
     print_table(calls, "its CTR stage", Xq, df, args)
     return 0
 

@@ -1,6 +1,6 @@
 """CatBoost models with one-hot categorical features: the default ``predict`` (the
 ``oblivious`` kernel, whose levels may test a category) against ``rapidscorer`` and CatBoost's
-own ``predict`` on the same rows, interleaved, one thread.
+own ``predict`` on the same rows, interleaved, one thread (``--threads``: as many for each).
 
     python benchmarks/experiments/catboost_one_hot.py
     python benchmarks/experiments/catboost_one_hot.py --trees 300 --depth 8 --batch 100,10000
@@ -72,6 +72,8 @@ def arguments(doc: str, argv, values: int, batch: str):
     p.add_argument("--values", type=int, default=values)
     p.add_argument("--batch", default=batch)
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1,
+                   help="threads for every engine (ours and CatBoost's alike)")
     return p.parse_args(argv)
 
 
@@ -103,7 +105,7 @@ def main(argv=None) -> int:
     X, C = rows(10_000, args.categorical, args.values, 5)
     Xq = np.ascontiguousarray(np.hstack([X, C.astype(np.float64)]))
     df = frame(X, C)
-    want = est.predict(df, thread_count=1)
+    want = est.predict(df, thread_count=args.threads)
     if not np.array_equal(ours.predict(Xq), want):
         raise SystemExit("scores differ from CatBoost's")
     a = oblivious_arrays(ours.ensemble)
@@ -111,9 +113,10 @@ def main(argv=None) -> int:
     print(f"{path.name}: {ours.n_trees} trees, {int(a['level_eq'].sum())} of their "
           f"{int(a['depth'].sum())} levels test a category; default: "
           f"{ours.info()['default_algorithm'].split(' (')[0]}; scores equal CatBoost's")
-    calls = [(ours.predict, False),
-             (lambda s: ours.predict(s, algorithm="rapidscorer"), False),
-             (lambda s: est.predict(s, thread_count=1), True)]
+    t = args.threads
+    calls = [(lambda s: ours.predict(s, n_threads=t), False),
+             (lambda s: ours.predict(s, algorithm="rapidscorer", n_threads=t), False),
+             (lambda s: est.predict(s, thread_count=t), True)]
     print_table(calls, "rapidscorer", Xq, df, args)
     return 0
 
