@@ -476,6 +476,35 @@ def test_ctr_models_score_parquet_files_and_survive_pickling(tmp_path):
     assert model.memory()["bytes"]["ensemble"] >= trees + stage > trees   # the stage counted
 
 
+@pytest.mark.parametrize("one_hot", [255, 2], ids=["one-hot", "CTR"])
+def test_csv_files_of_category_texts_score_as_catboost(one_hot, tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = _ctr_frame(pd, 29, 1000)
+    cats = ["colour", "size", "shop", "flag"]
+    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+               cat_features=cats, one_hot_max_size=one_hot)
+    path = tmp_path / "m.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    model = quickscorer.load(path)
+    test = pd.concat([frame.iloc[:200], _ctr_frame(pd, 30, 200)], ignore_index=True)
+    test.loc[test.index[::9], "colour"] = "purple"        # unseen
+    test.loc[test.index[::11], "colour"] = "x, y"         # quoted, a separator inside
+    test.loc[test.index[::13], "colour"] = None           # an empty field: the text ""
+    want = est.predict(test.fillna({"colour": ""}))
+    for sep, name in ((",", "in.csv"), ("\t", "in.tsv")):
+        src, out = tmp_path / name, tmp_path / f"{name}.npy"
+        test.to_csv(src, sep=sep, index=False)
+        assert score_file(model, src, out, chunk_rows=53).rows == len(test)
+        assert np.array_equal(np.load(out).ravel(), want), name
+    bad = test.astype({"colour": object})
+    bad.loc[3, "colour"] = "2.5"                           # a text, as CatBoost reads it
+    src = tmp_path / "text.csv"
+    bad.to_csv(src, index=False)
+    score_file(model, src, tmp_path / "t.npy")
+    assert np.array_equal(np.load(tmp_path / "t.npy").ravel(),
+                          est.predict(bad.fillna({"colour": ""})))
+
+
 def test_ctr_models_of_integer_categories_load_without_the_texts(tmp_path):
     pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(24)

@@ -411,6 +411,15 @@ class CSVReader(_TextReader):
         self._text = [(name, j) for name, j in self.cols.keep if j is not None]
         if self.cols.query is not None and all(j != self.cols.query for _, j in self._text):
             self._text.append((None, self.cols.query))
+        # a categorical feature named by text (Ensemble.category_labels) is read as text and
+        # turned into its category number after the numbers of its chunk
+        labels = opts.category_labels or {}
+        #: (file column, feature, its table of category numbers)
+        self._categories = [(j, f, labels[f]) for j, f in enumerate(self.cols.feature_of)
+                            if f is not None and f in labels]
+        for j, _, _ in self._categories:
+            if all(j != c for _, c in self._text):
+                self._text.append((None, j))
         #: file column -> its place among the text columns
         self._text_of = {j: k for k, (_, j) in enumerate(self._text)}
         for j, k in self._text_of.items():
@@ -453,6 +462,9 @@ class CSVReader(_TextReader):
                 return
             cols = {}
             text_cols = [np.concatenate(t) if t else np.zeros(0, "S1") for t in texts]
+            for j, f, table in self._categories:
+                X[:n, f] = _text_categories(text_cols[self._text_of[j]], table,
+                                            self._field_name(j))
             for name, j in self.cols.keep:
                 if j is None:
                     cols[name] = np.arange(self.rows, self.rows + n, dtype=np.int64)
@@ -463,8 +475,25 @@ class CSVReader(_TextReader):
             self.rows += n
 
 
+def _text_categories(values: np.ndarray, table: dict, column) -> np.ndarray:
+    """A text file's fields of a categorical feature (bytes) as the model's category
+    numbers: each field is its text (surrounding spaces and quotes removed), as CatBoost reads
+    a categorical field of a file: an empty field is the empty text, and a text the model does
+    not know is no category (-1)."""
+    uniques, inverse = np.unique(values, return_inverse=True)
+    numbers = np.empty(uniques.shape[0], np.float64)
+    for k, raw in enumerate(uniques.tolist()):
+        text = raw.decode("utf-8", "replace").strip().strip('"')
+        numbers[k] = category_number(table, text, column)
+    return numbers[inverse.ravel()]
+
+
+#: a text file's fields that are missing values (and the empty field)
+MISSING_WORDS = ("", "NA", "N/A", "NaN", "nan", "NAN", "null", "NULL", "None")
+
+
 def _numeric_or_missing(field: str) -> bool:
-    if field == "" or field in ("NA", "N/A", "NaN", "nan", "NAN", "null", "NULL", "None"):
+    if field in MISSING_WORDS:
         return True
     try:
         float(field)
