@@ -118,11 +118,16 @@ def per_document(predict: Callable[[np.ndarray], object],
     return run
 
 
-def generated_rows(n_rows: int, n_features: int, seed: int = 0) -> np.ndarray:
-    """Rows when the user gives none: uniform in [0, 1) with 30% exact zeros."""
+def generated_rows(n_rows: int, n_features: int, seed: int = 0,
+                   categories: dict | None = None) -> np.ndarray:
+    """Rows when the user gives none: uniform in [0, 1) with 30% exact zeros; a column of
+    ``categories`` (``Ensemble.category_labels``) holds one of its category numbers."""
     rng = np.random.default_rng(seed)
     X = rng.random((n_rows, n_features))
     X[rng.random(X.shape) < 0.3] = 0.0
+    for col, table in (categories or {}).items():
+        numbers = np.fromiter(table.values(), np.float64, len(table))
+        X[:, col] = rng.choice(numbers, n_rows) if numbers.size else 0.0
     return X
 
 
@@ -148,7 +153,8 @@ def run(model_path, data=None, batches=(1, 100, 10_000), n_threads: int = 1,
     model = load(model_path, prepare=("auto",))   # layouts built before any timing
     family = model.ensemble.family
     if data is None:
-        X = generated_rows(max(10_000, max(batches)), model.n_features)
+        X = generated_rows(max(10_000, max(batches)), model.n_features,
+                           categories=model.ensemble.category_labels)
         what = f"{X.shape[0]} generated rows (uniform, 30% zeros)"
     else:
         fill = np.nan if family == "xgboost" else 0.0
@@ -183,9 +189,10 @@ def run(model_path, data=None, batches=(1, 100, 10_000), n_threads: int = 1,
         slices = call_slices(X, batch, max(batch, min_rows // (20 if batch == 1 else 1)))
         times = [t.median * 1e6 for t in
                  interleaved([per_document(fn, slices) for _, fn in engines], repeat)]
-        base = times[-1] if lib is not None else float("nan")
+        base = times[-1] if lib is not None else None
         for (name, _), t, a in sorted(zip(engines, times, agree), key=lambda r: r[1]):
-            lines.append(f"| {batch} | {name} | {t:.2f} | {base / t:.2f}x | {a} |")
+            ratio = "-" if base is None else f"{base / t:.2f}x"
+            lines.append(f"| {batch} | {name} | {t:.2f} | {ratio} | {a} |")
     if lib is None:
         lines.append("\n(LightGBM / XGBoost not installed or unable to read the file: not "
                      "timed; scores compared with this library's quickscorer)")

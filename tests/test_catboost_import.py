@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import quickscorer
+from quickscorer import bench
 from quickscorer.algorithms.base import distinct_bytes
 from quickscorer.batch import score_file
 from quickscorer.errors import ModelFormatError
@@ -503,6 +504,22 @@ def test_csv_files_of_category_texts_score_as_catboost(one_hot, tmp_path):
     score_file(model, src, tmp_path / "t.npy")
     assert np.array_equal(np.load(tmp_path / "t.npy").ravel(),
                           est.predict(bad.fillna({"colour": ""})))
+
+
+def test_the_benchmark_command_generates_rows_of_the_models_categories(tmp_path):
+    pd = pytest.importorskip("pandas")
+    frame = _ctr_frame(pd, 31, 600)
+    cats = ["colour", "size", "shop", "flag"]
+    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+               cat_features=cats, one_hot_max_size=2, iterations=10)
+    path = tmp_path / "m.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    labels = quickscorer.load(path).ensemble.category_labels
+    X = bench.generated_rows(500, frame.shape[1], categories=labels)
+    for col, table in labels.items():
+        assert set(X[:, col]) <= set(table.values())          # every value a category
+    text = bench.run(path, batches=(1, 100), repeat=1, min_rows=200)
+    assert "| 100 | quickscorer (default) |" in text and "| - |" in text   # no library ratio
 
 
 def test_ctr_models_of_integer_categories_load_without_the_texts(tmp_path):
