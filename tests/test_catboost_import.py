@@ -449,16 +449,24 @@ def test_ctr_models_score_as_catboost(label, kind, params, tmp_path):
                           leaves[:, k * model.n_outputs:2 * k * model.n_outputs])
 
 
+def _saved_ctr_regressor(pd, tmp_path, seed: int, n: int, **params):
+    """A regressor on _ctr_frame's four categorical columns, saved as JSON with the pool:
+    (its frame, the estimator, the JSON's path)."""
+    frame = _ctr_frame(pd, seed, n)
+    cats = ["colour", "size", "shop", "flag"]
+    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
+               cat_features=cats, **params)
+    path = tmp_path / "m.json"
+    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    return frame, est, path
+
+
 def test_ctr_models_score_parquet_files_and_survive_pickling(tmp_path):
     pd = pytest.importorskip("pandas")
     pa = pytest.importorskip("pyarrow")
     pq = pytest.importorskip("pyarrow.parquet")
-    frame = _ctr_frame(pd, 27, 1200)
-    cats = ["colour", "size", "shop", "flag"]
-    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
-               cat_features=cats, one_hot_max_size=2, max_ctr_complexity=3)
-    path = tmp_path / "m.json"
-    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    frame, est, path = _saved_ctr_regressor(pd, tmp_path, 27, 1200, one_hot_max_size=2,
+                                            max_ctr_complexity=3)
     model = quickscorer.load(path)
     test = pd.concat([frame.iloc[:200], _ctr_frame(pd, 28, 200)], ignore_index=True)
     test.loc[test.index[::7], "colour"] = None               # missing: as an unseen category
@@ -480,12 +488,7 @@ def test_ctr_models_score_parquet_files_and_survive_pickling(tmp_path):
 @pytest.mark.parametrize("one_hot", [255, 2], ids=["one-hot", "CTR"])
 def test_csv_files_of_category_texts_score_as_catboost(one_hot, tmp_path):
     pd = pytest.importorskip("pandas")
-    frame = _ctr_frame(pd, 29, 1000)
-    cats = ["colour", "size", "shop", "flag"]
-    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
-               cat_features=cats, one_hot_max_size=one_hot)
-    path = tmp_path / "m.json"
-    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    frame, est, path = _saved_ctr_regressor(pd, tmp_path, 29, 1000, one_hot_max_size=one_hot)
     model = quickscorer.load(path)
     test = pd.concat([frame.iloc[:200], _ctr_frame(pd, 30, 200)], ignore_index=True)
     test.loc[test.index[::9], "colour"] = "purple"        # unseen
@@ -508,12 +511,8 @@ def test_csv_files_of_category_texts_score_as_catboost(one_hot, tmp_path):
 
 def test_the_benchmark_command_generates_rows_of_the_models_categories(tmp_path):
     pd = pytest.importorskip("pandas")
-    frame = _ctr_frame(pd, 31, 600)
-    cats = ["colour", "size", "shop", "flag"]
-    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
-               cat_features=cats, one_hot_max_size=2, iterations=10)
-    path = tmp_path / "m.json"
-    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    frame, est, path = _saved_ctr_regressor(pd, tmp_path, 31, 600, one_hot_max_size=2,
+                                            iterations=10)
     labels = quickscorer.load(path).ensemble.category_labels
     X = bench.generated_rows(500, frame.shape[1], categories=labels)
     for col, table in labels.items():
@@ -552,12 +551,8 @@ def test_ctr_models_of_integer_categories_load_without_the_texts(tmp_path):
 
 def test_damaged_ctr_models_give_a_model_format_error(tmp_path):
     pd = pytest.importorskip("pandas")
-    frame = _ctr_frame(pd, 26, 800)
-    cats = ["colour", "size", "shop", "flag"]
-    est = _fit(catboost.CatBoostRegressor, frame, _categorical_target(frame),
-               cat_features=cats, one_hot_max_size=2, iterations=10)
-    path = tmp_path / "m.json"
-    est.save_model(str(path), format="json", pool=catboost.Pool(frame, cat_features=cats))
+    frame, est, path = _saved_ctr_regressor(pd, tmp_path, 26, 800, one_hot_max_size=2,
+                                            iterations=10)
     doc = json.loads(path.read_text())
 
     def broken(change, match):

@@ -183,25 +183,18 @@ def server(tmp_path_factory, data):
         catboost = None
     if catboost is not None:      # a model of text categories (the test extra has CatBoost)
         frame, cats = _catboost_frame(np.random.default_rng(12), 800), ["colour", "id"]
-        est = catboost.CatBoostRegressor(iterations=30, depth=4, one_hot_max_size=255,
-                                         verbose=0, allow_writing_files=False,
-                                         cat_features=cats)
-        est.fit(frame, _catboost_target(frame))
-        est.save_model(str(files / "cat.json"), format="json",
-                       pool=catboost.Pool(frame, cat_features=cats))
-        write_model(folder, "cbcat", files / "cat.json")
-        names.append("cbcat")
-        boosters["cbcat"] = est
-        # the same columns as CTR features (one_hot_max_size 2): the stage before the trees
-        ctr = catboost.CatBoostRegressor(iterations=30, depth=4, one_hot_max_size=2,
-                                         verbose=0, allow_writing_files=False,
-                                         cat_features=cats)
-        ctr.fit(frame, _catboost_target(frame))
-        ctr.save_model(str(files / "ctr.json"), format="json",
-                       pool=catboost.Pool(frame, cat_features=cats))
-        write_model(folder, "cbctr", files / "ctr.json")
-        names.append("cbctr")
-        boosters["cbctr"] = ctr
+        # one-hot features (cbcat), and the same columns as CTR features (cbctr: the stage
+        # before the trees)
+        for name, one_hot in (("cbcat", 255), ("cbctr", 2)):
+            est = catboost.CatBoostRegressor(iterations=30, depth=4, one_hot_max_size=one_hot,
+                                             verbose=0, allow_writing_files=False,
+                                             cat_features=cats)
+            est.fit(frame, _catboost_target(frame))
+            est.save_model(str(files / f"{name}.json"), format="json",
+                           pool=catboost.Pool(frame, cat_features=cats))
+            write_model(folder, name, files / f"{name}.json")
+            names.append(name)
+            boosters[name] = est
     srv = Server(folder)
     try:
         srv.wait_ready(names)

@@ -24,31 +24,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-import workloads as W  # noqa: E402
-from catboost_one_hot import arguments, frame, print_table, rows  # noqa: E402
+from catboost_one_hot import arguments, frame, print_table, rows, trained  # noqa: E402
 from quickscorer.bench import machine  # noqa: E402
 
 
 def model(trees: int, depth: int, n_cat: int, values: int):
-    """The CatBoost model (trained once, cached) and its JSON path."""
-    from catboost import CatBoostRegressor, Pool
-    path = W.CACHE / f"cb_ctr_{trees}_d{depth}_{n_cat}x{values}.json"
-    est = CatBoostRegressor()
-    if path.with_suffix(".cbm").exists() and path.exists():
-        est.load_model(str(path.with_suffix(".cbm")))
-        return est, path
-    X, C = rows(20_000, n_cat, values, 11)
-    names = [f"c{j}" for j in range(n_cat)]
-    y = W._matrix_target(X, 12) + ((C * 7919) % 5 == 1).sum(1)
-    est = CatBoostRegressor(iterations=trees, depth=depth, learning_rate=0.05, verbose=0,
-                            one_hot_max_size=2, max_ctr_complexity=2, random_seed=0,
-                            thread_count=1, allow_writing_files=False, cat_features=names)
-    df = frame(X, C)
-    est.fit(df, y)
-    W.CACHE.mkdir(parents=True, exist_ok=True)
-    est.save_model(str(path), format="json", pool=Pool(df, cat_features=names))
-    est.save_model(str(path.with_suffix(".cbm")))
-    return est, path
+    """The CTR model (every categorical column a CTR feature, combinations of two) and its
+    JSON path."""
+    return trained("cb_ctr", trees, depth, n_cat, values,
+                   lambda C: ((C * 7919) % 5 == 1).sum(1), one_hot_max_size=2,
+                   max_ctr_complexity=2)
 
 
 def main(argv=None) -> int:

@@ -41,26 +41,34 @@ def rows(n: int, n_cat: int, values: int, seed: int):
     return W.matrix_rows("uniform", n, seed=seed), rng.integers(0, values, (n, n_cat))
 
 
-def model(trees: int, depth: int, n_cat: int, values: int):
-    """The CatBoost model (trained once, cached) and its JSON path."""
+def trained(name: str, trees: int, depth: int, n_cat: int, values: int, categorical_target,
+            **params):
+    """A CatBoost regressor on 20,000 ``rows`` (trained once, cached as ``name``'s JSON,
+    saved with the pool, and ``.cbm``) and its JSON path: the matrix's target plus
+    ``categorical_target(C)`` of the categorical columns C; ``params`` CatBoost's."""
     from catboost import CatBoostRegressor, Pool
-    path = W.CACHE / f"cb_onehot_{trees}_d{depth}_{n_cat}x{values}.json"
-    X, C = rows(20_000, n_cat, values, 11)
-    names = [f"c{j}" for j in range(n_cat)]
+    path = W.CACHE / f"{name}_{trees}_d{depth}_{n_cat}x{values}.json"
     est = CatBoostRegressor()
-    if path.with_suffix(".cbm").exists():
+    if path.with_suffix(".cbm").exists() and path.exists():
         est.load_model(str(path.with_suffix(".cbm")))
         return est, path
-    y = W._matrix_target(X, 12) + (C % 3 == 1).sum(1)
+    X, C = rows(20_000, n_cat, values, 11)
+    names = [f"c{j}" for j in range(n_cat)]
     est = CatBoostRegressor(iterations=trees, depth=depth, learning_rate=0.05, verbose=0,
-                            one_hot_max_size=values + 1, random_seed=0, thread_count=1,
-                            allow_writing_files=False, cat_features=names)
+                            random_seed=0, thread_count=1, allow_writing_files=False,
+                            cat_features=names, **params)
     df = frame(X, C)
-    est.fit(df, y)
+    est.fit(df, W._matrix_target(X, 12) + categorical_target(C))
     W.CACHE.mkdir(parents=True, exist_ok=True)
     est.save_model(str(path), format="json", pool=Pool(df, cat_features=names))
     est.save_model(str(path.with_suffix(".cbm")))
     return est, path
+
+
+def model(trees: int, depth: int, n_cat: int, values: int):
+    """The one-hot model (every categorical column one-hot) and its JSON path."""
+    return trained("cb_onehot", trees, depth, n_cat, values,
+                   lambda C: (C % 3 == 1).sum(1), one_hot_max_size=values + 1)
 
 
 def arguments(doc: str, argv, values: int, batch: str):
