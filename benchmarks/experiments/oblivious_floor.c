@@ -1,10 +1,11 @@
 /* The `oblivious` kernel's phases apart, in C, on a model's own layout (obl_simd.h, the code
  * the library ships): a group's ranks alone, the ranks and each tree's leaf indexes, and the
- * whole group with its sums. Driven by oblivious_floor.py, which writes the layout and the rows
- * to a file, runs this and checks the sums against the library's scores:
+ * whole group with its sums (groups in blocks, as the library scores them). Driven by
+ * oblivious_floor.py, which writes the layout and the rows to a file, runs this and checks
+ * the sums against the library's scores:
  *
  *     gcc -O3 -mavx2 -I src -o /tmp/oblivious_floor benchmarks/experiments/oblivious_floor.c -lm
- *     /tmp/oblivious_floor arrays.bin scores.bin rounds
+ *     /tmp/oblivious_floor arrays.bin scores.bin rounds [groups a block, default 8]
  *
  * arrays.bin, little-endian: int64 n_rows, n_features, n_cols, n_trees, n_buckets, n_leaves;
  * double X[n_rows][n_features]; int32 col_feature[n_cols]; uint8 nan_rank[n_cols],
@@ -43,8 +44,8 @@ static void* take(FILE* f, size_t bytes)
 
 int main(int argc, char** argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s arrays.bin scores.bin rounds\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s arrays.bin scores.bin rounds [groups a block]\n", argv[0]);
         return 2;
     }
     FILE* f = fopen(argv[1], "rb");
@@ -81,44 +82,56 @@ int main(int argc, char** argv)
     uint8_t* col_f32 = malloc((size_t)C);     /* the program's models: every column float32 */
     memset(col_f32, 1, (size_t)C);
     v.col_f32 = col_f32;
+    int32_t* n_count = calloc((size_t)C, sizeof(int32_t));   /* finite thresholds a column */
+    for (int64_t c = 0; has_f32 && c < C; ++c)
+        for (int64_t j = v.bkt_off[c]; j < v.bkt_off[c + 1]; ++j)
+            n_count[c] += v.bkt32[j] < INFINITY;
+    v.n_count = n_count;
     fclose(f);
     if (!cpu_isa_available(CPU_ISA_AVX2)) {
         fprintf(stderr, "no AVX2\n");
         return 1;
     }
     const int rounds = atoi(argv[3]);
-    uint8_t* ranks = aligned_alloc(64, (size_t)C * OBL_LANES + 64);
+    const int G = argc > 4 ? atoi(argv[4]) : 8;    /* groups a block */
+    uint8_t* ranks = aligned_alloc(64, (size_t)G * C * OBL_LANES + 64);
     float* xt = aligned_alloc(64, (size_t)C * OBL_LANES * sizeof(float) + 64);
     double* scores = malloc(sizeof(double) * (n + OBL_LANES));
-    double acc[OBL_LANES];
+    double* acc = aligned_alloc(64, sizeof(double) * G * OBL_LANES);
     __m256i sink = _mm256_setzero_si256();
     double best[4] = {1e30, 1e30, 1e30, 1e30};
     int differ = 0;   /* the float64 search's sums against the float32 tables' */
     const float* piv32 = v.piv32;
     const float* bkt32 = v.bkt32;
+    const int64_t block_rows = (int64_t)G * OBL_LANES;
     for (int r = 0; r < rounds; ++r) {
         for (int phase = 0; phase < 4; ++phase) {
             /* phase 3: the whole group again with the float64 search (float32 tables off) */
             v.piv32 = phase == 3 ? NULL : piv32;
             v.bkt32 = phase == 3 ? NULL : bkt32;
             const double t0 = now();
-            for (int64_t r0 = 0; r0 < n; r0 += OBL_LANES) {
-                const int nl = n - r0 < OBL_LANES ? (int)(n - r0) : OBL_LANES;
-                /* the group's rows in place: X is row-major, lane l at X + (r0 + l) F */
-                obl_ranks(1, &v, X + r0 * F, F, nl, xt, ranks);
-                if (phase == 1)
-                    for (int64_t t = 0; t < T; ++t)
-                        sink = _mm256_xor_si256(sink, obl_tree_avx2(&v, t, ranks, 0));
-                if (phase >= 2) {
+            for (int64_t b0 = 0; b0 < n; b0 += block_rows) {
+                /* a block of G groups as the library scores it: the groups' ranks, then the
+                 * sums a block of trees at a time; X is row-major, lane l at X + (r0 + l) F */
+                int ng = 0, nl = OBL_LANES;
+                for (int64_t r0 = b0; r0 < n && r0 < b0 + block_rows; r0 += OBL_LANES, ++ng) {
+                    nl = n - r0 < OBL_LANES ? (int)(n - r0) : OBL_LANES;
+                    uint8_t* gr = ranks + (size_t)ng * C * OBL_LANES;
+                    obl_ranks(1, &v, X + r0 * F, F, nl, xt, gr);
+                    if (phase == 1)
+                        for (int64_t t = 0; t < T; ++t)
+                            sink = _mm256_xor_si256(sink, obl_tree_avx2(&v, t, gr, 0));
                     for (int l = 0; l < OBL_LANES; ++l)
-                        acc[l] = base;
-                    obl_add(1, &v, ranks, nl, leaf_value, leaf_off, NULL, 1, acc);
-                    for (int l = 0; l < nl; ++l) {
-                        if (phase == 2)
-                            scores[r0 + l] = acc[l];
-                        else if (scores[r0 + l] != acc[l])
-                            differ = 1;
-                    }
+                        acc[ng * OBL_LANES + l] = base;
+                }
+                if (phase < 2)
+                    continue;
+                obl_add(1, &v, ranks, ng, nl, leaf_value, leaf_off, NULL, 1, acc);
+                for (int64_t i = b0; i < n && i < b0 + block_rows; ++i) {
+                    if (phase == 2)
+                        scores[i] = acc[i - b0];
+                    else if (scores[i] != acc[i - b0])
+                        differ = 1;
                 }
             }
             const double dt = (now() - t0) / n * 1e9;

@@ -3,12 +3,16 @@ a CatBoost model of oblivious trees, against the default ``predict`` and CatBoos
 same rows.
 
     python benchmarks/experiments/oblivious_floor.py                      # cb-d6-uniform-1000
-    python benchmarks/experiments/oblivious_floor.py --depth 8 --trees 300 --rounds 9
+    python benchmarks/experiments/oblivious_floor.py --depth 8 --trees 300 --kind heavy --rounds 9
     python benchmarks/experiments/oblivious_floor.py --count-max 0,16,32,48,64
+    python benchmarks/experiments/oblivious_floor.py --leaf-block 0,16384,32768 \
+        --block-groups 1,4,8,16
 
 ``--count-max`` builds the program once per value of ``OBL_COUNT_MAX`` (the most thresholds
-a column ranked by counting has; 0: every column by the two-level search) and runs the
-builds in turn, ``--rounds`` times each, printing each one's best phases.
+a column ranked by counting has; 0: every column by the two-level search), ``--leaf-block``
+once per value of ``OBL_LEAF_BLOCK`` (the bytes of leaf values a block of trees holds; 0:
+one block), and ``--block-groups`` runs each build with each number of groups a block; the
+variants run in turn, ``--rounds`` times each, and each one's best phases are printed.
 
 The layout is the library's (``oblivious_arrays``); the C program times a group's ranks alone,
 the ranks and each tree's 32 leaf indexes, and the whole group with its sums (AVX2), and its
@@ -64,41 +68,53 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trees", type=int, default=1000)
     p.add_argument("--depth", type=int, default=6)
+    p.add_argument("--kind", default="uniform", help="the rows: uniform or heavy")
     p.add_argument("--rows", type=int, default=10_000)
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--count-max", default="",
                    help="OBL_COUNT_MAX values to build and compare, comma-separated "
                         "(default: obl_simd.h's)")
+    p.add_argument("--leaf-block", default="",
+                   help="OBL_LEAF_BLOCK values (bytes of leaf values a block of trees holds; "
+                        "0: one block) to build and compare, comma-separated")
+    p.add_argument("--block-groups", default="8",
+                   help="groups of 32 rows a block, comma-separated values to compare "
+                        "(the library's: 8)")
     args = p.parse_args(argv)
-    counts = [int(k) for k in args.count_max.split(",") if k.strip()] or [None]
-    wl = W.catboost_model(args.trees, args.depth, n_rows=args.rows)
+    def values(text):
+        return [int(k) for k in text.split(",") if k.strip()]
+    # the variants: each build's defines, each run with each block size
+    builds = ([("OBL_COUNT_MAX", k) for k in values(args.count_max)]
+              + [("OBL_LEAF_BLOCK", k) for k in values(args.leaf_block)]) or [None]
+    variants = [(d, g) for d in builds for g in values(args.block_groups)]
+    wl = W.catboost_model(args.trees, args.depth, args.kind, n_rows=args.rows)
     model = quickscorer.load(wl.lgb_path)
     X = np.ascontiguousarray(wl.X)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         n_cols, depth = write_arrays(tmp / "a.bin", model, X)
-        exes = []
-        for k in counts:
-            exe = tmp / f"oblivious_floor_{k}"
-            subprocess.run(["gcc", "-O3", "-mavx2", "-I", str(ROOT / "src"), "-o", str(exe)]
-                           + ([f"-DOBL_COUNT_MAX={k}"] if k is not None else [])
+        exes = {}
+        for j, d in enumerate(builds):
+            exes[d] = tmp / f"oblivious_floor_{j}"
+            subprocess.run(["gcc", "-O3", "-mavx2", "-I", str(ROOT / "src"), "-o",
+                            str(exes[d])] + ([f"-D{d[0]}={d[1]}"] if d is not None else [])
                            + [str(HERE / "oblivious_floor.c"), "-lm"], check=True)
-            exes.append(exe)
         best_of: dict = {}
         want = model.predict(X, raw_score=True)
-        for _ in range(args.rounds if len(exes) > 1 else 1):     # the builds in turn
-            for k, exe in zip(counts, exes):
-                out = subprocess.run([str(exe), str(tmp / "a.bin"), str(tmp / "s.bin"),
-                                      str(1 if len(exes) > 1 else args.rounds)], check=True,
+        single = len(variants) == 1
+        for _ in range(1 if single else args.rounds):     # the variants in turn
+            for d, g in variants:
+                out = subprocess.run([str(exes[d]), str(tmp / "a.bin"), str(tmp / "s.bin"),
+                                      str(args.rounds if single else 1), str(g)], check=True,
                                      capture_output=True, text=True)
                 got = np.fromfile(tmp / "s.bin", np.float64)
                 if not np.array_equal(got, want):
-                    raise SystemExit(f"OBL_COUNT_MAX={k}: scores differ from Model.predict: "
+                    raise SystemExit(f"{d} {g} groups: scores differ from Model.predict: "
                                      f"max {np.abs(got - want).max()}")
                 phases = [float(v) for v in re.findall(r"(?<=\s)(\d+\.\d+)", out.stdout)]
-                old = best_of.get(k)
-                best_of[k] = (phases, out.stdout) if old is None else (
-                    [min(a, b) for a, b in zip(old[0], phases)], out.stdout)
+                old = best_of.get((d, g))
+                best_of[(d, g)] = (phases, out.stdout) if old is None else (
+                    [min(x, y) for x, y in zip(old[0], phases)], out.stdout)
     model.predict(X)
     best = np.inf
     for _ in range(args.rounds):
@@ -121,9 +137,8 @@ def main(argv=None) -> int:
     print(machine())
     print(f"{wl.name}: {args.trees} trees of depth {depth}, {n_cols} columns, "
           f"{X.shape[0]} rows; scores equal Model.predict")
-    for k in counts:
-        phases, text = best_of[k]
-        label = "" if k is None else f"OBL_COUNT_MAX={k}: "
+    for (d, g), (phases, text) in best_of.items():
+        label = ("" if d is None else f"{d[0]}={d[1]}, ") + f"{g} groups a block: "
         names = re.findall(r"([a-z][a-z0-9+ ]*?) \d+\.\d+", text.split(":", 1)[1])
         print("C, " + label + "ns a row: " + "  ".join(
             f"{n.strip()} {v:.1f}" for n, v in zip(names, phases)))

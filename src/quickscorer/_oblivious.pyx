@@ -13,7 +13,8 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-from ._forest cimport Forest, ForestView, FAMILY_XGBOOST, floating, load_row, load_row_ptr
+from ._forest cimport (Forest, ForestView, FAMILY_PLAIN, FAMILY_XGBOOST, floating, load_row,
+                       load_row_ptr)
 from ._kernel cimport (emit, Layout, SmallCall, array_data, check_scores, scratch_data,
                        small_call)
 
@@ -39,6 +40,7 @@ cdef extern from "quickscorer/obl_simd.h":
         const float* piv32
         const float* bkt32
         const uint8_t* col_f32
+        const int32_t* n_count
         int64_t n_trees
         const int32_t* depth
         const int32_t* level_col
@@ -46,11 +48,11 @@ cdef extern from "quickscorer/obl_simd.h":
         const uint8_t* level_eq
     void obl_ranks(int isa, const obl_view* v, const double* rows, int64_t F, int n_lanes,
                    float* xt, uint8_t* ranks) noexcept nogil
-    void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
+    void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_groups, int n_last,
                  const double* leaf_value, const int64_t* leaf_off,
                  const int32_t* tree_group, int64_t n_outputs, double* acc) noexcept nogil
-    void obl_add_f32(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
-                     const float* leaf_value, const int64_t* leaf_off,
+    void obl_add_f32(int isa, const obl_view* v, const uint8_t* ranks, int n_groups,
+                     int n_last, const float* leaf_value, const int64_t* leaf_off,
                      const int32_t* tree_group, const float* tree_weight, int64_t n_outputs,
                      float* acc) noexcept nogil
     int obl_special(const obl_view* v, int64_t c, double x) noexcept nogil
@@ -61,8 +63,16 @@ cdef struct OblView:
     const double* level_value      # [n_trees][OBL_MAX_DEPTH] the levels' thresholds
 
 
-#: the most thresholds (padded to buckets of 16) a column ranked in float32 by counting has
+#: the most thresholds a column ranked in float32 by counting has
 COUNT_MAX = OBL_COUNT_MAX
+
+
+# the most groups a block has: the groups whose sums each block of trees (its leaf values
+# in the cache) is added to before the next. 8 (256 rows) and 16 ranked alike, 1 and 4 slower
+# on CatBoost's 300 trees of depth 8; python benchmarks/experiments/oblivious_floor.py
+# --depth 8 --trees 300 --kind heavy --leaf-block 16384 --block-groups 1,4,8,16
+cdef enum:
+    BLOCK_GROUPS = 8
 
 
 cdef inline int64_t _align(int64_t n) noexcept nogil:
@@ -126,6 +136,7 @@ cdef class OblLayout(Layout):
         # float32 boundary): the AVX2 path then ranks in float32
         v.piv32 = v.bkt32 = NULL
         v.col_f32 = NULL
+        v.n_count = NULL
         if a["rank_pivots_f32"].shape[0]:
             col_f32 = np.ascontiguousarray(a.get("col_f32", np.ones(C, np.uint8)), np.uint8)
             if (a["rank_pivots_f32"].shape != a["rank_pivots"].shape
@@ -139,6 +150,11 @@ cdef class OblLayout(Layout):
                                                "rank_pivots_f32")
             v.bkt32 = <const float*>array_data(a["rank_buckets_f32"], np.float32, "oblivious",
                                                "rank_buckets_f32")
+            # each column's finite thresholds (its buckets ascending, +inf padded)
+            n_count = np.add.reduceat(np.asarray(a["rank_buckets_f32"]) < np.inf,
+                                      off[:C]).astype(np.int32) if C else np.zeros(0, np.int32)
+            self._keep["n_count"] = n_count
+            v.n_count = <const int32_t*>array_data(n_count, np.int32, "oblivious", "n_count")
         v.n_trees = T
         v.depth = <const int32_t*>array_data(depth, np.int32, "oblivious", "depth")
         # the level arrays as the kernels read them: flat, OBL_MAX_DEPTH a tree
@@ -163,10 +179,11 @@ cdef class OblLayout(Layout):
         self.exits = obl_exits
 
     def group_bytes(self, int64_t n_outputs):
-        """Scratch bytes a thread needs for a group: its converted rows, their values column
-        by column in float32, ranks and sums."""
+        """Scratch bytes a thread needs for a block of groups: a group's converted rows and
+        their values column by column in float32, the block's ranks and sums."""
         return (_align(8 * OBL_LANES * self.n_features) + _align(4 * OBL_LANES * self.n_cols)
-                + _align(OBL_LANES * self.n_cols) + _align(8 * OBL_LANES * n_outputs) + 64)
+                + _align(BLOCK_GROUPS * OBL_LANES * self.n_cols)
+                + _align(8 * BLOCK_GROUPS * OBL_LANES * n_outputs) + 64)
 
     def __reduce__(self):
         return (OblLayout, (self._keep, self.n_features))
@@ -203,10 +220,10 @@ cdef void obl_exits(const void* ctx, const ForestView* f, const double* row, uin
 
 
 cdef struct Bufs:
-    double* rows
-    float* xt
-    uint8_t* ranks
-    double* acc
+    double* rows        # one group's converted rows
+    float* xt           # one group's values column by column
+    uint8_t* ranks      # the block's ranks, n_cols * OBL_LANES a group
+    double* acc         # the block's sums, n_outputs * OBL_LANES a group
 
 
 cdef inline Bufs _carve(uint8_t* base, int64_t F, int64_t C) noexcept nogil:
@@ -217,30 +234,37 @@ cdef inline Bufs _carve(uint8_t* base, int64_t F, int64_t C) noexcept nogil:
     b.xt = <float*>p
     p += _align(4 * OBL_LANES * C)
     b.ranks = p
-    p += _align(OBL_LANES * C)
+    p += _align(BLOCK_GROUPS * OBL_LANES * C)
     b.acc = <double*>p
     return b
 
 
-cdef inline void _group(const ForestView* f, const obl_view* v, int isa, int n_lanes,
-                        Bufs b) noexcept nogil:
-    """The sums of a group whose rows are converted (b.rows): acc[g * OBL_LANES + l], in
-    float32 (acc read as floats) for XGBoost forests."""
-    cdef int64_t g, l
-    cdef float* acc32 = <float*>b.acc
-    obl_ranks(isa, v, b.rows, f.n_features, n_lanes, b.xt, b.ranks)
-    if f.family == FAMILY_XGBOOST:
-        for g in range(f.n_outputs):
-            for l in range(OBL_LANES):
-                acc32[g * OBL_LANES + l] = <float>f.base_score[g]
-        obl_add_f32(isa, v, b.ranks, n_lanes, f.leaf_value_f32, f.tree_leaf_offset,
-                    f.tree_group, f.tree_weight, f.n_outputs, acc32)
-        return
-    for g in range(f.n_outputs):
+cdef inline void _ranks(const ForestView* f, const obl_view* v, int isa, int gj, int n_lanes,
+                        const double* rows, Bufs b) noexcept nogil:
+    """Group gj of the block: its ranks from its converted rows (b.rows, or the caller's
+    rows where they need no conversion) and its sums set to the base scores (in float32,
+    acc read as floats, for XGBoost forests)."""
+    cdef int64_t g, l, K = f.n_outputs
+    cdef float* acc32 = <float*>b.acc + gj * K * OBL_LANES
+    cdef double* acc = b.acc + gj * K * OBL_LANES
+    obl_ranks(isa, v, rows, f.n_features, n_lanes, b.xt, b.ranks + gj * v.n_cols * OBL_LANES)
+    for g in range(K):
         for l in range(OBL_LANES):
-            b.acc[g * OBL_LANES + l] = f.base_score[g]
-    obl_add(isa, v, b.ranks, n_lanes, f.leaf_value, f.tree_leaf_offset, f.tree_group,
-            f.n_outputs, b.acc)
+            if f.family == FAMILY_XGBOOST:
+                acc32[g * OBL_LANES + l] = <float>f.base_score[g]
+            else:
+                acc[g * OBL_LANES + l] = f.base_score[g]
+
+
+cdef inline void _sums(const ForestView* f, const obl_view* v, int isa, int n_groups,
+                       int n_last, Bufs b) noexcept nogil:
+    """The block's sums (its groups ranked): every group full but the last, n_last lanes."""
+    if f.family == FAMILY_XGBOOST:
+        obl_add_f32(isa, v, b.ranks, n_groups, n_last, f.leaf_value_f32, f.tree_leaf_offset,
+                    f.tree_group, f.tree_weight, f.n_outputs, <float*>b.acc)
+    else:
+        obl_add(isa, v, b.ranks, n_groups, n_last, f.leaf_value, f.tree_leaf_offset,
+                f.tree_group, f.n_outputs, b.acc)
 
 
 cdef int _check(Forest forest, OblLayout lay, Py_ssize_t n_cols, int n_threads,
@@ -260,9 +284,9 @@ cdef int _check(Forest forest, OblLayout lay, Py_ssize_t n_cols, int n_threads,
 
 def predict_raw(Forest forest, OblLayout lay, const floating[:, :] X, double[:, ::1] out64,
                 float[:, ::1] out32, uint8_t[:, ::1] scratch, int n_threads, int isa):
-    """Raw scores of the rows of X into out64 (float64 forests) or out32 (float32), groups
-    of OBL_LANES rows shared among ``n_threads`` threads. scratch: (n_threads,
-    lay.group_bytes(n_outputs)) uint8."""
+    """Raw scores of the rows of X into out64 (float64 forests) or out32 (float32), blocks
+    of up to BLOCK_GROUPS groups of OBL_LANES rows shared among ``n_threads`` threads.
+    scratch: (n_threads, lay.group_bytes(n_outputs)) uint8."""
     _check(forest, lay, X.shape[1], n_threads, scratch)
     check_scores(forest, X.shape[0], out64, out32)
     cdef const ForestView* f = &forest.view
@@ -270,31 +294,53 @@ def predict_raw(Forest forest, OblLayout lay, const floating[:, :] X, double[:, 
     cdef int64_t F = f.n_features, K = f.n_outputs, C = lay.n_cols
     cdef Py_ssize_t n_rows = X.shape[0]
     cdef Py_ssize_t n_groups = (n_rows + OBL_LANES - 1) // OBL_LANES
-    cdef Py_ssize_t gi, i
+    # groups a block: at most BLOCK_GROUPS, and at least four blocks a thread where the
+    # call has that many groups (the threads' shares stay even)
+    cdef Py_ssize_t per = max(1, min(<Py_ssize_t>BLOCK_GROUPS, n_groups // (4 * n_threads)))
+    cdef Py_ssize_t n_blocks = (n_groups + per - 1) // per
+    cdef Py_ssize_t bi, g0, i
     cdef int64_t l, k
-    cdef int n_lanes
+    cdef int gj, ng, n_lanes
     cdef Bufs b
     cdef bint xgb = f.family == FAMILY_XGBOOST
+    # the source library reads a C-contiguous float64 row of a plain model (CatBoost,
+    # scikit-learn) as it is: the groups read X in place, not a copy of each row
+    cdef bint direct = (n_rows > 0 and f.family == FAMILY_PLAIN and floating is double
+                        and X.strides[1] == sizeof(double)
+                        and X.strides[0] == F * <Py_ssize_t>sizeof(double))
+    cdef const char* base = <const char*>&X[0, 0] if direct else NULL
     with nogil, parallel(num_threads=n_threads):
         b = _carve(&scratch[threadid(), 0], F, C)
-        for gi in prange(n_groups, schedule="dynamic"):
-            i = gi * OBL_LANES
-            n_lanes = <int>min(<Py_ssize_t>OBL_LANES, n_rows - i)
-            for l in range(n_lanes):
-                load_row(f, X, i + l, b.rows + l * F)
-            _group(f, v, isa, n_lanes, b)
-            for l in range(n_lanes):
-                for k in range(K):
-                    if xgb:
-                        out32[i + l, k] = (<float*>b.acc)[k * OBL_LANES + l]
-                    else:
-                        out64[i + l, k] = b.acc[k * OBL_LANES + l]
+        for bi in prange(n_blocks, schedule="dynamic"):
+            g0 = bi * per
+            ng = <int>min(per, n_groups - g0)
+            for gj in range(ng):
+                i = (g0 + gj) * OBL_LANES
+                n_lanes = <int>min(<Py_ssize_t>OBL_LANES, n_rows - i)
+                if direct:
+                    _ranks(f, v, isa, gj, n_lanes,
+                           <const double*>(base + i * F * sizeof(double)), b)
+                else:
+                    for l in range(n_lanes):
+                        load_row(f, X, i + l, b.rows + l * F)
+                    _ranks(f, v, isa, gj, n_lanes, b.rows, b)
+            _sums(f, v, isa, ng, <int>min(<Py_ssize_t>OBL_LANES,
+                                          n_rows - (g0 + ng - 1) * OBL_LANES), b)
+            for gj in range(ng):
+                i = (g0 + gj) * OBL_LANES
+                n_lanes = <int>min(<Py_ssize_t>OBL_LANES, n_rows - i)
+                for l in range(n_lanes):
+                    for k in range(K):
+                        if xgb:
+                            out32[i + l, k] = (<float*>b.acc)[(gj * K + k) * OBL_LANES + l]
+                        else:
+                            out64[i + l, k] = b.acc[(gj * K + k) * OBL_LANES + l]
 
 
 def predict_small(Forest forest, OblLayout lay, object X, bint squeeze, int isa,
                   object scratch):
     """Raw scores of a call of a few rows on one thread, the low-latency entry (rows and
-    scores as _kernel.small_call takes them, None for anything else): the groups of
+    scores as _kernel.small_call takes them, None for anything else): the blocks of
     predict_raw, the same sums. scratch: at least lay.group_bytes(n_outputs) bytes."""
     cdef const ForestView* f = &forest.view
     if lay.n_features != f.n_features or lay.n_trees != f.n_trees or f.has_linear:
@@ -306,20 +352,36 @@ def predict_small(Forest forest, OblLayout lay, object X, bint squeeze, int isa,
     cdef const obl_view* v = &lay.view.v
     cdef int64_t F = f.n_features, K = f.n_outputs
     cdef Bufs b = _carve(<uint8_t*>scratch_data(scratch, lay.group_bytes(K)), F, lay.n_cols)
-    cdef Py_ssize_t g, i
+    cdef bint direct = (f.family == FAMILY_PLAIN and not c.is32
+                        and c.row_bytes == F * <Py_ssize_t>sizeof(double))
+    cdef Py_ssize_t n_groups = (c.n + OBL_LANES - 1) // OBL_LANES
+    cdef Py_ssize_t g0, i
     cdef int64_t l, k
-    cdef int n_lanes
+    cdef int gj, ng, n_lanes
     with nogil:
-        for g in range((c.n + OBL_LANES - 1) // OBL_LANES):
-            i = g * OBL_LANES
-            n_lanes = <int>min(<Py_ssize_t>OBL_LANES, c.n - i)
-            for l in range(n_lanes):
-                load_row_ptr(f, c.x + (i + l) * c.row_bytes, c.is32, b.rows + l * F)
-            _group(f, v, isa, n_lanes, b)
-            for l in range(n_lanes):
-                for k in range(K):
-                    if c.o32 != NULL:
-                        c.o32[(i + l) * K + k] = (<float*>b.acc)[k * OBL_LANES + l]
-                    else:
-                        c.o64[(i + l) * K + k] = b.acc[k * OBL_LANES + l]
+        g0 = 0
+        while g0 < n_groups:
+            ng = <int>min(<Py_ssize_t>BLOCK_GROUPS, n_groups - g0)
+            for gj in range(ng):
+                i = (g0 + gj) * OBL_LANES
+                n_lanes = <int>min(<Py_ssize_t>OBL_LANES, c.n - i)
+                if direct:
+                    _ranks(f, v, isa, gj, n_lanes, <const double*>(c.x + i * c.row_bytes), b)
+                else:
+                    for l in range(n_lanes):
+                        load_row_ptr(f, c.x + (i + l) * c.row_bytes, c.is32, b.rows + l * F)
+                    _ranks(f, v, isa, gj, n_lanes, b.rows, b)
+            _sums(f, v, isa, ng, <int>min(<Py_ssize_t>OBL_LANES,
+                                          c.n - (g0 + ng - 1) * OBL_LANES), b)
+            for gj in range(ng):
+                i = (g0 + gj) * OBL_LANES
+                n_lanes = <int>min(<Py_ssize_t>OBL_LANES, c.n - i)
+                for l in range(n_lanes):
+                    for k in range(K):
+                        if c.o32 != NULL:
+                            c.o32[(i + l) * K + k] = (<float*>b.acc)[(gj * K + k) * OBL_LANES
+                                                                      + l]
+                        else:
+                            c.o64[(i + l) * K + k] = b.acc[(gj * K + k) * OBL_LANES + l]
+            g0 += ng
     return out

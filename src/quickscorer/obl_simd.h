@@ -36,6 +36,8 @@ typedef struct {
     const float* piv32;           /* the same in float32 where some column's thresholds are */
     const float* bkt32;           /*   all float32 boundaries (oblivious.py), else NULL */
     const uint8_t* col_f32;       /* [n_cols] the column is ranked in float32 (with piv32) */
+    const int32_t* n_count;       /* [n_cols] the column's finite float32 thresholds (the
+                                   * first of its buckets; with bkt32) */
     int64_t n_trees;
     const int32_t* depth;         /* [n_trees] */
     const int32_t* level_col;     /* [n_trees][OBL_MAX_DEPTH] */
@@ -101,12 +103,12 @@ static inline int obl_leaf_c(const obl_view* v, int64_t t, const uint8_t* ranks,
     return leaf;
 }
 
-/* the sums in portable C, any number of outputs */
+/* the sums of trees [t0, t1) in portable C, any number of outputs */
 static void obl_add_c(const obl_view* v, const uint8_t* ranks, int n_lanes,
                       const double* leaf_value, const int64_t* leaf_off,
-                      const int32_t* tree_group, double* acc)
+                      const int32_t* tree_group, double* acc, int64_t t0, int64_t t1)
 {
-    for (int64_t t = 0; t < v->n_trees; ++t) {
+    for (int64_t t = t0; t < t1; ++t) {
         const double* lv = leaf_value + leaf_off[t];
         double* a = acc + (int64_t)tree_group[t] * OBL_LANES;
         for (int l = 0; l < n_lanes; ++l)
@@ -118,9 +120,10 @@ static void obl_add_c(const obl_view* v, const uint8_t* ranks, int n_lanes,
  * tree_weight is not NULL (DART), added in float32 in tree order */
 static void obl_add_f32_c(const obl_view* v, const uint8_t* ranks, int n_lanes,
                           const float* leaf_value, const int64_t* leaf_off,
-                          const int32_t* tree_group, const float* tree_weight, float* acc)
+                          const int32_t* tree_group, const float* tree_weight, float* acc,
+                          int64_t t0, int64_t t1)
 {
-    for (int64_t t = 0; t < v->n_trees; ++t) {
+    for (int64_t t = t0; t < t1; ++t) {
         const float* lv = leaf_value + leaf_off[t];
         float* a = acc + (int64_t)tree_group[t] * OBL_LANES;
         for (int l = 0; l < n_lanes; ++l) {
@@ -170,11 +173,11 @@ static inline void obl_column_f64_avx2(const obl_view* v, int64_t c, const doubl
     memset(out + n_lanes, 0, OBL_LANES - n_lanes);
 }
 
-/* A float32 column of at most OBL_COUNT_MAX thresholds (its buckets, +inf padded) is ranked
- * by counting, 8 rows a register, the thresholds below each value: a compare and an add a
- * threshold and 8 rows, where the two-level search spends two compares, two mask moves and
- * two popcounts a row. 96 ranked fastest of 0 (every column searched), 32, 64, 96 and 128 on
- * CatBoost's 1,000 trees of depth 6 (28 thresholds a column at the median, 92 at most);
+/* A float32 column of at most OBL_COUNT_MAX finite thresholds is ranked by counting, 8 rows
+ * a register, the thresholds below each value: a compare and an add a threshold and 8 rows,
+ * where the two-level search spends two compares, two mask moves and two popcounts a row.
+ * 64, 96 and 128 ranked alike and faster than 0 (every column searched) and 32 on CatBoost's
+ * 1,000 trees of depth 6 (32 thresholds a column on average, 112 at most);
  * python benchmarks/experiments/oblivious_floor.py --count-max 0,32,64,96,128 */
 #ifndef OBL_COUNT_MAX
 #define OBL_COUNT_MAX 96
@@ -234,11 +237,13 @@ static void obl_ranks_f32_avx2(const obl_view* v, const double* rows, int64_t F,
         uint8_t* out = ranks + c * OBL_LANES;
         const float* x = xt + c * OBL_LANES;
         const float* bkt = v->bkt32 + v->bkt_off[c];
-        const int64_t n_thr = v->bkt_off[c + 1] - v->bkt_off[c];
         if (!v->col_f32[c]) {               /* a category's column: its lanes zeroed too */
             obl_column_f64_avx2(v, c, rows + v->col_feature[c], F, n_lanes, out);
             continue;
         }
+        /* the +inf padding of the buckets is below no value: only the finite thresholds are
+         * counted */
+        const int64_t n_thr = v->n_count[c];
         if (n_thr <= OBL_COUNT_MAX) {
             obl_count_f32_avx2(x, bkt, n_thr, v->nan_rank[c], out);
         } else {
@@ -299,14 +304,14 @@ static inline __m256i obl_tree_avx2(const obl_view* v, int64_t t, const uint8_t*
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void obl_add_avx2_n(const obl_view* v, const uint8_t* ranks, int n_lanes,
                                   const double* leaf_value, const int64_t* leaf_off,
-                                  double* acc, const int eq)
+                                  double* acc, int64_t t0, int64_t t1, const int eq)
 {
     uint8_t idx[OBL_LANES] __attribute__((aligned(32)));
     const int nc = (n_lanes + 3) / 4;
     __m256d a[8];
     for (int c = 0; c < 8; ++c)
         a[c] = _mm256_loadu_pd(acc + 4 * c);
-    for (int64_t t = 0; t < v->n_trees; ++t) {
+    for (int64_t t = t0; t < t1; ++t) {
         _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks, eq));
         const double* lv = leaf_value + leaf_off[t];
         for (int c = 0; c < nc; ++c)
@@ -318,12 +323,13 @@ static inline void obl_add_avx2_n(const obl_view* v, const uint8_t* ranks, int n
 
 CPU_TARGET("avx2")
 static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
-                         const double* leaf_value, const int64_t* leaf_off, double* acc)
+                         const double* leaf_value, const int64_t* leaf_off, double* acc,
+                         int64_t t0, int64_t t1)
 {
     if (v->level_eq != NULL)
-        obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, 1);
+        obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, t0, t1, 1);
     else
-        obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, 0);
+        obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, t0, t1, 0);
 }
 
 /* the same in float32 (one output): the 32 sums in four registers, each eight lanes' leaf
@@ -331,14 +337,15 @@ static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void obl_add_f32_avx2_n(const obl_view* v, const uint8_t* ranks, int n_lanes,
                                       const float* leaf_value, const int64_t* leaf_off,
-                                      const float* tree_weight, float* acc, const int eq)
+                                      const float* tree_weight, float* acc, int64_t t0,
+                                      int64_t t1, const int eq)
 {
     uint8_t idx[OBL_LANES] __attribute__((aligned(32)));
     const int nc = (n_lanes + 7) / 8;
     __m256 a[4];
     for (int c = 0; c < 4; ++c)
         a[c] = _mm256_loadu_ps(acc + 8 * c);
-    for (int64_t t = 0; t < v->n_trees; ++t) {
+    for (int64_t t = t0; t < t1; ++t) {
         _mm256_store_si256((__m256i*)idx, obl_tree_avx2(v, t, ranks, eq));
         const float* lv = leaf_value + leaf_off[t];
         const int weighted = tree_weight != NULL;
@@ -353,12 +360,14 @@ static inline void obl_add_f32_avx2_n(const obl_view* v, const uint8_t* ranks, i
 CPU_TARGET("avx2")
 static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
                              const float* leaf_value, const int64_t* leaf_off,
-                             const float* tree_weight, float* acc)
+                             const float* tree_weight, float* acc, int64_t t0, int64_t t1)
 {
     if (v->level_eq != NULL)
-        obl_add_f32_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, tree_weight, acc, 1);
+        obl_add_f32_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, tree_weight, acc, t0, t1,
+                           1);
     else
-        obl_add_f32_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, tree_weight, acc, 0);
+        obl_add_f32_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, tree_weight, acc, t0, t1,
+                           0);
 }
 #endif
 
@@ -377,37 +386,76 @@ static inline void obl_ranks(int isa, const obl_view* v, const double* rows, int
     obl_ranks_c(v, rows, F, n_lanes, ranks);
 }
 
-/* the group's sums into acc (set to the base scores by the caller) */
-static inline void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
-                           const double* leaf_value, const int64_t* leaf_off,
-                           const int32_t* tree_group, int64_t n_outputs, double* acc)
-{
-#if RS_HAVE_X86
-    if (isa == 1 && n_outputs == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
-        obl_add_avx2(v, ranks, n_lanes, leaf_value, leaf_off, acc);
-        return;
-    }
+/* OBL_LEAF_BLOCK: the bytes of leaf values a block of trees holds at most (one tree at
+ * least). A block of groups is scored a block of trees at a time, each block of trees added
+ * to every group before the next, so that its leaf values are read from the cache where the
+ * whole model's do not fit (300 trees of depth 8: 600 KB); each row still adds its trees in
+ * order. 16 KB and 32 KB ranked alike, one block (0) 3% slower on 1,000 trees of depth 6
+ * and 8% on 300 of depth 8; python benchmarks/experiments/oblivious_floor.py
+ * --leaf-block 0,16384,32768 --block-groups 8 */
+#ifndef OBL_LEAF_BLOCK
+#define OBL_LEAF_BLOCK 16384
 #endif
-    (void)isa;
-    (void)n_outputs;
-    obl_add_c(v, ranks, n_lanes, leaf_value, leaf_off, tree_group, acc);
+
+/* the end of the block of trees from t0 (values of `size` bytes) */
+static inline int64_t obl_block_end(const obl_view* v, int64_t t0, int64_t size)
+{
+    int64_t bytes = size << v->depth[t0], t = t0 + 1;
+    if (OBL_LEAF_BLOCK <= 0)
+        return v->n_trees;
+    while (t < v->n_trees && (bytes += size << v->depth[t]) <= OBL_LEAF_BLOCK)
+        ++t;
+    return t;
 }
 
-/* the group's float32 sums (XGBoost forests) into acc (set to the base scores) */
-static inline void obl_add_f32(int isa, const obl_view* v, const uint8_t* ranks, int n_lanes,
-                               const float* leaf_value, const int64_t* leaf_off,
+/* The sums of n_groups groups into their acc (set to the base scores by the caller): group
+ * g's ranks at ranks + g n_cols OBL_LANES, its sums at acc + g n_outputs OBL_LANES, every
+ * group full but the last (n_last lanes) */
+static inline void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_groups,
+                           int n_last, const double* leaf_value, const int64_t* leaf_off,
+                           const int32_t* tree_group, int64_t n_outputs, double* acc)
+{
+    for (int64_t t0 = 0, t1; t0 < v->n_trees; t0 = t1) {
+        t1 = obl_block_end(v, t0, sizeof(double));
+        for (int g = 0; g < n_groups; ++g) {
+            const uint8_t* r = ranks + (size_t)g * v->n_cols * OBL_LANES;
+            double* a = acc + (size_t)g * n_outputs * OBL_LANES;
+            const int n_lanes = g == n_groups - 1 ? n_last : OBL_LANES;
+#if RS_HAVE_X86
+            if (isa == 1 && n_outputs == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
+                obl_add_avx2(v, r, n_lanes, leaf_value, leaf_off, a, t0, t1);
+                continue;
+            }
+#endif
+            (void)isa;
+            obl_add_c(v, r, n_lanes, leaf_value, leaf_off, tree_group, a, t0, t1);
+        }
+    }
+}
+
+/* the same in float32 (XGBoost forests) */
+static inline void obl_add_f32(int isa, const obl_view* v, const uint8_t* ranks, int n_groups,
+                               int n_last, const float* leaf_value, const int64_t* leaf_off,
                                const int32_t* tree_group, const float* tree_weight,
                                int64_t n_outputs, float* acc)
 {
+    for (int64_t t0 = 0, t1; t0 < v->n_trees; t0 = t1) {
+        t1 = obl_block_end(v, t0, sizeof(float));
+        for (int g = 0; g < n_groups; ++g) {
+            const uint8_t* r = ranks + (size_t)g * v->n_cols * OBL_LANES;
+            float* a = acc + (size_t)g * n_outputs * OBL_LANES;
+            const int n_lanes = g == n_groups - 1 ? n_last : OBL_LANES;
 #if RS_HAVE_X86
-    if (isa == 1 && n_outputs == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
-        obl_add_f32_avx2(v, ranks, n_lanes, leaf_value, leaf_off, tree_weight, acc);
-        return;
-    }
+            if (isa == 1 && n_outputs == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
+                obl_add_f32_avx2(v, r, n_lanes, leaf_value, leaf_off, tree_weight, a, t0, t1);
+                continue;
+            }
 #endif
-    (void)isa;
-    (void)n_outputs;
-    obl_add_f32_c(v, ranks, n_lanes, leaf_value, leaf_off, tree_group, tree_weight, acc);
+            (void)isa;
+            obl_add_f32_c(v, r, n_lanes, leaf_value, leaf_off, tree_group, tree_weight, a, t0,
+                          t1);
+        }
+    }
 }
 
 #endif
