@@ -575,6 +575,49 @@ def test_multiclass_softmax_and_logistic_and_two_class_rules():
             assert _ulps32(model.predict(X), want) == 0, (post, w is positive)
 
 
+def test_probit_and_softmax_zero_are_onnx_runtimes_bit_for_bit():
+    """PROBIT (Winitzki's erfinv in float32, applied even to one target) and SOFTMAX_ZERO (a
+    score within 1e-7 of zero scaled by exp(-max) and left out of the sum) on a random
+    forest's class probabilities (in [0, 1]: PROBIT's domain), on hand-made targets with
+    zero, tiny and out-of-domain scores, every algorithm."""
+    data = _sklearn("rfc3")
+    X = _test_rows(data)
+    for post in ("PROBIT", "SOFTMAX_ZERO"):
+        changed = _with_transform(data, post)
+        want = _ort_scores(changed, X)
+        model = quickscorer.load(changed)
+        assert model.ensemble.transform == {"PROBIT": "onnx_probit",
+                                            "SOFTMAX_ZERO": "onnx_softmax_zero"}[post]
+        assert np.isfinite(want).mean() > 0.5 and len(np.unique(want)) > 20
+        _every_algorithm(model, X, want)
+    # target 1: no weight on some rows (0.0), a weight of 5e-8 (within 1e-7) on others
+    nodes = _two_trees(("BRANCH_LEQ",) * 3, (0, 1, 0))
+    weights = dict(target_treeids=[0, 0, 0, 1, 1, 1], target_nodeids=[2, 3, 4, 1, 2, 1],
+                   target_ids=[0, 1, 0, 0, 0, 2],
+                   target_weights=[0.25, 5e-8, 0.875, 0.125, -0.0625, 0.5])
+    X = _edge_rows()
+    for post in ("PROBIT", "SOFTMAX_ZERO"):
+        for extra in ({"n_targets": 3}, {"n_targets": 1}):
+            w = weights if extra["n_targets"] == 3 else _WEIGHTS
+            data = _hand_model(nodes, w, post=post, extra=extra)
+            want = _ort_scores(data, X)
+            if extra["n_targets"] == 1:
+                want = want[:, 0]
+            _every_algorithm(quickscorer.load(data), X, want)
+    classes = dict(class_treeids=weights["target_treeids"],
+                   class_nodeids=weights["target_nodeids"], class_ids=weights["target_ids"],
+                   class_weights=weights["target_weights"])
+    for post in ("PROBIT", "SOFTMAX_ZERO"):
+        data = _hand_model(nodes, classes, op="TreeEnsembleClassifier", post=post)
+        _every_algorithm(quickscorer.load(data), X, _ort_scores(data, X))
+    # one score of a two-class classifier: ONNX Runtime writes one column under PROBIT
+    binary = dict(class_treeids=[0, 0, 0, 1, 1], class_nodeids=[2, 3, 4, 1, 2],
+                  class_ids=[0] * 5, class_weights=[0.25, 0.5, 0.0, 0.125, 0.75])
+    with pytest.raises(ModelFormatError, match="PROBIT"):
+        quickscorer.load(_hand_model(nodes, binary, op="TreeEnsembleClassifier", post="PROBIT",
+                                     n_classes=2))
+
+
 def test_a_one_target_regressor_ignores_its_transform_as_onnx_runtime_does():
     data = _hand_model(_two_trees(("BRANCH_LEQ",) * 3, (0, 0, 0)), _WEIGHTS, post="LOGISTIC")
     X = _edge_rows()

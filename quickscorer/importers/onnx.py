@@ -22,8 +22,8 @@ ensemble node, ``TreeEnsembleRegressor`` or ``TreeEnsembleClassifier`` (opsets 1
 ``BRANCH_MEMBER`` become threshold tests (:func:`_expand`). A ``BRANCH_MEMBER`` set is tested
 as ONNX Runtime tests it (:func:`_member_sets`): by equality where it has fewer than 31 values
 from 0 to 30, by the row's value truncated to an integer otherwise. Not read, each refused by
-name: the ``AVERAGE``, ``MIN`` and ``MAX`` aggregates, the ``PROBIT`` and ``SOFTMAX_ZERO`` transforms,
-a graph that computes anything before the trees or after their scores (other than ``Identity``,
+name: the ``AVERAGE``, ``MIN`` and ``MAX`` aggregates, ``PROBIT`` and ``SOFTMAX_ZERO`` on double
+thresholds (on float ones they are read, as ONNX Runtime computes them in float32), a graph that computes anything before the trees or after their scores (other than ``Identity``,
 ``Cast`` to a float type, ``ZipMap``, a multiplication by ones), tensors stored outside the file,
 and the shapes where ONNX Runtime's scores are not the sums (docs/semantics.md).
 """
@@ -666,11 +666,10 @@ def _ensemble(model: dict) -> Ensemble:
                                f"of tree values (SUM)")
     if post not in ("NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"):
         raise ModelFormatError(f"ONNX: unknown post_transform {post!r}")
-    if post in ("PROBIT", "SOFTMAX_ZERO"):
-        raise ModelFormatError(f"ONNX: post_transform {post} is not read (NONE, LOGISTIC and "
-                               f"SOFTMAX are)")
-
     double = splits.dtype == np.float64
+    if double and post in ("PROBIT", "SOFTMAX_ZERO"):
+        raise ModelFormatError(f"ONNX: post_transform {post} on double thresholds is not read "
+                               f"(it is on float ones)")
     weight_types = {np.asarray(w).dtype for tree in trees for per in tree.weights.values()
                     for w in per.values()}
     if weight_types - {splits.dtype}:
@@ -735,7 +734,8 @@ def _family_transform(kind: str, double: bool) -> str:
         return "identity"
     if double:
         return {"logistic": "ova_sigmoid", "softmax": "softmax"}[kind]
-    return {"logistic": "onnx_logistic", "softmax": "onnx_softmax"}[kind]
+    return {"logistic": "onnx_logistic", "softmax": "onnx_softmax", "probit": "onnx_probit",
+            "softmax_zero": "onnx_softmax_zero"}[kind]
 
 
 def _always_weighted(trees: list[_Tree], k: int) -> bool:
@@ -766,6 +766,10 @@ def _outputs(op: str, a: dict, trees: list[_Tree], post: str, base):
             if base is not None and base.size not in (0, 1):
                 raise ModelFormatError("ONNX: a two-class classifier with weights for one class "
                                        "and two base values (ONNX leaves its scores undefined)")
+            if post == "PROBIT":
+                raise ModelFormatError("ONNX: a two-class classifier with weights for one class "
+                                       "and post_transform PROBIT (ONNX Runtime writes one "
+                                       "probability of the two)")
             for tree in trees:
                 tree.weights = _merge_targets(tree)
             return 1, "logistic" if post == "LOGISTIC" else "identity", (
@@ -794,9 +798,11 @@ def _outputs(op: str, a: dict, trees: list[_Tree], post: str, base):
                     f"ONNX: target {k} has a base value but a row can get no leaf weight for "
                     f"it (ONNX Runtime then leaves out the base value, not a sum)")
     if n_out == 1 and op != "TreeEnsembleClassifier":
-        kind = "identity"         # ONNX Runtime applies no transform to one target
+        # ONNX Runtime applies no transform to one target but PROBIT
+        kind = "probit" if post == "PROBIT" else "identity"
     else:
-        kind = {"NONE": "identity", "LOGISTIC": "logistic", "SOFTMAX": "softmax"}[post]
+        kind = {"NONE": "identity", "LOGISTIC": "logistic", "SOFTMAX": "softmax",
+                "SOFTMAX_ZERO": "softmax_zero", "PROBIT": "probit"}[post]
     return n_out, kind, (None if base is None or not base.size else base)
 
 

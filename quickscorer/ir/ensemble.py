@@ -55,6 +55,8 @@ TRANSFORMS = (
     "xgb_exp",          # XGBoost count:poisson, reg:gamma, reg:tweedie (float32)
     "onnx_logistic",    # ONNX Runtime's LOGISTIC post-transform (float32)
     "onnx_softmax",     # ONNX Runtime's SOFTMAX post-transform (float32)
+    "onnx_probit",      # ONNX Runtime's PROBIT post-transform (float32)
+    "onnx_softmax_zero",  # ONNX Runtime's SOFTMAX_ZERO post-transform (float32)
 )
 
 

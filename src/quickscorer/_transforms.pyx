@@ -7,13 +7,28 @@ functions the libraries call, in the same order and precision (docs/semantics.md
 import numpy as np
 
 from libc.float cimport FLT_MAX
-from libc.math cimport exp, expf, fabsf, log1p, fmaxf, logf
+from libc.math cimport exp, expf, fabsf, log1p, fmaxf, logf, sqrtf
 
 TRANSFORM_CODES = {
     "identity": 0, "sigmoid": 1, "softmax": 2, "ova_sigmoid": 3, "exp": 4, "log1p_exp": 5,
     "signed_square": 6, "xgb_logistic": 7, "xgb_softmax": 8, "xgb_softmax_argmax": 9,
-    "xgb_exp": 10, "onnx_logistic": 11, "onnx_softmax": 12,
+    "xgb_exp": 10, "onnx_logistic": 11, "onnx_softmax": 12, "onnx_probit": 13,
+    "onnx_softmax_zero": 14,
 }
+
+
+cdef inline float _onnx_probit(float p) noexcept nogil:
+    """ONNX Runtime's PROBIT of p in float32: sqrt(2) erfinv(2 p - 1), erfinv by Winitzki's
+    approximation (a = 0.147, pi rounded to float32), libm's logf and sqrtf."""
+    cdef float x = <float>2.0 * p - <float>1.0
+    cdef float sgn = <float>-1.0 if x < 0 else <float>1.0
+    cdef float a = <float>0.147
+    cdef float lg, v, v2
+    x = (<float>1.0 - x) * (<float>1.0 + x)
+    lg = logf(x)
+    v = <float>2.0 / (<float>3.141592653589793 * a) + <float>0.5 * lg
+    v2 = <float>1.0 / a * lg
+    return <float>1.4142135623730951 * (sgn * sqrtf(-v + sqrtf(v * v - v2)))
 
 
 cdef void _lgb(int code, double s, double divide_by, double[:, ::1] a) noexcept nogil:
@@ -82,6 +97,25 @@ cdef void _xgb(int code, float[:, ::1] a) noexcept nogil:
                 x = a[i, k]
                 v = one / (one + expf(-fabsf(x)))
                 a[i, k] = one - v if x < 0 else v
+        elif code == 13:
+            for k in range(m):
+                a[i, k] = _onnx_probit(a[i, k])
+        elif code == 14:    # ONNX Runtime's SOFTMAX_ZERO: a score within 1e-7 of 0 is not
+            wmax = -FLT_MAX  # exponentiated but scaled by exp(-max), and left out of the sum
+            for k in range(m):
+                if a[i, k] > wmax:
+                    wmax = a[i, k]
+            v = expf(-wmax)
+            fsum = 0.0
+            for k in range(m):
+                x = a[i, k]
+                if x > <float>1e-7 or x < <float>-1e-7:
+                    a[i, k] = expf(x - wmax)
+                    fsum = fsum + a[i, k]
+                else:
+                    a[i, k] = x * v
+            for k in range(m):
+                a[i, k] = a[i, k] / fsum
         elif code == 12:    # ONNX Runtime's softmax: float32 maximum, exponents and sum
             wmax = -FLT_MAX
             for k in range(m):
@@ -107,7 +141,7 @@ def apply_transform(str name, dict params, raw, double divide_by=1.0):
     cdef double[:, ::1] a64
     cdef float[:, ::1] a32
     if out.dtype == np.float32:
-        if code not in (0, 7, 8, 9, 10, 11, 12):
+        if code not in (0, 7, 8, 9, 10, 11, 12, 13, 14):
             raise ValueError(f"transform {name!r} expects float64 raw scores (a LightGBM model)")
         if code == 9:  # XGBoost's multi:softmax: first index of the largest raw margin
             return np.argmax(out, axis=1).astype(np.float32)[:, None]
