@@ -22,10 +22,12 @@ ensemble node, ``TreeEnsembleRegressor`` or ``TreeEnsembleClassifier`` (opsets 1
 ``BRANCH_MEMBER`` become threshold tests (:func:`_expand`). A ``BRANCH_MEMBER`` set is tested
 as ONNX Runtime tests it (:func:`_member_sets`): by equality where it has fewer than 31 values
 from 0 to 30, by the row's value truncated to an integer otherwise. Not read, each refused by
-name: the ``AVERAGE``, ``MIN`` and ``MAX`` aggregates, ``PROBIT`` and ``SOFTMAX_ZERO`` on double
-thresholds (on float ones they are read, as ONNX Runtime computes them in float32), a graph that computes anything before the trees or after their scores (other than ``Identity``,
-``Cast`` to a float type, ``ZipMap``, a multiplication by ones), tensors stored outside the file,
-and the shapes where ONNX Runtime's scores are not the sums (docs/semantics.md).
+name: the ``AVERAGE``, ``MIN`` and ``MAX`` aggregates, ``PROBIT`` and ``SOFTMAX_ZERO`` on
+double thresholds (on float ones they are read, as ONNX Runtime computes them in float32), a
+graph that computes anything before the trees or after their scores (other than
+``Identity``, ``Cast`` to a float type, ``ZipMap``, a multiplication by ones), tensors stored
+outside the file, and the shapes where ONNX Runtime's scores are not the sums
+(docs/semantics.md).
 """
 from __future__ import annotations
 
