@@ -380,6 +380,7 @@ class ONNXRuntimeOf(ONNXRuntime):
                                       f"{str(exc).split(': ')[-1]}") from None
                 data = out.read_bytes()
             self.model_path.with_suffix(".onnx").write_bytes(data)
+        data = _without_zipmap(data)
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self.n_threads
         opts.inter_op_num_threads = 1
@@ -387,7 +388,30 @@ class ONNXRuntimeOf(ONNXRuntime):
         self._bytes = len(data)
         self.session = ort.InferenceSession(data, opts, providers=["CPUExecutionProvider"])
         self._input = self.session.get_inputs()[0].name
-        self._output = self.session.get_outputs()[0].name
+        outputs = self.session.get_outputs()
+        self._output = outputs[0].name
+        if len(outputs) > 1:        # a classifier's export: a label, then the probabilities
+            self._output = outputs[-1].name
+            self.output = "softmax"
+
+
+def _without_zipmap(data: bytes) -> bytes:
+    """A classifier's ONNX graph whose probabilities come out as a tensor: CatBoost's export
+    ends in a ``ZipMap`` (a list of dicts a row), which a user timing ONNX Runtime would drop
+    as well; any other graph as it is."""
+    onnx = _need("onnx", "onnx")
+    model = onnx.load_from_string(data)
+    zipmaps = [n for n in model.graph.node if n.op_type == "ZipMap"]
+    if not zipmaps:
+        return data
+    for node in zipmaps:
+        for out in list(model.graph.output):
+            if out.name == node.output[0]:
+                model.graph.output.remove(out)
+        model.graph.output.append(onnx.helper.make_tensor_value_info(
+            node.input[0], onnx.TensorProto.FLOAT, None))
+        model.graph.node.remove(node)
+    return model.SerializeToString()
 
 
 #: peers of the models neither LightGBM nor XGBoost trained, by their source

@@ -20,9 +20,9 @@ Workloads (``--shapes``; models trained once and cached in ``cache/``):
 * ``cat<c>x<k>-<trees>x<leaves>``: LightGBM regression with categorical splits, ``c``
   categorical columns of ``k`` categories among 136 (``cat2x8-500x64``: 3% of the nodes
   categorical; ``cat8x40-500x64``: 90%);
-* ``cb-d<depth>-<data>-<trees>[-depthwise]``: CatBoost regression, oblivious trees of that
-  depth (or ``Depthwise`` trees), against CatBoost's own ``predict`` and ONNX Runtime (its
-  ONNX export);
+* ``cb-d<depth>-<data>-<trees>[-depthwise][-mc<classes>]``: CatBoost regression (or
+  ``MultiClass`` of that many classes), oblivious trees of that depth (or ``Depthwise``
+  trees), against CatBoost's own ``predict`` and ONNX Runtime (its ONNX export);
 * ``hgb-<data>-<trees>x<leaves>``: scikit-learn ``HistGradientBoostingRegressor``, against
   its ``predict`` and ONNX Runtime (skl2onnx);
 * ``shared-<task>-<iterations>x<leaves>``: LightGBM on one of the shared example datasets
@@ -94,10 +94,11 @@ def workload(shape: str, n_rows: int) -> W.Workload:
     if m:
         return W.categorical(int(m.group(3)), int(m.group(4)), int(m.group(1)),
                              int(m.group(2)), n_rows)
-    m = re.fullmatch(r"cb-d(\d+)-([a-z]+)-(\d+)(?:-(depthwise))?", shape)
+    m = re.fullmatch(r"cb-d(\d+)-([a-z]+)-(\d+)(?:-(depthwise))?(?:-mc(\d+))?", shape)
     if m:
         return W.catboost_model(int(m.group(3)), int(m.group(1)), m.group(2), n_rows,
-                                "Depthwise" if m.group(4) else "SymmetricTree")
+                                "Depthwise" if m.group(4) else "SymmetricTree",
+                                int(m.group(5) or 0))
     m = re.fullmatch(r"hgb-([a-z]+)-(\d+)x(\d+)", shape)
     if m:
         return W.hist_gb(int(m.group(2)), int(m.group(3)), m.group(1), n_rows)

@@ -409,27 +409,37 @@ def xgb_depth6(n_trees: int, kind: str = "uniform", n_rows: int = 10_000) -> Wor
 
 
 def catboost_model(n_trees: int, depth: int, kind: str = "uniform", n_rows: int = 10_000,
-                   policy: str = "SymmetricTree") -> Workload:
+                   policy: str = "SymmetricTree", n_classes: int = 0) -> Workload:
     """A CatBoost regression model of ``n_trees`` trees of depth ``depth`` (``policy``
     ``SymmetricTree``: oblivious trees, CatBoost's default; ``Depthwise``: non-symmetric
-    trees), trained on 20,000 rows of ``kind`` data; saved as JSON (what quickscorer reads)
-    and as ``.cbm`` beside it (what CatBoost itself loads)."""
+    trees), or with ``n_classes`` a ``MultiClass`` model of the matrix target cut at its
+    quantiles (one tree an iteration, a leaf value per class), trained on 20,000 rows of
+    ``kind`` data; saved as JSON (what quickscorer reads) and as ``.cbm`` beside it (what
+    CatBoost itself loads)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    tag = "" if policy == "SymmetricTree" else f"_{policy.lower()}"
+    tag = ("" if policy == "SymmetricTree" else f"_{policy.lower()}") + (
+        f"_mc{n_classes}" if n_classes else "")
     path = CACHE / f"cb_{kind}_{n_trees}_d{depth}{tag}.json"
     if not path.exists():
-        from catboost import CatBoostRegressor
+        from catboost import CatBoostClassifier, CatBoostRegressor
         X = matrix_rows(kind, 20_000, seed=11)
-        est = CatBoostRegressor(iterations=n_trees, depth=depth, grow_policy=policy,
-                                learning_rate=0.05, verbose=0, allow_writing_files=False,
-                                random_seed=1, thread_count=os.cpu_count() or 1)
-        est.fit(X, _matrix_target(X, 12))
+        y = _matrix_target(X, 12)
+        settings = dict(iterations=n_trees, depth=depth, grow_policy=policy, learning_rate=0.05,
+                        verbose=0, allow_writing_files=False, random_seed=1,
+                        thread_count=os.cpu_count() or 1)
+        if n_classes:
+            est = CatBoostClassifier(loss_function="MultiClass", **settings)
+            y = np.digitize(y, np.quantile(y, np.arange(1, n_classes) / n_classes))
+        else:
+            est = CatBoostRegressor(**settings)
+        est.fit(X, y)
         est.save_model(str(path.with_suffix(".cbm")))
         tmp = path.with_suffix(".tmp")
         est.save_model(str(tmp), format="json")
         tmp.replace(path)
     name = f"cb-d{depth}-{kind}-{n_trees}" + ("" if policy == "SymmetricTree"
-                                               else f"-{policy.lower()}")
+                                               else f"-{policy.lower()}") + (
+        f"-mc{n_classes}" if n_classes else "")
     return Workload(name, path, None, matrix_rows(kind, n_rows, seed=13), n_trees, 1 << depth,
                     source="catboost")
 

@@ -171,9 +171,11 @@ def test_matrix_shape_names_set_the_training_settings(monkeypatch):
     M.workload("xgb-depth8-heavy-1000", 10)
     M.workload("cb-d6-uniform-1000", 10)
     M.workload("cb-d8-heavy-500-depthwise", 10)
+    M.workload("cb-d6-uniform-500-mc3", 10)
     M.workload("hgb-missing-1000x31", 10)
-    assert calls[6:] == [("catboost", 1000, 6, "uniform", 10, "SymmetricTree"),
-                         ("catboost", 500, 8, "heavy", 10, "Depthwise"),
+    assert calls[6:] == [("catboost", 1000, 6, "uniform", 10, "SymmetricTree", 0),
+                         ("catboost", 500, 8, "heavy", 10, "Depthwise", 0),
+                         ("catboost", 500, 6, "uniform", 10, "SymmetricTree", 3),
                          ("hist_gb", 1000, 31, "missing", 10)]
     assert calls[:6] == [("full", 1000, 64, "uniform", 10, None, 1, 136, 255),
                      ("full", 1000, 300, "uniform", 10, 10, 1, 136, 255),

@@ -121,6 +121,39 @@ def test_blocks_of_groups_and_trees_add_each_rows_trees_in_order(family, n_outpu
     assert small is not None and np.array_equal(small, want[:300])
 
 
+@pytest.mark.parametrize("family", ["plain", "xgboost"])
+@pytest.mark.parametrize("isa", available_isas()[:2])
+def test_the_outputs_of_one_multiclass_tree_share_its_leaf_numbers(family, isa):
+    """A CatBoost multiclass tree is one neutral tree per class, with the same levels and
+    each its own leaf values: the kernel computes their leaf numbers once (``same_prev``),
+    and each output still adds its trees in order. Against the reference traversal, with
+    trees of the same levels next to one another and others between them."""
+    import dataclasses
+    rng = np.random.default_rng(8)
+    trees, groups = [], []
+    for k in range(30):
+        seed = int(rng.integers(1 << 30))
+        base = oblivious_tree(np.random.default_rng(seed), int(rng.integers(0, 9)), 6, family)
+        for g in range(3):
+            trees.append(dataclasses.replace(
+                base, leaf_value=np.round(rng.normal(size=base.leaf_value.shape[0]), 3)))
+            groups.append(g)
+        if k % 7 == 3:      # a tree of other levels between two classes' trees
+            trees.append(oblivious_tree(rng, 5, 6, family))
+            groups.append(int(rng.integers(3)))
+    ens = Ensemble(trees=tuple(trees), tree_group=np.asarray(groups), n_outputs=3,
+                   n_features=6, family=family, base_score=np.array([0.5, -0.25, 0.125]))
+    model = quickscorer.Model(ens)
+    alg = Oblivious(ens, model._forest, isa=isa)
+    assert alg.layout.__reduce__()[1][0]["same_prev"].sum() >= 60     # the kept arrays
+    model._prepared["oblivious"] = alg
+    X = rows(rng, 700, 6)
+    want = model.predict_raw(X, algorithm="traversal")
+    for n in (1, 5, 32, 33, 700):
+        assert np.array_equal(model.predict_raw(X[:n], algorithm="oblivious", n_threads=2),
+                              want[:n]), n
+
+
 def test_lightgbm_zero_as_missing_and_none_read_nan_and_zero_their_way():
     """A column's NaN and 0.0 take the side, or the rank of 0.0, that the node rule gives."""
     rng = np.random.default_rng(7)
@@ -133,7 +166,7 @@ def test_lightgbm_zero_as_missing_and_none_read_nan_and_zero_their_way():
                               model.predict_raw(X, algorithm="traversal")), missing
 
 
-def test_a_catboost_model_is_scored_by_oblivious_from_three_rows():
+def test_a_catboost_model_is_scored_by_oblivious_at_every_call_size():
     catboost = pytest.importorskip("catboost")
     rng = np.random.default_rng(3)
     X = rng.normal(size=(400, 5))
@@ -145,13 +178,16 @@ def test_a_catboost_model_is_scored_by_oblivious_from_three_rows():
     est.fit(X, y)
     model = quickscorer.load(est)
     assert "oblivious" in model.supported_algorithms()
-    assert model._small_kernels[3] == "oblivious" and model._small_kernels[2] != "oblivious"
+    assert all(model._small_kernels[n] == "oblivious" for n in (1, 2, 3, 4))
     assert autoselect.choose(model.supported_algorithms(), 5000, 2) == "oblivious"
-    assert "oblivious for 3 or more rows" in model.info()["default_algorithm"]
+    assert "oblivious at every call size" in model.info()["default_algorithm"]
     assert model.info()["few_rows_algorithm"] == "oblivious"
     want = est.predict(X)
     assert np.array_equal(model.predict(X, algorithm="oblivious"), want)
     assert np.array_equal(model.predict(X), want)
+    for n in (1, 2, 3, 4):      # row by row up to ROW_CALL_MAX rows, then a group
+        for i in range(0, 40, n):
+            assert np.array_equal(model.predict(X[i:i + n]), want[i:i + n]), (n, i)
     assert model.info()["oblivious_instruction_set"] in available_isas()
 
 

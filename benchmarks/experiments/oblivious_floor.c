@@ -73,6 +73,9 @@ int main(int argc, char** argv)
     v.level_col = take(f, 4 * OBL_MAX_DEPTH * T);
     v.level_thr = take(f, OBL_MAX_DEPTH * T);
     v.level_eq = NULL;      /* the program's models have no category tests */
+    v.same_prev = NULL;     /* and one output */
+    v.row_col8 = v.row_thr8 = v.row_eq8 = NULL;     /* the one-row path is not timed here */
+    v.row_depth = 0;
     const int64_t* leaf_off = take(f, 8 * T);
     const double* leaf_value = take(f, 8 * L);
     const double base = *(const double*)take(f, 8);

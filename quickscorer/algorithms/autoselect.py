@@ -62,12 +62,14 @@ RS_AFTER_WALK_MAX_ROWS = 32
 #: fewer leaves make RapidScorer's byte rows shorter; same command at 4 to 6 rows
 RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
 
-#: ``oblivious`` (every tree oblivious) from this many rows per thread: at 3 rows and more it
-#: led every other kernel on CatBoost models of 300 trees of depth 8 and 1,000 of depth 6
-#: (1.8x to 4.8x the default's choice before it at 3 to 16 rows) and tied on 200 trees of
-#: depth 4; at 1 and 2 rows the one-row kernel led on those of depth 4 and 8;
+#: ``oblivious`` (every tree oblivious) from this many rows per thread: with its row-by-row
+#: path for calls of 1 to 3 rows it led the one-row kernel (the walk) at every call size on
+#: CatBoost models of 1,000 trees of depth 6, 300 of depth 8 and a 3-class model of 500 of
+#: depth 6 (1.6x to 3.0x at 1 and 2 rows) and tied with it on 200 trees of depth 4, and
+#: led the other kernels from 3 rows;
+#: ``python benchmarks/experiments/oblivious_rows.py`` and
 #: ``python benchmarks/tuning/small_calls.py --shapes cb-d6-uniform-1000,cb-d8-heavy-300,cb-d4-uniform-200 --batch 1,2,3,4,8,16 --kernels oblivious,walk,vqs,rapidscorer --rounds 9``
-OBLIVIOUS_MIN_ROWS = 3
+OBLIVIOUS_MIN_ROWS = 1
 
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up);
 #: ``python benchmarks/scaling.py`` shows what threads cost
@@ -295,6 +297,9 @@ def threads_for(n_rows: int, n_threads: int) -> int:
 def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quickscorer", ""),
              few_rows_kernel: str = "vqs", rs_from: int = RS_MIN_ROWS) -> str:
     name, why = one_row_choice
+    if "oblivious" in supported and OBLIVIOUS_MIN_ROWS <= 1:
+        return (f"oblivious at every call size (every tree is oblivious); one thread below "
+                f"{PARALLEL_MIN_ROWS} rows")
     if "oblivious" in supported:
         return (f"oblivious for {OBLIVIOUS_MIN_ROWS} or more rows per thread (every tree is "
                 f"oblivious), {name} below{f' ({why})' if why else ''}; one thread below "

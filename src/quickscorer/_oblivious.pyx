@@ -46,6 +46,11 @@ cdef extern from "quickscorer/obl_simd.h":
         const int32_t* level_col
         const uint8_t* level_thr
         const uint8_t* level_eq
+        const uint8_t* same_prev
+        int32_t row_depth
+        const int32_t* row_col8
+        const int32_t* row_thr8
+        const int32_t* row_eq8
     void obl_ranks(int isa, const obl_view* v, const double* rows, int64_t F, int n_lanes,
                    float* xt, uint8_t* ranks) noexcept nogil
     void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int n_groups, int n_last,
@@ -56,6 +61,15 @@ cdef extern from "quickscorer/obl_simd.h":
                      const int32_t* tree_group, const float* tree_weight, int64_t n_outputs,
                      float* acc) noexcept nogil
     int obl_special(const obl_view* v, int64_t c, double x) noexcept nogil
+    void obl_row_ranks(int isa, const obl_view* v, const double* row,
+                       int32_t* r) noexcept nogil
+    void obl_row_add(int isa, const obl_view* v, const int32_t* r, const double* leaf_value,
+                     const int64_t* leaf_off, const int32_t* tree_group, int64_t n_outputs,
+                     double* acc) noexcept nogil
+    void obl_row_add_f32(int isa, const obl_view* v, const int32_t* r,
+                         const float* leaf_value, const int64_t* leaf_off,
+                         const int32_t* tree_group, const float* tree_weight,
+                         int64_t n_outputs, float* acc) noexcept nogil
 
 
 cdef struct OblView:
@@ -75,6 +89,15 @@ cdef enum:
     BLOCK_GROUPS = 8
 
 
+# calls of at most this many rows score each row on its own (obl_row_ranks, obl_row_add):
+# a group of 32 lanes holding a few rows ranks and walks 32. Row by row was 1.9x to 2.6x
+# faster at 1 and 2 rows on CatBoost's 1,000 trees of depth 6, 300 of depth 8 and a 3-class
+# model of 500 of depth 6, 1.3x faster to 0.95x at 3, and the group faster from 6;
+# python benchmarks/experiments/oblivious_rows.py
+cdef enum:
+    ROW_CALL_MAX = 3
+
+
 cdef inline int64_t _align(int64_t n) noexcept nogil:
     return (n + 63) // 64 * 64
 
@@ -83,6 +106,9 @@ cdef class OblLayout(Layout):
     """The oblivious layout's arrays for the kernels (checked against each other)."""
     cdef OblView view
     cdef readonly int64_t n_cols
+    #: calls of at most this many rows score each row on its own (ROW_CALL_MAX; settable to
+    #: time the two paths against each other)
+    cdef public int row_call_max
 
     def __cinit__(self, dict a, int64_t n_features):
         self._keep = dict(a)
@@ -171,6 +197,44 @@ cdef class OblLayout(Layout):
             self._keep["level_eq"] = level_eq = np.ascontiguousarray(level_eq, np.uint8)
             v.level_eq = <const uint8_t*>array_data(level_eq.reshape(-1), np.uint8,
                                                     "oblivious", "level_eq")
+        # a tree whose levels are the previous tree's (the outputs of one multiclass CatBoost
+        # tree) takes its leaf numbers where several outputs are summed
+        lc, lt, le = (np.where(used, x, 0) for x in (level_col, level_thr, level_eq))
+        same_prev = np.zeros(T, np.uint8)
+        if T > 1:
+            prev, this = slice(0, T - 1), slice(1, T)
+            same_prev[this] = ((depth[this] == depth[prev])
+                               & (lc[this] == lc[prev]).all(axis=1)
+                               & (lt[this] == lt[prev]).all(axis=1)
+                               & (le[this] == le[prev]).all(axis=1))
+        self._keep["same_prev"] = same_prev
+        v.same_prev = <const uint8_t*>array_data(same_prev, np.uint8, "oblivious", "same_prev")
+        # the levels for one row, 8 trees a block level by level, each tree's levels last
+        # (its leading positions test column 0 against 255, which no rank exceeds)
+        D = int(depth.max()) if T else 0
+        n8 = (T + 7) // 8 * 8
+        pos = np.arange(D)[None, :] - (D - depth[:, None])         # the level at a position
+        live = pos >= 0
+        k = np.maximum(pos, 0)
+        col8 = np.zeros((n8, D), np.int32)
+        thr8 = np.full((n8, D), 255, np.int32)
+        eq8 = np.zeros((n8, D), np.int32)
+        col8[:T] = np.where(live, np.take_along_axis(lc, k, axis=1), 0)
+        thr8[:T] = np.where(live, np.take_along_axis(lt, k, axis=1), 255)
+        eq8[:T] = np.where(live, -np.take_along_axis(le, k, axis=1).astype(np.int32), 0)
+        for name, arr in (("row_col8", col8), ("row_thr8", thr8), ("row_eq8", eq8)):
+            self._keep[name] = np.ascontiguousarray(
+                arr.reshape(n8 // 8, 8, D).transpose(0, 2, 1)).reshape(-1)
+        v.row_depth = D
+        v.row_col8 = <const int32_t*>array_data(self._keep["row_col8"], np.int32, "oblivious",
+                                                "row_col8")
+        v.row_thr8 = <const int32_t*>array_data(self._keep["row_thr8"], np.int32, "oblivious",
+                                                "row_thr8")
+        v.row_eq8 = NULL
+        if v.level_eq != NULL:
+            v.row_eq8 = <const int32_t*>array_data(self._keep["row_eq8"], np.int32,
+                                                   "oblivious", "row_eq8")
+        self.row_call_max = ROW_CALL_MAX
         self.n_cols = C
         self.n_trees = T
         self.n_features = n_features
@@ -267,6 +331,25 @@ cdef inline void _sums(const ForestView* f, const obl_view* v, int isa, int n_gr
                 f.tree_group, f.n_outputs, b.acc)
 
 
+cdef inline void _row(const ForestView* f, const obl_view* v, int isa, const double* row,
+                      Bufs b, double* o64, float* o32) noexcept nogil:
+    """One converted row's scores into o64 (float64 forests) or o32, each row alone: its
+    ranks in b.ranks, each output's trees added in order from its base score."""
+    cdef int64_t k
+    cdef int32_t* r = <int32_t*>b.ranks       # n_cols int32: within the block's ranks
+    obl_row_ranks(isa, v, row, r)
+    if o32 != NULL:
+        for k in range(f.n_outputs):
+            o32[k] = <float>f.base_score[k]
+        obl_row_add_f32(isa, v, r, f.leaf_value_f32, f.tree_leaf_offset, f.tree_group,
+                        f.tree_weight, f.n_outputs, o32)
+    else:
+        for k in range(f.n_outputs):
+            o64[k] = f.base_score[k]
+        obl_row_add(isa, v, r, f.leaf_value, f.tree_leaf_offset, f.tree_group, f.n_outputs,
+                    o64)
+
+
 cdef int _check(Forest forest, OblLayout lay, Py_ssize_t n_cols, int n_threads,
                 object scratch) except -1:
     cdef const ForestView* f = &forest.view
@@ -358,6 +441,18 @@ def predict_small(Forest forest, OblLayout lay, object X, bint squeeze, int isa,
     cdef Py_ssize_t g0, i
     cdef int64_t l, k
     cdef int gj, ng, n_lanes
+    cdef const double* row
+    if c.n <= lay.row_call_max:
+        with nogil:
+            for i in range(c.n):
+                if direct:
+                    row = <const double*>(c.x + i * c.row_bytes)
+                else:
+                    load_row_ptr(f, c.x + i * c.row_bytes, c.is32, b.rows)
+                    row = b.rows
+                _row(f, v, isa, row, b, c.o64 + i * K if c.o64 != NULL else NULL,
+                     c.o32 + i * K if c.o32 != NULL else NULL)
+        return out
     with nogil:
         g0 = 0
         while g0 < n_groups:

@@ -45,6 +45,15 @@ typedef struct {
     const uint8_t* level_eq;      /* [n_trees][OBL_MAX_DEPTH] 1: a category test, right where
                                    * the rank is not level_thr (the category's index); NULL
                                    * where the model has none */
+    const uint8_t* same_prev;     /* [n_trees] 1: the tree's levels are the previous tree's
+                                   * (a multiclass CatBoost tree's outputs); NULL: none is */
+    /* the levels again for one row, 8 trees a block, level by level: tree 8 b + j's level
+     * at position p of row_depth (its levels last: a tree of d levels has row_depth - d
+     * leading positions of column 0 and threshold 255, which no rank exceeds) */
+    int32_t row_depth;
+    const int32_t* row_col8;      /* [ceil(n_trees / 8)][row_depth][8] */
+    const int32_t* row_thr8;      /* the same layout */
+    const int32_t* row_eq8;       /* the same, -1 at a category test; NULL where none is */
 } obl_view;
 
 /* #{bkt[0 .. n) < x}: the buckets are ascending (+inf never counts) */
@@ -332,6 +341,121 @@ static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
         obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, t0, t1, 0);
 }
 
+/* the most trees a block of trees has (their leaf numbers are kept while the outputs' sums
+ * are made) */
+#define OBL_BLOCK_TREES 256
+
+/* several outputs: the 32 leaf numbers of trees [t0, t1) first, at idx + (t - t0) OBL_LANES
+ * (a tree whose levels are the previous tree's takes its numbers), then each output's sums
+ * in registers across its trees, in tree order; nc: the chunks of 4 lanes, a constant where
+ * inlined */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_numbers_avx2(const obl_view* v, const uint8_t* ranks, int64_t t0,
+                                    int64_t t1, uint8_t* idx, const int eq)
+{
+    for (int64_t t = t0; t < t1; ++t) {
+        uint8_t* out = idx + (size_t)(t - t0) * OBL_LANES;
+        if (t > t0 && v->same_prev != NULL && v->same_prev[t])
+            _mm256_store_si256((__m256i*)out,
+                               _mm256_load_si256((const __m256i*)(out - OBL_LANES)));
+        else
+            _mm256_store_si256((__m256i*)out, obl_tree_avx2(v, t, ranks, eq));
+    }
+}
+
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_add_outputs_avx2_n(const uint8_t* idx, int64_t t0, int64_t t1,
+                                          const double* leaf_value, const int64_t* leaf_off,
+                                          const int32_t* tree_group, int64_t n_outputs,
+                                          double* acc, const int nc)
+{
+    for (int64_t g = 0; g < n_outputs; ++g) {
+        double* ag = acc + g * OBL_LANES;
+        __m256d a[8];
+        for (int c = 0; c < nc; ++c)
+            a[c] = _mm256_loadu_pd(ag + 4 * c);
+        for (int64_t t = t0; t < t1; ++t) {
+            if (tree_group[t] != g)
+                continue;
+            const double* lv = leaf_value + leaf_off[t];
+            const uint8_t* q = idx + (size_t)(t - t0) * OBL_LANES;
+            for (int c = 0; c < nc; ++c)
+                a[c] = _mm256_add_pd(a[c], rs_leaves4_pd(lv, q + 4 * c));
+        }
+        for (int c = 0; c < nc; ++c)
+            _mm256_storeu_pd(ag + 4 * c, a[c]);
+    }
+}
+
+CPU_TARGET("avx2")
+static void obl_add_outputs_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                                 const double* leaf_value, const int64_t* leaf_off,
+                                 const int32_t* tree_group, int64_t n_outputs, double* acc,
+                                 int64_t t0, int64_t t1)
+{
+    uint8_t idx[OBL_BLOCK_TREES * OBL_LANES] __attribute__((aligned(32)));
+    if (v->level_eq != NULL)
+        obl_numbers_avx2(v, ranks, t0, t1, idx, 1);
+    else
+        obl_numbers_avx2(v, ranks, t0, t1, idx, 0);
+    const int nc = (n_lanes + 3) / 4;
+    if (nc == 8)
+        obl_add_outputs_avx2_n(idx, t0, t1, leaf_value, leaf_off, tree_group, n_outputs, acc,
+                               8);
+    else
+        obl_add_outputs_avx2_n(idx, t0, t1, leaf_value, leaf_off, tree_group, n_outputs, acc,
+                               nc);
+}
+
+/* the same in float32, each eight lanes' leaf values by rs_leaves8_ps, times the tree's
+ * weight where there is one */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_add_outputs_f32_avx2_n(const uint8_t* idx, int64_t t0, int64_t t1,
+                                              const float* leaf_value, const int64_t* leaf_off,
+                                              const int32_t* tree_group,
+                                              const float* tree_weight, int64_t n_outputs,
+                                              float* acc, const int nc)
+{
+    const int weighted = tree_weight != NULL;
+    for (int64_t g = 0; g < n_outputs; ++g) {
+        float* ag = acc + g * OBL_LANES;
+        __m256 a[4];
+        for (int c = 0; c < nc; ++c)
+            a[c] = _mm256_loadu_ps(ag + 8 * c);
+        for (int64_t t = t0; t < t1; ++t) {
+            if (tree_group[t] != g)
+                continue;
+            const float* lv = leaf_value + leaf_off[t];
+            const uint8_t* q = idx + (size_t)(t - t0) * OBL_LANES;
+            const float w = weighted ? tree_weight[t] : 1.0f;
+            for (int c = 0; c < nc; ++c)
+                a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(lv, q + 8 * c, weighted, w));
+        }
+        for (int c = 0; c < nc; ++c)
+            _mm256_storeu_ps(ag + 8 * c, a[c]);
+    }
+}
+
+CPU_TARGET("avx2")
+static void obl_add_outputs_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
+                                     const float* leaf_value, const int64_t* leaf_off,
+                                     const int32_t* tree_group, const float* tree_weight,
+                                     int64_t n_outputs, float* acc, int64_t t0, int64_t t1)
+{
+    uint8_t idx[OBL_BLOCK_TREES * OBL_LANES] __attribute__((aligned(32)));
+    if (v->level_eq != NULL)
+        obl_numbers_avx2(v, ranks, t0, t1, idx, 1);
+    else
+        obl_numbers_avx2(v, ranks, t0, t1, idx, 0);
+    const int nc = (n_lanes + 7) / 8;
+    if (nc == 4)
+        obl_add_outputs_f32_avx2_n(idx, t0, t1, leaf_value, leaf_off, tree_group, tree_weight,
+                                   n_outputs, acc, 4);
+    else
+        obl_add_outputs_f32_avx2_n(idx, t0, t1, leaf_value, leaf_off, tree_group, tree_weight,
+                                   n_outputs, acc, nc);
+}
+
 /* the same in float32 (one output): the 32 sums in four registers, each eight lanes' leaf
  * values by rs_leaves8_ps, times the tree's weight where there is one */
 CPU_TARGET("avx2") __attribute__((always_inline))
@@ -371,6 +495,177 @@ static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lane
 }
 #endif
 
+/* One row on its own (calls of a row or two, where a group's 32 lanes would be mostly
+ * empty): its ranks, an int32 a column, by the searches the group's paths make (AVX2's
+ * two-level search in float32 or float64 as the group's, or the portable binary search) */
+#if RS_HAVE_X86
+CPU_TARGET("avx2")
+static void obl_row_ranks_avx2(const obl_view* v, const double* row, int32_t* r)
+{
+    for (int64_t c = 0; c < v->n_cols; ++c) {
+        const double x = row[v->col_feature[c]];
+        if (v->piv32 != NULL && v->col_f32[c]) {
+            /* a float32 column ranks the value rounded to float32 (it has no zero rule) */
+            const float x32 = (float)x;
+            r[c] = isnan(x32) ? v->nan_rank[c]
+                              : rs_rank_f32_avx2(v->piv32 + 16 * c, v->bkt32 + v->bkt_off[c],
+                                                 x32, v->npiv[c]);
+        } else {
+            const int s = obl_special(v, c, x);
+            r[c] = s >= 0 ? s : rs_rank_avx2(v->piv + 16 * c, v->bkt + v->bkt_off[c], x,
+                                             v->npiv[c]);
+        }
+    }
+}
+#endif
+
+static inline void obl_row_ranks(int isa, const obl_view* v, const double* row, int32_t* r)
+{
+#if RS_HAVE_X86
+    if (isa == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
+        obl_row_ranks_avx2(v, row, r);
+        return;
+    }
+#endif
+    (void)isa;
+    for (int64_t c = 0; c < v->n_cols; ++c) {
+        const double x = row[v->col_feature[c]];
+        const int s = obl_special(v, c, x);
+        r[c] = s >= 0 ? s : obl_rank_c(v->bkt + v->bkt_off[c],
+                                       v->bkt_off[c + 1] - v->bkt_off[c], x);
+    }
+}
+
+/* tree t's leaf for a row's ranks r */
+static inline int obl_row_leaf(const obl_view* v, int64_t t, const int32_t* r)
+{
+    const int d = v->depth[t];
+    const int32_t* col = v->level_col + t * OBL_MAX_DEPTH;
+    const uint8_t* thr = v->level_thr + t * OBL_MAX_DEPTH;
+    int leaf = 0;
+    if (v->level_eq == NULL) {
+        for (int k = 0; k < d; ++k)
+            leaf = 2 * leaf + (r[col[k]] > thr[k]);
+        return leaf;
+    }
+    const uint8_t* eq = v->level_eq + t * OBL_MAX_DEPTH;
+    for (int k = 0; k < d; ++k)
+        leaf = 2 * leaf + (eq[k] ? r[col[k]] != thr[k] : r[col[k]] > thr[k]);
+    return leaf;
+}
+
+#if RS_HAVE_X86
+/* the leaves of trees [t0, t1) (t0 a multiple of 8) for a row's ranks r, 8 trees a register:
+ * a level's ranks gathered by column, compared with its thresholds, leaf = 2 leaf + bit */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_row_leaves_avx2_n(const obl_view* v, const int32_t* r, int64_t t0,
+                                         int64_t t1, int32_t* leaf, const int eq)
+{
+    const int D = v->row_depth;
+    const __m256i ones = _mm256_set1_epi32(-1);
+    for (int64_t b = t0 / 8; b * 8 < t1; ++b) {
+        const int32_t* col = v->row_col8 + b * D * 8;
+        const int32_t* thr = v->row_thr8 + b * D * 8;
+        __m256i lf = _mm256_setzero_si256();
+        for (int k = 0; k < D; ++k) {
+            const __m256i rk = _mm256_i32gather_epi32(
+                (const int*)r, _mm256_loadu_si256((const __m256i*)(col + 8 * k)), 4);
+            const __m256i tk = _mm256_loadu_si256((const __m256i*)(thr + 8 * k));
+            __m256i right = _mm256_cmpgt_epi32(rk, tk);
+            if (eq) {
+                const __m256i ne = _mm256_xor_si256(_mm256_cmpeq_epi32(rk, tk), ones);
+                right = _mm256_blendv_epi8(right, ne, _mm256_loadu_si256(
+                    (const __m256i*)(v->row_eq8 + b * D * 8 + 8 * k)));
+            }
+            lf = _mm256_sub_epi32(_mm256_add_epi32(lf, lf), right);
+        }
+        _mm256_storeu_si256((__m256i*)(leaf + (b * 8 - t0)), lf);
+    }
+}
+
+CPU_TARGET("avx2")
+static void obl_row_leaves_avx2(const obl_view* v, const int32_t* r, int64_t t0, int64_t t1,
+                                int32_t* leaf)
+{
+    if (v->row_eq8 != NULL)
+        obl_row_leaves_avx2_n(v, r, t0, t1, leaf, 1);
+    else
+        obl_row_leaves_avx2_n(v, r, t0, t1, leaf, 0);
+}
+#endif
+
+/* the leaves of trees [t0, t1) for a row's ranks r (AVX2: 8 trees at once, leaf holding 8
+ * more than t1 - t0 rounded up; portable C: a tree at a time, a tree whose levels are the
+ * previous tree's taking its leaf) */
+static inline void obl_row_leaves(int isa, const obl_view* v, const int32_t* r, int64_t t0,
+                                  int64_t t1, int32_t* leaf)
+{
+#if RS_HAVE_X86
+    if (isa == 1 && v->row_col8 != NULL && cpu_isa_available(CPU_ISA_AVX2)) {
+        obl_row_leaves_avx2(v, r, t0, t1, leaf);
+        return;
+    }
+#endif
+    (void)isa;
+    for (int64_t t = t0; t < t1; ++t)
+        leaf[t - t0] = (t > t0 && v->same_prev != NULL && v->same_prev[t])
+                       ? leaf[t - t0 - 1] : obl_row_leaf(v, t, r);
+}
+
+/* The row's sums into acc[0 .. n_outputs) (set to the base scores by the caller), each
+ * output's trees in order. The leaves of a block of trees are found first and their values
+ * added after: the loads of the values (from a model of hundreds of KB, beyond the L2) do
+ * not wait on one another's sums, where a loop finding a leaf and adding its value would
+ * hold one load in flight a tree. */
+static inline void obl_row_add(int isa, const obl_view* v, const int32_t* r,
+                               const double* leaf_value, const int64_t* leaf_off,
+                               const int32_t* tree_group, int64_t n_outputs, double* acc)
+{
+    int32_t leaf[OBL_BLOCK_TREES + 8];
+    for (int64_t t0 = 0; t0 < v->n_trees; t0 += OBL_BLOCK_TREES) {
+        const int64_t t1 = t0 + OBL_BLOCK_TREES < v->n_trees ? t0 + OBL_BLOCK_TREES
+                                                             : v->n_trees;
+        obl_row_leaves(isa, v, r, t0, t1, leaf);
+        if (n_outputs == 1) {       /* the sum in a register */
+            double a = acc[0];
+            for (int64_t t = t0; t < t1; ++t)
+                a += leaf_value[leaf_off[t] + leaf[t - t0]];
+            acc[0] = a;
+        } else {
+            for (int64_t t = t0; t < t1; ++t)
+                acc[tree_group[t]] += leaf_value[leaf_off[t] + leaf[t - t0]];
+        }
+    }
+}
+
+/* the same in float32 (XGBoost forests), times the tree's weight where there is one */
+static inline void obl_row_add_f32(int isa, const obl_view* v, const int32_t* r,
+                                   const float* leaf_value, const int64_t* leaf_off,
+                                   const int32_t* tree_group, const float* tree_weight,
+                                   int64_t n_outputs, float* acc)
+{
+    int32_t leaf[OBL_BLOCK_TREES + 8];
+    for (int64_t t0 = 0; t0 < v->n_trees; t0 += OBL_BLOCK_TREES) {
+        const int64_t t1 = t0 + OBL_BLOCK_TREES < v->n_trees ? t0 + OBL_BLOCK_TREES
+                                                             : v->n_trees;
+        obl_row_leaves(isa, v, r, t0, t1, leaf);
+        if (n_outputs == 1 && tree_weight == NULL) {
+            float a = acc[0];
+            for (int64_t t = t0; t < t1; ++t)
+                a = a + leaf_value[leaf_off[t] + leaf[t - t0]];
+            acc[0] = a;
+            continue;
+        }
+        for (int64_t t = t0; t < t1; ++t) {
+            float x = leaf_value[leaf_off[t] + leaf[t - t0]];
+            if (tree_weight != NULL)
+                x = x * tree_weight[t];
+            float* g = acc + tree_group[t];
+            *g = *g + x;
+        }
+    }
+}
+
 /* the group's ranks on `isa` (1: AVX2, else portable C); xt: scratch of n_cols x OBL_LANES
  * floats, 32-byte aligned */
 static inline void obl_ranks(int isa, const obl_view* v, const double* rows, int64_t F,
@@ -402,8 +697,9 @@ static inline int64_t obl_block_end(const obl_view* v, int64_t t0, int64_t size)
 {
     int64_t bytes = size << v->depth[t0], t = t0 + 1;
     if (OBL_LEAF_BLOCK <= 0)
-        return v->n_trees;
-    while (t < v->n_trees && (bytes += size << v->depth[t]) <= OBL_LEAF_BLOCK)
+        return t0 + OBL_BLOCK_TREES < v->n_trees ? t0 + OBL_BLOCK_TREES : v->n_trees;
+    while (t < v->n_trees && t - t0 < OBL_BLOCK_TREES
+           && (bytes += size << v->depth[t]) <= OBL_LEAF_BLOCK)
         ++t;
     return t;
 }
@@ -422,8 +718,12 @@ static inline void obl_add(int isa, const obl_view* v, const uint8_t* ranks, int
             double* a = acc + (size_t)g * n_outputs * OBL_LANES;
             const int n_lanes = g == n_groups - 1 ? n_last : OBL_LANES;
 #if RS_HAVE_X86
-            if (isa == 1 && n_outputs == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
-                obl_add_avx2(v, r, n_lanes, leaf_value, leaf_off, a, t0, t1);
+            if (isa == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
+                if (n_outputs == 1)
+                    obl_add_avx2(v, r, n_lanes, leaf_value, leaf_off, a, t0, t1);
+                else
+                    obl_add_outputs_avx2(v, r, n_lanes, leaf_value, leaf_off, tree_group,
+                                         n_outputs, a, t0, t1);
                 continue;
             }
 #endif
@@ -446,8 +746,13 @@ static inline void obl_add_f32(int isa, const obl_view* v, const uint8_t* ranks,
             float* a = acc + (size_t)g * n_outputs * OBL_LANES;
             const int n_lanes = g == n_groups - 1 ? n_last : OBL_LANES;
 #if RS_HAVE_X86
-            if (isa == 1 && n_outputs == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
-                obl_add_f32_avx2(v, r, n_lanes, leaf_value, leaf_off, tree_weight, a, t0, t1);
+            if (isa == 1 && cpu_isa_available(CPU_ISA_AVX2)) {
+                if (n_outputs == 1)
+                    obl_add_f32_avx2(v, r, n_lanes, leaf_value, leaf_off, tree_weight, a, t0,
+                                     t1);
+                else
+                    obl_add_outputs_f32_avx2(v, r, n_lanes, leaf_value, leaf_off, tree_group,
+                                             tree_weight, n_outputs, a, t0, t1);
                 continue;
             }
 #endif
