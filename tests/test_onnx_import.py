@@ -532,6 +532,51 @@ def test_double_thresholds_of_the_older_operator_read_float64():
                               want), name
 
 
+def test_double_thresholds_take_each_transform_in_float32_as_onnx_runtime_does():
+    """With double thresholds ONNX Runtime sums in float64, returns the float32 value of the
+    sums and transforms that in float32: every post-transform, for several targets, three
+    classes, one target (PROBIT) and a two-class classifier of one score (LOGISTIC). Our
+    float64 outputs hold those float32 values."""
+    nodes = _two_trees(("BRANCH_LEQ",) * 3, (0, 1, 0))
+    nodes["nodes_values_as_tensor"] = helper.make_tensor(
+        "v", TensorProto.DOUBLE, [8], [v + 1e-12 for v in nodes.pop("nodes_values")])
+    ids = dict(treeids=[0, 0, 0, 1, 1, 1, 1], nodeids=[2, 3, 4, 1, 2, 1, 2],
+               ids=[0, 1, 0, 1, 1, 0, 2])
+    weights = [0.05, 0.3, 0.45, 0.125, 0.2, 0.1, 0.0375]
+    X = np.vstack([_edge_rows().astype(np.float64), _edge_rows().astype(np.float64) + 1e-12])
+
+    def tensor(prefix, values):
+        return {prefix + "weights_as_tensor": helper.make_tensor(
+            "w", TensorProto.DOUBLE, [len(values)], values)}
+
+    for post in ("LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"):
+        cases = [
+            (dict({"target_" + k: v for k, v in ids.items()}, **tensor("target_", weights)),
+             "TreeEnsembleRegressor", {"n_targets": 3}),
+            (dict({"class_" + k: v for k, v in ids.items()}, **tensor("class_", weights)),
+             "TreeEnsembleClassifier", {})]
+        if post == "PROBIT":        # one target: ONNX Runtime applies PROBIT only
+            one = {k: v for k, v in _WEIGHTS.items() if k != "target_weights"}
+            cases.append((dict(one, **tensor("target_", [0.05, 0.3, 0.45, 0.125, 0.2])),
+                          "TreeEnsembleRegressor", {}))
+        for w, op, extra in cases:
+            data = _hand_model(nodes, w, op=op, post=post, input_type=TensorProto.DOUBLE,
+                               extra=extra)
+            want = _ort_scores(data, X)
+            model = quickscorer.load(data)
+            assert model.ensemble.family == "plain"
+            for name in model.supported_algorithms():
+                got = np.asarray(model.predict(X, algorithm=name)).reshape(want.shape)
+                assert np.array_equal(got.astype(np.float32), want, equal_nan=True), (
+                    post, op, name)
+    binary = dict(class_treeids=[0, 0, 0, 1, 1], class_nodeids=[2, 3, 4, 1, 2],
+                  class_ids=[0] * 5, **tensor("class_", [0.25, -1.5, 3.0, 0.125, -0.75]))
+    data = _hand_model(nodes, binary, op="TreeEnsembleClassifier", post="LOGISTIC",
+                       n_classes=2, input_type=TensorProto.DOUBLE)
+    want = _ort_scores(data, X)[:, 1]
+    assert np.array_equal(np.asarray(quickscorer.load(data).predict(X), np.float32), want)
+
+
 def test_multiclass_softmax_and_logistic_and_two_class_rules():
     nodes = _two_trees(("BRANCH_LEQ",) * 3, (0, 0, 0))
     weights = dict(class_treeids=[0, 0, 0, 1, 1, 0], class_nodeids=[2, 3, 4, 1, 2, 2],

@@ -22,11 +22,10 @@ ensemble node, ``TreeEnsembleRegressor`` or ``TreeEnsembleClassifier`` (opsets 1
 ``BRANCH_MEMBER`` become threshold tests (:func:`_expand`). A ``BRANCH_MEMBER`` set is tested
 as ONNX Runtime tests it (:func:`_member_sets`): by equality where it has fewer than 31 values
 from 0 to 30, by the row's value truncated to an integer otherwise. Not read, each refused by
-name: the ``AVERAGE``, ``MIN`` and ``MAX`` aggregates, ``PROBIT`` and ``SOFTMAX_ZERO`` on
-double thresholds (on float ones they are read, as ONNX Runtime computes them in float32), a
-graph that computes anything before the trees or after their scores (other than
-``Identity``, ``Cast`` to a float type, ``ZipMap``, a multiplication by ones), tensors stored
-outside the file, and the shapes where ONNX Runtime's scores are not the sums
+name: the ``AVERAGE``, ``MIN`` and ``MAX`` aggregates, a graph that computes anything before
+the trees or after their scores (other than ``Identity``, ``Cast`` to a float type,
+``ZipMap``, a multiplication by ones), tensors stored outside the file, and the shapes where
+ONNX Runtime's scores are not the sums
 (docs/semantics.md).
 """
 from __future__ import annotations
@@ -669,9 +668,6 @@ def _ensemble(model: dict) -> Ensemble:
     if post not in ("NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"):
         raise ModelFormatError(f"ONNX: unknown post_transform {post!r}")
     double = splits.dtype == np.float64
-    if double and post in ("PROBIT", "SOFTMAX_ZERO"):
-        raise ModelFormatError(f"ONNX: post_transform {post} on double thresholds is not read "
-                               f"(it is on float ones)")
     weight_types = {np.asarray(w).dtype for tree in trees for per in tree.weights.values()
                     for w in per.values()}
     if weight_types - {splits.dtype}:
@@ -732,10 +728,10 @@ def _code_name(v, names: tuple, key: str) -> str:
 
 
 def _family_transform(kind: str, double: bool) -> str:
+    """The transform of ONNX Runtime's post_transform: in float32 for double thresholds too
+    (it transforms the float32 value of their float64 sums)."""
     if kind == "identity":
         return "identity"
-    if double:
-        return {"logistic": "ova_sigmoid", "softmax": "softmax"}[kind]
     return {"logistic": "onnx_logistic", "softmax": "onnx_softmax", "probit": "onnx_probit",
             "softmax_zero": "onnx_softmax_zero"}[kind]
 

@@ -149,6 +149,14 @@ def apply_transform(str name, dict params, raw, double divide_by=1.0):
         with nogil:
             _xgb(code, a32)
         return out
+    if 11 <= code <= 14:
+        # ONNX Runtime's transforms of a model of double thresholds: its float64 sums are
+        # returned as float32 and transformed in float32, as those of float models
+        out32 = out.astype(np.float32)
+        a32 = out32
+        with nogil:
+            _xgb(code, a32)
+        return out32.astype(np.float64)
     if code >= 7:
         raise ValueError(f"transform {name!r} expects float32 raw scores (an XGBoost model)")
     a64 = out
