@@ -36,8 +36,8 @@ typedef struct {
     const float* piv32;           /* the same in float32 where some column's thresholds are */
     const float* bkt32;           /*   all float32 boundaries (oblivious.py), else NULL */
     const uint8_t* col_f32;       /* [n_cols] the column is ranked in float32 (with piv32) */
-    const int32_t* n_count;       /* [n_cols] the column's finite float32 thresholds (the
-                                   * first of its buckets; with bkt32) */
+    const int32_t* n_count;       /* [n_cols] how many of the column's float32 thresholds
+                                   * are finite (they come first in its buckets; with bkt32) */
     int64_t n_trees;
     const int32_t* depth;         /* [n_trees] */
     const int32_t* level_col;     /* [n_trees][OBL_MAX_DEPTH] */
@@ -495,8 +495,8 @@ static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lane
 }
 #endif
 
-/* One row on its own (calls of a row or two, where a group's 32 lanes would be mostly
- * empty): its ranks, an int32 a column, by the searches the group's paths make (AVX2's
+/* One row on its own (calls of 1 to ROW_CALL_MAX rows, _oblivious.pyx, where a group's 32
+ * lanes would be mostly empty): its ranks, an int32 a column, by the searches the group's paths make (AVX2's
  * two-level search in float32 or float64 as the group's, or the portable binary search) */
 #if RS_HAVE_X86
 CPU_TARGET("avx2")
