@@ -496,8 +496,9 @@ static void obl_add_f32_avx2(const obl_view* v, const uint8_t* ranks, int n_lane
 #endif
 
 /* One row on its own (calls of 1 to ROW_CALL_MAX rows, _oblivious.pyx, where a group's 32
- * lanes would be mostly empty): its ranks, an int32 a column, by the searches the group's paths make (AVX2's
- * two-level search in float32 or float64 as the group's, or the portable binary search) */
+ * lanes would be mostly empty): its ranks, an int32 a column, by the searches the group's
+ * paths make (AVX2's two-level search in float32 or float64 as the group's, or the portable
+ * binary search) */
 #if RS_HAVE_X86
 CPU_TARGET("avx2")
 static void obl_row_ranks_avx2(const obl_view* v, const double* row, int32_t* r)
