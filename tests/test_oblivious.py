@@ -9,6 +9,7 @@ import pytest
 import quickscorer
 from quickscorer import _oblivious
 from quickscorer.algorithms import autoselect
+from quickscorer.algorithms.base import distinct_bytes
 from quickscorer.algorithms.cpu import available_isas
 from quickscorer.algorithms.oblivious import MAX_DEPTH as MAX_OBLIVIOUS_DEPTH
 from quickscorer.algorithms.oblivious import Oblivious, oblivious_arrays, unsupported
@@ -147,6 +148,9 @@ def test_the_outputs_of_one_multiclass_tree_share_its_leaf_numbers(family, isa):
     alg = Oblivious(ens, model._forest, isa=isa)
     assert alg.layout.__reduce__()[1][0]["same_prev"].sum() >= 60     # the kept arrays
     model._prepared["oblivious"] = alg
+    # the arrays the layout derives for the kernels (the row-by-row levels among them) count
+    # in the model's memory
+    assert model.memory()["bytes"]["oblivious"] >= distinct_bytes(alg.layout.held_arrays())
     X = rows(rng, 700, 6)
     want = model.predict_raw(X, algorithm="traversal")
     for n in (1, 5, 32, 33, 700):

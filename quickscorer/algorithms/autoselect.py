@@ -65,8 +65,8 @@ RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
 #: ``oblivious`` (every tree oblivious) from this many rows per thread: with its row-by-row
 #: path for calls of 1 to 3 rows it led the one-row kernel (the walk) at every call size on
 #: CatBoost models of 1,000 trees of depth 6, 300 of depth 8 and a 3-class model of 500 of
-#: depth 6 (1.5x to 3.0x at 1 and 2 rows) and tied with it on 200 trees of depth 4, and
-#: led the other kernels from 3 rows;
+#: depth 6 (1.5x to 3.0x at 1 and 2 rows) and tied with it on 200 trees of depth 4; from 3
+#: rows it led on depths 6 and 8 and was within 16% of the best kernel on the others;
 #: ``python benchmarks/experiments/oblivious_rows.py`` and
 #: ``python benchmarks/tuning/small_calls.py --shapes cb-d6-uniform-1000,cb-d8-heavy-300,cb-d4-uniform-200 --batch 1,2,3,4,8,16 --kernels oblivious,walk,vqs,rapidscorer --rounds 9``
 OBLIVIOUS_MIN_ROWS = 1

@@ -262,6 +262,9 @@ class Oblivious(Algorithm):
     def small_entry(self, n: int):
         return self.predict_small
 
+    def held_arrays(self) -> list:
+        return super().held_arrays() + self.layout.held_arrays()
+
 
 _RAW = Algorithm.specialised(_oblivious.predict_raw)
 

@@ -249,6 +249,11 @@ cdef class OblLayout(Layout):
                 + _align(BLOCK_GROUPS * OBL_LANES * self.n_cols)
                 + _align(8 * BLOCK_GROUPS * OBL_LANES * n_outputs) + 64)
 
+    def held_arrays(self):
+        """Every array the layout keeps for the kernels: the layout's own and those derived
+        from it here (counts, the row-by-row levels), for ``Model.memory()``."""
+        return [a for a in self._keep.values() if isinstance(a, np.ndarray)]
+
     def __reduce__(self):
         return (OblLayout, (self._keep, self.n_features))
 
