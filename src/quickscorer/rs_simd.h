@@ -943,6 +943,7 @@ typedef struct {
     uint8_t thr_b;   /* threshold index ^ 0x80: right where the biased column exceeds it */
     uint8_t pos;     /* the node's position in its level (unused in deep records) */
 } rs_lv_node;
+_Static_assert(sizeof(rs_lv_node) == 4, "rs_lv_node is read as one 32-bit word");
 
 /* a model's level fields (rs_layout.level_arrays), tree t: nodes[node_off[t] ..] by level
  * and position, lend[RS_LV_ENDS t + l] the nodes of levels 0 .. l (above split[t]),
@@ -981,24 +982,31 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
 }
 
 /* the levels split .. depth - 1 lane by lane, from the byte positions p of level split:
- * each lane's slot into slot. A level at a time over the lanes, each lane's step
- * independent of the others'. A lane at a time down its levels, whose steps wait on each
- * other, was slower, and AVX2 gathers (8 lanes a register) slower still (python
- * benchmarks/matrix.py --shapes xgb-depth9-uniform-1000,xgb-depth10-uniform-1000 on two
- * builds) */
+ * each lane's slot into slot. Eight lanes at a time go down all the levels, their positions
+ * in registers: eight chains of loads that do not wait on each other, and no position stored
+ * and read back a level: less time than a level at a time over all the lanes on XGBoost
+ * depth 9 and 10; a lane at a time alone waits on each step, and AVX2 gathers were slower
+ * still (python benchmarks/matrix.py --shapes xgb-depth9-uniform-1000,
+ * xgb-depth10-uniform-1000 --batch 10000 --algorithms rapidscorer on two builds) */
 static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
                               const uint8_t* cols, int lanes, const uint8_t* p,
                               uint16_t* slot)
 {
-    for (int k = 0; k < lanes; ++k)
-        slot[k] = p[k];
-    for (int l = split; l < depth; ++l) {
-        const rs_lv_node* lv = deep + ((1 << l) - (1 << split));
-        for (int k = 0; k < lanes; ++k) {
-            const rs_lv_node r = lv[slot[k]];
-            slot[k] = (uint16_t)(2 * slot[k]
-                                 + ((int8_t)cols[(size_t)r.col * lanes + k] > (int8_t)r.thr_b));
+    for (int k = 0; k < lanes; k += 8) {
+        uint32_t s[8];
+        for (int j = 0; j < 8; ++j)
+            s[j] = p[k + j];
+        const uint8_t* c = cols + k;
+        const rs_lv_node* lv = deep;
+        for (int l = split; l < depth; ++l) {
+            for (int j = 0; j < 8; ++j) {
+                const rs_lv_node r = lv[s[j]];
+                s[j] = 2 * s[j] + ((int8_t)c[(size_t)r.col * lanes + j] > (int8_t)r.thr_b);
+            }
+            lv += (size_t)1 << l;
         }
+        for (int j = 0; j < 8; ++j)
+            slot[k + j] = (uint16_t)s[j];
     }
 }
 
@@ -1043,13 +1051,18 @@ static void NAME(const rs_lv_model* m, int64_t t, const uint8_t* cols, uint8_t* 
         for (int h = 0; h < H; ++h)                                                          \
             b[h] = _mm256_setzero_si256();                                                   \
         for (; i < lend[l]; ++i) {                                                           \
-            const __m256i th = _mm256_set1_epi8((char)nd[i].thr_b);                          \
-            const __m256i j = _mm256_set1_epi8((char)nd[i].pos);                             \
+            /* the record's thr_b and pos bytes broadcast from one load of it; the lanes at  \
+             * the node's position take its compare (one node a position) */                 \
+            int32_t word;                                                                    \
+            memcpy(&word, nd + i, sizeof(word));                                             \
+            const __m256i rec = _mm256_set1_epi32(word);                                     \
+            const __m256i th = _mm256_shuffle_epi8(rec, _mm256_set1_epi8(2));                \
+            const __m256i j = _mm256_shuffle_epi8(rec, _mm256_set1_epi8(3));                 \
             const __m256i* c = (const __m256i*)(cols + (size_t)nd[i].col * 32 * H);         \
             for (int h = 0; h < H; ++h)                                                      \
-                b[h] = _mm256_or_si256(b[h], _mm256_and_si256(                               \
-                    _mm256_cmpgt_epi8(_mm256_load_si256(c + h), th),                         \
-                    _mm256_cmpeq_epi8(p[h], j)));                                            \
+                b[h] = _mm256_blendv_epi8(b[h],                                              \
+                                          _mm256_cmpgt_epi8(_mm256_load_si256(c + h), th),   \
+                                          _mm256_cmpeq_epi8(p[h], j));                       \
         }                                                                                    \
         for (int h = 0; h < H; ++h)     /* b is -1 where right: 2 p - b */                   \
             p[h] = _mm256_sub_epi8(_mm256_add_epi8(p[h], p[h]), b[h]);                       \
