@@ -330,12 +330,69 @@ static inline void obl_add_avx2_n(const obl_view* v, const uint8_t* ranks, int n
         _mm256_storeu_pd(acc + 4 * c, a[c]);
 }
 
+/* four lanes' leaf values, their leaf numbers the low four bytes of w */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline __m256d obl_leaves4_w(const double* lv, uint64_t w)
+{
+    const __m128d lo = _mm_loadh_pd(_mm_load_sd(lv + (w & 0xFF)), lv + ((w >> 8) & 0xFF));
+    const __m128d hi = _mm_loadh_pd(_mm_load_sd(lv + ((w >> 16) & 0xFF)),
+                                    lv + ((w >> 24) & 0xFF));
+    return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);
+}
+
+/* obl_add_avx2_n for a whole group of 32 lanes: the sums in eight named registers (the
+ * compiler keeps an array of them in memory, a load and a store a tree each), and the leaf
+ * numbers taken from the register eight at a time as 64-bit words and split by shifts (it
+ * extracted them a byte at a time, two operations each): 5% to 7% less time a row on
+ * CatBoost depth 6 and 8 at 10,000 rows (python benchmarks/experiments/oblivious_floor.py
+ * --rounds 7, and predict, against the former code) */
+CPU_TARGET("avx2") __attribute__((always_inline))
+static inline void obl_add_avx2_32(const obl_view* v, const uint8_t* ranks,
+                                   const double* leaf_value, const int64_t* leaf_off,
+                                   double* acc, int64_t t0, int64_t t1, const int eq)
+{
+    __m256d a0 = _mm256_loadu_pd(acc), a1 = _mm256_loadu_pd(acc + 4);
+    __m256d a2 = _mm256_loadu_pd(acc + 8), a3 = _mm256_loadu_pd(acc + 12);
+    __m256d a4 = _mm256_loadu_pd(acc + 16), a5 = _mm256_loadu_pd(acc + 20);
+    __m256d a6 = _mm256_loadu_pd(acc + 24), a7 = _mm256_loadu_pd(acc + 28);
+    for (int64_t t = t0; t < t1; ++t) {
+        const __m256i leaf = obl_tree_avx2(v, t, ranks, eq);
+        const __m128i lo = _mm256_castsi256_si128(leaf);
+        const __m128i hi = _mm256_extracti128_si256(leaf, 1);
+        const uint64_t w0 = (uint64_t)_mm_cvtsi128_si64(lo);
+        const uint64_t w1 = (uint64_t)_mm_extract_epi64(lo, 1);
+        const uint64_t w2 = (uint64_t)_mm_cvtsi128_si64(hi);
+        const uint64_t w3 = (uint64_t)_mm_extract_epi64(hi, 1);
+        const double* lv = leaf_value + leaf_off[t];
+        a0 = _mm256_add_pd(a0, obl_leaves4_w(lv, w0));
+        a1 = _mm256_add_pd(a1, obl_leaves4_w(lv, w0 >> 32));
+        a2 = _mm256_add_pd(a2, obl_leaves4_w(lv, w1));
+        a3 = _mm256_add_pd(a3, obl_leaves4_w(lv, w1 >> 32));
+        a4 = _mm256_add_pd(a4, obl_leaves4_w(lv, w2));
+        a5 = _mm256_add_pd(a5, obl_leaves4_w(lv, w2 >> 32));
+        a6 = _mm256_add_pd(a6, obl_leaves4_w(lv, w3));
+        a7 = _mm256_add_pd(a7, obl_leaves4_w(lv, w3 >> 32));
+    }
+    _mm256_storeu_pd(acc, a0);
+    _mm256_storeu_pd(acc + 4, a1);
+    _mm256_storeu_pd(acc + 8, a2);
+    _mm256_storeu_pd(acc + 12, a3);
+    _mm256_storeu_pd(acc + 16, a4);
+    _mm256_storeu_pd(acc + 20, a5);
+    _mm256_storeu_pd(acc + 24, a6);
+    _mm256_storeu_pd(acc + 28, a7);
+}
+
 CPU_TARGET("avx2")
 static void obl_add_avx2(const obl_view* v, const uint8_t* ranks, int n_lanes,
                          const double* leaf_value, const int64_t* leaf_off, double* acc,
                          int64_t t0, int64_t t1)
 {
-    if (v->level_eq != NULL)
+    if (n_lanes == OBL_LANES && v->level_eq == NULL)
+        obl_add_avx2_32(v, ranks, leaf_value, leaf_off, acc, t0, t1, 0);
+    else if (n_lanes == OBL_LANES)
+        obl_add_avx2_32(v, ranks, leaf_value, leaf_off, acc, t0, t1, 1);
+    else if (v->level_eq != NULL)
         obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, t0, t1, 1);
     else
         obl_add_avx2_n(v, ranks, n_lanes, leaf_value, leaf_off, acc, t0, t1, 0);
