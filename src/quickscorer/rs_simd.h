@@ -993,10 +993,13 @@ static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
                               uint16_t* slot)
 {
     for (int k = 0; k < lanes; k += 8) {
-        uint32_t s[8];
+        size_t s[8];
         for (int j = 0; j < 8; ++j)
             s[j] = p[k + j];
         const uint8_t* c = cols + k;
+#if defined(__GNUC__) || defined(__clang__)
+        __asm__("" : "+r"(c));  /* lane j's byte at c + j, not a register per lane (spilled) */
+#endif
         const rs_lv_node* lv = deep;
         for (int l = split; l < depth; ++l) {
             for (int j = 0; j < 8; ++j) {
