@@ -943,7 +943,6 @@ typedef struct {
     uint8_t thr_b;   /* threshold index ^ 0x80: right where the biased column exceeds it */
     uint8_t pos;     /* the node's position in its level (unused in deep records) */
 } rs_lv_node;
-_Static_assert(sizeof(rs_lv_node) == 4, "rs_lv_node is read as one 32-bit word");
 
 /* a model's level fields (rs_layout.level_arrays), tree t: nodes[node_off[t] ..] by level
  * and position, lend[RS_LV_ENDS t + l] the nodes of levels 0 .. l (above split[t]),
@@ -1054,18 +1053,13 @@ static void NAME(const rs_lv_model* m, int64_t t, const uint8_t* cols, uint8_t* 
         for (int h = 0; h < H; ++h)                                                          \
             b[h] = _mm256_setzero_si256();                                                   \
         for (; i < lend[l]; ++i) {                                                           \
-            /* the record's thr_b and pos bytes broadcast from one load of it; the lanes at  \
-             * the node's position take its compare (one node a position) */                 \
-            int32_t word;                                                                    \
-            memcpy(&word, nd + i, sizeof(word));                                             \
-            const __m256i rec = _mm256_set1_epi32(word);                                     \
-            const __m256i th = _mm256_shuffle_epi8(rec, _mm256_set1_epi8(2));                \
-            const __m256i j = _mm256_shuffle_epi8(rec, _mm256_set1_epi8(3));                 \
+            const __m256i th = _mm256_set1_epi8((char)nd[i].thr_b);                          \
+            const __m256i j = _mm256_set1_epi8((char)nd[i].pos);                             \
             const __m256i* c = (const __m256i*)(cols + (size_t)nd[i].col * 32 * H);         \
             for (int h = 0; h < H; ++h)                                                      \
-                b[h] = _mm256_blendv_epi8(b[h],                                              \
-                                          _mm256_cmpgt_epi8(_mm256_load_si256(c + h), th),   \
-                                          _mm256_cmpeq_epi8(p[h], j));                       \
+                b[h] = _mm256_or_si256(b[h], _mm256_and_si256(                               \
+                    _mm256_cmpgt_epi8(_mm256_load_si256(c + h), th),                         \
+                    _mm256_cmpeq_epi8(p[h], j)));                                            \
         }                                                                                    \
         for (int h = 0; h < H; ++h)     /* b is -1 where right: 2 p - b */                   \
             p[h] = _mm256_sub_epi8(_mm256_add_epi8(p[h], p[h]), b[h]);                       \
