@@ -716,7 +716,7 @@ def _ensemble(model: dict) -> Ensemble:
                                                 model["producer_version"]) if s) or None}
     return Ensemble(trees=out, tree_group=np.asarray(groups, np.int32), n_outputs=n_out,
                     n_features=n_features, family=family, base_score=np.zeros(n_out),
-                    transform=_family_transform(transform, double),
+                    transform=_family_transform(transform),
                     transform_params={"sigmoid": 1.0} if transform == "logistic" else {},
                     trees_per_iteration=per_iteration, source=source)
 
@@ -727,8 +727,8 @@ def _code_name(v, names: tuple, key: str) -> str:
     return names[v]
 
 
-def _family_transform(kind: str, double: bool) -> str:
-    """The transform of ONNX Runtime's post_transform: in float32 for double thresholds too
+def _family_transform(kind: str) -> str:
+    """The transform of ONNX Runtime's post_transform: in float32, for double thresholds too
     (it transforms the float32 value of their float64 sums)."""
     if kind == "identity":
         return "identity"
