@@ -17,8 +17,9 @@ from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.rapidscorer import RapidScorer
 from quickscorer.algorithms import nodes, rs_layout, rs_ranks
-from quickscorer.algorithms.rs_levels import (LEVELS_MAX_DEPTH, LEVELS_MIN_RATIO,
-                                              LEVELS_NARROW_RATIO, LEVELS_SCANS_MAX_DEPTH,
+from quickscorer.algorithms.rs_levels import (LEVEL_TABLE_AT, LEVELS_ENDS, LEVELS_MAX_DEPTH,
+                                              LEVELS_MIN_RATIO, LEVELS_NARROW_RATIO,
+                                              LEVELS_SCANS_MAX_DEPTH, LV_NODE_DTYPE,
                                               level_arrays, levels_choice, no_level_fields)
 from quickscorer.ir import Ensemble, build_tree, reference
 
@@ -187,6 +188,37 @@ def test_damaged_level_fields_are_refused():
     ends[:] = 0
     with pytest.raises(ValueError, match="level"):
         _rapidscorer.RSLayout(dict(a, lv_level_end=ends), ens.n_features)
+    toff = a["lv_table_offset"].copy()
+    toff[1:] += 16                                       # the first tree given one more table
+    for bad in (dict(a, lv_table=a["lv_table"][:-1]), dict(a, lv_table_offset=toff),
+                dict(a, lv_table_offset=toff[:-1])):
+        with pytest.raises(ValueError, match="level tables do not fit"):
+            _rapidscorer.RSLayout(bad, ens.n_features)
+
+
+def test_level_tables_hold_each_nodes_threshold_at_its_position(monkeypatch):
+    """A level walked node by node has a table of max(16, 2^l) bytes by position: each node's
+    biased threshold index at its position, 0x7F (no column exceeds it) elsewhere; levels 0
+    to 7 (every level node by node, as far as positions are bytes)."""
+    monkeypatch.setenv("QUICKSCORER_RS_LANE_NODES", str(10**6))
+    rng = np.random.default_rng(14)
+    for family in ("lightgbm", "xgboost"):
+        ens = _deep_ensemble(rng, family, big=False, deepest=8)
+        a = _alg(ens, "scalar")._arrays
+        assert a["lv_split"].max() == 8
+        nodes = a["lv_nodes"].view(LV_NODE_DTYPE)
+        ends = a["lv_level_end"].reshape(-1, LEVELS_ENDS).astype(np.int64)
+        assert (np.diff(a["lv_table_offset"]) == LEVEL_TABLE_AT[a["lv_split"]]).all()
+        for t in range(ens.n_trees):
+            want = np.full(int(LEVEL_TABLE_AT[a["lv_split"][t]]), 0x7F, np.uint8)
+            first = int(a["lv_node_offset"][t])
+            for l in range(int(a["lv_split"][t])):
+                lo = first + (int(ends[t, l - 1]) if l else 0)
+                for nd in nodes[lo:first + int(ends[t, l])]:
+                    want[LEVEL_TABLE_AT[l] + nd["pos"]] = nd["thr_b"]
+            t0, t1 = a["lv_table_offset"][t:t + 2]
+            np.testing.assert_array_equal(a["lv_table"][t0:t1], want)
+        assert (a["lv_table"] != 0x7F).sum() == nodes.shape[0] - (nodes["thr_b"] == 0x7F).sum()
 
 
 def test_automatic_choice_follows_nodes_per_level():

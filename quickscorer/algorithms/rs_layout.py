@@ -201,11 +201,12 @@ def folded(ens: Ensemble, mirror: bool, fold):
 
 def level_block_starts(arrays: dict, budget_bytes: int) -> np.ndarray:
     """Consecutive trees whose level fields that a group's walk reads (the nodes walked
-    node by node, the deep records, the slots' values and the level ends) fit in
-    ``budget_bytes``, at least one tree a block: the first tree of each block, then the
-    number of trees."""
+    node by node and their threshold tables, the deep records, the slots' values and the
+    level ends) fit in ``budget_bytes``, at least one tree a block: the first tree of each
+    block, then the number of trees."""
     value_bytes = 8 if arrays["lv_value"].shape[0] else 4
     per_tree = (4 * np.diff(arrays["lv_node_offset"]) + 4 * np.diff(arrays["lv_deep_offset"])
+                + np.diff(arrays["lv_table_offset"])
                 + value_bytes * np.diff(arrays["lv_slot_offset"]) + 2 * LEVELS_ENDS)
     return greedy_blocks(per_tree, int(budget_bytes))
 

@@ -2,11 +2,12 @@
 
 Where every tree is at most ``LEVELS_MAX_DEPTH`` deep and numeric, the layout can also hold
 each tree level by level, and the kernel walks a group's lanes down the levels: a node compares
-its column of ranks with its threshold index where the lanes stand at its position (a compare,
-a compare of positions and two logic operations for 32 lanes), with no byte rows written and no
-exit leaf searched. A tree's levels from its first one of more than ``LEVELS_LANE_NODES`` nodes
-(from level ``LEVELS_BYTE`` at the latest: positions are bytes) go lane by lane instead, each
-lane reading the node at its position in those levels held complete (``lv_deep``).
+its column of ranks with its threshold index where the lanes stand at its position (on AVX2 a
+node blends its column into those lanes, and the level compares once with the thresholds of
+``lv_table``), with no byte rows written and no exit leaf searched. A tree's levels from its
+first one of more than ``LEVELS_LANE_NODES`` nodes (from level ``LEVELS_BYTE`` at the latest:
+positions are bytes) go lane by lane instead, each lane reading the node at its position in
+those levels held complete (``lv_deep``).
 
 Its cost follows the nodes plus a step per level, where the scans' follows the bytes the
 nodes' masks span, so it pays on full depth-wise trees (XGBoost's) and loses on small ones;
@@ -64,6 +65,15 @@ LEVELS_NARROW_RATIO = 12.0
 #: position in its level
 LV_NODE_DTYPE = np.dtype([("col", "<u2"), ("thr_b", "u1"), ("pos", "u1")])
 
+#: ``lv_table``: each tree's threshold indices (biased) of its levels above the split, level
+#: ``l`` a table of max(16, 2^l) bytes by position, at ``LEVEL_TABLE_AT[l]`` in the tree's
+#: tables (``LEVEL_TABLE_AT[split]`` bytes in all); a position without a node holds 0x7F,
+#: which no biased column exceeds
+LEVEL_TABLE_AT = np.concatenate([[0], np.cumsum(np.maximum(16, 1 << np.arange(LEVELS_BYTE)))])
+
+#: the table byte of a position without a node
+LEVEL_TABLE_EMPTY = SENTINEL_THR ^ 0x80
+
 def levels_only_refusal(ens: Ensemble) -> str | None:
     """Why the level path cannot score ``ens`` by itself (:func:`levels_only_arrays`), or
     None when it can: numerical splits only, no linear trees, no NaN threshold, trees at
@@ -88,7 +98,8 @@ def no_level_fields() -> dict:
             "lv_deep_offset": np.zeros(1, np.int64), "lv_block_starts": np.zeros(1, np.int64),
             "lv_slot_offset": np.zeros(1, np.int64), "lv_slot_leaf": np.zeros(0, np.uint16),
             "lv_value": np.zeros(0, np.float64), "lv_value_f32": np.zeros(0, np.float32),
-            "lv_combos": np.zeros(0, np.int32)}
+            "lv_combos": np.zeros(0, np.int32), "lv_table": np.zeros(0, np.uint8),
+            "lv_table_offset": np.zeros(1, np.int64)}
 
 def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarray,
                  rank_thresholds: np.ndarray, lane_nodes: int = LEVELS_LANE_NODES,
@@ -106,6 +117,10 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
       level, by position; ``lv_node_offset`` (n_trees + 1) where each tree's start;
       ``lv_level_end`` (uint16, LEVELS_ENDS a tree): the nodes of levels up to ``l``;
       ``lv_depth``, ``lv_split`` (uint8);
+    - ``lv_table`` (uint8) and ``lv_table_offset`` (n_trees + 1): the same nodes' threshold
+      indices as tables by position, a level at a time (LEVEL_TABLE_AT), where a level
+      walked node by node reads them (the AVX2 walk: one compare a level and lane, the
+      nodes only choosing each lane's column);
     - ``lv_deep`` (LV_NODE_DTYPE as uint32, ``pos`` 0) and ``lv_deep_offset`` (n_trees + 1):
       each tree's levels from its split down, complete: level ``l``'s position ``p`` at
       ``2^l - 2^split + p``, a position without a node holding threshold index 255 (no rank
@@ -181,6 +196,11 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     nodes["col"] = col[order]
     nodes["thr_b"] = (thr[order] ^ 0x80).astype(np.uint8)
     nodes["pos"] = pos[order]
+    table_off = np.zeros(n_trees + 1, np.int64)
+    np.cumsum(LEVEL_TABLE_AT[split], out=table_off[1:])
+    table = np.full(int(table_off[-1]), LEVEL_TABLE_EMPTY, np.uint8)
+    t_up = tree_of_node[order]
+    table[table_off[t_up] + LEVEL_TABLE_AT[level[order]] + pos[order]] = nodes["thr_b"]
     counts[np.arange(LEVELS_ENDS)[None, :] >= split[:, None]] = 0
     level_end = np.cumsum(counts, axis=1)
     node_off = np.zeros(n_trees + 1, np.int64)
@@ -213,7 +233,8 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
             "lv_slot_leaf": slot_leaf,
             "lv_value": np.zeros(0, np.float64) if xgb else value,
             "lv_value_f32": value.astype(np.float32) if xgb else np.zeros(0, np.float32),
-            "lv_combos": combos.astype(np.int32)}
+            "lv_combos": combos.astype(np.int32),
+            "lv_table": table, "lv_table_offset": table_off}
 
 def level_ratio(arrays: dict) -> float:
     """A layout's nodes per level of its trees (0 without the level fields): those walked

@@ -76,6 +76,8 @@ cdef extern from "quickscorer/rs_simd.h":
         const rs_lv_node* deep
         const int64_t* deep_off
         const int64_t* slot_off
+        const uint8_t* table
+        const int64_t* table_off
     void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const uint8_t* cols,
                     uint8_t* idx, uint16_t* slot) noexcept nogil
     void rs_lv_add_f64(const uint16_t* slot, const double* v, double* acc,
@@ -175,7 +177,12 @@ _LV_FIELDS = {
     "lv_split": np.uint8, "lv_deep": np.uint32, "lv_deep_offset": np.int64,
     "lv_block_starts": np.int64,
     "lv_value": np.float64, "lv_value_f32": np.float32, "lv_combos": np.int32,
+    "lv_table": np.uint8, "lv_table_offset": np.int64,
 }
+
+# where level l's threshold table starts among a tree's (rs_levels.LEVEL_TABLE_AT: tables of
+# max(16, 2^l) bytes); a tree of split s has _LV_TABLE_AT[s] bytes of tables
+_LV_TABLE_AT = np.array([0, 16, 32, 48, 64, 80, 112, 176, 304], np.int64)
 
 
 cdef class RSLayout:
@@ -361,6 +368,11 @@ cdef class RSLayout:
                 or a["lv_value_f32"].shape[0] not in (0, int(soff[n_trees]))
                 or a["lv_value"].shape[0] + a["lv_value_f32"].shape[0] == 0):
             raise ValueError("rapidscorer layout: the level offsets do not fit the trees")
+        toff, table = a["lv_table_offset"], a["lv_table"]
+        if (toff.shape[0] != n_trees + 1 or int(toff[0]) != 0
+                or (np.diff(toff) != _LV_TABLE_AT[split]).any()
+                or int(toff[n_trees]) != table.shape[0]):
+            raise ValueError("rapidscorer layout: the level tables do not fit the trees")
         bst = a["lv_block_starts"]
         if (bst.shape[0] < 2 or int(bst[0]) != 0 or int(bst[bst.shape[0] - 1]) != n_trees
                 or (np.diff(bst) < 0).any()):
@@ -391,6 +403,8 @@ cdef class RSLayout:
         self.view.lv.deep = <const rs_lv_node*>cnp.PyArray_DATA(deep)
         self.view.lv.deep_off = <const int64_t*>cnp.PyArray_DATA(doff)
         self.view.lv.slot_off = <const int64_t*>cnp.PyArray_DATA(soff)
+        self.view.lv.table = <const uint8_t*>cnp.PyArray_DATA(table)
+        self.view.lv.table_off = <const int64_t*>cnp.PyArray_DATA(toff)
         self.view.lv_block_starts = <const int64_t*>cnp.PyArray_DATA(bst)
         self.view.n_lv_blocks = bst.shape[0] - 1
         self.view.lv_chunk = self.levels_chunk
