@@ -9,7 +9,7 @@ of ``block`` KiB of level fields (``rapidscorer.LEVEL_CHUNK``, ``default_level_b
 set here through ``$QUICKSCORER_RS_LV_CHUNK`` and ``$QUICKSCORER_RS_LV_BLOCK_BYTES`` when
 each model is prepared). For each model (``--models``: shapes of ``benchmarks/matrix.py``),
 one prepared model per variant ``chunk:KiB``, all scoring the same rows (the first
-checked equal), timed interleaved in ``--repeat`` rounds whose order alternates; prints
+checked equal), timed interleaved in ``--repeat`` rounds of at least 20,000 rows; prints
 each variant's fastest round in microseconds per document (this project's VMs stall whole
 rounds) and its ratio to the fastest variant of the row.
 """
@@ -21,13 +21,11 @@ import platform
 import sys
 from pathlib import Path
 
-import numpy as np
-
-from quickscorer.bench import interleaved
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
+sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tuning/
 
 import matrix as M  # noqa: E402
+from _variants import print_rows, rows_of  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -65,25 +63,9 @@ def main(argv=None) -> int:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        xgb = models[0].ensemble.family == "xgboost"
-        X = wl.X.astype(np.float32) if xgb else wl.X
-        first = models[0].predict_raw(X[:500], algorithm="rapidscorer")
-        for m in models[1:]:
-            np.testing.assert_array_equal(m.predict_raw(X[:500], algorithm="rapidscorer"),
-                                          first)
-        for rows in (int(r) for r in args.rows.split(",")):
-            Xr = np.ascontiguousarray(X[:rows])
-            def call(m):
-                def run() -> int:
-                    m.predict_raw(Xr, algorithm="rapidscorer", n_threads=args.threads)
-                    return rows
-                return run
-
-            best = [t.minimum * 1e6
-                    for t in interleaved([call(m) for m in models], args.repeat)]
-            low = min(best)
-            print(f"| {wl.name} | {rows} | "
-                  + " | ".join(f"{b:.2f} ({b / low:.2f}x)" for b in best) + " |", flush=True)
+        X = rows_of(models, wl.X)
+        print_rows(wl.name, models, X, [int(r) for r in args.rows.split(",")], args.threads,
+                   args.repeat)
     return 0
 
 

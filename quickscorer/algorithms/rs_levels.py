@@ -44,9 +44,9 @@ LEVELS_SCANS_MAX_DEPTH = LEVELS_BYTE
 
 #: a tree's levels go lane by lane from the first one of more than this many nodes: a level
 #: of that many nodes, walked node by node, costs a group about what a level walked lane by
-#: lane does (levels 8 and 9 always go lane by lane: positions past a byte);
-#: ``QUICKSCORER_RS_LANE_NODES=N python benchmarks/matrix.py --shapes
-#: xgb-depth9-uniform-1000,xgb-depth10-uniform-1000 --algorithms rapidscorer`` for N of 24 to 80
+#: lane does (levels 8 and 9 always go lane by lane: positions past a byte); 48 to 128 time
+#: within this VM's noise of each other on XGBoost depth 7 to 9:
+#: ``python benchmarks/tuning/rs_lane_nodes.py --values 48,64,96,128``
 LEVELS_LANE_NODES = 64
 
 #: the automatic choice (:func:`levels_choice`) walks a model level by level where its trees

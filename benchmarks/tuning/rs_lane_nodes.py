@@ -1,0 +1,91 @@
+"""The level path's switch from node-by-node to lane-by-lane levels (RapidScorer on trees of
+at most 10 levels), swept on the matrix's models.
+
+    python benchmarks/tuning/rs_lane_nodes.py
+    python benchmarks/tuning/rs_lane_nodes.py --values 32,48,64 --rows 100,10000 --repeat 7
+
+A tree's levels go lane by lane from its first level of more than ``lane_nodes`` nodes
+(``rs_levels.LEVELS_LANE_NODES``, set here through ``$QUICKSCORER_RS_LANE_NODES`` when each
+model is prepared). For each model (``--models``: shapes of ``benchmarks/matrix.py``), one
+prepared model per value, all scoring the same rows (the first checked equal to the others),
+timed interleaved in ``--repeat`` rounds of at least 20,000 rows each; prints each value's
+fastest round in microseconds per document (this project's VMs stall whole rounds) and its
+ratio to the fastest value of the row, and how many of the model's levels, all trees
+together, go lane by lane under each value.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
+sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tuning/
+
+import matrix as M  # noqa: E402
+from _variants import print_rows, rows_of  # noqa: E402
+
+ENV = "QUICKSCORER_RS_LANE_NODES"
+
+
+def lane_levels(ens, lane_nodes: int) -> int:
+    """How many levels of the ensemble's trees (all trees together) go lane by lane."""
+    total = 0
+    for tree in ens.trees:
+        d = np.zeros(tree.n_internal, np.int64)
+        for n in range(tree.n_internal):      # children come after their parent
+            for c in (int(tree.left[n]), int(tree.right[n])):
+                if c >= 0:
+                    d[c] = d[n] + 1
+        counts = np.bincount(d)
+        deep = [lv for lv, k in enumerate(counts) if k > lane_nodes or lv >= 8]
+        total += len(counts) - deep[0] if deep else 0
+    return total
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", help="shapes, named as in benchmarks/matrix.py",
+                   default="xgb-depth7-uniform-1000,xgb-depth8-uniform-1000,"
+                           "xgb-depth9-uniform-1000,xgb-depth10-uniform-1000,"
+                           "full-uniform-1000x255-d8,full-uniform-1000x300-d10")
+    p.add_argument("--values", default="32,40,48,56,64",
+                   help="lane_nodes values, comma-separated")
+    p.add_argument("--rows", default="100,10000", help="rows per call")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args(argv)
+
+    import quickscorer
+
+    values = [int(v) for v in args.values.split(",")]
+    print(f"machine: {platform.machine()}, Python {platform.python_version()}, "
+          f"{args.threads} thread(s); minimum us/doc of {args.repeat} interleaved rounds "
+          "(ratio to the fastest value of the row)")
+    print("| model | rows per call | " + " | ".join(f"{v}" for v in values) + " |")
+    print("| --- | ---: |" + " ---: |" * len(values))
+    saved = os.environ.get(ENV)
+    for spec in args.models.split(","):
+        wl = M.workload(spec, max(int(r) for r in args.rows.split(",")))
+        models = []
+        for v in values:
+            os.environ[ENV] = str(v)
+            models.append(quickscorer.load(wl.lgb_path, prepare=("rapidscorer",)))
+        if saved is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = saved
+        X = rows_of(models, wl.X)
+        print(f"| {wl.name}: lane-by-lane levels | | "
+              + " | ".join(str(lane_levels(models[0].ensemble, v)) for v in values) + " |")
+        print_rows(wl.name, models, X, [int(r) for r in args.rows.split(",")], args.threads,
+                   args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
