@@ -290,7 +290,7 @@ def test_the_walk_is_not_picked_where_it_decides_many_categorical_nodes_one_by_o
 def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(
         monkeypatch, depth, complete, kernel):
     """Two balanced trees of depth d (2^d - 1 expected false nodes, 2 d path nodes). Without
-    complete trees (``walk.complete_groups`` made to find none), FEW_ROWS_WALK_RATIO = 8
+    complete trees (``walk.complete_groups`` made to find none), FEW_ROWS_WALK_RATIO = 5.5
     expected false nodes per path node: depth 6 (31.5 / 6) stays on vqs, depth 7 (63.5 / 7)
     and 8 (127.5 / 8) walk. With them, GROUP_FEW_ROWS_RATIO = 3 per step of the group walk,
     8 d steps (the group's six fill trees walk too): depth 7 (127 / 56) stays on vqs, 8

@@ -101,9 +101,13 @@ CODED_NODE_STEPS = 1.0
 SPECIAL_NODE_STEPS = 4.0
 
 #: the walk also for calls of VQS_MIN_ROWS to rs_min_rows - 1 rows (instead of ``vqs``) from
-#: this many: trees so large that an 8-lane scan of their false nodes costs more than 8
-#: walks; ``python benchmarks/tuning/autoselect_sweep.py --rows 4,6,8``
-FEW_ROWS_WALK_RATIO = 8.0
+#: this many expected false nodes per node on a row's path: trees so large that an 8-lane
+#: scan of their false nodes costs more than 8 walks. At 4 to 6 rows the walk led ``vqs`` by
+#: 15% to 25% on full 64-leaf trees (6.09) and tied it on heavy-tailed ones (5.40), where
+#: ``vqs`` led on the lambdarank model (3.27) and tied on full 31-leaf trees (3.61);
+#: ``python benchmarks/tuning/small_calls.py --shapes full-uniform-1000x64,full-heavy-1000x64
+#: --batch 4,5,6,8 --kernels walk,vqs,rapidscorer --rounds 7``
+FEW_ROWS_WALK_RATIO = 5.5
 
 #: ... and, where the trees are laid out complete (one row walks eight trees at a time, two
 #: rows together through the entry), from this many expected false nodes per step of that
