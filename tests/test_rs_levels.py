@@ -198,7 +198,7 @@ def test_damaged_level_fields_are_refused():
 
 def test_level_tables_hold_each_nodes_threshold_at_its_position(monkeypatch):
     """A level walked node by node has a table of max(16, 2^l) bytes by position: each node's
-    biased threshold index at its position, 0x7F (no column exceeds it) elsewhere; levels 0
+    threshold index biased by 0x80 at its position, 0x7F (no biased rank exceeds it) elsewhere; levels 0
     to 7 (every level node by node, as far as positions are bytes)."""
     monkeypatch.setenv("QUICKSCORER_RS_LANE_NODES", str(10**6))
     rng = np.random.default_rng(14)
@@ -215,10 +215,10 @@ def test_level_tables_hold_each_nodes_threshold_at_its_position(monkeypatch):
             for l in range(int(a["lv_split"][t])):
                 lo = first + (int(ends[t, l - 1]) if l else 0)
                 for nd in nodes[lo:first + int(ends[t, l])]:
-                    want[LEVEL_TABLE_AT[l] + nd["pos"]] = nd["thr_b"]
+                    want[LEVEL_TABLE_AT[l] + nd["pos"]] = nd["thr"] ^ 0x80
             t0, t1 = a["lv_table_offset"][t:t + 2]
             np.testing.assert_array_equal(a["lv_table"][t0:t1], want)
-        assert (a["lv_table"] != 0x7F).sum() == nodes.shape[0] - (nodes["thr_b"] == 0x7F).sum()
+        assert (a["lv_table"] != 0x7F).sum() == nodes.shape[0] - (nodes["thr"] == 0xFF).sum()
 
 
 def test_automatic_choice_follows_nodes_per_level():
@@ -379,7 +379,7 @@ def test_deep_levels_lane_by_lane_in_complete_records():
     assert a["lv_depth"].tolist() == [10, 10] and a["lv_split"].tolist() == [7, 8]
     assert np.diff(a["lv_node_offset"]).tolist() == [127, 8]          # levels above
     assert np.diff(a["lv_deep_offset"]).tolist() == [1024 - 128, 1024 - 256]
-    thr = rs_ranks.entry_thr(a["lv_deep"])
+    thr = a["lv_deep"].view(LV_NODE_DTYPE)["thr"]
     deep0 = thr[:1024 - 128]
     assert (deep0 != rs_ranks.SENTINEL_THR).all()       # every position of a full tree
     deep1 = thr[1024 - 128:]                             # the chain: one node a level

@@ -22,7 +22,7 @@ import numpy as np
 from ..ir.ensemble import Ensemble
 from .nodes import node_levels
 from .qs_layout import SEGMENT_NAN
-from .rs_ranks import MAX_THRESHOLDS, SENTINEL_THR, entry_thr
+from .rs_ranks import MAX_THRESHOLDS, SENTINEL_THR
 
 
 #: the level-by-level path (:func:`level_arrays`) takes trees of at most this depth
@@ -61,14 +61,14 @@ LEVELS_MIN_RATIO = 3.0
 LEVELS_NARROW_RATIO = 12.0
 
 #: lv_nodes record: the column (rank slot, or slot with its missing lanes sent to a side)
-#: the node reads, its threshold index as the scans compare it (``thr ^ 0x80``) and its
+#: the node reads, its threshold index (right where the column's rank exceeds it) and its
 #: position in its level
-LV_NODE_DTYPE = np.dtype([("col", "<u2"), ("thr_b", "u1"), ("pos", "u1")])
+LV_NODE_DTYPE = np.dtype([("col", "<u2"), ("thr", "u1"), ("pos", "u1")])
 
-#: ``lv_table``: each tree's threshold indices (biased) of its levels above the split, level
-#: ``l`` a table of max(16, 2^l) bytes by position, at ``LEVEL_TABLE_AT[l]`` in the tree's
-#: tables (``LEVEL_TABLE_AT[split]`` bytes in all); a position without a node holds 0x7F,
-#: which no biased column exceeds
+#: ``lv_table``: each tree's threshold indices of its levels above the split, biased by 0x80
+#: (AVX2 compares signed bytes), level ``l`` a table of max(16, 2^l) bytes by position, at
+#: ``LEVEL_TABLE_AT[l]`` in the tree's tables (``LEVEL_TABLE_AT[split]`` bytes in all); a
+#: position without a node holds 0x7F (255 biased), which no biased rank exceeds
 LEVEL_TABLE_AT = np.concatenate([[0], np.cumsum(np.maximum(16, 1 << np.arange(LEVELS_BYTE)))])
 
 #: the table byte of a position without a node
@@ -194,13 +194,13 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     order = order[upper[order]]
     nodes = np.zeros(order.shape[0], LV_NODE_DTYPE)
     nodes["col"] = col[order]
-    nodes["thr_b"] = (thr[order] ^ 0x80).astype(np.uint8)
+    nodes["thr"] = thr[order].astype(np.uint8)
     nodes["pos"] = pos[order]
     table_off = np.zeros(n_trees + 1, np.int64)
     np.cumsum(LEVEL_TABLE_AT[split], out=table_off[1:])
     table = np.full(int(table_off[-1]), LEVEL_TABLE_EMPTY, np.uint8)
     t_up = tree_of_node[order]
-    table[table_off[t_up] + LEVEL_TABLE_AT[level[order]] + pos[order]] = nodes["thr_b"]
+    table[table_off[t_up] + LEVEL_TABLE_AT[level[order]] + pos[order]] = nodes["thr"] ^ 0x80
     counts[np.arange(LEVELS_ENDS)[None, :] >= split[:, None]] = 0
     level_end = np.cumsum(counts, axis=1)
     node_off = np.zeros(n_trees + 1, np.int64)
@@ -208,12 +208,12 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     deep_off = np.zeros(n_trees + 1, np.int64)
     np.cumsum(np.left_shift(1, depth) - np.left_shift(1, split), out=deep_off[1:])
     deep = np.zeros(int(deep_off[-1]), LV_NODE_DTYPE)
-    deep["thr_b"] = SENTINEL_THR ^ 0x80
+    deep["thr"] = SENTINEL_THR
     low = ~upper
     t_low = tree_of_node[low]
     at = deep_off[t_low] + np.left_shift(1, level[low]) - np.left_shift(1, split[t_low]) + pos[low]
     deep["col"][at] = col[low]
-    deep["thr_b"][at] = (thr[low] ^ 0x80).astype(np.uint8)
+    deep["thr"][at] = thr[low].astype(np.uint8)
     slot_count = np.left_shift(1, depth)
     slot_offset = np.zeros(n_trees + 1, np.int64)
     np.cumsum(slot_count, out=slot_offset[1:])
@@ -240,7 +240,7 @@ def level_ratio(arrays: dict) -> float:
     """A layout's nodes per level of its trees (0 without the level fields): those walked
     node by node and the deep records' real nodes (a threshold index below 255)."""
     levels = int(np.sum(arrays["lv_depth"], dtype=np.int64))
-    deep = int(np.count_nonzero(entry_thr(arrays["lv_deep"]) != SENTINEL_THR))
+    deep = int(np.count_nonzero(arrays["lv_deep"].view(LV_NODE_DTYPE)["thr"] != SENTINEL_THR))
     return (int(arrays["lv_node_offset"][-1]) + deep) / levels if levels else 0.0
 
 def levels_choice(arrays: dict, levels) -> int:

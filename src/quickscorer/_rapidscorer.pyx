@@ -62,7 +62,7 @@ cdef extern from "quickscorer/rs_simd.h":
                       int64_t k0, int64_t k1, uint8_t* state) noexcept nogil
     ctypedef struct rs_lv_node:
         uint16_t col
-        uint8_t thr_b
+        uint8_t thr
         uint8_t pos
     void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int64_t S,
                        const int32_t* combos, int64_t n_combos, int lanes,
