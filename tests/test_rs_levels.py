@@ -198,8 +198,8 @@ def test_damaged_level_fields_are_refused():
 
 def test_level_tables_hold_each_nodes_threshold_at_its_position(monkeypatch):
     """A level walked node by node has a table of max(16, 2^l) bytes by position: each node's
-    threshold index biased by 0x80 at its position, 0x7F (no biased rank exceeds it) elsewhere; levels 0
-    to 7 (every level node by node, as far as positions are bytes)."""
+    threshold index biased by 0x80 at its position, 0x7F (no biased rank exceeds it)
+    elsewhere; levels 0 to 7 (every level node by node, as far as positions are bytes)."""
     monkeypatch.setenv("QUICKSCORER_RS_LANE_NODES", str(10**6))
     rng = np.random.default_rng(14)
     for family in ("lightgbm", "xgboost"):
