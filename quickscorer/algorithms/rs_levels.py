@@ -46,19 +46,23 @@ LEVELS_SCANS_MAX_DEPTH = LEVELS_BYTE
 #: of that many nodes, walked node by node, costs a group about what a level walked lane by
 #: lane does (levels 8 and 9 always go lane by lane: positions past a byte); 48 to 128 time
 #: within this VM's noise of each other on XGBoost depth 7 to 9:
-#: ``python benchmarks/tuning/rs_lane_nodes.py --values 48,64,96,128``
+#: ``python benchmarks/tuning/rs_level_sweep.py --values 48,64,96,128``
 LEVELS_LANE_NODES = 64
 
 #: the automatic choice (:func:`levels_choice`) walks a model level by level where its trees
 #: hold at least this many nodes a level on average, and in groups of 32 lanes too (calls of
 #: fewer than 33 rows a thread) from LEVELS_NARROW_RATIO: the level path's cost follows the
-#: nodes plus a step a level, so narrow trees keep the scans; ``python benchmarks/matrix.py
-#: --shapes xgb-depth4-heavy-1000,xgb-depth6-uniform-1000,xgb-depth8-uniform-1000,
-#: full-uniform-1000x8
-#: --batch 10,100,4000 --algorithms rapidscorer`` with ``QUICKSCORER_RS_LEVELS=1`` and ``=0``
+#: nodes plus a step a level, so narrow trees keep the scans. At 100 and 10,000 rows the
+#: levels led from 3.52 nodes a level (XGBoost depth 4) and lost at 1.33 (LightGBM's 8-leaf
+#: trees); at 9 to 32 rows they lost at 3.52 (by 8% to 42%) and at 5.27 below 32 rows (5% to
+#: 10%), tied at 5.99 below 32 rows and led from 7.94 (XGBoost depth 6) by 14% to 45%;
+#: ``python benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_LEVELS --values 0,1
+#: --models xgb-depth4-heavy-1000,xgb-depth5-heavy-1000,xgb-depth5-uniform-1000,
+#: xgb-depth6-heavy-1000,xgb-depth6-uniform-1000,cb-d6-uniform-1000-depthwise,
+#: full-uniform-1000x8 --rows 9,16,32,100,10000``
 LEVELS_MIN_RATIO = 3.0
 
-LEVELS_NARROW_RATIO = 12.0
+LEVELS_NARROW_RATIO = 6.0
 
 #: lv_nodes record: the column (rank slot, or slot with its missing lanes sent to a side)
 #: the node reads, its threshold index (right where the column's rank exceeds it) and its

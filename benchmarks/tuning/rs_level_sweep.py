@@ -1,17 +1,22 @@
-"""The level path's switch from node-by-node to lane-by-lane levels (RapidScorer on trees of
-at most 10 levels), swept on the matrix's models.
+"""The level path's choices (RapidScorer on trees of at most 10 levels) swept on the matrix's
+models: where a tree's levels start going lane by lane, and whether a model walks its levels
+at all.
 
-    python benchmarks/tuning/rs_lane_nodes.py
-    python benchmarks/tuning/rs_lane_nodes.py --values 32,48,64 --rows 100,10000 --repeat 7
+    python benchmarks/tuning/rs_level_sweep.py
+    python benchmarks/tuning/rs_level_sweep.py --values 32,48,64 --rows 100,10000 --repeat 7
+    python benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_LEVELS --values 0,1 --rows 9,16,32
 
-A tree's levels go lane by lane from its first level of more than ``lane_nodes`` nodes
-(``rs_levels.LEVELS_LANE_NODES``, set here through ``$QUICKSCORER_RS_LANE_NODES`` when each
-model is prepared). For each model (``--models``: shapes of ``benchmarks/matrix.py``), one
-prepared model per value, all scoring the same rows (the first checked equal to the others),
-timed interleaved in ``--repeat`` rounds of at least 20,000 rows each; prints each value's
-fastest round in microseconds per document (this project's VMs stall whole rounds) and its
-ratio to the fastest value of the row, and how many of the model's levels, all trees
-together, go lane by lane under each value.
+``--env`` names the setting each model is prepared under, one prepared model per value:
+``QUICKSCORER_RS_LANE_NODES`` (the default; ``rs_levels.LEVELS_LANE_NODES``: a tree's levels
+go lane by lane from its first level of more than that many nodes) or
+``QUICKSCORER_RS_LEVELS`` (0: the scans, 1: the level path in every group where the model
+allows it; ``rs_levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``). For each model
+(``--models``: shapes of ``benchmarks/matrix.py``), all the prepared models score the same
+rows (the first checked equal to the others), timed interleaved in ``--repeat`` rounds of at
+least 20,000 rows each; prints each value's fastest round in microseconds per document (this
+project's VMs stall whole rounds) and its ratio to the fastest value of the row, and the
+model's nodes per level (``rs_levels.level_ratio``) or, for the lane-nodes sweep, how many
+of its levels, all trees together, go lane by lane under each value.
 """
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tun
 import matrix as M  # noqa: E402
 from _variants import print_rows, rows_of  # noqa: E402
 
-ENV = "QUICKSCORER_RS_LANE_NODES"
+LANE_NODES = "QUICKSCORER_RS_LANE_NODES"
 
 
 def lane_levels(ens, lane_nodes: int) -> int:
@@ -53,35 +58,45 @@ def main(argv=None) -> int:
                    default="xgb-depth7-uniform-1000,xgb-depth8-uniform-1000,"
                            "xgb-depth9-uniform-1000,xgb-depth10-uniform-1000,"
                            "full-uniform-1000x255-d8,full-uniform-1000x300-d10")
+    p.add_argument("--env", default=LANE_NODES,
+                   help="the setting swept: QUICKSCORER_RS_LANE_NODES or QUICKSCORER_RS_LEVELS")
     p.add_argument("--values", default="32,40,48,56,64",
-                   help="lane_nodes values, comma-separated")
+                   help="the setting's values, comma-separated")
     p.add_argument("--rows", default="100,10000", help="rows per call")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--repeat", type=int, default=5)
     args = p.parse_args(argv)
 
     import quickscorer
+    from quickscorer.algorithms.rapidscorer import RapidScorer
+    from quickscorer.algorithms.rs_levels import level_ratio
 
+    env = args.env
     values = [int(v) for v in args.values.split(",")]
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, "
           f"{args.threads} thread(s); minimum us/doc of {args.repeat} interleaved rounds "
           "(ratio to the fastest value of the row)")
     print("| model | rows per call | " + " | ".join(f"{v}" for v in values) + " |")
     print("| --- | ---: |" + " ---: |" * len(values))
-    saved = os.environ.get(ENV)
+    saved = os.environ.get(env)
     for spec in args.models.split(","):
         wl = M.workload(spec, max(int(r) for r in args.rows.split(",")))
         models = []
         for v in values:
-            os.environ[ENV] = str(v)
+            os.environ[env] = str(v)
             models.append(quickscorer.load(wl.lgb_path, prepare=("rapidscorer",)))
         if saved is None:
-            os.environ.pop(ENV, None)
+            os.environ.pop(env, None)
         else:
-            os.environ[ENV] = saved
+            os.environ[env] = saved
         X = rows_of(models, wl.X)
-        print(f"| {wl.name}: lane-by-lane levels | | "
-              + " | ".join(str(lane_levels(models[0].ensemble, v)) for v in values) + " |")
+        if env == LANE_NODES:
+            print(f"| {wl.name}: lane-by-lane levels | | "
+                  + " | ".join(str(lane_levels(models[0].ensemble, v)) for v in values) + " |")
+        else:
+            walk = RapidScorer(models[0].ensemble, models[0]._forest, isa="scalar", levels=True)
+            print(f"| {wl.name}: {level_ratio(walk._arrays):.2f} nodes a level | |"
+                  + " |" * len(values))
         print_rows(wl.name, models, X, [int(r) for r in args.rows.split(",")], args.threads,
                    args.repeat)
     return 0
