@@ -28,6 +28,8 @@ from conftest import linear_tree, random_ensemble, run_kernel, special_rows
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
 if "avx2" in RS_ISAS:
     RS_ISAS.insert(RS_ISAS.index("avx2") + 1, "avx2-32")
+if "avx512" in RS_ISAS and _rapidscorer.lv_vbmi_available():
+    RS_ISAS.append("avx512-nodes")      # AVX-512's node-at-a-time walk, where VBMI would run
 
 FINITE = (-1.0, 0.0, 0.5, 1e-36, 2.0, -0.0, 3.0)
 
@@ -38,6 +40,8 @@ def _alg(ens, isa, **kw):
     kw.setdefault("levels", True)
     if isa == "avx2-32":
         isa, kw = "avx2", {**kw, "wide": False}
+    if isa == "avx512-nodes":
+        isa, kw = "avx512", {**kw, "vbmi": False}
     return RapidScorer(ens, quickscorer.Model(ens)._forest, isa=isa, **kw)
 
 
@@ -169,6 +173,19 @@ def test_environment_turns_the_level_path_off(monkeypatch):
     assert _alg(ens, "scalar").levels
     monkeypatch.setenv("QUICKSCORER_RS_LEVELS", "0")
     assert not _alg(ens, "scalar").levels
+
+
+def test_vbmi_walk_follows_the_cpu_and_the_environment(monkeypatch):
+    import pickle
+    rng = np.random.default_rng(15)
+    ens = random_ensemble(rng, "xgboost", n_trees=6, max_leaves=9, p_categorical=0.0,
+                          thresholds=FINITE)
+    assert _alg(ens, "scalar").layout.levels_vbmi == _rapidscorer.lv_vbmi_available()
+    assert not _alg(ens, "scalar", vbmi=False).layout.levels_vbmi
+    monkeypatch.setenv("QUICKSCORER_RS_VBMI", "0")
+    alg = _alg(ens, "scalar")
+    assert not alg.vbmi and not alg.layout.levels_vbmi
+    assert not pickle.loads(pickle.dumps(alg.layout)).levels_vbmi
 
 
 def test_damaged_level_fields_are_refused():

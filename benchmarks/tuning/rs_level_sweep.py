@@ -10,7 +10,9 @@ at all.
 ``QUICKSCORER_RS_LANE_NODES`` (the default; ``rs_levels.LEVELS_LANE_NODES``: a tree's levels
 go lane by lane from its first level of more than that many nodes) or
 ``QUICKSCORER_RS_LEVELS`` (0: the scans, 1: the level path in every group where the model
-allows it; ``rs_levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``). For each model
+allows it; ``rs_levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``) or ``QUICKSCORER_RS_VBMI``
+(0: the AVX-512 walk a node at a time, 1: by byte permutations where the CPU has
+AVX512_VBMI; equal elsewhere). For each model
 (``--models``: shapes of ``benchmarks/matrix.py``), all the prepared models score the same
 rows (the first checked equal to the others), timed interleaved in ``--repeat`` rounds of at
 least 20,000 rows each; prints each value's fastest round in microseconds per document (this
@@ -59,7 +61,8 @@ def main(argv=None) -> int:
                            "xgb-depth9-uniform-1000,xgb-depth10-uniform-1000,"
                            "full-uniform-1000x255-d8,full-uniform-1000x300-d10")
     p.add_argument("--env", default=LANE_NODES,
-                   help="the setting swept: QUICKSCORER_RS_LANE_NODES or QUICKSCORER_RS_LEVELS")
+                   help="the setting swept: QUICKSCORER_RS_LANE_NODES, QUICKSCORER_RS_LEVELS "
+                        "or QUICKSCORER_RS_VBMI")
     p.add_argument("--values", default="32,40,48,56,64",
                    help="the setting's values, comma-separated")
     p.add_argument("--rows", default="100,10000", help="rows per call")

@@ -102,7 +102,7 @@ class RapidScorer(Algorithm):
 
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
                  block_bytes: int | None = None, wide: bool = True, mirror: bool = True,
-                 levels: bool | None = None):
+                 levels: bool | None = None, vbmi: bool | None = None):
         super().__init__(ens, forest)
         self.isa = rs_isa_code(isa)
         #: the path named by isa= or $QUICKSCORER_ISA, used for every call; else None
@@ -119,6 +119,10 @@ class RapidScorer(Algorithm):
         #: many nodes (rs_layout.LEVELS_LANE_NODES; $QUICKSCORER_RS_LANE_NODES)
         lane_nodes = env_int("QUICKSCORER_RS_LANE_NODES")
         self.lane_nodes = LEVELS_LANE_NODES if lane_nodes is None else max(0, lane_nodes)
+        #: on AVX-512, whether the level walk takes AVX512_VBMI's byte permutations where the
+        #: CPU has them (rs_simd.h rs_lv_tree_avx512v); False, or $QUICKSCORER_RS_VBMI=0,
+        #: compares a node at a time
+        self.vbmi = (env_int("QUICKSCORER_RS_VBMI") != 0) if vbmi is None else bool(vbmi)
         # trees of more than 256 leaves: the level path alone (no scans; levels=False and
         # $QUICKSCORER_RS_LEVELS=0 cannot apply)
         self.levels_only = ens.n_trees > 0 and int(ens.n_leaves.max()) > MAX_LEAVES
@@ -174,7 +178,8 @@ class RapidScorer(Algorithm):
         self.layout = _rapidscorer.RSLayout(self._arrays, ens.n_features,
                                             float32_ranks=ens.family == "xgboost",
                                             levels_min_lanes=max(32, min_lanes),
-                                            levels_chunk=self.level_chunk)
+                                            levels_chunk=self.level_chunk,
+                                            levels_vbmi=self.vbmi)
         self.tree_blocks = n_blocks
         #: whether calls walk the trees level by level (every tree at most 10 deep, numeric;
         #: groups of fewer than ``layout.levels_min_lanes`` lanes scan, unless

@@ -78,6 +78,8 @@ cdef extern from "quickscorer/rs_simd.h":
         const int64_t* slot_off
         const uint8_t* table
         const int64_t* table_off
+        int vbmi
+    int rs_lv_vbmi_available() noexcept nogil
     void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const uint8_t* cols,
                     uint8_t* idx, uint16_t* slot) noexcept nogil
     void rs_lv_add_f64(const uint16_t* slot, const double* v, double* acc,
@@ -102,6 +104,11 @@ def isa_available(int isa):
     """Whether this CPU runs the RapidScorer path isa (0 portable, 1 AVX2, 2 AVX-512 with BW,
     3 AVX2 with 64 lanes)."""
     return bool(rs_isa_available(isa))
+
+
+def lv_vbmi_available():
+    """Whether this CPU's AVX-512 level walk can take its byte permutations (AVX512_VBMI)."""
+    return bool(rs_lv_vbmi_available())
 
 
 def lanes_of(int isa):
@@ -190,22 +197,25 @@ cdef class RSLayout:
     cdef RSView view
     cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
-    cdef readonly bint reordered, has_f32, float32_ranks, levels
+    cdef readonly bint reordered, has_f32, float32_ranks, levels, levels_vbmi
     cdef readonly int64_t levels_min_lanes, levels_chunk
 
     def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False,
-                  int64_t levels_min_lanes=32, int64_t levels_chunk=8):
+                  int64_t levels_min_lanes=32, int64_t levels_chunk=8, bint levels_vbmi=True):
         """float32_ranks: also keep the rank search's thresholds in float32, for a model
         whose rows the kernel reads as float32 values (XGBoost's), where the AVX2 and
         AVX-512 searches then compare 8 or 16 thresholds a register; ignored where a
         threshold is not a float32 value. levels_min_lanes: groups of fewer lanes scan even
         where the layout has the level-by-level fields (32: every group walks them).
         levels_chunk: the most groups a thread walks through each block of trees together
-        (1: a group at a time through all the trees)."""
+        (1: a group at a time through all the trees). levels_vbmi: the AVX-512 level walk
+        takes its byte permutations where the CPU has AVX512_VBMI (False: it compares a
+        node at a time, as on AVX-512 CPUs without them)."""
         if levels_chunk < 1:
             raise ValueError(f"levels_chunk must be >= 1, got {levels_chunk}")
         self.levels_min_lanes = levels_min_lanes
         self.levels_chunk = levels_chunk
+        self.levels_vbmi = levels_vbmi and rs_lv_vbmi_available() != 0
         self._keep = dict(a)
         for name, dtype in _FIELDS.items():
             array_data(a[name], dtype, "rapidscorer", name)
@@ -405,6 +415,7 @@ cdef class RSLayout:
         self.view.lv.slot_off = <const int64_t*>cnp.PyArray_DATA(soff)
         self.view.lv.table = <const uint8_t*>cnp.PyArray_DATA(table)
         self.view.lv.table_off = <const int64_t*>cnp.PyArray_DATA(toff)
+        self.view.lv.vbmi = self.levels_vbmi
         self.view.lv_block_starts = <const int64_t*>cnp.PyArray_DATA(bst)
         self.view.n_lv_blocks = bst.shape[0] - 1
         self.view.lv_chunk = self.levels_chunk
@@ -466,7 +477,7 @@ cdef class RSLayout:
 
     def __reduce__(self):
         return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None,
-                           self.levels_min_lanes, self.levels_chunk))
+                           self.levels_min_lanes, self.levels_chunk, self.levels_vbmi))
 
 
 cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:

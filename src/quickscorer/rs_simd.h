@@ -367,9 +367,17 @@ static inline int rs_isa_available(int isa)
         return cpu_isa_available(CPU_ISA_AVX2);
     return cpu_isa_available(isa);
 }
+
+/* whether the level path's AVX-512 walk may take its byte permutations (AVX512_VBMI: Ice
+ * Lake, Zen 4 and later; not Skylake-SP or Cascade Lake) */
+static inline int rs_lv_vbmi_available(void)
+{
+    return rs_isa_available(RS_ISA_AVX512) && CPU_SUPPORTS("avx512vbmi");
+}
 #else
 #define RS_HAVE_X86 0
 static inline int rs_isa_available(int isa) { return isa < RS_ISA_AVX512 && cpu_isa_available(isa); }
+static inline int rs_lv_vbmi_available(void) { return 0; }
 #endif
 
 /* rs_bytes_of_bits[b]: byte i of the result 0xFF where bit i of b is set (little-endian) */
@@ -959,6 +967,7 @@ typedef struct {
     const int64_t* slot_off;
     const uint8_t* table;      /* levels above split[t] as tables of thr ^ 0x80 by position: */
     const int64_t* table_off;  /* level l at table[table_off[t] + RS_LV_TABLE_AT(l)] */
+    int vbmi;                  /* the AVX-512 walk by tables (rs_lv_tree_avx512v) */
 } rs_lv_model;
 
 /* where level l's table starts among a tree's (rs_levels.LEVEL_TABLE_AT) */
@@ -1091,7 +1100,7 @@ static inline __m256i rs_lv_thr_avx2(const uint8_t* tab, int l, __m256i p)
  * xgb-depth6-heavy-1000,xgb-depth7-uniform-1000,xgb-depth8-uniform-1000,
  * xgb-depth9-uniform-1000 --rows 32,100,10000). Two nodes a step took 3% to 7% more off
  * (a node at a time is bound by the instructions that run the loop; four a step gained
- * nothing more). The AVX-512 walk still compares a node at a time. */
+ * nothing more). rs_lv_tree_avx512v does the same on AVX-512 with VBMI. */
 #define RS_LV_TREE_AVX2(NAME, H)                                                              \
 CPU_TARGET("avx2")                                                                            \
 static void NAME(const rs_lv_model* m, int64_t t, const uint8_t* cols, uint8_t* idx,         \
@@ -1169,6 +1178,58 @@ static void rs_lv_tree_avx512(const rs_lv_model* m, int64_t t, const uint8_t* co
         rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 64, idx, slot);
 }
 
+/* level l's threshold index for each lane at position p (l <= 7) from the level's table tab,
+ * by one byte permutation: the 16 or 32 bytes of levels 0 to 5 repeated across the register
+ * (no byte read past the level's table), level 6's 64 bytes, level 7's 128 in two registers
+ * (vpermi2b: bit 6 of the position picks the register) */
+CPU_TARGET("avx512f,avx512bw,avx512vbmi") __attribute__((always_inline))
+static inline __m512i rs_lv_thr_avx512v(const uint8_t* tab, int l, __m512i p)
+{
+    if (l <= 4)
+        return _mm512_permutexvar_epi8(
+            p, _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i*)tab)));
+    if (l == 5)
+        return _mm512_permutexvar_epi8(
+            p, _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i*)tab)));
+    if (l == 6)
+        return _mm512_permutexvar_epi8(p, _mm512_loadu_si512((const void*)tab));
+    return _mm512_permutex2var_epi8(_mm512_loadu_si512((const void*)tab), p,
+                                    _mm512_loadu_si512((const void*)(tab + 64)));
+}
+
+/* 64 lanes in one register with AVX512_VBMI, as the AVX2 walk: a node moves its column into
+ * the lanes at its position (a compare of positions and a masked move), and the level
+ * compares the moved values once with the threshold indices its table gives each lane's
+ * position (rs_lv_thr_avx512v). Against rs_lv_tree_avx512 (a compare of positions, a compare
+ * of the column and two mask operations a node): QUICKSCORER_RS_VBMI=0 keeps that walk, and
+ * python benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_VBMI --values 0,1
+ * --rows 100,10000 times the two on the same models. */
+CPU_TARGET("avx512f,avx512bw,avx512vbmi")
+static void rs_lv_tree_avx512v(const rs_lv_model* m, int64_t t, const uint8_t* cols,
+                               uint8_t* idx, uint16_t* slot)
+{
+    const rs_lv_node* q = m->nodes + m->node_off[t];
+    const rs_lv_node* const nd = q;
+    const uint16_t* lend = m->lend + RS_LV_ENDS * t;
+    const uint8_t* tab = m->table + m->table_off[t];
+    const __m512i bias = _mm512_set1_epi8((char)0x80);  /* ranks to the table's signs */
+    const __m512i one = _mm512_set1_epi8(1);
+    __m512i p = _mm512_setzero_si512(), v = _mm512_setzero_si512();
+    for (int l = 0; l < m->split[t]; ++l) {
+        for (const rs_lv_node* const e = nd + lend[l]; q < e; ++q)
+            v = _mm512_mask_mov_epi8(
+                v, _mm512_cmpeq_epi8_mask(p, _mm512_set1_epi8((char)q->pos)),
+                _mm512_load_si512((const void*)(cols + (size_t)q->col * 64)));
+        const __mmask64 right = _mm512_cmpgt_epi8_mask(
+            _mm512_xor_si512(v, bias), rs_lv_thr_avx512v(tab + RS_LV_TABLE_AT(l), l, p));
+        const __m512i twice = _mm512_add_epi8(p, p);
+        p = _mm512_mask_add_epi8(twice, right, twice, one);
+    }
+    _mm512_storeu_si512((void*)idx, p);
+    if (m->split[t] < m->depth[t])
+        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 64, idx, slot);
+}
+
 /* Every tree of a one-output model level by level, its leaf values summed in tree order (as
  * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted): NL lanes (32 or 64)
  * on the walk TREE (AVX2, or AVX-512 for TARGET "avx512f,avx512bw"); value: the leaf value
@@ -1221,6 +1282,7 @@ static void NAME##_f64(const rs_lv_model* m, const double* value, int64_t t0, in
 RS_LV_SUM(rs_lv_sum_avx2, rs_lv_tree_avx2, 32, "avx2")
 RS_LV_SUM(rs_lv_sum_avx2w, rs_lv_tree_avx2w, 64, "avx2")
 RS_LV_SUM(rs_lv_sum_avx512, rs_lv_tree_avx512, 64, "avx512f,avx512bw")
+RS_LV_SUM(rs_lv_sum_avx512v, rs_lv_tree_avx512v, 64, "avx512f,avx512bw,avx512vbmi")
 #endif
 
 /* whether rs_lv_sum_f32 / _f64 sum on path isa (AVX2, AVX2_WIDE, AVX512) */
@@ -1244,6 +1306,7 @@ static inline int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* valu
 #if RS_HAVE_X86
     if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
     if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
+    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_sum_avx512v_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
     if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
 #endif
     (void)isa; (void)m; (void)value; (void)tree_weight; (void)t0; (void)t1; (void)cols;
@@ -1257,6 +1320,7 @@ static inline int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* val
 #if RS_HAVE_X86
     if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f64(m, value, t0, t1, cols, acc); return 1; }
     if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc); return 1; }
+    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_sum_avx512v_f64(m, value, t0, t1, cols, acc); return 1; }
     if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f64(m, value, t0, t1, cols, acc); return 1; }
 #endif
     (void)isa; (void)m; (void)value; (void)t0; (void)t1; (void)cols; (void)acc;
@@ -1271,6 +1335,7 @@ static inline void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const ui
 #if RS_HAVE_X86
     if (isa == RS_ISA_AVX2) { rs_lv_tree_avx2(m, t, cols, idx, slot); return; }
     if (isa == RS_ISA_AVX2_WIDE) { rs_lv_tree_avx2w(m, t, cols, idx, slot); return; }
+    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_tree_avx512v(m, t, cols, idx, slot); return; }
     if (isa == RS_ISA_AVX512) { rs_lv_tree_avx512(m, t, cols, idx, slot); return; }
 #endif
     rs_lv_tree_c(m, t, cols, rs_lanes(isa), idx, slot);
