@@ -186,6 +186,11 @@ def test_vbmi_walk_follows_the_cpu_and_the_environment(monkeypatch):
     alg = _alg(ens, "scalar")
     assert not alg.vbmi and not alg.layout.levels_vbmi
     assert not pickle.loads(pickle.dumps(alg.layout)).levels_vbmi
+    if "avx512" in RS_ISAS:       # Model.info says which walk AVX-512 calls take
+        monkeypatch.delenv("QUICKSCORER_RS_VBMI")
+        vbmi = _rapidscorer.lv_vbmi_available()
+        assert ("byte permutations" in _alg(ens, "avx512").groups) == vbmi
+        assert "a node at a time" in _alg(ens, "avx512", vbmi=False).groups
 
 
 def test_damaged_level_fields_are_refused():

@@ -210,6 +210,9 @@ class RapidScorer(Algorithm):
         elif self.levels:
             text += ("; trees walked level by level in groups of "
                      f"{self.layout.levels_min_lanes} lanes or more")
+        if (self.levels or self.levels_only) and self.isa == ISAS["avx512"]:
+            text += (", on AVX-512 by byte permutations (AVX512_VBMI)" if self.layout.levels_vbmi
+                     else ", on AVX-512 a node at a time")
         return text
 
     def _scratch_rows(self, n_threads: int) -> np.ndarray:
