@@ -309,21 +309,22 @@ def test_one_hot_category_levels_score_as_the_reference_traversal(isa, seed):
                           model.predict_leaf(X, algorithm="traversal"))
 
 
-@pytest.mark.parametrize("n_thresholds", [20, 230], ids=["counted", "searched"])
+@pytest.mark.parametrize("n_thresholds", [8, 40, 110, 230],
+                         ids=["counted", "bucketed", "bucketed-wide", "searched"])
 @pytest.mark.parametrize("isa", available_isas()[:2])
 def test_float32_boundaries_are_ranked_in_float32_exactly(isa, n_thresholds):
     """Thresholds that are float32 boundaries (scikit-learn's and CatBoost's) are ranked in
-    float32 on the AVX2 path, by counting (a column of few thresholds) or by the two-level
-    search (more than the kernel's COUNT_MAX): every value beside a boundary, at it, at its
-    float32 value, and beyond the float32 range (an infinity in float32) goes where the
-    float64 test sends it."""
+    float32 on the AVX2 path, by counting (a column of few thresholds), by counting in
+    buckets (BUCKET_MIN to BUCKET_MAX) or by the two-level search (more): every value beside
+    a boundary, at it, at its float32 value, and beyond the float32 range (an infinity in
+    float32) goes where the float64 test sends it."""
     from quickscorer.ir.float32 import float32_boundary
     rng = np.random.default_rng(21)
     T = np.concatenate([rng.normal(size=n_thresholds).astype(np.float32),
                         np.float32([0.0, -0.0, 1e-30, 3.4e38, -3.4e38, np.inf])])
     bounds = float32_boundary(T.astype(np.float64))
-    ens = oblivious_ensemble(rng, "plain", n_trees=60 if n_thresholds < 100 else 400,
-                             n_features=3 if n_thresholds < 100 else 1, max_depth=6,
+    ens = oblivious_ensemble(rng, "plain", n_trees=60 if n_thresholds < 30 else 400,
+                             n_features=3 if n_thresholds < 30 else 1, max_depth=6,
                              thresholds=bounds)
     model = quickscorer.Model(ens)
     alg = Oblivious(ens, model._forest, isa=isa)
@@ -331,7 +332,15 @@ def test_float32_boundaries_are_ranked_in_float32_exactly(isa, n_thresholds):
     # a column's finite thresholds: more than the kernel counts where the test means the search
     offsets = alg._arrays["rank_bucket_offsets"]
     finite = np.add.reduceat(alg._arrays["rank_buckets_f32"] < np.inf, offsets[:-1])
-    assert (finite > _oblivious.COUNT_MAX).any() == (n_thresholds > 100)
+    bucketed = (finite >= _oblivious.BUCKET_MIN) & (finite <= _oblivious.BUCKET_MAX)
+    assert {"counted": (finite < _oblivious.BUCKET_MIN).all(),
+            "bucketed": bucketed.any() and (finite <= 64).all(),
+            "bucketed-wide": bucketed.any() and (finite > 100).any(),
+            "searched": (finite > max(_oblivious.BUCKET_MAX, _oblivious.COUNT_MAX)).any()
+            }[{8: "counted", 40: "bucketed", 110: "bucketed-wide", 230: "searched"}[n_thresholds]]
+    tables = _oblivious.bucket_tables(alg._arrays["rank_buckets_f32"], offsets,
+                                      finite.astype(np.int32), np.ones(finite.shape, np.uint8))
+    assert (tables[0] > 0).tolist() == bucketed.tolist()
     model._prepared["oblivious"] = alg
     near = np.concatenate([bounds, np.nextafter(bounds, np.inf), np.nextafter(bounds, -np.inf),
                            T.astype(np.float64), np.nextafter(T, np.float32(np.inf)),
@@ -339,6 +348,51 @@ def test_float32_boundaries_are_ranked_in_float32_exactly(isa, n_thresholds):
     X = rng.choice(near, size=(400, ens.n_features))
     assert np.array_equal(model.predict_raw(X, algorithm="oblivious"),
                           model.predict_raw(X, algorithm="traversal"))
+
+
+@pytest.mark.parametrize("isa", available_isas()[:2])
+def test_columns_of_consecutive_features_convert_in_blocks_of_eight(isa):
+    """Where 8 columns read 8 consecutive features, the AVX2 path converts a group's values 8
+    rows by 8 columns at a time (a transpose in registers), the rows past the last full 8 and
+    the other columns a value at a time: every group size gives the reference's scores."""
+    from quickscorer.ir.float32 import float32_boundary
+    rng = np.random.default_rng(8)
+    bounds = float32_boundary(rng.normal(size=40).astype(np.float32).astype(np.float64))
+    trees = tuple(oblivious_tree(rng, 6, 21, "xgboost", thresholds=bounds,
+                                 missing=MISSING_NAN, default_left=True) for _ in range(80))
+    ens = Ensemble(trees=trees, tree_group=np.zeros(80, np.int64), n_outputs=1, n_features=21,
+                   family="xgboost", base_score=np.array([0.5]))
+    model = quickscorer.Model(ens)
+    alg = Oblivious(ens, model._forest, isa=isa)
+    assert alg._arrays["col_feature"][:16].tolist() == list(range(16))    # two blocks, a tail
+    model._prepared["oblivious"] = alg
+    X = special_rows(rng, 90, 21)
+    X[30:] = rng.choice(np.concatenate([bounds, np.nextafter(bounds, np.inf)]), size=(60, 21))
+    want = model.predict_raw(X, algorithm="traversal")
+    for n in (1, 7, 8, 13, 16, 31, 32, 33, 90):
+        assert np.array_equal(model.predict_raw(X[:n], algorithm="oblivious"), want[:n]), n
+
+
+def test_bucket_tables_give_each_values_rank_by_its_bucket():
+    """bucket_tables cuts a column's thresholds into at most 8 buckets: a value's rank is the
+    bucket size times its bucket (the buckets' last thresholds below it, at most the last
+    bucket) plus its bucket's thresholds below it, as the AVX2 kernel counts."""
+    thr = np.arange(1, 38, dtype=np.float32)                        # 37: 8 buckets of 5
+    bkt = np.concatenate([thr, np.full(11, np.inf, np.float32)])    # +inf padded to 48
+    size, n_buckets, at, tab = _oblivious.bucket_tables(
+        bkt, np.array([0, 48]), np.array([37], np.int32), np.ones(1, np.uint8))
+    assert (size[0], n_buckets[0], at[0], tab.shape[0]) == (5, 8, 0, 8 + 5 * 8)
+    assert tab[:8].tolist() == [5, 10, 15, 20, 25, 30, 35, 37]
+    jth = tab[8:].reshape(5, 8)
+    assert jth[:, 0].tolist() == [1, 2, 3, 4, 5]
+    assert jth[:2, 7].tolist() == [36, 37] and np.isinf(jth[2:, 7]).all()
+    x = np.concatenate([np.arange(0, 39, 0.5), [-np.inf, np.inf]]).astype(np.float32)
+    b = np.minimum((tab[:8][None, :8] < x[:, None]).sum(1), n_buckets[0] - 1)
+    rank = 5 * b + (jth[:, b].T < x[:, None]).sum(1)
+    assert rank.tolist() == (thr[None, :] < x[:, None]).sum(1).tolist()
+    few = _oblivious.bucket_tables(bkt, np.array([0, 48]), np.array([16], np.int32),
+                                   np.ones(1, np.uint8))
+    assert few[0][0] == 0 and few[3].shape[0] == 0      # 16 thresholds: plain counting
 
 
 def test_catboosts_onnx_export_is_scored_by_oblivious_as_onnx_runtime_scores_it(tmp_path):

@@ -90,6 +90,9 @@ int main(int argc, char** argv)
         for (int64_t j = v.bkt_off[c]; j < v.bkt_off[c + 1]; ++j)
             n_count[c] += v.bkt32[j] < INFINITY;
     v.n_count = n_count;
+    v.cnt_s = v.cnt_k = NULL;   /* plain counting (OBL_COUNT_MAX), no buckets */
+    v.cnt_off = NULL;
+    v.cnt_tab = NULL;
     fclose(f);
     if (!cpu_isa_available(CPU_ISA_AVX2)) {
         fprintf(stderr, "no AVX2\n");

@@ -41,6 +41,10 @@ cdef extern from "quickscorer/obl_simd.h":
         const float* bkt32
         const uint8_t* col_f32
         const int32_t* n_count
+        const int32_t* cnt_s
+        const int32_t* cnt_k
+        const int64_t* cnt_off
+        const float* cnt_tab
         int64_t n_trees
         const int32_t* depth
         const int32_t* level_col
@@ -79,6 +83,41 @@ cdef struct OblView:
 
 #: the most thresholds a column ranked in float32 by counting has
 COUNT_MAX = OBL_COUNT_MAX
+
+#: float32 columns of BUCKET_MIN to BUCKET_MAX finite thresholds are ranked by counting in
+#: buckets (obl_simd.h obl_bucket_count_f32_avx2): at most 8 buckets of up to 16 thresholds;
+#: below BUCKET_MIN plain counting takes as few compares
+BUCKET_MIN = 17
+BUCKET_MAX = 128
+
+
+def bucket_tables(bkt32, offsets, n_count, col_f32):
+    """The tables of the columns ranked by counting in buckets: for each column its thresholds
+    a bucket ``s`` (0: the column is not), its buckets ``k``, and where its table starts in
+    ``tab`` (float32): the 8 buckets' last thresholds (+inf past the k-th), then for each
+    j < s the j-th threshold of each of the 8 buckets (+inf past the column's). A column's
+    thresholds are its first ``n_count`` float32 buckets' entries (ascending)."""
+    C = n_count.shape[0]
+    size = np.zeros(C, np.int32)
+    nb = np.zeros(C, np.int32)
+    at = np.zeros(C, np.int64)
+    parts, end = [], 0
+    for c in range(C):
+        n = int(n_count[c])
+        if not col_f32[c] or n < BUCKET_MIN or n > BUCKET_MAX:
+            continue
+        s = -(-n // 8)
+        k = -(-n // s)
+        full = np.full(8 * s, np.inf, np.float32)
+        full[:n] = bkt32[offsets[c]:offsets[c] + n]
+        last = np.full(8, np.inf, np.float32)
+        last[:k] = full[np.minimum(np.arange(1, k + 1) * s, n) - 1]
+        size[c], nb[c], at[c] = s, k, end
+        parts += [last, full.reshape(8, s).T.reshape(-1)]
+        end += 8 + 8 * s
+    tab = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+    return size, nb, at, np.ascontiguousarray(tab, np.float32)
+
 
 
 # the most groups a block has: the groups whose sums each block of trees (its leaf values
@@ -163,6 +202,9 @@ cdef class OblLayout(Layout):
         v.piv32 = v.bkt32 = NULL
         v.col_f32 = NULL
         v.n_count = NULL
+        v.cnt_s = v.cnt_k = NULL
+        v.cnt_off = NULL
+        v.cnt_tab = NULL
         if a["rank_pivots_f32"].shape[0]:
             col_f32 = np.ascontiguousarray(a.get("col_f32", np.ones(C, np.uint8)), np.uint8)
             if (a["rank_pivots_f32"].shape != a["rank_pivots"].shape
@@ -181,6 +223,13 @@ cdef class OblLayout(Layout):
                                       off[:C]).astype(np.int32) if C else np.zeros(0, np.int32)
             self._keep["n_count"] = n_count
             v.n_count = <const int32_t*>array_data(n_count, np.int32, "oblivious", "n_count")
+            cnt = bucket_tables(np.asarray(a["rank_buckets_f32"]), off, n_count, col_f32)
+            self._keep["bucket_tables"] = cnt
+            if cnt[0].any():
+                v.cnt_s = <const int32_t*>array_data(cnt[0], np.int32, "oblivious", "cnt_s")
+                v.cnt_k = <const int32_t*>array_data(cnt[1], np.int32, "oblivious", "cnt_k")
+                v.cnt_off = <const int64_t*>array_data(cnt[2], np.int64, "oblivious", "cnt_off")
+                v.cnt_tab = <const float*>array_data(cnt[3], np.float32, "oblivious", "cnt_tab")
         v.n_trees = T
         v.depth = <const int32_t*>array_data(depth, np.int32, "oblivious", "depth")
         # the level arrays as the kernels read them: flat, OBL_MAX_DEPTH a tree
