@@ -7,6 +7,14 @@ import numpy as np
 from quickscorer.bench import interleaved
 
 
+def timing_args(parser, rows: str) -> None:
+    """The options every sweep times with: ``--rows`` (call sizes, default ``rows``),
+    ``--threads`` and ``--repeat``."""
+    parser.add_argument("--rows", default=rows, help="rows per call")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=5)
+
+
 def rows_of(models, X_all: np.ndarray) -> np.ndarray:
     """The workload's rows as the models take them (float32 for XGBoost's), after checking
     that every model scores the first 500 as the first model does."""

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tuning/
 
 import matrix as M  # noqa: E402
-from _variants import print_rows, rows_of  # noqa: E402
+from _variants import print_rows, rows_of, timing_args  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -35,9 +35,7 @@ def main(argv=None) -> int:
                            "full-uniform-1000x300-d10,xgb-depth8-uniform-1000")
     p.add_argument("--variants", default="12:128,32:128,64:128,96:128,64:64",
                    help="chunk:KiB, comma-separated")
-    p.add_argument("--rows", default="4000,10000", help="rows per call")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeat", type=int, default=5)
+    timing_args(p, "4000,10000")
     args = p.parse_args(argv)
 
     import quickscorer

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tuning/
 
 import matrix as M  # noqa: E402
-from _variants import print_rows, rows_of  # noqa: E402
+from _variants import print_rows, rows_of, timing_args  # noqa: E402
 
 LANE_NODES = "QUICKSCORER_RS_LANE_NODES"
 
@@ -65,9 +65,7 @@ def main(argv=None) -> int:
                         "or QUICKSCORER_RS_VBMI")
     p.add_argument("--values", default="32,40,48,56,64",
                    help="the setting's values, comma-separated")
-    p.add_argument("--rows", default="100,10000", help="rows per call")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--repeat", type=int, default=5)
+    timing_args(p, "100,10000")
     args = p.parse_args(argv)
 
     import quickscorer
