@@ -365,6 +365,9 @@ def test_columns_of_consecutive_features_convert_in_blocks_of_eight(isa):
     model = quickscorer.Model(ens)
     alg = Oblivious(ens, model._forest, isa=isa)
     assert alg._arrays["col_feature"][:16].tolist() == list(range(16))    # two blocks, a tail
+    assert _oblivious.block8_starts(alg._arrays["col_feature"]).tolist() == [0, 8]
+    assert _oblivious.block8_starts([0, 0, 1, 2, 3, 4, 5, 6, 7, 9]).tolist() == [1]
+    assert _oblivious.block8_starts([0, 1, 2, 3, 4, 5, 6, 8, 9]).tolist() == []
     model._prepared["oblivious"] = alg
     X = special_rows(rng, 90, 21)
     X[30:] = rng.choice(np.concatenate([bounds, np.nextafter(bounds, np.inf)]), size=(60, 21))

@@ -93,6 +93,20 @@ int main(int argc, char** argv)
     v.cnt_s = v.cnt_k = NULL;   /* plain counting (OBL_COUNT_MAX), no buckets */
     v.cnt_off = NULL;
     v.cnt_tab = NULL;
+    int32_t* block8 = calloc((size_t)C / 8 + 1, sizeof(int32_t));  /* runs of 8 features */
+    v.n_block8 = 0;
+    for (int64_t c = 0; c + 8 <= C; ) {
+        int run = 1;
+        for (int j = 1; j < 8; ++j)
+            run &= v.col_feature[c + j] == v.col_feature[c] + j;
+        if (run) {
+            block8[v.n_block8++] = (int32_t)c;
+            c += 8;
+        } else {
+            ++c;
+        }
+    }
+    v.block8 = block8;
     fclose(f);
     if (!cpu_isa_available(CPU_ISA_AVX2)) {
         fprintf(stderr, "no AVX2\n");

@@ -45,6 +45,8 @@ cdef extern from "quickscorer/obl_simd.h":
         const int32_t* cnt_k
         const int64_t* cnt_off
         const float* cnt_tab
+        const int32_t* block8
+        int64_t n_block8
         int64_t n_trees
         const int32_t* depth
         const int32_t* level_col
@@ -118,6 +120,20 @@ def bucket_tables(bkt32, offsets, n_count, col_f32):
     tab = np.concatenate(parts) if parts else np.zeros(0, np.float32)
     return size, nb, at, np.ascontiguousarray(tab, np.float32)
 
+
+def block8_starts(col_feature):
+    """The columns that start a run of 8 columns reading 8 consecutive features, taken
+    from column 0 on as the kernel's scan takes them (a run's columns start no other),
+    whose values the AVX2 path converts 8 rows by 8 columns at a time."""
+    cf = np.asarray(col_feature, np.int64)
+    starts, c = [], 0
+    while c + 8 <= cf.shape[0]:
+        if (np.diff(cf[c:c + 8]) == 1).all():
+            starts.append(c)
+            c += 8
+        else:
+            c += 1
+    return np.array(starts, np.int32)
 
 
 # the most groups a block has: the groups whose sums each block of trees (its leaf values
@@ -205,6 +221,8 @@ cdef class OblLayout(Layout):
         v.cnt_s = v.cnt_k = NULL
         v.cnt_off = NULL
         v.cnt_tab = NULL
+        v.block8 = NULL
+        v.n_block8 = 0
         if a["rank_pivots_f32"].shape[0]:
             col_f32 = np.ascontiguousarray(a.get("col_f32", np.ones(C, np.uint8)), np.uint8)
             if (a["rank_pivots_f32"].shape != a["rank_pivots"].shape
@@ -230,6 +248,11 @@ cdef class OblLayout(Layout):
                 v.cnt_k = <const int32_t*>array_data(cnt[1], np.int32, "oblivious", "cnt_k")
                 v.cnt_off = <const int64_t*>array_data(cnt[2], np.int64, "oblivious", "cnt_off")
                 v.cnt_tab = <const float*>array_data(cnt[3], np.float32, "oblivious", "cnt_tab")
+            block8 = block8_starts(a["col_feature"])
+            self._keep["block8"] = block8
+            if block8.shape[0]:
+                v.block8 = <const int32_t*>array_data(block8, np.int32, "oblivious", "block8")
+                v.n_block8 = block8.shape[0]
         v.n_trees = T
         v.depth = <const int32_t*>array_data(depth, np.int32, "oblivious", "depth")
         # the level arrays as the kernels read them: flat, OBL_MAX_DEPTH a tree

@@ -46,6 +46,10 @@ typedef struct {
     const int32_t* cnt_k;
     const int64_t* cnt_off;
     const float* cnt_tab;
+    /* the columns that start a run of 8 reading 8 consecutive features, ascending, in the
+     * order a scan from column 0 takes them (obl_xt_block8_avx2 converts those runs) */
+    const int32_t* block8;
+    int64_t n_block8;
     int64_t n_trees;
     const int32_t* depth;         /* [n_trees] */
     const int32_t* level_col;     /* [n_trees][OBL_MAX_DEPTH] */
@@ -322,41 +326,25 @@ static inline void obl_xt_block8_avx2(const double* rows, int64_t F, int64_t f0,
     }
 }
 
-/* whether columns c .. c + 7 read 8 consecutive features (obl_xt_block8_avx2 converts them) */
-static inline int obl_block8(const obl_view* v, int64_t c)
-{
-    if (c + 8 > v->n_cols)
-        return 0;
-    const int32_t* cf = v->col_feature + c;
-    for (int j = 1; j < 8; ++j)
-        if (cf[j] != cf[0] + j)
-            return 0;
-    return 1;
-}
-
 CPU_TARGET("avx2")
 static void obl_ranks_f32_avx2(const obl_view* v, const double* rows, int64_t F, int n_lanes,
                                float* xt, uint8_t* ranks)
 {
     const int full = n_lanes & ~7;          /* rows in blocks of 8 */
-    /* columns of 8 consecutive features a block, 8 rows at a time: each block of rows read
-     * along its rows (8 streams in order), not a column's stripe of every row in turn */
+    const int64_t nb = full > 0 ? v->n_block8 : 0;
+    /* the runs of 8 columns of consecutive features, 8 rows at a time: each block of rows
+     * read along its rows (8 streams in order), not a column's stripe of every row in turn */
     for (int l0 = 0; l0 < full; l0 += 8)
-        for (int64_t c = 0; c < v->n_cols; )
-            if (obl_block8(v, c)) {
-                obl_xt_block8_avx2(rows, F, v->col_feature[c], l0, xt + c * OBL_LANES);
-                c += 8;
-            } else {
-                ++c;
-            }
-    for (int64_t c = 0; c < v->n_cols; ) {
-        /* the same blocks' rows past the last full 8, and the other columns, a row at a
-         * time (each row's values read in order, not 32 rows apart a column); both an IEEE
-         * conversion */
-        const int block = full > 0 && obl_block8(v, c);
-        int64_t e = c + 8;
-        if (!block)
-            for (e = c + 1; e < v->n_cols && !(full > 0 && obl_block8(v, e)); ++e) {}
+        for (int64_t b = 0; b < nb; ++b)
+            obl_xt_block8_avx2(rows, F, v->col_feature[v->block8[b]], l0,
+                               xt + (int64_t)v->block8[b] * OBL_LANES);
+    for (int64_t c = 0, b = 0; c < v->n_cols; ) {
+        /* the same runs' rows past the last full 8, and the columns between the runs a row
+         * at a time (each row's values read in order, not 32 rows apart a column); both an
+         * IEEE conversion */
+        const int block = b < nb && v->block8[b] == c;
+        const int64_t e = block ? c + 8 : b < nb ? v->block8[b] : v->n_cols;
+        b += block;
         for (int l = block ? full : 0; l < n_lanes; ++l) {
             const double* row = rows + l * F;
             for (int64_t k = c; k < e; ++k)
