@@ -264,3 +264,17 @@ def test_the_plain_family_refuses_lightgbms_zero_as_missing_rule():
     with pytest.raises(ModelFormatError, match="zero-as-missing"):
         Ensemble(trees=[tree(MISSING_ZERO)], tree_group=[0], n_outputs=1, n_features=1,
                  family="plain", base_score=[0.0])
+
+
+@pytest.mark.parametrize("link", ["numpy_exp", "numpy_softmax"])
+def test_numpy_links_match_scikit_learns_own_arithmetic(link):
+    """The exp and softmax links are computed by NumPy's functions, as scikit-learn's are, so
+    they agree to the bit on CPUs where NumPy's exp is its own AVX-512 code (libm's exp
+    differs there in the last place on some inputs)."""
+    from sklearn.utils.extmath import softmax
+
+    from quickscorer._transforms import apply_transform
+    raw = np.random.default_rng(3).normal(scale=4.0, size=(20000, 3))
+    want = np.exp(raw) if link == "numpy_exp" else softmax(raw)
+    assert np.array_equal(apply_transform(link, {}, raw), want)
+    assert np.array_equal(raw, np.random.default_rng(3).normal(scale=4.0, size=(20000, 3)))

@@ -41,8 +41,9 @@ _HIST = {"HistGradientBoostingRegressor", "HistGradientBoostingClassifier"}
 SUPPORTED = tuple(sorted(_FOREST | _SINGLE | _BOOSTING | _HIST))
 
 #: the output transform of each inverse link of scikit-learn's losses
-_LINKS = {"IdentityLink": "identity", "LogLink": "exp", "LogitLink": "sigmoid",
-          "MultinomialLogit": "softmax"}
+#: (its exp and softmax are NumPy's, whose exp has its own AVX-512 code: not libm's bits)
+_LINKS = {"IdentityLink": "identity", "LogLink": "numpy_exp", "LogitLink": "sigmoid",
+          "MultinomialLogit": "numpy_softmax"}
 
 def is_sklearn_estimator(obj) -> bool:
     """Whether ``obj`` is a scikit-learn estimator (by its class's module)."""
@@ -152,7 +153,7 @@ def _boosting(est, name, n_features, names, source, classifier) -> Ensemble:
             groups.append(k)
     transform = "identity"
     if classifier:
-        transform = "sigmoid" if n_outputs == 1 else "softmax"
+        transform = "sigmoid" if n_outputs == 1 else "numpy_softmax"
     return _boosted(trees, groups, n_outputs, n_features, transform, names, source)
 
 

@@ -57,6 +57,8 @@ TRANSFORMS = (
     "onnx_softmax",     # ONNX Runtime's SOFTMAX post-transform (float32)
     "onnx_probit",      # ONNX Runtime's PROBIT post-transform (float32)
     "onnx_softmax_zero",  # ONNX Runtime's SOFTMAX_ZERO post-transform (float32)
+    "numpy_exp",        # scikit-learn's LogLink: NumPy's exp
+    "numpy_softmax",    # scikit-learn's MultinomialLogit: its softmax in NumPy
 )
 
 

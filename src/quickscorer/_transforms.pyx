@@ -2,7 +2,9 @@
 """Output transforms computed with libm, so they match LightGBM and XGBoost bit for bit.
 
 NumPy's vectorised exp differs from libm by an ulp on some inputs; these loops call the C
-functions the libraries call, in the same order and precision (docs/semantics.md).
+functions the libraries call, in the same order and precision (docs/semantics.md). The
+``numpy_*`` transforms are scikit-learn's, which calls NumPy: they call the same NumPy
+functions, so they agree with it on every CPU (NumPy's exp has its own AVX-512 code).
 """
 import numpy as np
 
@@ -13,7 +15,7 @@ TRANSFORM_CODES = {
     "identity": 0, "sigmoid": 1, "softmax": 2, "ova_sigmoid": 3, "exp": 4, "log1p_exp": 5,
     "signed_square": 6, "xgb_logistic": 7, "xgb_softmax": 8, "xgb_softmax_argmax": 9,
     "xgb_exp": 10, "onnx_logistic": 11, "onnx_softmax": 12, "onnx_probit": 13,
-    "onnx_softmax_zero": 14,
+    "onnx_softmax_zero": 14, "numpy_exp": 15, "numpy_softmax": 16,
 }
 
 
@@ -138,6 +140,8 @@ def apply_transform(str name, dict params, raw, double divide_by=1.0):
     """
     cdef int code = TRANSFORM_CODES[name]
     out = np.array(raw, copy=True, order="C")
+    if code >= 15:
+        return _numpy_transform(code, out, divide_by)
     cdef double[:, ::1] a64
     cdef float[:, ::1] a32
     if out.dtype == np.float32:
@@ -163,6 +167,23 @@ def apply_transform(str name, dict params, raw, double divide_by=1.0):
     cdef double s = float(params.get("sigmoid", 1.0))
     with nogil:
         _lgb(code, s, divide_by, a64)
+    return out
+
+
+def _numpy_transform(int code, out, double divide_by):
+    """scikit-learn's inverse links on ``out`` in place: ``LogLink``'s ``np.exp`` and
+    ``MultinomialLogit``'s softmax (``sklearn.utils.extmath.softmax``: the row's maximum
+    subtracted, ``np.exp``, then divided by the row's ``np.sum``), in those NumPy calls."""
+    if out.dtype != np.float64:
+        raise ValueError("the numpy_* transforms expect float64 raw scores")
+    if divide_by != 1.0:
+        out /= divide_by
+    if code == 15:
+        np.exp(out, out=out)
+        return out
+    out -= np.max(out, axis=1).reshape(-1, 1)
+    np.exp(out, out=out)
+    out /= np.sum(out, axis=1).reshape(-1, 1)
     return out
 
 
