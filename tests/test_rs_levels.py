@@ -28,8 +28,15 @@ from conftest import linear_tree, random_ensemble, run_kernel, special_rows
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
 if "avx2" in RS_ISAS:
     RS_ISAS.insert(RS_ISAS.index("avx2") + 1, "avx2-32")
-if "avx512" in RS_ISAS and _rapidscorer.lv_vbmi_available():
-    RS_ISAS.append("avx512-nodes")      # AVX-512's node-at-a-time walk, where VBMI would run
+if "avx512" in RS_ISAS:
+    # the AVX-512 walks the default does not take on this CPU: in 512-bit registers by byte
+    # permutations (VBMI) or a node at a time, and in two 256-bit registers a column
+    if _rapidscorer.lv_vbmi_available():
+        RS_ISAS.append("avx512-nodes")
+    if _rapidscorer.lv_halves_default():
+        RS_ISAS.append("avx512-zmm")
+    else:
+        RS_ISAS.append("avx512-halves")
 
 FINITE = (-1.0, 0.0, 0.5, 1e-36, 2.0, -0.0, 3.0)
 
@@ -41,7 +48,11 @@ def _alg(ens, isa, **kw):
     if isa == "avx2-32":
         isa, kw = "avx2", {**kw, "wide": False}
     if isa == "avx512-nodes":
-        isa, kw = "avx512", {**kw, "vbmi": False}
+        isa, kw = "avx512", {**kw, "vbmi": False, "halves": False}
+    if isa == "avx512-zmm":
+        isa, kw = "avx512", {**kw, "halves": False}
+    if isa == "avx512-halves":
+        isa, kw = "avx512", {**kw, "halves": True}
     return RapidScorer(ens, quickscorer.Model(ens)._forest, isa=isa, **kw)
 
 
@@ -189,8 +200,33 @@ def test_vbmi_walk_follows_the_cpu_and_the_environment(monkeypatch):
     if "avx512" in RS_ISAS:       # Model.info says which walk AVX-512 calls take
         monkeypatch.delenv("QUICKSCORER_RS_VBMI")
         vbmi = _rapidscorer.lv_vbmi_available()
-        assert ("byte permutations" in _alg(ens, "avx512").groups) == vbmi
-        assert "a node at a time" in _alg(ens, "avx512", vbmi=False).groups
+        assert ("byte permutations" in _alg(ens, "avx512", halves=False).groups) == vbmi
+        assert "a node at a time" in _alg(ens, "avx512", vbmi=False, halves=False).groups
+
+
+def test_halves_walk_follows_the_cpu_and_the_environment(monkeypatch):
+    """On AVX-512 the level walk runs in two 256-bit registers a column where the CPU splits
+    512-bit operations (Zen 4), unless told; a pickled layout decides again where it is
+    loaded, unless it was told."""
+    import pickle
+    rng = np.random.default_rng(16)
+    ens = random_ensemble(rng, "xgboost", n_trees=6, max_leaves=9, p_categorical=0.0,
+                          thresholds=FINITE)
+    default = _rapidscorer.lv_halves_default()
+    alg = _alg(ens, "scalar")
+    assert alg.layout.levels_halves == default
+    assert pickle.loads(pickle.dumps(alg.layout)).levels_halves == default
+    for told in (False, True):
+        layout = _alg(ens, "scalar", halves=told).layout
+        assert layout.levels_halves == told
+        assert pickle.loads(pickle.dumps(layout)).levels_halves == told
+    monkeypatch.setenv("QUICKSCORER_RS_HALVES", "1")
+    assert _alg(ens, "scalar").layout.levels_halves
+    monkeypatch.setenv("QUICKSCORER_RS_HALVES", "0")
+    assert not _alg(ens, "scalar").layout.levels_halves
+    if "avx512" in RS_ISAS:       # Model.info says which walk AVX-512 calls take
+        assert "two 256-bit registers" in _alg(ens, "avx512", halves=True).groups
+        assert "two 256-bit registers" not in _alg(ens, "avx512", halves=False).groups
 
 
 def test_damaged_level_fields_are_refused():

@@ -12,7 +12,10 @@ go lane by lane from its first level of more than that many nodes) or
 ``QUICKSCORER_RS_LEVELS`` (0: the scans, 1: the level path in every group where the model
 allows it; ``rs_levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``) or ``QUICKSCORER_RS_VBMI``
 (0: the AVX-512 walk a node at a time, 1: by byte permutations where the CPU has
-AVX512_VBMI; equal elsewhere). For each model
+AVX512_VBMI; equal elsewhere) or ``QUICKSCORER_RS_HALVES`` (1: the AVX-512 walk in two
+256-bit registers a column, as the AVX2 wide path's; 0: in 512-bit registers) or
+``QUICKSCORER_ISA`` (``avx2``, ``avx512``: the whole call on one instruction set, the
+default's choice of group included). For each model
 (``--models``: shapes of ``benchmarks/matrix.py``), all the prepared models score the same
 rows (the first checked equal to the others), timed interleaved in ``--repeat`` rounds of at
 least 20,000 rows each; prints each value's fastest round in microseconds per document (this
@@ -61,8 +64,8 @@ def main(argv=None) -> int:
                            "xgb-depth9-uniform-1000,xgb-depth10-uniform-1000,"
                            "full-uniform-1000x255-d8,full-uniform-1000x300-d10")
     p.add_argument("--env", default=LANE_NODES,
-                   help="the setting swept: QUICKSCORER_RS_LANE_NODES, QUICKSCORER_RS_LEVELS "
-                        "or QUICKSCORER_RS_VBMI")
+                   help="the setting swept: QUICKSCORER_RS_LANE_NODES, QUICKSCORER_RS_LEVELS, "
+                        "QUICKSCORER_RS_VBMI, QUICKSCORER_RS_HALVES or QUICKSCORER_ISA")
     p.add_argument("--values", default="32,40,48,56,64",
                    help="the setting's values, comma-separated")
     timing_args(p, "100,10000")
@@ -73,7 +76,7 @@ def main(argv=None) -> int:
     from quickscorer.algorithms.rs_levels import level_ratio
 
     env = args.env
-    values = [int(v) for v in args.values.split(",")]
+    values = args.values.split(",")
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, "
           f"{args.threads} thread(s); minimum us/doc of {args.repeat} interleaved rounds "
           "(ratio to the fastest value of the row)")
@@ -84,7 +87,7 @@ def main(argv=None) -> int:
         wl = M.workload(spec, max(int(r) for r in args.rows.split(",")))
         models = []
         for v in values:
-            os.environ[env] = str(v)
+            os.environ[env] = v
             models.append(quickscorer.load(wl.lgb_path, prepare=("rapidscorer",)))
         if saved is None:
             os.environ.pop(env, None)
@@ -93,7 +96,8 @@ def main(argv=None) -> int:
         X = rows_of(models, wl.X)
         if env == LANE_NODES:
             print(f"| {wl.name}: lane-by-lane levels | | "
-                  + " | ".join(str(lane_levels(models[0].ensemble, v)) for v in values) + " |")
+                  + " | ".join(str(lane_levels(models[0].ensemble, int(v))) for v in values)
+                  + " |")
         else:
             walk = RapidScorer(models[0].ensemble, models[0]._forest, isa="scalar", levels=True)
             print(f"| {wl.name}: {level_ratio(walk._arrays):.2f} nodes a level | |"

@@ -102,7 +102,8 @@ class RapidScorer(Algorithm):
 
     def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
                  block_bytes: int | None = None, wide: bool = True, mirror: bool = True,
-                 levels: bool | None = None, vbmi: bool | None = None):
+                 levels: bool | None = None, vbmi: bool | None = None,
+                 halves: bool | None = None):
         super().__init__(ens, forest)
         self.isa = rs_isa_code(isa)
         #: the path named by isa= or $QUICKSCORER_ISA, used for every call; else None
@@ -123,6 +124,13 @@ class RapidScorer(Algorithm):
         #: CPU has them (rs_simd.h rs_lv_tree_avx512v); False, or $QUICKSCORER_RS_VBMI=0,
         #: compares a node at a time
         self.vbmi = (env_int("QUICKSCORER_RS_VBMI") != 0) if vbmi is None else bool(vbmi)
+        #: on AVX-512, whether the level walk runs as the AVX2 wide path's, two 256-bit
+        #: registers a column: True, False, or None ($QUICKSCORER_RS_HALVES=0 or 1, else as
+        #: the CPU is best served: on CPUs that split 512-bit operations, rs_simd.h
+        #: rs_lv_halves_default)
+        if halves is None and env_int("QUICKSCORER_RS_HALVES") is not None:
+            halves = env_int("QUICKSCORER_RS_HALVES") != 0
+        self.halves = halves
         # trees of more than 256 leaves: the level path alone (no scans; levels=False and
         # $QUICKSCORER_RS_LEVELS=0 cannot apply)
         self.levels_only = ens.n_trees > 0 and int(ens.n_leaves.max()) > MAX_LEAVES
@@ -179,7 +187,9 @@ class RapidScorer(Algorithm):
                                             float32_ranks=ens.family == "xgboost",
                                             levels_min_lanes=max(32, min_lanes),
                                             levels_chunk=self.level_chunk,
-                                            levels_vbmi=self.vbmi)
+                                            levels_vbmi=self.vbmi,
+                                            levels_halves=-1 if self.halves is None
+                                            else int(bool(self.halves)))
         self.tree_blocks = n_blocks
         #: whether calls walk the trees level by level (every tree at most 10 deep, numeric;
         #: groups of fewer than ``layout.levels_min_lanes`` lanes scan, unless
@@ -211,8 +221,12 @@ class RapidScorer(Algorithm):
             text += ("; trees walked level by level in groups of "
                      f"{self.layout.levels_min_lanes} lanes or more")
         if (self.levels or self.levels_only) and self.isa == ISAS["avx512"]:
-            text += (", on AVX-512 by byte permutations (AVX512_VBMI)" if self.layout.levels_vbmi
-                     else ", on AVX-512 a node at a time")
+            if self.layout.levels_halves:
+                text += ", on AVX-512 in two 256-bit registers a column, as on AVX2"
+            elif self.layout.levels_vbmi:
+                text += ", on AVX-512 by byte permutations (AVX512_VBMI)"
+            else:
+                text += ", on AVX-512 a node at a time"
         return text
 
     def _scratch_rows(self, n_threads: int) -> np.ndarray:

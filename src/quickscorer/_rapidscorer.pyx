@@ -79,7 +79,9 @@ cdef extern from "quickscorer/rs_simd.h":
         const uint8_t* table
         const int64_t* table_off
         int vbmi
+        int halves
     int rs_lv_vbmi_available() noexcept nogil
+    int rs_lv_halves_default() noexcept nogil
     void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const uint8_t* cols,
                     uint8_t* idx, uint16_t* slot) noexcept nogil
     void rs_lv_add_f64(const uint16_t* slot, const double* v, double* acc,
@@ -109,6 +111,12 @@ def isa_available(int isa):
 def lv_vbmi_available():
     """Whether this CPU's AVX-512 level walk can take its byte permutations (AVX512_VBMI)."""
     return bool(rs_lv_vbmi_available())
+
+
+def lv_halves_default():
+    """Whether this CPU's AVX-512 level walk runs as the AVX2 wide path's, two 256-bit
+    registers a column, by default (a CPU that splits 512-bit operations: Zen 4)."""
+    return bool(rs_lv_halves_default())
 
 
 def lanes_of(int isa):
@@ -197,11 +205,13 @@ cdef class RSLayout:
     cdef RSView view
     cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
-    cdef readonly bint reordered, has_f32, float32_ranks, levels, levels_vbmi
+    cdef readonly bint reordered, has_f32, float32_ranks, levels, levels_vbmi, levels_halves
     cdef readonly int64_t levels_min_lanes, levels_chunk
+    cdef int _halves_asked
 
     def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False,
-                  int64_t levels_min_lanes=32, int64_t levels_chunk=8, bint levels_vbmi=True):
+                  int64_t levels_min_lanes=32, int64_t levels_chunk=8, bint levels_vbmi=True,
+                  int levels_halves=-1):
         """float32_ranks: also keep the rank search's thresholds in float32, for a model
         whose rows the kernel reads as float32 values (XGBoost's), where the AVX2 and
         AVX-512 searches then compare 8 or 16 thresholds a register; ignored where a
@@ -210,12 +220,18 @@ cdef class RSLayout:
         levels_chunk: the most groups a thread walks through each block of trees together
         (1: a group at a time through all the trees). levels_vbmi: the AVX-512 level walk
         takes its byte permutations where the CPU has AVX512_VBMI (False: it compares a
-        node at a time, as on AVX-512 CPUs without them)."""
+        node at a time, as on AVX-512 CPUs without them). levels_halves: the AVX-512 level
+        walk runs as the AVX2 wide path's, two 256-bit registers a column (1), or in 512-bit
+        registers (0); -1: as this CPU is best served (lv_halves_default), decided where the
+        layout is made or unpickled."""
         if levels_chunk < 1:
             raise ValueError(f"levels_chunk must be >= 1, got {levels_chunk}")
         self.levels_min_lanes = levels_min_lanes
         self.levels_chunk = levels_chunk
         self.levels_vbmi = levels_vbmi and rs_lv_vbmi_available() != 0
+        self._halves_asked = levels_halves
+        self.levels_halves = (rs_lv_halves_default() != 0 if levels_halves < 0
+                              else levels_halves != 0)
         self._keep = dict(a)
         for name, dtype in _FIELDS.items():
             array_data(a[name], dtype, "rapidscorer", name)
@@ -416,6 +432,7 @@ cdef class RSLayout:
         self.view.lv.table = <const uint8_t*>cnp.PyArray_DATA(table)
         self.view.lv.table_off = <const int64_t*>cnp.PyArray_DATA(toff)
         self.view.lv.vbmi = self.levels_vbmi
+        self.view.lv.halves = self.levels_halves
         self.view.lv_block_starts = <const int64_t*>cnp.PyArray_DATA(bst)
         self.view.n_lv_blocks = bst.shape[0] - 1
         self.view.lv_chunk = self.levels_chunk
@@ -477,7 +494,8 @@ cdef class RSLayout:
 
     def __reduce__(self):
         return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None,
-                           self.levels_min_lanes, self.levels_chunk, self.levels_vbmi))
+                           self.levels_min_lanes, self.levels_chunk, self.levels_vbmi,
+                           self._halves_asked))
 
 
 cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:

@@ -119,6 +119,30 @@ static inline int cpu_isa_available(int isa)
 static inline int cpu_isa_available(int isa) { return isa == CPU_ISA_SCALAR; }
 #endif
 
+/* whether the CPU runs a 512-bit operation as two 256-bit halves: AMD family 0x19 with
+ * AVX-512 (Zen 4). There an AVX-512 loop is no wider than an AVX2 loop of two registers, and
+ * may cost more (rs_simd.h's level walk: 10% to 22% more time). */
+#if CPU_HAVE_X86
+#include <cpuid.h>
+static inline int cpu_splits_512(void)
+{
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return 0;
+    /* "AuthenticAMD" in ebx, edx, ecx */
+    if (b != 0x68747541u || d != 0x69746E65u || c != 0x444D4163u)
+        return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    unsigned int family = (a >> 8) & 0xF;
+    if (family == 0xF)
+        family += (a >> 20) & 0xFF;
+    return family == 0x19 && cpu_isa_available(CPU_ISA_AVX512);
+}
+#else
+static inline int cpu_splits_512(void) { return 0; }
+#endif
+
 static inline int cpu_best_isa(void)
 {
     if (cpu_isa_available(CPU_ISA_AVX512))
