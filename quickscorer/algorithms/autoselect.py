@@ -50,13 +50,18 @@ RS_MIN_ROWS = 8
 RS_AFTER_WALK_MIN_ROWS = 9
 #: ... and later on models of many nodes a step of a row's walk: RapidScorer's call scans
 #: every node whatever its rows, a walk pays only its row's steps, so the walk keeps calls
-#: of fewer rows than nodes / (WALK_RS_NODES_PER_STEP x steps a row) (1,000 trees of 255
-#: leaves, 40 nodes a step: in three runs the two met between 13 and 16 rows; XGBoost depth 8,
-#: 23 nodes a step: between 10 and 12),
+#: of fewer rows than nodes / (WALK_RS_NODES_PER_STEP x steps a row),
 #: at most RS_AFTER_WALK_MAX_ROWS (one AVX2 group of RapidScorer, whose cost a document
-#: falls past it while the walk's does not);
-#: ``python benchmarks/tuning/small_calls.py --batch 8,12,16,24,32 --kernels walk,rapidscorer``
-WALK_RS_NODES_PER_STEP = 2.9
+#: falls past it while the walk's does not). Calls of one size alone met between 13 and 16
+#: rows on 1,000 trees of 255 leaves (40 nodes a step; ``python
+#: benchmarks/tuning/small_calls.py --batch 8,12,16,24,32 --kernels walk,rapidscorer``), but a
+#: service's calls come in many sizes, and a call that runs the other kernel than the call
+#: before pays to read its layout back into the caches: on per-query calls 5 (RapidScorer
+#: from 9 rows) took 9% and 15% less time than 2.9 (from 14 and 13) on that model and on
+#: XGBoost depth 9, and no more on the others (``python
+#: benchmarks/tuning/per_query_switch.py --values 2.9,4,5,7``, Zen 4). A call of 9 to 13 rows
+#: alone on the 255-leaf model pays for it (34.5 against 21.4 us/doc at 9 rows).
+WALK_RS_NODES_PER_STEP = 5.0
 RS_AFTER_WALK_MAX_ROWS = 32
 #: ... and from fewer rows where the trees are small, (mean leaves a tree at most, rows):
 #: fewer leaves make RapidScorer's byte rows shorter; same command at 4 to 6 rows
