@@ -150,7 +150,7 @@ def main(argv=None) -> int:
             if args.amid:
                 half = X.shape[0] // 2   # rows of their own: the second half of X
                 amid = (model.predict, [np.ascontiguousarray(X[half + i * args.amid:][:args.amid])
-                                        for i in range(min(64, half // args.amid))])
+                                        for i in range(max(1, min(64, half // args.amid)))])
             timings = interleaved([_for_seconds(fn, sets, args.seconds, amid)
                                    for fn in calls.values()], args.rounds, warmup=False)
             times = {name: [v * 1e6 for v in t.samples] for name, t in zip(calls, timings)}

@@ -281,11 +281,6 @@ static inline void obl_bucket_count_f32_avx2(const float* xt, const float* tab, 
     obl_store_ranks_avx2(a, x, nan_rank, out);
 }
 
-/* float32 ranks: the group's values first laid out column by column, rounded to float32
- * (xt: n_cols x OBL_LANES floats; each row's values read once and in order, not 32 rows
- * apart a column), then each column ranked by counting in buckets where the layout gives it
- * buckets (cnt_s), else by counting where it has at most OBL_COUNT_MAX thresholds, else by
- * the two-level search */
 /* xt's 8 x 8 block of columns c0 .. c0 + 7, whose features are f0 .. f0 + 7, and rows
  * l0 .. l0 + 7: each row's 8 values converted in two instructions (the IEEE conversion of
  * _mm_cvtsd_ss, four values at a time), the block transposed in registers and stored a
@@ -320,12 +315,18 @@ static inline void obl_xt_block8_avx2(const double* rows, int64_t F, int64_t f0,
     /* r[0..3]: columns 0, 1, 2, 3 of rows 0-3 (low half) and columns 4-7 (high half), and so
      * r[4..7] for rows 4-7 */
     for (int j = 0; j < 4; ++j) {
-        _mm256_store_ps(xt + (size_t)j * OBL_LANES + l0, _mm256_permute2f128_ps(r[j], r[j + 4], 0x20));
+        _mm256_store_ps(xt + (size_t)j * OBL_LANES + l0,
+                        _mm256_permute2f128_ps(r[j], r[j + 4], 0x20));
         _mm256_store_ps(xt + (size_t)(j + 4) * OBL_LANES + l0,
                         _mm256_permute2f128_ps(r[j], r[j + 4], 0x31));
     }
 }
 
+/* float32 ranks: the group's values first laid out column by column, rounded to float32
+ * (xt: n_cols x OBL_LANES floats; each row's values read once and in order, not 32 rows
+ * apart a column), then each column ranked by counting in buckets where the layout gives it
+ * buckets (cnt_s), else by counting where it has at most OBL_COUNT_MAX thresholds, else by
+ * the two-level search */
 CPU_TARGET("avx2")
 static void obl_ranks_f32_avx2(const obl_view* v, const double* rows, int64_t F, int n_lanes,
                                float* xt, uint8_t* ranks)
