@@ -708,17 +708,37 @@ def test_no_leaf_values_are_taken_for_several_outputs_or_linear_leaves(monkeypat
 
 def test_walk_tables_put_each_leaf_number_s_record_before_the_table():
     """walk8 steps on leaf l's record at index -1 - l until the harvest: the record sends
-    every row to itself (threshold +inf, both children ~l), one for every leaf number."""
+    every row to itself (threshold +inf, both children its own offset) and holds l, one for
+    every leaf number; children and roots are byte offsets, which to_indices undoes."""
     model = _model("lightgbm", seed=3)
     a = walk_arrays(model.ensemble)
     table, n, roots = _walk.walk_tables(a["walk_nodes"], a["roots"])
+    size = _walk.NODE_BYTES
+    assert size == 24
     # leaf numbers are in-order numbers within a tree: one record per leaf of the largest
     assert model.info()["max_leaves"] > 1 and n == model.info()["max_leaves"]
     rec = table.view(NODE_DTYPE)
-    assert np.array_equal(table[3 * n:], a["walk_nodes"])
+    want = a["walk_nodes"].view(NODE_DTYPE)
+    got = rec[n:]
+    assert np.array_equal(got["thr"], want["thr"]) and np.array_equal(got["col"], want["col"])
+    assert np.array_equal(got["kid"], want["kid"] * size)
+    assert np.array_equal(_walk.to_indices(table[3 * n:]), a["walk_nodes"])
     for leaf in range(n):
         r = rec[n - 1 - leaf]                  # index -1 - leaf from the table's start
-        assert r["thr"] == np.inf and tuple(r["kid"]) == (~leaf, ~leaf)
-    assert np.array_equal(roots[:a["roots"].shape[0]], a["roots"])
+        assert r["thr"] == np.inf and r["pad"] == leaf
+        assert tuple(r["kid"]) == ((-1 - leaf) * size, (-1 - leaf) * size)
+    assert np.array_equal(roots[:a["roots"].shape[0]], a["roots"] * size)
     assert roots.shape[0] == model.ensemble.n_trees + 16
-    assert np.all(roots[model.ensemble.n_trees:] == a["walk_nodes"].shape[0] // 3 - 1)
+    assert np.all(roots[model.ensemble.n_trees:] == (a["walk_nodes"].shape[0] // 3 - 1) * size)
+
+
+def test_walk_layout_survives_pickling_with_its_byte_offsets():
+    """A pickled walk layout is rebuilt from its nodes as indices (to_indices), which the
+    layout converts to byte offsets again: the copy's table is the original's, not scaled
+    twice."""
+    import pickle
+    model = _model("lightgbm", seed=5)
+    layout = model.prepare("walk").layout
+    copy = pickle.loads(pickle.dumps(layout))
+    assert np.array_equal(copy.walk_nodes(), layout.walk_nodes())
+    assert copy.n_blocks == layout.n_blocks and copy.complete == layout.complete

@@ -49,11 +49,11 @@ static double now(void)
  * an index that step computed, so every step's chain ran through that load and the update */
 #define S26_STEP(q, t)                                                                       \
     {                                                                                        \
-        const walk_node* p_ = nodes + (q);                                                \
+        const walk_node* p_ = WALK_AT(q);                                                    \
         int32_t nq_ = p_->kid[xr[p_->col] > p_->thr];                                        \
         int32_t m_ = nq_ >> 31;                                                              \
         WALK_OPAQUE(m_);                                                                  \
-        leaf[t] = ~nq_;                                                                      \
+        leaf[t] = WALK_AT(nq_)->pad;                                                         \
         done -= m_;                                                                          \
         t += 8 & m_;                                                                         \
         q = (roots[t] & m_) | (nq_ & ~m_);                                                   \

@@ -92,6 +92,8 @@ cdef extern from "quickscorer/walk.h" nogil:
 
 # a walk node (walk.h walk_node), as walk.walk_arrays writes them viewed as uint64
 NODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("kid", "<i4", 2), ("pad", "<i4")])
+#: the bytes of a walk_node record: a child's offset in the table is its index times this
+NODE_BYTES = NODE_DTYPE.itemsize
 
 # the missing-value rules of a column (its index is rule * n_features + feature)
 cdef enum:
@@ -247,6 +249,7 @@ cdef class WalkLayout(Layout):
         block_of_tree = np.repeat(np.arange(self.n_blocks), np.diff(starts))
         block_roots = np.full(n_trees + 16 * self.n_blocks, n_walk - 1, np.int32)
         block_roots[np.arange(n_trees) + 16 * block_of_tree] = a["roots"][:n_trees]
+        block_roots *= NODE_BYTES         # byte offsets, as walk_tables's roots
         self._block_roots = block_roots
         self.view.block_roots = <const int32_t*>array_data(block_roots, np.int32, "walk",
                                                            "block_roots")
@@ -269,8 +272,8 @@ cdef class WalkLayout(Layout):
             self.exits2 = walk_exits2
 
     def walk_nodes(self):
-        """The ``walk_nodes`` of walk.walk_arrays as rows of the table the kernels read (a
-        view, not a copy), for the layout's arrays."""
+        """The nodes of the table the kernels read (a view, not a copy; children as byte
+        offsets, walk_tables), for the layout's arrays."""
         return self._keep["walk_nodes"]
 
     def attach_values(self, Forest forest):
@@ -376,7 +379,9 @@ cdef class WalkLayout(Layout):
         return 0
 
     def __reduce__(self):
-        return (WalkLayout, (self._keep, self.n_features))
+        # the nodes as walk.walk_arrays gives them, which __cinit__ checks and converts
+        return (WalkLayout, (dict(self._keep, walk_nodes=to_indices(self._keep["walk_nodes"])),
+                             self.n_features))
 
 
 cdef inline void expand(const WalkView* v, int family, const double* row,
@@ -420,17 +425,37 @@ def walk_tables(walk_nodes, roots):
     """What walk8 reads, from a layout's ``walk_nodes`` and ``roots`` (walk.walk_arrays):
     the table with leaf l's record before it at index -1 - l for every leaf number of the
     trees (a cursor at a leaf stays on its record until the harvest: threshold +inf, never
-    right, both children itself), the number of those records, and the roots with 8 more
-    self-loop sentinels (a cursor on tree t reads roots[t + 8], t up to n_trees + 7).
-    Returns ``(table, n_records, roots)``; the walk's nodes start at ``table`` row
-    ``n_records``."""
-    kid = walk_nodes.view(NODE_DTYPE)["kid"]
+    right, both children itself, its leaf number in ``pad``), the number of those records,
+    and the roots with 8 more self-loop sentinels (a cursor on tree t reads roots[t + 8], t up
+    to n_trees + 7). In the table and the roots, a node index i (a leaf child ~l: i = -1 - l)
+    is its byte offset from the first node, ``i * NODE_BYTES`` (walk.h). Returns ``(table,
+    n_records, roots)``; the walk's nodes start at ``table`` row ``n_records``; ``to_indices``
+    turns the nodes back."""
+    nodes = walk_nodes.view(NODE_DTYPE)
+    kid = nodes["kid"]
     n_records = int((~kid[kid < 0]).max()) + 1 if np.any(kid < 0) else 1
-    rec = np.zeros(n_records, NODE_DTYPE)
+    if (n_records + nodes.shape[0]) * NODE_BYTES >= 2 ** 31:
+        raise ValueError(f"walk layout: {nodes.shape[0]} nodes and {n_records} leaf records, "
+                         f"more than the walk's 32-bit byte offsets reach "
+                         f"({2 ** 31 // NODE_BYTES - 1} in all)")
+    table = np.zeros(n_records + nodes.shape[0], NODE_DTYPE)
+    rec = table[:n_records]
     rec["thr"] = np.inf
-    rec["kid"] = (~np.arange(n_records - 1, -1, -1, dtype=np.int32))[:, None]
-    table = np.concatenate([rec.view(np.uint64), walk_nodes])
-    return table, n_records, np.append(roots, np.full(8, roots[roots.shape[0] - 1], np.int32))
+    leaf = np.arange(n_records - 1, -1, -1, dtype=np.int32)
+    rec["kid"] = ((-1 - leaf) * NODE_BYTES)[:, None]
+    rec["pad"] = leaf
+    table[n_records:] = nodes
+    table["kid"][n_records:] *= NODE_BYTES
+    roots = np.append(roots, np.full(8, roots[roots.shape[0] - 1], np.int32)) * NODE_BYTES
+    return table.view(np.uint64), n_records, roots.astype(np.int32)
+
+
+def to_indices(table_nodes):
+    """The nodes of walk_tables's table (the rows after the leaf records) with their children
+    as indices again, as walk.walk_arrays has them."""
+    nodes = table_nodes.view(NODE_DTYPE).copy()
+    nodes["kid"] //= NODE_BYTES
+    return nodes.view(np.uint64)
 
 
 def preorder(const int32_t[::1] left, const int32_t[::1] right, const int64_t[::1] offsets):

@@ -4,17 +4,21 @@
  * hold each feature as a node of a given missing-value rule sees it (missing values mapped to
  * -inf or +inf, the side they go to), so a step is a load of the node, a load of the value,
  * one compare and a load of the chosen child: no test of NaN, of zero or of categories inside
- * the walk. A child is a node index (>= 0) or ~leaf (< 0, the leaf's in-order number).
+ * the walk. In the table the walk reads (_walk.walk_tables) a child is the byte offset of its
+ * record from the table's first node: a node's (>= 0), or a leaf's record's (< 0), so a step
+ * adds the offset to the table's address, where an index would be scaled by the record's 24
+ * bytes first (two more instructions on each step's chain of loads: 8% to 10% of the walk's
+ * time, python benchmarks/experiments/walk_groups_floor.py on the leaf-wise models).
  *
  * Eight cursors walk their own trees (cursor k takes trees k, k + 8, k + 16, ...), their
  * eight independent chains of loads overlapping where a single walk waits on each. A leaf
- * holds its cursor: child ~l is also an index, of the record nodes[~l] (that is
- * nodes[-1 - l], laid out before the table by _walk.WalkLayout for every leaf number of the
- * model), whose threshold is +inf and whose children are itself, so a cursor that reached
- * leaf l steps on the spot. Every WALK_HARVEST steps each cursor on such a record stores
- * its leaf and restarts at its next tree's root, chosen by the sign of the index without a
- * branch; the only branch is the loop's, taken until every tree has its leaf. A cursor past
- * its last tree circles on a node whose children are itself.
+ * holds its cursor: leaf l's record lies before the table (nodes[-1 - l], laid out by
+ * _walk.walk_tables for every leaf number of the model); its threshold is +inf, its children
+ * are itself and its pad holds l, so a cursor that reached leaf l steps on the spot. Every
+ * WALK_HARVEST steps each cursor on such a record stores its leaf and restarts at its next
+ * tree's root, chosen by the sign of the offset without a branch; the only branch is the
+ * loop's, taken until every tree has its leaf. A cursor past its last tree circles on a node
+ * whose children are itself.
  */
 #ifndef WALK_H
 #define WALK_H
@@ -24,9 +28,12 @@
 typedef struct {
     double thr;
     int32_t col;
-    int32_t kid[2];      /* [0]: left (xr[col] <= thr), [1]: right */
-    int32_t pad;
+    int32_t kid[2];      /* [0]: left (xr[col] <= thr), [1]: right; byte offsets */
+    int32_t pad;         /* a leaf's record: its leaf number */
 } walk_node;
+
+/* the record at byte offset q from the table's first node */
+#define WALK_AT(q) ((const walk_node*)((const char*)nodes + (q)))
 
 #if defined(__GNUC__) || defined(__clang__)
 #define WALK_OPAQUE(v) __asm__("" : "+r"(v))
@@ -34,14 +41,14 @@ typedef struct {
 #define WALK_OPAQUE(v) ((void)0)
 #endif
 
-/* One cursor's step: node q to its child (a leaf's record to itself). */
+/* One cursor's step: the node at offset q to its child (a leaf's record to itself). */
 #define WALK_MOVE(q)                                                               \
     {                                                                                 \
-        const walk_node* p_ = nodes + (q);                                         \
+        const walk_node* p_ = WALK_AT(q);                                             \
         q = p_->kid[xr[p_->col] > p_->thr];                                           \
     }
 
-/* One cursor's harvest: at a leaf's record (q < 0), store leaf ~q for tree t, count it in
+/* One cursor's harvest: at a leaf's record (q < 0), store its leaf for tree t, count it in
  * `done` and move to tree t + 8's root, read before the choice (its address known since the
  * cursor's last leaf); elsewhere nothing changes but leaf[t], which a later leaf
  * overwrites. The empty asm keeps the compiler from turning the choice into a branch. */
@@ -50,7 +57,7 @@ typedef struct {
         int64_t m_ = (q) >> 63;                                                       \
         int64_t next_ = roots[t + 8];                                                 \
         WALK_OPAQUE(m_);                                                           \
-        leaf[t] = (int32_t)~(q);                                                      \
+        leaf[t] = WALK_AT(q)->pad;                                                    \
         done -= m_;                                                                   \
         q = m_ ? next_ : (q);                                                         \
         t += 8 & m_;                                                                  \
@@ -64,9 +71,9 @@ typedef struct {
 #define WALK_HARVEST 3
 
 /* The exit leaf of each of the n_trees trees into leaf[0 .. n_trees). roots[t] is tree t's
- * root node for t < n_trees and the self-loop node for n_trees <= t < n_trees + 16; leaf has
- * room for n_trees + 8 entries (cursors past their last tree write there); nodes[-1 - l] is
- * leaf l's record (above) for every leaf number l of the trees. WALK8(NAME, K) defines
+ * root node's offset for t < n_trees and the self-loop node's for n_trees <= t < n_trees + 16;
+ * leaf has room for n_trees + 8 entries (cursors past their last tree write there);
+ * nodes[-1 - l] is leaf l's record (above) for every leaf number l of the trees. WALK8(NAME, K) defines
  * the walk with a harvest every K steps: walk8 with WALK_HARVEST (other K:
  * benchmarks/experiments/walk_groups_floor.c). */
 #define WALK8(NAME, K)                                                             \
