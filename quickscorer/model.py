@@ -121,8 +121,8 @@ class Model:
 
     @cached_property
     def _few_rows(self) -> str:
-        """The kernel the automatic choice runs for VQS_MIN_ROWS (``vqs`` after the scan:
-        VQS_SCAN_MIN_ROWS) to ``_rs_from`` - 1 rows per thread (``autoselect.few_rows``)."""
+        """The kernel the automatic choice runs for ``autoselect.few_rows_from`` to
+        ``_rs_from`` - 1 rows per thread (``autoselect.few_rows``)."""
         return autoselect.few_rows(self.ensemble, self._supported, self._costs, self._steps)
 
     @cached_property
@@ -130,7 +130,7 @@ class Model:
         """The kernel the automatic choice runs for a call of n rows, for every n below
         PARALLEL_MIN_ROWS (such calls run on one thread)."""
         return tuple(autoselect.choose(self._supported, n, 1, self._one_row[0], self._few_rows,
-                                       self._rs_from)
+                                       self._rs_from, self._steps is not None)
                      for n in range(autoselect.PARALLEL_MIN_ROWS))
 
     @cached_property
@@ -170,7 +170,8 @@ class Model:
         """Facts about the model and the prepared layouts (sizes in bytes)."""
         d = self.ensemble.summary()
         d["default_algorithm"] = (f"{DEFAULT_ALGORITHM}: " + autoselect.describe(
-            self._supported, self._one_row, self._few_rows, self._rs_from))
+            self._supported, self._one_row, self._few_rows, self._rs_from,
+            self._steps is not None))
         d["one_row_algorithm"] = self._one_row[0]
         # a model of oblivious trees runs ``oblivious`` from before any few-rows kernel
         d["few_rows_algorithm"] = ("oblivious" if "oblivious" in self._supported
@@ -233,7 +234,8 @@ class Model:
             X = self.ensemble.ctr.apply(X, n_threads)
         if algorithm is None or algorithm == DEFAULT_ALGORITHM:
             algorithm = autoselect.choose(self._supported, X.shape[0], n_threads,
-                                          self._one_row[0], self._few_rows, self._rs_from)
+                                          self._one_row[0], self._few_rows, self._rs_from,
+                                          self._steps is not None)
         return X, self.prepare(algorithm), n_threads
 
     # -- part of the ensemble ---------------------------------------------------------------

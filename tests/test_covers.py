@@ -318,6 +318,38 @@ def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(
     assert autoselect.few_rows(bare, quickscorer.Model(bare).supported_algorithms()) == "vqs"
 
 
+@pytest.mark.parametrize("complete, first", [(True, 6), (False, 4)])
+def test_the_walk_of_complete_trees_keeps_calls_up_to_five_rows_from_vqs(
+        monkeypatch, complete, first):
+    """Where the one-row kernel is the walk and the few-rows kernel vqs, vqs runs from
+    GROUP_VQS_MIN_ROWS (6) rows where the walk lays out complete trees, from VQS_MIN_ROWS (4)
+    where it does not; rapidscorer from rs_min_rows either way; every call exact."""
+    assert (autoselect.GROUP_VQS_MIN_ROWS, autoselect.VQS_MIN_ROWS) == (6, 4)
+    if not complete:
+        monkeypatch.setattr(autoselect, "complete_groups", lambda ens: None)
+    # depth 7: 127 expected false nodes against 56 steps through the complete trees (the
+    # walk for one row, vqs for a few); depth 6 without them: 31.5 against a 6-node path
+    ens = _balanced(7 if complete else 6)
+    model = quickscorer.Model(ens)
+    assert model.info()["one_row_algorithm"] == "walk"
+    assert model.info()["few_rows_algorithm"] == "vqs"
+    assert autoselect.few_rows_from("walk", "vqs", complete) == first
+    assert f"vqs for {first} or more" in model.info()["default_algorithm"]
+    rs_from = model._rs_from
+    assert rs_from == autoselect.RS_MIN_ROWS > first
+    want_kernels = ["walk"] * (first - 1) + ["vqs"] * (rs_from - first) + ["rapidscorer"]
+    assert list(model._small_kernels[1:rs_from + 1]) == want_kernels
+    X = np.column_stack([np.linspace(-1.0, 2.0 ** 8, 30), np.arange(30) % 7 - 1.0])
+    want = model.predict_raw(X, algorithm="traversal")
+    for n in range(1, rs_from + 2):
+        assert np.array_equal(model.predict_raw(X[:n]), want[:n])
+    # a rapidscorer start before the vqs start: rapidscorer from there, vqs never
+    assert autoselect.choose(model.supported_algorithms(), 5, 1, "walk", "vqs", 5,
+                             complete) == "rapidscorer"
+    assert autoselect.choose(model.supported_algorithms(), 4, 1, "walk", "vqs", 5,
+                             complete) == ("walk" if complete else "vqs")
+
+
 def test_models_rapidscorer_cannot_score_run_the_few_rows_kernel_for_many_rows():
     """Trees of 2,048 leaves, 11 deep (rapidscorer takes at most 256 leaves, or 10 levels
     by its level path alone): the walk for calls of any size from VQS_MIN_ROWS (1023.5

@@ -35,6 +35,15 @@ from .walk import GROUP_TREES, complete_groups, special_mask
 #: ``python benchmarks/tuning/autoselect_sweep.py`` re-measures it
 VQS_MIN_ROWS = 4
 
+#: ... and from this many where the one-row kernel is the walk of complete trees (eight trees
+#: a step, two rows together through the entry) and the few-rows kernel ``vqs``: at 4 and 5
+#: rows that walk led ``vqs`` by 7% to 15% on YDF's models of depth 6 and 7 (uniform and
+#: heavy-tailed rows) on an AVX-512 EPYC (Zen 4), and tied with it on the AVX2 EPYC (Zen 3); at
+#: 6 rows the two were within 5%, at 7 ``vqs`` led by 11% (``python
+#: benchmarks/tuning/small_calls.py --shapes ydf-uniform-d6,ydf-uniform-d7,ydf-heavy-d7
+#: --batch 3,4,5,6,7,8,9 --kernels walk,vqs,rapidscorer --rounds 7``)
+GROUP_VQS_MIN_ROWS = 6
+
 #: ``vqs``'s group of 4 documents (one AVX2 register) already from this many rows per thread
 #: where the one-row kernel is the QuickScorer scan: at 3 rows it beat the scan on every model
 #: that keeps the scan for one row;
@@ -233,11 +242,15 @@ def one_row(ens, supported: Sequence[str], costs=_COMPUTE,
     return "quickscorer", why
 
 
-def few_rows_from(one_row_kernel: str, few_rows_kernel: str) -> int:
+def few_rows_from(one_row_kernel: str, few_rows_kernel: str, complete: bool = False) -> int:
     """Rows per thread from which the few-rows kernel runs: VQS_SCAN_MIN_ROWS from the
-    QuickScorer scan to ``vqs``, VQS_MIN_ROWS otherwise."""
+    QuickScorer scan to ``vqs``, GROUP_VQS_MIN_ROWS from the walk of complete trees
+    (``complete``: the walk lays them out, :func:`group_steps`) to ``vqs``, VQS_MIN_ROWS
+    otherwise."""
     if one_row_kernel == "quickscorer" and few_rows_kernel == "vqs":
         return VQS_SCAN_MIN_ROWS
+    if one_row_kernel == "walk" and few_rows_kernel == "vqs" and complete:
+        return GROUP_VQS_MIN_ROWS
     return VQS_MIN_ROWS
 
 
@@ -278,18 +291,19 @@ def walk_rs_min_rows(ens, costs=_COMPUTE, steps=_COMPUTE) -> int:
 
 def choose(supported: Sequence[str], n_rows: int, n_threads: int = 1,
            one_row_kernel: str = "quickscorer", few_rows_kernel: str = "vqs",
-           rs_from: int = RS_MIN_ROWS) -> str:
+           rs_from: int = RS_MIN_ROWS, complete: bool = False) -> str:
     """The algorithm to run for ``n_rows`` rows on ``n_threads`` threads, among those that
     can score the model (``supported``): ``one_row_kernel`` below VQS_MIN_ROWS rows per
     thread (:func:`one_row`), ``few_rows_kernel`` below ``rs_from`` (:func:`few_rows`,
     :func:`rs_min_rows`), then ``rapidscorer`` (``few_rows_kernel`` where it cannot score
-    the model); ``vqs`` from VQS_SCAN_MIN_ROWS where the one-row kernel is the scan
-    (:func:`few_rows_from`); ``oblivious`` from OBLIVIOUS_MIN_ROWS where it can score the
-    model."""
+    the model); ``vqs`` from VQS_SCAN_MIN_ROWS where the one-row kernel is the scan, from
+    GROUP_VQS_MIN_ROWS where it is the walk of complete trees (``complete``,
+    :func:`few_rows_from`), ``rapidscorer`` from ``rs_from`` even where that comes first;
+    ``oblivious`` from OBLIVIOUS_MIN_ROWS where it can score the model."""
     per_thread = n_rows / max(1, n_threads)
     if per_thread >= OBLIVIOUS_MIN_ROWS and "oblivious" in supported:
         return "oblivious"
-    if per_thread < few_rows_from(one_row_kernel, few_rows_kernel):
+    if per_thread < min(few_rows_from(one_row_kernel, few_rows_kernel, complete), rs_from):
         return one_row_kernel
     if per_thread < rs_from:
         return few_rows_kernel
@@ -304,7 +318,8 @@ def threads_for(n_rows: int, n_threads: int) -> int:
 
 
 def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quickscorer", ""),
-             few_rows_kernel: str = "vqs", rs_from: int = RS_MIN_ROWS) -> str:
+             few_rows_kernel: str = "vqs", rs_from: int = RS_MIN_ROWS,
+             complete: bool = False) -> str:
     name, why = one_row_choice
     if "oblivious" in supported and OBLIVIOUS_MIN_ROWS <= 1:
         return (f"oblivious at every call size (every tree is oblivious); one thread below "
@@ -315,7 +330,10 @@ def describe(supported: Sequence[str], one_row_choice: tuple[str, str] = ("quick
                 f"{PARALLEL_MIN_ROWS} rows")
     fast = ("rapidscorer" if "rapidscorer" in supported
             else f"{few_rows_kernel} (rapidscorer cannot score this model)")
-    first = few_rows_from(name, few_rows_kernel)
+    first = few_rows_from(name, few_rows_kernel, complete)
+    if first >= rs_from:                  # the few-rows kernel never runs
+        return (f"{fast} for {rs_from} or more rows per thread, {name} below"
+                f"{f' ({why})' if why else ''}; one thread below {PARALLEL_MIN_ROWS} rows")
     return (f"{fast} for {rs_from} or more rows per thread, {few_rows_kernel} for "
             f"{first} or more, {name} below{f' ({why})' if why else ''}; one thread "
             f"below {PARALLEL_MIN_ROWS} rows")
