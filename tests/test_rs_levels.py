@@ -391,6 +391,21 @@ def _check_exact(alg, ens, X):
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)
+def test_a_group_its_rows_fill_in_part_walks_and_adds_their_lanes_alone(isa):
+    """A group of fewer rows than lanes walks its deep levels lane by lane and adds its leaf
+    values only for the lanes its rows fill (rounded up to 8, or 4 for float64 sums): every
+    row count from 1 to 65 exact, float64 sums, float32 sums and DART weights."""
+    rng = np.random.default_rng(31)
+    for family, weights in (("lightgbm", False), ("xgboost", False), ("xgboost", True)):
+        ens = _deep_ensemble(rng, family, big=False, weights=weights, deepest=8)
+        alg = _alg(ens, isa)
+        assert alg.levels and np.any(alg._arrays["lv_split"] < alg._arrays["lv_depth"])
+        X = special_rows(rng, 65, 5)
+        for n in range(1, 66):
+            _check_exact(alg, ens, X[:n])
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost"]),
        n_rows=st.sampled_from([1, 20, 33, 64, 100]), n_outputs=st.integers(1, 3),

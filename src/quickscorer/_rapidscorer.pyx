@@ -83,7 +83,7 @@ cdef extern from "quickscorer/rs_simd.h":
     int rs_lv_vbmi_available() noexcept nogil
     int rs_lv_halves_default() noexcept nogil
     void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const uint8_t* cols,
-                    uint8_t* idx, uint16_t* slot) noexcept nogil
+                    uint8_t* idx, uint16_t* slot, int n) noexcept nogil
     void rs_lv_add_f64(const uint16_t* slot, const double* v, double* acc,
                        int lanes) noexcept nogil
     void rs_lv_add_f32(const uint16_t* slot, const float* v, float* acc, int lanes,
@@ -91,9 +91,9 @@ cdef extern from "quickscorer/rs_simd.h":
     int rs_lv_fused(int isa) noexcept nogil
     int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* value,
                       const float* tree_weight, int64_t t0, int64_t t1, const uint8_t* cols,
-                      float* acc) noexcept nogil
+                      float* acc, int n_lanes) noexcept nogil
     int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* value, int64_t t0,
-                      int64_t t1, const uint8_t* cols, double* acc) noexcept nogil
+                      int64_t t1, const uint8_t* cols, double* acc, int n_lanes) noexcept nogil
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
@@ -598,12 +598,13 @@ cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int6
     if leaves == NULL and f.n_outputs == 1:     # the sums in registers, where the path can
         if f.family == FAMILY_XGBOOST:
             if rs_lv_sum_f32(isa, &r.lv, r.lv_value_f32, f.tree_weight, 0, f.n_trees, cols,
-                             acc32):
+                             acc32, <int>n_lanes):
                 return
-        elif rs_lv_sum_f64(isa, &r.lv, r.lv_value, 0, f.n_trees, cols, acc64):
+        elif rs_lv_sum_f64(isa, &r.lv, r.lv_value, 0, f.n_trees, cols, acc64, <int>n_lanes):
             return
     for t in range(f.n_trees):
-        rs_lv_tree(isa, &r.lv, t, cols, idx, slot)
+        # every lane's slot: the adds below read all of them
+        rs_lv_tree(isa, &r.lv, t, cols, idx, slot, <int>lanes)
         deep = r.lv.split[t] < r.lv.depth[t]
         so = r.lv.slot_off[t]
         if leaves != NULL:
@@ -730,16 +731,17 @@ cdef void level_chunk(const ForestView* f, const RSView* r, int isa, const float
         rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>gl, cg)
     for b in range(r.n_lv_blocks):
         for gi in range(g0, g1):
-            gisa = _group_isa(isa, min(lanes, n_rows - gi * lanes))
+            n_lanes = min(lanes, n_rows - gi * lanes)
+            gisa = _group_isa(isa, n_lanes)
             cg = chunk + (gi - g0) * stride
             acc64 = <double*>(cg + acc_at)
             if f.family == FAMILY_XGBOOST:
                 rs_lv_sum_f32(gisa, &r.lv, r.lv_value_f32, f.tree_weight,
                               r.lv_block_starts[b], r.lv_block_starts[b + 1], cg,
-                              <float*>acc64)
+                              <float*>acc64, <int>n_lanes)
             else:
                 rs_lv_sum_f64(gisa, &r.lv, r.lv_value, r.lv_block_starts[b],
-                              r.lv_block_starts[b + 1], cg, acc64)
+                              r.lv_block_starts[b + 1], cg, acc64, <int>n_lanes)
     for gi in range(g0, g1):
         i = gi * lanes
         n_lanes = min(lanes, n_rows - i)

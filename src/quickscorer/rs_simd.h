@@ -1022,7 +1022,8 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
 #endif
 
 /* the levels split .. depth - 1 lane by lane, from the byte positions p of level split:
- * each lane's slot into slot (lanes: 32 or 64, a multiple of 8). Eight lanes at a time go
+ * each lane's slot into slot, for the first n lanes (a multiple of 8: the lanes a group's rows
+ * fill, rounded up) of the group's `lanes` (32 or 64, the columns' stride). Eight lanes at a time go
  * down all the levels, their positions in registers: eight chains of loads that do not wait
  * on each other, and no position stored and read back a level. Against a level at a time
  * over all the lanes: 7% less time on XGBoost depth 8 and 15% on depth 9 at 100 and 10,000
@@ -1030,10 +1031,10 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
  * xgb-depth8-uniform-1000,xgb-depth9-uniform-1000). A lane at a time alone waits on each
  * step, and AVX2 gathers (8 lanes a register) were slower still. */
 static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
-                              const uint8_t* cols, int lanes, const uint8_t* p,
+                              const uint8_t* cols, int lanes, int n, const uint8_t* p,
                               uint16_t* slot)
 {
-    for (int k = 0; k < lanes; k += 8) {
+    for (int k = 0; k < n; k += 8) {
         size_t s[8];
         for (int j = 0; j < 8; ++j)
             s[j] = p[k + j];
@@ -1057,7 +1058,7 @@ static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
 /* each lane's position at level split[t] of tree t into p, and where the tree goes deeper
  * its slot into slot (where it does not, p is the slot) (portable C) */
 static inline void rs_lv_tree_c(const rs_lv_model* m, int64_t t, const uint8_t* cols,
-                                int lanes, uint8_t* p, uint16_t* slot)
+                                int lanes, int n, uint8_t* p, uint16_t* slot)
 {
     const rs_lv_node* nd = m->nodes + m->node_off[t];
     const uint16_t* lend = m->lend + RS_LV_ENDS * t;
@@ -1075,7 +1076,8 @@ static inline void rs_lv_tree_c(const rs_lv_model* m, int64_t t, const uint8_t* 
             p[k] = (uint8_t)(2 * p[k] + b[k]);
     }
     if (m->split[t] < m->depth[t])
-        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, lanes, p, slot);
+        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, lanes, n, p,
+                   slot);
 }
 
 #if RS_HAVE_X86
@@ -1119,7 +1121,7 @@ static inline __m256i rs_lv_thr_avx2(const uint8_t* tab, int l, __m256i p)
 #define RS_LV_TREE_AVX2(NAME, H)                                                              \
 CPU_TARGET("avx2")                                                                            \
 static void NAME(const rs_lv_model* m, int64_t t, const uint8_t* cols, uint8_t* idx,         \
-                 uint16_t* slot)                                                             \
+                 uint16_t* slot, int n)                                                      \
 {                                                                                            \
     const rs_lv_node* nd = m->nodes + m->node_off[t];                                        \
     const uint16_t* lend = m->lend + RS_LV_ENDS * t;                                         \
@@ -1162,7 +1164,7 @@ static void NAME(const rs_lv_model* m, int64_t t, const uint8_t* cols, uint8_t* 
     for (int h = 0; h < H; ++h)                                                              \
         _mm256_storeu_si256((__m256i*)(idx + 32 * h), p[h]);                                 \
     if (m->split[t] < m->depth[t])                                                           \
-        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 32 * H, idx,    \
+        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 32 * H, n, idx, \
                    slot);                                                                    \
 }
 RS_LV_TREE_AVX2(rs_lv_tree_avx2, 1)
@@ -1171,7 +1173,7 @@ RS_LV_TREE_AVX2(rs_lv_tree_avx2w, 2)
 /* 64 lanes in one register: a node's test only where the lanes are at its position */
 CPU_TARGET("avx512f,avx512bw")
 static void rs_lv_tree_avx512(const rs_lv_model* m, int64_t t, const uint8_t* cols,
-                              uint8_t* idx, uint16_t* slot)
+                              uint8_t* idx, uint16_t* slot, int n)
 {
     const rs_lv_node* nd = m->nodes + m->node_off[t];
     const uint16_t* lend = m->lend + RS_LV_ENDS * t;
@@ -1190,7 +1192,7 @@ static void rs_lv_tree_avx512(const rs_lv_model* m, int64_t t, const uint8_t* co
     }
     _mm512_storeu_si512((void*)idx, p);
     if (m->split[t] < m->depth[t])
-        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 64, idx, slot);
+        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 64, n, idx, slot);
 }
 
 /* level l's threshold index for each lane at position p (l <= 7) from the level's table tab,
@@ -1223,7 +1225,7 @@ static inline __m512i rs_lv_thr_avx512v(const uint8_t* tab, int l, __m512i p)
  * 32,100,10000). */
 CPU_TARGET("avx512f,avx512bw,avx512vbmi")
 static void rs_lv_tree_avx512v(const rs_lv_model* m, int64_t t, const uint8_t* cols,
-                               uint8_t* idx, uint16_t* slot)
+                               uint8_t* idx, uint16_t* slot, int n)
 {
     const rs_lv_node* q = m->nodes + m->node_off[t];
     const rs_lv_node* const nd = q;
@@ -1244,54 +1246,70 @@ static void rs_lv_tree_avx512v(const rs_lv_model* m, int64_t t, const uint8_t* c
     }
     _mm512_storeu_si512((void*)idx, p);
     if (m->split[t] < m->depth[t])
-        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 64, idx, slot);
+        rs_lv_deep(m->deep + m->deep_off[t], m->split[t], m->depth[t], cols, 64, n, idx, slot);
 }
 
 /* Every tree of a one-output model level by level, its leaf values summed in tree order (as
  * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted): NL lanes (32 or 64)
  * on the walk TREE (AVX2, or AVX-512 for TARGET "avx512f,avx512bw"); value: the leaf value
- * of each slot. The float32 scores stay in registers across the trees; the float64 ones
- * (16 registers for 64 lanes) in acc. */
+ * of each slot. Only the lanes the group's n_lanes rows fill are walked below the split and
+ * summed, in blocks of 8 (float32) or 4 (float64): a call of 8 rows in a group of 32 adds a
+ * quarter of the values. The float32 scores stay in registers across the trees (the whole
+ * group's blocks a constant count, so that they do; a partial group's a variable one); the
+ * float64 ones (16 registers for 64 lanes) in acc. */
 #define RS_LV_SUM(NAME, TREE, NL, TARGET)                                                     \
-CPU_TARGET(TARGET)                                                                            \
-static void NAME##_f32(const rs_lv_model* m, const float* value, const float* tree_weight,  \
-                       int64_t t0, int64_t t1, const uint8_t* cols, float* acc)              \
+CPU_TARGET(TARGET) __attribute__((always_inline))                                             \
+static inline void NAME##_f32_n(const rs_lv_model* m, const float* value,                    \
+                                const float* tree_weight, int64_t t0, int64_t t1,            \
+                                const uint8_t* cols, float* acc, const int nc)               \
 {                                                                                            \
     uint8_t idx[NL] __attribute__((aligned(32)));                                            \
     uint16_t slot[NL] __attribute__((aligned(32)));                                          \
     __m256 a[NL / 8];                                                                        \
-    for (int c = 0; c < NL / 8; ++c)                                                         \
+    for (int c = 0; c < nc; ++c)                                                             \
         a[c] = _mm256_loadu_ps(acc + 8 * c);                                                 \
     for (int64_t t = t0; t < t1; ++t) {                                                      \
-        TREE(m, t, cols, idx, slot);                                                         \
+        TREE(m, t, cols, idx, slot, 8 * nc);                                                 \
         const float* v = value + m->slot_off[t];                                             \
         const float w = tree_weight != NULL ? tree_weight[t] : 1.0f;                         \
         if (m->split[t] < m->depth[t])                                                       \
-            for (int c = 0; c < NL / 8; ++c)                                                 \
+            for (int c = 0; c < nc; ++c)                                                     \
                 a[c] = _mm256_add_ps(a[c], rs_lv_leaves8_ps(v, slot + 8 * c,                 \
                                                             tree_weight != NULL, w));        \
         else                                                                                 \
-            for (int c = 0; c < NL / 8; ++c)                                                 \
+            for (int c = 0; c < nc; ++c)                                                     \
                 a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(v, idx + 8 * c, tree_weight != NULL, w)); \
     }                                                                                        \
-    for (int c = 0; c < NL / 8; ++c)                                                         \
+    for (int c = 0; c < nc; ++c)                                                             \
         _mm256_storeu_ps(acc + 8 * c, a[c]);                                                 \
 }                                                                                            \
 CPU_TARGET(TARGET)                                                                            \
+static void NAME##_f32(const rs_lv_model* m, const float* value, const float* tree_weight,  \
+                       int64_t t0, int64_t t1, const uint8_t* cols, float* acc, int n_lanes) \
+{                                                                                            \
+    const int nc = (n_lanes + 7) / 8;                                                        \
+    if (nc >= NL / 8)                                                                        \
+        NAME##_f32_n(m, value, tree_weight, t0, t1, cols, acc, NL / 8);                      \
+    else                                                                                     \
+        NAME##_f32_n(m, value, tree_weight, t0, t1, cols, acc, nc);                          \
+}                                                                                            \
+CPU_TARGET(TARGET)                                                                            \
 static void NAME##_f64(const rs_lv_model* m, const double* value, int64_t t0, int64_t t1,   \
-                       const uint8_t* cols, double* acc)                                     \
+                       const uint8_t* cols, double* acc, int n_lanes)                        \
 {                                                                                            \
     uint8_t idx[NL] __attribute__((aligned(32)));                                            \
     uint16_t slot[NL] __attribute__((aligned(32)));                                          \
+    const int nc = n_lanes >= NL ? NL / 4 : (n_lanes + 3) / 4;                               \
+    const int n = (n_lanes >= NL ? NL : (n_lanes + 7) / 8 * 8);                              \
     for (int64_t t = t0; t < t1; ++t) {                                                      \
-        TREE(m, t, cols, idx, slot);                                                         \
+        TREE(m, t, cols, idx, slot, n);                                                      \
         const double* v = value + m->slot_off[t];                                            \
         if (m->split[t] < m->depth[t])                                                       \
-            for (int c = 0; c < NL / 4; ++c)                                                 \
+            for (int c = 0; c < nc; ++c)                                                     \
                 _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c),    \
                                  rs_lv_leaves4_pd(v, slot + 4 * c)));                        \
         else                                                                                 \
-            for (int c = 0; c < NL / 4; ++c)                                                 \
+            for (int c = 0; c < nc; ++c)                                                     \
                 _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c),    \
                                                             rs_leaves4_pd(v, idx + 4 * c)));  \
     }                                                                                        \
@@ -1313,52 +1331,53 @@ static inline int rs_lv_fused(int isa)
 #endif
 }
 
-/* trees [t0, t1) of a one-output model added to a group's scores acc, in tree order, in
- * registers, on path isa (returns 1); 0 where rs_lv_fused(isa) is not, the caller then walks
- * and adds tree by tree */
+/* trees [t0, t1) of a one-output model added to the scores acc of a group's first n_lanes
+ * lanes (the rows it holds), in tree order, in registers, on path isa (returns 1); 0 where
+ * rs_lv_fused(isa) is not, the caller then walks and adds tree by tree */
 static inline int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* value,
                                 const float* tree_weight, int64_t t0, int64_t t1,
-                                const uint8_t* cols, float* acc)
+                                const uint8_t* cols, float* acc, int n_lanes)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
-    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
-    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
-    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_sum_avx512v_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
-    if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f32(m, value, tree_weight, t0, t1, cols, acc); return 1; }
+    if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
+    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
+    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
+    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_sum_avx512v_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
+    if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
 #endif
     (void)isa; (void)m; (void)value; (void)tree_weight; (void)t0; (void)t1; (void)cols;
-    (void)acc;
+    (void)acc; (void)n_lanes;
     return 0;
 }
 
 static inline int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* value,
-                                int64_t t0, int64_t t1, const uint8_t* cols, double* acc)
+                                int64_t t0, int64_t t1, const uint8_t* cols, double* acc,
+                                int n_lanes)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f64(m, value, t0, t1, cols, acc); return 1; }
-    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc); return 1; }
-    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc); return 1; }
-    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_sum_avx512v_f64(m, value, t0, t1, cols, acc); return 1; }
-    if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f64(m, value, t0, t1, cols, acc); return 1; }
+    if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
+    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
+    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
+    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_sum_avx512v_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
+    if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
 #endif
-    (void)isa; (void)m; (void)value; (void)t0; (void)t1; (void)cols; (void)acc;
+    (void)isa; (void)m; (void)value; (void)t0; (void)t1; (void)cols; (void)acc; (void)n_lanes;
     return 0;
 }
 
 /* a group's slot of every lane in tree t, on path isa: in idx where the tree is no deeper
- * than its split, else in slot */
+ * than its split, else in slot (its first n lanes, a multiple of 8) */
 static inline void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const uint8_t* cols,
-                              uint8_t* idx, uint16_t* slot)
+                              uint8_t* idx, uint16_t* slot, int n)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) { rs_lv_tree_avx2(m, t, cols, idx, slot); return; }
-    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_tree_avx2w(m, t, cols, idx, slot); return; }
-    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_tree_avx2w(m, t, cols, idx, slot); return; }
-    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_tree_avx512v(m, t, cols, idx, slot); return; }
-    if (isa == RS_ISA_AVX512) { rs_lv_tree_avx512(m, t, cols, idx, slot); return; }
+    if (isa == RS_ISA_AVX2) { rs_lv_tree_avx2(m, t, cols, idx, slot, n); return; }
+    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_tree_avx2w(m, t, cols, idx, slot, n); return; }
+    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_tree_avx2w(m, t, cols, idx, slot, n); return; }
+    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_tree_avx512v(m, t, cols, idx, slot, n); return; }
+    if (isa == RS_ISA_AVX512) { rs_lv_tree_avx512(m, t, cols, idx, slot, n); return; }
 #endif
-    rs_lv_tree_c(m, t, cols, rs_lanes(isa), idx, slot);
+    rs_lv_tree_c(m, t, cols, rs_lanes(isa), n, idx, slot);
 }
 
 #endif
