@@ -7,7 +7,7 @@
  * the walk. In the table the walk reads (_walk.walk_tables) a child is the byte offset of its
  * record from the table's first node: a node's (>= 0), or a leaf's record's (< 0), so a step
  * adds the offset to the table's address, where an index would be scaled by the record's 24
- * bytes first (two more instructions on each step's chain of loads: 8% to 10% of the walk's
+ * bytes first (two more instructions on each step's chain of loads: 8% to 12% of the walk's
  * time, python benchmarks/experiments/walk_groups_floor.py on the leaf-wise models).
  *
  * Eight cursors walk their own trees (cursor k takes trees k, k + 8, k + 16, ...), their
