@@ -742,3 +742,15 @@ def test_walk_layout_survives_pickling_with_its_byte_offsets():
     copy = pickle.loads(pickle.dumps(layout))
     assert np.array_equal(copy.walk_nodes(), layout.walk_nodes())
     assert copy.n_blocks == layout.n_blocks and copy.complete == layout.complete
+
+
+def test_a_table_past_the_walk_s_byte_offsets_is_refused(monkeypatch):
+    """Children are 32-bit byte offsets: a table whose records would lie past 2**31 bytes is
+    refused with a message that says so (here a small model, its records made as large as
+    that for the test), not wrapped around."""
+    model = _model("lightgbm", seed=3)
+    a = walk_arrays(model.ensemble)
+    monkeypatch.setattr(_walk, "NODE_BYTES", 2 ** 26)
+    with pytest.raises(ValueError, match="32-bit byte offsets"):
+        _walk.walk_tables(a["walk_nodes"], a["roots"])
+

@@ -1023,9 +1023,9 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
 
 /* the levels split .. depth - 1 lane by lane, from the byte positions p of level split:
  * each lane's slot into slot, for the first n lanes (a multiple of 8: the lanes a group's rows
- * fill, rounded up) of the group's `lanes` (32 or 64, the columns' stride). Eight lanes at a time go
- * down all the levels, their positions in registers: eight chains of loads that do not wait
- * on each other, and no position stored and read back a level. Against a level at a time
+ * fill, rounded up) of the group's `lanes` (32 or 64, the columns' stride). Eight lanes at a
+ * time go down all the levels, their positions in registers: eight chains of loads that do
+ * not wait on each other, and no position stored and read back a level. Against a level at a time
  * over all the lanes: 7% less time on XGBoost depth 8 and 15% on depth 9 at 100 and 10,000
  * rows (python benchmarks/experiments/builds_ab.py --before <that build> --shapes
  * xgb-depth8-uniform-1000,xgb-depth9-uniform-1000). A lane at a time alone waits on each
