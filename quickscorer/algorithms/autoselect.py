@@ -37,11 +37,11 @@ VQS_MIN_ROWS = 4
 
 #: ... and from this many where the one-row kernel is the walk of complete trees (eight trees
 #: a step, two rows together through the entry) and the few-rows kernel ``vqs``: at 4 and 5
-#: rows that walk led ``vqs`` by 7% to 15% on YDF's models of depth 6 and 7 (uniform and
-#: heavy-tailed rows) on an AVX-512 EPYC (Zen 4), and tied with it on the AVX2 EPYC (Zen 3); at
-#: 6 rows the two were within 5%, at 7 ``vqs`` led by 11% (``python
-#: benchmarks/tuning/small_calls.py --shapes ydf-uniform-d6,ydf-uniform-d7,ydf-heavy-d7
-#: --batch 3,4,5,6,7,8,9 --kernels walk,vqs,rapidscorer --rounds 7``)
+#: rows that walk took 2% to 16% less time than ``vqs`` on YDF's models of depth 6 and 7
+#: (uniform and heavy-tailed rows) on an AVX-512 EPYC (Zen 4), and tied with it on the AVX2
+#: EPYC (Zen 3); at 6 rows the two were within 5%, at 7 ``vqs`` took 11% and 13% less
+#: (``python benchmarks/tuning/small_calls.py --shapes ydf-uniform-d6,ydf-uniform-d7,
+#: ydf-heavy-d7 --batch 3,4,5,6,7,8,9 --kernels walk,vqs,rapidscorer --rounds 7``)
 GROUP_VQS_MIN_ROWS = 6
 
 #: ``vqs``'s group of 4 documents (one AVX2 register) already from this many rows per thread
