@@ -140,8 +140,8 @@ def apply_transform(str name, dict params, raw, double divide_by=1.0):
     """
     cdef int code = TRANSFORM_CODES[name]
     out = np.array(raw, copy=True, order="C")
-    if code >= 15:
-        return _numpy_transform(code, out, divide_by)
+    if name in ("numpy_exp", "numpy_softmax"):
+        return _numpy_transform(name, out, divide_by)
     cdef double[:, ::1] a64
     cdef float[:, ::1] a32
     if out.dtype == np.float32:
@@ -170,7 +170,7 @@ def apply_transform(str name, dict params, raw, double divide_by=1.0):
     return out
 
 
-def _numpy_transform(int code, out, double divide_by):
+def _numpy_transform(str name, out, double divide_by):
     """scikit-learn's inverse links on ``out`` in place: ``LogLink``'s ``np.exp`` and
     ``MultinomialLogit``'s softmax (``sklearn.utils.extmath.softmax``: the row's maximum
     subtracted, ``np.exp``, then divided by the row's ``np.sum``), in those NumPy calls."""
@@ -178,7 +178,7 @@ def _numpy_transform(int code, out, double divide_by):
         raise ValueError("the numpy_* transforms expect float64 raw scores")
     if divide_by != 1.0:
         out /= divide_by
-    if code == 15:
+    if name == "numpy_exp":
         np.exp(out, out=out)
         return out
     out -= np.max(out, axis=1).reshape(-1, 1)

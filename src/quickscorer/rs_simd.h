@@ -1331,6 +1331,17 @@ static inline int rs_lv_fused(int isa)
 #endif
 }
 
+/* the level walk a call on path isa runs: on AVX-512, the AVX2 wide walk where the layout
+ * walks in halves, else the walk by byte permutations where it has VBMI, else a node at a
+ * time (RS_LV_AVX512V and RS_LV_AVX512 below); on the other paths, the path's own */
+#define RS_LV_AVX512V (-1)
+static inline int rs_lv_walk(int isa, const rs_lv_model* m)
+{
+    if (isa != RS_ISA_AVX512)
+        return isa;
+    return m->halves ? RS_ISA_AVX2_WIDE : m->vbmi ? RS_LV_AVX512V : RS_ISA_AVX512;
+}
+
 /* trees [t0, t1) of a one-output model added to the scores acc of a group's first n_lanes
  * lanes (the rows it holds), in tree order, in registers, on path isa (returns 1); 0 where
  * rs_lv_fused(isa) is not, the caller then walks and adds tree by tree */
@@ -1339,11 +1350,12 @@ static inline int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* valu
                                 const uint8_t* cols, float* acc, int n_lanes)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
-    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
-    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
-    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_sum_avx512v_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
-    if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1; }
+    switch (rs_lv_walk(isa, m)) {
+    case RS_ISA_AVX2: rs_lv_sum_avx2_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1;
+    case RS_ISA_AVX2_WIDE: rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1;
+    case RS_LV_AVX512V: rs_lv_sum_avx512v_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1;
+    case RS_ISA_AVX512: rs_lv_sum_avx512_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1;
+    }
 #endif
     (void)isa; (void)m; (void)value; (void)tree_weight; (void)t0; (void)t1; (void)cols;
     (void)acc; (void)n_lanes;
@@ -1355,11 +1367,12 @@ static inline int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* val
                                 int n_lanes)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) { rs_lv_sum_avx2_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
-    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
-    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
-    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_sum_avx512v_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
-    if (isa == RS_ISA_AVX512) { rs_lv_sum_avx512_f64(m, value, t0, t1, cols, acc, n_lanes); return 1; }
+    switch (rs_lv_walk(isa, m)) {
+    case RS_ISA_AVX2: rs_lv_sum_avx2_f64(m, value, t0, t1, cols, acc, n_lanes); return 1;
+    case RS_ISA_AVX2_WIDE: rs_lv_sum_avx2w_f64(m, value, t0, t1, cols, acc, n_lanes); return 1;
+    case RS_LV_AVX512V: rs_lv_sum_avx512v_f64(m, value, t0, t1, cols, acc, n_lanes); return 1;
+    case RS_ISA_AVX512: rs_lv_sum_avx512_f64(m, value, t0, t1, cols, acc, n_lanes); return 1;
+    }
 #endif
     (void)isa; (void)m; (void)value; (void)t0; (void)t1; (void)cols; (void)acc; (void)n_lanes;
     return 0;
@@ -1371,11 +1384,12 @@ static inline void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const ui
                               uint8_t* idx, uint16_t* slot, int n)
 {
 #if RS_HAVE_X86
-    if (isa == RS_ISA_AVX2) { rs_lv_tree_avx2(m, t, cols, idx, slot, n); return; }
-    if (isa == RS_ISA_AVX2_WIDE) { rs_lv_tree_avx2w(m, t, cols, idx, slot, n); return; }
-    if (isa == RS_ISA_AVX512 && m->halves) { rs_lv_tree_avx2w(m, t, cols, idx, slot, n); return; }
-    if (isa == RS_ISA_AVX512 && m->vbmi) { rs_lv_tree_avx512v(m, t, cols, idx, slot, n); return; }
-    if (isa == RS_ISA_AVX512) { rs_lv_tree_avx512(m, t, cols, idx, slot, n); return; }
+    switch (rs_lv_walk(isa, m)) {
+    case RS_ISA_AVX2: rs_lv_tree_avx2(m, t, cols, idx, slot, n); return;
+    case RS_ISA_AVX2_WIDE: rs_lv_tree_avx2w(m, t, cols, idx, slot, n); return;
+    case RS_LV_AVX512V: rs_lv_tree_avx512v(m, t, cols, idx, slot, n); return;
+    case RS_ISA_AVX512: rs_lv_tree_avx512(m, t, cols, idx, slot, n); return;
+    }
 #endif
     rs_lv_tree_c(m, t, cols, rs_lanes(isa), n, idx, slot);
 }
