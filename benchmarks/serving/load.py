@@ -2,10 +2,11 @@
 on one server.
 
 One ``mlserver`` process serves the same 1,000-tree ranking model (LightGBM, or XGBoost with
-``--source xgboost``; trained on the shared ranking data, ``benchmarks/cache/``) four times:
+``--source xgboost``; trained on the shared ranking data, ``benchmarks/cache/``) four times
 through ``QuickScorerRuntime`` and through the training library's own runtime
 (``mlserver_lightgbm.LightGBMModel``, ``mlserver_xgboost.XGBoostModel``), each with adaptive
-batching off and on. An
+batching off and on, and through a runtime that scores nothing (``floor_runtime.py``: what
+the server itself costs a request, and so the most any runtime's ratio can be). An
 asyncio client keeps ``C`` requests in flight (closed loop) for ``--seconds`` per step, at
 rising ``C``, over REST (JSON) and gRPC (binary tensors), the runtimes interleaved step by
 step; each request is one query of the shared test data (1 to 24 documents, mean 15). Every
@@ -18,8 +19,10 @@ each model.
 
 Also measures, in this process, the runtime's own cost per request (decode, score, encode of
 a parsed request) against ``Model.predict`` on the same rows. Writes
-``results/serving-*.md``: queries/s, documents/s, p50 and p99 latency per step, and the
-highest queries/s each model reaches within a p99 budget. Needs the bench extra (MLServer,
+``results/serving-*.md``: queries/s, documents/s, p50 and p99 latency per step, the server's
+CPU time per query (its processes' user and system time over the step), and the highest
+queries/s each model reaches within a p99 budget. ``--pin`` puts the server on one core and
+the client on the rest, so that the client's work does not take the server's core. Needs the bench extra (MLServer,
 mlserver-lightgbm, mlserver-xgboost) and ``../shared``.
 """
 from __future__ import annotations
@@ -55,11 +58,16 @@ PEERS = {
 }
 
 
+#: the runtime that scores nothing (floor_runtime.py): the server's own cost of a request
+FLOOR = "floor_runtime.FloorRuntime"
+
+
 def served(source: str) -> dict:
-    """name: (implementation, adaptive batching) of the four models one server serves."""
+    """name: (implementation, adaptive batching) of the six models one server serves."""
     peer, impl = PEERS[source][:2]
-    return {"qs": (OURS, False), peer: (impl, False),
-            "qs-batched": (OURS, True), f"{peer}-batched": (impl, True)}
+    return {"qs": (OURS, False), peer: (impl, False), "floor": (FLOOR, False),
+            "qs-batched": (OURS, True), f"{peer}-batched": (impl, True),
+            "floor-batched": (FLOOR, True)}
 
 
 def free_port() -> int:
@@ -90,8 +98,27 @@ def truth(source: str, model_path: Path, qs_: list[np.ndarray]) -> list[np.ndarr
     return [booster.predict(X) for X in qs_]
 
 
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user and system) the server process and its descendants have used."""
+    parent, cpu = {}, {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            parent[int(d)] = int(fields[1])
+            cpu[int(d)] = int(fields[11]) + int(fields[12])
+    mine, grew = {pid}, True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in mine} - mine
+        grew, mine = bool(more), mine | more
+    return sum(cpu.get(p, 0) for p in mine) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server(folder: Path, model_path: Path, models: dict, file_name: str, workers: int,
-                 batch_size: int, batch_time: float):
+                 batch_size: int, batch_time: float, cores=None):
     http, grpc_port, metrics = free_port(), free_port(), free_port()
     (folder / "settings.json").write_text(json.dumps({
         "host": "127.0.0.1", "http_port": http, "grpc_port": grpc_port,
@@ -104,10 +131,12 @@ def start_server(folder: Path, model_path: Path, models: dict, file_name: str, w
         if batched:
             settings.update(max_batch_size=batch_size, max_batch_time=batch_time)
         (folder / name / "model-settings.json").write_text(json.dumps(settings))
+    shutil.copy(HERE / "floor_runtime.py", folder)      # mlserver imports from its folder
     exe = os.path.join(os.path.dirname(sys.executable), "mlserver")
     log = open(folder / "server.log", "w")
+    pin = (lambda: os.sched_setaffinity(0, cores)) if cores else None
     proc = subprocess.Popen([exe, "start", str(folder)], stdout=log, stderr=subprocess.STDOUT,
-                            cwd=folder)
+                            cwd=folder, preexec_fn=pin)
     return proc, http, grpc_port
 
 
@@ -278,15 +307,23 @@ async def run(args) -> list[str]:
     models = served(args.source)
     peer, _, file_name, package = PEERS[args.source]
     folder = Path(tempfile.mkdtemp(prefix="qs-serving-"))
+    cores = None
+    if args.pin:
+        mine = sorted(os.sched_getaffinity(0))
+        if len(mine) < 2:
+            raise SystemExit("--pin needs two cores: one for the server, the rest for the client")
+        cores = {mine[0]}
+        os.sched_setaffinity(0, set(mine[1:]))
     proc, http, grpc_port = start_server(folder, model_path, models, file_name, args.workers,
-                                         args.batch_size, args.batch_time)
+                                         args.batch_size, args.batch_time, cores)
     lines = []
     try:
         await wait_ready(http, proc, models)
         async with Client(http, grpc_port, qs_, models) as client:
             for protocol in args.protocols.split(","):
                 for m in models:
-                    await client.check(protocol, m, want)
+                    if not m.startswith("floor"):
+                        await client.check(protocol, m, want)
             print("scores checked: every query, both runtimes, "
                   f"{args.protocols}, batching off and on: equal to {args.source}", flush=True)
             rows = []
@@ -296,22 +333,38 @@ async def run(args) -> list[str]:
                     for r in range(args.rounds):
                         for m in (names if r % 2 == 0 else names[::-1]):
                             await client.step(protocol, m, c, 0.3)      # warm
+                            cpu = server_cpu(proc.pid)
                             q, d, lat = await client.step(protocol, m, c, args.seconds)
+                            cpu = (server_cpu(proc.pid) - cpu) / len(lat) * 1e6
                             p50, p99 = (np.percentile(lat, [50, 99]) * 1e3).tolist()
-                            rows.append((protocol, m, c, r, q, d, p50, p99))
+                            rows.append((protocol, m, c, r, q, d, p50, p99, cpu))
                             print(f"{protocol} {m} C={c}: {q:.0f} q/s, {d:.0f} docs/s, "
-                                  f"p50 {p50:.2f} ms, p99 {p99:.2f} ms", flush=True)
+                                  f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, "
+                                  f"server CPU {cpu:.0f} us/query", flush=True)
     finally:
         stop_server(proc, folder)
-    lines += ["| protocol | model | concurrency | queries/s | documents/s | p50 ms | p99 ms |",
-              "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    lines += ["| protocol | model | concurrency | queries/s | documents/s | p50 ms | p99 ms "
+              "| server CPU us/query |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     best = {}
-    for protocol, m, c, r, q, d, p50, p99 in rows:
+    for protocol, m, c, r, q, d, p50, p99, cpu in rows:
         key = (protocol, m, c)
         if key not in best or q > best[key][0]:       # the best of the rounds
-            best[key] = (q, d, p50, p99)
-    for (protocol, m, c), (q, d, p50, p99) in best.items():
-        lines.append(f"| {protocol} | {m} | {c} | {q:.0f} | {d:.0f} | {p50:.2f} | {p99:.2f} |")
+            best[key] = (q, d, p50, p99, cpu)
+    for (protocol, m, c), (q, d, p50, p99, cpu) in best.items():
+        lines.append(f"| {protocol} | {m} | {c} | {q:.0f} | {d:.0f} | {p50:.2f} | {p99:.2f} "
+                     f"| {cpu:.0f} |")
+    lines += ["", "Server CPU per query (user and system time of the server's processes over "
+              "a step, over its queries; the least over the steps). The floor is a runtime "
+              "that scores nothing (floor_runtime.py): the peer's cost over the floor's "
+              "bounds what any runtime's ratio can be on this server.",
+              "", f"| protocol | batching | quickscorer us | {package} us | floor us | ratio "
+              "| bound |", "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for protocol in args.protocols.split(","):
+        for suffix, label in (("", "off"), ("-batched", "on")):
+            a, b, f = (min(v[4] for (p, mm, c), v in best.items() if p == protocol and mm == m)
+                       for m in ("qs" + suffix, peer + suffix, "floor" + suffix))
+            lines.append(f"| {protocol} | {label} | {a:.0f} | {b:.0f} | {f:.0f} | {b / a:.2f}x "
+                         f"| {b / f:.2f}x |")
     lines += ["", "Highest queries/s within a p99 budget (each model's best step whose p99 "
               f"is within it; none: no step kept its p99 within; ours against {package}):",
               "", f"| protocol | batching | p99 budget | quickscorer q/s | {package} q/s "
@@ -345,6 +398,8 @@ def main(argv=None) -> int:
     p.add_argument("--batch-time", type=float, default=0.002,
                    help="max_batch_time (seconds) when batching")
     p.add_argument("--cost-repeat", type=int, default=15)
+    p.add_argument("--pin", action="store_true",
+                   help="the server on one core of this process's, the client on the others")
     p.add_argument("--out")
     args = p.parse_args(argv)
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -355,7 +410,8 @@ def main(argv=None) -> int:
             f"{' '.join(sys.argv[1:] if argv is None else argv)}",
             f"MLServer parallel_workers {args.workers}; batching: max_batch_size "
             f"{args.batch_size}, max_batch_time {args.batch_time} s; closed loop, "
-            f"{args.seconds} s a step, best of {args.rounds} rounds.", ""]
+            f"{args.seconds} s a step, best of {args.rounds} rounds"
+            + ("; the server on one core, the client on the others." if args.pin else "."), ""]
     qs_, model_path = queries(args.source)
     cost = runtime_cost(model_path, qs_, args.cost_repeat)
     print("\n".join(cost), flush=True)
