@@ -16,7 +16,7 @@
  * n_rows x n_features) and the reference leaves (want.i32: n_rows x n_trees, in-order leaf
  * numbers, which the layout's bit numbers are). Prints "name best_us median_us ok" per
  * variant, microseconds a document ("name - - skipped" for the walks without complete
- * trees). */
+ * trees, and for the AVX-512 scan on a CPU without it). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,9 +79,9 @@ static inline void row_scan(const double* thr, const uint32_t* word, const uint6
         v[word[k]] &= mask[k];
 }
 
-enum { WALK_PAIRS, WALK_BY_GROUP, VQS_SCAN, ROW_SCANS, N_VARIANTS };
+enum { WALK_PAIRS, WALK_BY_GROUP, VQS_SCAN, VQS_SCAN512, ROW_SCANS, N_VARIANTS };
 static const char* NAMES[N_VARIANTS] = {"walk_pairs", "walk_by_group", "vqs_scan",
-                                        "row_scans"};
+                                        "vqs_scan512", "row_scans"};
 
 int main(int argc, char** argv)
 {
@@ -116,9 +116,10 @@ int main(int argc, char** argv)
     double xs[16];
     double times[N_VARIANTS][64];
     int isa = cpu_isa_available(CPU_ISA_AVX2) ? CPU_ISA_AVX2 : CPU_ISA_SCALAR;
+    const int has512 = cpu_isa_available(CPU_ISA_AVX512);
     for (int round = 0; round < rounds; ++round)
         for (int var = 0; var < N_VARIANTS; ++var) {
-            if (!complete && var <= WALK_BY_GROUP)
+            if ((!complete && var <= WALK_BY_GROUP) || (!has512 && var == VQS_SCAN512))
                 continue;
             double t0 = now();
             for (int64_t i = 0; i < N; i += R) {
@@ -140,7 +141,7 @@ int main(int argc, char** argv)
                                    stride);
                     else
                         by_group(cn, off, depth, sleaf, soff, T, xr + i * C, C, R, lf, stride);
-                } else if (var == VQS_SCAN) {
+                } else if (var == VQS_SCAN || var == VQS_SCAN512) {
                     /* the rows interleaved a word (one word a tree), every segment of every
                      * feature scanned (the rows hold no NaN and no zero) */
                     memset(v, 0xFF, (size_t)(T * R * 8));
@@ -148,7 +149,8 @@ int main(int argc, char** argv)
                         for (int l = 0; l < R; ++l)
                             xs[l] = X[(i + l) * F + f];
                         for (int s = 0; s < 3; ++s)
-                            qs_scan_entries(isa, R, thr, word, mask, seg[3 * f + s], xs, v);
+                            qs_scan_entries(var == VQS_SCAN ? isa : CPU_ISA_AVX512, R, thr,
+                                            word, mask, seg[3 * f + s], xs, v);
                     }
                     for (int64_t t = 0; t < T; ++t)
                         for (int l = 0; l < R; ++l)
@@ -168,7 +170,7 @@ int main(int argc, char** argv)
             times[var][round] = (now() - t0) * 1e6 / (double)N;
         }
     for (int var = 0; var < N_VARIANTS; ++var) {
-        if (!complete && var <= WALK_BY_GROUP) {
+        if ((!complete && var <= WALK_BY_GROUP) || (!has512 && var == VQS_SCAN512)) {
             printf("%s - - skipped\n", NAMES[var]);
             continue;
         }

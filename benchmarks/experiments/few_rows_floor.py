@@ -8,7 +8,8 @@ The C floors, microseconds a document at 4, 8 and 16 rows a call, on the model's
 * ``walk_by_group``: the same walk, each group of eight trees walked for every row of the call
   before the next group (the slots of a group read from L1 after the first two rows);
 * ``vqs_scan``: V-QuickScorer's scan (``vqs_simd.h`` ``qs_scan_entries``, AVX2) of a group of
-  as many documents as the call has, and their exit leaves;
+  as many documents as the call has, and their exit leaves; ``vqs_scan512``: the same with
+  AVX-512 (8 documents a register; "-" on a CPU without it);
 * ``row_scans``: QuickScorer's scan of one row at a time, the loop of YDF's engine.
 
 ``predict`` is timed at the same sizes first (the default choice and each named kernel,
@@ -45,7 +46,7 @@ import small_calls as S  # noqa: E402
 from walk_groups_floor import expanded  # noqa: E402
 
 SIZES = (4, 8, 16)
-VARIANTS = ("walk_pairs", "walk_by_group", "vqs_scan", "row_scans")
+VARIANTS = ("walk_pairs", "walk_by_group", "vqs_scan", "vqs_scan512", "row_scans")
 
 
 def write_arrays(d: Path, model, X: np.ndarray) -> None:

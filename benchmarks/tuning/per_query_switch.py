@@ -4,10 +4,11 @@ documents, mean 15), one thread.
 
     python benchmarks/tuning/per_query_switch.py
     python benchmarks/tuning/per_query_switch.py --shapes full-uniform-1000x255 --values 2.9,5
+    python benchmarks/tuning/per_query_switch.py --constant RS_AFTER_WALK_MIN_ROWS --values 9,7,5
 
-Each value of ``autoselect.WALK_RS_NODES_PER_STEP`` prepares the model once (RapidScorer runs
-from the model's nodes over that value times a row's steps through the walk, at least
-``RS_AFTER_WALK_MIN_ROWS``); the prepared models and ``rapidscorer`` forced on every call score
+Each value of ``autoselect.WALK_RS_NODES_PER_STEP`` (or of the ``--constant`` named) prepares
+the model once (RapidScorer runs from the model's nodes over that value times a row's steps
+through the walk, at least ``RS_AFTER_WALK_MIN_ROWS``); the prepared models and ``rapidscorer`` forced on every call score
 the same per-query calls, timed interleaved over ``--repeat`` rounds; prints the median and the
 best round in microseconds per document, and each value's first RapidScorer call size.
 
@@ -37,7 +38,9 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default="full-uniform-1000x255,xgb-depth9-uniform-1000,"
                                        "xgb-depth8-uniform-1000,full-uniform-1000x64")
-    p.add_argument("--values", default="2.9,5", help="WALK_RS_NODES_PER_STEP values")
+    p.add_argument("--constant", default="WALK_RS_NODES_PER_STEP",
+                   choices=["WALK_RS_NODES_PER_STEP", "RS_AFTER_WALK_MIN_ROWS"])
+    p.add_argument("--values", default="2.9,5", help="the constant's values")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--min-rows", type=int, default=5000, help="documents a round")
     args = p.parse_args(argv)
@@ -45,10 +48,11 @@ def main(argv=None) -> int:
     import quickscorer
     from quickscorer.algorithms import autoselect as A
 
-    values = [float(v) for v in args.values.split(",")]
-    saved = A.WALK_RS_NODES_PER_STEP
-    print(f"# per-query calls, 1 thread, us/doc: median of {args.repeat} interleaved rounds "
-          f"(best); {C.machine()}")
+    kind = float if args.constant == "WALK_RS_NODES_PER_STEP" else int
+    values = [kind(v) for v in args.values.split(",")]
+    saved = getattr(A, args.constant)
+    print(f"# per-query calls, 1 thread, us/doc by {args.constant}: median of {args.repeat} "
+          f"interleaved rounds (best); {C.machine()}")
     print("| model | " + " | ".join(f"{v:g} (RapidScorer from)" for v in values)
           + " | rapidscorer forced |")
     print("| --- |" + " ---: |" * (len(values) + 1))
@@ -58,13 +62,13 @@ def main(argv=None) -> int:
         models, starts = [], []
         try:
             for v in values:
-                A.WALK_RS_NODES_PER_STEP = v
+                setattr(A, args.constant, v)
                 m = quickscorer.load(wl.lgb_path)
                 m.predict(slices[0])             # the kernels' choices made under v
                 models.append(m)
                 starts.append(A.walk_rs_min_rows(m.ensemble))
         finally:
-            A.WALK_RS_NODES_PER_STEP = saved
+            setattr(A, args.constant, saved)
         want = models[0].predict(slices[1])
         for m in models[1:]:
             np.testing.assert_array_equal(m.predict(slices[1]), want)
