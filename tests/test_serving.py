@@ -381,6 +381,9 @@ def test_raw_score_and_leaf_outputs(server, data):
     ({"inputs": [{"name": "x", "shape": [1, N_FEATURES], "datatype": "FP64",
                   "data": ["NaN"] + [0.0] * (N_FEATURES - 1)}]},
      "NaN in feature Column_0 (row 0), which the model splits on without missing-value"),
+    ({"inputs": [{"name": "x", "shape": [2, N_FEATURES], "datatype": "FP64",    # JSON null
+                  "data": [0.5] * (N_FEATURES + 1) + [None] + [0.5] * (N_FEATURES - 2)}]},
+     "NaN in feature Column_1 (row 1), which the model splits on without missing-value"),
     ({"inputs": [tensor("x", np.zeros((2, N_FEATURES)))], "parameters": {"topk": 2}},
      "unknown request parameters ['topk']"),
     ({"inputs": [tensor("x", np.zeros((3, N_FEATURES))), tensor("group", np.array([1, 1]))]},
@@ -517,6 +520,19 @@ def test_the_runtime_reads_a_tensor_as_mlservers_numpy_codec_does(tmp_path, data
                           runtime._model.predict(want), equal_nan=True)
 
 
+def test_the_list_reader_says_whether_it_met_nan():
+    """The runtime skips its NaN check where the reader of a request's list met none."""
+    from quickscorer import _rowparse
+    out = np.empty(3)
+    assert _rowparse.floats_from_list([0.5, 1, float("inf")], out) == -1
+    for nan in (None, float("nan"), np.float64("nan"), np.float32("nan")):
+        out[:] = 0
+        assert _rowparse.floats_from_list([0.5, nan, 2.0], out) == -2
+        assert np.isnan(out[1]) and list(out[[0, 2]]) == [0.5, 2.0]
+    assert _rowparse.floats_from_list([0.5, None, "x"], out) == 2     # the bad item first
+    assert _rowparse.floats_from_list([-1e308, True, 2 ** 53], out) == -1
+
+
 def test_the_runtimes_output_is_the_numpy_codecs(data):
     from mlserver.codecs import NumpyCodec
     from quickscorer.serving import _output
@@ -524,6 +540,7 @@ def test_the_runtimes_output_is_the_numpy_codecs(data):
     with_nan = rng.random(9)
     with_nan[[2, 5]] = np.nan
     for values in (rng.random(15), with_nan, rng.random((4, 3)).astype(np.float32),
-                   np.arange(7), np.arange(12, dtype=np.int32).reshape(3, 4), np.zeros(0)):
+                   np.arange(7), np.arange(12, dtype=np.int32).reshape(3, 4), np.zeros(0),
+                   np.array([np.inf, -np.inf, 0.5])):      # infinities that sum to NaN
         assert (_output("o", values).model_dump()
                 == NumpyCodec.encode_output("o", values).model_dump())

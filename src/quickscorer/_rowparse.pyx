@@ -6,6 +6,7 @@ line ends in a newline) into a float64 array with the GIL released (row_parse.h)
 ``floats_from_list`` reads a request's list of numbers. Used by ``quickscorer.inputs.readers``,
 ``quickscorer.outputs`` and ``quickscorer.serving``.
 """
+cimport cython
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memcpy
 from libc.math cimport NAN, fabs
@@ -241,23 +242,41 @@ def fill_columns(list columns, const int64_t[::1] feature_of, double[:, ::1] X):
             r0 = r1
 
 
+cdef extern from "Python.h":
+    ctypedef struct PyObject
+    PyObject* PyList_GET_ITEM(object, Py_ssize_t)
+    bint PyFloat_CheckExact(PyObject*)
+    double PyFloat_AS_DOUBLE_P "PyFloat_AS_DOUBLE"(PyObject*)
+
+
+@cython.boundscheck(False)
+@cython.wraparound(False)
 def floats_from_list(list values, double[::1] out):
     """Write the numbers of a flat list (floats, ints, and None for NaN, as a V2 request's
     JSON or MLServer's unpacked binary tensor holds them) into ``out``, several times faster
     than ``np.array(values, float)``, which asks every item whether it is a sequence.
-    Returns -1, or the index of the first item that is none of these (a nested list, a
-    string, an int past 2**53); ``out`` must have ``len(values)`` places."""
+    Returns -1 when every item was a number and none NaN, -2 when every item was a number
+    or None and some NaN (so that a caller checks for NaN only then), or the index of the
+    first item that is none of these (a nested list, a string, an int past 2**53); ``out``
+    must have ``len(values)`` places."""
     cdef Py_ssize_t n = len(values), i
+    cdef PyObject* p
     cdef object v
     cdef double d
+    cdef bint nan = False
     if out.shape[0] != n:
         raise ValueError(f"out has {out.shape[0]} places for {n} values")
     for i in range(n):
-        v = values[i]
-        if type(v) is float:
-            out[i] = PyFloat_AS_DOUBLE(v)
-        elif v is None:
+        p = PyList_GET_ITEM(values, i)          # borrowed: the list holds it
+        if PyFloat_CheckExact(p):
+            d = PyFloat_AS_DOUBLE_P(p)
+            out[i] = d
+            nan |= d != d
+            continue
+        v = <object>p
+        if v is None:
             out[i] = NAN
+            nan = True
         elif isinstance(v, (str, bytes, list, tuple, dict)):
             return i
         else:
@@ -268,4 +287,5 @@ def floats_from_list(list values, double[::1] out):
             if fabs(d) > 9007199254740992.0 and isinstance(v, int):
                 return i      # past 2**53: rounded twice on the way to float32 otherwise
             out[i] = d
-    return -1
+            nan |= d != d
+    return -2 if nan else -1
