@@ -21,7 +21,9 @@ from mlserver.settings import ModelSettings  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "serving"))
 
 import floor_runtime  # noqa: E402
+import inside  # noqa: E402
 import load  # noqa: E402
+import timed_runtime  # noqa: E402
 
 BUSY = "import time\nend = time.process_time() + {s}\nwhile time.process_time() < end: pass\n"
 
@@ -68,3 +70,38 @@ def test_the_load_benchmark_serves_every_runtime_with_batching_off_and_on():
         load.OURS, load.FLOOR, load.PEERS["lightgbm"][1]}
     for impl in {impl for impl, _ in models.values()}:
         assert sorted(b for i, b in models.values() if i == impl) == [False, True]
+
+
+def test_the_timed_runtime_scores_as_the_runtime_and_adds_up_its_three_steps(tmp_path):
+    import lightgbm as lgb
+    import numpy as np
+    from mlserver.settings import ModelParameters
+    from quickscorer.serving import QuickScorerRuntime
+    rng = np.random.default_rng(5)
+    X = rng.random((300, 4))
+    path = tmp_path / "m.txt"
+    lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 8},
+              lgb.Dataset(X, X[:, 0] - X[:, 1]), 10).save_model(path)
+
+    def runtime(cls):
+        rt = cls(ModelSettings(name="m", implementation=cls,
+                               parameters=ModelParameters(uri=str(path))))
+        loop.run_until_complete(rt.load())
+        return rt
+
+    loop = asyncio.new_event_loop()
+    try:
+        timed, plain = runtime(timed_runtime.TimedRuntime), runtime(QuickScorerRuntime)
+        for rows in (1, 7, 40):
+            req = types.InferenceRequest(inputs=[types.RequestInput(
+                name="x", datatype="FP64", shape=[rows, 4], data=X[:rows].ravel().tolist())])
+            got, want = (loop.run_until_complete(rt.predict(req)) for rt in (timed, plain))
+            assert got.outputs[0].model_dump() == want.outputs[0].model_dump()
+    finally:
+        loop.close()
+    assert timed.requests == 3 and all(ns > 0 for ns in timed.ns)
+    log = tmp_path / "server.log"
+    log.write_text("INFO start\n" + timed.line() + "\n")
+    n, totals = inside.last_line(log)
+    assert n == 3 and all(t > 0 for t in totals)
+    assert inside.last_line(tmp_path / "m.txt") == (0, [0.0, 0.0, 0.0])   # no such line
