@@ -532,6 +532,14 @@ def test_the_list_reader_says_whether_it_met_nan():
     assert _rowparse.floats_from_list([0.5, None, "x"], out) == 2     # the bad item first
     assert _rowparse.floats_from_list([-1e308, True, 2 ** 53], out) == -1
 
+    class Shrinks:                      # a number whose reading empties the list it is in
+        def __float__(self):
+            items.clear()
+            return 1.0
+    items = [0.5, Shrinks(), 2.0]
+    with pytest.raises(ValueError, match="changed while it was read"):
+        _rowparse.floats_from_list(items, out)
+
 
 def test_the_runtimes_output_is_the_numpy_codecs(data):
     from mlserver.codecs import NumpyCodec

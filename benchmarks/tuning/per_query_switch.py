@@ -8,9 +8,10 @@ documents, mean 15), one thread.
 
 Each value of ``autoselect.WALK_RS_NODES_PER_STEP`` (or of the ``--constant`` named) prepares
 the model once (RapidScorer runs from the model's nodes over that value times a row's steps
-through the walk, at least ``RS_AFTER_WALK_MIN_ROWS``); the prepared models and ``rapidscorer`` forced on every call score
-the same per-query calls, timed interleaved over ``--repeat`` rounds; prints the median and the
-best round in microseconds per document, and each value's first RapidScorer call size.
+through the walk, at least ``RS_AFTER_WALK_MIN_ROWS``); the prepared models and
+``rapidscorer`` forced on every call score the same per-query calls, timed interleaved over
+``--repeat`` rounds; prints the median and the best round in microseconds per document, and
+each value's first RapidScorer call size.
 
 Calls of one size alone (``small_calls.py``) do not show what a mix of sizes costs: a call
 that runs the other kernel than the call before finds its layout pushed out of the caches by

@@ -244,9 +244,9 @@ def fill_columns(list columns, const int64_t[::1] feature_of, double[:, ::1] X):
 
 cdef extern from "Python.h":
     ctypedef struct PyObject
-    PyObject* PyList_GET_ITEM(object, Py_ssize_t)
-    bint PyFloat_CheckExact(PyObject*)
-    double PyFloat_AS_DOUBLE_P "PyFloat_AS_DOUBLE"(PyObject*)
+    PyObject* PyList_GET_ITEM(object, Py_ssize_t) noexcept
+    bint PyFloat_CheckExact(PyObject*) noexcept
+    double PyFloat_AS_DOUBLE_P "PyFloat_AS_DOUBLE"(PyObject*) noexcept
 
 
 @cython.boundscheck(False)
@@ -288,4 +288,6 @@ def floats_from_list(list values, double[::1] out):
                 return i      # past 2**53: rounded twice on the way to float32 otherwise
             out[i] = d
             nan |= d != d
+            if len(values) != n:  # an item's __float__ changed the list: stop reading it
+                raise ValueError("the list changed while it was read")
     return -2 if nan else -1
