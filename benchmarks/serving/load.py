@@ -22,8 +22,8 @@ a parsed request) against ``Model.predict`` on the same rows. Writes
 ``results/serving-*.md``: queries/s, documents/s, p50 and p99 latency per step, the server's
 CPU time per query (its processes' user and system time over the step), and the highest
 queries/s each model reaches within a p99 budget. ``--pin`` puts the server on one core and
-the client on the rest, so that the client's work does not take the server's core. Needs the bench extra (MLServer,
-mlserver-lightgbm, mlserver-xgboost) and ``../shared``.
+the client on the rest, so that the client's work does not take the server's core. Needs the
+bench extra (MLServer, mlserver-lightgbm, mlserver-xgboost) and ``../shared``.
 """
 from __future__ import annotations
 

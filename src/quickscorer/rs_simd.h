@@ -1351,10 +1351,18 @@ static inline int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* valu
 {
 #if RS_HAVE_X86
     switch (rs_lv_walk(isa, m)) {
-    case RS_ISA_AVX2: rs_lv_sum_avx2_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1;
-    case RS_ISA_AVX2_WIDE: rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1;
-    case RS_LV_AVX512V: rs_lv_sum_avx512v_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1;
-    case RS_ISA_AVX512: rs_lv_sum_avx512_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes); return 1;
+    case RS_ISA_AVX2:
+        rs_lv_sum_avx2_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes);
+        return 1;
+    case RS_ISA_AVX2_WIDE:
+        rs_lv_sum_avx2w_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes);
+        return 1;
+    case RS_LV_AVX512V:
+        rs_lv_sum_avx512v_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes);
+        return 1;
+    case RS_ISA_AVX512:
+        rs_lv_sum_avx512_f32(m, value, tree_weight, t0, t1, cols, acc, n_lanes);
+        return 1;
     }
 #endif
     (void)isa; (void)m; (void)value; (void)tree_weight; (void)t0; (void)t1; (void)cols;

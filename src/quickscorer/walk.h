@@ -73,9 +73,9 @@ typedef struct {
 /* The exit leaf of each of the n_trees trees into leaf[0 .. n_trees). roots[t] is tree t's
  * root node's offset for t < n_trees and the self-loop node's for n_trees <= t < n_trees + 16;
  * leaf has room for n_trees + 8 entries (cursors past their last tree write there);
- * nodes[-1 - l] is leaf l's record (above) for every leaf number l of the trees. WALK8(NAME, K) defines
- * the walk with a harvest every K steps: walk8 with WALK_HARVEST (other K:
- * benchmarks/experiments/walk_groups_floor.c). */
+ * nodes[-1 - l] is leaf l's record (above) for every leaf number l of the trees.
+ * WALK8(NAME, K) defines the walk with a harvest every K steps: walk8 with WALK_HARVEST
+ * (other K: benchmarks/experiments/walk_groups_floor.c). */
 #define WALK8(NAME, K)                                                             \
 static inline void NAME(const walk_node* nodes, const int32_t* roots, int64_t n_trees,  \
                         const double* xr, int32_t* leaf)                              \
