@@ -110,12 +110,9 @@ def plot(rows, path: Path) -> bool:
     """A PNG beside the table: for each workload, microseconds per document against threads
     (one call spread over them) and against concurrent callers, one line an engine, both
     axes logarithmic. False where matplotlib (the bench extra) is not installed."""
-    try:
-        import matplotlib
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return False
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     shapes = list(dict.fromkeys(r[0] for r in rows))
     fig, axes = plt.subplots(len(shapes), 2, figsize=(11, 4.2 * len(shapes)), squeeze=False)
     for row_axes, shape in zip(axes, shapes):
@@ -142,7 +139,7 @@ def plot(rows, path: Path) -> bool:
             if lines:
                 ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_png(fig, path, dpi=110)
     plt.close(fig)
     return True
 

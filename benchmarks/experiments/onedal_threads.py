@@ -7,7 +7,7 @@ thread.
     python benchmarks/experiments/onedal_threads.py --shape full-uniform-1000x255 --threads 1,16,1
 
 Process CPU time over wall time is the cores a call kept busy: 1.00 is one thread. On the
-AVX-512 Xeon (benchmarks/reports/xeon-emerald-rapids-avx512-2026-11-26.md, section 10) oneDAL's
+AVX-512 Xeon (benchmarks/reports/xeon-emerald-rapids-avx512.md) oneDAL's
 one-thread calls took twice as long after its count had been 16 as before, one core busy in
 both; the speed matrix sets each process's count once, so its oneDAL rows read either.
 """
