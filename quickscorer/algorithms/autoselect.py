@@ -18,9 +18,8 @@ the rows per thread of a call and on the model's trees:
 * calls under PARALLEL_MIN_ROWS rows on one thread (:func:`threads_for`).
 
 The arithmetic traversals of the paper are for study and are never chosen. Each constant
-below says why it has its value and which command re-measures it; the measurements behind the
-current values are in ``benchmarks/reports/history.md``. A change to any of them is followed
-by a matrix run (``docs/benchmarks.md``).
+below says why it has its value and which command re-measures it. A change to any of them is
+followed by a matrix run (``docs/benchmarks.md``).
 """
 from __future__ import annotations
 
