@@ -1,4 +1,5 @@
-"""Build the Cython kernels in ``src/quickscorer/`` as extension modules of the ``quickscorer`` package.
+"""Build the Cython kernels in ``src/quickscorer/`` as extension modules of the ``quickscorer``
+package.
 
 Environment switches:
   QUICKSCORER_NATIVE=1  add -march=native (opt-in; wheels stay portable without it)

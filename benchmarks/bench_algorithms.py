@@ -25,11 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 pytest.importorskip("pytest_benchmark")
 lgb = pytest.importorskip("lightgbm")
 
-import quickscorer  # noqa: E402
 import workloads as W  # noqa: E402
 
+import quickscorer  # noqa: E402
+
 FULL = os.environ.get("QUICKSCORER_BENCH_FULL", "") not in ("", "0")
-SHAPES = ([(t, l) for t in (100, 1000, 10_000) for l in (16, 64, 256)] if FULL
+SHAPES = ([(t, n) for t in (100, 1000, 10_000) for n in (16, 64, 256)] if FULL
           else [(1000, 64)])
 BATCHES = (1, 10, 100, 1000, 10_000) if FULL else (1, 100, 10_000)
 SHARED = ("shared-rank", "shared-binary", "shared-multiclass", "shared-regression") if FULL \
@@ -59,13 +60,13 @@ def _model(wl):
     return _cache[key]
 
 
-WORKLOADS = [("ltr", t, l) for t, l in SHAPES] + [(s, 500, 64) for s in SHARED]
+WORKLOADS = [("ltr", t, n) for t, n in SHAPES] + [(s, 500, 64) for s in SHARED]
 CASES = [(w, b, dt) for w in WORKLOADS for b in BATCHES for dt in DTYPES]
 
 
 def _ids(case):
-    (kind, t, l), b, dt = case
-    return f"{kind}-{t}x{l}-batch{b}-{np.dtype(dt).name}"
+    (kind, t, n), b, dt = case
+    return f"{kind}-{t}x{n}-batch{b}-{np.dtype(dt).name}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[_ids(c) for c in CASES])

@@ -28,8 +28,8 @@ from quickscorer.bench import call_slices, interleaved, per_document
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import engines as E  # noqa: E402
-import workloads as W  # noqa: E402
+import engines as E
+import workloads as W
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

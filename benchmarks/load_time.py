@@ -57,8 +57,9 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--libraries", default="lightgbm,xgboost")
     args = p.parse_args(argv)
-    import quickscorer
     import workloads as W
+
+    import quickscorer
     from quickscorer.bench import machine
 
     print(machine())
@@ -69,14 +70,20 @@ def main(argv=None) -> int:
         if lib == "lightgbm":
             import lightgbm
             base = Path(W.full(1000, 64).lgb_path)
-            variant = lambda n, d: prefix(base, n, d) if n < 1000 else repeated(base, n // 1000, d)
-            native = lambda path: lightgbm.Booster(model_file=str(path))
+            def variant(n, d, base=base):
+                return prefix(base, n, d) if n < 1000 else repeated(base, n // 1000, d)
+
+            def native(path):
+                return lightgbm.Booster(model_file=str(path))
             shape, ext = "x 64 leaves", ".txt"
         else:
             import xgboost
             base = Path(W.xgb_depth6(1000).xgb_path)
-            variant = lambda n, d: xgb_variant(base, n, d)
-            native = lambda path: xgboost.Booster(model_file=str(path))
+            def variant(n, d, base=base):
+                return xgb_variant(base, n, d)
+
+            def native(path):
+                return xgboost.Booster(model_file=str(path))
             shape, ext = "depth 6", ".json"
         for n in [int(v) for v in args.trees.split(",")]:
             path = base if n == 1000 else variant(n, base.parent / f"load_{lib}_{n}{ext}")

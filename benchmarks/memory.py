@@ -150,8 +150,8 @@ def main(argv=None) -> int:
     cache = Path(base).parent
     print(f"machine: {platform.processor() or platform.machine()}, Python "
           f"{platform.python_version()}; resident / peak added, MiB (fresh process each)")
-    print(f"| model | engine | resident | peak | peak / resident | held (numpy) |")
-    print(f"| --- | --- | ---: | ---: | ---: | ---: |")
+    print("| model | engine | resident | peak | peak / resident | held (numpy) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: |")
     from load_time import xgb_variant
     wanted = set(args.engines.split(","))
     lgb_engines = [e for e in ENGINES if e in wanted]
@@ -159,7 +159,8 @@ def main(argv=None) -> int:
         for n in [int(v) for v in args.trees.split(",")]:
             if lib == "xgboost":
                 xbase = Path(W.xgb_depth6(1000).xgb_path)
-                path = xbase if n == 1000 else xgb_variant(xbase, n, cache / f"load_xgboost_{n}.json")
+                path = (xbase if n == 1000
+                        else xgb_variant(xbase, n, cache / f"load_xgboost_{n}.json"))
                 engines = [e for e in XGB_ENGINES if e in wanted]
                 label = f"XGBoost {n}, depth 6"
             elif n == 1000:

@@ -36,9 +36,10 @@ from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import compare as C  # noqa: E402
-import engines as E  # noqa: E402
-import matrix as M  # noqa: E402
+import compare as C
+import engines as E
+import matrix as M
+from plots import pyplot, save_png
 
 
 def time_callers(engines, X: np.ndarray, n_callers: int, batch: int, calls: int,

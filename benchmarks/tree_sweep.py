@@ -28,8 +28,8 @@ from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import compare as C  # noqa: E402
-import workloads as W  # noqa: E402
+import compare as C
+import workloads as W
 
 
 def main(argv=None) -> int:
@@ -44,6 +44,7 @@ def main(argv=None) -> int:
                    help="also time the largest model as slices of the smallest count of trees")
     args = p.parse_args(argv)
     import lightgbm as lgb
+
     import quickscorer
     from quickscorer.ir import Ensemble
 

@@ -31,8 +31,8 @@ from quickscorer.bench import Measured, interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import compare as C  # noqa: E402
-import workloads as W  # noqa: E402
+import compare as C
+import workloads as W
 
 
 def train_ydf(data: str, trees: int, depth: int):

@@ -13,9 +13,9 @@ import numpy as np
 
 from . import bench
 from .algorithms import registry
+from .batch import output_path, score_file, score_files
 from .errors import InputError, ModelFormatError
 from .export import to_xgboost_json
-from .batch import output_path, score_file, score_files
 from .inputs.readers import FORMATS
 from .loading import load
 from .outputs import OUTPUT_FORMATS

@@ -11,9 +11,10 @@ then holds the loaded model (with its prepared layouts) and scores its partition
 released. Every keyword of :meth:`quickscorer.Model.predict` is accepted; the scores are the
 ones ``model.predict`` gives on the same rows in one process.
 
-Files on a cluster: :func:`score_files` (from :mod:`quickscorer.batch`) runs :func:`quickscorer.batch.score_file` for each
-input file on a worker (the model sent to every worker once), one output file per input, the
-same bytes as one machine writes (what ``quickscorer score --dask`` / ``--scheduler`` runs).
+Files on a cluster: :func:`score_files` (from :mod:`quickscorer.batch`) runs
+:func:`quickscorer.batch.score_file` for each input file on a worker (the model sent to every
+worker once), one output file per input, the same bytes as one machine writes (what
+``quickscorer score --dask`` / ``--scheduler`` runs).
 Needs the ``dask`` extra (``pip install 'quickscorer[dask]'``: dask and distributed).
 """
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from .batch import score_files
-
 from .errors import InputError
 from .model import Model
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ModelFormatError
 from .importers.xgboost import DELETED_SPLIT_INDEX, load_xgboost, xgboost_document
 
 __all__ = ["to_xgboost_json"]

@@ -87,7 +87,7 @@ def _text_column(col) -> np.ndarray:
         if col.dtype.kind == "b":
             return col.astype(np.int64)
         return np.array([str(v).encode() for v in col.tolist()])
-    import pyarrow as pa                       # a column carried from Parquet / Arrow
+    import pyarrow as pa  # a column carried from Parquet / Arrow
     t = col.type
     if (pa.types.is_integer(t) or pa.types.is_floating(t)) and col.null_count == 0:
         return col.to_numpy(zero_copy_only=False)

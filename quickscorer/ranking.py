@@ -27,7 +27,9 @@ def starts_from_sizes(sizes) -> np.ndarray:
     s = np.asarray(sizes)
     if s.ndim != 1 or s.dtype.kind not in "iu" or (s < 0).any():
         raise InputError("query sizes must be a 1-D array of non-negative integers")
-    return np.concatenate(([0], np.cumsum(s)[:-1])).astype(np.int64) if s.size else s.astype(np.int64)
+    if not s.size:
+        return s.astype(np.int64)
+    return np.concatenate(([0], np.cumsum(s)[:-1])).astype(np.int64)
 
 
 def order_within(scores: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -23,7 +23,6 @@ import ctypes
 import ctypes.util
 
 import numpy as np
-
 from mlserver import MLModel, types
 from mlserver.codecs import NumpyCodec, PandasCodec
 from mlserver.errors import InferenceError
@@ -155,7 +154,8 @@ class QuickScorerRuntime(MLModel):
         asked = sorted(set(params) - {"content_type", "headers"})
         if self._batching and asked:
             raise InferenceError(
-                f"model {self.name}: request parameters {asked} are not taken with adaptive batching on (max_batch_size "
+                f"model {self.name}: request parameters {asked} are not taken with adaptive "
+                "batching on (max_batch_size "
                 f"{self._settings.max_batch_size}): it joins requests and keeps one set of "
                 f"parameters for all; set raw_score and leaf in the model's parameters.extra")
         raw = _flag(params.get("raw_score", self._raw_score), "raw_score")

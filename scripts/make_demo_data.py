@@ -31,7 +31,8 @@ def main() -> None:
     qid = np.repeat(np.arange(1, keep.size + 1), keep)
     np.savez_compressed(OUT / "demo_queries.npz", X=Xq, labels=y[n_train:n_train + keep.sum()],
                         qid=qid)
-    print(f"wrote {OUT}: {booster.num_trees()} trees, {Xq.shape[0]} documents in {keep.size} queries")
+    print(f"wrote {OUT}: {booster.num_trees()} trees, {Xq.shape[0]} documents in "
+          f"{keep.size} queries")
 
 
 if __name__ == "__main__":

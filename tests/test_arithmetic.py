@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import random_ensemble, random_tree, special_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,8 +16,6 @@ from quickscorer._forest import Forest
 from quickscorer.algorithms.arithmetic import arithmetic_arrays
 from quickscorer.algorithms.forest import forest_arrays
 from quickscorer.ir import Ensemble, reference
-
-from conftest import random_ensemble, random_tree, special_rows
 
 ARITHMETIC = ["both_vectors", "lt1", "two_sided", "sign", "ecoc"]
 
@@ -70,7 +69,8 @@ def test_layout_rows_are_the_packed_matrices():
             continue
         nw, lw = int(lt1["node_words"][t]), int(lt1["leaf_words"][t])
         a, b = lt1["row_offset"][t], lt1["row_offset"][t + 1]
-        np.testing.assert_array_equal(lt1["rows_a"][a:b], pack_rows(tree.left_matrix(), nw).ravel())
+        np.testing.assert_array_equal(lt1["rows_a"][a:b],
+                                      pack_rows(tree.left_matrix(), nw).ravel())
         P = tree.path_matrix()
         np.testing.assert_array_equal(sign["rows_b"][a:b], pack_rows(P > 0, nw).ravel())
         a, b = both["col_offset"][t], both["col_offset"][t + 1]

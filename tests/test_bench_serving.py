@@ -15,15 +15,15 @@ import pytest
 
 pytest.importorskip("mlserver", reason="the serve extra (MLServer) is not installed")
 
-from mlserver import types  # noqa: E402
-from mlserver.settings import ModelSettings  # noqa: E402
+from mlserver import types
+from mlserver.settings import ModelSettings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "serving"))
 
-import floor_runtime  # noqa: E402
-import inside  # noqa: E402
-import load  # noqa: E402
-import timed_runtime  # noqa: E402
+import floor_runtime
+import inside
+import load
+import timed_runtime
 
 BUSY = "import time\nend = time.process_time() + {s}\nwhile time.process_time() < end: pass\n"
 
@@ -76,6 +76,7 @@ def test_the_timed_runtime_scores_as_the_runtime_and_adds_up_its_three_steps(tmp
     import lightgbm as lgb
     import numpy as np
     from mlserver.settings import ModelParameters
+
     from quickscorer.serving import QuickScorerRuntime
     rng = np.random.default_rng(5)
     X = rng.random((300, 4))

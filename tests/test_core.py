@@ -6,14 +6,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+from conftest import random_ensemble, scoring_algorithms, special_rows
 
 import quickscorer
 from quickscorer import InputError, Model, ModelFormatError
 from quickscorer.algorithms.forest import MAX_CATEGORY_WORDS, category_tables
-from quickscorer.ir import reference
-from quickscorer.ir import Ensemble, build_tree
-
-from conftest import random_ensemble, scoring_algorithms, special_rows
+from quickscorer.ir import Ensemble, build_tree, reference
 
 # The paper's worked example: n0 -> (n1, n2); n1 -> (v1, v2); n2 -> (n3, n4); n3 -> (v3, v4);
 # n4 -> (v5, v6). Source nodes 0-4 internal, 5-10 leaves v1..v6.

@@ -15,9 +15,9 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 pd = pytest.importorskip("pandas")
 
-import quickscorer.dask as qd  # noqa: E402
-
 from conftest import random_ensemble, special_rows  # noqa: E402
+
+import quickscorer.dask as qd  # noqa: E402
 
 
 @pytest.fixture(scope="module")

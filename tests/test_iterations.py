@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import quickscorer
-from quickscorer import InputError
-
 import test_lightgbm_import as L
 import test_xgboost_import as XG
 from conftest import scoring_algorithms
+
+import quickscorer
+from quickscorer import InputError
 
 lgb = pytest.importorskip("lightgbm")
 xgb = pytest.importorskip("xgboost")
@@ -109,7 +108,8 @@ def test_a_start_past_the_last_iteration_or_below_zero_is_clamped_as_lightgbm_do
     rows = X[:9]
     for kw in (dict(start_iteration=n), dict(start_iteration=n + 3),
                dict(start_iteration=n, num_iteration=2), dict(start_iteration=-2),
-               dict(start_iteration=-2, num_iteration=2), dict(start_iteration=3, num_iteration=10)):
+               dict(start_iteration=-2, num_iteration=2),
+               dict(start_iteration=3, num_iteration=10)):
         msg = f"{objective} {kw}"
         np.testing.assert_array_equal(model.predict(rows, **kw), booster.predict(rows, **kw),
                                       err_msg=msg)       # rf of no trees: NaN, as LightGBM
@@ -126,9 +126,9 @@ def test_a_range_is_prepared_once_and_kept():
     booster, X, _ = L._trained("binary")
     model = quickscorer.load(booster)
     model.predict(X[:5], num_iteration=2)
-    part = model._parts[(0, 2)]
+    part = model._parts.models[(0, 2)]
     model.predict(X[:5], num_iteration=2)
-    assert model._parts[(0, 2)] is part
+    assert model._parts.models[(0, 2)] is part
     for k in range(1, model.ensemble.n_iterations):
         model.predict(X[:2], start_iteration=k)
-    assert len(model._parts) <= quickscorer.model.PART_CACHE
+    assert len(model._parts.models) <= quickscorer.model.PART_CACHE

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DAMAGES, damaged, scoring_algorithms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -24,8 +25,6 @@ from quickscorer.importers.xgboost_binary import (
     TREE_PARAM_BYTES,
     decode_xgboost_binary,
 )
-
-from conftest import DAMAGES, damaged, scoring_algorithms
 
 LEGACY = Path(__file__).resolve().parent / "legacy"
 

@@ -14,16 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import DAMAGES, damaged
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_lightgbm_import import BREAKS, CASES, _break, _trained
 
 import quickscorer
 from quickscorer.cli import demo_files
 from quickscorer.errors import ModelFormatError
 from quickscorer.importers.lightgbm import map_model_file, parse_fast, parse_reference
-
-from conftest import DAMAGES, damaged
-from test_lightgbm_import import BREAKS, CASES, _break, _trained
 
 LEGACY = Path(__file__).resolve().parent / "legacy"
 

@@ -13,16 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import scoring_algorithms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer.ir import reference
-from quickscorer.ir import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
 from quickscorer.errors import ModelFormatError
 from quickscorer.importers.lightgbm import load_lightgbm, looks_like_lightgbm_text
-
-from conftest import scoring_algorithms
+from quickscorer.ir import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, reference
 
 lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
 
@@ -206,7 +204,7 @@ CASES = ["regression", "binary", "multiclass", "multiclassova", "lambdarank", "c
          "categorical", "many_leaves", "single_leaf"]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trained(name):
     params, X, y, rounds, group, categorical = _case(name)
     return lgb_train(params, X, y, rounds, group, categorical), X, categorical or ()
@@ -375,8 +373,8 @@ internal_count=2
 is_linear=1
 leaf_const=0.5 -0.25
 num_features=2 0
-leaf_features=0 1  
-leaf_coeff=0.5 -2  
+leaf_features=0 1\x20\x20
+leaf_coeff=0.5 -2\x20\x20
 shrinkage=1
 
 
@@ -840,7 +838,7 @@ _NASTY_TOKENS = ["", "-1", "0", "1", "2", "-2", "3", "7", "12", "16", "255", "-1
                  " ", "\t", "9" * 40]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fuzz_bases() -> tuple[str, ...]:
     rng = np.random.default_rng(9)
     X = rng.normal(size=(300, 3))

@@ -21,7 +21,7 @@ onnxmltools = pytest.importorskip("onnxmltools", reason="the test extra installs
 
 from onnx import TensorProto, helper  # noqa: E402
 from onnxmltools.convert.common.data_types import FloatTensorType as MLFloat  # noqa: E402
-from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType  # noqa: E402
+from skl2onnx.common.data_types import FloatTensorType  # noqa: E402
 
 N_FEATURES = 5
 
@@ -111,8 +111,12 @@ def _every_algorithm(model, X, want, **kw):
 
 
 def _sklearn(kind: str) -> bytes:
-    from sklearn.ensemble import (ExtraTreesRegressor, GradientBoostingClassifier,
-                                  GradientBoostingRegressor, RandomForestClassifier)
+    from sklearn.ensemble import (
+        ExtraTreesRegressor,
+        GradientBoostingClassifier,
+        GradientBoostingRegressor,
+        RandomForestClassifier,
+    )
     X, y = _data()
     two = (y > np.median(y)).astype(int)
     three = np.digitize(y, np.quantile(y, [0.33, 0.66]))
@@ -784,6 +788,6 @@ def test_the_protobuf_reader_reads_packed_and_unpacked_numbers():
     assert [int(v) for v in protobuf.attribute(odd, 0, len(odd))[1]] == [5, 6]
     packed = bytes([0x3A, 0x03, 0x05, 0x79, 0x01])   # field 7 packed varints 5, 121, 1
     got = protobuf._Repeated("varint")
-    for num, wire, v in protobuf.fields(packed, 0, len(packed)):
+    for _num, wire, v in protobuf.fields(packed, 0, len(packed)):
         got.add(packed, wire, v)
     assert got.array().tolist() == [5, 121, 1]

@@ -1,13 +1,12 @@
 """Model.rank: per-query order, ranks and top_k against the training library's scores."""
+import lightgbm as lgb
 import numpy as np
 import pytest
-
-import lightgbm as lgb
 import xgboost as xgb
 
 import quickscorer as qs
-from quickscorer.ranking import rank_scores
 from quickscorer import InputError
+from quickscorer.ranking import rank_scores
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +26,8 @@ def expected_order(scores, sizes):
     out, start = [], 0
     for n in sizes:
         rows = list(range(start, start + n))
-        key = lambda i: (np.isnan(scores[i]), -scores[i] if not np.isnan(scores[i]) else 0, i)
-        out.append(sorted(rows, key=key))
+        out.append(sorted(rows, key=lambda i: (np.isnan(scores[i]),
+                                               -scores[i] if not np.isnan(scores[i]) else 0, i)))
         start += n
     return out
 

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_tree, special_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quickscorer.paper import representations as rep
 from quickscorer.ir import MISSING_NAN, Ensemble, build_tree
-
-from conftest import random_tree, special_rows
+from quickscorer.paper import representations as rep
 
 
 def paper_tree():

@@ -66,13 +66,14 @@ def data(tmp_path_factory):
         for i, row in enumerate(X):
             fh.write(f"{qid[i]},d{i}," + ",".join(text(row[j]) for j in order) + "\n")
     with open(d / "rows.tsv", "w") as fh:                # no header, label first
-        for i, row in enumerate(X):
+        for row in X:
             fh.write("1\t" + "\t".join(text(v) if not np.isnan(v) else "NaN" for v in row)
                      + "\n")
     # LibSVM leaves out zeros and missing values: those rows read 0.0 for a LightGBM model
     Xs = np.where(np.isnan(X), 0.0, X)
-    lines = [f"{i % 3} qid:{qid[i]} " + " ".join(f"{j}:{float(row[j])!r}" for j in range(N_FEATURES)
-                                              if row[j] != 0) for i, row in enumerate(Xs)]
+    lines = [f"{i % 3} qid:{qid[i]} "
+             + " ".join(f"{j}:{float(row[j])!r}" for j in range(N_FEATURES) if row[j] != 0)
+             for i, row in enumerate(Xs)]
     (d / "rows.svm").write_text("\n".join(lines) + "\n")
     with gzip.open(d / "rows.svm.gz", "wt") as fh:
         fh.write("\n".join(lines) + "\n")
@@ -164,7 +165,8 @@ def test_libsvm_file_scores_as_lightgbm_predicting_from_the_file(tmp_path):
     b.save_model(str(tmp_path / "rank.txt"))
     model = quickscorer.load(str(tmp_path / "rank.txt"))
     want = b.predict(str(SHARED / "rank.test"))
-    with open(SHARED / "rank.test", "rb") as src, gzip.open(tmp_path / "rank.test.gz", "wb") as dst:
+    with open(SHARED / "rank.test", "rb") as src, \
+            gzip.open(tmp_path / "rank.test.gz", "wb") as dst:
         dst.write(src.read())
     for src in (SHARED / "rank.test", tmp_path / "rank.test.gz"):
         for chunk in (None, 100):
@@ -261,14 +263,14 @@ def test_rank_and_top_across_chunks(lgb_model, data, tmp_path, chunk_rows):
     np.testing.assert_array_equal(got[:, 1], np.arange(len(X)))       # input order kept
     np.testing.assert_array_equal(got[:, 2], scores)
     want_rank = np.empty(len(X))
-    for q, i, r in _ranked(scores, qid):
+    for _q, i, r in _ranked(scores, qid):
         want_rank[i] = r
     np.testing.assert_array_equal(got[:, 3], want_rank)
     score_file(model, d / "rows.parquet", out, keep=["qid", "doc"], query_column="qid",
                top=3, rank=True, chunk_rows=chunk_rows, output_format="csv")
     lines = out.read_text().splitlines()[1:]
     want = [(f"{q}", f"d{i}", r) for q, i, r in _ranked(model.predict(X), qid, top=3)]
-    assert [(l.split(",")[0], l.split(",")[1], int(l.split(",")[3])) for l in lines] == want
+    assert [(ln.split(",")[0], ln.split(",")[1], int(ln.split(",")[3])) for ln in lines] == want
 
 
 def test_a_query_that_comes_back_is_an_error(lgb_model, tmp_path):
@@ -420,18 +422,19 @@ def test_folder_of_parquet_files_on_a_dask_cluster(lgb_model, data, tmp_path):
     for k in range(3):
         pq.write_table(table.slice(k * 50, 50), src / f"part-{k}.parquet")
     local = tmp_path / "local"
-    assert main(["score", path, str(src), "--keep", "doc", "--drop", "qid", "-o", str(local), "-q"]) == 0
+    assert main(["score", path, str(src), "--keep", "doc", "--drop", "qid", "-o", str(local),
+                 "-q"]) == 0
     cluster = tmp_path / "cluster"
-    assert main(["score", path, str(src / "*.parquet"), "--keep", "doc", "--drop", "qid", "--output-format",
-                 "csv", "--dask", "2", "-o", str(cluster), "-q"]) == 0
+    assert main(["score", path, str(src / "*.parquet"), "--keep", "doc", "--drop", "qid",
+                 "--output-format", "csv", "--dask", "2", "-o", str(cluster), "-q"]) == 0
     for k in range(3):
         got = pq.read_table(local / f"part-{k}.parquet")
         np.testing.assert_array_equal(got.column("score").to_numpy(),
                                       model.predict(X[k * 50:(k + 1) * 50]))
         lines = (cluster / f"part-{k}.csv").read_text().splitlines()
         assert lines[0] == "doc,score"
-        assert [l.split(",")[0] for l in lines[1:]] == got.column("doc").to_pylist()
-        np.testing.assert_array_equal([float(l.split(",")[1]) for l in lines[1:]],
+        assert [ln.split(",")[0] for ln in lines[1:]] == got.column("doc").to_pylist()
+        np.testing.assert_array_equal([float(ln.split(",")[1]) for ln in lines[1:]],
                                       got.column("score").to_numpy())
 
 

@@ -9,8 +9,8 @@ import pytest
 
 import quickscorer
 from quickscorer.errors import ModelFormatError
-from quickscorer.ir.float32 import float32_boundary
 from quickscorer.ir import MISSING_NAN, MISSING_ZERO, Ensemble, build_tree, reference
+from quickscorer.ir.float32 import float32_boundary
 
 sklearn = pytest.importorskip("sklearn", reason="the test extra installs scikit-learn")
 sk_ensemble = pytest.importorskip("sklearn.ensemble")

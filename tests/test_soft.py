@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import random_ensemble, special_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,8 +11,6 @@ import quickscorer
 from quickscorer.ir import reference
 from quickscorer.paper import representations as rep
 from quickscorer.paper.soft import GeneralTree, ObliqueTree, leaf_probabilities
-
-from conftest import random_ensemble, special_rows
 
 
 def _away_from_thresholds(ens, X, margin=1e-3):

@@ -5,19 +5,17 @@ reference refuses a tree."""
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_xgboost_import import BREAKS, CASES, _break, _doc
 
 from quickscorer.errors import ModelFormatError
 from quickscorer.importers.xgboost import _tree, packed_trees_fast, xgboost_document
 from quickscorer.ir.ensemble import PackedTrees
-
-from test_xgboost_import import BREAKS, CASES, _break, _doc, _tree0
 
 LEGACY = Path(__file__).resolve().parent / "legacy"
 

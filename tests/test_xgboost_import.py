@@ -9,6 +9,7 @@ import zlib
 
 import numpy as np
 import pytest
+from conftest import DAMAGES, damaged, scoring_algorithms
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +17,6 @@ import quickscorer
 from quickscorer.errors import ModelFormatError
 from quickscorer.importers.ubjson import decode_ubjson
 from quickscorer.importers.xgboost import load_xgboost, looks_like_xgboost
-
-from conftest import DAMAGES, damaged, scoring_algorithms
 
 xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
 
@@ -73,7 +72,7 @@ def _label(name, latent, rng):
     return latent
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trained(name):
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     categorical = name.startswith("categorical")

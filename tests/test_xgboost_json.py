@@ -4,24 +4,22 @@ per-tree reference): the same Ensemble on every model the parser takes, the same
 message wherever the document path refuses a model, and the numbers read as JSON reads them."""
 from __future__ import annotations
 
-import copy
 import json
 import mmap
 
 import numpy as np
 import pytest
+from conftest import DAMAGES, damaged
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_xgboost_fast import assert_same
+from test_xgboost_import import BREAKS, CASES, _as_version_1, _break, _doc, _trained
 
 import quickscorer
 from quickscorer import _xgbjson
 from quickscorer.errors import ModelFormatError
 from quickscorer.importers import xgboost as xgb_imp
 from quickscorer.ir.ensemble import MAX_NODES_PER_TREE
-
-from conftest import DAMAGES, damaged
-from test_xgboost_fast import assert_same
-from test_xgboost_import import BREAKS, CASES, _as_version_1, _break, _doc, _trained
 
 
 def _document_path(source):
@@ -196,19 +194,19 @@ def test_numbers_are_read_as_json_reads_them():
     """Every number of a document as ``json`` reads it (floats correctly rounded, integers
     exact), and the split conditions as float32 of that float64."""
     body = ", ".join(NUMBERS)
-    doc = _xgbjson.parse_model(('{"x": [%s], "trees": []}' % body).encode(),
+    doc = _xgbjson.parse_model(('{"x": [' + body + '], "trees": []}').encode(),
                                MAX_NODES_PER_TREE)[0]
-    want = json.loads("[%s]" % body)
+    want = json.loads(f"[{body}]")
     assert [type(v) for v in doc["x"]] == [type(v) for v in want]
     assert [repr(v) for v in doc["x"]] == [repr(v) for v in want]
     # one leaf per tree: its value is the float32 of the condition
     with np.errstate(over="ignore"):
         finite = [s for s, v in zip(NUMBERS, want) if abs(np.float32(float(v))) < np.inf]
     trees = ", ".join('{"left_children": [-1], "right_children": [-1], "split_indices": [0], '
-                      '"default_left": [0], "split_conditions": [%s]}' % s for s in finite)
-    doc, _, arrays = _xgbjson.parse_model(('{"trees": [%s]}' % trees).encode(),
+                      '"default_left": [0], "split_conditions": [' + s + ']}' for s in finite)
+    doc, _, arrays = _xgbjson.parse_model(('{"trees": [' + trees + ']}').encode(),
                                           MAX_NODES_PER_TREE)
-    expect = np.array([np.float32(float(v)) for v in json.loads("[%s]" % ", ".join(finite))],
+    expect = np.array([np.float32(float(v)) for v in json.loads("[" + ", ".join(finite) + "]")],
                       np.float32).astype(np.float64)
     assert arrays["leaf_value"].tobytes() == expect.tobytes()
 
@@ -227,7 +225,8 @@ def test_strings_and_literals_as_json_reads_them(text):
                                  b'{"trees": [], "a": "\x01"}', b'{"trees": [], "a": "\xff"}',
                                  b'{"trees": [], "a": 1.}', b'{"trees": [], "a": .5}',
                                  b'{"trees": [], "a": +1}', b'{"trees": [],}',
-                                 b'{"trees": []} x', b'[]', b'{"trees": [], "a": ' + b'[' * 300 + b']' * 300 + b'}',
+                                 b'{"trees": []} x', b'[]',
+                                 b'{"trees": [], "a": ' + b'[' * 300 + b']' * 300 + b'}',
                                  b'{"trees": [], "a": "\\x"}'])
 def test_what_is_not_strict_json_is_declined(raw):
     assert _xgbjson.parse_model(raw, MAX_NODES_PER_TREE) is None

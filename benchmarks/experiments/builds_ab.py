@@ -2,7 +2,8 @@
 same model and rows: what a kernel change did, with the machine's drift spread over both.
 
     git worktree add /tmp/before <rev> && (cd /tmp/before && python setup.py build_ext --inplace)
-    python benchmarks/experiments/builds_ab.py --before /tmp/before --shapes xgb-depth9-uniform-1000 --rows 100,10000 --rounds 4
+    python benchmarks/experiments/builds_ab.py --before /tmp/before \
+        --shapes xgb-depth9-uniform-1000 --rows 100,10000 --rounds 4
 
 Each round runs the before build, then this checkout, each in its own process (``PYTHONPATH``
 set to the build's root) that times ``predict`` for about ``--seconds`` a try, five tries,

@@ -20,8 +20,8 @@ command below on YDF's model is how ``docs/benchmarks.md`` bounds the few-row ta
     python benchmarks/experiments/few_rows_floor.py --shapes ydf-uniform-d7,full-uniform-1000x64
 
 Needs models whose trees have at most 64 leaves (the walks run where the walk lays the trees
-out complete: depth at most 8), rows without NaN, and no zero-as-missing split where the rows hold zeros
-(the scans here compare every value in every segment).
+out complete: depth at most 8), rows without NaN, and no zero-as-missing split where the rows
+hold zeros (the scans here compare every value in every segment).
 """
 from __future__ import annotations
 
@@ -139,8 +139,9 @@ def main(argv=None) -> int:
                     print("| rows | " + " | ".join(f"{h} (C)" for h in VARIANTS) + " | "
                           + " | ".join(heads) + " |")
                     print("| ---: |" + " ---: |" * (len(VARIANTS) + len(heads)))
-                print(f"| {rows} | " + " | ".join(f"{floor[v]:.2f}" if floor[v] == floor[v] else "-"
-                                          for v in VARIANTS) + " | "
+                print(f"| {rows} | "
+                      + " | ".join(f"{floor[v]:.2f}" if floor[v] == floor[v] else "-"
+                                   for v in VARIANTS) + " | "
                       + " | ".join(f"{py[h]:.2f}" for h in heads) + " |")
     return 0
 

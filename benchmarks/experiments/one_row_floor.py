@@ -12,8 +12,9 @@ in C (``one_row_floor.c``) in the kernel's layout, in 16-byte records, and orien
 floor reads the rows as float32 (the counts use LightGBM models' float64 rows): it times the
 work, it does not score.
 
-    python benchmarks/experiments/one_row_floor.py --model benchmarks/cache/full_uniform_lgb_1000x31.txt
-    python benchmarks/experiments/one_row_floor.py --ydf heavy:7        # YDF's model (ydf_reference.py)
+    python benchmarks/experiments/one_row_floor.py \
+        --model benchmarks/cache/full_uniform_lgb_1000x31.txt
+    python benchmarks/experiments/one_row_floor.py --ydf heavy:7   # YDF's model (ydf_reference.py)
 """
 from __future__ import annotations
 
@@ -38,10 +39,14 @@ def _monotone_fit(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
     order = np.argsort(x, kind="stable")
     vals, wts, sizes = [], [], []
     for v, ww in zip(y[order], w[order]):
-        vals.append(v * ww); wts.append(ww); sizes.append(1)
+        vals.append(v * ww)
+        wts.append(ww)
+        sizes.append(1)
         while len(vals) > 1 and vals[-2] / wts[-2] > vals[-1] / wts[-1]:
             v2, w2, s2 = vals.pop(), wts.pop(), sizes.pop()
-            vals[-1] += v2; wts[-1] += w2; sizes[-1] += s2
+            vals[-1] += v2
+            wts[-1] += w2
+            sizes[-1] += s2
     fit = np.repeat([v / ww for v, ww in zip(vals, wts)], sizes)
     out = np.empty_like(fit)
     out[order] = fit

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-import engines as E  # noqa: E402
-import matrix as M  # noqa: E402
+import engines as E
+import matrix as M
 
 
 def timed(engine, X, calls: int) -> tuple[float, float]:

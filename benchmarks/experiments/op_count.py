@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE.parent))            # benchmarks/
 sys.path.insert(0, str(HERE.parent / "tuning"))
 
 import small_calls as S  # noqa: E402
+
 from quickscorer.bench import interleaved, machine  # noqa: E402
 
 

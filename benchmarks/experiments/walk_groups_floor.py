@@ -9,7 +9,8 @@ NaN; a LightGBM zero-as-missing column maps 0 to its side). No expansion of the 
 the leaves: what ``benchmarks/tuning/small_calls.py`` times through ``predict`` adds both and the
 call. Every variant's leaves are checked against the reference traversal's.
 
-    python benchmarks/experiments/walk_groups_floor.py --shapes ydf-uniform-d7,xgb-depth6-uniform-1000
+    python benchmarks/experiments/walk_groups_floor.py \
+        --shapes ydf-uniform-d7,xgb-depth6-uniform-1000
     python benchmarks/experiments/walk_groups_floor.py --shapes full-uniform-1000x64,ltr-1000x64
 
 Models without complete trees (leaf-wise LightGBM trees) run the eight-cursor walks only.

@@ -6,7 +6,8 @@ arrays without the values): same model, same rows, the walk's low-latency entry
 other and to the QuickScorer scan.
 
     python benchmarks/experiments/walk_values.py
-    python benchmarks/experiments/walk_values.py --shapes ydf-uniform-d6,xgb-depth6-uniform-1000 --rows 1,2,4
+    python benchmarks/experiments/walk_values.py --shapes ydf-uniform-d6,xgb-depth6-uniform-1000 \
+        --rows 1,2,4
 
 Shapes as ``benchmarks/tuning/small_calls.py`` takes them (matrix shapes, ``ydf-<data>-d<depth>``);
 models whose trees the walk does not lay out complete are skipped, saying so.
@@ -24,8 +25,8 @@ from quickscorer.bench import interleaved
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tuning"))
 
-import compare as C  # noqa: E402
-import small_calls as S  # noqa: E402
+import compare as C
+import small_calls as S
 
 DEFAULT_SHAPES = ("ydf-uniform-d6", "ydf-uniform-d7", "xgb-depth6-uniform-1000",
                   "full-uniform-1000x63-d6")

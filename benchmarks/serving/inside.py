@@ -31,6 +31,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import load as L  # noqa: E402
+
 from quickscorer.bench import machine  # noqa: E402
 
 TIMED = "timed_runtime.TimedRuntime"
@@ -48,10 +49,10 @@ def last_line(log: Path) -> tuple[int, list[float]]:
 
 def in_process(model_path: Path, qs_: list, protocol: str, repeat: int) -> list[float]:
     """Mean microseconds a request of the three steps, in a loop in this process."""
+    import timed_runtime as T
     from mlserver import types
     from mlserver.grpc.converters import ModelInferRequestConverter
     from mlserver.settings import ModelParameters, ModelSettings
-    import timed_runtime as T
     T.EVERY = 1 << 62                                           # no log lines here
     runtime = T.TimedRuntime(ModelSettings(name="timed", implementation=T.TimedRuntime,
                                            parameters=ModelParameters(uri=str(model_path))))

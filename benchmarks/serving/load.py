@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import workloads as W  # noqa: E402
+
 from quickscorer.bench import machine  # noqa: E402
 
 RESULTS = HERE.parent / "results"
@@ -232,7 +233,8 @@ class Client:
                 got = grpc_scores(res)
             if not np.array_equal(got.reshape(-1), t):
                 raise AssertionError(f"{model} over {protocol}: query {i} differs from "
-                                     f"the training library (max {np.max(np.abs(got.reshape(-1) - t))})")
+                                     "the training library (max "
+                                     f"{np.max(np.abs(got.reshape(-1) - t))})")
 
     async def step(self, protocol: str, model: str, concurrency: int, seconds: float):
         """(queries done, documents done, latencies in seconds) of one closed-loop step."""
@@ -262,9 +264,10 @@ def runtime_cost(model_path: Path, qs_: list[np.ndarray], repeat: int) -> list[s
     on the same rows, interleaved, one thread, in this process."""
     from mlserver import types
     from mlserver.settings import ModelParameters, ModelSettings
+
+    import quickscorer
     from quickscorer.bench import interleaved
     from quickscorer.serving import QuickScorerRuntime
-    import quickscorer
 
     settings = ModelSettings(name="cost", implementation=QuickScorerRuntime,
                              parameters=ModelParameters(uri=str(model_path)))
@@ -346,7 +349,7 @@ async def run(args) -> list[str]:
     lines += ["| protocol | model | concurrency | queries/s | documents/s | p50 ms | p99 ms "
               "| server CPU us/query |", "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     best = {}
-    for protocol, m, c, r, q, d, p50, p99, cpu in rows:
+    for protocol, m, c, _round, q, d, p50, p99, cpu in rows:
         key = (protocol, m, c)
         if key not in best or q > best[key][0]:       # the best of the rounds
             best[key] = (q, d, p50, p99, cpu)

@@ -40,6 +40,7 @@ sys.path.insert(0, str(HERE))
 
 import workloads as W  # noqa: E402
 from load import free_port, stop_server  # noqa: E402
+
 from quickscorer.bench import machine  # noqa: E402
 
 RESULTS = HERE.parent / "results"

@@ -23,7 +23,7 @@ from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-from matrix import workload  # noqa: E402
+from matrix import workload
 
 SHAPES = ("full-uniform-1000x8,full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255,"
           "full-heavy-1000x31,full-heavy-1000x64,xgb-depth6-uniform-1000,xgb-depth6-heavy-1000,"

@@ -30,9 +30,9 @@ from quickscorer.bench import interleaved, per_document
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-import compare as C  # noqa: E402
-import matrix as M  # noqa: E402
-import workloads as W  # noqa: E402
+import compare as C
+import matrix as M
+import workloads as W
 
 
 def main(argv=None) -> int:

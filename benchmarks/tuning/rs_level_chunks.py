@@ -2,7 +2,8 @@
 swept on the matrix's models.
 
     python benchmarks/tuning/rs_level_chunks.py
-    python benchmarks/tuning/rs_level_chunks.py --variants 12:128,64:128,96:128 --rows 10000 --threads 2
+    python benchmarks/tuning/rs_level_chunks.py --variants 12:128,64:128,96:128 --rows 10000 \
+        --threads 2
 
 Calls of several 64-document groups a thread walk ``chunk`` groups together through blocks
 of ``block`` KiB of level fields (``rapidscorer.LEVEL_CHUNK``, ``default_level_block_bytes``;
@@ -24,8 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tuning/
 
-import matrix as M  # noqa: E402
-from _variants import print_rows, rows_of, timing_args  # noqa: E402
+import matrix as M
+from _variants import print_rows, rows_of, timing_args
 
 
 def main(argv=None) -> int:

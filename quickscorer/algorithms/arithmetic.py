@@ -11,10 +11,17 @@ import numpy as np
 from .. import _arith
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
-from ..paper.representations import (depth_vector, left_matrix, pack_columns, pack_rows,
-                                     path_matrix, right_matrix)
+from ..paper.representations import (
+    depth_vector,
+    left_matrix,
+    pack_columns,
+    pack_rows,
+    path_matrix,
+    right_matrix,
+)
 from .base import Algorithm
 from .traversal import node_arrays
+
 
 def arithmetic_arrays(ens: Ensemble, kind: str) -> dict:
     """The layout of one arithmetic algorithm as numpy arrays.

@@ -81,7 +81,9 @@ RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
 #: depth 6 (1.5x to 3.0x at 1 and 2 rows) and tied with it on 200 trees of depth 4; from 3
 #: rows it led on depths 6 and 8 and was within 16% of the best kernel on the others;
 #: ``python benchmarks/experiments/oblivious_rows.py`` and
-#: ``python benchmarks/tuning/small_calls.py --shapes cb-d6-uniform-1000,cb-d8-heavy-300,cb-d4-uniform-200 --batch 1,2,3,4,8,16 --kernels oblivious,walk,vqs,rapidscorer --rounds 9``
+#: ``python benchmarks/tuning/small_calls.py --shapes
+#: cb-d6-uniform-1000,cb-d8-heavy-300,cb-d4-uniform-200 --batch 1,2,3,4,8,16 --kernels
+#: oblivious,walk,vqs,rapidscorer --rounds 9``
 OBLIVIOUS_MIN_ROWS = 1
 
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up);

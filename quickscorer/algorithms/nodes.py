@@ -12,7 +12,6 @@ from .. import _forest
 from ..ir.ensemble import Ensemble
 from .forest import listed_categories
 
-
 #: a categorical slot's byte code of a value (_forest.pxd's category_code, which the kernels
 #: run): the category itself below CAT_CODES, CAT_NONE where the value names no category
 #: below it (negative, too large, infinite: no split lists it), CAT_NAN for NaN

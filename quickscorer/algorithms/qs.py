@@ -19,7 +19,7 @@ from .base import Algorithm
 from .qs_layout import kernel_arrays, quickscorer_arrays
 
 # one QuickScorer layout per ensemble, shared by "quickscorer" and "vqs" (built once)
-_LAYOUTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_LAYOUTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LAYOUTS_LOCK = threading.Lock()
 
 

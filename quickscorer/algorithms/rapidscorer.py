@@ -23,9 +23,17 @@ from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from .base import Algorithm
 from .cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
-from .rs_layout import (MAX_LEAVES, block_starts_for, level_block_starts, levels_only_arrays,
-                        rapidscorer_arrays, tree_bytes, unsupported)
+from .rs_layout import (
+    MAX_LEAVES,
+    block_starts_for,
+    level_block_starts,
+    levels_only_arrays,
+    rapidscorer_arrays,
+    tree_bytes,
+    unsupported,
+)
 from .rs_levels import LEVELS_LANE_NODES, levels_choice, no_level_fields
+
 
 def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
@@ -69,7 +77,7 @@ AVX2_WIDE_MIN_ROWS = 33
 AVX2_WIDE = 3
 
 # why rapidscorer cannot score an ensemble (None: it can), computed once per ensemble
-_UNSUPPORTED: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_UNSUPPORTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _UNSUPPORTED_LOCK = threading.Lock()
 
 

@@ -24,7 +24,6 @@ from .nodes import node_levels
 from .qs_layout import SEGMENT_NAN
 from .rs_ranks import MAX_THRESHOLDS, SENTINEL_THR
 
-
 #: the level-by-level path (:func:`level_arrays`) takes trees of at most this depth
 LEVELS_MAX_DEPTH = 10
 

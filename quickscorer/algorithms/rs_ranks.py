@@ -26,7 +26,6 @@ import numpy as np
 from .. import _layout
 from .qs_layout import N_SEGMENT_KINDS, entry_trees
 
-
 #: ranks are bytes: a feature may have this many distinct thresholds (index 255 is the sentinel)
 MAX_THRESHOLDS = 255
 

@@ -1,4 +1,5 @@
-"""The "traversal" algorithm: the reference root-to-leaf walk (``src/quickscorer/_traversal.pyx``)."""
+"""The "traversal" algorithm: the reference root-to-leaf walk
+(``src/quickscorer/_traversal.pyx``)."""
 from __future__ import annotations
 
 import numpy as np

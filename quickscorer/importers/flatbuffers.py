@@ -58,7 +58,7 @@ class Table:
         _need(self.buf, p, 4, f"{self.what}: field {slot}")
         return p + struct.unpack_from("<I", self.buf, p)[0]
 
-    def table(self, slot: int, what: str) -> "Table | None":
+    def table(self, slot: int, what: str) -> Table | None:
         t = self._target(slot)
         return Table(self.buf, t, what) if t else None
 
@@ -88,7 +88,7 @@ class Table:
                         f"{self.what}: string {i} of field {slot}")
                 for i, p in enumerate(range(start, start + 4 * n, 4))]
 
-    def tables(self, slot: int, what: str) -> list["Table"]:
+    def tables(self, slot: int, what: str) -> list[Table]:
         start, n = self._vector(slot, 4)
         return [Table(self.buf, p + struct.unpack_from("<I", self.buf, p)[0], f"{what} {i}")
                 for i, p in enumerate(range(start, start + 4 * n, 4))]

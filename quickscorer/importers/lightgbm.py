@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import _lgbtext
+from ..errors import ModelFormatError
 from ..ir.ensemble import (
     MAX_CATEGORY,
     MAX_NODES_PER_TREE,
@@ -30,7 +31,6 @@ from ..ir.ensemble import (
     Tree,
     build_tree,
 )
-from ..errors import ModelFormatError
 
 __all__ = ["load_lightgbm", "looks_like_lightgbm_text", "parse_fast", "parse_reference"]
 
@@ -545,7 +545,7 @@ class _Parser:
             cover=self._cover(f, num_leaves, m), n_features=n_features, where=where)
 
     @staticmethod
-    def _cover(f: "_Fields", num_leaves: int, m: int) -> np.ndarray | None:
+    def _cover(f: _Fields, num_leaves: int, m: int) -> np.ndarray | None:
         """The training rows of each source node (internal_count, then leaf_count), or None
         where the tree does not give them as non-negative integers: they are advisory, so a
         damaged count costs the model its covers, not its load."""
@@ -560,7 +560,7 @@ class _Parser:
         return np.concatenate([internal, leaf]).astype(np.float64)
 
     @staticmethod
-    def _categories(f: "_Fields", where: str, thr: np.ndarray, is_cat: np.ndarray,
+    def _categories(f: _Fields, where: str, thr: np.ndarray, is_cat: np.ndarray,
                     num_cat: int) -> dict[int, np.ndarray]:
         """Category list of each categorical node, from its bitset."""
         if num_cat == 0:
@@ -588,7 +588,7 @@ class _Parser:
         return out
 
     @staticmethod
-    def _linear(f: "_Fields", where: str, num_leaves: int, m: int,
+    def _linear(f: _Fields, where: str, num_leaves: int, m: int,
                 n_features: int) -> dict[int, tuple[float, np.ndarray, np.ndarray]]:
         """``{source leaf node: (const, features, coeffs)}`` of a linear tree."""
         const = f.floats("leaf_const", num_leaves)

@@ -10,7 +10,8 @@ past the end.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 
@@ -403,7 +404,7 @@ def looks_like_model(buf: bytes) -> bool:
         return False
     seen = set()
     try:
-        for num, wire, _ in fields(buf, 0, len(buf)):
+        for num, _wire, _ in fields(buf, 0, len(buf)):
             if num not in (1, 2, 3, 4, 5, 6, 7, 8, 14, 20, 25, 26):
                 return False
             seen.add(num)

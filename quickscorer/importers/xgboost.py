@@ -33,10 +33,16 @@ except ImportError:  # pragma: no cover - the json module does the same, slower
 
 from .. import _build as _walks
 from .. import _xgbjson
-from ..ir.ensemble import (MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, Ensemble,
-                           PackedTrees, build_tree)
 from .._transforms import xgb_prob_to_margin
 from ..errors import ModelFormatError
+from ..ir.ensemble import (
+    MAX_CATEGORY,
+    MAX_NODES_PER_TREE,
+    MISSING_NAN,
+    Ensemble,
+    PackedTrees,
+    build_tree,
+)
 from .lightgbm import map_model_file
 from .ubjson import decode_ubjson
 from .xgboost_binary import decode_xgboost_binary, looks_like_xgboost_binary
@@ -477,7 +483,8 @@ def _trees_per_iteration(model: dict, n_trees: int, n_outputs: int, where: str) 
         try:
             ptr = np.asarray(indptr, dtype=np.int64)
         except (TypeError, ValueError, OverflowError):
-            raise ModelFormatError(f"{where}: iteration_indptr is not a list of integers") from None
+            raise ModelFormatError(
+                f"{where}: iteration_indptr is not a list of integers") from None
         steps = np.diff(ptr)
         if ptr[0] != 0 or ptr[-1] != n_trees or (steps <= 0).any() or (steps != steps[0]).any():
             raise ModelFormatError(f"{where}: iteration_indptr does not split the {n_trees} "
@@ -594,7 +601,7 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
     cond64 = arrays["split_conditions"]
     whole = {name: arrays[name] for name in ("left_children", "right_children",
                                               "split_indices", "default_left")}
-    for name, arr in whole.items():
+    for arr in whole.values():
         if not np.isfinite(arr).all() or (arr != np.trunc(arr)).any() \
                 or (np.abs(arr) > 2.0**62).any():
             return None

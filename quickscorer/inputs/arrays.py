@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir.ensemble import Ensemble
 from ..errors import InputError
+from ..ir.ensemble import Ensemble
 
 
 def _is_dataframe(X) -> bool:
@@ -41,7 +41,8 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
                 if not ens.inputs_read()[j]:      # a column no split reads: any values do
                     parts.append(np.zeros(len(s)))
                     continue
-                raise InputError(f"column {c!r} has dtype {s.dtype}, which is not numeric") from None
+                raise InputError(
+                    f"column {c!r} has dtype {s.dtype}, which is not numeric") from None
     return np.column_stack(parts) if parts else np.zeros((len(df), 0))
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError, ModelFormatError
 from .. import _ctr
+from ..errors import InputError, ModelFormatError
 from .cityhash import category_hash
 
 #: the multiplier of CatBoost's projection hash

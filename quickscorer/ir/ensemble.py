@@ -88,7 +88,8 @@ class Tree:
     """One binary tree in canonical numbering, struct of arrays, read-only."""
 
     feature: np.ndarray        # int32[n_internal]: split feature
-    threshold: np.ndarray      # float64[n_internal]: go left iff x <= threshold (0.0 if categorical)
+    # float64[n_internal]: go left iff x <= threshold (0.0 if categorical)
+    threshold: np.ndarray
     left: np.ndarray           # int32[n_internal]: left child (c >= 0 internal, c < 0 leaf ~c)
     right: np.ndarray          # int32[n_internal]: right child
     default_left: np.ndarray   # bool[n_internal]: side of a missing value
@@ -405,7 +406,7 @@ class PackedTrees(Sequence):
             arrays["node_cover"] = arrays["leaf_cover"] = None   # both or neither
 
     @classmethod
-    def pack(cls, trees: Sequence[Tree]) -> "PackedTrees":
+    def pack(cls, trees: Sequence[Tree]) -> PackedTrees:
         """The packed form of a sequence of :class:`Tree` (itself if it is one already)."""
         if isinstance(trees, PackedTrees):
             return trees
@@ -484,7 +485,7 @@ class PackedTrees(Sequence):
                     cat_offsets=cat_offsets, cat_values=cat_values, linear=linear,
                     node_cover=a["node_cover"], leaf_cover=a["leaf_cover"])
 
-    def _slice(self, start: int, stop: int) -> "PackedTrees":
+    def _slice(self, start: int, stop: int) -> PackedTrees:
         a = self.arrays
         n0, n1 = int(self.node_offset[start]), int(self.node_offset[stop])
         l0, l1 = int(self.leaf_offset[start]), int(self.leaf_offset[stop])
@@ -692,7 +693,7 @@ class Ensemble:
         divides by it."""
         return max(1, self.n_trees // self.trees_per_iteration - self.bias_iteration)
 
-    def iterations(self, begin: int, end: int) -> "Ensemble":
+    def iterations(self, begin: int, end: int) -> Ensemble:
         """The ensemble of iterations ``begin .. end - 1`` (their trees, base scores kept, and
         from ``begin == 0`` the bias iteration where there is one), as LightGBM's
         ``start_iteration`` / ``num_iteration``, XGBoost's ``iteration_range`` and CatBoost's

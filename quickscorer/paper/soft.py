@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _transforms
-from ..ir.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, Tree
+from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble, Tree
 from ..ir.reference import K_ZERO, convert_input, goes_left, leaf_outputs
 from . import representations as rep
 
@@ -102,7 +102,8 @@ def predict_soft(ens: Ensemble, X, temperature: float, raw_score: bool = True) -
         if ens.family == "xgboost":
             out = out.astype(np.float32)
         if ens.transform != "identity" or divide_by != 1.0:
-            out = _transforms.apply_transform(ens.transform, dict(ens.transform_params), out, divide_by)
+            out = _transforms.apply_transform(ens.transform, dict(ens.transform_params), out,
+                                              divide_by)
     return out
 
 
