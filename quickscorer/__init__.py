@@ -1,21 +1,50 @@
-"""quickscorer: exact, fast CPU scoring of LightGBM and XGBoost tree ensembles.
+"""quickscorer: exact, fast CPU scoring of LightGBM, XGBoost, CatBoost, scikit-learn and ONNX
+tree ensembles.
 
 >>> import quickscorer
->>> model = quickscorer.load("model.txt")   # LightGBM text, XGBoost JSON/UBJSON/binary, Booster
->>> scores = model.predict(X)                       # same numbers as the training library
+>>> model = quickscorer.load("model.txt")   # the format is detected from the content
+>>> scores = model.predict(X)               # the same numbers as the source library
 
 The package follows the data: ``importers/`` (one per source format) -> ``ir/`` (the neutral
-model) -> ``algorithms/`` (a layout and a kernel per algorithm; kernels in ``src/quickscorer/``)
--> scores. ``inputs/`` turns what callers pass into rows, ``paper/`` holds the paper's forms
-for study, ``data/`` the bundled demo. The public API is what ``__all__`` lists.
+model) -> ``algorithms/`` (a layout and a kernel per algorithm) -> scores. The public API is
+what ``__all__`` lists. Its modules:
+
+- ``loading``: :func:`load` and :func:`load_ensemble`, the format detected from the content;
+- ``model``: :class:`Model`, the scoring object (``predict``, ``predict_leaf``, ``rank``);
+- ``plan``: :class:`~quickscorer.plan.KernelPlan`, the kernel each call size runs and the
+  prepared layouts of one model;
+- ``parts``: iteration ranges (LightGBM's and XGBoost's meanings) and the models of parts;
+- ``ranking``: :class:`Ranking`, each query's rows ordered by score;
+- ``errors``: :class:`ModelFormatError` and :class:`InputError`;
+- ``export``: :func:`to_xgboost_json`, any XGBoost model as XGBoost JSON;
+- ``batch``: scoring files in chunks, and many files, on Dask too;
+- ``outputs``: the writers of scores (TSV/CSV, ``.npy``, Parquet), whole or not at all;
+- ``progress``: the progress bar on a terminal;
+- ``cli``: the ``quickscorer`` command; ``bench``: its ``bench`` and the interleaved timing
+  loop of every benchmark;
+- ``dask``: dask arrays, data frames and files on a cluster (the ``dask`` extra);
+- ``serving``: the MLServer runtime (the ``serve`` extra; imported by nothing else).
+
+Its subpackages: ``importers``, ``ir``, ``algorithms``, ``inputs``, ``paper`` (the paper's
+forms for study) and ``data`` (the bundled demo). Its extension modules, built from
+``src/quickscorer/``:
+
+- ``_forest``: input conversion, the node rule and the sums every kernel shares;
+- ``_kernel``: the ``Layout`` base class, argument checks, row loops, low-latency entries;
+- ``_build``: trees validated and renumbered in C; ``_layout``: the layout builders;
+- ``_lgbtext``, ``_xgbjson``: the LightGBM text and XGBoost JSON parsers;
+- ``_traversal``, ``_quickscorer``, ``_vqs``, ``_rapidscorer``, ``_walk``, ``_oblivious``,
+  ``_arith``: the kernels of each algorithm family;
+- ``_ctr``: CatBoost's CTR features; ``_transforms``: the output transforms;
+- ``_rowparse``: LibSVM and CSV/TSV lines, and request lists, into rows.
 """
+from .algorithms.registry import available as available_algorithms
 from .errors import InputError, ModelFormatError
+from .export import to_xgboost_json
 from .ir import Ensemble, LinearLeaves, Tree
+from .loading import load, load_ensemble
 from .model import Model
 from .ranking import Ranking
-from .loading import load, load_ensemble
-from .export import to_xgboost_json
-from .algorithms.registry import available as available_algorithms
 
 __version__ = "0.1.0"
 __all__ = [

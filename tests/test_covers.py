@@ -8,6 +8,11 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import random_ensemble, special_rows
+from test_legacy_formats import LEGACY
+from test_lightgbm_import import _trained
+from test_xgboost_import import _trained as _xgb_trained
+from test_xgboost_json import _document_path, assert_same_ensemble
 
 import quickscorer
 from quickscorer.algorithms import autoselect
@@ -15,12 +20,6 @@ from quickscorer.algorithms import walk as walk_mod
 from quickscorer.importers import xgboost as xgb_imp
 from quickscorer.importers.lightgbm import load_lightgbm, parse_fast, parse_reference
 from quickscorer.ir import Ensemble, build_tree
-
-from conftest import random_ensemble, special_rows
-from test_lightgbm_import import _trained
-from test_xgboost_import import _trained as _xgb_trained
-from test_xgboost_json import _document_path, assert_same_ensemble
-from test_legacy_formats import LEGACY
 
 xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
 
@@ -117,7 +116,7 @@ def test_a_damaged_count_costs_the_covers_not_the_load(edit):
     assert not ref.has_cover and fast is not None and not fast.has_cover
     assert parse_reference(text).has_cover
     model = quickscorer.Model(ref)
-    assert "no node covers" in model._one_row[1]
+    assert "no node covers" in model.plan.one_row[1]
     assert np.array_equal(model.predict(X[:50], raw_score=True),
                           booster.predict(X[:50], raw_score=True))
 
@@ -211,15 +210,15 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     assert model.info()["one_row_algorithm"] == "quickscorer"
     first = autoselect.VQS_SCAN_MIN_ROWS if kernel == "vqs" else autoselect.VQS_MIN_ROWS
     assert f"{kernel} for {first} or more" in model.info()["default_algorithm"]
-    assert model._small_kernels[first - 1] == "quickscorer"
-    assert model._small_kernels[first] == kernel
+    assert model.plan.small_kernels[first - 1] == "quickscorer"
+    assert model.plan.small_kernels[first] == kernel
     rows = special_rows(np.random.default_rng(6), 40, model.n_features)
     rows[:, :] = np.where(np.isnan(rows), rows, X[:40])
     want = model.predict_raw(rows, algorithm="traversal")
-    assert model._rs_from == autoselect.rs_min_rows(model.ensemble, kernel)
-    assert f"rapidscorer for {model._rs_from} or more" in model.info()["default_algorithm"]
-    for n in range(first, model._rs_from):
-        assert model._small_kernels[n] == kernel
+    assert model.plan.rs_from == autoselect.rs_min_rows(model.ensemble, kernel)
+    assert f"rapidscorer for {model.plan.rs_from} or more" in model.info()["default_algorithm"]
+    for n in range(first, model.plan.rs_from):
+        assert model.plan.small_kernels[n] == kernel
         assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
         assert np.array_equal(model.predict_raw(np.asfortranarray(rows[n:2 * n])),
                               want[n:2 * n])
@@ -227,8 +226,8 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
                               model.predict(rows[:n], raw_score=True, algorithm="traversal"))
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
     many = "rapidscorer"                  # categorical splits too
-    n = model._rs_from
-    assert model._small_kernels[n] == many
+    n = model.plan.rs_from
+    assert model.plan.small_kernels[n] == many
     assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel, many}
     warm = quickscorer.Model(model.ensemble, prepare=("auto",))
@@ -308,8 +307,8 @@ def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(
     assert autoselect.few_rows(ens, model.supported_algorithms()) == kernel
     assert model.info()["few_rows_algorithm"] == kernel
     assert autoselect.few_rows(ens, ["quickscorer", "vqs", "rapidscorer"]) == "vqs"
-    n = model._rs_from - 1                         # the most rows the few-rows kernel takes
-    assert model._small_kernels[n] == kernel
+    n = model.plan.rs_from - 1                         # the most rows the few-rows kernel takes
+    assert model.plan.small_kernels[n] == kernel
     X = np.linspace(-1.0, 2.0 ** (depth + 1), n * model.n_features).reshape(n, -1)
     assert np.array_equal(model.predict_raw(X), model.predict_raw(X, algorithm="traversal"))
     assert kernel in model.info()["layout_bytes"]
@@ -335,10 +334,10 @@ def test_the_walk_of_complete_trees_keeps_calls_up_to_five_rows_from_vqs(
     assert model.info()["few_rows_algorithm"] == "vqs"
     assert autoselect.few_rows_from("walk", "vqs", complete) == first
     assert f"vqs for {first} or more" in model.info()["default_algorithm"]
-    rs_from = model._rs_from
+    rs_from = model.plan.rs_from
     assert rs_from == autoselect.RS_MIN_ROWS > first
     want_kernels = ["walk"] * (first - 1) + ["vqs"] * (rs_from - first) + ["rapidscorer"]
-    assert list(model._small_kernels[1:rs_from + 1]) == want_kernels
+    assert list(model.plan.small_kernels[1:rs_from + 1]) == want_kernels
     X = np.column_stack([np.linspace(-1.0, 2.0 ** 8, 30), np.arange(30) % 7 - 1.0])
     want = model.predict_raw(X, algorithm="traversal")
     for n in range(1, rs_from + 2):
@@ -365,8 +364,8 @@ def test_models_rapidscorer_cannot_score_run_the_few_rows_kernel_for_many_rows()
         assert model.info()["few_rows_algorithm"] == kernel
         assert model.info()["default_algorithm"].startswith(
             f"auto: {kernel} (rapidscorer cannot score this model) for "
-            f"{model._rs_from} or more")
-        assert model._rs_from == (autoselect.walk_rs_min_rows(ens) if kernel == "walk"
+            f"{model.plan.rs_from} or more")
+        assert model.plan.rs_from == (autoselect.walk_rs_min_rows(ens) if kernel == "walk"
                                   else autoselect.RS_MIN_ROWS)
         X = np.column_stack([np.linspace(-1.0, 1100.0, 300), np.arange(300) % 9 - 1.0])
         want = model.predict_raw(X, algorithm="traversal")
@@ -446,7 +445,7 @@ def test_a_damaged_sum_hessian_costs_the_covers_not_the_load(tree, value):
     assert not got.has_cover and not ref.has_cover
     assert_same_ensemble(got, ref)
     model = quickscorer.Model(got)
-    assert "no node covers" in model._one_row[1]
+    assert "no node covers" in model.plan.one_row[1]
     want = booster.predict(xgb.DMatrix(X[:50], missing=np.nan), output_margin=True)
     assert np.array_equal(model.predict(X[:50].astype(np.float32), raw_score=True), want)
 
@@ -523,9 +522,9 @@ def test_the_default_walks_calls_up_to_the_later_rapidscorer_start_exactly(monke
                         int(ens.trees.node_offset[-1]) / (19.5 * steps))
     model = quickscorer.Model(ens)
     assert model.info()["few_rows_algorithm"] == "walk"
-    assert model._rs_from == 20
+    assert model.plan.rs_from == 20
     assert "rapidscorer for 20 or more" in model.info()["default_algorithm"]
-    assert [model._small_kernels[n] for n in (4, 9, 19, 20)] == ["walk"] * 3 + ["rapidscorer"]
+    assert [model.plan.small_kernels[n] for n in (4, 9, 19, 20)] == ["walk"] * 3 + ["rapidscorer"]
     X = np.column_stack([np.linspace(-1.0, 520.0, 40), np.arange(40) % 9 - 1.0])
     want = model.predict_raw(X, algorithm="traversal")
     for n in (4, 9, 12, 19, 20, 21):
@@ -548,5 +547,5 @@ def test_rapidscorer_starts_earlier_on_small_trees():
     assert autoselect.rs_min_rows(mixed) == 6
     model = quickscorer.Model(_balanced(4))
     assert model.info()["few_rows_algorithm"] == "vqs"
-    assert [model._small_kernels[n] for n in (4, 5)] == ["vqs", "rapidscorer"]
+    assert [model.plan.small_kernels[n] for n in (4, 5)] == ["vqs", "rapidscorer"]
     assert "rapidscorer for 5 or more" in model.info()["default_algorithm"]

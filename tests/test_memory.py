@@ -7,12 +7,11 @@ import pickle
 
 import numpy as np
 import pytest
+from conftest import random_ensemble
 
 import quickscorer
 from quickscorer.ir import Tree
 from quickscorer.ir.ensemble import PackedTrees
-
-from conftest import random_ensemble
 
 
 def _model(seed=0, **kw):
@@ -88,16 +87,16 @@ def test_a_merged_vqs_scan_brings_its_own_grouping():
     X = np.random.default_rng(3).normal(size=(40, model.n_features))
     want = model.predict(X, algorithm="quickscorer")
     for block_bytes in (None, 1):
-        merged = VQuickScorer(model.ensemble, model._forest, merge=True,
+        merged = VQuickScorer(model.ensemble, model.plan.forest, merge=True,
                               block_bytes=block_bytes)
-        plain = VQuickScorer(model.ensemble, model._forest, block_bytes=block_bytes)
+        plain = VQuickScorer(model.ensemble, model.plan.forest, block_bytes=block_bytes)
         for alg, want_merged in ((merged, True), (plain, False)):
             for layout in (alg._layout_for(1, 1, 8), alg._layout_for(10_000, 1, 8)):
                 assert layout.merged == want_merged
         out = np.zeros((X.shape[0], 1))
         with pytest.raises(ValueError, match="merged scan"):
             blocks = plain._layout_for(X.shape[0], 1, 8)
-            _vqs.predict_raw(model._forest, blocks, X, out, np.zeros((0, 0), np.float32),
+            _vqs.predict_raw(model.plan.forest, blocks, X, out, np.zeros((0, 0), np.float32),
                              *plain._buffers(1, plain.doc_groups, blocks), 1, plain.isa, True,
                              plain.doc_groups, 8)
     got = quickscorer.Model(model.ensemble).predict(X, algorithm="vqs")

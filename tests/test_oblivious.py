@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import special_rows
 
 import quickscorer
 from quickscorer import _oblivious
@@ -14,8 +15,6 @@ from quickscorer.algorithms.cpu import available_isas
 from quickscorer.algorithms.oblivious import MAX_DEPTH as MAX_OBLIVIOUS_DEPTH
 from quickscorer.algorithms.oblivious import Oblivious, oblivious_arrays, unsupported
 from quickscorer.ir import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, build_tree
-
-from conftest import special_rows
 
 THRESHOLDS = np.array([-2.0, -0.5, 0.0, 1e-36, 0.5, 0.5000000000000001, 2.0, 3.0, 7.5, np.inf,
                        -np.inf, 100.0])
@@ -74,8 +73,8 @@ def test_scores_and_leaves_equal_the_reference_traversal(family, isa, seed):
     ens = oblivious_ensemble(rng, family, n_outputs=1 + seed % 2,
                              dart=family == "xgboost" and seed >= 2)
     model = quickscorer.Model(ens)
-    alg = Oblivious(ens, model._forest, isa=isa)
-    model._prepared["oblivious"] = alg
+    alg = Oblivious(ens, model.plan.forest, isa=isa)
+    model.plan.prepared["oblivious"] = alg
     X = rows(rng, 300, ens.n_features)
     want = model.predict_raw(X, algorithm="traversal")
     with np.errstate(over="ignore"):          # the largest double, next to +inf: inf
@@ -103,8 +102,8 @@ def test_blocks_of_groups_and_trees_add_each_rows_trees_in_order(family, n_outpu
     rng = np.random.default_rng(40 + n_outputs)
     ens = oblivious_ensemble(rng, family, n_trees=120, max_depth=8, n_outputs=n_outputs)
     model = quickscorer.Model(ens)
-    alg = Oblivious(ens, model._forest, isa=isa)
-    model._prepared["oblivious"] = alg
+    alg = Oblivious(ens, model.plan.forest, isa=isa)
+    model.plan.prepared["oblivious"] = alg
     X = rows(rng, 1100, ens.n_features)
     want = model.predict_raw(X, algorithm="traversal")
     wide = np.concatenate([X, X], axis=1)[:, :ens.n_features]       # rows 2 F apart
@@ -145,9 +144,9 @@ def test_the_outputs_of_one_multiclass_tree_share_its_leaf_numbers(family, isa):
     ens = Ensemble(trees=tuple(trees), tree_group=np.asarray(groups), n_outputs=3,
                    n_features=6, family=family, base_score=np.array([0.5, -0.25, 0.125]))
     model = quickscorer.Model(ens)
-    alg = Oblivious(ens, model._forest, isa=isa)
+    alg = Oblivious(ens, model.plan.forest, isa=isa)
     assert alg.layout.__reduce__()[1][0]["same_prev"].sum() >= 60     # the kept arrays
-    model._prepared["oblivious"] = alg
+    model.plan.prepared["oblivious"] = alg
     # the arrays the layout derives for the kernels (the row-by-row levels among them) count
     # in the model's memory
     assert model.memory()["bytes"]["oblivious"] >= distinct_bytes(alg.layout.held_arrays())
@@ -182,7 +181,7 @@ def test_a_catboost_model_is_scored_by_oblivious_at_every_call_size():
     est.fit(X, y)
     model = quickscorer.load(est)
     assert "oblivious" in model.supported_algorithms()
-    assert all(model._small_kernels[n] == "oblivious" for n in (1, 2, 3, 4))
+    assert all(model.plan.small_kernels[n] == "oblivious" for n in (1, 2, 3, 4))
     assert autoselect.choose(model.supported_algorithms(), 5000, 2) == "oblivious"
     assert "oblivious at every call size" in model.info()["default_algorithm"]
     assert model.info()["few_rows_algorithm"] == "oblivious"
@@ -290,8 +289,8 @@ def test_one_hot_category_levels_score_as_the_reference_traversal(isa, seed):
     assert unsupported(ens) is None and a["level_eq"].any()
     assert set(a["col_f32"].tolist()) == ({0, 1} if seed == 2 else {0})
     model = quickscorer.Model(ens)
-    alg = Oblivious(ens, model._forest, isa=isa)
-    model._prepared["oblivious"] = alg
+    alg = Oblivious(ens, model.plan.forest, isa=isa)
+    model.plan.prepared["oblivious"] = alg
     special = np.array([0.0, -0.0, 1.0, 2.0, 3.0, 7.0, 4095.0, 4096.0, 2.5, -1.0, -3.0,
                         np.nan, np.inf, -np.inf, 1e300, 2147483648.0])
     near = np.concatenate([special, np.nextafter(special, np.inf),
@@ -327,7 +326,7 @@ def test_float32_boundaries_are_ranked_in_float32_exactly(isa, n_thresholds):
                              n_features=3 if n_thresholds < 30 else 1, max_depth=6,
                              thresholds=bounds)
     model = quickscorer.Model(ens)
-    alg = Oblivious(ens, model._forest, isa=isa)
+    alg = Oblivious(ens, model.plan.forest, isa=isa)
     assert alg._arrays["rank_pivots_f32"].shape[0] > 0        # the float32 tables are built
     # a column's finite thresholds: more than the kernel counts where the test means the search
     offsets = alg._arrays["rank_bucket_offsets"]
@@ -341,7 +340,7 @@ def test_float32_boundaries_are_ranked_in_float32_exactly(isa, n_thresholds):
     tables = _oblivious.bucket_tables(alg._arrays["rank_buckets_f32"], offsets,
                                       finite.astype(np.int32), np.ones(finite.shape, np.uint8))
     assert (tables[0] > 0).tolist() == bucketed.tolist()
-    model._prepared["oblivious"] = alg
+    model.plan.prepared["oblivious"] = alg
     near = np.concatenate([bounds, np.nextafter(bounds, np.inf), np.nextafter(bounds, -np.inf),
                            T.astype(np.float64), np.nextafter(T, np.float32(np.inf)),
                            [3.5e38, -3.5e38, 1e300, np.inf, -np.inf, np.nan, 0.0]])
@@ -363,12 +362,12 @@ def test_columns_of_consecutive_features_convert_in_blocks_of_eight(isa):
     ens = Ensemble(trees=trees, tree_group=np.zeros(80, np.int64), n_outputs=1, n_features=21,
                    family="xgboost", base_score=np.array([0.5]))
     model = quickscorer.Model(ens)
-    alg = Oblivious(ens, model._forest, isa=isa)
+    alg = Oblivious(ens, model.plan.forest, isa=isa)
     assert alg._arrays["col_feature"][:16].tolist() == list(range(16))    # two blocks, a tail
     assert _oblivious.block8_starts(alg._arrays["col_feature"]).tolist() == [0, 8]
     assert _oblivious.block8_starts([0, 0, 1, 2, 3, 4, 5, 6, 7, 9]).tolist() == [1]
     assert _oblivious.block8_starts([0, 1, 2, 3, 4, 5, 6, 8, 9]).tolist() == []
-    model._prepared["oblivious"] = alg
+    model.plan.prepared["oblivious"] = alg
     X = special_rows(rng, 90, 21)
     X[30:] = rng.choice(np.concatenate([bounds, np.nextafter(bounds, np.inf)]), size=(60, 21))
     want = model.predict_raw(X, algorithm="traversal")

@@ -9,13 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quickscorer import Model
-from quickscorer.ir import reference
-from quickscorer import _kernel, _quickscorer
-from quickscorer.ir import (MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble,
-                                  build_tree)
-from quickscorer.algorithms.qs_layout import (CATEGORY_MODE_DIRECT, CATEGORY_MODE_TABLE, N_SEGMENT_KINDS,
-                                   node_mask_words, quickscorer_arrays)
+from quickscorer import Model, _kernel, _quickscorer
+from quickscorer.algorithms.qs_layout import (
+    CATEGORY_MODE_DIRECT,
+    CATEGORY_MODE_TABLE,
+    N_SEGMENT_KINDS,
+    node_mask_words,
+    quickscorer_arrays,
+)
+from quickscorer.ir import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, build_tree, reference
 
 # rows hold 1e300 on purpose: as float32 (and for XGBoost) it overflows to inf
 pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast:RuntimeWarning")
@@ -331,7 +333,7 @@ def test_direct_category_mode_equals_the_table(family):
         lay = _quickscorer.QSLayout(a, ens.n_features)
         for n_threads in (1, 2):
             out = np.empty((X.shape[0], ens.n_trees), np.int32)
-            _kernel.predict_leaf(m._forest, lay, X, out, np.empty((n_threads, ens.n_features)),
+            _kernel.predict_leaf(m.plan.forest, lay, X, out, np.empty((n_threads, ens.n_features)),
                                  np.empty((n_threads, lay.scratch_words), np.uint64),
                                  n_threads)
             np.testing.assert_array_equal(out, leaves)
@@ -404,7 +406,7 @@ def test_a_wrong_mask_is_caught():
             a["masks"][k] = ALL_ONES
         lay = _quickscorer.QSLayout(a, 1)
         out = np.empty((2, 1), np.int32)
-        _kernel.predict_leaf(Model(ens)._forest, lay, X, out, np.empty((1, 1)),
+        _kernel.predict_leaf(Model(ens).plan.forest, lay, X, out, np.empty((1, 1)),
                              np.empty((1, lay.scratch_words), np.uint64), 1)
         assert out.tolist() == want
     assert reference.predict_leaf(ens, X).tolist() == [[5], [1]]

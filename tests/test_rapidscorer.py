@@ -8,6 +8,14 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import (
+    category_rows,
+    linear_tree,
+    random_ensemble,
+    random_tree,
+    run_kernel,
+    special_rows,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,12 +25,15 @@ from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.qs import shared_layout
 from quickscorer.algorithms.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
 from quickscorer.algorithms.rs_layout import half_arrays, unsupported
-from quickscorer.algorithms.rs_ranks import (ENTRY_DTYPE, N_HALVES, SENTINEL_THR, entry_thr,
-                                             rank_search_table, rank_table)
+from quickscorer.algorithms.rs_ranks import (
+    ENTRY_DTYPE,
+    N_HALVES,
+    SENTINEL_THR,
+    entry_thr,
+    rank_search_table,
+    rank_table,
+)
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
-
-from conftest import (category_rows, linear_tree, random_ensemble, random_tree, run_kernel,
-                      special_rows)
 
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
 if "avx2" in RS_ISAS:       # AVX2 with every group at 32 documents (no 64-lane groups)
@@ -36,7 +47,7 @@ def _model(ens):
 def _alg(ens, isa, **kw):
     if isa == "avx2-32":
         isa, kw = "avx2", {**kw, "wide": False}
-    return RapidScorer(ens, _model(ens)._forest, isa=isa, **kw)
+    return RapidScorer(ens, _model(ens).plan.forest, isa=isa, **kw)
 
 
 def _run(ens, X, isa, n_threads=1, **kw):
@@ -63,13 +74,13 @@ def test_calls_of_more_than_32_rows_take_the_wide_avx2_path(monkeypatch):
     ens = random_ensemble(rng, "lightgbm", n_trees=5, p_categorical=0.0)
     if "avx2" not in RS_ISAS:
         pytest.skip("this CPU has no AVX2")
-    alg = RapidScorer(ens, _model(ens)._forest, isa="avx2")
+    alg = RapidScorer(ens, _model(ens).plan.forest, isa="avx2")
     assert alg.isa_for(32, 1) == ISAS["avx2"] and alg.isa_for(33, 1) == AVX2_WIDE
     assert alg.isa_for(65, 2) == ISAS["avx2"] and alg.isa_for(66, 2) == AVX2_WIDE
     assert alg.lanes == 64          # tree blocks sized for the widest groups
-    narrow = RapidScorer(ens, _model(ens)._forest, isa="avx2", wide=False)
+    narrow = RapidScorer(ens, _model(ens).plan.forest, isa="avx2", wide=False)
     assert narrow.isa_for(10_000, 1) == ISAS["avx2"] and narrow.lanes == 32
-    scalar = RapidScorer(ens, _model(ens)._forest, isa="scalar")
+    scalar = RapidScorer(ens, _model(ens).plan.forest, isa="scalar")
     assert scalar.isa_for(10_000, 1) == ISAS["scalar"] and scalar.lanes == 32
     assert "64 from there" in alg.groups and narrow.groups == scalar.groups == "32"
 
@@ -192,7 +203,7 @@ def test_rank_search_table_gives_the_count_below():
 def test_layout_entries_are_byte_runs_of_their_trees():
     rng = np.random.default_rng(8)
     ens = random_ensemble(rng, "lightgbm", n_trees=30, max_leaves=120, p_categorical=0.0)
-    alg = RapidScorer(ens, _model(ens)._forest, block_bytes=2000)
+    alg = RapidScorer(ens, _model(ens).plan.forest, block_bytes=2000)
     a = alg.arrays()
     e = a["entries"].view(ENTRY_DTYPE)
     assert a["entries"].dtype == np.uint32 and e.itemsize == 4
@@ -243,7 +254,7 @@ def test_a_model_of_categorical_splits_only_and_its_layout_checks():
     X = category_rows(rng, 70, ens.n_features)
     for isa in RS_ISAS:
         _check(ens, X, isa)
-    alg = RapidScorer(ens, _model(ens)._forest)
+    alg = RapidScorer(ens, _model(ens).plan.forest)
     a = {k: v.copy() for k, v in alg.arrays().items()}
     assert a["cat_node_slot"].shape[0] == ens.trees.arrays["is_categorical"].sum()
     assert a["entries"].shape[0] <= 1         # no numerical node: no entry but a sentinel
@@ -310,12 +321,12 @@ def test_small_calls_take_the_narrow_path_on_avx512(monkeypatch):
     monkeypatch.delenv("QUICKSCORER_ISA", raising=False)
     rng = np.random.default_rng(11)
     ens = random_ensemble(rng, "lightgbm", n_trees=5, p_categorical=0.0)
-    alg = RapidScorer(ens, _model(ens)._forest)
+    alg = RapidScorer(ens, _model(ens).plan.forest)
     if alg.isa != ISAS["avx512"]:
         pytest.skip("this CPU has no AVX-512 (AVX512BW) path")
     assert alg.isa_for(47, 1) == ISAS["avx2"] and alg.isa_for(48, 1) == ISAS["avx512"]
     assert alg.isa_for(95, 2) == ISAS["avx2"]
-    forced = RapidScorer(ens, _model(ens)._forest, isa="avx512")
+    forced = RapidScorer(ens, _model(ens).plan.forest, isa="avx512")
     assert forced.isa_for(3, 1) == ISAS["avx512"]
 
 
@@ -360,7 +371,7 @@ def test_features_of_more_than_255_thresholds_are_ranked_in_slots(isa, family, n
 
 def test_a_model_of_few_thresholds_has_one_slot_a_feature():
     ens = random_ensemble(np.random.default_rng(4), "lightgbm", p_categorical=0.0)
-    column = RapidScorer(ens, _model(ens)._forest).arrays()["slot_column"]
+    column = RapidScorer(ens, _model(ens).plan.forest).arrays()["slot_column"]
     assert np.array_equal(column, np.arange(ens.n_features))
 
 
@@ -432,6 +443,7 @@ def test_mirrored_leaf_order_spans_the_fewest_bytes(seed):
     """_build.mirrored_ranges: a leaf order per tree, each node's first subtree a
     contiguous range of it, spanning the fewest bytes of all 2^nodes choices."""
     from itertools import combinations
+
     from quickscorer import _build
     rng = np.random.default_rng(seed)
     trees = tuple(random_tree(rng, int(rng.integers(1, 12)), 3, "lightgbm",
@@ -538,11 +550,11 @@ def test_the_environment_can_turn_mirrored_nodes_off(monkeypatch):
     ens = Ensemble(trees=tuple(_lopsided_tree(rng, n, 3, "lightgbm") for n in (50, 20)),
                    tree_group=np.zeros(2, np.int64), n_outputs=1, n_features=3,
                    family="lightgbm", base_score=[0.0])
-    assert RapidScorer(ens, _model(ens)._forest).mirrored
+    assert RapidScorer(ens, _model(ens).plan.forest).mirrored
     monkeypatch.setenv("QUICKSCORER_RS_MIRROR", "0")
-    assert not RapidScorer(ens, _model(ens)._forest).mirrored
+    assert not RapidScorer(ens, _model(ens).plan.forest).mirrored
     monkeypatch.setenv("QUICKSCORER_RS_MIRROR", "1")
-    assert RapidScorer(ens, _model(ens)._forest).mirrored
+    assert RapidScorer(ens, _model(ens).plan.forest).mirrored
 
 
 def test_full_balanced_trees_keep_the_plain_layout():
@@ -559,7 +571,7 @@ def test_full_balanced_trees_keep_the_plain_layout():
     ens = Ensemble(trees=trees, tree_group=np.zeros(4, np.int64), n_outputs=1, n_features=3,
                    family="lightgbm", base_score=[0.0])
     assert half_arrays(ens)[1] is None
-    alg = RapidScorer(ens, _model(ens)._forest)
+    alg = RapidScorer(ens, _model(ens).plan.forest)
     assert not alg.mirrored and alg.arrays()["leaf_order"].shape[0] == 0
     _check(ens, special_rows(np.random.default_rng(3), 80, 3), "scalar")
 
@@ -567,7 +579,7 @@ def test_full_balanced_trees_keep_the_plain_layout():
 def test_a_layout_whose_leaf_order_does_not_fit_its_trees_is_refused():
     ens = random_ensemble(np.random.default_rng(5), "lightgbm", n_trees=6, max_leaves=60,
                           p_categorical=0.0)
-    alg = RapidScorer(ens, _model(ens)._forest)
+    alg = RapidScorer(ens, _model(ens).plan.forest)
     assert alg.mirrored
     a = {k: v.copy() for k, v in alg.arrays().items()}
     bad = dict(a, leaf_order=np.full_like(a["leaf_order"], 255))   # trees of <= 60 leaves

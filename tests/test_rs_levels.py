@@ -9,21 +9,28 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import linear_tree, random_ensemble, run_kernel, special_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
 from quickscorer import _rapidscorer
+from quickscorer.algorithms import nodes, rs_layout, rs_ranks
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.rapidscorer import RapidScorer
-from quickscorer.algorithms import nodes, rs_layout, rs_ranks
-from quickscorer.algorithms.rs_levels import (LEVEL_TABLE_AT, LEVELS_ENDS, LEVELS_MAX_DEPTH,
-                                              LEVELS_MIN_RATIO, LEVELS_NARROW_RATIO,
-                                              LEVELS_SCANS_MAX_DEPTH, LV_NODE_DTYPE,
-                                              level_arrays, levels_choice, no_level_fields)
+from quickscorer.algorithms.rs_levels import (
+    LEVEL_TABLE_AT,
+    LEVELS_ENDS,
+    LEVELS_MAX_DEPTH,
+    LEVELS_MIN_RATIO,
+    LEVELS_NARROW_RATIO,
+    LEVELS_SCANS_MAX_DEPTH,
+    LV_NODE_DTYPE,
+    level_arrays,
+    levels_choice,
+    no_level_fields,
+)
 from quickscorer.ir import Ensemble, build_tree, reference
-
-from conftest import linear_tree, random_ensemble, run_kernel, special_rows
 
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
 if "avx2" in RS_ISAS:
@@ -53,7 +60,7 @@ def _alg(ens, isa, **kw):
         isa, kw = "avx512", {**kw, "halves": False}
     if isa == "avx512-halves":
         isa, kw = "avx512", {**kw, "halves": True}
-    return RapidScorer(ens, quickscorer.Model(ens)._forest, isa=isa, **kw)
+    return RapidScorer(ens, quickscorer.Model(ens).plan.forest, isa=isa, **kw)
 
 
 def _depth(ens) -> int:
@@ -270,10 +277,10 @@ def test_level_tables_hold_each_nodes_threshold_at_its_position(monkeypatch):
         for t in range(ens.n_trees):
             want = np.full(int(LEVEL_TABLE_AT[a["lv_split"][t]]), 0x7F, np.uint8)
             first = int(a["lv_node_offset"][t])
-            for l in range(int(a["lv_split"][t])):
-                lo = first + (int(ends[t, l - 1]) if l else 0)
-                for nd in nodes[lo:first + int(ends[t, l])]:
-                    want[LEVEL_TABLE_AT[l] + nd["pos"]] = nd["thr"] ^ 0x80
+            for lv in range(int(a["lv_split"][t])):
+                lo = first + (int(ends[t, lv - 1]) if lv else 0)
+                for nd in nodes[lo:first + int(ends[t, lv])]:
+                    want[LEVEL_TABLE_AT[lv] + nd["pos"]] = nd["thr"] ^ 0x80
             t0, t1 = a["lv_table_offset"][t:t + 2]
             np.testing.assert_array_equal(a["lv_table"][t0:t1], want)
         assert (a["lv_table"] != 0x7F).sum() == nodes.shape[0] - (nodes["thr"] == 0xFF).sum()

@@ -9,6 +9,7 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import linear_tree, random_ensemble, special_rows
 
 import quickscorer
 from quickscorer import _kernel, _rapidscorer, _vqs
@@ -17,8 +18,6 @@ from quickscorer.algorithms.cpu import ISAS, available_isas
 from quickscorer.algorithms.rapidscorer import RapidScorer
 from quickscorer.algorithms.vqs import VQuickScorer
 from quickscorer.errors import InputError
-
-from conftest import linear_tree, random_ensemble, special_rows
 
 
 def _models():
@@ -37,7 +36,7 @@ MODELS = _models()
 def _general(model, name, rows):
     """Raw scores of the general path of kernel `name` (typed memoryviews, OpenMP loop)."""
     k = model.n_outputs
-    xgb = model._forest.dtype == np.float32
+    xgb = model.plan.forest.dtype == np.float32
     want = np.empty((rows.shape[0], k), np.float32 if xgb else np.float64)
     empty = np.empty((0, k), np.float64 if xgb else np.float32)
     alg = model.prepare(name)
@@ -72,7 +71,7 @@ def test_small_calls_equal_the_general_path(name, dtype):
 def test_the_entry_declines_what_it_does_not_read():
     model = MODELS["lightgbm-1"]
     lay = model.prepare("quickscorer").layout
-    f = model._forest
+    f = model.plan.forest
     X = np.zeros((2, model.n_features))
     assert _kernel.predict_small(f, lay, X, True).shape == (2,)
     for bad in (np.asfortranarray(np.zeros((2, model.n_features))), X.astype(np.int64),
@@ -122,9 +121,9 @@ def test_every_entry_equals_its_general_path(name, dtype):
             assert small is not None and np.array_equal(small, want), (algorithm, n)
     for n in SIZES:
         rows = np.ascontiguousarray(X[:n])
-        kernel = model._small_kernels[n]
-        assert kernel == autoselect.choose(supported, n, 1, model._one_row[0],
-                                           model._few_rows)
+        kernel = model.plan.small_kernels[n]
+        assert kernel == autoselect.choose(supported, n, 1, model.plan.one_row[0],
+                                           model.plan.few_rows)
         want = _general(model, kernel, rows)
         assert np.array_equal(model.predict_raw(rows), want)
         assert np.array_equal(model.predict_raw(rows, n_threads=2), want)
@@ -161,7 +160,7 @@ def test_calls_below_parallel_min_rows_take_an_entry(monkeypatch):
     def general(*args):
         raise AssertionError("the general path ran")
 
-    for name in set(model._small_kernels):
+    for name in set(model.plan.small_kernels):
         monkeypatch.setattr(model.prepare(name), "predict_raw", general)
     for n in SIZES:
         model.predict(np.ascontiguousarray(X[:n]))
@@ -177,18 +176,18 @@ def test_the_default_entries_are_made_once_per_number_of_rows():
     model = quickscorer.Model(WIDE["xgboost-3"].ensemble)
     X = special_rows(np.random.default_rng(8), 2 * autoselect.PARALLEL_MIN_ROWS,
                      model.n_features)
-    assert model._small_entries == [None] * autoselect.PARALLEL_MIN_ROWS
+    assert model.plan.small_entries == [None] * autoselect.PARALLEL_MIN_ROWS
     for n in SIZES:
         got = model.predict(X[:n], raw_score=True)
-        entry = model._small_entries[n]
+        entry = model.plan.small_entries[n]
         assert entry is not None
         assert np.array_equal(got, model.predict(X[:n], raw_score=True,
-                                                 algorithm=model._small_kernels[n]))
+                                                 algorithm=model.plan.small_kernels[n]))
         assert np.array_equal(model.predict(X[n:2 * n], raw_score=True),
                               model.predict(X[n:2 * n], raw_score=True, algorithm="traversal"))
-        assert model._small_entries[n] is entry
-    assert len({model._small_kernels[n] for n in SIZES}) >= 3
-    made = [n for n, e in enumerate(model._small_entries) if e is not None]
+        assert model.plan.small_entries[n] is entry
+    assert len({model.plan.small_kernels[n] for n in SIZES}) >= 3
+    made = [n for n, e in enumerate(model.plan.small_entries) if e is not None]
     assert made == sorted(set(SIZES) - {0})
 
 
@@ -219,7 +218,7 @@ def test_byte_swapped_and_unaligned_rows_score_as_native_ones(n):
 
 def test_the_vector_entries_decline_what_they_do_not_read():
     model = WIDE["xgboost-3"]
-    f = model._forest
+    f = model.plan.forest
     v = model.prepare("vqs")
     r = model.prepare("rapidscorer")
     width = model.n_features
@@ -243,9 +242,9 @@ def test_the_vector_entries_decline_what_they_do_not_read():
     other = quickscorer.Model(random_ensemble(np.random.default_rng(1), "xgboost",
                                               n_trees=3, n_features=width))
     with pytest.raises(ValueError, match="disagree"):
-        _rapidscorer.predict_small(other._forest, r.layout, np.zeros((5, width)), True,
+        _rapidscorer.predict_small(other.plan.forest, r.layout, np.zeros((5, width)), True,
                                    r.isa, r.scratch("rs", 1, r._scratch_words))
-    assert _vqs.predict_small(other._forest, v._whole, np.zeros((5, width)), True, v.isa,
+    assert _vqs.predict_small(other.plan.forest, v._whole, np.zeros((5, width)), True, v.isa,
                               v.merge, 8) is None
     with pytest.raises(InputError, match="features"):
         model.predict(np.zeros((9, width + 1)))
@@ -287,7 +286,7 @@ def test_the_vqs_entry_on_every_instruction_set_and_tree_blocks(isa, block_bytes
     model = WIDE["lightgbm-3"]
     X = special_rows(np.random.default_rng(12), 63, model.n_features)
     for merge in (False, True):
-        alg = VQuickScorer(model.ensemble, model._forest, isa=isa, block_bytes=block_bytes,
+        alg = VQuickScorer(model.ensemble, model.plan.forest, isa=isa, block_bytes=block_bytes,
                            merge=merge)
         assert block_bytes is None or alg.tree_blocks == model.ensemble.n_trees
         for n in SIZES:
@@ -299,7 +298,7 @@ def test_the_vqs_entry_on_every_instruction_set_and_tree_blocks(isa, block_bytes
             lanes = alg.lanes_for(n, 1)
             blocks = alg._layout_for(10**6, 1, lanes)
             assert blocks.n_blocks == alg.tree_blocks
-            got = _vqs.predict_small(model._forest, blocks, rows, False, alg.isa, alg.merge,
+            got = _vqs.predict_small(model.plan.forest, blocks, rows, False, alg.isa, alg.merge,
                                      lanes)
             assert np.array_equal(got, want), (merge, n)
 
@@ -316,7 +315,7 @@ def test_the_rapidscorer_entry_on_every_path(isa, kw):
     for name in ("xgboost-1", "lightgbm-3", "lightgbm-categorical"):
         model = WIDE[name]
         X = special_rows(np.random.default_rng(13), 63, model.n_features)
-        alg = RapidScorer(model.ensemble, model._forest, isa=isa, **kw)
+        alg = RapidScorer(model.ensemble, model.plan.forest, isa=isa, **kw)
         k = model.n_outputs
         xgb = name.startswith("xgboost")
         for n in SIZES:
@@ -327,7 +326,7 @@ def test_the_rapidscorer_entry_on_every_path(isa, kw):
             assert np.array_equal(alg.predict_small(rows, False), want), (name, n)
             # the widest path for any number of rows (a group of up to 32 on the 32-lane
             # path, as a call's last group)
-            got = _rapidscorer.predict_small(model._forest, alg.layout, rows, False,
+            got = _rapidscorer.predict_small(model.plan.forest, alg.layout, rows, False,
                                              alg.widest, alg.scratch("rs", 1,
                                                                      alg._scratch_words))
             assert np.array_equal(got, want), (name, n)

@@ -6,22 +6,20 @@ import threading
 
 import numpy as np
 import pytest
+from conftest import random_ensemble, random_tree, run_kernel, special_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer.ir import reference
-from quickscorer.ir import MISSING_ZERO, Ensemble
 from quickscorer.algorithms.cpu import ISAS, available_isas, isa_code
 from quickscorer.algorithms.vqs import VQuickScorer
-
-from conftest import random_ensemble, random_tree, run_kernel, special_rows
+from quickscorer.ir import MISSING_ZERO, Ensemble, reference
 
 ISA_LIST = available_isas()
 
 
 def _run(ens, X, isa, n_threads=1, **kw):
-    alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, **kw)
+    alg = VQuickScorer(ens, quickscorer.Model(ens).plan.forest, isa=isa, **kw)
     return run_kernel(alg, ens, np.ascontiguousarray(X), n_threads)
 
 
@@ -72,9 +70,9 @@ def test_mixed_tree_sizes_and_tree_blocks(isa, family, p_categorical):
         for groups, lanes in ((1, 8), (3, 16), (8, 8), (2, 32), (5, 4)):   # blocked kernel
             _check(ens, X, isa, block_bytes=20_000, doc_groups=groups, merge=merge, lanes=lanes)
             _check(ens, X, isa, block_bytes=1, doc_groups=groups, merge=merge, lanes=lanes)
-    alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, block_bytes=1)
+    alg = VQuickScorer(ens, quickscorer.Model(ens).plan.forest, isa=isa, block_bytes=1)
     assert alg.tree_blocks == len(sizes)  # one tree per block
-    assert VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa).tree_blocks == 1
+    assert VQuickScorer(ens, quickscorer.Model(ens).plan.forest, isa=isa).tree_blocks == 1
 
 
 @pytest.mark.parametrize("isa", ISA_LIST)
@@ -115,17 +113,17 @@ def test_environment_forces_the_path(monkeypatch):
     monkeypatch.setenv("QUICKSCORER_ISA", "scalar")
     rng = np.random.default_rng(1)
     ens = random_ensemble(rng, "lightgbm", n_trees=3)
-    assert VQuickScorer(ens, quickscorer.Model(ens)._forest).isa_name == "scalar"
+    assert VQuickScorer(ens, quickscorer.Model(ens).plan.forest).isa_name == "scalar"
     monkeypatch.setenv("QUICKSCORER_ISA", "nope")
     with pytest.raises(ValueError):
-        VQuickScorer(ens, quickscorer.Model(ens)._forest)
+        VQuickScorer(ens, quickscorer.Model(ens).plan.forest)
     monkeypatch.delenv("QUICKSCORER_ISA")
     for bad in (2, 12, 64):
         with pytest.raises(ValueError, match="lanes must be one of"):
-            VQuickScorer(ens, quickscorer.Model(ens)._forest, lanes=bad)
+            VQuickScorer(ens, quickscorer.Model(ens).plan.forest, lanes=bad)
     monkeypatch.setenv("QUICKSCORER_LANES", "many")
     with pytest.raises(ValueError, match="QUICKSCORER_LANES"):
-        VQuickScorer(ens, quickscorer.Model(ens)._forest)
+        VQuickScorer(ens, quickscorer.Model(ens).plan.forest)
 
 
 def test_autoselect_picks_a_registered_exact_algorithm():
@@ -215,13 +213,13 @@ def test_group_width_follows_the_rows_per_thread(isa):
     from quickscorer.algorithms.cpu import MAX_LANES
     rng = np.random.default_rng(4)
     ens = random_ensemble(rng, "lightgbm", n_trees=10)
-    alg = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa)
+    alg = VQuickScorer(ens, quickscorer.Model(ens).plan.forest, isa=isa)
     widest = MAX_LANES[isa]
     assert alg.lanes_for(1, 1) == 4 and alg.lanes_for(4, 1) == 4 and alg.lanes_for(9, 2) == 4
     assert alg.lanes_for(5, 1) == 8 and alg.lanes_for(15, 1) == 8
     assert alg.lanes_for(16, 1) == min(16, widest)
     assert alg.lanes_for(10_000, 1) == widest and alg.lanes_for(40, 2) == min(16, widest)
-    fixed = VQuickScorer(ens, quickscorer.Model(ens)._forest, isa=isa, lanes=16)
+    fixed = VQuickScorer(ens, quickscorer.Model(ens).plan.forest, isa=isa, lanes=16)
     assert fixed.lanes_for(10_000, 1) == 16 and fixed.lanes_for(1, 1) == 16
 
 
@@ -232,7 +230,7 @@ def test_calls_too_small_to_reuse_a_block_scan_the_whole_layout(merge):
     rng = np.random.default_rng(5)
     ens = random_ensemble(rng, "lightgbm", n_trees=12, n_features=6, max_leaves=40)
     model = quickscorer.Model(ens)
-    alg = VQuickScorer(ens, model._forest, block_bytes=1, doc_groups=2, lanes=8, merge=merge)
+    alg = VQuickScorer(ens, model.plan.forest, block_bytes=1, doc_groups=2, lanes=8, merge=merge)
     assert alg.tree_blocks == 12
     X = special_rows(rng, 40, 6)
     before = len(alg.held_arrays())

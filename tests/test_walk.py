@@ -10,16 +10,15 @@ import dataclasses
 
 import numpy as np
 import pytest
-
-import quickscorer
-from quickscorer.algorithms.traversal import node_arrays
-from quickscorer.algorithms import walk as walk_mod
-from quickscorer.algorithms.walk import NODE_DTYPE, Walk, walk_arrays, walk_block_starts
-from quickscorer import _walk
-from quickscorer.ir import Ensemble, build_tree
-
 from conftest import category_rows, linear_tree, random_ensemble, special_rows
 from test_covers import _balanced
+
+import quickscorer
+from quickscorer import _walk
+from quickscorer.algorithms import walk as walk_mod
+from quickscorer.algorithms.traversal import node_arrays
+from quickscorer.algorithms.walk import NODE_DTYPE, Walk, walk_arrays, walk_block_starts
+from quickscorer.ir import Ensemble, build_tree
 
 
 def _model(family, n_trees=40, n_outputs=1, seed=3):
@@ -51,7 +50,7 @@ def test_one_row_calls_take_the_walk_through_the_low_latency_entry(family):
         assert np.array_equal(model.predict_raw(np.ascontiguousarray(X[i]), algorithm="walk"),
                               want[i:i + 1])
     # the entry prepared the walk alone: a named one-row call does not build QuickScorer
-    assert "walk" in model._prepared and "quickscorer" not in model._prepared
+    assert "walk" in model.plan.prepared and "quickscorer" not in model.plan.prepared
 
 
 def test_rules_and_special_columns():
@@ -250,7 +249,7 @@ def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind
     table = 24 * int(np.sum(ens.n_leaves - 1))
     for block_bytes in (1, table // 5, table // 2):
         for chunk in (1, 3, 500):
-            walk = Walk(ens, model._forest, block_bytes=block_bytes, chunk_rows=chunk,
+            walk = Walk(ens, model.plan.forest, block_bytes=block_bytes, chunk_rows=chunk,
                         complete=complete)
             assert walk.layout.n_blocks > 1 and walk.complete == complete
             for rows in (X, X[:walk_mod.BLOCKED_MIN_ROWS], X[:walk_mod.COMPLETE_MIN_ROWS + 5],
@@ -270,10 +269,10 @@ def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind
                     assert np.array_equal(leaves, want_leaf[:n] if rows.dtype == X.dtype
                                           else model.predict_leaf(rows, algorithm="traversal"))
     # below BLOCKED_MIN_ROWS a thread, and on a model of one block, the row-by-row walk
-    walk = Walk(ens, model._forest, block_bytes=1, chunk_rows=4, complete=complete)
+    walk = Walk(ens, model.plan.forest, block_bytes=1, chunk_rows=4, complete=complete)
     assert not walk._blocked(X[:walk_mod.BLOCKED_MIN_ROWS - 1], 1)
     assert not walk._blocked(X[:2 * walk_mod.BLOCKED_MIN_ROWS - 1], 2)
-    one = Walk(ens, model._forest, block_bytes=10 ** 9, complete=complete)
+    one = Walk(ens, model.plan.forest, block_bytes=10 ** 9, complete=complete)
     assert one.layout.n_blocks == 1 and one._blocked(X, 1) == complete
     # complete trees from COMPLETE_MIN_ROWS rows a thread; fewer, on one block, row by row
     assert not one._blocked(X[:walk_mod.COMPLETE_MIN_ROWS - 1], 1)
@@ -290,18 +289,18 @@ def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch
                           max_leaves=60)
     model = quickscorer.Model(ens)
     nodes = int(np.sum(ens.n_leaves - 1))
-    eight = Walk(ens, model._forest, complete=False)
+    eight = Walk(ens, model.plan.forest, complete=False)
     assert eight.block_bytes == walk_mod.default_block_bytes(False)
     assert eight.chunk_rows == walk_mod.CHUNK_ROWS
     shallow = random_ensemble(np.random.default_rng(5), "xgboost", n_trees=50, n_features=7,
                               max_leaves=8)
-    full = Walk(shallow, quickscorer.Model(shallow)._forest, complete=True)
+    full = Walk(shallow, quickscorer.Model(shallow).plan.forest, complete=True)
     assert full.complete and full.block_bytes == walk_mod.default_block_bytes(True)
     assert full.chunk_rows == walk_mod.CHUNK_ROWS_COMPLETE
     assert walk_mod.default_block_bytes(True) < walk_mod.default_block_bytes(False)
     assert "complete trees, tree by tree" in full.many_rows
     assert eight.many_rows.startswith("row by row")      # 144 KiB of nodes: one block
-    blocked = Walk(ens, model._forest, block_bytes=24 * nodes // 4, complete=False)
+    blocked = Walk(ens, model.plan.forest, block_bytes=24 * nodes // 4, complete=False)
     assert "eight trees a row" in blocked.many_rows
     m = quickscorer.Model(shallow)
     assert "walk_many_rows" not in m.info()
@@ -310,12 +309,12 @@ def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch
     assert "eight trees a row" in m.info()["walk_many_rows"] or "row by row" in \
         m.info()["walk_many_rows"]
     monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
-    assert Walk(shallow, quickscorer.Model(shallow)._forest).complete
+    assert Walk(shallow, quickscorer.Model(shallow).plan.forest).complete
     monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "0")
-    assert not Walk(shallow, quickscorer.Model(shallow)._forest, complete=True).complete
+    assert not Walk(shallow, quickscorer.Model(shallow).plan.forest, complete=True).complete
     monkeypatch.setenv("QUICKSCORER_WALK_BLOCK_BYTES", str(24 * nodes // 4))
     monkeypatch.setenv("QUICKSCORER_WALK_CHUNK_ROWS", "5")
-    walk = Walk(ens, model._forest)
+    walk = Walk(ens, model.plan.forest)
     assert walk.chunk_rows == 5 and walk.layout.n_blocks >= 4
     X = special_rows(np.random.default_rng(6), 64, 7)
     got = np.empty((64, 1))
@@ -336,11 +335,11 @@ def test_block_starts_that_do_not_split_the_trees_are_refused():
     assert lay.n_blocks == a["block_starts"].shape[0] - 1
     X = special_rows(np.random.default_rng(3), 20, model.n_features)
     with pytest.raises(ValueError, match="chunk"):
-        _walk.predict_raw_blocked(model._forest, lay, X, np.empty((20, 1)),
+        _walk.predict_raw_blocked(model.plan.forest, lay, X, np.empty((20, 1)),
                                   np.empty((0, 0), np.float32),
                                   np.zeros((1, 10 ** 5), np.uint64), 1, 0)
     with pytest.raises(ValueError, match="scratch"):
-        _walk.predict_raw_blocked(model._forest, lay, X, np.empty((20, 1)),
+        _walk.predict_raw_blocked(model.plan.forest, lay, X, np.empty((20, 1)),
                                   np.empty((0, 0), np.float32),
                                   np.zeros((1, 4 * lay.chunk_row_words - 1), np.uint64), 1, 4)
 
@@ -379,7 +378,7 @@ def test_complete_trees_put_each_node_in_its_heap_slot_and_each_leaf_below_it():
     X = np.array([[0.5, 9.0], [1.5, 1.0], [1.5, 3.0], [9.0, 3.0], [np.nan, 5.0],
                   [2.0, np.nan], [np.inf, np.inf], [-np.inf, 0.0]] * 3)
     model = quickscorer.Model(ens)
-    walk = Walk(ens, model._forest, complete=True)
+    walk = Walk(ens, model.plan.forest, complete=True)
     leaves = np.empty((X.shape[0], 2), np.int32)
     walk.predict_leaf(X, leaves, 1)
     assert np.array_equal(leaves, model.predict_leaf(X, algorithm="traversal"))
@@ -421,12 +420,12 @@ def test_complete_trees_are_chosen_where_they_hold_few_slots_per_node():
     too_deep = Ensemble(trees=(chain, longer), tree_group=[0, 0], n_outputs=1, n_features=2,
                         family="lightgbm", base_score=[0.0])
     assert walk_arrays(too_deep, complete=True)["cdepth"].shape[0] == 0
-    assert not Walk(too_deep, quickscorer.Model(too_deep)._forest, complete=True).complete
+    assert not Walk(too_deep, quickscorer.Model(too_deep).plan.forest, complete=True).complete
     bal = random_ensemble(rng, "xgboost", n_trees=5, n_features=4, max_leaves=2)
     assert walk_arrays(bal, complete=None)["cdepth"].shape[0] == 5
     model = quickscorer.Model(deep)
-    assert Walk(deep, model._forest).complete is False
-    assert Walk(deep, model._forest, complete=True).complete is True
+    assert Walk(deep, model.plan.forest).complete is False
+    assert Walk(deep, model.plan.forest, complete=True).complete is True
     assert walk_mod.complete_groups(deep) is None and walk_mod.complete_groups(too_deep) is None
     assert walk_mod.complete_groups(bal).tolist() == [_depth(bal)]
     # Walk lays them out wherever they fit (one row walks them eight trees at a time):
@@ -434,8 +433,8 @@ def test_complete_trees_are_chosen_where_they_hold_few_slots_per_node():
     big = _balanced(9, categorical_level=0)
     assert "rapidscorer" not in quickscorer.Model(big).supported_algorithms()
     m = quickscorer.Model(big)
-    assert Walk(big, m._forest).complete
-    assert Walk(bal, quickscorer.Model(bal)._forest).complete
+    assert Walk(big, m.plan.forest).complete
+    assert Walk(bal, quickscorer.Model(bal).plan.forest).complete
     X = np.column_stack([np.linspace(-1.0, 1100.0, 100), np.arange(100) % 9 - 1.0])
     assert np.array_equal(m.predict_raw(X), m.predict_raw(X, algorithm="traversal"))
     assert "complete trees" in m.info()["walk_many_rows"]
@@ -482,7 +481,7 @@ def test_xgboost_complete_trees_compare_in_float32_where_every_threshold_is_a_fl
     ens = random_ensemble(rng, "xgboost", n_trees=30, n_features=5, max_leaves=14,
                           p_categorical=0.0, thresholds=f32_thresholds)
     model = quickscorer.Model(ens)
-    walk = Walk(ens, model._forest, complete=True)
+    walk = Walk(ens, model.plan.forest, complete=True)
     assert walk.complete and walk.layout.cfloat
     a = walk._arrays
     # one word a slot (the two fill trees of the last group included)
@@ -500,11 +499,11 @@ def test_xgboost_complete_trees_compare_in_float32_where_every_threshold_is_a_fl
     wide = random_ensemble(np.random.default_rng(41), "xgboost", n_trees=30, n_features=5,
                            max_leaves=14, p_categorical=0.0)
     assert np.any(np.asarray(wide.trees.arrays["threshold"]) == 1e-36)
-    w64 = Walk(wide, quickscorer.Model(wide)._forest, complete=True)
+    w64 = Walk(wide, quickscorer.Model(wide).plan.forest, complete=True)
     assert w64.complete and not w64.layout.cfloat
     lgb = random_ensemble(rng, "lightgbm", n_trees=10, n_features=5, max_leaves=14,
                           p_categorical=0.0, thresholds=f32_thresholds)
-    assert not Walk(lgb, quickscorer.Model(lgb)._forest, complete=True).layout.cfloat
+    assert not Walk(lgb, quickscorer.Model(lgb).plan.forest, complete=True).layout.cfloat
     # float32 slots that do not fit are refused
     c32 = a["cnodes"].view(walk_mod.CNODE32_DTYPE).copy()
     c32["col"][0] = 10 ** 6
@@ -669,7 +668,7 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
         # another forest's values (every leaf doubled) are not this forest's
         doubled = tuple(dataclasses.replace(t, leaf_value=2 * t.leaf_value) for t in ens.trees)
         other = quickscorer.Model(dataclasses.replace(ens, trees=doubled))
-        assert walk.layout.attach_values(other._forest)
+        assert walk.layout.attach_values(other.plan.forest)
         assert np.array_equal(walk.layout.slot_values, 2 * values, equal_nan=True)
         for i in range(0, 10):
             assert np.array_equal(model.predict_raw(X[i:i + 2], algorithm="walk"),
@@ -683,7 +682,7 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
                              categories=None, value=[1.5], n_features=4)
             small = quickscorer.Model(dataclasses.replace(ens, trees=(one,) * n_trees))
             with pytest.raises(ValueError, match="not a leaf of the forest"):
-                walk.layout.attach_values(small._forest)
+                walk.layout.attach_values(small.plan.forest)
 
 
 def test_no_leaf_values_are_taken_for_several_outputs_or_linear_leaves(monkeypatch):
@@ -699,11 +698,11 @@ def test_no_leaf_values_are_taken_for_several_outputs_or_linear_leaves(monkeypat
                                      base_score=[0.0]))
     walk = lin.prepare("walk")
     assert walk.complete and walk.layout.slot_values is None
-    assert not walk.layout.attach_values(lin._forest)
+    assert not walk.layout.attach_values(lin.plan.forest)
     monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "0")
     one = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=10, max_leaves=6))
     walk = one.prepare("walk")
-    assert not walk.complete and not walk.layout.attach_values(one._forest)
+    assert not walk.complete and not walk.layout.attach_values(one.plan.forest)
 
 
 def test_walk_tables_put_each_leaf_number_s_record_before_the_table():

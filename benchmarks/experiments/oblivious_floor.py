@@ -35,6 +35,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE.parent))
 
 import workloads as W  # noqa: E402
+
 from quickscorer.algorithms.oblivious import oblivious_arrays  # noqa: E402
 from quickscorer.bench import machine  # noqa: E402
 
@@ -45,7 +46,7 @@ def write_arrays(path: Path, model, X: np.ndarray) -> tuple[int, int]:
     if ens.n_outputs != 1:
         raise SystemExit("one output only")
     a = oblivious_arrays(ens)
-    forest = model._forest_arrays
+    forest = model.plan.forest_arrays
     leaf_value = np.ascontiguousarray(forest["leaf_value"], np.float64)
     C, T = a["col_feature"].shape[0], a["depth"].shape[0]
     with open(path, "wb") as fh:

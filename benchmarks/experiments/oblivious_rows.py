@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import matrix  # noqa: E402
+
 from quickscorer.algorithms.oblivious import Oblivious  # noqa: E402
 from quickscorer.bench import interleaved, machine  # noqa: E402
 
@@ -40,9 +41,9 @@ def main(argv=None) -> int:
     for shape in args.shapes.split(","):
         wl = matrix.workload(shape, 4_000)
         model = quickscorer.load(wl.lgb_path)
-        one = Oblivious(model.ensemble, model._forest)
+        one = Oblivious(model.ensemble, model.plan.forest)
         one.layout.row_call_max = 1 << 30
-        group = Oblivious(model.ensemble, model._forest)
+        group = Oblivious(model.ensemble, model.plan.forest)
         group.layout.row_call_max = 0
         X = np.ascontiguousarray(wl.X)
         for n in (int(k) for k in args.rows.split(",")):

@@ -20,7 +20,7 @@ from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-import matrix as M  # noqa: E402
+import matrix as M
 
 
 def main(argv=None) -> int:
@@ -39,7 +39,7 @@ def main(argv=None) -> int:
 
     wl = M.workload(args.shape, 10_000)
     model = quickscorer.load(wl.lgb_path)
-    ens, forest = model.ensemble, model._forest
+    ens, forest = model.ensemble, model.plan.forest
     kernels = {"quickscorer": QuickScorer(ens, forest), "walk": Walk(ens, forest),
                "vqs": VQuickScorer(ens, forest)}
     if RapidScorer.unsupported(ens) is None:

@@ -23,15 +23,16 @@ from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-import compare as C  # noqa: E402
+import compare as C
 
 
 def main(argv=None) -> int:
     import argparse
 
     import lightgbm as lgb
-    import quickscorer
     from small_calls import general_path
+
+    import quickscorer
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default="", help="more calls of this many rows, comma-separated")
     args = p.parse_args(argv)
@@ -56,7 +57,7 @@ def main(argv=None) -> int:
     general = general_path(model)
     for n in (int(r) for r in args.rows.split(",") if r):
         rows = np.ascontiguousarray(X[:n])
-        kernel = model._small_kernels[n] if n < len(model._small_kernels) else "general"
+        kernel = model.plan.small_kernels[n] if n < len(model.plan.small_kernels) else "general"
         calls[f"{n} rows: predict (default, {kernel})"] = lambda rows=rows: model.predict(rows)
         calls[f"{n} rows: the general path"] = lambda rows=rows: general.predict(rows)
     n = 20_000

@@ -25,7 +25,7 @@ from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-import matrix as M  # noqa: E402
+import matrix as M
 
 
 def main(argv=None) -> int:
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
         model = quickscorer.load(wl.lgb_path)
         xgb = model.ensemble.family == "xgboost"
         X = wl.X.astype(np.float32) if xgb else wl.X
-        algs = [RapidScorer(model.ensemble, model._forest, block_bytes=s << 10) for s in sizes]
+        algs = [RapidScorer(model.ensemble, model.plan.forest, block_bytes=s << 10) for s in sizes]
         for rows in (int(r) for r in args.rows.split(",")):
             n = (X.shape[0] // rows) * rows
             out64 = np.zeros((0, 0)) if xgb else np.zeros((rows, 1))

@@ -4,7 +4,8 @@ at all.
 
     python benchmarks/tuning/rs_level_sweep.py
     python benchmarks/tuning/rs_level_sweep.py --values 32,48,64 --rows 100,10000 --repeat 7
-    python benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_LEVELS --values 0,1 --rows 9,16,32
+    python benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_LEVELS --values 0,1 \
+        --rows 9,16,32
 
 ``--env`` names the setting each model is prepared under, one prepared model per value:
 ``QUICKSCORER_RS_LANE_NODES`` (the default; ``rs_levels.LEVELS_LANE_NODES``: a tree's levels
@@ -36,8 +37,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tuning/
 
-import matrix as M  # noqa: E402
-from _variants import print_rows, rows_of, timing_args  # noqa: E402
+import matrix as M
+from _variants import print_rows, rows_of, timing_args
 
 LANE_NODES = "QUICKSCORER_RS_LANE_NODES"
 
@@ -99,7 +100,8 @@ def main(argv=None) -> int:
                   + " | ".join(str(lane_levels(models[0].ensemble, int(v))) for v in values)
                   + " |")
         else:
-            walk = RapidScorer(models[0].ensemble, models[0]._forest, isa="scalar", levels=True)
+            walk = RapidScorer(models[0].ensemble, models[0].plan.forest, isa="scalar",
+                               levels=True)
             print(f"| {wl.name}: {level_ratio(walk._arrays):.2f} nodes a level | |"
                   + " |" * len(values))
         print_rows(wl.name, models, X, [int(r) for r in args.rows.split(",")], args.threads,

@@ -38,9 +38,9 @@ from quickscorer.bench import Measured, interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-import compare as C  # noqa: E402
-import matrix as M  # noqa: E402
-import workloads as W  # noqa: E402
+import compare as C
+import matrix as M
+import workloads as W
 
 DEFAULT_SHAPES = ("full-uniform-1000x31", "full-uniform-1000x64", "full-uniform-1000x255",
                   "full-heavy-1000x31", "ltr-1000x64", "xgb-depth6-uniform-1000")
@@ -51,11 +51,9 @@ def general_path(model):
     """A copy of the model whose calls all take the general path (no low-latency entry)."""
     import quickscorer
 
-    class GeneralPath(quickscorer.Model):
-        def _small(self, X, squeeze, algorithm, n_threads):
-            return None
-
-    return GeneralPath(model.ensemble)
+    copy = quickscorer.Model(model.ensemble)
+    copy.plan.small_call = lambda X, squeeze, algorithm, n_threads: None
+    return copy
 
 
 def _load(shape: str):
@@ -134,7 +132,8 @@ def main(argv=None) -> int:
     for shape in args.shapes.split(","):
         model, general, X = _load(shape)
         for b in batches:
-            sets = [np.ascontiguousarray(X[i * b:(i + 1) * b]) for i in range(min(64, len(X) // b))]
+            sets = [np.ascontiguousarray(X[i * b:(i + 1) * b])
+                    for i in range(min(64, len(X) // b))]
             for rows in sets[:4]:
                 a, g = model.predict(rows), general.predict(rows)
                 if not np.array_equal(a, g):
@@ -157,7 +156,7 @@ def main(argv=None) -> int:
             med = {name: statistics.median(v) for name, v in times.items()}
             cell = {name: f"{med[name]:.2f} ({min(times[name]):.2f})" for name in times}
             e, g = med["entry"], med["general"]
-            print(f"| {shape} | {b} | {model._small_kernels[b] if b < 64 else '-'} | "
+            print(f"| {shape} | {b} | {model.plan.small_kernels[b] if b < 64 else '-'} | "
                   f"{cell['entry']} | {cell['general']} | {g / e:.2f}x |"
                   + "".join(f" {cell.get(k, '-')} |" for k in kernels), flush=True)
     return 0

@@ -7,7 +7,8 @@ For each model (``--models``: the shapes of ``benchmarks/matrix.py``, built by i
 ``workload``), two ``VQuickScorer`` objects on the same model: one cut into tree blocks of
 the default size (half the L2 cache), one with a block size no model reaches (the whole
 layout), both called directly (``predict_raw``, one thread, the widest group the rows fill)
-on consecutive slices of the rows, interleaved, ``--repeat`` rounds. Prints the median microseconds per document of each and their ratio.
+on consecutive slices of the rows, interleaved, ``--repeat`` rounds. Prints the median
+microseconds per document of each and their ratio.
 
 This is what decides when ``vqs`` uses its blocks (``VQuickScorer._layout_for``): only calls
 with enough documents per thread to reuse a block (``lanes * doc_groups``).
@@ -25,7 +26,7 @@ from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-import matrix as M  # noqa: E402
+import matrix as M
 
 
 def main(argv=None) -> int:
@@ -53,8 +54,8 @@ def main(argv=None) -> int:
         model = quickscorer.load(wl.lgb_path)
         xgb = model.ensemble.family == "xgboost"
         X = wl.X.astype(np.float32) if xgb else wl.X
-        blocked = VQuickScorer(model.ensemble, model._forest)
-        whole = VQuickScorer(model.ensemble, model._forest, block_bytes=1 << 50)
+        blocked = VQuickScorer(model.ensemble, model.plan.forest)
+        whole = VQuickScorer(model.ensemble, model.plan.forest, block_bytes=1 << 50)
         for rows in (int(r) for r in args.rows.split(",")):
             calls = max(1, args.calls_rows // rows)
             if calls * rows > X.shape[0]:

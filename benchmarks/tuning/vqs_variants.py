@@ -1,7 +1,8 @@
 """V-QuickScorer's variants side by side: instruction set, documents per scan, tree blocks,
 equal-threshold merging, on one model and one set of rows.
 
-Each variant is a ``quickscorer.algorithms.vqs.VQuickScorer`` built with the given keywords, timed at each
+Each variant is a ``quickscorer.algorithms.vqs.VQuickScorer`` built with the given keywords,
+timed at each
 ``--threads`` count; the timed runs are interleaved (run 1 of every variant, then run 2, ...)
 and every variant's scores are checked against the first's. Prints min and median
 microseconds per document.
@@ -29,7 +30,7 @@ from quickscorer.bench import interleaved
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
 
-import workloads as W  # noqa: E402
+import workloads as W
 
 DEFAULT = ["lanes=32", "lanes=16", "lanes=8", "lanes=32,merge=1",
            "lanes=32,block_bytes=1000000000", "lanes=8,block_bytes=1000000000"]
@@ -92,7 +93,7 @@ def main(argv=None) -> int:
             bufs = (np.empty((X.shape[0], model.n_outputs)),
                     np.empty((0, model.n_outputs), np.float32))
             for s in specs:
-                alg = VQuickScorer(model.ensemble, model._forest, **parse(s))
+                alg = VQuickScorer(model.ensemble, model.plan.forest, **parse(s))
                 for t in threads:
                     runs.append((f"{name} {s} threads={t}", alg, X, bufs, t))
     first: dict[int, np.ndarray] = {}
