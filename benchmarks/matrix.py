@@ -59,9 +59,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import compare as C  # noqa: E402
-import engines as E  # noqa: E402
-import workloads as W  # noqa: E402
+import compare as C
+import engines as E
+import workloads as W
 
 DEFAULT_SHAPES = ",".join([
     "full-uniform-1000x8", "full-uniform-1000x31", "full-uniform-1000x64",
@@ -222,7 +222,8 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else C.RESULTS / f"matrix-{stamp}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"Machine: {C.machine()}; instruction sets: {cpu_flags()}",
-             f"Command: python benchmarks/matrix.py {' '.join(sys.argv[1:] if argv is None else argv)}",
+             "Command: python benchmarks/matrix.py "
+             + " ".join(sys.argv[1:] if argv is None else argv),
              f"Median of {args.repeat} interleaved runs after a warm-up, at least "
              f"{args.min_rows} rows per run ({args.min_rows // 5} calls at batch 1).", "",
              "| workload | threads | batch | engine | us/doc | vs fastest peer | vs lightgbm "

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from .errors import ModelFormatError
 from .importers import catboost as cb_imp
-from .importers import onnx as onnx_imp
 from .importers import lightgbm as lgb_imp
+from .importers import onnx as onnx_imp
 from .importers import sklearn as sk_imp
 from .importers import xgboost as xgb_imp
 from .ir.ensemble import Ensemble

@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _layout
-from ..errors import ModelFormatError
-from ..ir.ensemble import Ensemble
-from .qs_layout import N_SEGMENT_KINDS, entry_trees
-from .rs_categorical import categorical_fields
-from .rs_layout import changed_bytes, folded, leaf_arrays, tree_bytes
-from .rs_levels import no_level_fields
-from .rs_ranks import (ENTRY_DTYPE, MAX_THRESHOLDS, N_HALVES, SENTINEL_THR, entry_features,
-                       rank_fields, slot_base, slot_table, unfold)
+from quickscorer import _layout
+from quickscorer.algorithms.qs_layout import N_SEGMENT_KINDS, entry_trees
+from quickscorer.algorithms.rs_categorical import categorical_fields
+from quickscorer.algorithms.rs_layout import changed_bytes, folded, leaf_arrays, tree_bytes
+from quickscorer.algorithms.rs_levels import no_level_fields
+from quickscorer.algorithms.rs_ranks import (
+    ENTRY_DTYPE,
+    MAX_THRESHOLDS,
+    N_HALVES,
+    SENTINEL_THR,
+    entry_features,
+    rank_fields,
+    slot_base,
+    slot_table,
+    unfold,
+)
+from quickscorer.errors import ModelFormatError
+from quickscorer.ir.ensemble import Ensemble
 
 
 def half_ranks_reference(qs: dict, F: int):

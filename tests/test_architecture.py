@@ -10,8 +10,6 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import pytest
-
 import quickscorer
 
 PACKAGE = Path(quickscorer.__file__).parent
@@ -189,3 +187,38 @@ def test_the_readme_is_a_first_ten_minutes():
     assert "quickscorer demo" in text and 'pip install -e ".[test]" && python -m pytest' in text
     for source in ("LightGBM", "XGBoost", "CatBoost", "scikit-learn", "ONNX"):
         assert f"| {source} |" in text, f"the README's Supported table lacks {source}"
+
+
+def _docstring_names(package: Path) -> str:
+    return ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+
+
+def test_every_package_docstring_names_each_of_its_modules():
+    """A newcomer's map: each package's docstring names every module in it (``name``), and
+    the top package's every extension module built from src/quickscorer/."""
+    missing = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        doc = _docstring_names(init.parent)
+        for mod in sorted(init.parent.glob("*.py")):
+            if mod.stem != "__init__" and f"``{mod.stem}``" not in doc:
+                missing.append(f"{init.relative_to(ROOT)} does not name {mod.stem}")
+    top = _docstring_names(PACKAGE)
+    for pyx in sorted((ROOT / "src" / "quickscorer").rglob("*.pyx")):
+        if f"``{pyx.stem}``" not in top:
+            missing.append(f"quickscorer/__init__.py does not name the extension {pyx.stem}")
+    assert missing == [], "\n".join(missing)
+
+
+def test_every_switch_the_code_reads_is_documented():
+    """Each ``QUICKSCORER_*`` variable the package, the kernels or the build read has a row in
+    docs/algorithms.md (run time) or docs/architecture.md (build)."""
+    switch = re.compile(r"QUICKSCORER_[A-Z0-9_]+")
+    code = [ROOT / "setup.py", *PACKAGE.rglob("*.py"), *(ROOT / "src").rglob("*.pyx"),
+            *(ROOT / "src").rglob("*.h")]
+    read = {m for p in code for m in switch.findall(p.read_text(encoding="utf-8"))
+            if not m.endswith("_H")}             # header include guards, not switches
+    docs = "".join((ROOT / "docs" / n).read_text(encoding="utf-8")
+                   for n in ("algorithms.md", "architecture.md"))
+    rows = {m for line in docs.splitlines() if line.startswith("| `QUICKSCORER_")
+            for m in switch.findall(line.split("|")[1])}
+    assert len(read) > 15 and read - rows == set(), sorted(read - rows)

@@ -10,10 +10,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-import engines as E  # noqa: E402
-import matrix as M  # noqa: E402
-import workloads as W  # noqa: E402
-from compare import agreement, time_engines  # noqa: E402
+import engines as E
+import matrix as M
+import workloads as W
+from compare import agreement, time_engines
 
 lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
 xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
@@ -107,7 +107,8 @@ def test_every_algorithm_of_ours_is_exact(source, models):
 
 
 def test_timing_is_per_document_and_positive(models):
-    engines = [E.QuickScorer(models["lightgbm"]), E.QuickScorer(models["lightgbm"], algorithm="vqs")]
+    engines = [E.QuickScorer(models["lightgbm"]),
+               E.QuickScorer(models["lightgbm"], algorithm="vqs")]
     X = models["rows"]
     times = time_engines(engines, X, batch=7, repeat=2, min_rows=50)
     assert len(times) == 2 and all(0 < us < 1e5 for us in times)

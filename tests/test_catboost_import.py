@@ -330,7 +330,7 @@ def test_category_hash_is_catboosts_for_texts_of_every_length(tmp_path):
     """CityHash64's every branch (0 to 16, 17 to 32, 33 to 64 and past 64 bytes, in 64-byte
     steps), on UTF-8 texts: equal to the hashes CatBoost writes beside the texts."""
     pd = pytest.importorskip("pandas")
-    from quickscorer.importers.catboost import category_hash
+    from quickscorer.ir.cityhash import category_hash
     rng = np.random.default_rng(21)
     alphabet = list("abcXYZ019 _-é") + ["ü", "語"]
     texts = [""] + ["".join(rng.choice(alphabet, size=n)) for n in

@@ -12,8 +12,14 @@ import pytest
 from quickscorer import _ctr
 from quickscorer.errors import InputError, ModelFormatError
 from quickscorer.ir.cityhash import category_hash
-from quickscorer.ir.ctr import (HASH_MULT, CtrColumn, CtrFeatures, Projection, bucket_counts,
-                                ctr_value)
+from quickscorer.ir.ctr import (
+    HASH_MULT,
+    CtrColumn,
+    CtrFeatures,
+    Projection,
+    bucket_counts,
+    ctr_value,
+)
 
 M64 = (1 << 64) - 1
 TEXTS = {"red": 0, "green": 1, "blue": 2, "é ö": 3}

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import rs_reference
+from conftest import random_ensemble
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quickscorer import _layout
 from quickscorer.algorithms import qs_layout as Q
 from quickscorer.algorithms import rs_layout as R
-from quickscorer.algorithms import rs_ranks, rs_reference
+from quickscorer.algorithms import rs_ranks
 from quickscorer.ir import Ensemble
-
-from conftest import random_ensemble
 
 
 def assert_same_arrays(got: dict, want: dict):

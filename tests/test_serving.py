@@ -21,15 +21,14 @@ import pytest
 
 pytest.importorskip("mlserver", reason="the serve extra (MLServer) is not installed")
 
-import grpc  # noqa: E402
-import lightgbm as lgb  # noqa: E402
-import xgboost as xgb  # noqa: E402
-from mlserver import types  # noqa: E402
-from mlserver.grpc import dataplane_pb2_grpc  # noqa: E402
-from mlserver.grpc.converters import (  # noqa: E402
-    ModelInferRequestConverter, ModelInferResponseConverter)
+import grpc
+import lightgbm as lgb
+import xgboost as xgb
+from mlserver import types
+from mlserver.grpc import dataplane_pb2_grpc
+from mlserver.grpc.converters import ModelInferRequestConverter, ModelInferResponseConverter
 
-import quickscorer as qs  # noqa: E402
+import quickscorer as qs
 
 # MLServer's own gRPC response converter calls a pydantic method deprecated in pydantic 2
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -500,8 +499,10 @@ def test_the_runtime_reads_a_tensor_as_mlservers_numpy_codec_does(tmp_path, data
     """The runtime reads flat lists of numbers itself (several times faster than the
     codec); every other list goes through the codec. Both give the same array."""
     import asyncio
+
     from mlserver.codecs import NumpyCodec
     from mlserver.settings import ModelParameters, ModelSettings
+
     from quickscorer.serving import QuickScorerRuntime
     path = tmp_path / "m.txt"
     lgb.train({"objective": "regression", "verbose": -1, "num_leaves": 4},
@@ -543,6 +544,7 @@ def test_the_list_reader_says_whether_it_met_nan():
 
 def test_the_runtimes_output_is_the_numpy_codecs(data):
     from mlserver.codecs import NumpyCodec
+
     from quickscorer.serving import _output
     rng = np.random.default_rng(3)
     with_nan = rng.random(9)

@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 from catboost_one_hot import arguments, frame, print_table, rows, trained  # noqa: E402
+
 from quickscorer.bench import machine  # noqa: E402
 
 

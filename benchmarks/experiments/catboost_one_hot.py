@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import workloads as W  # noqa: E402
+
 from quickscorer.algorithms.oblivious import oblivious_arrays  # noqa: E402
 from quickscorer.bench import call_slices, interleaved, machine, per_document  # noqa: E402
 

@@ -10,7 +10,8 @@ from .traversal import Traversal
 from .vqs import VQuickScorer
 from .walk import Walk
 
-#: name -> class, in the order of the README's table
+#: name -> class: the fast kernels first, then the reference walk and the paper's traversals
+#: (docs/algorithms.md describes each)
 ALGORITHMS: dict[str, type[Algorithm]] = {
     cls.name: cls for cls in (RapidScorer, Oblivious, VQuickScorer, QuickScorer, Walk, Traversal,
                               *ARITHMETIC)}

@@ -39,8 +39,8 @@ then not the trees' own leaf numbers: ``leaf_order`` maps them back and ``leaf_v
 model where the order saves under ``MIRROR_MIN_SAVING`` of the bytes keeps its own.
 
 **Categorical splits**: :mod:`~quickscorer.algorithms.rs_categorical`. **Levels**:
-:mod:`~quickscorer.algorithms.rs_levels`. The numpy reference builders:
-:mod:`~quickscorer.algorithms.rs_reference`.
+:mod:`~quickscorer.algorithms.rs_levels`. The numpy reference builders the tests hold the C
+builders to: ``tests/rs_reference.py``.
 
 The layout exists only for models it can score exactly: at most ``MAX_LEAVES`` leaves per tree
 and no category from ``CAT_CODES`` up listed by a split, or trees the level path alone takes;
@@ -56,11 +56,23 @@ from ..ir.ensemble import Ensemble
 from .nodes import CAT_CODES
 from .qs_layout import SEGMENT_NAN, numeric_layout, tree_word_offsets_of
 from .rs_categorical import categorical_fields, categorical_nodes
-from .rs_levels import (LEVELS_ENDS, LEVELS_LANE_NODES, LEVELS_SCANS_MAX_DEPTH, level_arrays,
-                        levels_only_refusal, no_level_fields)
-from .rs_ranks import (N_HALVES, distinct_pairs, fold_halves, rank_fields, slot_base, slot_table,
-                       unfold)
-
+from .rs_levels import (
+    LEVELS_ENDS,
+    LEVELS_LANE_NODES,
+    LEVELS_SCANS_MAX_DEPTH,
+    level_arrays,
+    levels_only_refusal,
+    no_level_fields,
+)
+from .rs_ranks import (
+    N_HALVES,
+    distinct_pairs,
+    fold_halves,
+    rank_fields,
+    slot_base,
+    slot_table,
+    unfold,
+)
 
 #: exit leaves are found as bytes: a tree may have this many leaves
 MAX_LEAVES = 256

@@ -1,9 +1,15 @@
 """One importer per source format, each writing the neutral :class:`~quickscorer.ir.Ensemble`
-through :func:`~quickscorer.ir.build_tree` (which validates and renumbers every tree):
+through :func:`~quickscorer.ir.build_tree` (which validates and renumbers every tree);
+:func:`quickscorer.load` detects the format and calls one of them.
 
-- ``lightgbm.py``: LightGBM text models (file, string, ``Booster``);
-- ``xgboost.py``: XGBoost JSON and UBJSON models (file, bytes, dict, ``Booster``), with
-  ``ubjson.py``, our own UBJSON decoder.
-
-:func:`quickscorer.load` (``loading.py``) detects the format and calls one of them.
+- ``lightgbm``: LightGBM text models (file, string, ``Booster``);
+- ``xgboost``: XGBoost JSON and UBJSON models (file, bytes, dict, ``Booster``);
+- ``ubjson``: a UBJSON decoder; ``xgboost_binary``: XGBoost's legacy binary format;
+- ``catboost``: CatBoost models (JSON export, ``.cbm``, model object): trees and features;
+- ``catboost_cbm``: the ``.cbm`` file's FlatBuffers tables as the JSON export's document;
+- ``catboost_features``: CatBoost's float, one-hot and CTR features (the neutral CTR stage);
+- ``flatbuffers``: a FlatBuffers table reader;
+- ``sklearn``: fitted scikit-learn tree estimators;
+- ``onnx``: ONNX tree ensembles; ``onnx_graph``: the graph around them (input, output path);
+- ``protobuf``: a protocol-buffers decoder of the ONNX messages.
 """

@@ -1,8 +1,10 @@
 """What a caller passes, turned into rows a kernel reads, or a clear :class:`InputError`.
 
-- ``arrays.py``: numpy arrays of any real dtype and order, single rows, pandas DataFrames
+- ``arrays``: numpy arrays of any real dtype and order, single rows, pandas DataFrames
   (matched by feature name, categories by code) and scipy sparse matrices;
-- ``files.py``: data files for the command line (LibSVM, CSV/TSV, ``.npy``).
+- ``readers``: data files in chunks (LibSVM, CSV/TSV, Parquet, Arrow, ``.npy``, gzip);
+- ``chunks``: what the readers share: chunk sizes, options, columns matched to features;
+- ``files``: a whole data file in memory, for the command line.
 """
 from .arrays import as_rows
 from .files import read_libsvm, read_rows
