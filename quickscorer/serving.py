@@ -23,10 +23,15 @@ import ctypes
 import ctypes.util
 
 import numpy as np
-from mlserver import MLModel, types
-from mlserver.codecs import NumpyCodec, PandasCodec
-from mlserver.errors import InferenceError
-from mlserver.utils import get_model_uri
+
+try:
+    from mlserver import MLModel, types
+    from mlserver.codecs import NumpyCodec, PandasCodec
+    from mlserver.errors import InferenceError
+    from mlserver.utils import get_model_uri
+except ImportError as exc:          # the optional dependency, named in the error
+    raise ImportError("quickscorer.serving needs MLServer: pip install 'quickscorer[serve]'"
+                      ) from exc
 
 from . import _rowparse
 from .errors import InputError

@@ -1,12 +1,13 @@
 """Model.rank: per-query order, ranks and top_k against the training library's scores."""
-import lightgbm as lgb
 import numpy as np
 import pytest
-import xgboost as xgb
 
 import quickscorer as qs
 from quickscorer import InputError
 from quickscorer.ranking import rank_scores
+
+lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
+xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 
 pytest.importorskip("mlserver", reason="the serve extra (MLServer) is not installed")
+pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
+pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
 
 import grpc
 import lightgbm as lgb
