@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "quickscorer/walk.h"
-#include "quickscorer/vqs_simd.h"
+#include "quickscorer/vqs.h"
 
 static void* slurp(const char* dir, const char* name)
 {

@@ -7,7 +7,7 @@ The C floors, microseconds a document at 4, 8 and 16 rows a call, on the model's
   the walk scores calls of two rows and more);
 * ``walk_by_group``: the same walk, each group of eight trees walked for every row of the call
   before the next group (the slots of a group read from L1 after the first two rows);
-* ``vqs_scan``: V-QuickScorer's scan (``vqs_simd.h`` ``qs_scan_entries``, AVX2) of a group of
+* ``vqs_scan``: V-QuickScorer's scan (``vqs.h`` ``qs_scan_entries``, AVX2) of a group of
   as many documents as the call has, and their exit leaves; ``vqs_scan512``: the same with
   AVX-512 (8 documents a register; "-" on a CPU without it);
 * ``row_scans``: QuickScorer's scan of one row at a time, the loop of YDF's engine.

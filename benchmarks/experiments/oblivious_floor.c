@@ -1,4 +1,4 @@
-/* The `oblivious` kernel's phases apart, in C, on a model's own layout (obl_simd.h, the code
+/* The `oblivious` kernel's phases apart, in C, on a model's own layout (oblivious.h, the code
  * the library ships): a group's ranks alone, the ranks and each tree's leaf indexes, and the
  * whole group with its sums (groups in blocks, as the library scores them). Driven by
  * oblivious_floor.py, which writes the layout and the rows to a file, runs this and checks
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "quickscorer/obl_simd.h"
+#include "quickscorer/oblivious.h"
 
 static double now(void)
 {

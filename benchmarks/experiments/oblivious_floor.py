@@ -1,4 +1,4 @@
-"""The ``oblivious`` kernel's phases apart, in C (``oblivious_floor.c`` on ``obl_simd.h``), on
+"""The ``oblivious`` kernel's phases apart, in C (``oblivious_floor.c`` on ``oblivious.h``), on
 a CatBoost model of oblivious trees, against the default ``predict`` and CatBoost's own on the
 same rows.
 
@@ -74,7 +74,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--count-max", default="",
                    help="OBL_COUNT_MAX values to build and compare, comma-separated "
-                        "(default: obl_simd.h's)")
+                        "(default: oblivious.h's)")
     p.add_argument("--leaf-block", default="",
                    help="OBL_LEAF_BLOCK values (bytes of leaf values a block of trees holds; "
                         "0: one block) to build and compare, comma-separated")

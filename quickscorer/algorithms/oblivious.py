@@ -1,6 +1,6 @@
 """The "oblivious" algorithm: models whose every tree tests one feature against one threshold
 per level (CatBoost's symmetric trees, its default), scored from the bits of the level tests
-(kernel: ``src/quickscorer/_oblivious.pyx`` and ``obl_simd.h``).
+(kernel: ``src/quickscorer/_oblivious.pyx`` and ``oblivious.h``).
 
 A row's leaf in such a tree is its level tests read as a binary number, root first, so no
 tree is walked and no leaf bitvector is kept. Layout:

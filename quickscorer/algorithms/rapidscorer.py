@@ -1,7 +1,7 @@
 """The "rapidscorer" algorithm: QuickScorer's scan for 32 or 64 documents at once, after
 RapidScorer (Ye et al., KDD 2018): byte-transposed leaf bitvectors, node masks as byte runs
 and comparisons of byte ranks (layout: :mod:`~quickscorer.algorithms.rs_layout`; kernel:
-``src/quickscorer/_rapidscorer.pyx`` and ``rs_simd.h``).
+``src/quickscorer/_rapidscorer.pyx`` ``rapidscorer_scan.h`` and ``rapidscorer_levels.h``).
 
 It scores models whose trees have at most 256 leaves and whose categorical splits list
 categories below 254, and, by its level path alone (``rs_layout.levels_only_arrays``),
@@ -72,7 +72,7 @@ WIDE_MIN_ROWS = 48
 #: (a one-off timing of ``RapidScorer(wide=False)`` against the default; no script keeps it)
 AVX2_WIDE_MIN_ROWS = 33
 
-#: the kernel's code of the 64-lane AVX2 path (rs_simd.h RS_ISA_AVX2_WIDE; not an instruction
+#: the kernel's code of the 64-lane AVX2 path (rapidscorer_scan.h RS_ISA_AVX2_WIDE; not an instruction
 #: set of its own, so not in cpu.ISAS)
 AVX2_WIDE = 3
 
@@ -129,12 +129,12 @@ class RapidScorer(Algorithm):
         lane_nodes = env_int("QUICKSCORER_RS_LANE_NODES")
         self.lane_nodes = LEVELS_LANE_NODES if lane_nodes is None else max(0, lane_nodes)
         #: on AVX-512, whether the level walk takes AVX512_VBMI's byte permutations where the
-        #: CPU has them (rs_simd.h rs_lv_tree_avx512v); False, or $QUICKSCORER_RS_VBMI=0,
+        #: CPU has them (rapidscorer_levels.h rs_lv_tree_avx512v); False, or $QUICKSCORER_RS_VBMI=0,
         #: compares a node at a time
         self.vbmi = (env_int("QUICKSCORER_RS_VBMI") != 0) if vbmi is None else bool(vbmi)
         #: on AVX-512, whether the level walk runs as the AVX2 wide path's, two 256-bit
         #: registers a column: True, False, or None ($QUICKSCORER_RS_HALVES=0 or 1, else as
-        #: the CPU is best served: on CPUs that split 512-bit operations, rs_simd.h
+        #: the CPU is best served: on CPUs that split 512-bit operations, rapidscorer_levels.h
         #: rs_lv_halves_default)
         if halves is None and env_int("QUICKSCORER_RS_HALVES") is not None:
             halves = env_int("QUICKSCORER_RS_HALVES") != 0

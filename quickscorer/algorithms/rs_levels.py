@@ -114,7 +114,7 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     lane ends at slot ``P < 2^d`` of level ``d``: a leaf reached at level ``l`` and
     position ``p`` is slot ``p << (d - l)``. A tree's levels above its ``split`` (the
     first level of more than ``lane_nodes`` nodes, at most LEVELS_BYTE) are walked node by
-    node for all lanes, those below lane by lane in complete form (rs_simd.h).
+    node for all lanes, those below lane by lane in complete form (rapidscorer_levels.h).
 
     - ``lv_nodes`` (LV_NODE_DTYPE as uint32): each tree's nodes above its split, level by
       level, by position; ``lv_node_offset`` (n_trees + 1) where each tree's start;

@@ -15,7 +15,7 @@ slot ``s`` reads; where no feature has more than 255 thresholds, slot ``s`` is f
 
 **Half-features**: a feature's nodes are split by the side their missing values go to and by
 whether they are mirrored (``N_HALVES`` variants, :func:`fold_halves` folds their threshold
-indices into the slots). An entry (``ENTRY_DTYPE``, ``rs_entry`` of ``rs_simd.h``) stores its
+indices into the slots). An entry (``ENTRY_DTYPE``, ``rs_entry`` of ``rapidscorer_scan.h``) stores its
 threshold index as the scans compare it, ``thr ^ 0x80`` (signed); ``SENTINEL_THR`` closes a
 segment.
 """
@@ -31,7 +31,7 @@ MAX_THRESHOLDS = 255
 
 SENTINEL_THR = 255
 
-#: rs_entry of rs_simd.h, 4 bytes: uint16 byte (block-relative row), uint8 thr_b (the
+#: rs_entry of rapidscorer_scan.h, 4 bytes: uint16 byte (block-relative row), uint8 thr_b (the
 #: threshold index ``thr`` as the scans compare it, ``thr ^ 0x80``: signed), uint8 mask
 ENTRY_DTYPE = np.dtype([("byte", "<u2"), ("thr_b", "u1"), ("mask", "u1")])
 

@@ -1,5 +1,5 @@
 """The "vqs" algorithm: V-QuickScorer, QuickScorer's scan for a group of 4, 8, 16 or 32
-documents at once (kernel: ``src/quickscorer/_vqs.pyx`` and ``vqs_simd.h``), over the same
+documents at once (kernel: ``src/quickscorer/_vqs.pyx`` and ``vqs.h``), over the same
 layout as ``quickscorer``, cut into cache-sized tree blocks.
 
 Legal note: QuickScorer is covered by US patent 11,106,685 (Istella/Tiscali).

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""The "oblivious" kernel: oblivious trees scored from their level tests (obl_simd.h; the
+"""The "oblivious" kernel: oblivious trees scored from their level tests (oblivious.h; the
 layout is ``quickscorer.algorithms.oblivious.oblivious_arrays``).
 
 Calls of any size run in groups of OBL_LANES rows: the rows converted as the source library
@@ -22,7 +22,7 @@ import numpy as np
 
 cnp.import_array()
 
-cdef extern from "quickscorer/obl_simd.h":
+cdef extern from "quickscorer/oblivious.h":
     enum:
         OBL_LANES
         OBL_MAX_DEPTH
@@ -87,7 +87,7 @@ cdef struct OblView:
 COUNT_MAX = OBL_COUNT_MAX
 
 #: float32 columns of BUCKET_MIN to BUCKET_MAX finite thresholds are ranked by counting in
-#: buckets (obl_simd.h obl_bucket_count_f32_avx2): at most 8 buckets of up to 16 thresholds;
+#: buckets (oblivious.h obl_bucket_count_f32_avx2): at most 8 buckets of up to 16 thresholds;
 #: below BUCKET_MIN plain counting takes as few compares
 BUCKET_MIN = 17
 BUCKET_MAX = 128

@@ -2,7 +2,7 @@
 """RapidScorer-style scoring (Ye et al., KDD 2018) over the layout of
 ``quickscorer.algorithms.rs_layout``: 32 (AVX2, portable C) or 64 (AVX-512, AVX2 wide)
 documents per group, byte-transposed leaf bitvectors, node masks as byte runs, comparisons
-in rank space (the scans are in rs_simd.h).
+in rank space (the scans are in rapidscorer_scan.h, the level path in rapidscorer_levels.h).
 
 Per group of documents: each document's value of each feature becomes its rank among that
 feature's distinct thresholds, once; then for every tree block, the bitvectors are set to all
@@ -27,7 +27,7 @@ from ._kernel cimport (SmallCall, array_data, check_leaves, check_scores, scratc
 
 cnp.import_array()
 
-cdef extern from "quickscorer/rs_simd.h":
+cdef extern from "quickscorer/rapidscorer_scan.h":
     ctypedef struct rs_entry:
         uint16_t byte
         uint8_t thr_b
@@ -60,6 +60,8 @@ cdef extern from "quickscorer/rs_simd.h":
     void rs_block_cat(int isa, const uint8_t* codes, const int32_t* node_slot,
                       const uint8_t* tables, const int64_t* eoff, const rs_entry* entries,
                       int64_t k0, int64_t k1, uint8_t* state) noexcept nogil
+
+cdef extern from "quickscorer/rapidscorer_levels.h":
     ctypedef struct rs_lv_node:
         uint16_t col
         uint8_t thr
@@ -98,8 +100,8 @@ cdef extern from "quickscorer/rs_simd.h":
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
     LV_MAX_DEPTH = 10       # rs_layout.LEVELS_MAX_DEPTH
-    LV_BYTE_LEVELS = 8      # rs_simd.h RS_LV_BYTE_LEVELS: a tree's split is at most this
-    LV_ENDS = 10            # rs_simd.h RS_LV_ENDS: level ends a tree
+    LV_BYTE_LEVELS = 8      # rapidscorer_levels.h RS_LV_BYTE_LEVELS: a tree's split is at most this
+    LV_ENDS = 10            # rapidscorer_levels.h RS_LV_ENDS: level ends a tree
 
 
 def isa_available(int isa):

@@ -1,6 +1,6 @@
 # cython: language_level=3
 """V-QuickScorer: QuickScorer's scan for a group of `lanes` documents (4, 8, 16 or 32) at once,
-their bitvectors interleaved per word, on AVX-512, AVX2 or portable C (vqs_simd.h, chosen at
+their bitvectors interleaved per word, on AVX-512, AVX2 or portable C (vqs.h, chosen at
 run time), over the layout of _quickscorer.pyx.
 
 Block-wise: the trees come in consecutive blocks (a BlockedLayout; one block when the model
@@ -27,7 +27,7 @@ from ._quickscorer cimport (QSLayout, QSView, apply_list, categorical, qs_ctz64,
 
 cnp.import_array()
 
-cdef extern from "quickscorer/vqs_simd.h":
+cdef extern from "quickscorer/vqs.h":
     enum:
         QS_MAX_LANES
         CPU_ISA_SCALAR

@@ -15,8 +15,8 @@
  * cpu_best_isa() picks the widest the CPU has at run time; CPU_ISA_* values can force one (the
  * tests run each that the machine has).
  */
-#ifndef QUICKSCORER_VQS_SIMD_H
-#define QUICKSCORER_VQS_SIMD_H
+#ifndef QUICKSCORER_VQS_H
+#define QUICKSCORER_VQS_H
 
 #include <stdint.h>
 #include <stddef.h>

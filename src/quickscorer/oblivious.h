@@ -2,7 +2,7 @@
  *
  * A group is OBL_LANES rows. Its ranks: ranks[c * OBL_LANES + l] is row l's rank in column
  * c, the number of the column's thresholds below the row's value (on AVX2 a count of them
- * for a float32 column of few thresholds, else rs_simd.h's two-level search; a binary search
+ * for a float32 column of few thresholds, else rapidscorer_scan.h's two-level search; a binary search
  * in portable C), or the rank of the value's side for NaN and, under LightGBM's
  * zero-as-missing, for 0.0. Tree t's leaf for row l is then
  * sum over its levels k of (rank of level k's column > level k's threshold index) << (d-1-k):
@@ -11,14 +11,14 @@
  * kernel makes (in float32 for XGBoost forests, times DART's tree weights); both paths give
  * the same bits.
  */
-#ifndef QUICKSCORER_OBL_SIMD_H
-#define QUICKSCORER_OBL_SIMD_H
+#ifndef QUICKSCORER_OBLIVIOUS_H
+#define QUICKSCORER_OBLIVIOUS_H
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "rs_simd.h"     /* rs_rank_avx2, RS_HAVE_X86, CPU_TARGET */
+#include "rapidscorer_scan.h"   /* rs_rank_avx2, RS_HAVE_X86, CPU_TARGET */
 
 #define OBL_LANES 32
 #define OBL_MAX_DEPTH 8
@@ -427,7 +427,7 @@ static inline __m256i obl_tree_avx2(const obl_view* v, int64_t t, const uint8_t*
 }
 
 /* one output: the 32 sums in eight registers across the trees, each four lanes' leaf values
- * loaded by rs_simd.h's rs_leaves4_pd (in tree order: the same additions as obl_add_c) */
+ * loaded by rapidscorer_scan.h's rs_leaves4_pd (in tree order: the same additions as obl_add_c) */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void obl_add_avx2_n(const obl_view* v, const uint8_t* ranks, int n_lanes,
                                   const double* leaf_value, const int64_t* leaf_off,
