@@ -1,11 +1,12 @@
-"""Build the Cython kernels in ``src/quickscorer/`` as extension modules of the ``quickscorer``
-package.
+"""Build the Cython sources under ``src/quickscorer/`` as extension modules of the ``quickscorer``
+package: ``src/quickscorer/algorithms/_walk.pyx`` is ``quickscorer.algorithms._walk``, built
+beside ``quickscorer/algorithms/walk.py`` (the source tree mirrors the package).
 
 Environment switches:
   QUICKSCORER_NATIVE=1  add -march=native (opt-in; wheels stay portable without it)
   QUICKSCORER_DEBUG=1   bounds and wraparound checks on, -O0 -g, for a debug test run
   QUICKSCORER_ANNOTATE=1  write cython -a HTML next to each .pyx
-  QUICKSCORER_ONLY=_vqs,_arith  build only these modules (a developer's quick rebuild)
+  QUICKSCORER_ONLY=_vqs,_walk  build only these modules (a developer's quick rebuild)
   QUICKSCORER_EMULATE_AVX512=1  a test build whose AVX2 and AVX-512 paths run on SIMDe's
                         portable C (Debian's libsimde-dev), every path available on any x86-64
                         CPU: .ci/run tests the AVX-512 kernels so on CPUs without them. Slow;
@@ -49,9 +50,10 @@ else:
         compile_args.append("-march=native")
     link_args = ["-fopenmp"]
 
+SRC = HERE / "src"
 extensions = [
     Extension(
-        f"quickscorer.{pyx.stem}",
+        ".".join(pyx.relative_to(SRC).with_suffix("").parts),
         [str(pyx.relative_to(HERE))],
         include_dirs=[np.get_include(), "src"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
@@ -59,7 +61,7 @@ extensions = [
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )
-    for pyx in sorted((HERE / "src" / "quickscorer").glob("*.pyx"))
+    for pyx in sorted((SRC / "quickscorer").rglob("*.pyx"))
     if not ONLY or pyx.stem in ONLY
 ]
 

@@ -33,7 +33,7 @@ FULL = os.environ.get("QUICKSCORER_BENCH_FULL", "") not in ("", "0")
 SHAPES = ([(t, n) for t in (100, 1000, 10_000) for n in (16, 64, 256)] if FULL
           else [(1000, 64)])
 BATCHES = (1, 10, 100, 1000, 10_000) if FULL else (1, 100, 10_000)
-SHARED = ("shared-rank", "shared-binary", "shared-multiclass", "shared-regression") if FULL \
+SHARED = ("shared-rank", "shared-binary", "shared-multiclass", "shared-regression") if FULL\
     else ()
 DTYPES = (np.float64, np.float32)
 

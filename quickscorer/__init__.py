@@ -26,17 +26,14 @@ what ``__all__`` lists. Its modules:
 - ``serving``: the MLServer runtime (the ``serve`` extra; imported by nothing else).
 
 Its subpackages: ``importers``, ``ir``, ``algorithms``, ``inputs``, ``paper`` (the paper's
-forms for study) and ``data`` (the bundled demo). Its extension modules, built from
-``src/quickscorer/``:
+forms for study) and ``data`` (the bundled demo). Each extension module is built from the
+same place under ``src/`` (``src/quickscorer/algorithms/_walk.pyx`` is
+``quickscorer.algorithms._walk``) and named in its package's docstring; those every kernel
+shares are here:
 
 - ``_forest``: input conversion, the node rule and the sums every kernel shares;
 - ``_kernel``: the ``Layout`` base class, argument checks, row loops, low-latency entries;
-- ``_build``: trees validated and renumbered in C; ``_layout``: the layout builders;
-- ``_lgbtext``, ``_xgbjson``: the LightGBM text and XGBoost JSON parsers;
-- ``_traversal``, ``_quickscorer``, ``_vqs``, ``_rapidscorer``, ``_walk``, ``_oblivious``,
-  ``_arith``: the kernels of each algorithm family;
-- ``_ctr``: CatBoost's CTR features; ``_transforms``: the output transforms;
-- ``_rowparse``: LibSVM and CSV/TSV lines, and request lists, into rows.
+- ``_transforms``: the output transforms (libm, as the libraries compute them).
 """
 from .algorithms.registry import available as available_algorithms
 from .errors import InputError, ModelFormatError

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _rowparse
 from .errors import InputError
+from .inputs import _rowparse
 
 OUTPUT_FORMATS = ("csv", "tsv", "npy", "parquet")
 
@@ -151,7 +151,7 @@ class NpyWriter(Writer):
         dtype = np.result_type(*dtypes)
         if self.dtype is None:
             self.dtype, self.width = dtype, len(cols)
-        block = np.column_stack(cols).astype(self.dtype, copy=False) if len(cols) > 1 else \
+        block = np.column_stack(cols).astype(self.dtype, copy=False) if len(cols) > 1 else\
             cols[0].astype(self.dtype, copy=False)
         self._fh.write(np.ascontiguousarray(block).tobytes())
         self.rows += len(cols[0])

@@ -33,8 +33,8 @@ except ImportError as exc:          # the optional dependency, named in the erro
     raise ImportError("quickscorer.serving needs MLServer: pip install 'quickscorer[serve]'"
                       ) from exc
 
-from . import _rowparse
 from .errors import InputError
+from .inputs import _rowparse
 from .inputs.arrays import as_inputs, category_number
 from .ir.ensemble import MISSING_NONE
 from .loading import load
@@ -178,7 +178,7 @@ class QuickScorerRuntime(MLModel):
             try:
                 top_k = int(top_k)
             except (TypeError, ValueError):
-                raise InferenceError(f"parameter top_k must be an integer, got {top_k!r}") \
+                raise InferenceError(f"parameter top_k must be an integer, got {top_k!r}")\
                     from None
         outputs = []
         if ranking:
@@ -268,7 +268,7 @@ class QuickScorerRuntime(MLModel):
             values = NumpyCodec.decode_input(inp)
         except Exception as exc:   # a shape that does not match the data, values not numbers
             raise InferenceError(f"model {self.name}: input {inp.name!r} is malformed "
-                                 f"(shape {inp.shape}, datatype {inp.datatype}): {exc}") \
+                                 f"(shape {inp.shape}, datatype {inp.datatype}): {exc}")\
                 from None
         if values.dtype.kind not in "iuf":
             raise InferenceError(f"model {self.name}: input {inp.name!r} does not hold "

@@ -1,16 +1,21 @@
 """The numpy builders of RapidScorer's layout: slow, obvious, and the reference the C builders of
-``src/quickscorer/_layout.pyx`` are tested against (``tests/test_layout_builders.py``).
+``src/quickscorer/algorithms/_layout.pyx`` are tested against (``tests/test_layout_builders.py``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from quickscorer import _layout
-from quickscorer.algorithms.qs_layout import N_SEGMENT_KINDS, entry_trees
-from quickscorer.algorithms.rs_categorical import categorical_fields
-from quickscorer.algorithms.rs_layout import changed_bytes, folded, leaf_arrays, tree_bytes
-from quickscorer.algorithms.rs_levels import no_level_fields
-from quickscorer.algorithms.rs_ranks import (
+from quickscorer.algorithms import _layout
+from quickscorer.algorithms.qs.layout import N_SEGMENT_KINDS, entry_trees
+from quickscorer.algorithms.rapidscorer.categorical import categorical_fields
+from quickscorer.algorithms.rapidscorer.layout import (
+    changed_bytes,
+    folded,
+    leaf_arrays,
+    tree_bytes,
+)
+from quickscorer.algorithms.rapidscorer.levels import no_level_fields
+from quickscorer.algorithms.rapidscorer.ranks import (
     ENTRY_DTYPE,
     MAX_THRESHOLDS,
     N_HALVES,

@@ -47,9 +47,9 @@ def import_graph() -> tuple[dict[str, set[str]], list[tuple[str, int, str]]]:
     """Edges between our modules from module-level imports, and the imports of our modules
     found inside functions (module, line, name)."""
     mods = _modules()
-    compiled = {p.name.split(".")[0] for p in PACKAGE.glob("_*.so")} | {
-        p.name.split(".")[0] for p in PACKAGE.glob("_*.pyd")}
-    known = set(mods) | {f"quickscorer.{c}" for c in compiled}
+    compiled = {".".join(p.relative_to(PACKAGE.parent).with_name(p.name.split(".")[0]).parts)
+                for pattern in ("_*.so", "_*.pyd") for p in PACKAGE.rglob(pattern)}
+    known = set(mods) | compiled
     graph: dict[str, set[str]] = {m: set() for m in mods}
     nested: list[tuple[str, int, str]] = []
     for mod, path in mods.items():
@@ -207,18 +207,21 @@ def _docstring_names(package: Path) -> str:
 
 
 def test_every_package_docstring_names_each_of_its_modules():
-    """A newcomer's map: each package's docstring names every module in it (``name``), and
-    the top package's every extension module built from src/quickscorer/."""
+    """A newcomer's map: each package's docstring names every module in it (``name``): its
+    Python modules and subpackages, and the extension modules built from the same folder
+    under src/ (the source tree mirrors the package)."""
     missing = []
-    for init in sorted(PACKAGE.rglob("__init__.py")):
-        doc = _docstring_names(init.parent)
-        for mod in sorted(init.parent.glob("*.py")):
-            if mod.stem != "__init__" and f"``{mod.stem}``" not in doc:
-                missing.append(f"{init.relative_to(ROOT)} does not name {mod.stem}")
-    top = _docstring_names(PACKAGE)
-    for pyx in sorted((ROOT / "src" / "quickscorer").rglob("*.pyx")):
-        if f"``{pyx.stem}``" not in top:
-            missing.append(f"quickscorer/__init__.py does not name the extension {pyx.stem}")
+    src = ROOT / "src" / "quickscorer"
+    packages = sorted(PACKAGE.rglob("__init__.py"))
+    assert len(packages) >= 9
+    for init in packages:
+        here = init.parent
+        doc = _docstring_names(here)
+        names = [p.stem for p in here.glob("*.py") if p.stem != "__init__"]
+        names += [p.name for p in here.iterdir() if (p / "__init__.py").exists()]
+        names += [p.stem for p in (src / here.relative_to(PACKAGE)).glob("*.pyx")]
+        missing += [f"{init.relative_to(ROOT)} does not name {n}" for n in sorted(names)
+                    if f"``{n}``" not in doc]
     assert missing == [], "\n".join(missing)
 
 

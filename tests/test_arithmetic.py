@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer import _arith, _kernel
+from quickscorer import _kernel
 from quickscorer._forest import Forest
+from quickscorer.algorithms import _arithmetic
 from quickscorer.algorithms.arithmetic import arithmetic_arrays
 from quickscorer.algorithms.forest import forest_arrays
 from quickscorer.ir import Ensemble, reference
@@ -111,7 +112,7 @@ def test_a_wrong_row_is_caught():
     rows = a["rows_b"].copy()
     rows[: len(rows)] ^= np.uint64(1)  # flip every leaf's expected sign at the root
     a["rows_b"] = rows
-    lay = _arith.ArithLayout(a, _arith.KIND_SIGN, ens.n_features)
+    lay = _arithmetic.ArithLayout(a, _arithmetic.KIND_SIGN, ens.n_features)
     forest = Forest(forest_arrays(ens))
     X = special_rows(rng, 200, ens.n_features)
     out = np.empty((200, 1), np.int32)

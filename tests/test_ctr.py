@@ -1,4 +1,4 @@
-"""The CTR stage (quickscorer/ir/ctr.py, src/quickscorer/_ctr.pyx) on stages built by hand,
+"""The CTR stage (quickscorer/ir/ctr.py, src/quickscorer/ir/_ctr.pyx) on stages built by hand,
 against the rules written out in Python integers: every projection part, unknown categories,
 NaN, float32 rows, and damaged arrays. tests/test_catboost_import.py checks the stage of
 trained models against CatBoost itself."""
@@ -9,8 +9,8 @@ import pickle
 import numpy as np
 import pytest
 
-from quickscorer import _ctr
 from quickscorer.errors import InputError, ModelFormatError
+from quickscorer.ir import _ctr
 from quickscorer.ir.cityhash import category_hash
 from quickscorer.ir.ctr import (
     HASH_MULT,

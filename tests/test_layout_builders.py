@@ -1,8 +1,8 @@
-"""The layout builders in C (src/quickscorer/_layout.pyx) against the numpy references kept in
-qs_layout / rs_layout: the same arrays, field by field, dtype included, on random ensembles of
-every missing-value kind, trees of 1 to 300 leaves (several 64-bit words), +-inf thresholds,
-both families, and on trained models; and the vqs tree blocks cut from the model's layout equal
-to the layouts of the blocks' trees built alone."""
+"""The layout builders in C (src/quickscorer/algorithms/_layout.pyx) against the numpy references
+kept in qs_layout / rs_layout: the same arrays, field by field, dtype included, on random
+ensembles of every missing-value kind, trees of 1 to 300 leaves (several 64-bit words), +-inf
+thresholds, both families, and on trained models; and the vqs tree blocks cut from the model's
+layout equal to the layouts of the blocks' trees built alone."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,10 +12,10 @@ from conftest import random_ensemble
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quickscorer import _layout
-from quickscorer.algorithms import qs_layout as Q
-from quickscorer.algorithms import rs_layout as R
-from quickscorer.algorithms import rs_ranks
+from quickscorer.algorithms import _layout
+from quickscorer.algorithms.qs import layout as Q
+from quickscorer.algorithms.rapidscorer import layout as R
+from quickscorer.algorithms.rapidscorer import ranks as rs_ranks
 from quickscorer.ir import Ensemble
 
 

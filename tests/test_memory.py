@@ -79,8 +79,8 @@ def test_memory_account_counts_each_buffer_once():
 def test_a_merged_vqs_scan_brings_its_own_grouping():
     """The shared layout holds no grouping of equal thresholds; a vqs asked to merge adds it
     (its own arrays), and the kernel refuses a merged scan of layouts without it."""
-    from quickscorer import _vqs
-    from quickscorer.algorithms.vqs import VQuickScorer
+    from quickscorer.algorithms.qs import _vqs
+    from quickscorer.algorithms.qs.vqs import VQuickScorer
     model = quickscorer.Model(_model().ensemble, prepare=("quickscorer",))
     shared = model.prepare("quickscorer")
     assert not shared.layout.merged

@@ -8,8 +8,7 @@ import pytest
 from conftest import special_rows
 
 import quickscorer
-from quickscorer import _oblivious
-from quickscorer.algorithms import autoselect
+from quickscorer.algorithms import _oblivious, autoselect
 from quickscorer.algorithms.base import distinct_bytes
 from quickscorer.algorithms.cpu import available_isas
 from quickscorer.algorithms.oblivious import MAX_DEPTH as MAX_OBLIVIOUS_DEPTH

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from quickscorer import Model, _kernel, _quickscorer
-from quickscorer.algorithms.qs_layout import (
+from quickscorer import Model, _kernel
+from quickscorer.algorithms.qs import _qs
+from quickscorer.algorithms.qs.layout import (
     CATEGORY_MODE_DIRECT,
     CATEGORY_MODE_TABLE,
     N_SEGMENT_KINDS,
@@ -330,7 +331,7 @@ def test_direct_category_mode_equals_the_table(family):
     for budget, mode in ((0, CATEGORY_MODE_DIRECT), (1 << 30, CATEGORY_MODE_TABLE)):
         a = quickscorer_arrays(ens, max_category_table_pairs=budget)
         assert set(a["category_mode"].tolist()) <= {0, mode} and mode in a["category_mode"]
-        lay = _quickscorer.QSLayout(a, ens.n_features)
+        lay = _qs.QSLayout(a, ens.n_features)
         for n_threads in (1, 2):
             out = np.empty((X.shape[0], ens.n_trees), np.int32)
             _kernel.predict_leaf(m.plan.forest, lay, X, out, np.empty((n_threads, ens.n_features)),
@@ -404,7 +405,7 @@ def test_a_wrong_mask_is_caught():
     for corrupt, want in ((False, [[5], [1]]), (True, [[1], [1]])):
         if corrupt:
             a["masks"][k] = ALL_ONES
-        lay = _quickscorer.QSLayout(a, 1)
+        lay = _qs.QSLayout(a, 1)
         out = np.empty((2, 1), np.int32)
         _kernel.predict_leaf(Model(ens).plan.forest, lay, X, out, np.empty((1, 1)),
                              np.empty((1, lay.scratch_words), np.uint64), 1)

@@ -20,12 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer import _rapidscorer
 from quickscorer.algorithms.cpu import ISAS
-from quickscorer.algorithms.qs import shared_layout
-from quickscorer.algorithms.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
-from quickscorer.algorithms.rs_layout import half_arrays, unsupported
-from quickscorer.algorithms.rs_ranks import (
+from quickscorer.algorithms.qs.qs import shared_layout
+from quickscorer.algorithms.rapidscorer import _rapidscorer
+from quickscorer.algorithms.rapidscorer.layout import half_arrays, unsupported
+from quickscorer.algorithms.rapidscorer.ranks import (
     ENTRY_DTYPE,
     N_HALVES,
     SENTINEL_THR,
@@ -33,6 +32,7 @@ from quickscorer.algorithms.rs_ranks import (
     rank_search_table,
     rank_table,
 )
+from quickscorer.algorithms.rapidscorer.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
@@ -444,7 +444,7 @@ def test_mirrored_leaf_order_spans_the_fewest_bytes(seed):
     contiguous range of it, spanning the fewest bytes of all 2^nodes choices."""
     from itertools import combinations
 
-    from quickscorer import _build
+    from quickscorer.ir import _build
     rng = np.random.default_rng(seed)
     trees = tuple(random_tree(rng, int(rng.integers(1, 12)), 3, "lightgbm",
                               p_categorical=0.0) for _ in range(8))
@@ -596,9 +596,9 @@ def test_a_layout_whose_leaf_order_does_not_fit_its_trees_is_refused():
 def test_tree_blocks_stay_within_16_bit_byte_rows():
     """An entry's byte row is 16 bits: blocks are cut at MAX_BLOCK_ROWS rows whatever the
     budget, and a block beyond it is refused, not wrapped."""
-    from quickscorer import _layout
-    from quickscorer.algorithms.rs_layout import MAX_BLOCK_ROWS, block_starts_for
-    from quickscorer.algorithms.rs_ranks import fold_halves
+    from quickscorer.algorithms import _layout
+    from quickscorer.algorithms.rapidscorer.layout import MAX_BLOCK_ROWS, block_starts_for
+    from quickscorer.algorithms.rapidscorer.ranks import fold_halves
     n_bytes = np.full(5000, 32, np.int64)               # 255-leaf trees
     starts = block_starts_for(n_bytes, 1 << 40, 64)
     rows = np.add.reduceat(n_bytes, starts[:-1])

@@ -1,6 +1,6 @@
-"""RapidScorer's level-by-level path (rs_levels.level_arrays): trees of depth at most 10
+"""RapidScorer's level-by-level path (rapidscorer.levels.level_arrays): trees of depth at most 10
 walked a level at a time in rank space instead of scanned into bitvectors, and by itself
-(rs_layout.levels_only_arrays) for trees of more than 256 leaves, which the scans cannot
+(rapidscorer.layout.levels_only_arrays) for trees of more than 256 leaves, which the scans cannot
 take. It must give the reference's exit leaves and raw scores bit for bit on every path this
 CPU runs, with NaN and zero as missing values on either default side, rank slots, multiclass
 and DART weights, on models the libraries trained; and it must stand aside where it cannot
@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer import _rapidscorer
-from quickscorer.algorithms import nodes, rs_layout, rs_ranks
+from quickscorer.algorithms import nodes
 from quickscorer.algorithms.cpu import ISAS
-from quickscorer.algorithms.rapidscorer import RapidScorer
-from quickscorer.algorithms.rs_levels import (
+from quickscorer.algorithms.rapidscorer import _rapidscorer
+from quickscorer.algorithms.rapidscorer import layout as rs_layout
+from quickscorer.algorithms.rapidscorer import ranks as rs_ranks
+from quickscorer.algorithms.rapidscorer.levels import (
     LEVEL_TABLE_AT,
     LEVELS_ENDS,
     LEVELS_MAX_DEPTH,
@@ -30,6 +31,7 @@ from quickscorer.algorithms.rs_levels import (
     levels_choice,
     no_level_fields,
 )
+from quickscorer.algorithms.rapidscorer.rapidscorer import RapidScorer
 from quickscorer.ir import Ensemble, build_tree, reference
 
 RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
@@ -622,7 +624,7 @@ def test_chunks_of_groups_through_blocks_of_trees_are_exact(isa, monkeypatch):
 def test_level_chunks_default_to_a_size_in_bytes(monkeypatch):
     """Without $QUICKSCORER_RS_LV_CHUNK a chunk is LEVEL_CHUNK groups, fewer where their
     columns would pass LEVEL_CHUNK_BYTES; the scores stay exact whatever it comes to."""
-    from quickscorer.algorithms import rapidscorer as rs_mod
+    from quickscorer.algorithms.rapidscorer import rapidscorer as rs_mod
     monkeypatch.delenv("QUICKSCORER_RS_LV_CHUNK", raising=False)
     monkeypatch.setenv("QUICKSCORER_RS_LV_BLOCK_BYTES", "4096")
     rng = np.random.default_rng(29)

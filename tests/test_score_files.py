@@ -165,7 +165,7 @@ def test_libsvm_file_scores_as_lightgbm_predicting_from_the_file(tmp_path):
     b.save_model(str(tmp_path / "rank.txt"))
     model = quickscorer.load(str(tmp_path / "rank.txt"))
     want = b.predict(str(SHARED / "rank.test"))
-    with open(SHARED / "rank.test", "rb") as src, \
+    with open(SHARED / "rank.test", "rb") as src,\
             gzip.open(tmp_path / "rank.test.gz", "wb") as dst:
         dst.write(src.read())
     for src in (SHARED / "rank.test", tmp_path / "rank.test.gz"):

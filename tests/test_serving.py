@@ -339,7 +339,7 @@ def test_ranking_per_query_with_top_k_over_rest(server, data, form):
     assert np.array_equal(output(res, "rank")[0], ranks)
     offsets = output(res, "offsets")[0]
     order = output(res, "order")[0]
-    assert [order[offsets[q]:offsets[q + 1]].tolist() for q in range(6)] == \
+    assert [order[offsets[q]:offsets[q + 1]].tolist() for q in range(6)] ==\
         [rows[:4] for rows in orders]
 
 
@@ -481,7 +481,7 @@ def test_model_metadata_names_the_input_width_and_output(server):
     code, body = server.get("/v2/models/ranker")
     assert code == 200
     meta = json.loads(body)
-    assert [(i["name"], i["datatype"], i["shape"]) for i in meta["inputs"]] == \
+    assert [(i["name"], i["datatype"], i["shape"]) for i in meta["inputs"]] ==\
         [("features", "FP64", [-1, N_FEATURES])]
     assert [(o["name"], o["datatype"]) for o in meta["outputs"]] == [("predict", "FP64")]
 
@@ -525,7 +525,7 @@ def test_the_runtime_reads_a_tensor_as_mlservers_numpy_codec_does(tmp_path, data
 
 def test_the_list_reader_says_whether_it_met_nan():
     """The runtime skips its NaN check where the reader of a request's list met none."""
-    from quickscorer import _rowparse
+    from quickscorer.inputs import _rowparse
     out = np.empty(3)
     assert _rowparse.floats_from_list([0.5, 1, float("inf")], out) == -1
     for nan in (None, float("nan"), np.float64("nan"), np.float32("nan")):

@@ -12,11 +12,13 @@ import pytest
 from conftest import linear_tree, random_ensemble, special_rows
 
 import quickscorer
-from quickscorer import _kernel, _rapidscorer, _vqs
+from quickscorer import _kernel
 from quickscorer.algorithms import autoselect
 from quickscorer.algorithms.cpu import ISAS, available_isas
-from quickscorer.algorithms.rapidscorer import RapidScorer
-from quickscorer.algorithms.vqs import VQuickScorer
+from quickscorer.algorithms.qs import _vqs
+from quickscorer.algorithms.qs.vqs import VQuickScorer
+from quickscorer.algorithms.rapidscorer import _rapidscorer
+from quickscorer.algorithms.rapidscorer.rapidscorer import RapidScorer
 from quickscorer.errors import InputError
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import quickscorer
 from quickscorer.algorithms.cpu import ISAS, available_isas, isa_code
-from quickscorer.algorithms.vqs import VQuickScorer
+from quickscorer.algorithms.qs.vqs import VQuickScorer
 from quickscorer.ir import MISSING_ZERO, Ensemble, reference
 
 ISA_LIST = available_isas()

@@ -14,7 +14,7 @@ from conftest import category_rows, linear_tree, random_ensemble, special_rows
 from test_covers import _balanced
 
 import quickscorer
-from quickscorer import _walk
+from quickscorer.algorithms import _walk
 from quickscorer.algorithms import walk as walk_mod
 from quickscorer.algorithms.traversal import node_arrays
 from quickscorer.algorithms.walk import NODE_DTYPE, Walk, walk_arrays, walk_block_starts
@@ -306,7 +306,7 @@ def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch
     assert "walk_many_rows" not in m.info()
     m.predict_raw(special_rows(np.random.default_rng(1), 3, 7), algorithm="walk")
     # rapidscorer takes this model's calls of many rows: no complete trees by default
-    assert "eight trees a row" in m.info()["walk_many_rows"] or "row by row" in \
+    assert "eight trees a row" in m.info()["walk_many_rows"] or "row by row" in\
         m.info()["walk_many_rows"]
     monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
     assert Walk(shallow, quickscorer.Model(shallow).plan.forest).complete

@@ -16,8 +16,8 @@ from test_xgboost_fast import assert_same
 from test_xgboost_import import BREAKS, CASES, _as_version_1, _break, _doc, _trained
 
 import quickscorer
-from quickscorer import _xgbjson
 from quickscorer.errors import ModelFormatError
+from quickscorer.importers import _xgbjson
 from quickscorer.importers import xgboost as xgb_imp
 from quickscorer.ir.ensemble import MAX_NODES_PER_TREE
 

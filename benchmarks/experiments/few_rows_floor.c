@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "quickscorer/walk.h"
-#include "quickscorer/vqs.h"
+#include "quickscorer/algorithms/walk.h"
+#include "quickscorer/algorithms/qs/vqs.h"
 
 static void* slurp(const char* dir, const char* name)
 {

@@ -51,7 +51,7 @@ VARIANTS = ("walk_pairs", "walk_by_group", "vqs_scan", "vqs_scan512", "row_scans
 
 def write_arrays(d: Path, model, X: np.ndarray) -> None:
     """The arrays few_rows_floor.c reads (its header lists them)."""
-    from quickscorer.algorithms.qs_layout import quickscorer_arrays
+    from quickscorer.algorithms.qs.layout import quickscorer_arrays
     from quickscorer.algorithms.walk import walk_arrays
 
     ens = model.ensemble

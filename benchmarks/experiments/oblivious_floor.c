@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "quickscorer/oblivious.h"
+#include "quickscorer/algorithms/oblivious.h"
 
 static double now(void)
 {

@@ -110,7 +110,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=7)
     args = p.parse_args(argv)
     import quickscorer
-    from quickscorer.algorithms.qs_layout import quickscorer_arrays
+    from quickscorer.algorithms.qs.layout import quickscorer_arrays
 
     if args.ydf:
         import ydf_reference as Y

@@ -74,7 +74,7 @@ def scan_visits(arrays: dict, X: np.ndarray, lanes: int, groups: int) -> tuple[f
     ``groups`` groups, and the layout's real entries. Ranks from the layout's own
     thresholds; rows without NaN (a model whose segments treat missing values apart is
     counted as if none were missing)."""
-    from quickscorer.algorithms.rs_ranks import SENTINEL_THR, entry_thr
+    from quickscorer.algorithms.rapidscorer.ranks import SENTINEL_THR, entry_thr
     thr = entry_thr(arrays["entries"]).astype(np.int64)
     off, bkt = arrays["rank_bucket_offsets"], arrays["rank_buckets"]
     S_ = arrays["slot_column"].shape[0]

@@ -4,7 +4,7 @@
  *     /tmp/rs_scan_floor 128        # KiB of byte rows the entries hit (a tree block's state)
  *
  * One million entries, each on a random byte row of the state, every one passed by half of
- * the 32 lanes (so the scan never stops early), run through the AVX2 scan of rapidscorer_scan.h that
+ * the 32 lanes (so the scan never stops early), run through the AVX2 scan of rapidscorer/scan.h that
  * the library ships (`shipped`) and three rewrites of it, interleaved, best of 9 rounds, in
  * nanoseconds per entry:
  *   subs    compares as a saturated subtraction (no bias of the ranks or thresholds);
@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "quickscorer/rapidscorer_scan.h"
+#include "quickscorer/algorithms/rapidscorer/scan.h"
 
 typedef const rs_entry* (*scan_fn)(const uint8_t*, const rs_entry*, uint8_t*);
 

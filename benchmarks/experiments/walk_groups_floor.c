@@ -1,5 +1,5 @@
 /* One row through a model's trees, the walk alone (no expansion of the row, no sum): the
- * kernels of src/quickscorer/walk.h on the walk's own layout, the eight-cursor walk as it
+ * kernels of src/quickscorer/algorithms/walk.h on the walk's own layout, the eight-cursor walk as it
  * once stepped (the next root read after the step, on the chain of loads) and
  * with a harvest after every 1, 2 or 4 steps (walk.h WALK_HARVEST is 3), and
  * AVX2 gathers of the same complete trees (tried for this comparison, not kernels), timed on
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <immintrin.h>
 
-#include "../../src/quickscorer/walk.h"
+#include "../../src/quickscorer/algorithms/walk.h"
 
 static void* slurp(const char* dir, const char* name, size_t* bytes)
 {

@@ -50,7 +50,7 @@ def expanded(arrays: dict, X: np.ndarray, n_features: int) -> np.ndarray:
 
 
 def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
-    from quickscorer import _walk
+    from quickscorer.algorithms import _walk
     from quickscorer.algorithms.walk import walk_arrays
 
     model, _, X = S._load(shape)

@@ -33,7 +33,8 @@ DEFAULT_SHAPES = ("ydf-uniform-d6", "ydf-uniform-d7", "xgb-depth6-uniform-1000",
 
 
 def main(argv=None) -> int:
-    from quickscorer import _kernel, _walk
+    from quickscorer import _kernel
+    from quickscorer.algorithms import _walk
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default=",".join(DEFAULT_SHAPES))

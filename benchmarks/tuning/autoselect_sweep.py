@@ -32,9 +32,9 @@ def main(argv=None) -> int:
 
     import quickscorer
     from quickscorer.algorithms.cpu import available_isas
-    from quickscorer.algorithms.qs import QuickScorer
-    from quickscorer.algorithms.rapidscorer import RapidScorer
-    from quickscorer.algorithms.vqs import VQuickScorer
+    from quickscorer.algorithms.qs.qs import QuickScorer
+    from quickscorer.algorithms.qs.vqs import VQuickScorer
+    from quickscorer.algorithms.rapidscorer.rapidscorer import RapidScorer
     from quickscorer.algorithms.walk import Walk
 
     wl = M.workload(args.shape, 10_000)

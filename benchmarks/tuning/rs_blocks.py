@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import quickscorer
-    from quickscorer.algorithms.rapidscorer import RapidScorer
+    from quickscorer.algorithms.rapidscorer.rapidscorer import RapidScorer
 
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"machine: {platform.machine()}, Python {platform.python_version()}; minimum us/doc "

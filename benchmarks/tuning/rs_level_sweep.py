@@ -8,12 +8,12 @@ at all.
         --rows 9,16,32
 
 ``--env`` names the setting each model is prepared under, one prepared model per value:
-``QUICKSCORER_RS_LANE_NODES`` (the default; ``rs_levels.LEVELS_LANE_NODES``: a tree's levels
-go lane by lane from its first level of more than that many nodes) or
+``QUICKSCORER_RS_LANE_NODES`` (the default; ``rapidscorer.levels.LEVELS_LANE_NODES``: a tree's
+levels go lane by lane from its first level of more than that many nodes) or
 ``QUICKSCORER_RS_LEVELS`` (0: the scans, 1: the level path in every group where the model
-allows it; ``rs_levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``) or ``QUICKSCORER_RS_VBMI``
-(0: the AVX-512 walk a node at a time, 1: by byte permutations where the CPU has
-AVX512_VBMI; equal elsewhere) or ``QUICKSCORER_RS_HALVES`` (1: the AVX-512 walk in two
+allows it; ``rapidscorer.levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``) or
+``QUICKSCORER_RS_VBMI`` (0: the AVX-512 walk a node at a time, 1: by byte permutations where the
+CPU has AVX512_VBMI; equal elsewhere) or ``QUICKSCORER_RS_HALVES`` (1: the AVX-512 walk in two
 256-bit registers a column, as the AVX2 wide path's; 0: in 512-bit registers) or
 ``QUICKSCORER_ISA`` (``avx2``, ``avx512``: the whole call on one instruction set, the
 default's choice of group included). For each model
@@ -21,7 +21,7 @@ default's choice of group included). For each model
 rows (the first checked equal to the others), timed interleaved in ``--repeat`` rounds of at
 least 20,000 rows each; prints each value's fastest round in microseconds per document (this
 project's VMs stall whole rounds) and its ratio to the fastest value of the row, and the
-model's nodes per level (``rs_levels.level_ratio``) or, for the lane-nodes sweep, how many
+model's nodes per level (``rapidscorer.levels.level_ratio``) or, for the lane-nodes sweep, how many
 of its levels, all trees together, go lane by lane under each value.
 """
 from __future__ import annotations
@@ -73,8 +73,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import quickscorer
-    from quickscorer.algorithms.rapidscorer import RapidScorer
-    from quickscorer.algorithms.rs_levels import level_ratio
+    from quickscorer.algorithms.rapidscorer.levels import level_ratio
+    from quickscorer.algorithms.rapidscorer.rapidscorer import RapidScorer
 
     env = args.env
     values = args.values.split(",")

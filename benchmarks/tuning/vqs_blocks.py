@@ -41,8 +41,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     import quickscorer
-    from quickscorer import _vqs
-    from quickscorer.algorithms.vqs import VQuickScorer
+    from quickscorer.algorithms.qs import _vqs
+    from quickscorer.algorithms.qs.vqs import VQuickScorer
     kernels = VQuickScorer.specialised(_vqs.predict_raw)
 
     print(f"machine: {platform.machine()}, {platform.processor() or '?'}, Python "

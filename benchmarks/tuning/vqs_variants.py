@@ -1,7 +1,7 @@
 """V-QuickScorer's variants side by side: instruction set, documents per scan, tree blocks,
 equal-threshold merging, on one model and one set of rows.
 
-Each variant is a ``quickscorer.algorithms.vqs.VQuickScorer`` built with the given keywords,
+Each variant is a ``quickscorer.algorithms.qs.vqs.VQuickScorer`` built with the given keywords,
 timed at each
 ``--threads`` count; the timed runs are interleaved (run 1 of every variant, then run 2, ...)
 and every variant's scores are checked against the first's. Prints min and median
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
 
     import quickscorer
     from quickscorer.algorithms.cpu import available_isas
-    from quickscorer.algorithms.vqs import VQuickScorer
+    from quickscorer.algorithms.qs.vqs import VQuickScorer
     specs = args.variants or DEFAULT
     threads = [int(t) for t in args.threads.split(",")]
     runs = []   # (label, algorithm, rows, output buffers, threads)

@@ -1,14 +1,13 @@
 """The paper's arithmetic traversals as selectable algorithms (``docs/algorithms.md`` 2-6).
 
 Each builds, once per model, the bit-packed matrix rows or columns its kernel reads (see
-``src/quickscorer/_arith.pyx``) from :mod:`quickscorer.paper.representations`; the node tests
-come from evaluating every node with the shared rules, as the reference walk does.
+``src/quickscorer/algorithms/_arithmetic.pyx``) from :mod:`quickscorer.paper.representations`; the
+node tests come from evaluating every node with the shared rules, as the reference walk does.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _arith
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from ..paper.representations import (
@@ -19,6 +18,7 @@ from ..paper.representations import (
     path_matrix,
     right_matrix,
 )
+from . import _arithmetic
 from .base import Algorithm
 from .traversal import node_arrays
 
@@ -87,7 +87,7 @@ class _Arithmetic(Algorithm):
     def __init__(self, ens: Ensemble, forest: Forest):
         super().__init__(ens, forest)
         self._arrays = arithmetic_arrays(ens, self.kind)
-        self.layout = _arith.ArithLayout(self._arrays, self.code, ens.n_features)
+        self.layout = _arithmetic.ArithLayout(self._arrays, self.code, ens.n_features)
 
 
 _EVERY_NODE = "every node evaluated, then bit-packed matrix rows"
@@ -97,21 +97,21 @@ class BothVectors(_Arithmetic):
     """Algorithm 2: AND left vectors of false nodes and right vectors of true nodes, stopping
     when one candidate leaf is left."""
     name = kind = "both_vectors"
-    code = _arith.KIND_BOTH
+    code = _arithmetic.KIND_BOTH
     test_vector = "node by node in breadth-first order, stopping at one candidate leaf"
 
 
 class LeftPlusOne(_Arithmetic):
     """Algorithm 3: leftmost maximum of L t + 1 by popcounts."""
     name = kind = "lt1"
-    code = _arith.KIND_LT1
+    code = _arithmetic.KIND_LT1
     test_vector = _EVERY_NODE
 
 
 class TwoSided(_Arithmetic):
     """Algorithm 4: unique maximum of L t + R (1 - t) by popcounts."""
     name = kind = "two_sided"
-    code = _arith.KIND_TWO_SIDED
+    code = _arithmetic.KIND_TWO_SIDED
     test_vector = _EVERY_NODE
 
 
@@ -119,14 +119,14 @@ class Sign(_Arithmetic):
     """SignQuickScorer (Algorithms 5 and 7): unique zero of P s - d from path and sign
     masks."""
     name = kind = "sign"
-    code = _arith.KIND_SIGN
+    code = _arithmetic.KIND_SIGN
     test_vector = _EVERY_NODE
 
 
 class Ecoc(_Arithmetic):
     """Algorithm 6: similarity decoding <P_i, s> / <P_i, P_i> = 1 on dense int8 path rows."""
     name = kind = "ecoc"
-    code = _arith.KIND_ECOC
+    code = _arithmetic.KIND_ECOC
     test_vector = "every node evaluated, then dense int8 path rows"
 
 

@@ -1,14 +1,14 @@
 """What the CPU offers the V-QuickScorer scans, and the environment knobs that steer them.
 
 - instruction sets: ``scalar`` (portable C), ``avx2``, ``avx512``, detected at run time by the
-  kernel (``src/quickscorer/vqs.h``); ``$QUICKSCORER_ISA`` forces one;
+  kernel (``src/quickscorer/algorithms/qs/vqs.h``); ``$QUICKSCORER_ISA`` forces one;
 - the per-core L2 cache size (sysfs), which sizes the tree blocks.
 """
 from __future__ import annotations
 
 import os
 
-from .. import _vqs
+from .qs import _vqs
 
 ISAS = {"scalar": 0, "avx2": 1, "avx512": 2}
 

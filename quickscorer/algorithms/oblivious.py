@@ -1,6 +1,6 @@
 """The "oblivious" algorithm: models whose every tree tests one feature against one threshold
 per level (CatBoost's symmetric trees, its default), scored from the bits of the level tests
-(kernel: ``src/quickscorer/_oblivious.pyx`` and ``oblivious.h``).
+(kernel: ``src/quickscorer/algorithms/_oblivious.pyx`` and ``oblivious.h``).
 
 A row's leaf in such a tree is its level tests read as a binary number, root first, so no
 tree is walked and no leaf bitvector is kept. Layout:
@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _oblivious
 from .._forest import Forest
 from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble
 from ..ir.float32 import float32_below, float32_boundary
+from . import _oblivious
 from .base import Algorithm
 from .cpu import ISAS, isa_code, isa_name
-from .rs_ranks import MAX_THRESHOLDS, rank_fields, rank_search_table
+from .rapidscorer.ranks import MAX_THRESHOLDS, rank_fields, rank_search_table
 
 #: a tree's leaf index is a byte: trees of at most 8 levels
 MAX_DEPTH = 8

@@ -4,10 +4,10 @@ from __future__ import annotations
 from .arithmetic import ARITHMETIC
 from .base import Algorithm
 from .oblivious import Oblivious
-from .qs import QuickScorer
-from .rapidscorer import RapidScorer
+from .qs.qs import QuickScorer
+from .qs.vqs import VQuickScorer
+from .rapidscorer.rapidscorer import RapidScorer
 from .traversal import Traversal
-from .vqs import VQuickScorer
 from .walk import Walk
 
 #: name -> class: the fast kernels first, then the reference walk and the paper's traversals

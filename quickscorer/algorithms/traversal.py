@@ -1,12 +1,12 @@
 """The "traversal" algorithm: the reference root-to-leaf walk
-(``src/quickscorer/_traversal.pyx``)."""
+(``src/quickscorer/algorithms/_traversal.pyx``)."""
 from __future__ import annotations
 
 import numpy as np
 
-from .. import _traversal
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
+from . import _traversal
 from .base import Algorithm
 from .forest import category_tables, node_flags
 

@@ -1,5 +1,5 @@
 """The "walk" algorithm: root-to-leaf walks of eight trees interleaved without a branch on the
-data (kernel: ``src/quickscorer/_walk.pyx`` and ``walk.h``).
+data (kernel: ``src/quickscorer/algorithms/_walk.pyx`` and ``walk.h``).
 
 Where QuickScorer pays for every false node of every tree, a walk pays for the nodes on the
 path: on LightGBM's leaf-wise trees most rows leave by a short path (3.5 nodes a tree on
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _walk
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
+from . import _walk
 from .base import Algorithm
 from .cpu import env_int, l2_cache_bytes
 from .nodes import coded_categorical, codes_going_left, node_levels
@@ -359,7 +359,7 @@ class Walk(Algorithm):
         if self.complete:
             kind = f"complete trees{' (float32)' if self.layout.cfloat else ''}"
             if self.layout.slot_values is None:       # leaves stored, then summed
-                return f"{kind}, eight trees at a time, two rows together through the " \
+                return f"{kind}, eight trees at a time, two rows together through the "\
                        f"low-latency entry"
             return (f"{kind}, leaf values added group by group, one row sixteen trees at a "
                     f"time where two groups share a depth (else eight), two rows together "

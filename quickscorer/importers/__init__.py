@@ -2,8 +2,10 @@
 through :func:`~quickscorer.ir.build_tree` (which validates and renumbers every tree);
 :func:`quickscorer.load` detects the format and calls one of them.
 
-- ``lightgbm``: LightGBM text models (file, string, ``Booster``);
-- ``xgboost``: XGBoost JSON and UBJSON models (file, bytes, dict, ``Booster``);
+- ``lightgbm``: LightGBM text models (file, string, ``Booster``), parsed in C by
+  ``_lgbtext``;
+- ``xgboost``: XGBoost JSON and UBJSON models (file, bytes, dict, ``Booster``), JSON parsed
+  in C by ``_xgbjson`` (both on the growable buffers of ``parse_buf.h``);
 - ``ubjson``: a UBJSON decoder; ``xgboost_binary``: XGBoost's legacy binary format;
 - ``catboost``: CatBoost models (JSON export, ``.cbm``, model object): trees and features;
 - ``catboost_cbm``: the ``.cbm`` file's FlatBuffers tables as the JSON export's document;

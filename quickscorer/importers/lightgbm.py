@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import _lgbtext
 from ..errors import ModelFormatError
 from ..ir.ensemble import (
     MAX_CATEGORY,
@@ -31,6 +30,7 @@ from ..ir.ensemble import (
     Tree,
     build_tree,
 )
+from . import _lgbtext
 
 __all__ = ["load_lightgbm", "looks_like_lightgbm_text", "parse_fast", "parse_reference"]
 

@@ -31,10 +31,9 @@ try:            # a faster JSON parser, where installed (a dependency of the pac
 except ImportError:  # pragma: no cover - the json module does the same, slower
     orjson = None
 
-from .. import _build as _walks
-from .. import _xgbjson
 from .._transforms import xgb_prob_to_margin
 from ..errors import ModelFormatError
+from ..ir import _build as _walks
 from ..ir.ensemble import (
     MAX_CATEGORY,
     MAX_NODES_PER_TREE,
@@ -43,6 +42,7 @@ from ..ir.ensemble import (
     PackedTrees,
     build_tree,
 )
+from . import _xgbjson
 from .lightgbm import map_model_file
 from .ubjson import decode_ubjson
 from .xgboost_binary import decode_xgboost_binary, looks_like_xgboost_binary
@@ -290,7 +290,7 @@ def _int_param(obj: dict, key: str, where: str, default: int | None = None,
     try:
         val = int(str(raw).strip())
     except ValueError:
-        raise ModelFormatError(f"{where}: field '{key}' = {str(raw)[:40]!r} is not an integer") \
+        raise ModelFormatError(f"{where}: field '{key}' = {str(raw)[:40]!r} is not an integer")\
             from None
     if not lo <= val <= hi:
         raise ModelFormatError(f"{where}: field '{key}' = {val} is outside [{lo}, {hi}]")
@@ -602,7 +602,7 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
     whole = {name: arrays[name] for name in ("left_children", "right_children",
                                               "split_indices", "default_left")}
     for arr in whole.values():
-        if not np.isfinite(arr).all() or (arr != np.trunc(arr)).any() \
+        if not np.isfinite(arr).all() or (arr != np.trunc(arr)).any()\
                 or (np.abs(arr) > 2.0**62).any():
             return None
     left = whole["left_children"].astype(np.int64)

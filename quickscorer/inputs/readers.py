@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import _rowparse
 from ..errors import InputError
+from . import _rowparse
 from .arrays import category_number
 from .chunks import (
     BLOCK_BYTES,
@@ -374,7 +374,7 @@ class _ArrowReader(Reader):
         """A record batch (of the wanted columns, in the file's order) as a Chunk."""
         pa = self._pa
         n = batch.num_rows
-        X = np.empty((n, self.n_features), np.float64) if self._complete else \
+        X = np.empty((n, self.n_features), np.float64) if self._complete else\
             np.zeros((n, self.n_features), np.float64)      # features the model does not read
         by_name = {name: batch.column(i) for i, name in enumerate(batch.schema.names)}
         values, features = [], []

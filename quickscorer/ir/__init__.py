@@ -3,9 +3,11 @@
 - ``ensemble``: :class:`Ensemble`, :class:`Tree`, :class:`LinearLeaves` and
   :func:`build_tree`, which validates an imported tree and renumbers it canonically
   (internal nodes breadth-first, leaves left to right, ``x <= threshold`` goes left);
+- ``_build``: that validation and renumbering in C, and the parse buffers the C parsers
+  share;
 - ``float32``: float32 comparisons as float64 thresholds, and back;
 - ``matrices``: the paper's L, R, P and d of a tree shape;
-- ``ctr``: CatBoost's CTR features, computed from a row before its trees;
+- ``ctr``: CatBoost's CTR features, computed from a row before its trees (``_ctr`` in C);
 - ``cityhash``: CityHash64 and CatBoost's category hash;
 - ``reference``: a slow numpy traversal that states ``docs/semantics.md`` independently of
   the kernels, the oracle of the tests.

@@ -14,7 +14,7 @@ states the rules; the importer (``importers/catboost.py``) builds the stage from
 JSON.
 
 The stage runs on the rows as the model's inputs give them (:meth:`CtrFeatures.apply`, in C:
-``src/quickscorer/_ctr.pyx``): a categorical column holds a category number (text columns:
+``src/quickscorer/ir/_ctr.pyx``): a categorical column holds a category number (text columns:
 the place of the text in sorted order; integer columns: the integer), as
 ``Ensemble.category_labels`` numbers them.
 """
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _ctr
 from ..errors import InputError, ModelFormatError
+from . import _ctr
 from .cityhash import category_hash
 
 #: the multiplier of CatBoost's projection hash

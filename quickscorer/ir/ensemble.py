@@ -21,9 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import _build
 from ..errors import ModelFormatError
-from . import matrices
+from . import _build, matrices
 from .ctr import CtrFeatures
 
 #: missing types of a numerical node (LightGBM's ``(decision_type >> 2) & 3``)
@@ -245,7 +244,7 @@ def build_tree(
 
     # Breadth-first from the root numbers the internal nodes and proves every node is
     # reached exactly once; the in-order position of each node's first leaf numbers the
-    # leaves left to right (both walks in C, quickscorer/_build.pyx).
+    # leaves left to right (both walks in C, src/quickscorer/ir/_build.pyx).
     bfs, first, problem, bad_node = _build.canonical_order(
         np.ascontiguousarray(left), np.ascontiguousarray(right), int(root),
         np.ascontiguousarray(is_leaf).view(np.uint8))

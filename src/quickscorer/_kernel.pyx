@@ -1,7 +1,7 @@
 # cython: language_level=3
 """The row loops and argument checks every exit-leaf kernel shares (declared in _kernel.pxd).
 
-A kernel module (``_traversal``, ``_quickscorer``, ``_arith``) only builds a :class:`Layout`
+A kernel module (``_traversal``, ``_qs``, ``_arithmetic``) only builds a :class:`Layout`
 whose ``exits`` function finds the exit leaf of every tree for one converted row and passes
 each to ``emit``. The loops here convert each row (``load_row``), set its scores to the base
 scores and call it; ``emit`` either stores the leaves or adds the leaf values in tree order in

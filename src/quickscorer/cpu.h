@@ -1,4 +1,4 @@
-/* Run-time CPU detection, shared by the SIMD kernels (vqs.h, rapidscorer_scan.h and the headers that include them).
+/* Run-time CPU detection, shared by the SIMD kernels (vqs.h, rapidscorer/scan.h and the headers that include them).
  *
  * The kernels are compiled for every instruction set with target attributes (CPU_TARGET), not
  * with -march, and pick a path at run time: cpu_best_isa() gives the widest the CPU has,
@@ -121,7 +121,7 @@ static inline int cpu_isa_available(int isa) { return isa == CPU_ISA_SCALAR; }
 
 /* whether the CPU runs a 512-bit operation as two 256-bit halves: AMD family 0x19 with
  * AVX-512 (Zen 4). There an AVX-512 loop is no wider than an AVX2 loop of two registers, and
- * may cost more (rapidscorer_levels.h's level walk: 10% to 22% more time). */
+ * may cost more (rapidscorer/levels.h's level walk: 10% to 22% more time). */
 #if CPU_HAVE_X86
 #include <cpuid.h>
 static inline int cpu_splits_512(void)
