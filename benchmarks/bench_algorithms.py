@@ -15,19 +15,16 @@ batches 1 to 10,000, the shared datasets); training its models takes a while the
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import quickscorer
+from benchmarks import workloads as W
+
 pytest.importorskip("pytest_benchmark")
 lgb = pytest.importorskip("lightgbm")
 
-import workloads as W  # noqa: E402
-
-import quickscorer  # noqa: E402
 
 FULL = os.environ.get("QUICKSCORER_BENCH_FULL", "") not in ("", "0")
 SHAPES = ([(t, n) for t in (100, 1000, 10_000) for n in (16, 64, 256)] if FULL

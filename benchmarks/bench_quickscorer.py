@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import quickscorer
+
 lightgbm = pytest.importorskip("lightgbm")
 pytest.importorskip("pytest_benchmark")
 
-import quickscorer  # noqa: E402
 
 CACHE = Path(__file__).resolve().parent / "cache"
 MODEL_FILE = CACHE / "ltr_1000x64_136.txt"

@@ -7,9 +7,9 @@ of the prepared model, and whether each engine's scores agree with the source li
 
 Examples::
 
-    python benchmarks/compare.py                                  # 1,000 trees x 64 leaves
-    python benchmarks/compare.py --trees 100,1000,10000 --batch 10000 --plot
-    python benchmarks/compare.py --model my_model.txt --batch 1,100,10000 --threads 2
+    python -m benchmarks.compare                                  # 1,000 trees x 64 leaves
+    python -m benchmarks.compare --trees 100,1000,10000 --batch 10000 --plot
+    python -m benchmarks.compare --model my_model.txt --batch 1,100,10000 --threads 2
 
 The XGBoost engine cannot read a LightGBM model: it scores an XGBoost model of the same shape
 (same data, lossguide trees with the same number of leaves), next to this library scoring that
@@ -24,12 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import engines as E
+from benchmarks import workloads as W
 from quickscorer.bench import call_slices, interleaved, per_document
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import engines as E
-import workloads as W
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -167,7 +164,7 @@ def run(args) -> str:
                         (n_trees, us))
 
     header = (f"Machine: {machine()}\n"
-              f"Command: python benchmarks/compare.py {' '.join(sys.argv[1:])}\n"
+              f"Command: python -m benchmarks.compare {' '.join(sys.argv[1:])}\n"
               f"Threads per engine: {args.threads}; median of {args.repeat} runs after a "
               f"warm-up; at least {args.min_rows} rows per run\n\n"
               "| workload | batch | engine | model | us/doc | speed-up vs lightgbm | "

@@ -1,7 +1,7 @@
 """Time to load a model, ours against the training library's own load of the same file.
 
-    python benchmarks/load_time.py                       # 100 / 1,000 / 20,000 trees, both
-    python benchmarks/load_time.py --trees 1000 --repeat 7 --libraries xgboost
+    python -m benchmarks.load_time                       # 100 / 1,000 / 20,000 trees, both
+    python -m benchmarks.load_time --trees 1000 --repeat 7 --libraries xgboost
 
 In one process, interleaved, ``--repeat`` rounds: ``quickscorer.load(path)`` (read and
 validate; layouts are built on first use), the same with ``prepare=("rapidscorer",)`` (what a
@@ -17,38 +17,15 @@ values).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
 
+from benchmarks.workloads import prefix, repeated, xgb_variant
 from quickscorer.bench import interleaved
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-from memory import prefix, repeated  # noqa: E402
-
-
-def xgb_variant(src: Path, n: int, dst: Path) -> Path:
-    """An XGBoost JSON model of ``n`` trees: the first ones of ``src``, or its trees repeated."""
-    if dst.exists():
-        return dst
-    doc = json.loads(src.read_text())
-    model = doc["learner"]["gradient_booster"]["model"]
-    trees, info = model["trees"], model["tree_info"]
-    reps = -(-n // len(trees))
-    new = []
-    for i in range(n):
-        tree = dict(trees[i % len(trees)])
-        tree["id"] = i
-        new.append(tree)
-    model["trees"] = new
-    model["tree_info"] = (info * reps)[:n]
-    model["gbtree_model_param"]["num_trees"] = str(n)
-    model["iteration_indptr"] = list(range(n + 1))
-    dst.write_text(json.dumps(doc))
-    return dst
 
 
 def main(argv=None) -> int:
@@ -57,9 +34,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--libraries", default="lightgbm,xgboost")
     args = p.parse_args(argv)
-    import workloads as W
-
     import quickscorer
+    from benchmarks import workloads as W
     from quickscorer.bench import machine
 
     print(machine())

@@ -10,8 +10,8 @@ Cython gives its functions (which spell the module's dotted name) are read as th
 
     mkdir /tmp/before && cp --parents $(find quickscorer -name "*.so") /tmp/before/
     python setup.py build_ext --inplace          # the build after the change
-    python benchmarks/machine_code.py /tmp/before/quickscorer quickscorer --renamed qs_walk=walk
-    python benchmarks/machine_code.py /tmp/before/quickscorer quickscorer \
+    python -m benchmarks.machine_code /tmp/before/quickscorer quickscorer --renamed qs_walk=walk
+    python -m benchmarks.machine_code /tmp/before/quickscorer quickscorer \
         --module quickscorer._walk=quickscorer.algorithms._walk
 """
 from __future__ import annotations

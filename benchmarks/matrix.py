@@ -36,9 +36,9 @@ ONNX Runtime and Intel oneDAL (on LightGBM and XGBoost models). Compiled peers a
 ``cache/compiled/``; ``--compile-limit`` skips compiling models with more nodes than it,
 whose compilation takes too long here, and says so.
 
-    python benchmarks/matrix.py                       # the default matrix (long: trains, compiles)
-    python benchmarks/matrix.py --shapes full-uniform-1000x64 --batch 100,10000 --threads 1,2
-    python benchmarks/matrix.py --shapes ltr-1000x64 --batch queries --threads 1
+    python -m benchmarks.matrix                       # the default matrix (long: trains, compiles)
+    python -m benchmarks.matrix --shapes full-uniform-1000x64 --batch 100,10000 --threads 1,2
+    python -m benchmarks.matrix --shapes ltr-1000x64 --batch queries --threads 1
 
 ``--batch queries`` scores a call per query, the queries sized as the shared ranking data's
 (1 to 27 documents, mean 15), as a ranking service does.
@@ -57,11 +57,9 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import compare as C
-import engines as E
-import workloads as W
+from benchmarks import compare as C
+from benchmarks import engines as E
+from benchmarks import workloads as W
 
 DEFAULT_SHAPES = ",".join([
     "full-uniform-1000x8", "full-uniform-1000x31", "full-uniform-1000x64",
@@ -222,7 +220,7 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else C.RESULTS / f"matrix-{stamp}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"Machine: {C.machine()}; instruction sets: {cpu_flags()}",
-             "Command: python benchmarks/matrix.py "
+             "Command: python -m benchmarks.matrix "
              + " ".join(sys.argv[1:] if argv is None else argv),
              f"Median of {args.repeat} interleaved runs after a warm-up, at least "
              f"{args.min_rows} rows per run ({args.min_rows // 5} calls at batch 1).", "",

@@ -1,7 +1,7 @@
 """Resident memory of a loaded model, ours against the training library, each in a fresh process.
 
-    python benchmarks/memory.py                                  # 100 / 1,000 / 20,000 trees x 64
-    python benchmarks/memory.py --trees 1000 --leaves 64 --engines quickscorer,lightgbm
+    python -m benchmarks.memory                                  # 100 / 1,000 / 20,000 trees x 64
+    python -m benchmarks.memory --trees 1000 --leaves 64 --engines quickscorer,lightgbm
 
 Per model and engine, a new Python process imports the engine, collects garbage and trims the
 heap (``malloc_trim(0)``), reads its resident set (``/proc/self/statm``), loads the model and
@@ -31,15 +31,15 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import re
 import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from benchmarks.engines import compiled_path
+from benchmarks.workloads import prefix, repeated, xgb_variant
 
-from engines import compiled_path  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 ENGINES = ("quickscorer", "quickscorer-auto", "lightgbm", "lleaves")
 XGB_ENGINES = ("quickscorer", "quickscorer-auto", "xgboost")
@@ -96,33 +96,6 @@ print(json.dumps(out))
 """
 
 
-def repeated(src: Path, copies: int, dst: Path) -> Path:
-    """A LightGBM text model holding the trees of ``src`` ``copies`` times."""
-    if dst.exists():
-        return dst
-    text = src.read_text()
-    head, rest = text.split("\nTree=0\n", 1)
-    trees_text, tail = rest.split("\nend of trees", 1)
-    blocks = ("Tree=0\n" + trees_text).split("\n\n\n")
-    blocks = [b.strip("\n") for b in blocks if b.strip()]
-    out = []
-    for c in range(copies):
-        for i, b in enumerate(blocks):
-            out.append(re.sub(r"^Tree=\d+", f"Tree={c * len(blocks) + i}", b))
-    head = re.sub(r"\ntree_sizes=[^\n]*", "", head)
-    dst.write_text(head + "\n\n" + "\n\n\n".join(out) + "\n\n\nend of trees" + tail)
-    return dst
-
-
-def prefix(src: Path, n: int, dst: Path) -> Path:
-    """The first ``n`` trees of ``src`` as a model file."""
-    if dst.exists():
-        return dst
-    import lightgbm as lgb
-    lgb.Booster(model_file=str(src)).save_model(str(dst), num_iteration=n)
-    return dst
-
-
 def compile_lleaves(path: Path) -> Path:
     """The compiled lleaves object of a model file, compiled into the benchmark cache once."""
     cached = compiled_path(path, ".lleaves.o")
@@ -144,7 +117,7 @@ def main(argv=None) -> int:
     p.add_argument("--lleaves-max-trees", type=int, default=1000,
                    help="measure lleaves on LightGBM models of at most this many trees")
     args = p.parse_args(argv)
-    import workloads as W
+    from benchmarks import workloads as W
 
     base = W.full(1000, args.leaves).lgb_path
     cache = Path(base).parent
@@ -152,7 +125,6 @@ def main(argv=None) -> int:
           f"{platform.python_version()}; resident / peak added, MiB (fresh process each)")
     print("| model | engine | resident | peak | peak / resident | held (numpy) |")
     print("| --- | --- | ---: | ---: | ---: | ---: |")
-    from load_time import xgb_variant
     wanted = set(args.engines.split(","))
     lgb_engines = [e for e in ENGINES if e in wanted]
     for lib in args.libraries.split(","):

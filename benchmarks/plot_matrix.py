@@ -1,7 +1,7 @@
 """Draw a result page's speed matrix: each cell's ratio to its fastest peer, the default path
 and the AVX2 path side by side, against the 3x line.
 
-    python benchmarks/plot_matrix.py benchmarks/reports/epyc-zen3-avx2.md
+    python -m benchmarks.plot_matrix benchmarks/reports/epyc-zen3-avx2.md
 
 Reads the page's table whose header starts ``| model | rows a call | fastest peer |`` (the
 format of every page in ``reports/``: model, rows, peer, the peer's us/doc, ours, ratio, ours
@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from plots import pyplot, save_png
+from benchmarks.plots import pyplot, save_png
 
 HEADER = "| model | rows a call | fastest peer |"
 BATCHES = ("1", "100", "10,000", "queries")

@@ -11,8 +11,8 @@ Two ways a service uses the cores, both timed here with the same engines as ``ma
   scoring service do. The figure is wall time over all documents scored, so it only drops
   with more callers where the engine releases the GIL and its calls do not serialise.
 
-    python benchmarks/scaling.py --shapes full-uniform-1000x64 --threads 1,2,4,8,16 --callers 16
-    python benchmarks/scaling.py --plot-from reports/scaling-table.md   # redraw a saved table
+    python -m benchmarks.scaling --shapes full-uniform-1000x64 --threads 1,2,4,8,16 --callers 16
+    python -m benchmarks.scaling --plot-from reports/scaling-table.md   # redraw a saved table
 
 Microseconds per document (wall time / documents; lower is better), each engine's speed-up
 over its own 1-thread figure, and each engine against the fastest peer of the same row.
@@ -32,14 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import compare as C
+from benchmarks import engines as E
+from benchmarks import matrix as M
+from benchmarks.plots import pyplot, save_png
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import compare as C
-import engines as E
-import matrix as M
-from plots import pyplot, save_png
 
 
 def time_callers(engines, X: np.ndarray, n_callers: int, batch: int, calls: int,
@@ -176,7 +173,7 @@ def main(argv=None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = [f"Machine: {C.machine()}; {os.cpu_count()} logical CPUs; instruction sets: "
              f"{M.cpu_flags()}",
-             f"Command: python benchmarks/scaling.py "
+             f"Command: python -m benchmarks.scaling "
              f"{' '.join(sys.argv[1:] if argv is None else argv)}",
              f"Median of {args.repeat} interleaved runs. threads=k: one caller, {args.batch} "
              f"rows per call, k threads per call; callers=c: c Python threads sharing one "

@@ -1,9 +1,9 @@
 """Scoring files end to end: ``quickscorer score`` against reading with scikit-learn and scoring
 with LightGBM, its resident memory as the input grows, and Parquet against rows in memory.
 
-    python benchmarks/score_files.py                   # all three parts (about 5 minutes)
-    python benchmarks/score_files.py --parts pipeline,parquet --rounds 5
-    python benchmarks/score_files.py --big-mb 500      # a smaller "big" input for memory
+    python -m benchmarks.score_files                   # all three parts (about 5 minutes)
+    python -m benchmarks.score_files --parts pipeline,parquet --rounds 5
+    python -m benchmarks.score_files --big-mb 500      # a smaller "big" input for memory
 
 The model is a LightGBM lambdarank model of 1,000 trees x 31 leaves trained on the shared
 ranking data (``workloads.shared("shared-rank", 1000, 31)``); the rows are the shared
@@ -35,16 +35,15 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import workloads
+from quickscorer import load
+from quickscorer.batch import score_file
+from quickscorer.bench import interleaved, machine
+from quickscorer.inputs.files import read_libsvm
+from quickscorer.progress import Progress
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 
-import workloads  # noqa: E402
-
-from quickscorer import load  # noqa: E402
-from quickscorer.batch import score_file  # noqa: E402
-from quickscorer.bench import interleaved, machine  # noqa: E402
-from quickscorer.inputs.files import read_libsvm  # noqa: E402
-from quickscorer.progress import Progress  # noqa: E402
 
 N_FEATURES = 301
 

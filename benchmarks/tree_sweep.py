@@ -1,9 +1,9 @@
 """Time per document against the number of trees, on prefixes of one model: does the cost
 grow linearly?
 
-    python benchmarks/tree_sweep.py                        # full-uniform 20,000 x 64
-    python benchmarks/tree_sweep.py --trees 1000,5000,20000 --rows 4000 --repeat 5
-    python benchmarks/tree_sweep.py --trees 1000,20000 --slices --no-lightgbm
+    python -m benchmarks.tree_sweep                        # full-uniform 20,000 x 64
+    python -m benchmarks.tree_sweep --trees 1000,5000,20000 --rows 4000 --repeat 5
+    python -m benchmarks.tree_sweep --trees 1000,20000 --slices --no-lightgbm
 
 The model of the largest tree count is trained once (``workloads.full``); each smaller count
 is its first trees (what a shorter training makes: boosting is sequential and seeded), built
@@ -21,15 +21,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-from pathlib import Path
 
+from benchmarks import compare as C
+from benchmarks import workloads as W
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import compare as C
-import workloads as W
 
 
 def main(argv=None) -> int:

@@ -14,6 +14,7 @@ Nothing here is committed: models go to ``benchmarks/cache/`` (git-ignored).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass
@@ -463,3 +464,53 @@ def hist_gb(n_trees: int, n_leaves: int, kind: str = "uniform",
         tmp.replace(path)
     return Workload(f"hgb-{kind}-{n_trees}x{n_leaves}", path, None,
                     matrix_rows(kind, n_rows, seed=13), n_trees, n_leaves, source="sklearn")
+
+
+# ---- models of another number of trees, made from a cached one (load time, memory) ----
+
+def repeated(src: Path, copies: int, dst: Path) -> Path:
+    """A LightGBM text model holding the trees of ``src`` ``copies`` times."""
+    if dst.exists():
+        return dst
+    text = src.read_text()
+    head, rest = text.split("\nTree=0\n", 1)
+    trees_text, tail = rest.split("\nend of trees", 1)
+    blocks = ("Tree=0\n" + trees_text).split("\n\n\n")
+    blocks = [b.strip("\n") for b in blocks if b.strip()]
+    out = []
+    for c in range(copies):
+        for i, b in enumerate(blocks):
+            out.append(re.sub(r"^Tree=\d+", f"Tree={c * len(blocks) + i}", b))
+    head = re.sub(r"\ntree_sizes=[^\n]*", "", head)
+    dst.write_text(head + "\n\n" + "\n\n\n".join(out) + "\n\n\nend of trees" + tail)
+    return dst
+
+
+def prefix(src: Path, n: int, dst: Path) -> Path:
+    """The first ``n`` trees of ``src`` as a model file."""
+    if dst.exists():
+        return dst
+    import lightgbm as lgb
+    lgb.Booster(model_file=str(src)).save_model(str(dst), num_iteration=n)
+    return dst
+
+
+def xgb_variant(src: Path, n: int, dst: Path) -> Path:
+    """An XGBoost JSON model of ``n`` trees: the first ones of ``src``, or its trees repeated."""
+    if dst.exists():
+        return dst
+    doc = json.loads(src.read_text())
+    model = doc["learner"]["gradient_booster"]["model"]
+    trees, info = model["trees"], model["tree_info"]
+    reps = -(-n // len(trees))
+    new = []
+    for i in range(n):
+        tree = dict(trees[i % len(trees)])
+        tree["id"] = i
+        new.append(tree)
+    model["trees"] = new
+    model["tree_info"] = (info * reps)[:n]
+    model["gbtree_model_param"]["num_trees"] = str(n)
+    model["iteration_indptr"] = list(range(n + 1))
+    dst.write_text(json.dumps(doc))
+    return dst

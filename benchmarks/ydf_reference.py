@@ -12,27 +12,22 @@ form, so YDF pays no conversion) and our default ``predict`` on the same float32
 calls of the batch size, one thread each (the result ``model.benchmark`` returns holds its
 single-thread time only).
 
-    python benchmarks/ydf_reference.py                          # 1,000 trees, depth 7
-    python benchmarks/ydf_reference.py --data heavy --depth 6 --batch 1,100,10000
-    python benchmarks/ydf_reference.py --engines all            # every YDF engine that can
+    python -m benchmarks.ydf_reference                          # 1,000 trees, depth 7
+    python -m benchmarks.ydf_reference --data heavy --depth 6 --batch 1,100,10000
+    python -m benchmarks.ydf_reference --engines all            # every YDF engine that can
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import compare as C
+from benchmarks import workloads as W
 from quickscorer.bench import Measured, interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import compare as C
-import workloads as W
 
 
 def train_ydf(data: str, trees: int, depth: int):

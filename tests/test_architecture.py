@@ -11,6 +11,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 import quickscorer
 
 PACKAGE = Path(quickscorer.__file__).parent
@@ -238,3 +240,31 @@ def test_every_switch_the_code_reads_is_documented():
     rows = {m for line in docs.splitlines() if line.startswith("| `QUICKSCORER_")
             for m in switch.findall(line.split("|")[1])}
     assert len(read) > 15 and read - rows == set(), sorted(read - rows)
+
+
+def test_the_benchmarks_are_a_package_that_edits_no_import_path():
+    """Each module of benchmarks/ imports as ``benchmarks.<name>`` from the repository's root
+    (its scripts run as ``python -m benchmarks.matrix``), none of benchmarks/ or tests/ edits
+    sys.path, and a module fails to import only for want of a third-party package."""
+    bench = ROOT / "benchmarks"
+    if not (bench / "__init__.py").exists():
+        pytest.skip("benchmarks/ is not part of this tree (an unpacked sdist)")
+    edits = [f"{p.relative_to(ROOT)}:{n}" for top in (bench, ROOT / "tests")
+             for p in top.rglob("*.py")
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\bsys\.path\.(insert|append)\(", line)
+             and p.name != "test_architecture.py"]
+    assert edits == [], edits
+    modules = [".".join(p.relative_to(ROOT).with_suffix("").parts)
+               for p in sorted(bench.rglob("*.py")) if p.name != "__init__.py"]
+
+    def fresh(module: str):
+        run = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True,
+                             text=True, timeout=300, cwd=ROOT)
+        return module, run.returncode, run.stderr[-400:]
+
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(fresh, modules))
+    missing = re.compile(r"ModuleNotFoundError: No module named '(?!benchmarks|quickscorer)")
+    failed = [r for r in results if r[1] != 0 and not missing.search(r[2])]
+    assert len(modules) > 40 and failed == [], failed

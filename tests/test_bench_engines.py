@@ -2,18 +2,13 @@
 library, so a broken engine cannot produce a fast number. Small models, seconds."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-
-import engines as E
-import matrix as M
-import workloads as W
-from compare import agreement, time_engines
+from benchmarks import engines as E
+from benchmarks import matrix as M
+from benchmarks import workloads as W
+from benchmarks.compare import agreement, time_engines
 
 lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
 xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -18,12 +17,7 @@ pytest.importorskip("mlserver", reason="the serve extra (MLServer) is not instal
 from mlserver import types
 from mlserver.settings import ModelSettings
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "serving"))
-
-import floor_runtime
-import inside
-import load
-import timed_runtime
+from benchmarks.serving import floor_runtime, inside, load, timed_runtime
 
 BUSY = "import time\nend = time.process_time() + {s}\nwhile time.process_time() < end: pass\n"
 

@@ -3,19 +3,13 @@ YDF's trees as an XGBoost JSON document: that document must score as YDF does, m
 included, or the comparison would not be of the same model."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 import quickscorer
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from benchmarks import ydf_reference as Y
 
 ydf = pytest.importorskip("ydf", reason="the test extra installs ydf")
-
-import ydf_reference as Y  # noqa: E402
 
 
 def _dataset(X):

@@ -2,7 +2,7 @@
 same model and rows: what a kernel change did, with the machine's drift spread over both.
 
     git worktree add /tmp/before <rev> && (cd /tmp/before && python setup.py build_ext --inplace)
-    python benchmarks/experiments/builds_ab.py --before /tmp/before \
+    python -m benchmarks.experiments.builds_ab --before /tmp/before \
         --shapes xgb-depth9-uniform-1000 --rows 100,10000 --rounds 4
 
 Each round runs the before build, then this checkout, each in its own process (``PYTHONPATH``
@@ -22,10 +22,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
 CHILD = r"""
-import sys, time
+import time
 import numpy as np
-sys.path.insert(0, {bench!r})
-import quickscorer as qs, matrix
+import quickscorer as qs
+from benchmarks import matrix
 wl = matrix.workload({shape!r}, max({rows}, 2000))
 model = qs.load(str(wl.lgb_path or wl.xgb_path))
 X = np.ascontiguousarray(wl.X[:{rows}])
@@ -45,11 +45,11 @@ print(best)
 
 
 def one_run(root: Path, shape: str, rows: int, seconds: float) -> float:
-    env = dict(os.environ, PYTHONPATH=str(root), OMP_NUM_THREADS="1",
+    # that build's quickscorer first, this checkout's benchmarks package after it
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join((str(root), str(ROOT))), OMP_NUM_THREADS="1",
                QUICKSCORER_BENCH_CACHE=os.environ.get("QUICKSCORER_BENCH_CACHE",
                                                       str(ROOT / "benchmarks" / "cache")))
-    code = CHILD.format(bench=str(ROOT / "benchmarks"), shape=shape, rows=rows,
-                        seconds=seconds)
+    code = CHILD.format(shape=shape, rows=rows, seconds=seconds)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd="/")
     if out.returncode != 0:

@@ -2,9 +2,9 @@
 kernel it chooses) against CatBoost's own ``predict`` on the same rows, interleaved, one
 thread (``--threads``: as many for each), with the CTR stage's share of our time.
 
-    python benchmarks/experiments/catboost_ctr.py
-    python benchmarks/experiments/catboost_ctr.py --trees 300 --depth 8 --batch 1,100,10000
-    python benchmarks/experiments/catboost_ctr.py --batch 10000 --threads 2
+    python -m benchmarks.experiments.catboost_ctr
+    python -m benchmarks.experiments.catboost_ctr --trees 300 --depth 8 --batch 1,100,10000
+    python -m benchmarks.experiments.catboost_ctr --batch 10000 --threads 2
 
 The model (cached in ``cache/``): CatBoost regression on the matrix's ``uniform`` rows of 136
 columns plus ``--categorical`` integer columns of ``--values`` categories each, every one a
@@ -15,18 +15,15 @@ Scores are checked equal first.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.experiments.catboost_one_hot import arguments, frame, print_table, rows, trained
+from quickscorer.bench import machine
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
-from catboost_one_hot import arguments, frame, print_table, rows, trained  # noqa: E402
-
-from quickscorer.bench import machine  # noqa: E402
 
 
 def model(trees: int, depth: int, n_cat: int, values: int):

@@ -2,8 +2,8 @@
 ``oblivious`` kernel, whose levels may test a category) against ``rapidscorer`` and CatBoost's
 own ``predict`` on the same rows, interleaved, one thread (``--threads``: as many for each).
 
-    python benchmarks/experiments/catboost_one_hot.py
-    python benchmarks/experiments/catboost_one_hot.py --trees 300 --depth 8 --batch 100,10000
+    python -m benchmarks.experiments.catboost_one_hot
+    python -m benchmarks.experiments.catboost_one_hot --trees 300 --depth 8 --batch 100,10000
 
 The model (cached in ``cache/``): CatBoost regression on the matrix's ``uniform`` rows of 136
 columns plus ``--categorical`` integer columns of ``--values`` categories each, all one-hot
@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import workloads as W
+from quickscorer.algorithms.oblivious import oblivious_arrays
+from quickscorer.bench import call_slices, interleaved, machine, per_document
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
-import workloads as W  # noqa: E402
-
-from quickscorer.algorithms.oblivious import oblivious_arrays  # noqa: E402
-from quickscorer.bench import call_slices, interleaved, machine, per_document  # noqa: E402
 
 
 def frame(X: np.ndarray, cats: np.ndarray):

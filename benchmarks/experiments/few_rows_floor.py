@@ -17,7 +17,7 @@ interleaved rounds, Python's call included). Where the floor of every family is 
 than a peer's time, no choice among these kernels reaches a ratio over that peer: the
 command below on YDF's model is how ``docs/benchmarks.md`` bounds the few-row target.
 
-    python benchmarks/experiments/few_rows_floor.py --shapes ydf-uniform-d7,full-uniform-1000x64
+    python -m benchmarks.experiments.few_rows_floor --shapes ydf-uniform-d7,full-uniform-1000x64
 
 Needs models whose trees have at most 64 leaves (the walks run where the walk lays the trees
 out complete: depth at most 8), rows without NaN, and no zero-as-missing split where the rows
@@ -35,15 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import compare as C
+from benchmarks.experiments.walk_groups_floor import expanded
+from benchmarks.tuning import small_calls as S
+
 HERE = Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src"
-sys.path.insert(0, str(HERE.parent))   # benchmarks/
-sys.path.insert(0, str(HERE.parent / "tuning"))
-sys.path.insert(0, str(HERE))
 
-import compare as C  # noqa: E402
-import small_calls as S  # noqa: E402
-from walk_groups_floor import expanded  # noqa: E402
 
 SIZES = (4, 8, 16)
 VARIANTS = ("walk_pairs", "walk_by_group", "vqs_scan", "vqs_scan512", "row_scans")

@@ -2,10 +2,10 @@
 a CatBoost model of oblivious trees, against the default ``predict`` and CatBoost's own on the
 same rows.
 
-    python benchmarks/experiments/oblivious_floor.py                      # cb-d6-uniform-1000
-    python benchmarks/experiments/oblivious_floor.py --depth 8 --trees 300 --kind heavy --rounds 9
-    python benchmarks/experiments/oblivious_floor.py --count-max 0,16,32,48,64
-    python benchmarks/experiments/oblivious_floor.py --leaf-block 0,16384,32768 \
+    python -m benchmarks.experiments.oblivious_floor                      # cb-d6-uniform-1000
+    python -m benchmarks.experiments.oblivious_floor --depth 8 --trees 300 --kind heavy --rounds 9
+    python -m benchmarks.experiments.oblivious_floor --count-max 0,16,32,48,64
+    python -m benchmarks.experiments.oblivious_floor --leaf-block 0,16384,32768 \
         --block-groups 1,4,8,16
 
 ``--count-max`` builds the program once per value of ``OBL_COUNT_MAX`` (the most thresholds
@@ -23,21 +23,19 @@ from __future__ import annotations
 import argparse
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import workloads as W
+from quickscorer.algorithms.oblivious import oblivious_arrays
+from quickscorer.bench import machine
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent))
 
-import workloads as W  # noqa: E402
-
-from quickscorer.algorithms.oblivious import oblivious_arrays  # noqa: E402
-from quickscorer.bench import machine  # noqa: E402
 
 
 def write_arrays(path: Path, model, X: np.ndarray) -> tuple[int, int]:

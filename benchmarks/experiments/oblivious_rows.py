@@ -3,8 +3,8 @@ search, then 8 trees' leaves a register and their values added in order) against
 32 lanes holding the call's rows, and the one-row ``walk``, on CatBoost models; interleaved,
 one thread, the low-latency entry as ``predict`` calls it. Scores are checked equal first.
 
-    python benchmarks/experiments/oblivious_rows.py
-    python benchmarks/experiments/oblivious_rows.py --shapes cb-d6-uniform-1000 --rows 1,2,3
+    python -m benchmarks.experiments.oblivious_rows
+    python -m benchmarks.experiments.oblivious_rows --shapes cb-d6-uniform-1000 --rows 1,2,3
 
 The ``oblivious`` layout's ``row_call_max`` picks the path: calls of at most that many rows
 go row by row (the library's ``ROW_CALL_MAX``).
@@ -13,18 +13,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks import matrix
+from quickscorer.algorithms.oblivious import Oblivious
+from quickscorer.bench import interleaved, machine
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
-import matrix  # noqa: E402
-
-from quickscorer.algorithms.oblivious import Oblivious  # noqa: E402
-from quickscorer.bench import interleaved, machine  # noqa: E402
 
 
 def main(argv=None) -> int:

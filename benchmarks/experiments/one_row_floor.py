@@ -12,26 +12,24 @@ in C (``one_row_floor.c``) in the kernel's layout, in 16-byte records, and orien
 floor reads the rows as float32 (the counts use LightGBM models' float64 rows): it times the
 work, it does not score.
 
-    python benchmarks/experiments/one_row_floor.py \
+    python -m benchmarks.experiments.one_row_floor \
         --model benchmarks/cache/full_uniform_lgb_1000x31.txt
-    python benchmarks/experiments/one_row_floor.py --ydf heavy:7   # YDF's model (ydf_reference.py)
+    python -m benchmarks.experiments.one_row_floor --ydf heavy:7   # YDF's model (ydf_reference.py)
 """
 from __future__ import annotations
 
 import argparse
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))   # benchmarks/
-sys.path.insert(0, str(HERE.parent / "tuning"))
+from benchmarks import compare as C
+from benchmarks import workloads as W
 
-import compare as C  # noqa: E402
-import workloads as W  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 
 def _monotone_fit(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -113,7 +111,7 @@ def main(argv=None) -> int:
     from quickscorer.algorithms.qs.layout import quickscorer_arrays
 
     if args.ydf:
-        import ydf_reference as Y
+        from benchmarks import ydf_reference as Y
         data, depth = args.ydf.split(":")
         ens = quickscorer.load_ensemble(Y.as_xgboost_json(Y.train_ydf(data, 1000, int(depth))))
         name = f"YDF {data} max_depth {depth}"

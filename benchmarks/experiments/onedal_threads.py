@@ -3,8 +3,8 @@ CPU time of 10,000-row calls of oneDAL (``daal4py``) with its thread count set t
 then 1 again, in one process on one model, beside this library's default ``predict`` on one
 thread.
 
-    python benchmarks/experiments/onedal_threads.py
-    python benchmarks/experiments/onedal_threads.py --shape full-uniform-1000x255 --threads 1,16,1
+    python -m benchmarks.experiments.onedal_threads
+    python -m benchmarks.experiments.onedal_threads --shape full-uniform-1000x255 --threads 1,16,1
 
 Process CPU time over wall time is the cores a call kept busy: 1.00 is one thread. On the
 AVX-512 Xeon (benchmarks/reports/xeon-emerald-rapids-avx512.md) oneDAL's
@@ -16,14 +16,11 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-import engines as E
-import matrix as M
+from benchmarks import engines as E
+from benchmarks import matrix as M
 
 
 def timed(engine, X, calls: int) -> tuple[float, float]:

@@ -1,9 +1,9 @@
 """An operation count of one model on the default path: what each call size must do at the
 least, at this CPU's measured cost per operation, against what the default ``predict`` takes.
 
-    python benchmarks/experiments/op_count.py                          # full-uniform-1000x64
-    python benchmarks/experiments/op_count.py --shape ltr-1000x64 --rows 1,16,100,10000
-    perf record -F 2000 -o /tmp/perf.data python benchmarks/experiments/op_count.py --loop 10000
+    python -m benchmarks.experiments.op_count                          # full-uniform-1000x64
+    python -m benchmarks.experiments.op_count --shape ltr-1000x64 --rows 1,16,100,10000
+    perf record -F 2000 -o /tmp/perf.data python -m benchmarks.experiments.op_count --loop 10000
     perf report -i /tmp/perf.data --stdio --sort=symbol      # the kernel's phases
 
 Counts, from the model and the layouts the default path builds:
@@ -25,21 +25,18 @@ from __future__ import annotations
 import argparse
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.tuning import small_calls as S
+from quickscorer.bench import interleaved, machine
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE.parent))            # benchmarks/
-sys.path.insert(0, str(HERE.parent / "tuning"))
 
-import small_calls as S  # noqa: E402
-
-from quickscorer.bench import interleaved, machine  # noqa: E402
 
 
 def path_steps(model, X: np.ndarray) -> float:

@@ -9,8 +9,8 @@ miss; measured times are higher. The loop is found in ``objdump -d`` of the buil
 the shortest backward branch in ``rs_block_scan_<path>`` whose body compares bytes and stores
 a row.
 
-    python benchmarks/experiments/rs_scan_mca.py        # AVX2 (64 lanes) and AVX-512 paths
-    python benchmarks/experiments/rs_scan_mca.py --cpus znver3,skylake-avx512
+    python -m benchmarks.experiments.rs_scan_mca        # AVX2 (64 lanes) and AVX-512 paths
+    python -m benchmarks.experiments.rs_scan_mca --cpus znver3,skylake-avx512
 """
 from __future__ import annotations
 

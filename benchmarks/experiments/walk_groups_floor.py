@@ -9,9 +9,9 @@ NaN; a LightGBM zero-as-missing column maps 0 to its side). No expansion of the 
 the leaves: what ``benchmarks/tuning/small_calls.py`` times through ``predict`` adds both and the
 call. Every variant's leaves are checked against the reference traversal's.
 
-    python benchmarks/experiments/walk_groups_floor.py \
+    python -m benchmarks.experiments.walk_groups_floor \
         --shapes ydf-uniform-d7,xgb-depth6-uniform-1000
-    python benchmarks/experiments/walk_groups_floor.py --shapes full-uniform-1000x64,ltr-1000x64
+    python -m benchmarks.experiments.walk_groups_floor --shapes full-uniform-1000x64,ltr-1000x64
 
 Models without complete trees (leaf-wise LightGBM trees) run the eight-cursor walks only.
 """
@@ -25,12 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))   # benchmarks/
-sys.path.insert(0, str(HERE.parent / "tuning"))
+from benchmarks import compare as C
+from benchmarks.tuning import small_calls as S
 
-import compare as C  # noqa: E402
-import small_calls as S  # noqa: E402
+HERE = Path(__file__).resolve().parent
+
 
 
 def expanded(arrays: dict, X: np.ndarray, n_features: int) -> np.ndarray:

@@ -5,8 +5,8 @@ arrays without the values): same model, same rows, the walk's low-latency entry
 (``_kernel.predict_small``), interleaved rounds in one process, scores checked equal to each
 other and to the QuickScorer scan.
 
-    python benchmarks/experiments/walk_values.py
-    python benchmarks/experiments/walk_values.py --shapes ydf-uniform-d6,xgb-depth6-uniform-1000 \
+    python -m benchmarks.experiments.walk_values
+    python -m benchmarks.experiments.walk_values --shapes ydf-uniform-d6,xgb-depth6-uniform-1000 \
         --rows 1,2,4
 
 Shapes as ``benchmarks/tuning/small_calls.py`` takes them (matrix shapes, ``ydf-<data>-d<depth>``);
@@ -16,17 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import compare as C
+from benchmarks.tuning import small_calls as S
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tuning"))
-
-import compare as C
-import small_calls as S
 
 DEFAULT_SHAPES = ("ydf-uniform-d6", "ydf-uniform-d7", "xgb-depth6-uniform-1000",
                   "full-uniform-1000x63-d6")

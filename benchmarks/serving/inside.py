@@ -9,8 +9,8 @@ the timed runtime's thread time a request in each step, then the same three step
 the same requests in this process (parsed as MLServer parses them), where the runtime's code
 and data stay in the caches between requests.
 
-    python benchmarks/serving/inside.py
-    python benchmarks/serving/inside.py --concurrency 16 --seconds 10
+    python -m benchmarks.serving.inside
+    python -m benchmarks.serving.inside --concurrency 16 --seconds 10
 
 Needs the bench extra (MLServer) and ``../shared``; two cores or more.
 """
@@ -26,13 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.serving import load as L
+from quickscorer.bench import machine
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
 
-import load as L  # noqa: E402
-
-from quickscorer.bench import machine  # noqa: E402
 
 TIMED = "timed_runtime.TimedRuntime"
 LINE = re.compile(r"TIMED (\d+) decode ([\d.]+) predict ([\d.]+) encode ([\d.]+)")
@@ -49,10 +47,11 @@ def last_line(log: Path) -> tuple[int, list[float]]:
 
 def in_process(model_path: Path, qs_: list, protocol: str, repeat: int) -> list[float]:
     """Mean microseconds a request of the three steps, in a loop in this process."""
-    import timed_runtime as T
     from mlserver import types
     from mlserver.grpc.converters import ModelInferRequestConverter
     from mlserver.settings import ModelParameters, ModelSettings
+
+    from benchmarks.serving import timed_runtime as T
     T.EVERY = 1 << 62                                           # no log lines here
     runtime = T.TimedRuntime(ModelSettings(name="timed", implementation=T.TimedRuntime,
                                            parameters=ModelParameters(uri=str(model_path))))
@@ -117,7 +116,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     qs_, model_path = L.queries("lightgbm")
     print(f"Machine: {machine()}")
-    print(f"Command: python benchmarks/serving/inside.py "
+    print(f"Command: python -m benchmarks.serving.inside "
           f"{' '.join(sys.argv[1:] if argv is None else argv)}\n")
     print("| where | model | queries/s | server CPU us/query | decode us | predict us "
           "| encode us |")

@@ -13,9 +13,9 @@ step; each request is one query of the shared test data (1 to 24 documents, mean
 distinct request is first checked against the training library's own ``predict`` through
 each model.
 
-    python benchmarks/serving/load.py                          # REST and gRPC, C = 1..32
-    python benchmarks/serving/load.py --protocols grpc --concurrency 1,4,16 --seconds 5
-    python benchmarks/serving/load.py --source xgboost
+    python -m benchmarks.serving.load                          # REST and gRPC, C = 1..32
+    python -m benchmarks.serving.load --protocols grpc --concurrency 1,4,16 --seconds 5
+    python -m benchmarks.serving.load --source xgboost
 
 Also measures, in this process, the runtime's own cost per request (decode, score, encode of
 a parsed request) against ``Model.predict`` on the same rows. Writes
@@ -42,12 +42,11 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import workloads as W
+from quickscorer.bench import machine
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
-import workloads as W  # noqa: E402
-
-from quickscorer.bench import machine  # noqa: E402
 
 RESULTS = HERE.parent / "results"
 BUDGETS_MS = (2, 5, 10, 20, 50)
@@ -409,7 +408,7 @@ def main(argv=None) -> int:
     out = Path(args.out) if args.out else RESULTS / f"serving-{stamp}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     head = [f"Machine: {machine()}",
-            f"Command: python benchmarks/serving/load.py "
+            f"Command: python -m benchmarks.serving.load "
             f"{' '.join(sys.argv[1:] if argv is None else argv)}",
             f"MLServer parallel_workers {args.workers}; batching: max_batch_size "
             f"{args.batch_size}, max_batch_time {args.batch_time} s; closed loop, "

@@ -1,9 +1,9 @@
 """Memory of several models served by one MLServer: the server's own baseline, then what each
 model loaded through ``QuickScorerRuntime`` adds, against what ``Model.memory()`` says.
 
-    python benchmarks/serving/memory.py                       # 4 models, one worker process
-    python benchmarks/serving/memory.py --workers 0           # models in the server process
-    python benchmarks/serving/memory.py --workers 2 --models full-uniform-1000x64,ltr-1000x64
+    python -m benchmarks.serving.memory                       # 4 models, one worker process
+    python -m benchmarks.serving.memory --workers 0           # models in the server process
+    python -m benchmarks.serving.memory --workers 2 --models full-uniform-1000x64,ltr-1000x64
 
 An ``mlserver`` process starts on an empty model repository; its memory (and its workers')
 is read once it is ready, and again after each model is loaded through the repository API
@@ -34,14 +34,12 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import workloads as W
+from benchmarks.serving.load import free_port, stop_server
+from quickscorer.bench import machine
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
-import workloads as W  # noqa: E402
-from load import free_port, stop_server  # noqa: E402
-
-from quickscorer.bench import machine  # noqa: E402
 
 RESULTS = HERE.parent / "results"
 MiB = 1 << 20
@@ -199,7 +197,7 @@ def main(argv=None) -> int:
     base_pss = sum(v[0] for v in base.values())
     base_rss = sum(v[1] for v in base.values())
     lines = [f"Machine: {machine()}",
-             f"Command: python benchmarks/serving/memory.py "
+             f"Command: python -m benchmarks.serving.memory "
              f"{' '.join(sys.argv[1:] if argv is None else argv)}",
              f"MLServer parallel_workers {args.workers}: {len(base)} process"
              f"{'es' if len(base) != 1 else ''} at start, "

@@ -1,8 +1,8 @@
 """Microseconds per document of the fast kernels against the rows per call, the measurement
 behind ``quickscorer/algorithms/autoselect.py``.
 
-    python benchmarks/tuning/autoselect_sweep.py                       # full-uniform-1000x64
-    python benchmarks/tuning/autoselect_sweep.py --shape full-uniform-1000x31 --repeat 5
+    python -m benchmarks.tuning.autoselect_sweep                       # full-uniform-1000x64
+    python -m benchmarks.tuning.autoselect_sweep --shape full-uniform-1000x31 --repeat 5
 
 Each kernel scores consecutive slices of the rows in calls of each size, one thread, timed
 interleaved (every kernel once per round); the table gives the best round. The last row is
@@ -11,16 +11,11 @@ the default ``Model.predict_raw`` (the automatic choice, its call overhead inclu
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import matrix as M
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-import matrix as M
 
 
 def main(argv=None) -> int:

@@ -1,8 +1,8 @@
 """The fixed cost of a call: one-row ``predict`` on a one-tree model, where the work is
 nothing but argument handling and the kernel's entry.
 
-    python benchmarks/tuning/call_overhead.py                 # best and median of 7 rounds
-    python benchmarks/tuning/call_overhead.py --rows 4,16,32,63,64
+    python -m benchmarks.tuning.call_overhead                 # best and median of 7 rounds
+    python -m benchmarks.tuning.call_overhead --rows 4,16,32,63,64
 
 Times this library's default ``predict`` and ``predict_raw``, one named kernel, and the
 kernel called directly (no argument handling, what a lower bound of the Python side looks
@@ -14,25 +14,20 @@ the same kernel (a ``Model`` whose low-latency entries are turned off, as in
 from __future__ import annotations
 
 import statistics
-import sys
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import compare as C
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-import compare as C
 
 
 def main(argv=None) -> int:
     import argparse
 
     import lightgbm as lgb
-    from small_calls import general_path
 
     import quickscorer
+    from benchmarks.tuning.small_calls import general_path
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", default="", help="more calls of this many rows, comma-separated")
     args = p.parse_args(argv)

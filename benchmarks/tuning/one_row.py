@@ -4,8 +4,8 @@ QuickScorer scan) against ``walk`` (eight interleaved root-to-leaf walks), each 
 ``predict_raw(row)``, which runs the one the model's node counts pick
 (``model.info()["one_row_algorithm"]``, printed as "picks").
 
-    python benchmarks/tuning/one_row.py                       # the nine shapes of the matrix
-    python benchmarks/tuning/one_row.py --shapes full-uniform-1000x64 --rounds 15
+    python -m benchmarks.tuning.one_row                       # the nine shapes of the matrix
+    python -m benchmarks.tuning.one_row --shapes full-uniform-1000x64 --rounds 15
 
 Prints the minimum over rounds of the mean time of a call, per shape and kernel, and the
 ratio (above 1: the walk is faster). Every row's scores are first checked equal to the
@@ -14,16 +14,11 @@ reference traversal's, the default's included.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks.matrix import workload
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-from matrix import workload
 
 SHAPES = ("full-uniform-1000x8,full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255,"
           "full-heavy-1000x31,full-heavy-1000x64,xgb-depth6-uniform-1000,xgb-depth6-heavy-1000,"

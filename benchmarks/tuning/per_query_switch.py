@@ -2,9 +2,9 @@
 service's traffic: a call per query, the queries sized as the shared ranking data's (1 to 27
 documents, mean 15), one thread.
 
-    python benchmarks/tuning/per_query_switch.py
-    python benchmarks/tuning/per_query_switch.py --shapes full-uniform-1000x255 --values 2.9,5
-    python benchmarks/tuning/per_query_switch.py --constant RS_AFTER_WALK_MIN_ROWS --values 9,7,5
+    python -m benchmarks.tuning.per_query_switch
+    python -m benchmarks.tuning.per_query_switch --shapes full-uniform-1000x255 --values 2.9,5
+    python -m benchmarks.tuning.per_query_switch --constant RS_AFTER_WALK_MIN_ROWS --values 9,7,5
 
 Each value of ``autoselect.WALK_RS_NODES_PER_STEP`` (or of the ``--constant`` named) prepares
 the model once (RapidScorer runs from the model's nodes over that value times a row's steps
@@ -22,17 +22,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import compare as C
+from benchmarks import matrix as M
+from benchmarks import workloads as W
 from quickscorer.bench import interleaved, per_document
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-import compare as C
-import matrix as M
-import workloads as W
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,7 @@
 """RapidScorer's tree-block size, swept on the matrix's models.
 
-    python benchmarks/tuning/rs_blocks.py
-    python benchmarks/tuning/rs_blocks.py --sizes 32,64,96,128,256 --rows 100,10000 --repeat 7
+    python -m benchmarks.tuning.rs_blocks
+    python -m benchmarks.tuning.rs_blocks --sizes 32,64,96,128,256 --rows 100,10000 --repeat 7
 
 For each model (``--models``: the shapes of ``benchmarks/matrix.py``, built by its
 ``workload``), one ``RapidScorer`` per block size (KiB of bitvector byte rows per tree block
@@ -17,15 +17,11 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import matrix as M
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-import matrix as M
 
 
 def main(argv=None) -> int:

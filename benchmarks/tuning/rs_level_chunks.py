@@ -1,8 +1,8 @@
 """The level path's chunks of groups and tree blocks (RapidScorer on trees of 9 or 10 levels),
 swept on the matrix's models.
 
-    python benchmarks/tuning/rs_level_chunks.py
-    python benchmarks/tuning/rs_level_chunks.py --variants 12:128,64:128,96:128 --rows 10000 \
+    python -m benchmarks.tuning.rs_level_chunks
+    python -m benchmarks.tuning.rs_level_chunks --variants 12:128,64:128,96:128 --rows 10000 \
         --threads 2
 
 Calls of several 64-document groups a thread walk ``chunk`` groups together through blocks
@@ -20,13 +20,9 @@ import argparse
 import os
 import platform
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tuning/
-
-import matrix as M
-from _variants import print_rows, rows_of, timing_args
+from benchmarks import matrix as M
+from benchmarks.tuning._variants import print_rows, rows_of, timing_args
 
 
 def main(argv=None) -> int:

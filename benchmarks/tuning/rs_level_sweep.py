@@ -2,9 +2,9 @@
 models: where a tree's levels start going lane by lane, and whether a model walks its levels
 at all.
 
-    python benchmarks/tuning/rs_level_sweep.py
-    python benchmarks/tuning/rs_level_sweep.py --values 32,48,64 --rows 100,10000 --repeat 7
-    python benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_LEVELS --values 0,1 \
+    python -m benchmarks.tuning.rs_level_sweep
+    python -m benchmarks.tuning.rs_level_sweep --values 32,48,64 --rows 100,10000 --repeat 7
+    python -m benchmarks.tuning.rs_level_sweep --env QUICKSCORER_RS_LEVELS --values 0,1 \
         --rows 9,16,32
 
 ``--env`` names the setting each model is prepared under, one prepared model per value:
@@ -30,15 +30,11 @@ import argparse
 import os
 import platform
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-sys.path.insert(0, str(Path(__file__).resolve().parent))        # benchmarks/tuning/
-
-import matrix as M
-from _variants import print_rows, rows_of, timing_args
+from benchmarks import matrix as M
+from benchmarks.tuning._variants import print_rows, rows_of, timing_args
 
 LANE_NODES = "QUICKSCORER_RS_LANE_NODES"
 

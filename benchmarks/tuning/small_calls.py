@@ -1,9 +1,9 @@
 """Calls of a few rows: the kernels' low-latency entries against the general path, same model,
 same kernel, same rows, interleaved in one process.
 
-    python benchmarks/tuning/small_calls.py                       # the default shapes and batches
-    python benchmarks/tuning/small_calls.py --shapes ltr-1000x64 --batch 4,10,32 --rounds 7
-    python benchmarks/tuning/small_calls.py --batch 2,3,4 --kernels quickscorer,walk,vqs
+    python -m benchmarks.tuning.small_calls                       # the default shapes and batches
+    python -m benchmarks.tuning.small_calls --shapes ltr-1000x64 --batch 4,10,32 --rounds 7
+    python -m benchmarks.tuning.small_calls --batch 2,3,4 --kernels quickscorer,walk,vqs
 
 Every call of fewer than ``PARALLEL_MIN_ROWS`` rows (64) with the automatic choice runs the
 low-latency entry of the kernel chosen for that many rows (``Algorithm.predict_small``: the
@@ -30,17 +30,13 @@ import re
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import compare as C
+from benchmarks import matrix as M
+from benchmarks import workloads as W
 from quickscorer.bench import Measured, interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-import compare as C
-import matrix as M
-import workloads as W
 
 DEFAULT_SHAPES = ("full-uniform-1000x31", "full-uniform-1000x64", "full-uniform-1000x255",
                   "full-heavy-1000x31", "ltr-1000x64", "xgb-depth6-uniform-1000")
@@ -64,7 +60,7 @@ def _load(shape: str):
 
     m = re.fullmatch(r"ydf-([a-z]+)-d(\d+)", shape)
     if m:
-        import ydf_reference as Y
+        from benchmarks import ydf_reference as Y
         model = quickscorer.load(Y.as_xgboost_json(Y.train_ydf(m.group(1), 1000,
                                                                int(m.group(2)))))
         X = np.ascontiguousarray(W.matrix_rows(m.group(1), 10_000, seed=13), np.float32)

@@ -1,7 +1,7 @@
 """V-QuickScorer with tree blocks against the whole layout, per call size.
 
-    python benchmarks/tuning/vqs_blocks.py
-    python benchmarks/tuning/vqs_blocks.py --rows 4,8,11,16,64,2000 --models full-uniform-1000x64
+    python -m benchmarks.tuning.vqs_blocks
+    python -m benchmarks.tuning.vqs_blocks --rows 4,8,11,16,64,2000 --models full-uniform-1000x64
 
 For each model (``--models``: the shapes of ``benchmarks/matrix.py``, built by its
 ``workload``), two ``VQuickScorer`` objects on the same model: one cut into tree blocks of
@@ -18,15 +18,11 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import matrix as M
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-import matrix as M
 
 
 def main(argv=None) -> int:

@@ -9,11 +9,11 @@ microseconds per document.
 
 Examples::
 
-    python benchmarks/tuning/vqs_variants.py                       # the default set, ltr 1000 x 64
-    python benchmarks/tuning/vqs_variants.py --trees 5000 isa=avx2,lanes=16 isa=avx2,lanes=8
-    python benchmarks/tuning/vqs_variants.py --workload sweep --trees 1000,20000 lanes=32
-    python benchmarks/tuning/vqs_variants.py --workload sweep --trees 20000 --slices 0,10000,19000
-    python benchmarks/tuning/vqs_variants.py isa=avx512,lanes=32,block_trees=500,doc_groups=4
+    python -m benchmarks.tuning.vqs_variants                       # the default set, ltr 1000 x 64
+    python -m benchmarks.tuning.vqs_variants --trees 5000 isa=avx2,lanes=16 isa=avx2,lanes=8
+    python -m benchmarks.tuning.vqs_variants --workload sweep --trees 1000,20000 lanes=32
+    python -m benchmarks.tuning.vqs_variants --workload sweep --trees 20000 --slices 0,10000,19000
+    python -m benchmarks.tuning.vqs_variants isa=avx512,lanes=32,block_trees=500,doc_groups=4
 
 Keywords: isa (scalar, avx2, avx512), lanes (8, 16, 32), merge (0, 1), block_bytes,
 block_trees, doc_groups.
@@ -21,16 +21,11 @@ block_trees, doc_groups.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import numpy as np
 
+from benchmarks import workloads as W
 from quickscorer.bench import interleaved
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # benchmarks/
-
-import workloads as W
 
 DEFAULT = ["lanes=32", "lanes=16", "lanes=8", "lanes=32,merge=1",
            "lanes=32,block_bytes=1000000000", "lanes=8,block_bytes=1000000000"]

@@ -31,7 +31,7 @@ from .nodes import coded_categorical
 from .walk import GROUP_TREES, complete_groups, special_mask
 
 #: below this many rows per thread a one-row kernel wins (an 8-lane scan runs half empty);
-#: ``python benchmarks/tuning/autoselect_sweep.py`` re-measures it
+#: ``python -m benchmarks.tuning.autoselect_sweep`` re-measures it
 VQS_MIN_ROWS = 4
 
 #: ... and from this many where the one-row kernel is the walk of complete trees (eight trees
@@ -39,19 +39,19 @@ VQS_MIN_ROWS = 4
 #: rows that walk took 2% to 16% less time than ``vqs`` on YDF's models of depth 6 and 7
 #: (uniform and heavy-tailed rows) on an AVX-512 EPYC (Zen 4), and tied with it on the AVX2
 #: EPYC (Zen 3); at 6 rows the two were within 5%, at 7 ``vqs`` took 11% and 13% less
-#: (``python benchmarks/tuning/small_calls.py --shapes ydf-uniform-d6,ydf-uniform-d7,
+#: (``python -m benchmarks.tuning.small_calls --shapes ydf-uniform-d6,ydf-uniform-d7,
 #: ydf-heavy-d7 --batch 3,4,5,6,7,8,9 --kernels walk,vqs,rapidscorer --rounds 7``)
 GROUP_VQS_MIN_ROWS = 6
 
 #: ``vqs``'s group of 4 documents (one AVX2 register) already from this many rows per thread
 #: where the one-row kernel is the QuickScorer scan: at 3 rows it beat the scan on every model
 #: that keeps the scan for one row;
-#: ``python benchmarks/tuning/small_calls.py --batch 2,3,4 --kernels quickscorer,walk,vqs``
+#: ``python -m benchmarks.tuning.small_calls --batch 2,3,4 --kernels quickscorer,walk,vqs``
 VQS_SCAN_MIN_ROWS = 3
 
 #: from this many rows per thread RapidScorer's 32- or 64-document groups win over ``vqs``
 #: (:func:`rs_min_rows`), which runs a second group of lanes from 9 rows;
-#: ``python benchmarks/tuning/small_calls.py --batch 6,7,8,9 --kernels vqs,rapidscorer``
+#: ``python -m benchmarks.tuning.small_calls --batch 6,7,8,9 --kernels vqs,rapidscorer``
 RS_MIN_ROWS = 8
 #: ... where the few-rows kernel is the walk (trees large enough that it beats ``vqs``): the
 #: walk holds its lead to 8 rows; same command with ``--kernels walk,rapidscorer``
@@ -80,26 +80,26 @@ RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
 #: CatBoost models of 1,000 trees of depth 6, 300 of depth 8 and a 3-class model of 500 of
 #: depth 6 (1.5x to 3.0x at 1 and 2 rows) and tied with it on 200 trees of depth 4; from 3
 #: rows it led on depths 6 and 8 and was within 16% of the best kernel on the others;
-#: ``python benchmarks/experiments/oblivious_rows.py`` and
-#: ``python benchmarks/tuning/small_calls.py --shapes
+#: ``python -m benchmarks.experiments.oblivious_rows`` and
+#: ``python -m benchmarks.tuning.small_calls --shapes
 #: cb-d6-uniform-1000,cb-d8-heavy-300,cb-d4-uniform-200 --batch 1,2,3,4,8,16 --kernels
 #: oblivious,walk,vqs,rapidscorer --rounds 9``
 OBLIVIOUS_MIN_ROWS = 1
 
 #: below this many rows a call runs on one thread whatever was asked (no thread start-up);
-#: ``python benchmarks/scaling.py`` shows what threads cost
+#: ``python -m benchmarks.scaling`` shows what threads cost
 PARALLEL_MIN_ROWS = 64
 
 #: the one-row walk from this many expected false nodes per node on a row's path: below it
 #: the two kernels tie or the scan leads, above it the walk leads;
-#: ``python benchmarks/tuning/one_row.py --rounds 9``
+#: ``python -m benchmarks.tuning.one_row --rounds 9``
 WALK_MIN_RATIO = 3.05
 
 #: where the walk lays its trees out complete (``walk.complete_groups``: trees at most
 #: COMPLETE_MAX_DEPTH deep, few slots per node) one row walks them eight trees at a time,
 #: ``GROUP_TREES * depth`` steps a group whatever the row: the walk from this many expected
 #: false nodes per step, where the two counts meet (every model measured led with the walk);
-#: ``python benchmarks/tuning/small_calls.py --batch 1 --kernels quickscorer,walk``
+#: ``python -m benchmarks.tuning.small_calls --batch 1 --kernels quickscorer,walk``
 GROUP_WALK_MIN_RATIO = 1.0
 #: the special nodes a row's expansion decides before the walk of complete trees, counted in
 #: its steps (a step costs about 2 ns; a categorical node decided by a table about 2.8 ns,
@@ -110,7 +110,7 @@ GROUP_SPECIAL_STEPS = 5.5
 #: a node the walk decides before it starts, one by one, for every row (walk.walk_arrays's
 #: special nodes) costs about this many steps of a walk: one for a categorical split whose
 #: categories are below 254 (decided by a table), four for another special node (a NaN or
-#: +inf threshold; larger categories); ``python benchmarks/tuning/one_row.py --shapes
+#: +inf threshold; larger categories); ``python -m benchmarks.tuning.one_row --shapes
 #: cat8x40-500x64,full-uniform-1000x31`` on a model whose nodes are 90% categorical
 CODED_NODE_STEPS = 1.0
 SPECIAL_NODE_STEPS = 4.0
@@ -120,7 +120,7 @@ SPECIAL_NODE_STEPS = 4.0
 #: scan of their false nodes costs more than 8 walks. At 4 to 6 rows the walk led ``vqs`` by
 #: 15% to 25% on full 64-leaf trees (6.09) and tied it on heavy-tailed ones (5.40), where
 #: ``vqs`` led on the lambdarank model (3.27) and tied on full 31-leaf trees (3.61);
-#: ``python benchmarks/tuning/small_calls.py --shapes full-uniform-1000x64,full-heavy-1000x64
+#: ``python -m benchmarks.tuning.small_calls --shapes full-uniform-1000x64,full-heavy-1000x64
 #: --batch 4,5,6,8 --kernels walk,vqs,rapidscorer --rounds 7``
 FEW_ROWS_WALK_RATIO = 5.5
 
@@ -128,7 +128,7 @@ FEW_ROWS_WALK_RATIO = 5.5
 #: rows together through the entry), from this many expected false nodes per step of that
 #: walk (GROUP_WALK_MIN_RATIO's count), between the models where ``vqs`` led and those where
 #: the walk did;
-#: ``python benchmarks/tuning/small_calls.py --batch 1,2,3,4,6,8,9 --kernels walk,vqs,rapidscorer``
+#: ``python -m benchmarks.tuning.small_calls --batch 1,2,3,4,6,8,9 --kernels walk,vqs,rapidscorer``
 GROUP_FEW_ROWS_RATIO = 3.0
 
 

@@ -97,7 +97,7 @@ class Algorithm:
     def small_entry(self, n: int):
         """``predict_small`` for calls of ``n`` rows as one callable ``(X, squeeze)``, its
         per-call choices made once (Model keeps one per row count): a call through it skips
-        the Python frames of the dispatch (``python benchmarks/tuning/call_overhead.py``)."""
+        the Python frames of the dispatch (``python -m benchmarks.tuning.call_overhead``)."""
         if isinstance(self.layout, _kernel.Layout):
             return partial(_kernel.predict_small, self.forest, self.layout)
         return self.predict_small

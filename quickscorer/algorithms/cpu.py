@@ -13,7 +13,7 @@ from .qs import _vqs
 ISAS = {"scalar": 0, "avx2": 1, "avx512": 2}
 
 #: the widest group of documents per scan on each path, the fastest width measured there;
-#: ``python benchmarks/tuning/vqs_variants.py isa=avx2,lanes=8 isa=avx2,lanes=16`` re-measures it
+#: ``python -m benchmarks.tuning.vqs_variants isa=avx2,lanes=8 isa=avx2,lanes=16`` re-measures it
 MAX_LANES = {"scalar": 8, "avx2": 16, "avx512": 32}
 
 

@@ -46,7 +46,7 @@ CHUNK_ROWS_COMPLETE = 48
 #: calls of this many rows a thread or more walk the complete trees, where the layout has
 #: them (fewer take eight trees a row): 16 rows step together, so a call of fewer leaves
 #: some of them idle, and from 12 rows the complete trees won on deep XGBoost models
-#: (``python benchmarks/matrix.py --shapes xgb-depth9-uniform-1000 --batch 9,12,16
+#: (``python -m benchmarks.matrix --shapes xgb-depth9-uniform-1000 --batch 9,12,16
 #: --algorithms walk`` with and without ``QUICKSCORER_WALK_COMPLETE=0``)
 COMPLETE_MIN_ROWS = 12
 
@@ -58,7 +58,7 @@ def default_block_bytes(complete: bool = False) -> int:
     block's nodes (about 10 of a tree's 480 on XGBoost depth 10), so the block's rows share
     its top levels in L2 and the rest in L3; a complete tree stays in L1 while the chunk's
     rows walk it. These sizes and CHUNK_ROWS were the fastest on deep XGBoost models
-    (``python benchmarks/matrix.py --shapes xgb-depth9-uniform-1000,xgb-depth10-uniform-1000
+    (``python -m benchmarks.matrix --shapes xgb-depth9-uniform-1000,xgb-depth10-uniform-1000
     --batch 100,4000 --algorithms walk`` with ``QUICKSCORER_WALK_BLOCK_BYTES``)."""
     return l2_cache_bytes() // 2 if complete else 2 * l2_cache_bytes()
 
@@ -216,7 +216,7 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
       (>= 0, always later in the table) or ``~leaf`` (the leaf's in-order number in its
       tree). Preorder rather than the canonical breadth-first order keeps a subtree in one
       run of memory, which pays where the table outgrows the L2 cache (full 255-leaf trees;
-      ``python benchmarks/tuning/one_row.py``). Then two sentinels: a
+      ``python -m benchmarks.tuning.one_row``). Then two sentinels: a
       node whose children are both leaf 0 (the root of a tree that is one leaf) and the last
       node, whose children are itself (where a cursor with no trees left circles);
     - ``roots`` (int32, n_trees + 8): each tree's root, then the last node eight times

@@ -16,14 +16,14 @@ from ..errors import InputError
 #: bytes of text read from the file at a time, and the dense rows of one chunk take about
 #: CHUNK_BYTES (float64), at least MIN_CHUNK_ROWS whatever the width: large enough that a
 #: chunk's fixed costs vanish, small enough that memory does not grow with the file
-#: (re-measure: python benchmarks/score_files.py --parts pipeline,memory)
+#: (re-measure: python -m benchmarks.score_files --parts pipeline,memory)
 BLOCK_BYTES = 4 << 20
 CHUNK_BYTES = 16 << 20
 MIN_CHUNK_ROWS = 256
 MAX_CHUNK_ROWS = 1 << 16
 #: Parquet row groups of at most this many bytes (uncompressed) are read whole, far faster than
 #: in batches; larger ones in batches of a chunk's rows, so memory stays bounded
-#: (re-measure: python benchmarks/score_files.py --parts parquet)
+#: (re-measure: python -m benchmarks.score_files --parts parquet)
 ROW_GROUP_BYTES = 64 << 20
 #: line numbers of skipped rows kept for the report (the count is exact)
 SKIPPED_KEPT = 20

@@ -32,7 +32,7 @@ class VQuickScorer(QuickScorer):
     (``lanes * doc_groups``); the blocks are built by the first such call. Smaller calls,
     whose documents could not reuse a block, scan the whole layout (no block of its own:
     faster at 4 to 2,000 rows a call on 31- and 64-leaf trees,
-    ``python benchmarks/tuning/vqs_blocks.py``).
+    ``python -m benchmarks.tuning.vqs_blocks``).
     ``merge=True`` compares each distinct threshold of a feature once for all of its nodes
     instead of once per node (off by default: slower, ``python
     benchmarks/tuning/vqs_variants.py``)."""
@@ -133,7 +133,7 @@ class VQuickScorer(QuickScorer):
                 return lanes
         # 4 lanes (one AVX2 register) for calls of up to 4 rows a thread, faster than a
         # half-empty group of 8; from 5 rows one group of 8 beats two of 4
-        # (python benchmarks/tuning/small_calls.py --batch 4,5 --kernels vqs)
+        # (python -m benchmarks.tuning.small_calls --batch 4,5 --kernels vqs)
         return 4 if per_thread <= 4 else 8
 
     def _buffers(self, n_threads: int, groups: int, blocks: _vqs.BlockedLayout):

@@ -79,7 +79,7 @@ from .ranks import (
 MAX_LEAVES = 256
 
 #: mirrored nodes only where they remove this share of the bytes the masks span: below it they
-#: gained under 1%, and the plain layout is quicker to build; ``python benchmarks/matrix.py``
+#: gained under 1%, and the plain layout is quicker to build; ``python -m benchmarks.matrix``
 #: with ``QUICKSCORER_RS_MIRROR=0`` against the default re-measures it
 MIRROR_MIN_SAVING = 0.05
 

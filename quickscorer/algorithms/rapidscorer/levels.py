@@ -37,7 +37,7 @@ LEVELS_ENDS = LEVELS_MAX_DEPTH
 
 #: beside the scans (models whose trees have at most 256 leaves), the level path takes trees
 #: of at most this depth: deeper ones walk levels 8 and 9 lane by lane whatever their nodes,
-#: which loses to the scans on depth-limited LightGBM trees; ``python benchmarks/matrix.py
+#: which loses to the scans on depth-limited LightGBM trees; ``python -m benchmarks.matrix
 #: --shapes full-uniform-1000x31-d9,full-uniform-1000x64-d10 --algorithms rapidscorer`` with
 #: ``QUICKSCORER_RS_LEVELS=1`` and ``=0``
 LEVELS_SCANS_MAX_DEPTH = LEVELS_BYTE
@@ -46,7 +46,7 @@ LEVELS_SCANS_MAX_DEPTH = LEVELS_BYTE
 #: of that many nodes, walked node by node, costs a group about what a level walked lane by
 #: lane does (levels 8 and 9 always go lane by lane: positions past a byte); 48 to 128 time
 #: within this VM's noise of each other on XGBoost depth 7 to 9:
-#: ``python benchmarks/tuning/rs_level_sweep.py --values 48,64,96,128``
+#: ``python -m benchmarks.tuning.rs_level_sweep --values 48,64,96,128``
 LEVELS_LANE_NODES = 64
 
 #: the automatic choice (:func:`levels_choice`) walks a model level by level where its trees
@@ -56,7 +56,7 @@ LEVELS_LANE_NODES = 64
 #: levels led from 3.52 nodes a level (XGBoost depth 4) and lost at 1.33 (LightGBM's 8-leaf
 #: trees); at 9 to 32 rows they lost at 3.52 (by 8% to 42%) and at 5.27 below 32 rows (5% to
 #: 10%), tied at 5.99 below 32 rows and led from 7.94 (XGBoost depth 6) by 14% to 45%;
-#: ``python benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_LEVELS --values 0,1
+#: ``python -m benchmarks.tuning.rs_level_sweep --env QUICKSCORER_RS_LEVELS --values 0,1
 #: --models xgb-depth4-heavy-1000,xgb-depth5-heavy-1000,xgb-depth5-uniform-1000,
 #: xgb-depth6-heavy-1000,xgb-depth6-uniform-1000,cb-d6-uniform-1000-depthwise,
 #: full-uniform-1000x8 --rows 9,16,32,100,10000``

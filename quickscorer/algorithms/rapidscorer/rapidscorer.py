@@ -40,7 +40,7 @@ def default_block_bytes() -> int:
     """Bytes of bitvector rows per tree block and group (the block's rows stay in L2 while the
     group's segments are scanned): a quarter of the L2 cache, the size that was best in the
     worst case over six 1,000-tree models at 100 and 10,000 rows
-    (``python benchmarks/tuning/rs_blocks.py``).
+    (``python -m benchmarks.tuning.rs_blocks``).
     ``$QUICKSCORER_RS_BLOCK_BYTES`` overrides it."""
     return l2_cache_bytes() // 4
 
@@ -57,7 +57,7 @@ def default_level_block_bytes() -> int:
 #: LEVEL_CHUNK_BYTES of columns. Every chunk reads the level fields of all the trees (8 KB a
 #: tree of depth 10), so larger chunks read them fewer times; 64 was
 #: within a few percent of the best chunk on every deep model, on 1 and 2 threads
-#: (``python benchmarks/tuning/rs_level_chunks.py``)
+#: (``python -m benchmarks.tuning.rs_level_chunks``)
 LEVEL_CHUNK = 64
 
 #: a level chunk's columns stay within this many bytes, so that models of many features take

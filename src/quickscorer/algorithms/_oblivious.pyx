@@ -138,7 +138,7 @@ def block8_starts(col_feature):
 
 # the most groups a block has: the groups whose sums each block of trees (its leaf values
 # in the cache) is added to before the next. 8 (256 rows) and 16 ranked alike, 1 and 4 slower
-# on CatBoost's 300 trees of depth 8; python benchmarks/experiments/oblivious_floor.py
+# on CatBoost's 300 trees of depth 8; python -m benchmarks.experiments.oblivious_floor
 # --depth 8 --trees 300 --kind heavy --leaf-block 16384 --block-groups 1,4,8,16
 cdef enum:
     BLOCK_GROUPS = 8
@@ -148,7 +148,7 @@ cdef enum:
 # a group of 32 lanes holding a few rows ranks and walks 32. Row by row was 1.9x to 2.6x
 # faster at 1 and 2 rows on CatBoost's 1,000 trees of depth 6, 300 of depth 8 and a 3-class
 # model of 500 of depth 6, 1.3x faster to 0.95x at 3, and the group faster from 6;
-# python benchmarks/experiments/oblivious_rows.py
+# python -m benchmarks.experiments.oblivious_rows
 cdef enum:
     ROW_CALL_MAX = 3
 

@@ -199,7 +199,7 @@ static inline void obl_column_f64_avx2(const obl_view* v, int64_t c, const doubl
  * where the two-level search spends two compares, two mask moves and two popcounts a row.
  * 64, 96 and 128 ranked alike and faster than 0 (every column searched) and 32 on CatBoost's
  * 1,000 trees of depth 6 (32 thresholds a column on average, 112 at most);
- * python benchmarks/experiments/oblivious_floor.py --count-max 0,32,64,96,128 */
+ * python -m benchmarks.experiments.oblivious_floor --count-max 0,32,64,96,128 */
 #ifndef OBL_COUNT_MAX
 #define OBL_COUNT_MAX 96
 #endif
@@ -462,7 +462,7 @@ static inline __m256d obl_leaves4_w(const double* lv, uint64_t w)
  * compiler keeps an array of them in memory, a load and a store a tree each), and the leaf
  * numbers taken from the register eight at a time as 64-bit words and split by shifts (it
  * extracted them a byte at a time, two operations each): 7% and 11% less time on CatBoost
- * depth 6 and 8 at 10,000 rows (python benchmarks/experiments/builds_ab.py --before <the
+ * depth 6 and 8 at 10,000 rows (python -m benchmarks.experiments.builds_ab --before <the
  * former build> --shapes cb-d6-uniform-1000,cb-d8-heavy-300) */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void obl_add_avx2_32(const obl_view* v, const uint8_t* ranks,
@@ -862,7 +862,7 @@ static inline void obl_ranks(int isa, const obl_view* v, const double* rows, int
  * to every group before the next, so that its leaf values are read from the cache where the
  * whole model's do not fit (300 trees of depth 8: 600 KB); each row still adds its trees in
  * order. 16 KB and 32 KB ranked alike, one block (0) 3% slower on 1,000 trees of depth 6
- * and 8% on 300 of depth 8; python benchmarks/experiments/oblivious_floor.py
+ * and 8% on 300 of depth 8; python -m benchmarks.experiments.oblivious_floor
  * --leaf-block 0,16384,32768 --block-groups 8 */
 #ifndef OBL_LEAF_BLOCK
 #define OBL_LEAF_BLOCK 16384

@@ -8,7 +8,7 @@
  * record from the table's first node: a node's (>= 0), or a leaf's record's (< 0), so a step
  * adds the offset to the table's address, where an index would be scaled by the record's 24
  * bytes first (two more instructions on each step's chain of loads: 8% to 12% of the walk's
- * time, python benchmarks/experiments/walk_groups_floor.py on the leaf-wise models).
+ * time, python -m benchmarks.experiments.walk_groups_floor on the leaf-wise models).
  *
  * Eight cursors walk their own trees (cursor k takes trees k, k + 8, k + 16, ...), their
  * eight independent chains of loads overlapping where a single walk waits on each. A leaf
@@ -66,7 +66,7 @@ typedef struct {
 /* Steps between harvests. A step costs 8 instructions in gcc's code, a harvest about 9 a
  * cursor: harvesting after every step spends more on the harvests than on the steps, where a
  * cursor that waits up to WALK_HARVEST - 1 steps on its leaf wastes less; 3 was the fastest
- * of 1 to 4 on leaf-wise models (python benchmarks/experiments/walk_groups_floor.py, which
+ * of 1 to 4 on leaf-wise models (python -m benchmarks.experiments.walk_groups_floor, which
  * times each K). */
 #define WALK_HARVEST 3
 

@@ -119,7 +119,7 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
  * time go down all the levels, their positions in registers: eight chains of loads that do
  * not wait on each other, and no position stored and read back a level. Against a level at a time
  * over all the lanes: 7% less time on XGBoost depth 8 and 15% on depth 9 at 100 and 10,000
- * rows (python benchmarks/experiments/builds_ab.py --before <that build> --shapes
+ * rows (python -m benchmarks.experiments.builds_ab --before <that build> --shapes
  * xgb-depth8-uniform-1000,xgb-depth9-uniform-1000). A lane at a time alone waits on each
  * step, and AVX2 gathers (8 lanes a register) were slower still. */
 static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
