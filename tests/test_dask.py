@@ -9,15 +9,17 @@ import pytest
 
 import quickscorer
 
-dask = pytest.importorskip("dask")
-da = pytest.importorskip("dask.array")
-dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("distributed")
-pd = pytest.importorskip("pandas")
+pytest.importorskip("dask")
+pytest.importorskip("distributed")
+pytest.importorskip("pandas")
 
-from conftest import random_ensemble, special_rows  # noqa: E402
+import dask.array as da
+import dask.dataframe as dd
+import distributed
+import pandas as pd
+from conftest import random_ensemble, special_rows
 
-import quickscorer.dask as qd  # noqa: E402
+import quickscorer.dask as qd
 
 
 @pytest.fixture(scope="module")

@@ -14,14 +14,18 @@ from quickscorer.errors import ModelFormatError
 from quickscorer.importers import protobuf
 from quickscorer.ir import reference
 
-onnx = pytest.importorskip("onnx", reason="the test extra installs onnx")
-ort = pytest.importorskip("onnxruntime", reason="the test extra installs onnxruntime")
-skl2onnx = pytest.importorskip("skl2onnx", reason="the test extra installs skl2onnx")
-onnxmltools = pytest.importorskip("onnxmltools", reason="the test extra installs onnxmltools")
+pytest.importorskip("onnx", reason="the test extra installs onnx")
+pytest.importorskip("onnxruntime", reason="the test extra installs onnxruntime")
+pytest.importorskip("skl2onnx", reason="the test extra installs skl2onnx")
+pytest.importorskip("onnxmltools", reason="the test extra installs onnxmltools")
 
-from onnx import TensorProto, helper  # noqa: E402
-from onnxmltools.convert.common.data_types import FloatTensorType as MLFloat  # noqa: E402
-from skl2onnx.common.data_types import FloatTensorType  # noqa: E402
+import onnx
+import onnxmltools
+import onnxruntime as ort
+import skl2onnx
+from onnx import TensorProto, helper
+from onnxmltools.convert.common.data_types import FloatTensorType as MLFloat
+from skl2onnx.common.data_types import FloatTensorType
 
 N_FEATURES = 5
 
