@@ -175,7 +175,8 @@ def _bench(args) -> int:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="quickscorer",
-        description="Exact, fast scoring of LightGBM and XGBoost tree ensembles.")
+        description="Exact, fast scoring of LightGBM, XGBoost, CatBoost, scikit-learn and ONNX "
+                    "tree ensembles.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("info", help="describe a model: source, objective, trees, leaves, depth")
