@@ -16,6 +16,8 @@ what ``__all__`` lists. Its modules:
 - ``parts``: iteration ranges (LightGBM's and XGBoost's meanings) and the models of parts;
 - ``ranking``: :class:`Ranking`, each query's rows ordered by score;
 - ``errors``: :class:`ModelFormatError` and :class:`InputError`;
+- ``config``: :func:`show_config`, the build and the path each kernel takes on this CPU;
+- ``_version``: the version;
 - ``export``: :func:`to_xgboost_json`, any XGBoost model as XGBoost JSON;
 - ``batch``: scoring files in chunks, and many files, on Dask too;
 - ``outputs``: the writers of scores (TSV/CSV, ``.npy``, Parquet), whole or not at all;
@@ -33,9 +35,12 @@ shares are here:
 
 - ``_forest``: input conversion, the node rule and the sums every kernel shares;
 - ``_kernel``: the ``Layout`` base class, argument checks, row loops, low-latency entries;
-- ``_transforms``: the output transforms (libm, as the libraries compute them).
+- ``_transforms``: the output transforms (libm, as the libraries compute them);
+- ``_config``: how the build was compiled (compiler, OpenMP, the paths compiled in).
 """
+from ._version import __version__
 from .algorithms.registry import available as available_algorithms
+from .config import show_config
 from .errors import InputError, ModelFormatError
 from .export import to_xgboost_json
 from .ir import Ensemble, LinearLeaves, Tree
@@ -43,8 +48,8 @@ from .loading import load, load_ensemble
 from .model import Model
 from .ranking import Ranking
 
-__version__ = "0.1.0"
 __all__ = [
     "Ensemble", "InputError", "LinearLeaves", "Model", "ModelFormatError", "Ranking", "Tree",
-    "available_algorithms", "load", "load_ensemble", "to_xgboost_json", "__version__",
+    "available_algorithms", "load", "load_ensemble", "show_config", "to_xgboost_json",
+    "__version__",
 ]

@@ -14,6 +14,7 @@ import numpy as np
 from . import bench
 from .algorithms import registry
 from .batch import output_path, score_file, score_files
+from .config import show_config
 from .errors import InputError, ModelFormatError
 from .export import to_xgboost_json
 from .inputs.readers import FORMATS
@@ -22,6 +23,14 @@ from .outputs import OUTPUT_FORMATS
 
 
 def _info(args) -> int:
+    if args.system:
+        show_config()
+        if args.model is None:
+            return 0
+        print()
+    if args.model is None:
+        print("quickscorer info: give a model, or --system", file=sys.stderr)
+        return 2
     model = load(args.model)
     if args.algorithm:
         model.prepare(args.algorithm)
@@ -179,9 +188,13 @@ def main(argv=None) -> int:
                     "tree ensembles.")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("info", help="describe a model: source, objective, trees, leaves, depth")
-    p.add_argument("model", help="LightGBM text model or XGBoost JSON / UBJSON / legacy binary "
-                                 "file")
+    p = sub.add_parser("info", help="describe a model: source, objective, trees, leaves, depth; "
+                                    "--system: this build and CPU")
+    p.add_argument("model", nargs="?",
+                   help="a model file (LightGBM, XGBoost, CatBoost, ONNX)")
+    p.add_argument("--system", action="store_true",
+                   help="the version, the build (compiler, OpenMP, instruction sets compiled "
+                        "in) and the path each kernel takes on this CPU, for a bug report")
     p.add_argument("--algorithm", help="also prepare this algorithm and report its layout size")
     p.set_defaults(func=_info)
 
