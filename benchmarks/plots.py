@@ -24,7 +24,7 @@ def save_png(fig, path: Path, dpi: int = 100) -> None:
     from PIL import Image
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
-    fig.clf()
+    pyplot().close(fig)
     buf.seek(0)
     image = Image.open(buf).convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT)
     image.save(path, optimize=True)

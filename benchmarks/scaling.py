@@ -138,7 +138,6 @@ def plot(rows, path: Path) -> bool:
                 ax.legend(fontsize=7)
     fig.tight_layout()
     save_png(fig, path, dpi=110)
-    plt.close(fig)
     return True
 
 

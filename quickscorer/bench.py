@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from .algorithms import cpu
+from .config import cpu_name
 from .inputs.files import read_rows
 from .loading import load
 
@@ -31,15 +32,7 @@ FAST = ("rapidscorer", "vqs", "quickscorer")
 
 def machine() -> str:
     """The CPU, its core count and the instruction-set paths this library runs on it."""
-    cpu_name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (f"{cpu_name}, {os.cpu_count()} logical cores, paths: "
+    return (f"{cpu_name()}, {os.cpu_count()} logical cores, paths: "
             f"{', '.join(cpu.available_isas())}; {platform.system()}, Python "
             f"{platform.python_version()}")
 

@@ -18,7 +18,8 @@ from .algorithms.rapidscorer import _rapidscorer
 from .algorithms.rapidscorer.rapidscorer import rs_isa_code
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo``; the platform's word for it elsewhere)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -53,7 +54,7 @@ def config() -> dict[str, Any]:
         "python": platform.python_version(),
         "numpy": np.__version__,
         "platform": f"{platform.system()} {platform.machine()}",
-        "cpu": _cpu_name(),
+        "cpu": cpu_name(),
         "logical_cores": os.cpu_count(),
         "l2_cache_bytes": cpu.l2_cache_bytes(),
         "build": _config.build_info(),

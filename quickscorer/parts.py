@@ -30,7 +30,6 @@ def iteration_bounds(n: int, start_iteration: int = 0, num_iteration: int | None
     end``: the output of no trees). Raises :class:`InputError` for an ``iteration_range``
     outside the model, as XGBoost does, or for both forms at once.
     """
-
     if iteration_range is not None:
         if start_iteration or num_iteration is not None:
             raise InputError("give iteration_range or start_iteration / num_iteration, "
