@@ -12,9 +12,19 @@ Environment switches:
                         portable C (Debian's libsimde-dev), every path available on any x86-64
                         CPU: .ci/run tests the AVX-512 kernels so on CPUs without them. Slow;
                         never for use.
+  QUICKSCORER_OPENMP=0  build without OpenMP even where the compiler has it (threads then come
+                        from a pool of Python threads: quickscorer/threads.py)
+
+What each platform gets (docs/install.md): on x86-64 with gcc or clang, the AVX2 and AVX-512
+kernels by target attributes, chosen at run time; on AArch64 with gcc or clang, the NEON path
+(the AVX2 kernels through SIMDe, whose headers the simde-py build requirement brings); with
+MSVC, the portable C kernels. OpenMP where a test program compiles and links with it (gcc;
+not Apple's clang).
 """
 import os
+import platform
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -42,27 +52,84 @@ DIRECTIVES = {
     "embedsignature": True,
 }
 
+
+
+def openmp_flags() -> tuple[list[str], list[str]]:
+    """The compile and link flags of OpenMP where this compiler has it: a test program that
+    includes omp.h is compiled and linked with them; none where that fails."""
+    if os.environ.get("QUICKSCORER_OPENMP", "") == "0":
+        return [], []
+    if sys.platform == "win32":
+        return ["/openmp"], []
+    from setuptools._distutils.ccompiler import new_compiler
+    from setuptools._distutils.sysconfig import customize_compiler
+
+    cc = new_compiler()
+    customize_compiler(cc)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp, "omp.c")
+        src.write_text("#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n")
+        try:
+            objects = cc.compile([str(src)], output_dir=tmp, extra_postargs=["-fopenmp"])
+            cc.link_executable(objects, str(Path(tmp, "omp")), extra_postargs=["-fopenmp"])
+        except Exception as exc:  # CompileError, LinkError: the compiler has no OpenMP
+            print(f"quickscorer: building without OpenMP ({type(exc).__name__}); n_threads "
+                  "then runs a pool of Python threads", file=sys.stderr)
+            return [], []
+    return ["-fopenmp"], ["-fopenmp"]
+
+
+def simde_include() -> str | None:
+    """Where SIMDe's headers are, for the NEON path on AArch64: the simde-py build
+    requirement's, else the system's (Debian's libsimde-dev); None where neither is."""
+    try:
+        import simde_py
+    except ImportError:
+        pass
+    else:
+        return simde_py.get_include()
+    for base in ("/usr/include", "/usr/local/include", "/opt/homebrew/include"):
+        if Path(base, "simde", "x86", "avx2.h").is_file():
+            return base
+    return None
+
+
+ARM64 = platform.machine().lower() in ("aarch64", "arm64")
+macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+include_dirs = [np.get_include(), "src"]
+if EMULATE_AVX512:
+    macros.append(("QS_EMULATE_AVX512", "1"))
+if ARM64 and sys.platform != "win32":
+    SIMDE = simde_include()
+    if SIMDE is None:
+        print("quickscorer: SIMDe's headers not found (pip install simde-py): the portable C "
+              "kernels alone, no NEON path", file=sys.stderr)
+    else:
+        macros.append(("QS_SIMDE", "1"))
+        include_dirs.append(SIMDE)
+
+omp_compile, omp_link = openmp_flags()
 if sys.platform == "win32":
-    compile_args = ["/O2", "/fp:precise", "/openmp"]
+    compile_args = ["/O2", "/fp:precise", *omp_compile]
     link_args = []
 else:
     # -ffp-contract=off: no fused multiply-add, so linear leaves and sums round like the
-    # source libraries do.
-    compile_args = ["-O0" if DEBUG else "-O3", "-ffp-contract=off", "-fno-fast-math", "-fopenmp"]
+    # source libraries do (on AArch64 too, where gcc would otherwise fuse).
+    compile_args = ["-O0" if DEBUG else "-O3", "-ffp-contract=off", "-fno-fast-math",
+                    *omp_compile]
     if DEBUG:
         compile_args.append("-g")
     if NATIVE:
         compile_args.append("-march=native")
-    link_args = ["-fopenmp"]
+    link_args = omp_link
 
 SRC = HERE / "src"
 extensions = [
     Extension(
         ".".join(pyx.relative_to(SRC).with_suffix("").parts),
         [str(pyx.relative_to(HERE))],
-        include_dirs=[np.get_include(), "src"],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
-        + ([("QS_EMULATE_AVX512", "1")] if EMULATE_AVX512 else []),
+        include_dirs=include_dirs,
+        define_macros=macros,
         extra_compile_args=compile_args,
         extra_link_args=link_args,
     )

@@ -14,6 +14,8 @@ what ``__all__`` lists. Its modules:
 - ``plan``: :class:`~quickscorer.plan.KernelPlan`, the kernel each call size runs and the
   prepared layouts of one model;
 - ``parts``: iteration ranges (LightGBM's and XGBoost's meanings) and the models of parts;
+- ``threads``: a call's rows split among a pool of Python threads, where the build has no
+  OpenMP;
 - ``ranking``: :class:`Ranking`, each query's rows ordered by score;
 - ``errors``: :class:`ModelFormatError` and :class:`InputError`;
 - ``config``: :func:`show_config`, the build and the path each kernel takes on this CPU;

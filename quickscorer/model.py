@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from . import threads
 from ._transforms import apply_transform
 from .algorithms.base import Algorithm
 from .errors import InputError
@@ -160,10 +161,10 @@ class Model:
         n, k = X.shape[0], self.n_outputs
         if self.plan.forest.dtype == np.float32:
             out32 = np.empty((n, k), np.float32)
-            alg.predict_raw(X, np.empty((0, k)), out32, n_threads)
+            threads.run(alg.predict_raw, X, (np.empty((0, k)), out32), n_threads)
             return out32
         out64 = np.empty((n, k), np.float64)
-        alg.predict_raw(X, out64, np.empty((0, k), np.float32), n_threads)
+        threads.run(alg.predict_raw, X, (out64, np.empty((0, k), np.float32)), n_threads)
         return out64
 
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
@@ -291,7 +292,7 @@ class Model:
                                      n_threads=n_threads)
         X, alg, n_threads = self.plan.call(X, algorithm, n_threads)
         out = np.empty((X.shape[0], self.n_trees), np.int32)
-        alg.predict_leaf(X, out, n_threads)
+        threads.run(alg.predict_leaf, X, (out,), n_threads)
         if source_ids:
             for t, tree in enumerate(self.ensemble.trees):
                 out[:, t] = tree.leaf_source_id[out[:, t]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +17,8 @@ import pytest
 import quickscorer
 
 PACKAGE = Path(quickscorer.__file__).parent
+#: the repository (the package may be an installed wheel's: .ci/wheel)
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _modules() -> dict[str, Path]:
@@ -141,6 +144,13 @@ def test_every_module_imports_on_its_own():
             assert rc != 0 and f"quickscorer[{absent[mod]}]" in err, (mod, err)
 
 
+def test_the_package_under_test_is_the_one_meant():
+    # .ci/wheel runs this suite against the installed wheel (QUICKSCORER_INSTALLED=1): the
+    # tree's own package must not be the one imported there, and must be everywhere else
+    inside = Path(quickscorer.__file__).resolve().is_relative_to(ROOT)
+    assert inside != (os.environ.get("QUICKSCORER_INSTALLED", "") == "1"), quickscorer.__file__
+
+
 def test_the_public_names_import():
     for name in quickscorer.__all__:
         getattr(quickscorer, name)          # AttributeError if a public name went missing
@@ -148,7 +158,6 @@ def test_the_public_names_import():
 
 # ---- every file the product cites, and every link of its pages, is in the repository ----
 
-ROOT = PACKAGE.parent
 #: what a user reads and what the code says (data files are not prose)
 PRODUCT = ("README.md", "docs", "quickscorer", "src", "benchmarks", "tests")
 TEXT_SUFFIXES = {".md", ".py", ".pyx", ".pxd", ".h", ".c", ".toml", ".cfg", ".txt"}

@@ -22,6 +22,9 @@ def test_the_config_reports_the_build_and_this_cpus_paths(monkeypatch):
     if platform.machine() in ("x86_64", "AMD64") and "gcc" in build["compiler"]:
         assert build["compiled_paths"] == ["scalar", "avx2", "avx512"]
         assert build["openmp"] and build["openmp_version"] >= 201107   # OpenMP 3.1 or later
+    if platform.machine() in ("aarch64", "arm64") and build["compiler"] != "unknown":
+        # the build requirement simde-py brings SIMDe's headers: the NEON path is in
+        assert build["compiled_paths"] == ["scalar", "neon"] and "neon" in c["cpu_paths"]
     assert set(c["cpu_paths"]) <= set(build["compiled_paths"]) and "scalar" in c["cpu_paths"]
     paths = c["kernel_paths"]
     assert paths["vqs"] == cpu.available_isas()[-1]         # the widest this CPU runs

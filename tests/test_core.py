@@ -259,6 +259,34 @@ def test_n_threads_do_not_change_scores(random_model):
     np.testing.assert_array_equal(random_model.predict(X, raw_score=True, n_threads=0), one)
 
 
+@pytest.mark.parametrize("n_threads", [2, 3, 0])
+def test_the_python_thread_pool_scores_as_one_thread(random_model, monkeypatch, n_threads):
+    # the threads of a build without OpenMP (quickscorer/threads.py), taken here on request
+    from quickscorer import threads
+
+    rng = np.random.default_rng(10)
+    X = special_rows(rng, 1003, 6)
+    algs = scoring_algorithms(random_model)
+    want = {a: (random_model.predict(X, raw_score=True, algorithm=a, n_threads=1),
+                random_model.predict_leaf(X, algorithm=a, n_threads=1)) for a in algs}
+    monkeypatch.setenv("QUICKSCORER_THREAD_POOL", "1")
+    assert threads.use_pool(2) and not threads.use_pool(1)
+    calls = []
+    real = threads.run
+
+    def counting(kernel, X, outs, n):
+        calls.append(n)
+        real(kernel, X, outs, n)
+
+    monkeypatch.setattr(threads, "run", counting)
+    for a in algs:
+        np.testing.assert_array_equal(
+            random_model.predict(X, raw_score=True, algorithm=a, n_threads=n_threads), want[a][0])
+        np.testing.assert_array_equal(
+            random_model.predict_leaf(X, algorithm=a, n_threads=n_threads), want[a][1])
+    assert calls and all(n > 1 for n in calls)
+
+
 def test_unknown_algorithm_is_refused(random_model):
     with pytest.raises(ValueError, match="unknown algorithm 'nope'"):
         random_model.predict(np.zeros((1, 6)), algorithm="nope")

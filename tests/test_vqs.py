@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
+from quickscorer.algorithms import cpu
 from quickscorer.algorithms.cpu import ISAS, available_isas, isa_code
 from quickscorer.algorithms.qs.vqs import VQuickScorer
 from quickscorer.ir import MISSING_ZERO, Ensemble, reference
@@ -32,9 +33,15 @@ def _check(ens, X, isa, **kw):
 
 def test_scalar_and_this_cpus_paths_are_listed():
     assert "scalar" in ISA_LIST
-    assert set(ISA_LIST) <= set(ISAS)
+    assert set(ISA_LIST) <= set(cpu.NAMES) and set(cpu.NAMES.values()) <= set(ISAS.values())
     with pytest.raises(ValueError, match="unknown instruction set"):
         isa_code("sse9")
+    # the other architecture's vector path: refused, naming the paths this CPU runs
+    other = "avx2" if cpu.NEON else "neon"
+    with pytest.raises(ValueError, match=f"cannot run the '{other}' path; it runs"):
+        isa_code(other)
+    for name in ISA_LIST:
+        assert cpu.isa_name(isa_code(name)) == name
 
 
 @pytest.mark.parametrize("isa", ISA_LIST)

@@ -1,20 +1,34 @@
 """What the CPU offers the V-QuickScorer scans, and the environment knobs that steer them.
 
-- instruction sets: ``scalar`` (portable C), ``avx2``, ``avx512``, detected at run time by the
-  kernel (``src/quickscorer/algorithms/qs/vqs.h``); ``$QUICKSCORER_ISA`` forces one;
+- instruction sets: ``scalar`` (portable C), ``avx2`` and ``avx512`` on x86-64, ``neon`` on
+  AArch64, detected at run time by the kernel (``src/quickscorer/cpu.h``);
+  ``$QUICKSCORER_ISA`` forces one;
 - the per-core L2 cache size (sysfs), which sizes the tree blocks.
+
+The kernels know a path by its code (:data:`ISAS`). Code 1 is the 256-bit path: AVX2 on
+x86-64, and on AArch64 the same kernels compiled through SIMDe into NEON (two 128-bit
+registers for each 256-bit one), named ``neon`` there (:data:`NAMES`).
 """
 from __future__ import annotations
 
 import os
 
+from .. import _config
 from .qs import _vqs
 
+#: the kernels' code of each path (code 1 is the NEON path on AArch64: see above)
 ISAS = {"scalar": 0, "avx2": 1, "avx512": 2}
+
+#: whether this build's 256-bit path is NEON (an AArch64 build with SIMDe)
+NEON = "neon" in _config.build_info()["compiled_paths"]
+
+#: the paths by the names users give them (``$QUICKSCORER_ISA``, ``isa=``, ``model.info()``)
+NAMES = {"scalar": 0, "neon": 1} if NEON else dict(ISAS)
 
 #: the widest group of documents per scan on each path, the fastest width measured there;
 #: ``python -m benchmarks.tuning.vqs_variants isa=avx2,lanes=8 isa=avx2,lanes=16`` re-measures it
-MAX_LANES = {"scalar": 8, "avx2": 16, "avx512": 32}
+#: (NEON takes AVX2's width, unmeasured on an ARM CPU)
+MAX_LANES = {"scalar": 8, "avx2": 16, "avx512": 32, "neon": 16}
 
 
 def env_int(name: str) -> int | None:
@@ -52,17 +66,22 @@ def isa_code(name: str | None = None) -> int:
     name = name or os.environ.get("QUICKSCORER_ISA") or None
     if name is None:
         return int(_vqs.best_isa())
-    if name not in ISAS:
-        raise ValueError(f"unknown instruction set {name!r}; known: {sorted(ISAS)}")
-    if not _vqs.isa_available(ISAS[name]):
-        raise ValueError(f"this CPU cannot run the {name!r} path")
-    return ISAS[name]
+    if name not in NAMES:
+        known = sorted({*ISAS, "neon"})
+        if name in known:
+            raise ValueError(f"this CPU cannot run the {name!r} path; it runs "
+                             f"{available_isas()}")
+        raise ValueError(f"unknown instruction set {name!r}; known: {known}")
+    if not _vqs.isa_available(NAMES[name]):
+        raise ValueError(f"this CPU cannot run the {name!r} path; it runs {available_isas()}")
+    return NAMES[name]
 
 
 def isa_name(code: int) -> str:
-    return {v: k for k, v in ISAS.items()}[code]
+    """The name users give the path of kernel code ``code``."""
+    return {v: k for k, v in NAMES.items()}[code]
 
 
 def available_isas() -> list[str]:
-    """The instruction-set paths this CPU runs."""
-    return [n for n, c in ISAS.items() if _vqs.isa_available(c)]
+    """The instruction-set paths this CPU runs, narrowest first."""
+    return [n for n, c in NAMES.items() if _vqs.isa_available(c)]

@@ -43,13 +43,15 @@ cdef extern from *:
     int QS_EMULATED
     int QS_BASELINE_AVX2
     int CPU_HAVE_X86
+    int CPU_NEON
     int qs_omp_max_threads() noexcept nogil
 
 
 def build_info() -> dict:
     """The compiler, whether OpenMP is in (its version as ``_OPENMP``, yyyymm, and its thread
     count now), the instruction-set paths compiled in (AVX2 and AVX-512 by target attributes
-    on x86-64 with gcc or clang, chosen when the kernels run; portable C elsewhere), whether
+    on x86-64 with gcc or clang, chosen when the kernels run; NEON on AArch64 where SIMDe's
+    headers were found; portable C elsewhere), whether
     the whole build assumes AVX2 (``-march=native`` on such a CPU), and whether its AVX2 and
     AVX-512 paths are emulated (a test build)."""
     return {
@@ -57,7 +59,8 @@ def build_info() -> dict:
         "openmp": QS_OPENMP != 0,
         "openmp_version": int(QS_OPENMP),
         "openmp_max_threads": int(qs_omp_max_threads()),
-        "compiled_paths": ["scalar", "avx2", "avx512"] if CPU_HAVE_X86 else ["scalar"],
+        "compiled_paths": (["scalar", "neon"] if CPU_NEON
+                           else ["scalar", "avx2", "avx512"] if CPU_HAVE_X86 else ["scalar"]),
         "baseline_avx2": QS_BASELINE_AVX2 != 0,
         "emulated_avx512": QS_EMULATED != 0,
     }

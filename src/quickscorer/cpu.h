@@ -3,8 +3,15 @@
  * The kernels are compiled for every instruction set with target attributes (CPU_TARGET), not
  * with -march, and pick a path at run time: cpu_best_isa() gives the widest the CPU has,
  * cpu_isa_available() whether one can run; CPU_ISA_* name them (QUICKSCORER_ISA and the
- * kernels' isa= arguments force one). CPU_HAVE_X86 is 0 where no x86 intrinsic exists: the
- * portable C paths alone.
+ * kernels' isa= arguments force one). CPU_HAVE_X86 is 1 where the kernels' x86 intrinsics
+ * compile, natively or through SIMDe, and 0 where they do not: the portable C paths alone.
+ *
+ * On AArch64 (gcc or clang, with SIMDe's headers: setup.py finds them through the simde-py
+ * build requirement and defines QS_SIMDE) the AVX2 kernels are compiled through SIMDe's
+ * translation of each intrinsic into NEON (Advanced SIMD, present on every AArch64 CPU): that
+ * is the NEON path, code CPU_ISA_AVX2 under the name "neon" (CPU_NEON is 1). A 256-bit
+ * register is two 128-bit NEON registers. The AVX-512 kernels compile there too, but never
+ * report themselves available.
  *
  * A test build (QS_EMULATE_AVX512: setup.py's QUICKSCORER_EMULATE_AVX512=1) takes every AVX2
  * and AVX-512 intrinsic from SIMDe's portable C and reports every path available, so that the
@@ -19,35 +26,52 @@
 #define CPU_ISA_AVX512 2
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define CPU_HAVE_X86 1
-#ifdef QS_EMULATE_AVX512
-/* Test builds only (QUICKSCORER_EMULATE_AVX512=1 python setup.py build_ext): every AVX2 and
- * AVX-512 intrinsic comes from SIMDe's portable C (Debian's libsimde-dev), no function gets
- * a target attribute (the compiler may not emit AVX-512 code) and every path reports itself
- * available, so that a CPU without AVX-512 runs the AVX-512 paths, slowly, and the tests that
- * force each instruction set check them against the reference. */
+#define CPU_NATIVE_X86 1
+#if defined(QS_EMULATE_AVX512)
+#define CPU_SIMDE 1
+#endif
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__) && defined(QS_SIMDE)
+#define CPU_NATIVE_X86 0
+#define CPU_SIMDE 1
+#define CPU_NEON 1
+#else
+#define CPU_NATIVE_X86 0
+#endif
+#ifndef CPU_SIMDE
+#define CPU_SIMDE 0
+#endif
+#ifndef CPU_NEON
+#define CPU_NEON 0
+#endif
+/* the NEON path's steps written natively (rapidscorer/scan.h), unless QS_NEON_SIMDE_ONLY asks
+ * for SIMDe's translation of every step (benchmarks/experiments/neon_ops.py counts both) */
+#if CPU_NEON && !defined(QS_NEON_SIMDE_ONLY)
+#define CPU_NEON_NATIVE 1
+#else
+#define CPU_NEON_NATIVE 0
+#endif
+
+#if CPU_NEON_NATIVE
+#include <arm_neon.h>   /* the steps written natively (rapidscorer/scan.h) */
+#endif
+#if CPU_SIMDE
+/* the intrinsics from SIMDe: over NEON on AArch64, in portable C on x86-64 (the emulated test
+ * build, below) */
 #define SIMDE_ENABLE_NATIVE_ALIASES
 #include <simde/x86/avx512.h>
 typedef simde__mmask8 __mmask8;
+#if SIMDE_VERSION < HEDLEY_VERSION_ENCODE(0, 8, 0)
+/* SIMDe 0.8 names these itself */
 typedef simde__mmask16 __mmask16;
 typedef simde__mmask32 __mmask32;
 typedef simde__mmask64 __mmask64;
-/* SIMDe's alias takes its 32 arguments before they are expanded; this one after */
+#endif
+/* SIMDe's aliases take their arguments before they are expanded (RS_TZ_NIBBLE is one
+ * argument there); these after */
 #undef _mm256_setr_epi8
 #define _mm256_setr_epi8(...) simde_mm256_setr_epi8(__VA_ARGS__)
-/* SIMDe 0.7.4~rc2's portable testz answers 1 when either 64-bit half of a 128-bit pair ANDs to
- * zero (both must); checked against the native instruction on AVX2 */
-static inline int cpu_emu_testz_si256(simde__m256i a, simde__m256i b)
-{
-    uint64_t x[4], y[4], r = 0;
-    simde_mm256_storeu_si256((simde__m256i*)x, a);
-    simde_mm256_storeu_si256((simde__m256i*)y, b);
-    for (int i = 0; i < 4; ++i)
-        r |= x[i] & y[i];
-    return r == 0;
-}
-#undef _mm256_testz_si256
-#define _mm256_testz_si256(a, b) cpu_emu_testz_si256((a), (b))
+#undef _mm_setr_epi8
+#define _mm_setr_epi8(...) simde_mm_setr_epi8(__VA_ARGS__)
 /* what SIMDe 0.7.4~rc2 lacks, in plain C: a masked load reads no element its mask clears */
 #ifndef _mm512_maskz_loadu_pd
 static inline simde__m512d cpu_emu_maskz_loadu_pd(simde__mmask8 k, const void* p)
@@ -96,6 +120,29 @@ static inline simde__m512i cpu_emu_cvtepu8_epi32(simde__m128i a)
 #define _mm512_cvtepu8_epi32(a) cpu_emu_cvtepu8_epi32(a)
 #endif
 #define CPU_TARGET(t)
+#endif
+
+#if CPU_NATIVE_X86
+#define CPU_HAVE_X86 1
+#ifdef QS_EMULATE_AVX512
+/* Test builds only (QUICKSCORER_EMULATE_AVX512=1 python setup.py build_ext): every AVX2 and
+ * AVX-512 intrinsic comes from SIMDe's portable C (Debian's libsimde-dev), no function gets
+ * a target attribute (the compiler may not emit AVX-512 code) and every path reports itself
+ * available, so that a CPU without AVX-512 runs the AVX-512 paths, slowly, and the tests that
+ * force each instruction set check them against the reference. */
+/* SIMDe 0.7.4~rc2's portable testz answers 1 when either 64-bit half of a 128-bit pair ANDs to
+ * zero (both must); checked against the native instruction on AVX2 */
+static inline int cpu_emu_testz_si256(simde__m256i a, simde__m256i b)
+{
+    uint64_t x[4], y[4], r = 0;
+    simde_mm256_storeu_si256((simde__m256i*)x, a);
+    simde_mm256_storeu_si256((simde__m256i*)y, b);
+    for (int i = 0; i < 4; ++i)
+        r |= x[i] & y[i];
+    return r == 0;
+}
+#undef _mm256_testz_si256
+#define _mm256_testz_si256(a, b) cpu_emu_testz_si256((a), (b))
 #define CPU_SUPPORTS(feature) 1
 #else
 #include <immintrin.h>
@@ -114,6 +161,14 @@ static inline int cpu_isa_available(int isa)
         return CPU_SUPPORTS("avx512f");
     return 0;
 }
+#elif CPU_NEON
+/* the NEON path (the AVX2 kernels through SIMDe): every AArch64 CPU runs it */
+#define CPU_HAVE_X86 1
+#define CPU_SUPPORTS(feature) 0
+static inline int cpu_isa_available(int isa)
+{
+    return isa == CPU_ISA_SCALAR || isa == CPU_ISA_AVX2;
+}
 #else
 #define CPU_HAVE_X86 0
 static inline int cpu_isa_available(int isa) { return isa == CPU_ISA_SCALAR; }
@@ -122,7 +177,7 @@ static inline int cpu_isa_available(int isa) { return isa == CPU_ISA_SCALAR; }
 /* whether the CPU runs a 512-bit operation as two 256-bit halves: AMD family 0x19 with
  * AVX-512 (Zen 4). There an AVX-512 loop is no wider than an AVX2 loop of two registers, and
  * may cost more (rapidscorer/levels.h's level walk: 10% to 22% more time). */
-#if CPU_HAVE_X86
+#if CPU_NATIVE_X86
 #include <cpuid.h>
 static inline int cpu_splits_512(void)
 {

@@ -133,9 +133,61 @@ static inline int rs_rank_c(const double* piv, const double* bkt, double x, int 
     return 16 * c1 + c2;
 }
 
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define RS_HAVE_X86 1     /* intrinsics, CPU_TARGET and CPU_SUPPORTS: cpu.h */
+#if CPU_HAVE_X86
+#define RS_HAVE_X86 1     /* intrinsics (native, or SIMDe's over NEON), CPU_TARGET, CPU_SUPPORTS: cpu.h */
 
+#if CPU_NEON_NATIVE
+/* ---- NEON, written natively: the scan entry and the rank search -------------------------
+ * The NEON path is the AVX2 path compiled through SIMDe (cpu.h), but for the two steps that
+ * take most of a document's instructions, whose SIMDe translation costs three to six times
+ * AVX2's instructions (SIMDe's testz and movemask are several NEON instructions each): they
+ * keep the AVX2 functions' names and results. A byte row of 32 or 64 lanes is two or four
+ * 128-bit registers; an unsigned byte compare needs no bias. Instructions per scan entry and
+ * per rank, against AVX2 and the SIMDe translation: python -m benchmarks.experiments.neon_ops */
+static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* e,
+                                           uint8_t* state, int flip)
+{
+    const uint8x16_t x = vdupq_n_u8(flip ? 0xFF : 0);
+    const uint8x16_t r0 = veorq_u8(vld1q_u8(rank), x);
+    const uint8x16_t r1 = veorq_u8(vld1q_u8(rank + 16), x);
+    for (;; ++e) {
+        /* rank > thr, thr = thr_b ^ 0x80, unsigned */
+        const uint8x16_t t = vdupq_n_u8((uint8_t)(e->thr_b ^ 0x80));
+        const uint8x16_t g0 = vcgtq_u8(r0, t), g1 = vcgtq_u8(r1, t);
+        if (vmaxvq_u8(vorrq_u8(g0, g1)) == 0)
+            return e;
+        uint8_t* p = state + (size_t)e->byte * 32;
+        const uint8x16_t m = vdupq_n_u8(e->mask);
+        /* v &= ~(gt & ~mask) */
+        vst1q_u8(p, vbicq_u8(vld1q_u8(p), vbicq_u8(g0, m)));
+        vst1q_u8(p + 16, vbicq_u8(vld1q_u8(p + 16), vbicq_u8(g1, m)));
+    }
+}
+
+static inline const rs_entry* rs_scan_avx2w(const uint8_t* rank, const rs_entry* e,
+                                            uint8_t* state, int flip)
+{
+    const uint8x16_t x = vdupq_n_u8(flip ? 0xFF : 0);
+    const uint8x16_t r0 = veorq_u8(vld1q_u8(rank), x);
+    const uint8x16_t r1 = veorq_u8(vld1q_u8(rank + 16), x);
+    const uint8x16_t r2 = veorq_u8(vld1q_u8(rank + 32), x);
+    const uint8x16_t r3 = veorq_u8(vld1q_u8(rank + 48), x);
+    for (;; ++e) {
+        const uint8x16_t t = vdupq_n_u8((uint8_t)(e->thr_b ^ 0x80));
+        const uint8x16_t g0 = vcgtq_u8(r0, t), g1 = vcgtq_u8(r1, t);
+        const uint8x16_t g2 = vcgtq_u8(r2, t), g3 = vcgtq_u8(r3, t);
+        if (vmaxvq_u8(vorrq_u8(vorrq_u8(g0, g1), vorrq_u8(g2, g3))) == 0)
+            return e;
+        uint8_t* p = state + (size_t)e->byte * 64;
+        const uint8x16_t m = vdupq_n_u8(e->mask);
+        vst1q_u8(p, vbicq_u8(vld1q_u8(p), vbicq_u8(g0, m)));
+        vst1q_u8(p + 16, vbicq_u8(vld1q_u8(p + 16), vbicq_u8(g1, m)));
+        vst1q_u8(p + 32, vbicq_u8(vld1q_u8(p + 32), vbicq_u8(g2, m)));
+        vst1q_u8(p + 48, vbicq_u8(vld1q_u8(p + 48), vbicq_u8(g3, m)));
+    }
+}
+
+#else
 /* ---- AVX2: 32 lanes, one register per byte row ----------------------------------------- */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* e,
@@ -181,6 +233,8 @@ static inline const rs_entry* rs_scan_avx2w(const uint8_t* rank, const rs_entry*
     }
 }
 
+#endif
+
 /* lanes 0-31 of rows `stride` bytes apart (32; 64 for a half of a wide group's rows) */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void rs_exits_avx2s(const uint8_t* p, int nb, size_t stride, uint8_t* idx)
@@ -225,6 +279,41 @@ static void rs_exits_avx2w(const uint8_t* p, int nb, uint8_t* idx)
     rs_exits_avx2s(p + 32, nb, 64, idx + 32);
 }
 
+#if CPU_NEON_NATIVE
+/* how many of the n (8 or 16) doubles at p are below x: each compare leaves -1 in a lane
+ * that is, summed in two 64-bit lanes (a NaN is below nothing, as _CMP_LT_OQ) */
+static inline int rs_below_neon(const double* p, float64x2_t xb, int n)
+{
+    int64x2_t acc = vreinterpretq_s64_u64(vcltq_f64(vld1q_f64(p), xb));
+    for (int i = 2; i < n; i += 2)
+        acc = vaddq_s64(acc, vreinterpretq_s64_u64(vcltq_f64(vld1q_f64(p + i), xb)));
+    return (int)-vaddvq_s64(acc);
+}
+
+static inline int rs_rank_avx2(const double* piv, const double* bkt, double x, int npiv)
+{
+    const float64x2_t xb = vdupq_n_f64(x);
+    const int c1 = npiv == 0 ? 0 : rs_below_neon(piv, xb, npiv);
+    return 16 * c1 + rs_below_neon(bkt + 16 * c1, xb, 16);
+}
+
+/* the same in float32: four lanes a register */
+static inline int rs_below_f32_neon(const float* p, float32x4_t xb, int n)
+{
+    int32x4_t acc = vreinterpretq_s32_u32(vcltq_f32(vld1q_f32(p), xb));
+    for (int i = 4; i < n; i += 4)
+        acc = vaddq_s32(acc, vreinterpretq_s32_u32(vcltq_f32(vld1q_f32(p + i), xb)));
+    return -vaddvq_s32(acc);
+}
+
+static inline int rs_rank_f32_avx2(const float* piv, const float* bkt, float x, int npiv)
+{
+    const float32x4_t xb = vdupq_n_f32(x);
+    const int c1 = npiv == 0 ? 0 : rs_below_f32_neon(piv, xb, npiv);
+    return 16 * c1 + rs_below_f32_neon(bkt + 16 * c1, xb, 16);
+}
+
+#else
 /* how many of the 16 doubles at p are below xb: the four compare masks packed to bytes and
  * counted by one movemask (each 64-bit mask leaves 2 bits), fewer instructions than a
  * movemask per register, and faster in a one-off timing of a group's ranks */
@@ -285,6 +374,8 @@ static inline int rs_rank_f32_avx2(const float* piv, const float* bkt, float x, 
                                               : rs_below16_f32_avx2(piv, xb));
     return 16 * c1 + rs_below16_f32_avx2(bkt + 16 * c1, xb);
 }
+
+#endif
 
 /* ---- AVX-512 (AVX512BW): 64 lanes, one register per byte row, masked byte moves ---------- */
 CPU_TARGET("avx512f,avx512bw") __attribute__((always_inline))
