@@ -3,13 +3,14 @@ each kernel takes on this CPU, consistent with what the kernels themselves repor
 from __future__ import annotations
 
 import io
+import os
 import platform
 
 import numpy as np
 import pytest
 
 import quickscorer
-from quickscorer import config
+from quickscorer import config, threads
 from quickscorer.algorithms import cpu
 from quickscorer.cli import main
 
@@ -21,7 +22,10 @@ def test_the_config_reports_the_build_and_this_cpus_paths(monkeypatch):
     build = c["build"]
     if platform.machine() in ("x86_64", "AMD64") and "gcc" in build["compiler"]:
         assert build["compiled_paths"] == ["scalar", "avx2", "avx512"]
-        assert build["openmp"] and build["openmp_version"] >= 201107   # OpenMP 3.1 or later
+        if os.environ.get("QUICKSCORER_OPENMP") == "0":     # built without it on purpose
+            assert not build["openmp"] and not threads.OPENMP
+        else:
+            assert build["openmp"] and build["openmp_version"] >= 201107   # OpenMP 3.1+
     if platform.machine() in ("aarch64", "arm64") and build["compiler"] != "unknown":
         # the build requirement simde-py brings SIMDe's headers: the NEON path is in
         assert build["compiled_paths"] == ["scalar", "neon"] and "neon" in c["cpu_paths"]

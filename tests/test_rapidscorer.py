@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
+from quickscorer.algorithms import cpu
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.qs.qs import shared_layout
 from quickscorer.algorithms.rapidscorer import _rapidscorer
@@ -35,9 +36,11 @@ from quickscorer.algorithms.rapidscorer.ranks import (
 from quickscorer.algorithms.rapidscorer.rapidscorer import AVX2_WIDE, RapidScorer, rs_isa_code
 from quickscorer.ir import MISSING_ZERO, Ensemble, build_tree, reference
 
-RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
-if "avx2" in RS_ISAS:       # AVX2 with every group at 32 documents (no 64-lane groups)
-    RS_ISAS.insert(RS_ISAS.index("avx2") + 1, "avx2-32")
+#: the paths by name (cpu.NAMES: the 256-bit one is "avx2" on x86-64, "neon" on AArch64)
+VEC = cpu.isa_name(ISAS["avx2"])
+RS_ISAS = [name for name, code in cpu.NAMES.items() if _rapidscorer.isa_available(code)]
+if VEC in RS_ISAS:       # AVX2 (NEON) with every group at 32 documents (no 64-lane groups)
+    RS_ISAS.insert(RS_ISAS.index(VEC) + 1, f"{VEC}-32")
 
 
 def _model(ens):
@@ -45,8 +48,8 @@ def _model(ens):
 
 
 def _alg(ens, isa, **kw):
-    if isa == "avx2-32":
-        isa, kw = "avx2", {**kw, "wide": False}
+    if isa == f"{VEC}-32":
+        isa, kw = VEC, {**kw, "wide": False}
     return RapidScorer(ens, _model(ens).plan.forest, isa=isa, **kw)
 
 
@@ -72,13 +75,13 @@ def test_calls_of_more_than_32_rows_take_the_wide_avx2_path(monkeypatch):
     monkeypatch.delenv("QUICKSCORER_ISA", raising=False)
     rng = np.random.default_rng(12)
     ens = random_ensemble(rng, "lightgbm", n_trees=5, p_categorical=0.0)
-    if "avx2" not in RS_ISAS:
-        pytest.skip("this CPU has no AVX2")
-    alg = RapidScorer(ens, _model(ens).plan.forest, isa="avx2")
+    if VEC not in RS_ISAS:
+        pytest.skip("this CPU has no AVX2 (NEON) path")
+    alg = RapidScorer(ens, _model(ens).plan.forest, isa=VEC)
     assert alg.isa_for(32, 1) == ISAS["avx2"] and alg.isa_for(33, 1) == AVX2_WIDE
     assert alg.isa_for(65, 2) == ISAS["avx2"] and alg.isa_for(66, 2) == AVX2_WIDE
     assert alg.lanes == 64          # tree blocks sized for the widest groups
-    narrow = RapidScorer(ens, _model(ens).plan.forest, isa="avx2", wide=False)
+    narrow = RapidScorer(ens, _model(ens).plan.forest, isa=VEC, wide=False)
     assert narrow.isa_for(10_000, 1) == ISAS["avx2"] and narrow.lanes == 32
     scalar = RapidScorer(ens, _model(ens).plan.forest, isa="scalar")
     assert scalar.isa_for(10_000, 1) == ISAS["scalar"] and scalar.lanes == 32
@@ -639,7 +642,8 @@ def test_xgboost_models_rank_in_float32_and_keep_it_through_pickle(family):
                                      np.empty((0, 1), np.float32), alg._scratch_rows(1), 1,
                                      alg.isa)
     X = special_rows(rng, 300, ens.n_features)
-    for name in ("scalar", "avx2", "avx2-32", "avx512"):
-        if name != "avx2-32" and not _rapidscorer.isa_available(ISAS[name]):
+    for name in ("scalar", VEC, f"{VEC}-32", "avx512"):
+        if name != f"{VEC}-32" and not (name in cpu.NAMES
+                                        and _rapidscorer.isa_available(cpu.NAMES[name])):
             continue                      # a path this CPU does not have
         _check(ens, X, name)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import quickscorer
-from quickscorer.algorithms import nodes
+from quickscorer.algorithms import cpu, nodes
 from quickscorer.algorithms.cpu import ISAS
 from quickscorer.algorithms.rapidscorer import _rapidscorer
 from quickscorer.algorithms.rapidscorer import layout as rs_layout
@@ -34,9 +34,11 @@ from quickscorer.algorithms.rapidscorer.levels import (
 from quickscorer.algorithms.rapidscorer.rapidscorer import RapidScorer
 from quickscorer.ir import Ensemble, build_tree, reference
 
-RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
-if "avx2" in RS_ISAS:
-    RS_ISAS.insert(RS_ISAS.index("avx2") + 1, "avx2-32")
+#: the paths by name (cpu.NAMES: the 256-bit one is "avx2" on x86-64, "neon" on AArch64)
+VEC = cpu.isa_name(ISAS["avx2"])
+RS_ISAS = [name for name, code in cpu.NAMES.items() if _rapidscorer.isa_available(code)]
+if VEC in RS_ISAS:
+    RS_ISAS.insert(RS_ISAS.index(VEC) + 1, f"{VEC}-32")
 if "avx512" in RS_ISAS:
     # the AVX-512 walks the default does not take on this CPU: in 512-bit registers by byte
     # permutations (VBMI) or a node at a time, and in two 256-bit registers a column
@@ -54,8 +56,8 @@ def _alg(ens, isa, **kw):
     """The algorithm on path isa, its level path in every group where it can (levels=True)
     unless told otherwise."""
     kw.setdefault("levels", True)
-    if isa == "avx2-32":
-        isa, kw = "avx2", {**kw, "wide": False}
+    if isa == f"{VEC}-32":
+        isa, kw = VEC, {**kw, "wide": False}
     if isa == "avx512-nodes":
         isa, kw = "avx512", {**kw, "vbmi": False, "halves": False}
     if isa == "avx512-zmm":
@@ -631,7 +633,7 @@ def test_level_chunks_default_to_a_size_in_bytes(monkeypatch):
     ens = _deep_ensemble(rng, "xgboost", big=True, deepest=10)
     X = special_rows(rng, 700, 5)                # 11 groups of 64 on the wide paths
     want = reference.predict_raw(ens, X)
-    isa = "avx2" if "avx2" in RS_ISAS else "scalar"
+    isa = VEC if VEC in RS_ISAS else "scalar"
     a = _alg(ens, isa)._arrays
     group = _rapidscorer.chunk_group_bytes(64, a["slot_column"].shape[0]
                                            + a["lv_combos"].shape[0])

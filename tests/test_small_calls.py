@@ -13,7 +13,7 @@ from conftest import linear_tree, random_ensemble, special_rows
 
 import quickscorer
 from quickscorer import _kernel
-from quickscorer.algorithms import autoselect
+from quickscorer.algorithms import autoselect, cpu
 from quickscorer.algorithms.cpu import ISAS, available_isas
 from quickscorer.algorithms.qs import _vqs
 from quickscorer.algorithms.qs.vqs import VQuickScorer
@@ -277,8 +277,10 @@ def test_small_calls_from_many_threads(n):
     assert bad == []
 
 
-VQS_ISAS = [name for name in ISAS if name in available_isas()]
-RS_ISAS = [name for name, code in ISAS.items() if _rapidscorer.isa_available(code)]
+VQS_ISAS = available_isas()
+#: the paths by name (cpu.NAMES: the 256-bit one is "avx2" on x86-64, "neon" on AArch64)
+VEC = cpu.isa_name(ISAS["avx2"])
+RS_ISAS = [name for name, code in cpu.NAMES.items() if _rapidscorer.isa_available(code)]
 
 
 @pytest.mark.parametrize("isa", VQS_ISAS)
@@ -307,7 +309,7 @@ def test_the_vqs_entry_on_every_instruction_set_and_tree_blocks(isa, block_bytes
 
 RS_CASES = [(isa, kw) for isa in RS_ISAS
             for kw in ({}, {"block_bytes": 1}, {"levels": False})] + (
-    [("avx2", {"wide": False})] if "avx2" in RS_ISAS else [])
+    [(VEC, {"wide": False})] if VEC in RS_ISAS else [])
 
 
 @pytest.mark.parametrize("isa, kw", RS_CASES)

@@ -104,9 +104,12 @@ int main(int argc, char** argv)
         for (int i = 0; i < 8 * 64; ++i)
             rows[i] = (uint8_t)(i % 7 == 0 ? 0x10 : 0);
         for (long i = 0; i < repeats; ++i) {
+            rows[(i * 37) % (8 * 64)] ^= (uint8_t)(1u << (i & 7));   /* (branch-free search) */
             exits64(rows, idx);
             check += idx[i & 63];
         }
+        for (int l = 0; l < 64; ++l)                                /* every lane's exit */
+            check = check * 31 + idx[l];
     } else {
         fprintf(stderr, "unknown unit %s\n", unit);
         return 2;

@@ -5,9 +5,10 @@ rather than timed (an x86-64 machine has no ARM CPU to time on).
                                                          # qemu-user-static (Debian's packages)
 
 ``neon_ops.c`` is compiled three times from the same source: for x86-64 (the AVX2 intrinsics
-as they are), and for AArch64 as the NEON path is built (SIMDe, with the scan entry and the
-rank search written natively: ``src/quickscorer/cpu.h``) and with every step through SIMDe
-(``QS_NEON_SIMDE_ONLY``, the column ``SIMDe``), all ``-O3 -ffp-contract=off`` and static.
+as they are), and for AArch64 as the NEON path is built (SIMDe, with the scan entry, the
+exit search and the rank search written natively: ``src/quickscorer/cpu.h``) and with every
+step through SIMDe (``QS_NEON_SIMDE_ONLY``, the column ``SIMDe``), all ``-O3
+-ffp-contract=off`` and static.
 Each binary runs under QEMU's user-mode emulation with every translated block and every
 block executed logged; the instructions executed are the sum over executed blocks of each
 block's length. A unit's count is the difference between a run of ``2r`` repeats and one of

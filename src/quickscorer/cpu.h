@@ -43,8 +43,9 @@
 #ifndef CPU_NEON
 #define CPU_NEON 0
 #endif
-/* the NEON path's steps written natively (rapidscorer/scan.h), unless QS_NEON_SIMDE_ONLY asks
- * for SIMDe's translation of every step (benchmarks/experiments/neon_ops.py counts both) */
+/* the NEON path's steps written natively (rapidscorer/scan.h: the scan entry, the exit
+ * search and the rank search), unless QS_NEON_SIMDE_ONLY asks for SIMDe's translation of
+ * every step (benchmarks/experiments/neon_ops.py counts both) */
 #if CPU_NEON && !defined(QS_NEON_SIMDE_ONLY)
 #define CPU_NEON_NATIVE 1
 #else

@@ -137,11 +137,11 @@ static inline int rs_rank_c(const double* piv, const double* bkt, double x, int 
 #define RS_HAVE_X86 1     /* intrinsics (native, or SIMDe's over NEON), CPU_TARGET, CPU_SUPPORTS: cpu.h */
 
 #if CPU_NEON_NATIVE
-/* ---- NEON, written natively: the scan entry and the rank search -------------------------
- * The NEON path is the AVX2 path compiled through SIMDe (cpu.h), but for the two steps that
- * take most of a document's instructions, whose SIMDe translation costs three to six times
- * AVX2's instructions (SIMDe's testz and movemask are several NEON instructions each): they
- * keep the AVX2 functions' names and results. A byte row of 32 or 64 lanes is two or four
+/* ---- NEON, written natively: the scan entry, the exit search and the rank search --------
+ * The NEON path is the AVX2 path compiled through SIMDe (cpu.h), but for the three steps that
+ * take most of a document's instructions, whose SIMDe translation costs two to six times
+ * AVX2's instructions (SIMDe's testz, movemask and blendv are several NEON instructions
+ * each): they keep the AVX2 functions' names and results. A byte row of 32 or 64 lanes is two or four
  * 128-bit registers; an unsigned byte compare needs no bias. Instructions per scan entry and
  * per rank, against AVX2 and the SIMDe translation: python -m benchmarks.experiments.neon_ops */
 static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* e,
@@ -235,6 +235,38 @@ static inline const rs_entry* rs_scan_avx2w(const uint8_t* rank, const rs_entry*
 
 #endif
 
+#if CPU_NEON_NATIVE
+/* lanes 0-15 of rows `stride` bytes apart: the search of rs_exits_avx2s below, 16 lanes a
+ * register, with NEON's bit select for AVX2's blend and its table lookup for the shuffle */
+static inline void rs_exits_neon16(const uint8_t* p, int nb, size_t stride, uint8_t* idx)
+{
+    static const uint8_t tz_nibble[16] = {RS_TZ_NIBBLE};
+    const uint8x16_t lut = vld1q_u8(tz_nibble);
+    const uint8x16_t eight = vdupq_n_u8(8);
+    uint8x16_t val = vdupq_n_u8(0), row = vdupq_n_u8(0);
+    uint8x16_t b8 = vdupq_n_u8((uint8_t)(8 * nb));
+    for (int b = nb - 1; b >= 0; --b) {
+        const uint8x16_t v = vld1q_u8(p + (size_t)b * stride);
+        const uint8x16_t keep = vceqzq_u8(v);
+        b8 = vsubq_u8(b8, eight);
+        val = vbslq_u8(keep, val, v);
+        row = vbslq_u8(keep, row, b8);
+    }
+    const uint8x16_t lo = vandq_u8(val, vdupq_n_u8(0x0F));
+    const uint8x16_t hi = vshrq_n_u8(val, 4);
+    const uint8x16_t tz = vbslq_u8(vceqzq_u8(lo), vaddq_u8(vqtbl1q_u8(lut, hi), vdupq_n_u8(4)),
+                                   vqtbl1q_u8(lut, lo));
+    vst1q_u8(idx, vbicq_u8(vaddq_u8(tz, row), vceqzq_u8(val)));
+}
+
+/* lanes 0-31 of rows `stride` bytes apart, as rs_exits_avx2s */
+static inline void rs_exits_avx2s(const uint8_t* p, int nb, size_t stride, uint8_t* idx)
+{
+    rs_exits_neon16(p, nb, stride, idx);
+    rs_exits_neon16(p + 16, nb, stride, idx + 16);
+}
+
+#else
 /* lanes 0-31 of rows `stride` bytes apart (32; 64 for a half of a wide group's rows) */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void rs_exits_avx2s(const uint8_t* p, int nb, size_t stride, uint8_t* idx)
@@ -266,6 +298,8 @@ static inline void rs_exits_avx2s(const uint8_t* p, int nb, size_t stride, uint8
     _mm256_storeu_si256((__m256i*)idx, out);
 }
 
+#endif
+
 CPU_TARGET("avx2")
 static void rs_exits_avx2(const uint8_t* p, int nb, uint8_t* idx)
 {
@@ -278,6 +312,7 @@ static void rs_exits_avx2w(const uint8_t* p, int nb, uint8_t* idx)
     rs_exits_avx2s(p, nb, 64, idx);
     rs_exits_avx2s(p + 32, nb, 64, idx + 32);
 }
+
 
 #if CPU_NEON_NATIVE
 /* how many of the n (8 or 16) doubles at p are below x: each compare leaves -1 in a lane
