@@ -159,13 +159,15 @@ class Model:
             return part.predict_raw(X, algorithm=algorithm, n_threads=n_threads)
         X, alg, n_threads = self.plan.call(X, algorithm, n_threads)
         n, k = X.shape[0], self.n_outputs
-        if self.plan.forest.dtype == np.float32:
-            out32 = np.empty((n, k), np.float32)
-            threads.run(alg.predict_raw, X, (np.empty((0, k)), out32), n_threads)
-            return out32
-        out64 = np.empty((n, k), np.float64)
-        threads.run(alg.predict_raw, X, (out64, np.empty((0, k), np.float32)), n_threads)
-        return out64
+        # the model's precision: one output full, the other empty
+        f32 = self.plan.forest.dtype == np.float32
+        out64 = np.empty((0 if f32 else n, k), np.float64)
+        out32 = np.empty((n if f32 else 0, k), np.float32)
+        if n_threads > 1:                 # OpenMP's threads, or a pool where there is none
+            threads.run(alg.predict_raw, X, (out64, out32), n_threads)
+        else:
+            alg.predict_raw(X, out64, out32, 1)
+        return out32 if f32 else out64
 
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
                 n_threads: int | None = 1, start_iteration: int = 0,
@@ -292,7 +294,10 @@ class Model:
                                      n_threads=n_threads)
         X, alg, n_threads = self.plan.call(X, algorithm, n_threads)
         out = np.empty((X.shape[0], self.n_trees), np.int32)
-        threads.run(alg.predict_leaf, X, (out,), n_threads)
+        if n_threads > 1:
+            threads.run(alg.predict_leaf, X, (out,), n_threads)
+        else:
+            alg.predict_leaf(X, out, 1)
         if source_ids:
             for t, tree in enumerate(self.ensemble.trees):
                 out[:, t] = tree.leaf_source_id[out[:, t]]
