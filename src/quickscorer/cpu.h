@@ -73,6 +73,22 @@ typedef simde__mmask64 __mmask64;
 #define _mm256_setr_epi8(...) simde_mm256_setr_epi8(__VA_ARGS__)
 #undef _mm_setr_epi8
 #define _mm_setr_epi8(...) simde_mm_setr_epi8(__VA_ARGS__)
+#if CPU_NEON
+/* SIMDe (0.7.4 to 0.8.2) converts with NEON's round-to-odd (vcvtxd_f32_f64) here, where x86
+ * rounds to nearest, ties to even: a double halfway between two floats lands on the other
+ * float (the oblivious kernel's float32 ranks then differ). The C conversion rounds as x86. */
+static inline simde__m128 cpu_neon_cvtsd_ss(simde__m128 a, simde__m128d b)
+{
+    float v[4];
+    double w[2];
+    simde_mm_storeu_ps(v, a);
+    simde_mm_storeu_pd(w, b);
+    v[0] = (float)w[0];
+    return simde_mm_loadu_ps(v);
+}
+#undef _mm_cvtsd_ss
+#define _mm_cvtsd_ss(a, b) cpu_neon_cvtsd_ss((a), (b))
+#endif
 /* what SIMDe 0.7.4~rc2 lacks, in plain C: a masked load reads no element its mask clears */
 #ifndef _mm512_maskz_loadu_pd
 static inline simde__m512d cpu_emu_maskz_loadu_pd(simde__mmask8 k, const void* p)
