@@ -53,7 +53,6 @@ DIRECTIVES = {
 }
 
 
-
 def openmp_flags() -> tuple[list[str], list[str]]:
     """The compile and link flags of OpenMP where this compiler has it: a test program that
     includes omp.h is compiled and linked with them; none where that fails."""
@@ -114,7 +113,8 @@ if sys.platform == "win32":
     link_args = []
 else:
     # -ffp-contract=off: no fused multiply-add, so linear leaves and sums round like the
-    # source libraries do (on AArch64 too, where gcc would otherwise fuse).
+    # source libraries' x86-64 builds (their aarch64 wheels fuse two sums: docs/semantics.md,
+    # On AArch64).
     compile_args = ["-O0" if DEBUG else "-O3", "-ffp-contract=off", "-fno-fast-math",
                     *omp_compile]
     if DEBUG:
