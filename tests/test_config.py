@@ -13,6 +13,7 @@ import quickscorer
 from quickscorer import config, threads
 from quickscorer.algorithms import cpu
 from quickscorer.cli import main
+from quickscorer.ir import reference
 
 
 def test_the_config_reports_the_build_and_this_cpus_paths(monkeypatch):
@@ -35,6 +36,10 @@ def test_the_config_reports_the_build_and_this_cpus_paths(monkeypatch):
     assert paths["rapidscorer"] in c["cpu_paths"] and paths["oblivious"] != "avx512"
     if build["emulated_avx512"]:                            # a test build: every path runs
         assert "avx512" in c["cpu_paths"]
+    # the kernels fuse a linear leaf's terms and DART's weighted leaves exactly where the
+    # reference does (AArch64, where the source libraries' wheels fuse them)
+    assert build["fused_sums"] == reference.FUSED_SUMS
+    assert build["fused_sums"] == (platform.machine().lower() in ("aarch64", "arm64"))
 
 
 def test_a_forced_instruction_set_shows_and_a_refused_one_says_why(monkeypatch):

@@ -5,12 +5,55 @@ mistake in either shows up as a disagreement in the tests. Not for production us
 """
 from __future__ import annotations
 
+import math
+import platform
+from fractions import Fraction
+
 import numpy as np
 
 from .ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble, Tree
 
 #: LightGBM's kZeroThreshold (1e-35f) as a double
 K_ZERO = float(np.float32(1e-35))
+
+#: Whether the source libraries' builds for this machine fuse the two sums that add a product
+#: (a linear leaf's terms, a DART tree's weighted leaf) into one rounding: on AArch64
+#: (docs/semantics.md, "On AArch64").
+FUSED_SUMS = platform.machine().lower() in ("aarch64", "arm64")
+
+
+def fma(a: float, b: float, c: float) -> float:
+    """a * b + c rounded once to float64."""
+    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        return a * b + c        # inf or NaN either way
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:              # the sign of a zero, as IEEE 754 gives it
+        return a * b + c if a * b == 0 else 0.0
+    try:
+        return float(exact)     # int / int: correctly rounded
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def fma_f32(a: np.ndarray, b, c: np.ndarray) -> np.ndarray:
+    """a * b + c rounded once to float32, elementwise (float32 operands). The product is exact
+    in float64 (24 + 24 bits); the sum s + e is exact (Knuth's two-sum); s rounds to float32
+    as the exact sum does except where s falls on a midpoint between two float32 values, where
+    e (nonzero) decides."""
+    p = np.asarray(a, np.float64) * np.float64(b)
+    c64 = np.asarray(c, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = p + c64
+        bb = s - p
+        e = (p - (s - bb)) + (c64 - bb)
+        r = s.astype(np.float32)
+        toward = np.nextafter(r, np.where(s > r.astype(np.float64), np.inf, -np.inf)
+                              .astype(np.float32))
+        mid = (r.astype(np.float64) + toward.astype(np.float64)) / 2
+        tie = np.isfinite(s) & (s == mid) & (e != 0) & (s != r.astype(np.float64))
+        up = np.maximum(r, toward)
+        down = np.minimum(r, toward)
+        return np.where(tie, np.where(e > 0, up, down), r).astype(np.float32)
 
 
 def convert_input(ens: Ensemble, X) -> np.ndarray:
@@ -105,7 +148,10 @@ def leaf_outputs(ens: Ensemble, tree: Tree, leaves: np.ndarray, Xc: np.ndarray) 
             if np.isnan(v):
                 nan_found = True
                 break
-            acc = acc + float(lin.coeff[k]) * v  # two roundings, as without FMA
+            if FUSED_SUMS:
+                acc = fma(float(lin.coeff[k]), v, acc)
+            else:
+                acc = acc + float(lin.coeff[k]) * v  # two roundings, as without FMA
         out[r] = vals[r] if nan_found else acc
     return out
 
@@ -119,10 +165,13 @@ def predict_raw(ens: Ensemble, X) -> np.ndarray:
         for t, tree in enumerate(ens.trees):
             leaves = tree_exit_leaves(ens, tree, Xc)
             v = tree.leaf_value[leaves].astype(np.float32)
-            if ens.tree_weight is not None:
-                v = v * np.float32(ens.tree_weight[t])
             g = ens.tree_group[t]
-            out[:, g] = out[:, g] + v
+            if ens.tree_weight is None:
+                out[:, g] = out[:, g] + v
+            elif FUSED_SUMS:
+                out[:, g] = fma_f32(v, np.float32(ens.tree_weight[t]), out[:, g])
+            else:
+                out[:, g] = out[:, g] + v * np.float32(ens.tree_weight[t])
         return out
     out = np.tile(ens.base_score, (n, 1))
     for t, tree in enumerate(ens.trees):

@@ -8,6 +8,7 @@ were built with.
 cdef extern from *:
     """
     #include "quickscorer/cpu.h"
+    #include "quickscorer/sums.h"
     #ifdef _OPENMP
     #include <omp.h>
     #define QS_OPENMP _OPENMP
@@ -44,6 +45,7 @@ cdef extern from *:
     int QS_BASELINE_AVX2
     int CPU_HAVE_X86
     int CPU_NEON
+    int QS_FUSED_SUMS
     int qs_omp_max_threads() noexcept nogil
 
 
@@ -52,8 +54,10 @@ def build_info() -> dict:
     count now), the instruction-set paths compiled in (AVX2 and AVX-512 by target attributes
     on x86-64 with gcc or clang, chosen when the kernels run; NEON on AArch64 where SIMDe's
     headers were found; portable C elsewhere), whether
-    the whole build assumes AVX2 (``-march=native`` on such a CPU), and whether its AVX2 and
-    AVX-512 paths are emulated (a test build)."""
+    the whole build assumes AVX2 (``-march=native`` on such a CPU), whether its AVX2 and
+    AVX-512 paths are emulated (a test build), and whether it fuses the sums that add a
+    product (linear leaves, DART weights) as the source libraries' builds for this
+    architecture do (AArch64; docs/semantics.md)."""
     return {
         "compiler": QS_COMPILER.decode(),
         "openmp": QS_OPENMP != 0,
@@ -63,4 +67,5 @@ def build_info() -> dict:
                            else ["scalar", "avx2", "avx512"] if CPU_HAVE_X86 else ["scalar"]),
         "baseline_avx2": QS_BASELINE_AVX2 != 0,
         "emulated_avx512": QS_EMULATED != 0,
+        "fused_sums": QS_FUSED_SUMS != 0,
     }

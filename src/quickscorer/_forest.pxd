@@ -26,6 +26,14 @@ cdef extern from *:
     const double K_ZERO "QS_K_ZERO"
 
 
+cdef extern from "quickscorer/sums.h":
+    # the sums that add a product, fused where the source libraries' builds fuse them
+    # (AArch64): a linear leaf's terms and a DART tree's weighted leaf
+    const int QS_FUSED_SUMS
+    double qs_linear_term(double acc, double coeff, double x) nogil
+    float qs_weighted_add(float acc, float leaf, float weight) nogil
+
+
 cdef struct ForestView:
     int family                       # FAMILY_*
     int64_t n_features               # columns of an input row
@@ -169,7 +177,7 @@ cdef inline double leaf_output(const ForestView* f, int64_t gleaf,
         v = row[f.lin_feature[k]]
         if isnan(v):
             return f.leaf_value[gleaf]
-        acc = acc + f.lin_coeff[k] * v
+        acc = qs_linear_term(acc, f.lin_coeff[k], v)
     return acc
 
 
@@ -191,11 +199,21 @@ cdef inline void scores_add(const ForestView* f, int64_t t, int64_t leaf, const 
 
 cdef inline float leaf_f32(const ForestView* f, int64_t t, int64_t gleaf) noexcept nogil:
     """What global leaf gleaf of tree t adds to an XGBoost (float32) score: its value, times
-    the tree's DART weight where there is one."""
+    the tree's DART weight where there is one (rounded on its own: only where the sum is not
+    fused, QS_FUSED_SUMS false or no DART weights; else add_leaf_f32)."""
     cdef float v = f.leaf_value_f32[gleaf]
     if f.tree_weight != NULL:
         v = v * f.tree_weight[t]
     return v
+
+
+cdef inline float add_leaf_f32(const ForestView* f, int64_t t, int64_t gleaf,
+                               float acc) noexcept nogil:
+    """acc plus global leaf gleaf of tree t, in XGBoost's float32 sum: times the tree's DART
+    weight where there is one, rounded as the source library's build rounds it."""
+    if f.tree_weight != NULL:
+        return qs_weighted_add(acc, f.leaf_value_f32[gleaf], f.tree_weight[t])
+    return acc + f.leaf_value_f32[gleaf]
 
 
 cdef inline void scores_add_strided(const ForestView* f, int64_t t, int64_t leaf,
@@ -205,6 +223,6 @@ cdef inline void scores_add_strided(const ForestView* f, int64_t t, int64_t leaf
     cdef int64_t g = f.tree_group[t] * stride
     cdef int64_t gleaf = f.tree_leaf_offset[t] + leaf
     if f.family == FAMILY_XGBOOST:
-        out32[g] = out32[g] + leaf_f32(f, t, gleaf)
+        out32[g] = add_leaf_f32(f, t, gleaf, out32[g])
     else:
         out64[g] = out64[g] + leaf_output(f, gleaf, row)

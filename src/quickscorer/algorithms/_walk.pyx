@@ -16,8 +16,8 @@ from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport INFINITY, isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 
-from quickscorer._forest cimport (Forest, ForestView, FAMILY_XGBOOST, category_code, floating, leaf_f32,
-                       load_row)
+from quickscorer._forest cimport (Forest, ForestView, FAMILY_XGBOOST, QS_FUSED_SUMS,
+                                  add_leaf_f32, category_code, floating, leaf_f32, load_row)
 from quickscorer._kernel cimport (emit, Layout, NodeView, array_data, check_call, check_leaves,
                        check_scores, node_goes_left, score_pointers, set_nodes)
 
@@ -281,12 +281,15 @@ cdef class WalkLayout(Layout):
         from), so that one or two rows walking the complete trees add their leaves' values
         to their score as each group of eight ends (walk.h WALK_GROUPS_SUM), instead of
         storing the leaves and adding them afterwards. Only for complete trees and forests
-        of one output without linear leaves (returns False, nothing taken, otherwise); the
-        values are added only to the scores of this forest. Returns whether taken."""
+        of one output without linear leaves, and without DART weights where the weighted sum
+        is fused (QS_FUSED_SUMS: a slot's value cannot hold a product rounded once with the
+        sum); returns False, nothing taken, otherwise. The values are added only to the
+        scores of this forest. Returns whether taken."""
         cdef const ForestView* f = &forest.view
         cdef Py_ssize_t t, s
         if (not self.complete or f.n_outputs != 1 or f.has_linear or f.n_trees != self.n_trees
-                or f.n_features != self.n_features):
+                or f.n_features != self.n_features
+                or (QS_FUSED_SUMS and f.tree_weight != NULL)):
             return False
         cdef bint xgb = f.family == FAMILY_XGBOOST
         # the fill trees' end slots too, never added: NaN, so that a walk adding them would
@@ -625,7 +628,7 @@ cdef inline void walk_emit(const ForestView* f, int64_t t0, int64_t t1, const in
         if f.family == FAMILY_XGBOOST:
             acc32 = o32[0]
             for t in range(t0, t1):
-                acc32 = acc32 + leaf_f32(f, t, f.tree_leaf_offset[t] + lf[t - t0])
+                acc32 = add_leaf_f32(f, t, f.tree_leaf_offset[t] + lf[t - t0], acc32)
             o32[0] = acc32
         else:
             acc = o64[0]

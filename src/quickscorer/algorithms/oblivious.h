@@ -148,10 +148,8 @@ static void obl_add_f32_c(const obl_view* v, const uint8_t* ranks, int n_lanes,
         const float* lv = leaf_value + leaf_off[t];
         float* a = acc + (int64_t)tree_group[t] * OBL_LANES;
         for (int l = 0; l < n_lanes; ++l) {
-            float x = lv[obl_leaf_c(v, t, ranks, l)];
-            if (tree_weight != NULL)
-                x = x * tree_weight[t];
-            a[l] = a[l] + x;
+            const float x = lv[obl_leaf_c(v, t, ranks, l)];
+            a[l] = tree_weight != NULL ? qs_weighted_add(a[l], x, tree_weight[t]) : a[l] + x;
         }
     }
 }
@@ -582,7 +580,7 @@ static void obl_add_outputs_avx2(const obl_view* v, const uint8_t* ranks, int n_
                                nc);
 }
 
-/* the same in float32, each eight lanes' leaf values by rs_leaves8_ps, times the tree's
+/* the same in float32, each eight lanes' leaf values by rs_add_leaves8_ps, times the tree's
  * weight where there is one */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void obl_add_outputs_f32_avx2_n(const uint8_t* idx, int64_t t0, int64_t t1,
@@ -604,7 +602,7 @@ static inline void obl_add_outputs_f32_avx2_n(const uint8_t* idx, int64_t t0, in
             const uint8_t* q = idx + (size_t)(t - t0) * OBL_LANES;
             const float w = weighted ? tree_weight[t] : 1.0f;
             for (int c = 0; c < nc; ++c)
-                a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(lv, q + 8 * c, weighted, w));
+                a[c] = rs_add_leaves8_ps(a[c], lv, q + 8 * c, weighted, w);
         }
         for (int c = 0; c < nc; ++c)
             _mm256_storeu_ps(ag + 8 * c, a[c]);
@@ -632,7 +630,7 @@ static void obl_add_outputs_f32_avx2(const obl_view* v, const uint8_t* ranks, in
 }
 
 /* the same in float32 (one output): the 32 sums in four registers, each eight lanes' leaf
- * values by rs_leaves8_ps, times the tree's weight where there is one */
+ * values by rs_add_leaves8_ps, times the tree's weight where there is one */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void obl_add_f32_avx2_n(const obl_view* v, const uint8_t* ranks, int n_lanes,
                                       const float* leaf_value, const int64_t* leaf_off,
@@ -650,7 +648,7 @@ static inline void obl_add_f32_avx2_n(const obl_view* v, const uint8_t* ranks, i
         const int weighted = tree_weight != NULL;
         const float w = weighted ? tree_weight[t] : 1.0f;
         for (int c = 0; c < nc; ++c)
-            a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(lv, idx + 8 * c, weighted, w));
+            a[c] = rs_add_leaves8_ps(a[c], lv, idx + 8 * c, weighted, w);
     }
     for (int c = 0; c < 4; ++c)
         _mm256_storeu_ps(acc + 8 * c, a[c]);
@@ -833,11 +831,9 @@ static inline void obl_row_add_f32(int isa, const obl_view* v, const int32_t* r,
             continue;
         }
         for (int64_t t = t0; t < t1; ++t) {
-            float x = leaf_value[leaf_off[t] + leaf[t - t0]];
-            if (tree_weight != NULL)
-                x = x * tree_weight[t];
+            const float x = leaf_value[leaf_off[t] + leaf[t - t0]];
             float* g = acc + tree_group[t];
-            *g = *g + x;
+            *g = tree_weight != NULL ? qs_weighted_add(*g, x, tree_weight[t]) : *g + x;
         }
     }
 }

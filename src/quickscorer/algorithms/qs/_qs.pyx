@@ -16,7 +16,7 @@ from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 
-from quickscorer._forest cimport ForestView, FAMILY_XGBOOST, leaf_f32
+from quickscorer._forest cimport ForestView, FAMILY_XGBOOST, add_leaf_f32
 from quickscorer._kernel cimport emit, array_data
 
 cnp.import_array()
@@ -191,7 +191,7 @@ cdef inline void sum_exits(const QSView* q, const ForestView* f, const uint64_t*
     if f.family == FAMILY_XGBOOST:
         acc32 = o32[0]
         for t in range(q.n_trees):
-            acc32 = acc32 + leaf_f32(f, t, f.tree_leaf_offset[t] + exit_leaf(q, t, v))
+            acc32 = add_leaf_f32(f, t, f.tree_leaf_offset[t] + exit_leaf(q, t, v), acc32)
         o32[0] = acc32
     else:
         acc = o64[0]

@@ -342,7 +342,8 @@ static void rs_lv_tree_avx512v(const rs_lv_model* m, int64_t t, const uint8_t* c
 }
 
 /* Every tree of a one-output model level by level, its leaf values summed in tree order (as
- * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted): NL lanes (32 or 64)
+ * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted, fused where
+ * QS_FUSED_SUMS): NL lanes (32 or 64)
  * on the walk TREE (AVX2, or AVX-512 for TARGET "avx512f,avx512bw"); value: the leaf value
  * of each slot. Only the lanes the group's n_lanes rows fill are walked below the split and
  * summed, in blocks of 8 (float32) or 4 (float64): a call of 8 rows in a group of 32 adds a
@@ -366,11 +367,10 @@ static inline void NAME##_f32_n(const rs_lv_model* m, const float* value,       
         const float w = tree_weight != NULL ? tree_weight[t] : 1.0f;                         \
         if (m->split[t] < m->depth[t])                                                       \
             for (int c = 0; c < nc; ++c)                                                     \
-                a[c] = _mm256_add_ps(a[c], rs_lv_leaves8_ps(v, slot + 8 * c,                 \
-                                                            tree_weight != NULL, w));        \
+                a[c] = rs_lv_add_leaves8_ps(a[c], v, slot + 8 * c, tree_weight != NULL, w);  \
         else                                                                                 \
             for (int c = 0; c < nc; ++c)                                                     \
-                a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(v, idx + 8 * c, tree_weight != NULL, w)); \
+                a[c] = rs_add_leaves8_ps(a[c], v, idx + 8 * c, tree_weight != NULL, w);      \
     }                                                                                        \
     for (int c = 0; c < nc; ++c)                                                             \
         _mm256_storeu_ps(acc + 8 * c, a[c]);                                                 \

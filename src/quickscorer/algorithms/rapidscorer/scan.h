@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "quickscorer/cpu.h"   /* cpu_isa_available, CPU_TARGET, the intrinsics */
+#include "quickscorer/sums.h"  /* QS_FUSED_SUMS, qs_weighted_add */
 
 #define RS_ISA_SCALAR CPU_ISA_SCALAR
 #define RS_ISA_AVX2 CPU_ISA_AVX2
@@ -114,10 +115,8 @@ static inline void F32(const IDX* idx, const float* v, float* acc, int lanes, in
                        float w)                                                              \
 {                                                                                            \
     for (int l = 0; l < lanes; ++l) {                                                        \
-        float g = v[idx[l]];                                                                 \
-        if (weighted)                                                                        \
-            g = g * w;                                                                       \
-        acc[l] = acc[l] + g;                                                                 \
+        const float g = v[idx[l]];                                                           \
+        acc[l] = weighted ? qs_weighted_add(acc[l], g, w) : acc[l] + g;                      \
     }                                                                                        \
 }
 RS_ADD_C(rs_add_f64_c, rs_add_f32_c, uint8_t)
@@ -655,7 +654,7 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
                 g = _mm512_mask_blend_ps(_mm512_test_epi32_mask(i, _mm512_set1_epi32(32)), g, h);
             }
         }
-        if (weighted)
+        if (weighted)   /* unfused: AVX-512 never runs where QS_FUSED_SUMS */
             g = _mm512_mul_ps(g, _mm512_set1_ps(w));
         _mm512_store_ps(acc + 16 * c, _mm512_add_ps(_mm512_load_ps(acc + 16 * c), g));
     }
@@ -664,9 +663,14 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
 
 #if RS_HAVE_X86
 /* F4: the leaf values v[q[0 .. 4)] in one vector, loaded in pairs (no gather instruction:
- * slower than these loads); F8: v[q[0 .. 8)], times w where weighted (as
- * rs_add_f32_c); for exit leaves or slots of type IDX (uint8_t; uint16_t: the level path's
- * deep slots) */
+ * slower than these loads); F8: acc + v[q[0 .. 8)], times w where weighted, rounded as
+ * rs_add_f32_c rounds it (fused where QS_FUSED_SUMS); for exit leaves or slots of type IDX
+ * (uint8_t; uint16_t: the level path's deep slots) */
+#if QS_FUSED_SUMS
+#define RS_WEIGHTED_ADD8(acc, g, w) _mm256_fmadd_ps(g, w, acc)
+#else
+#define RS_WEIGHTED_ADD8(acc, g, w) _mm256_add_ps(acc, _mm256_mul_ps(g, w))
+#endif
 #define RS_LEAVES(F4, F8, IDX)                                                               \
 CPU_TARGET("avx2") __attribute__((always_inline))                                             \
 static inline __m256d F4(const double* v, const IDX* q)                                      \
@@ -676,14 +680,16 @@ static inline __m256d F4(const double* v, const IDX* q)                         
     return _mm256_insertf128_pd(_mm256_castpd128_pd256(lo), hi, 1);                          \
 }                                                                                            \
 CPU_TARGET("avx2") __attribute__((always_inline))                                             \
-static inline __m256 F8(const float* v, const IDX* q, int weighted, float w)                 \
+static inline __m256 F8(__m256 acc, const float* v, const IDX* q, int weighted, float w)     \
 {                                                                                            \
     const __m256 g = _mm256_setr_ps(v[q[0]], v[q[1]], v[q[2]], v[q[3]],                      \
                                     v[q[4]], v[q[5]], v[q[6]], v[q[7]]);                     \
-    return weighted ? _mm256_mul_ps(g, _mm256_set1_ps(w)) : g;                               \
+    if (!weighted)                                                                           \
+        return _mm256_add_ps(acc, g);                                                        \
+    return RS_WEIGHTED_ADD8(acc, g, _mm256_set1_ps(w));                                      \
 }
-RS_LEAVES(rs_leaves4_pd, rs_leaves8_ps, uint8_t)
-RS_LEAVES(rs_lv_leaves4_pd, rs_lv_leaves8_ps, uint16_t)
+RS_LEAVES(rs_leaves4_pd, rs_add_leaves8_ps, uint8_t)
+RS_LEAVES(rs_lv_leaves4_pd, rs_lv_add_leaves8_ps, uint16_t)
 
 /* AVX2, a model of one output without linear leaves: the exit leaves of trees [t0, t1) of a
  * block (tree t's byte rows at state + (byte_off[t] - byte_off[t0]) * stride, stride 32, or
@@ -744,7 +750,7 @@ static inline void rs_block_add_f32_avx2_n(const uint8_t* state, size_t stride,
         const float* v = leaf_value + leaf_off[t];
         const float w = tree_weight != NULL ? tree_weight[t] : 1.0f;
         for (int c = 0; c < nc; ++c)
-            a[c] = _mm256_add_ps(a[c], rs_leaves8_ps(v, idx + 8 * c, tree_weight != NULL, w));
+            a[c] = rs_add_leaves8_ps(a[c], v, idx + 8 * c, tree_weight != NULL, w);
     }
     for (int c = 0; c < nc; ++c)
         _mm256_storeu_ps(acc + 8 * c, a[c]);
