@@ -9,11 +9,12 @@ from . import threads
 from ._transforms import apply_transform
 from .algorithms.base import Algorithm
 from .errors import InputError
+from .explain import Explainer, shaped
 from .inputs.arrays import as_inputs, as_rows
 from .ir.ensemble import Ensemble
 from .paper import soft
 from .parts import Parts, base_scores, iteration_bounds, whole
-from .plan import AUTO, KernelPlan
+from .plan import AUTO, KernelPlan, resolve_threads
 from .ranking import Ranking, query_starts, rank_scores
 
 #: models of part of the ensemble (predict's iteration arguments) kept per model
@@ -54,6 +55,8 @@ class Model:
         #: raw scores are the output (no transform, no averaging)
         self._plain_output = ensemble.transform == "identity" and not ensemble.average_output
         self._parts = Parts(ensemble, Model, PART_CACHE)
+        #: the contributions' layout, built by the first call that needs it
+        self._explainer = Explainer(ensemble)
         if isinstance(prepare, str):
             prepare = (prepare,)
         for name in prepare:
@@ -109,8 +112,9 @@ class Model:
         ensemble's own), then each prepared algorithm's layout beyond what earlier parts hold
         (``vqs`` shares ``quickscorer``'s layout and adds its tree blocks). Per-thread scratch
         rows and Python objects are not counted; docs/memory-and-loading.md says how to read
-        it."""
-        return self.plan.memory()
+        it. ``contributions`` is the layout of :meth:`contributions`, once a call built it."""
+        ex = self._explainer
+        return self.plan.memory({"contributions": ex.arrays()} if ex.built else None)
 
     def __repr__(self) -> str:
         e = self.ensemble
@@ -169,10 +173,54 @@ class Model:
             alg.predict_raw(X, out64, out32, 1)
         return out32 if f32 else out64
 
+    def contributions(self, X, *, method: str = "quadrature", n_threads: int | None = 1,
+                      start_iteration: int = 0, num_iteration: int | None = None,
+                      iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+        """SHAP contributions of each feature to each row's raw score (TreeSHAP's
+        path-dependent values, weighted by the training covers the model stores).
+
+        Each row's values sum to its raw score: one column per feature, then the bias (the
+        model's expected raw score), per output. The layout is the source library's:
+        LightGBM's ``predict(pred_contrib=True)``, outputs side by side, ``(n_rows,
+        n_outputs * (n_features + 1))`` float64; every other library's ``(n_rows,
+        n_features + 1)`` for one output, ``(n_rows, n_outputs, n_features + 1)`` for more
+        (XGBoost's ``pred_contribs=True``, float32, as XGBoost returns them).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features) or (n_features,)
+            As for :meth:`predict`.
+        method : {"quadrature", "treeshap"}
+            ``"quadrature"`` (default): the Shapley integral summed exactly by Gauss-Legendre
+            quadrature, the fast way. ``"treeshap"``: TreeSHAP's recursion in the source
+            library's order and precision (LightGBM's and XGBoost's values bit for bit on
+            x86-64). The two differ in the last bits only (docs/contributions.md).
+        n_threads : int
+            Threads over rows (0 or negative: all cores). Default 1.
+        start_iteration, num_iteration, iteration_range
+            Part of the ensemble, as for :meth:`predict`.
+
+        Raises
+        ------
+        ModelFormatError
+            The model has no covers (its source stores none), a cover that is not positive,
+            or CatBoost CTR features.
+        """
+        part = self._part(start_iteration, num_iteration, iteration_range)
+        if part is None:
+            raise InputError("contributions of a range of no iterations: the range is empty")
+        if part is not self:
+            return part.contributions(X, method=method, n_threads=n_threads)
+        X = as_inputs(self.ensemble, X)
+        n_threads = resolve_threads(n_threads)
+        raw = self._explainer.raw(X, method, min(n_threads, max(1, X.shape[0])))
+        return shaped(self.ensemble, raw)
+
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
                 n_threads: int | None = 1, start_iteration: int = 0,
                 num_iteration: int | None = None,
-                iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+                iteration_range: tuple[int, int] | None = None,
+                pred_contrib: bool = False, pred_contribs: bool = False) -> np.ndarray:
         """Predictions for the rows of ``X``, as the source library's ``predict`` gives them.
 
         Parameters
@@ -191,11 +239,17 @@ class Model:
             ``start_iteration`` (``None`` or ``<= 0``: all the rest).
         iteration_range : (int, int), optional
             XGBoost's: iterations ``begin .. end - 1``; ``(0, 0)`` is all.
+        pred_contrib, pred_contribs : bool
+            LightGBM's and XGBoost's names: return :meth:`contributions` instead.
 
         Returns
         -------
         ndarray of shape (n_rows,) for one output, (n_rows, n_outputs) otherwise.
         """
+        if pred_contrib or pred_contribs:
+            return self.contributions(X, n_threads=n_threads, start_iteration=start_iteration,
+                                      num_iteration=num_iteration,
+                                      iteration_range=iteration_range)
         if type(X) is np.ndarray and whole(start_iteration, num_iteration, iteration_range):
             plain = raw_score or self._plain_output
             out = self.plan.small_call(X, plain, algorithm, n_threads)

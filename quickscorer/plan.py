@@ -196,11 +196,12 @@ class KernelPlan:
         d["layout_bytes"] = {name: alg.nbytes for name, alg in self.prepared.items()}
         return d
 
-    def memory(self) -> dict[str, Any]:
+    def memory(self, extra: dict[str, list] | None = None) -> dict[str, Any]:
         """The bytes of numpy memory the model holds: ``total_bytes`` (each buffer once) and
         ``bytes`` per part: ``ensemble`` (the neutral model's arrays, its CTR stage's
         included), ``forest`` (what every kernel reads beyond the ensemble's own), then each
-        prepared layout beyond what earlier parts hold."""
+        prepared layout beyond what earlier parts hold, then the ``extra`` parts (name:
+        arrays) likewise."""
         e = self.ensemble
         parts = {
             "ensemble": [a for a in e.trees.arrays.values() if isinstance(a, np.ndarray)]
@@ -212,6 +213,7 @@ class KernelPlan:
         }
         for name, alg in self.prepared.items():
             parts[name] = alg.held_arrays()
+        parts.update(extra or {})
         out: dict[str, int] = {}
         held: list = []
         for name, arrays in parts.items():

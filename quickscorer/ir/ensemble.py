@@ -165,10 +165,12 @@ class Tree:
 
 
 def constant_tree(value: float, n_features: int, where: str = "tree") -> Tree:
-    """A one-leaf tree worth ``value`` for every row (a base value added after the trees)."""
+    """A one-leaf tree worth ``value`` for every row (a base value added after the trees);
+    its one leaf's cover is 1 (every row reaches it), so that it keeps a model's covers."""
     return build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
                       default_left=[False], missing_type=[MISSING_NAN], is_categorical=[False],
-                      categories=None, value=[value], n_features=n_features, where=where)
+                      categories=None, value=[value], n_features=n_features, where=where,
+                      cover=[1.0])
 
 
 def build_tree(

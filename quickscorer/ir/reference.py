@@ -179,3 +179,65 @@ def predict_raw(ens: Ensemble, X) -> np.ndarray:
         g = ens.tree_group[t]
         out[:, g] = out[:, g] + leaf_outputs(ens, tree, leaves, Xc)
     return out
+
+
+def shap_values(ens: Ensemble, X, max_features: int = 12) -> np.ndarray:
+    """Exact Shapley values of each tree's path-dependent expectation, by enumeration:
+    ``(n_rows, n_outputs, n_features + 1)`` float64, the last column the bias.
+
+    For a coalition S of the features a tree splits on, v(S) follows the row at nodes that
+    split on a feature in S and averages both children by their covers elsewhere (a branch
+    of zero cover counts 0);
+    feature i gets sum over S not holding i of |S|! (d - |S| - 1)! / d! (v(S + i) - v(S)),
+    and the bias is v({}). Each tree's values (times its DART weight) are summed, the base
+    score added to the bias. Cost 2^d per tree and row: for trees of at most
+    ``max_features`` distinct features (ValueError else)."""
+    from itertools import combinations
+    from math import factorial
+
+    Xc = convert_input(ens, X)
+    n, F = Xc.shape[0], ens.n_features
+    out = np.zeros((n, ens.n_outputs, F + 1))
+    out[:, :, F] = ens.base_score
+    for t, tree in enumerate(ens.trees):
+        g = int(ens.tree_group[t])
+        w = 1.0 if ens.tree_weight is None else float(ens.tree_weight[t])
+        if tree.n_internal == 0:
+            out[:, g, F] += w * float(tree.leaf_value[0])
+            continue
+        used = sorted({int(f) for f in tree.feature})
+        d = len(used)
+        if d > max_features:
+            raise ValueError(f"tree {t} splits on {d} features, more than {max_features}")
+        left_of = np.stack([goes_left(ens, tree, k, Xc[:, tree.feature[k]])
+                            for k in range(tree.n_internal)], axis=1)
+
+        def cover(c):
+            return tree.node_cover[c] if c >= 0 else tree.leaf_cover[~c]
+
+        def value(c, S, r):
+            if cover(c) == 0:           # a branch no training row took is left out
+                return 0.0
+            if c < 0:
+                return float(tree.leaf_value[~c])
+            if int(tree.feature[c]) in S:
+                return value(tree.left[c] if left_of[r, c] else tree.right[c], S, r)
+            lc, rc = tree.left[c], tree.right[c]
+            return (cover(lc) * value(lc, S, r) + cover(rc) * value(rc, S, r)) / cover(c)
+
+        for r in range(n):
+            v = {}
+            for k in range(d + 1):
+                for S in combinations(used, k):
+                    v[frozenset(S)] = value(0, frozenset(S), r)
+            out[r, g, F] += w * v[frozenset()]
+            for i in used:
+                others = [f for f in used if f != i]
+                phi = 0.0
+                for k in range(d):
+                    wk = factorial(k) * factorial(d - k - 1) / factorial(d)
+                    for S in combinations(others, k):
+                        s = frozenset(S)
+                        phi += wk * (v[s | {i}] - v[s])
+                out[r, g, i] += w * phi
+    return out

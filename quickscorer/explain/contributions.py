@@ -1,0 +1,221 @@
+"""SHAP contributions: how much each feature moved a row's raw score away from the model's
+expected value (``Model.contributions``; docs/contributions.md).
+
+The neutral ensemble's trees and covers become a :class:`_shap.ShapLayout`
+(:func:`shap_arrays`); its kernel (``src/quickscorer/explain/``) decides each row at every node
+by the scoring rule and turns the decisions into contributions, by one of two methods:
+
+- ``"quadrature"`` (the default): the Shapley weights written as an integral over [0, 1] and
+  summed exactly by Gauss-Legendre quadrature, O(nodes x points) a tree;
+- ``"treeshap"``: TreeSHAP's recursion in the order and precision LightGBM and XGBoost run it,
+  O(leaves x depth^2) a tree: their contributions bit for bit on x86-64.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from .. import threads
+from ..algorithms.traversal import node_arrays
+from ..errors import InputError, ModelFormatError
+from ..ir.ensemble import Ensemble
+from . import _shap
+
+METHODS = {"quadrature": _shap.METHOD_QUADRATURE, "treeshap": _shap.METHOD_TREESHAP}
+FAMILY_CODES = {"lightgbm": 0, "xgboost": 1, "plain": 2}   # _forest.pxd's FAMILY_*
+
+
+def gauss_legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The n Gauss-Legendre points of [0, 1] and their weights (summing to 1): exact for
+    polynomials of degree up to 2 n - 1."""
+    x, w = np.polynomial.legendre.leggauss(n)
+    return (x + 1.0) / 2.0, w / 2.0
+
+
+def _check_covers(ens: Ensemble, a: dict) -> None:
+    """Every cover a finite number >= 0, every tree's root cover positive (a branch of zero
+    cover, which no training row took, is left out of the contributions)."""
+    packed = ens.trees.arrays
+    roots = ens.trees.node_offset[:-1][np.diff(ens.trees.node_offset) > 0]
+    for name, offs in (("node_cover", ens.trees.node_offset),
+                       ("leaf_cover", ens.trees.leaf_offset)):
+        c = a[name]
+        bad = ~(np.isfinite(c) & (c >= 0))
+        if name == "node_cover":
+            bad[roots] |= ~(c[roots] > 0)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            t = int(np.searchsorted(offs, k, side="right") - 1)
+            what = "node" if name == "node_cover" else "leaf"
+            src = packed["node_source_id" if what == "node" else "leaf_source_id"][k]
+            need = "a positive number at the root" if k in set(roots.tolist()) else \
+                "a number >= 0"
+            raise ModelFormatError(
+                f"tree {t}: {what} {int(src)} has cover {float(c[k])!r}; contributions "
+                f"weigh each branch by its cover, which must be {need}")
+
+
+def shap_arrays(ens: Ensemble) -> dict:
+    """The arrays of a :class:`_shap.ShapLayout` for ``ens``: its nodes (as the traversal
+    reads them), covers and leaf values, each tree's quadrature points (enough to be exact for
+    its most distinct features on one path) and each output's bias (the trees' expected
+    values summed, plus the base score) in each method's arithmetic.
+
+    Raises ModelFormatError for a model without covers (the source gave none), with a
+    negative or non-finite cover (or a root's of 0), with linear trees, or with CatBoost's
+    CTR features."""
+    packed = ens.trees.arrays
+    if not ens.has_cover:
+        raise ModelFormatError(
+            "contributions need each node's cover (the training rows or hessian that reached "
+            "it); this model's source does not give them")
+    if ens.has_linear:
+        raise ModelFormatError(
+            "contributions of linear trees are not defined: a leaf's linear model would need "
+            "the training rows' means at the leaf, which the model does not store (LightGBM "
+            "refuses them too)")
+    if ens.ctr is not None:
+        raise ModelFormatError(
+            "contributions of CatBoost models with CTR features are not supported: their "
+            "trees split on columns computed from several inputs")
+    a = node_arrays(ens)
+    a["node_cover"] = np.ascontiguousarray(packed["node_cover"], np.float64)
+    a["leaf_cover"] = np.ascontiguousarray(packed["leaf_cover"], np.float64)
+    _check_covers(ens, a)
+    a["leaf_value"] = np.ascontiguousarray(packed["leaf_value"], np.float64)
+    a["leaf_offset"] = np.ascontiguousarray(ens.trees.leaf_offset, np.int64)
+    xgb = ens.family == "xgboost"
+    for name in ("node_cover", "leaf_cover", "leaf_value"):
+        a[name + "32"] = a[name].astype(np.float32) if xgb else None
+    a["tree_group"] = np.ascontiguousarray(ens.tree_group, np.int32)
+    n_trees = ens.n_trees
+    if ens.tree_weight is not None:
+        w32 = ens.tree_weight.astype(np.float32)
+        a["tree_weight32"] = w32
+        a["tree_scale"] = w32.astype(np.float64) if xgb else ens.tree_weight.copy()
+    else:
+        a["tree_weight32"] = None
+        a["tree_scale"] = np.ones(n_trees)
+    depth, unique, expected, mean32 = _shap.tree_facts(a, ens.n_features, xgb)
+    a["tree_depth"] = depth
+    nq = np.maximum(1, (unique + 1) // 2).astype(np.int32)
+    a["tree_nq"] = nq
+    sizes = np.unique(nq)
+    qt, qw, start = [], [], {}
+    at = 0
+    for n in sizes.tolist():
+        t, w = gauss_legendre(n)
+        qt.append(t)
+        qw.append(w)
+        start[n] = at
+        at += n
+    a["qt"] = np.ascontiguousarray(np.concatenate(qt), np.float64)
+    a["qw"] = np.ascontiguousarray(np.concatenate(qw), np.float64)
+    a["tree_qoff"] = np.array([start[n] for n in nq.tolist()], np.int64)
+    a["bias64"], a["bias_classic"], a["bias32"] = _biases(ens, a, expected, mean32)
+    return a
+
+
+def _biases(ens: Ensemble, a: dict, expected: np.ndarray, mean32: np.ndarray):
+    """Each output's bias column: the base score plus the trees' expected values (each times
+    its DART weight), in tree order: in float64 from the quadrature's expected values; in
+    LightGBM's order (each tree's leaves' count shares times their values, in the source's
+    leaf order); and in XGBoost's float32 order (each tree's root mean, the base score
+    last)."""
+    k = ens.n_outputs
+    scale = a["tree_scale"]
+    bias64 = ens.base_score.astype(np.float64).copy()
+    for t in range(ens.n_trees):
+        g = ens.tree_group[t]
+        bias64[g] += expected[t] * scale[t]
+    bias_classic = ens.base_score.astype(np.float64).copy()
+    if ens.family != "xgboost":
+        lo, hi = ens.trees.leaf_offset, ens.trees.node_offset
+        src = ens.trees.arrays["leaf_source_id"]
+        for t in range(ens.n_trees):
+            values = a["leaf_value"][lo[t]:lo[t + 1]]
+            if hi[t + 1] == hi[t]:
+                e = float(values[0])
+            else:
+                total = float(a["node_cover"][hi[t]])
+                order = np.argsort(src[lo[t]:lo[t + 1]], kind="stable")
+                e = 0.0
+                for i in order.tolist():
+                    e += (float(a["leaf_cover"][lo[t] + i]) / total) * float(values[i])
+            bias_classic[ens.tree_group[t]] += e * float(scale[t])
+    bias32 = np.zeros(k, np.float32)
+    if ens.family == "xgboost":
+        w32 = a["tree_weight32"]
+        for g in range(k):
+            acc = np.float32(0.0)
+            for t in np.flatnonzero(ens.tree_group == g).tolist():
+                m = mean32[t]
+                acc = np.float32(acc + (m if w32 is None else np.float32(m * w32[t])))
+            bias32[g] = np.float32(acc + np.float32(ens.base_score[g]))
+    return bias64, bias_classic, bias32
+
+
+class Explainer:
+    """The contributions layout of one model, built on first use (under a lock)."""
+
+    def __init__(self, ens: Ensemble):
+        self.ens = ens
+        self._layout = None
+        self._lock = threading.Lock()
+
+    @property
+    def layout(self):
+        if self._layout is None:
+            with self._lock:
+                if self._layout is None:
+                    e = self.ens
+                    a = shap_arrays(e)
+                    self._layout = (_shap.ShapLayout(a, FAMILY_CODES[e.family], e.n_features,
+                                                     e.n_outputs), a)
+        return self._layout[0]
+
+    @property
+    def built(self) -> bool:
+        return self._layout is not None
+
+    def arrays(self) -> list[np.ndarray]:
+        """The arrays the layout holds (views of the ensemble's among them), for
+        ``Model.memory``."""
+        return [] if self._layout is None else [
+            v for v in self._layout[1].values() if isinstance(v, np.ndarray)]
+
+    def raw(self, X: np.ndarray, method: str, n_threads: int) -> np.ndarray:
+        """(n_rows, n_outputs * (n_features + 1)): each output's features, then its bias;
+        float32 for XGBoost's own recursion, else float64."""
+        if method not in METHODS:
+            raise InputError(f"unknown contributions method {method!r}; the methods are "
+                             f"{sorted(METHODS)}")
+        lay = self.layout
+        e = self.ens
+        n, width = X.shape[0], e.n_outputs * (e.n_features + 1)
+        f32 = method == "treeshap" and e.family == "xgboost"
+        out64 = np.empty((0 if f32 else n, width), np.float64)
+        out32 = np.empty((n if f32 else 0, width), np.float32)
+        code = METHODS[method]
+
+        def kernel(x, o64, o32, nt):
+            lay.contributions(x, o64, o32, code, nt)
+        if n_threads > 1:
+            threads.run(kernel, X, (out64, out32), n_threads)
+        else:
+            kernel(X, out64, out32, 1)
+        return out32 if f32 else out64
+
+
+def shaped(ens: Ensemble, raw: np.ndarray) -> np.ndarray:
+    """Contributions in the source library's layout: LightGBM's outputs side by side,
+    ``(n_rows, n_outputs * (n_features + 1))``; every other library's ``(n_rows,
+    n_features + 1)`` for one output, ``(n_rows, n_outputs, n_features + 1)`` for more.
+    float32 for XGBoost models, float64 otherwise."""
+    if ens.family == "xgboost":
+        raw = raw.astype(np.float32, copy=False)
+    if ens.family == "lightgbm" or ens.n_outputs == 1:
+        return raw
+    return raw.reshape(raw.shape[0], ens.n_outputs, ens.n_features + 1)
+

@@ -1,0 +1,145 @@
+"""SHAP contributions (Model.contributions): exact Shapley values by enumeration on random
+models (``reference.shap_values``), both methods; threads; what is refused. The libraries'
+own contributions are the oracle in test_contributions_libraries.py."""
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+from conftest import random_ensemble, special_rows
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from quickscorer import Model
+from quickscorer.errors import InputError, ModelFormatError
+from quickscorer.ir import Ensemble, reference
+
+#: the libraries' x86-64 wheels round as our recursion does; their aarch64 wheels fuse some
+#: of its products and sums (docs/contributions.md)
+BIT_EXACT = platform.machine().lower() in ("x86_64", "amd64")
+
+
+def _assert_close_to(got, want, rtol, what):
+    """got within rtol of want, relative to the largest contribution of the row."""
+    scale = np.abs(want).reshape(want.shape[0], -1).max(axis=1)
+    scale = scale.reshape((-1,) + (1,) * (want.ndim - 1)) + 1e-30
+    err = np.abs(got.astype(np.float64) - want.astype(np.float64)) / scale
+    assert err.max() <= rtol, f"{what}: {err.max():.3g} of the row's largest contribution"
+
+
+def _sums_to_raw(model, contrib, X, rtol):
+    e = model.ensemble
+    raw = model.predict_raw(X).astype(np.float64)
+    c = contrib.astype(np.float64)
+    if e.family == "lightgbm":
+        c = c.reshape(c.shape[0], e.n_outputs, e.n_features + 1)
+    elif e.n_outputs == 1:
+        c = c[:, None, :]
+    total = c.sum(axis=2)
+    np.testing.assert_allclose(total, raw, rtol=rtol, atol=rtol * np.abs(raw).max())
+
+
+# -- exact Shapley values on random models ----------------------------------------------------
+def _with_covers(rng, ens: Ensemble) -> Ensemble:
+    """ens with random covers, each node's the sum of its children's, a leaf in five empty
+    (CatBoost's empty leaves: left out)."""
+    trees = []
+    for tree in ens.trees:
+        leaf_cover = rng.integers(1, 50, size=tree.n_leaves).astype(np.float64)
+        leaf_cover[rng.random(tree.n_leaves) < 0.2] = 0.0
+        leaf_cover[rng.integers(tree.n_leaves)] = 7.0       # the root's cover positive
+        node_cover = np.zeros(tree.n_internal)
+        lo, mid, hi = tree.leaf_ranges() if tree.n_internal else ((), (), ())
+        for k in range(tree.n_internal):
+            node_cover[k] = leaf_cover[lo[k]:hi[k]].sum()
+        trees.append(type(tree)(**{**{f: getattr(tree, f) for f in tree.__dataclass_fields__},
+                                   "node_cover": node_cover, "leaf_cover": leaf_cover}))
+    return Ensemble(trees=tuple(trees), tree_group=ens.tree_group, n_outputs=ens.n_outputs,
+                    n_features=ens.n_features, family=ens.family, base_score=ens.base_score,
+                    tree_weight=ens.tree_weight)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost", "plain"]),
+       n_outputs=st.integers(1, 2), max_leaves=st.sampled_from([2, 6, 20]),
+       dart=st.booleans())
+def test_random_models_give_the_exact_shapley_values(seed, family, n_outputs, max_leaves, dart):
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, family, n_trees=6, n_outputs=n_outputs, n_features=5,
+                          max_leaves=max_leaves, thresholds=np.round(rng.normal(size=6), 1))
+    ens = _with_covers(rng, ens)
+    if dart and family == "xgboost":
+        ens = Ensemble(trees=ens.trees, tree_group=ens.tree_group, n_outputs=ens.n_outputs,
+                       n_features=5, family=family, base_score=ens.base_score,
+                       tree_weight=rng.uniform(0.2, 1.0, ens.n_trees))
+    model = Model(ens)
+    X = special_rows(rng, 30, 5)
+    want = reference.shap_values(ens, X)
+    for method in ("quadrature", "treeshap"):
+        got = model.contributions(X, method=method).astype(np.float64)
+        got = got.reshape(want.shape)
+        tol = 2e-5 if (family == "xgboost" and method == "treeshap") else 1e-11
+        if family == "xgboost" and method == "quadrature":
+            tol = 1e-6          # float64 sums, rounded to XGBoost's float32 at the end
+        _assert_close_to(got, want, tol, method)
+
+
+def _model(seed=4, n_trees=30, max_leaves=40, family="lightgbm"):
+    rng = np.random.default_rng(seed)
+    ens = random_ensemble(rng, family, n_trees=n_trees, max_leaves=max_leaves,
+                          p_categorical=0.2, thresholds=np.round(rng.normal(size=8), 1))
+    return Model(_with_covers(rng, ens)), special_rows(rng, 200, 5)
+
+
+def test_threads_give_the_same_values(monkeypatch):
+    model, rows = _model()
+    for method in ("quadrature", "treeshap"):
+        one = model.contributions(rows, method=method)
+        np.testing.assert_array_equal(model.contributions(rows, method=method, n_threads=2),
+                                      one)
+        monkeypatch.setenv("QUICKSCORER_THREAD_POOL", "1")
+        np.testing.assert_array_equal(model.contributions(rows, method=method, n_threads=2),
+                                      one)
+        monkeypatch.delenv("QUICKSCORER_THREAD_POOL")
+
+
+# -- what is refused, and what it costs ---------------------------------------------------------
+def test_a_model_without_covers_is_refused_by_name():
+    rng = np.random.default_rng(1)
+    model = Model(random_ensemble(rng, "lightgbm", n_trees=3))
+    assert not model.ensemble.has_cover
+    with pytest.raises(ModelFormatError, match="cover"):
+        model.contributions(np.zeros((2, 5)))
+
+
+def test_a_negative_cover_is_named():
+    rng = np.random.default_rng(2)
+    ens = _with_covers(rng, random_ensemble(rng, "lightgbm", n_trees=3, max_leaves=8))
+    tree = ens.trees[1]
+    lc = tree.leaf_cover.copy()
+    lc[0] = -1.0
+    bad = type(tree)(**{**{f: getattr(tree, f) for f in tree.__dataclass_fields__},
+                        "leaf_cover": lc})
+    ens = Ensemble(trees=(ens.trees[0], bad, ens.trees[2]), tree_group=ens.tree_group,
+                   n_outputs=1, n_features=5, family="lightgbm", base_score=ens.base_score)
+    with pytest.raises(ModelFormatError, match="tree 1: leaf .* cover -1.0"):
+        Model(ens).contributions(np.zeros((1, 5)))
+
+
+def test_bad_inputs_say_what_is_wrong():
+    model, X = _model()
+    with pytest.raises(InputError, match="features"):
+        model.contributions(np.zeros((3, 7)))
+    with pytest.raises(InputError, match="method"):
+        model.contributions(X[:2], method="kernel")
+    assert model.contributions(np.zeros((0, 5))).shape == (0, 6)
+
+
+def test_memory_counts_the_layout_once_built():
+    model, X = _model(max_leaves=100)
+    before = model.memory()
+    assert "contributions" not in before["bytes"]
+    model.contributions(X[:2])
+    after = model.memory()
+    assert 0 < after["bytes"]["contributions"] <= 4 * after["bytes"]["ensemble"]
