@@ -30,9 +30,10 @@ what ``__all__`` lists. Its modules:
 - ``serving``: the MLServer runtime (the ``serve`` extra; imported by nothing else).
 
 Its subpackages: ``importers``, ``ir``, ``algorithms``, ``explain`` (SHAP contributions),
-``inputs``, ``paper`` (the paper's forms for study) and ``data`` (the bundled demo). Each extension module is built from the
-same place under ``src/`` (``src/quickscorer/algorithms/_walk.pyx`` is
-``quickscorer.algorithms._walk``) and named in its package's docstring; those every kernel
+``inputs``, ``paper`` (the paper's forms for study) and ``data`` (the bundled demo). Each
+extension module is built from the same place under ``src/``
+(``src/quickscorer/algorithms/_walk.pyx`` is ``quickscorer.algorithms._walk``) and named in
+its package's docstring; those every kernel
 shares are here:
 
 - ``_forest``: input conversion, the node rule and the sums every kernel shares;
