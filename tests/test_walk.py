@@ -17,6 +17,7 @@ import quickscorer
 from quickscorer.algorithms import _walk
 from quickscorer.algorithms import walk as walk_mod
 from quickscorer.algorithms.traversal import node_arrays
+from quickscorer.ir.reference import FUSED_SUMS
 from quickscorer.algorithms.walk import NODE_DTYPE, Walk, walk_arrays, walk_block_starts
 from quickscorer.ir import Ensemble, build_tree
 
@@ -649,6 +650,16 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
         walk = model.prepare("walk")
         assert walk.complete and walk.layout.cfloat == f32
         values = walk.layout.slot_values
+        X = special_rows(rng, 40, 4).astype(np.float32 if family == "xgboost" else np.float64)
+        if dart and FUSED_SUMS:
+            # where the DART sum is fused (AArch64) a slot cannot hold the weighted leaf: the
+            # leaves are stored, then summed, still the reference's scores
+            assert values is None and not walk.layout.attach_values(walk.forest)
+            want = model.predict_raw(X, algorithm="traversal")
+            for i in range(0, X.shape[0] - 2, 3):
+                assert np.array_equal(model.predict_raw(X[i:i + 2], algorithm="walk"),
+                                      want[i:i + 2])
+            continue
         assert values is not None
         assert values.dtype == (np.float32 if family == "xgboost" else np.float64)
         # every end slot's, the fill trees' NaN (never added)
@@ -656,9 +667,6 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
         assert values.shape[0] == walk._arrays["cslot_leaf"].shape[0]
         assert not np.isnan(values[:real]).any() and np.isnan(values[real:]).all()
         assert values.shape[0] - real == (-n_trees % 8) * (1 << int(walk._arrays["cdepth"][-1]))
-        X = special_rows(rng, 40, 4)
-        if family == "xgboost":
-            X = X.astype(np.float32)
         want = model.predict_raw(X, algorithm="traversal")
         for n in (1, 2, 3, 5):
             for i in range(0, X.shape[0] - n, 3):
