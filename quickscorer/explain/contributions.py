@@ -17,9 +17,10 @@ import threading
 import numpy as np
 
 from .. import threads
+from ..algorithms import cpu
 from ..algorithms.traversal import node_arrays
 from ..errors import InputError, ModelFormatError
-from ..ir.ensemble import Ensemble
+from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble
 from . import _shap
 
 METHODS = {"quadrature": _shap.METHOD_QUADRATURE, "treeshap": _shap.METHOD_TREESHAP}
@@ -56,6 +57,27 @@ def _check_covers(ens: Ensemble, a: dict) -> None:
                 f"weigh each branch by its cover, which must be {need}")
 
 
+def _decision_codes(ens: Ensemble, a: dict) -> np.ndarray:
+    """Each node's rule, as the quadrature's blocks decide a numeric node for their rows
+    (_shap.pyx DEC_*): the scoring rule (_forest.pxd goes_left) on a converted value, where
+    a NaN goes to the default side (to the side of 0.0 for LightGBM's and plain models' nodes
+    without missing values) and, for LightGBM's zero-as-missing nodes, 0.0 does too.
+    Categorical nodes are marked for goes_left itself."""
+    packed = ens.trees.arrays
+    left = np.asarray(packed["default_left"], bool)
+    mt = np.asarray(packed["missing_type"], np.int64)
+    if ens.family == "xgboost":
+        nan_left = left
+        zero_default = np.zeros(left.shape, bool)
+    else:
+        nan_left = np.where(mt == MISSING_NONE, 0.0 <= a["threshold"], left)
+        zero_default = (mt == MISSING_ZERO) & (ens.family == "lightgbm")
+    code = (left.astype(np.uint8) | (nan_left.astype(np.uint8) << 1)
+            | (zero_default.astype(np.uint8) << 2)
+            | (np.asarray(packed["is_categorical"], bool).astype(np.uint8) << 3))
+    return np.ascontiguousarray(code, np.uint8)
+
+
 def shap_arrays(ens: Ensemble) -> dict:
     """The arrays of a :class:`_shap.ShapLayout` for ``ens``: its nodes (as the traversal
     reads them), covers and leaf values, each tree's quadrature points (enough to be exact for
@@ -84,6 +106,7 @@ def shap_arrays(ens: Ensemble) -> dict:
     a["leaf_cover"] = np.ascontiguousarray(packed["leaf_cover"], np.float64)
     _check_covers(ens, a)
     a["leaf_value"] = np.ascontiguousarray(packed["leaf_value"], np.float64)
+    a["dec_code"] = _decision_codes(ens, a)
     a["leaf_offset"] = np.ascontiguousarray(ens.trees.leaf_offset, np.int64)
     xgb = ens.family == "xgboost"
     for name in ("node_cover", "leaf_cover", "leaf_value"):
@@ -101,19 +124,23 @@ def shap_arrays(ens: Ensemble) -> dict:
     a["tree_depth"] = depth
     nq = np.maximum(1, (unique + 1) // 2).astype(np.int32)
     a["tree_nq"] = nq
-    sizes = np.unique(nq)
+    # each size's points once, padded to a whole number of lanes with points of weight 0
+    # (the kernel takes the edges' numbers a vector of points at a time)
     qt, qw, start = [], [], {}
     at = 0
-    for n in sizes.tolist():
+    for n in np.unique(nq).tolist():
         t, w = gauss_legendre(n)
-        qt.append(t)
-        qw.append(w)
+        pad = -n % _shap.LANES
+        qt.append(np.concatenate([t, np.full(pad, 0.5)]))
+        qw.append(np.concatenate([w, np.zeros(pad)]))
         start[n] = at
-        at += n
+        at += n + pad
     a["qt"] = np.ascontiguousarray(np.concatenate(qt), np.float64)
     a["qw"] = np.ascontiguousarray(np.concatenate(qw), np.float64)
+    a["qg"] = -1.0 / (1.0 - a["qt"])
     a["tree_qoff"] = np.array([start[n] for n in nq.tolist()], np.int64)
     a["bias64"], a["bias_classic"], a["bias32"] = _biases(ens, a, expected, mean32)
+    a.update(_shap.programs(a))
     return a
 
 
@@ -199,8 +226,10 @@ class Explainer:
         out32 = np.empty((n if f32 else 0, width), np.float32)
         code = METHODS[method]
 
+        isa = cpu.isa_code(None)
+
         def kernel(x, o64, o32, nt):
-            lay.contributions(x, o64, o32, code, nt)
+            lay.contributions(x, o64, o32, code, nt, isa)
         if n_threads > 1:
             threads.run(kernel, X, (out64, out32), n_threads)
         else:

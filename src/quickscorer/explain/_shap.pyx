@@ -35,17 +35,34 @@ cdef extern from "quickscorer/explain/treeshap.h" nogil:
     void shap_classic_f64(const shap_tree* t, const uint8_t* dec, double* phi, void* path)
     void shap_classic_f32(const shap_tree* t, const uint8_t* dec, float* phi, void* path)
     int64_t shap_classic_path_len(int64_t depth)
-    void shap_quad(const shap_tree* t, const uint8_t* dec, int nq, const double* tq,
-                   const double* wq, double scale, double* phi, uint8_t* o, double* z,
-                   double* buf)
+    ctypedef struct shap_prog:
+        const int32_t* nid
+        const int32_t* child
+        const double* ratio
+        int32_t K
+    int SHAP_R
+    int32_t SHAP_SKIP
+    int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features)
+    void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t n_features)
+    void shap_quad_block_isa(int isa, const shap_prog* p, const int32_t* feature,
+                             const double* leaf_value, double scale, const double* dec,
+                             int nq, const double* tq, const double* wq, const double* gq,
+                             double* phi, void* work, int64_t depth, int64_t mq,
+                             int64_t n_features)
 
 cdef enum:
     QUAD = 0
     CLASSIC = 1
+    # dec_code: the shared node rule (_forest.pxd goes_left) of a node, for a block's lanes
+    DEC_LEFT = 1             # the default side is left
+    DEC_NAN_LEFT = 2         # a NaN goes left
+    DEC_ZERO_DEFAULT = 4     # 0.0 takes the default side (LightGBM's zero as missing)
+    DEC_SCALAR = 8           # a categorical node: goes_left itself, lane by lane
 
-# the methods, as contributions() takes them
+# the methods, as contributions() takes them; the lanes of a block
 METHOD_QUADRATURE = QUAD
 METHOD_TREESHAP = CLASSIC
+LANES = SHAP_R
 
 
 cdef struct ShapView:
@@ -70,12 +87,19 @@ cdef struct ShapView:
     const int32_t* tree_depth   # [n_trees] levels of internal nodes
     const int32_t* tree_nq      # [n_trees] quadrature points
     const int64_t* tree_qoff    # [n_trees] offset of its points in qt / qw
-    const double* qt
+    const double* qt            # each tree's points, from tree_qoff, padded to SHAP_R
     const double* qw
+    const double* qg            # -1 / (1 - t) at each point
     const double* bias64        # [n_outputs] the expected values' sum (quadrature: its own)
     const double* bias_classic  # [n_outputs] in the library's arithmetic (LightGBM)
     const float* bias32         # [n_outputs] XGBoost's, float32
+    const int64_t* prog_offset  # [n_trees + 1] the quadrature's programs (programs())
+    const int32_t* prog_nid
+    const int32_t* prog_child
+    const double* prog_ratio
+    const uint8_t* dec_code     # [n_nodes] the node rule for a numeric node (DEC_*)
     int64_t max_nodes           # the most internal nodes of one tree
+    int64_t max_prog            # the most program nodes of one tree
     int32_t max_depth
     int32_t max_nq
 
@@ -158,10 +182,29 @@ cdef class ShapLayout:
         v.tree_qoff = <const int64_t*>array_data(a["tree_qoff"], np.int64, "shap", "tree_qoff")
         v.qt = <const double*>array_data(a["qt"], np.float64, "shap", "qt")
         v.qw = <const double*>array_data(a["qw"], np.float64, "shap", "qw")
+        v.qg = <const double*>array_data(a["qg"], np.float64, "shap", "qg")
         v.bias64 = <const double*>array_data(a["bias64"], np.float64, "shap", "bias64")
         v.bias_classic = <const double*>array_data(a["bias_classic"], np.float64, "shap",
                                                    "bias_classic")
         v.bias32 = <const float*>array_data(a["bias32"], np.float32, "shap", "bias32")
+        poff = a["prog_offset"]
+        if poff.shape[0] != n_trees + 1:
+            raise ValueError("shap layout: prog_offset must have one entry per tree and one")
+        n_prog = int(poff[n_trees]) if n_trees else 0
+        for name, size in (("prog_nid", n_prog), ("prog_child", 2 * n_prog),
+                           ("prog_ratio", 2 * n_prog)):
+            if a[name].shape[0] != size:
+                raise ValueError(f"shap layout field {name!r} has {a[name].shape[0]} "
+                                 f"entries, expected {size}")
+        v.dec_code = <const uint8_t*>array_data(a["dec_code"], np.uint8, "shap", "dec_code")
+        if a["dec_code"].shape[0] != n_nodes:
+            raise ValueError("shap layout: dec_code must have one entry per node")
+        v.prog_offset = <const int64_t*>array_data(poff, np.int64, "shap", "prog_offset")
+        v.prog_nid = <const int32_t*>array_data(a["prog_nid"], np.int32, "shap", "prog_nid")
+        v.prog_child = <const int32_t*>array_data(a["prog_child"], np.int32, "shap",
+                                                  "prog_child")
+        v.prog_ratio = <const double*>array_data(a["prog_ratio"], np.float64, "shap",
+                                                 "prog_ratio")
         # every child and feature in range, so that no tree reads outside its arrays
         if n_trees:
             counts = np.diff(a["node_offset"])
@@ -178,15 +221,36 @@ cdef class ShapLayout:
             if f.shape[0] and (f.min() < 0 or f.max() >= n_features):
                 raise ValueError("shap layout: a split feature outside the row")
             qoff, nq = a["tree_qoff"], a["tree_nq"]
+            padded = (nq + SHAP_R - 1) // SHAP_R * SHAP_R
             if ((nq < 1).any() or (qoff < 0).any()
-                    or (qoff + nq > a["qt"].shape[0]).any()
-                    or a["qw"].shape != a["qt"].shape):
+                    or (qoff + padded > a["qt"].shape[0]).any()
+                    or a["qw"].shape != a["qt"].shape or a["qg"].shape != a["qt"].shape):
                 raise ValueError("shap layout: quadrature points out of range")
             v.max_nodes = int(counts.max())
             v.max_depth = int(a["tree_depth"].max())
             v.max_nq = int(nq.max())
+            pk = np.diff(poff)
+            if (pk < 0).any() or (pk > counts).any():
+                raise ValueError("shap layout: a program longer than its tree")
+            v.max_prog = int(pk.max())
+            # every program reference inside its tree's program and nodes
+            ptree = np.repeat(np.arange(n_trees), pk)
+            nid = a["prog_nid"].astype(np.int64)
+            if nid.shape[0] and ((nid < 0) | (nid >= counts[ptree])).any():
+                raise ValueError("shap layout: a program node outside its tree")
+            etree = np.repeat(ptree, 2)
+            ch = a["prog_child"].astype(np.int64)
+            own = 2 * np.repeat(np.arange(ptree.shape[0]) - poff[ptree], 2) \
+                + np.tile([0, 1], ptree.shape[0])
+            inner = (ch >= 0) & (ch != SHAP_SKIP)
+            # a child comes later in its tree's preorder (so that every walk ends)
+            if (((ch >= pk[etree]) & inner).any() or ((ch <= own // 2) & inner).any()
+                    or ((ch < 0) & (ch != SHAP_SKIP) & (~ch >= leaves[etree])).any()):
+                raise ValueError("shap layout: a program edge outside its tree")
+            if (a["tree_depth"] < 0).any() or (a["tree_depth"] > counts).any():
+                raise ValueError("shap layout: a tree deeper than its nodes")
         else:
-            v.max_nodes = v.max_depth = 0
+            v.max_nodes = v.max_depth = v.max_prog = 0
             v.max_nq = 1
 
     def __reduce__(self):
@@ -198,10 +262,11 @@ cdef class ShapLayout:
         return self.view.n_trees
 
     def contributions(self, const floating[:, :] X, double[:, ::1] out64,
-                      float[:, ::1] out32, int method, int n_threads):
+                      float[:, ::1] out32, int method, int n_threads, int isa=0):
         """Every row's contributions, (n_rows, n_outputs * (n_features + 1)), each output's
         features then its bias: into out32 for XGBoost's float32 recursion
-        (METHOD_TREESHAP on an XGBoost model), else into out64."""
+        (METHOD_TREESHAP on an XGBoost model), else into out64. ``isa``: the instruction
+        set the quadrature's blocks run on (cpu.h CPU_ISA_*; the values are the same)."""
         cdef const ShapView* v = &self.view
         cdef Py_ssize_t n = X.shape[0]
         cdef int64_t width = v.n_outputs * (v.n_features + 1)
@@ -222,69 +287,58 @@ cdef class ShapLayout:
                              f"{'float32' if f32 else 'float64'} array and an empty other")
         if n == 0:
             return
-        cdef int64_t per = scratch_bytes(v)
-        cdef char* base = <char*>calloc(<size_t>(per * n_threads), 1)
-        if base == NULL:
+        cdef Offsets of
+        offsets(v, &of)
+        cdef int64_t per = of.total
+        # each thread's part from a 64-byte boundary (the quadrature's vectors of 8 doubles)
+        cdef char* raw = <char*>calloc(<size_t>(per * n_threads + 64), 1)
+        if raw == NULL:
             raise MemoryError(f"no memory for the contributions' scratch ({per * n_threads} "
                               f"bytes)")
-        cdef Py_ssize_t i
-        cdef int k
+        cdef char* base = raw + (64 - (<size_t>raw) % 64) % 64
+        cdef Py_ssize_t i, b, n_blocks = (n + SHAP_R - 1) // SHAP_R
         cdef char* mem
+        cdef int k
         for k in range(n_threads):
-            scratch_init(v, base + k * per)
+            shap_quad_init(base + k * per + of.work, v.max_depth, v.max_nq, v.n_features)
         with nogil, parallel(num_threads=n_threads):
             mem = base + threadid() * per
-            for i in prange(n, schedule="dynamic", chunksize=4):
-                if method == CLASSIC:
+            if method == CLASSIC:
+                for i in prange(n, schedule="dynamic", chunksize=4):
                     if f32:
-                        row_classic32(v, X, i, &out32[i, 0], mem)
+                        row_classic32(v, &of, X, i, &out32[i, 0], mem)
                     else:
-                        row_classic64(v, X, i, &out64[i, 0], mem)
-                else:
-                    row_quad(v, X, i, &out64[i, 0], mem)
-        free(base)
+                        row_classic64(v, &of, X, i, &out64[i, 0], mem)
+            else:
+                for b in prange(n_blocks, schedule="dynamic", chunksize=1):
+                    block_quad(v, &of, X, b * SHAP_R, out64, mem, isa)
+        free(raw)
 
 
-# ---- per-thread scratch: the converted row, the decisions, the path and the sums -----------
+# ---- per-thread scratch --------------------------------------------------------------------
+cdef struct Offsets:
+    int64_t dec        # each node's decisions (rows: at 0)
+    int64_t path       # the recursion's path elements
+    int64_t tmp        # float32 [n_features + 1]: one tree's contributions (XGBoost's order)
+    int64_t phi        # float64 [n_outputs][n_features][SHAP_R]: a block's sums
+    int64_t work       # float64 shap_block_work(max_prog, max_nq)
+    int64_t total
+
+
 cdef inline int64_t _al(int64_t nbytes) noexcept nogil:
     return (nbytes + 63) // 64 * 64
 
 
-cdef inline int64_t off_dec(const ShapView* v) noexcept nogil:
-    return _al(v.n_features * 8)
-
-
-cdef inline int64_t off_o(const ShapView* v) noexcept nogil:
-    return off_dec(v) + _al(v.max_nodes + 1)
-
-
-cdef inline int64_t off_z(const ShapView* v) noexcept nogil:
-    return off_o(v) + _al(v.n_features)
-
-
-cdef inline int64_t off_buf(const ShapView* v) noexcept nogil:
-    return off_z(v) + _al(v.n_features * 8)
-
-
-cdef inline int64_t off_path(const ShapView* v) noexcept nogil:
-    return off_buf(v) + _al(3 * 8 * <int64_t>v.max_nq * (v.max_depth + 2))
-
-
-cdef inline int64_t off_tmp(const ShapView* v) noexcept nogil:
-    # path elements of at most 32 bytes (feature, and three float64)
-    return off_path(v) + _al(32 * shap_classic_path_len(v.max_depth))
-
-
-cdef inline int64_t scratch_bytes(const ShapView* v) noexcept nogil:
-    return off_tmp(v) + _al(4 * (v.n_features + 1))
-
-
-cdef inline void scratch_init(const ShapView* v, char* mem) noexcept nogil:
-    """Every feature unseen on the path: o = 1, z = 1 (the quadrature's state)."""
-    cdef int64_t j
-    memset(mem + off_o(v), 1, <size_t>v.n_features)
-    for j in range(v.n_features):
-        (<double*>(mem + off_z(v)))[j] = 1.0
+cdef void offsets(const ShapView* v, Offsets* o) noexcept nogil:
+    """Where each part of a thread's scratch lies: the converted rows (SHAP_R of them) at 0."""
+    o.dec = _al(2 * SHAP_R * v.n_features * 8)         # (and the rows feature by feature)
+    # (the quadrature's: float64, lane r of node k at k SHAP_R + r)
+    o.path = o.dec + _al(8 * SHAP_R * (v.max_nodes + 1))
+    # path elements of at most 32 bytes (a feature and three float64)
+    o.tmp = o.path + _al(32 * shap_classic_path_len(v.max_depth))
+    o.phi = o.tmp + _al(4 * (v.n_features + 1))
+    o.work = o.phi + _al(8 * v.n_outputs * v.n_features * SHAP_R)
+    o.total = o.work + _al(shap_block_work(v.max_depth, v.max_nq, v.n_features))
 
 
 cdef inline void decide(const ShapView* v, int64_t t, const double* row,
@@ -294,13 +348,46 @@ cdef inline void decide(const ShapView* v, int64_t t, const double* row,
         dec[k] = node_goes_left(&v.nodes, v.family, n0 + k, row)
 
 
-cdef void row_classic64(const ShapView* v, const floating[:, :] X, Py_ssize_t i, double* out,
-                        char* mem) noexcept nogil:
+cdef inline void decide_block(const ShapView* v, int64_t t, const double* rows,
+                              const double* rows_t, Py_ssize_t lanes,
+                              double* dec) noexcept nogil:
+    """Tree t's decisions for a block's rows: node k's for lane r at dec[k SHAP_R + r], 1.0
+    where it goes left. A numeric node by its dec_code (goes_left's rule, branch-free, on the
+    rows feature by feature); a categorical one by goes_left itself."""
+    cdef int64_t n0 = v.nodes.node_offset[t], k, r
+    cdef uint8_t code
+    cdef double thr, x, l, nan_l, def_l
+    cdef const double* xs
+    cdef double* d
+    for k in range(v.nodes.node_offset[t + 1] - n0):
+        code = v.dec_code[n0 + k]
+        d = dec + k * SHAP_R
+        if code & DEC_SCALAR:
+            for r in range(lanes):
+                d[r] = 1.0 if node_goes_left(&v.nodes, v.family, n0 + k,
+                                             rows + r * v.n_features) else 0.0
+            continue
+        thr = v.nodes.threshold[n0 + k]
+        xs = rows_t + v.nodes.feature[n0 + k] * SHAP_R
+        nan_l = 1.0 if code & DEC_NAN_LEFT else 0.0
+        def_l = 1.0 if code & DEC_LEFT else 0.0
+        for r in range(SHAP_R):
+            x = xs[r]
+            l = 1.0 if x <= thr else 0.0
+            if x != x:
+                l = nan_l
+            if (code & DEC_ZERO_DEFAULT) and x == 0.0:
+                l = def_l
+            d[r] = l
+
+
+cdef void row_classic64(const ShapView* v, const Offsets* of, const floating[:, :] X,
+                        Py_ssize_t i, double* out, char* mem) noexcept nogil:
     """LightGBM's order: each output's contributions summed over its trees in place, the
     bias the sum of the trees' expected values."""
     cdef double* row = <double*>mem
-    cdef uint8_t* dec = <uint8_t*>(mem + off_dec(v))
-    cdef void* path = <void*>(mem + off_path(v))
+    cdef uint8_t* dec = <uint8_t*>(mem + of.dec)
+    cdef void* path = <void*>(mem + of.path)
     cdef int64_t t, k, F1 = v.n_features + 1
     cdef shap_tree tr
     load_row(&v.fv, X, i, row)
@@ -314,14 +401,14 @@ cdef void row_classic64(const ShapView* v, const floating[:, :] X, Py_ssize_t i,
         out[k * F1 + v.n_features] = v.bias_classic[k]
 
 
-cdef void row_classic32(const ShapView* v, const floating[:, :] X, Py_ssize_t i, float* out,
-                        char* mem) noexcept nogil:
+cdef void row_classic32(const ShapView* v, const Offsets* of, const floating[:, :] X,
+                        Py_ssize_t i, float* out, char* mem) noexcept nogil:
     """XGBoost's order: each tree's contributions in a buffer of their own, then added to its
     output's (times the tree's DART weight), the bias and base score last."""
     cdef double* row = <double*>mem
-    cdef uint8_t* dec = <uint8_t*>(mem + off_dec(v))
-    cdef void* path = <void*>(mem + off_path(v))
-    cdef float* tmp = <float*>(mem + off_tmp(v))
+    cdef uint8_t* dec = <uint8_t*>(mem + of.dec)
+    cdef void* path = <void*>(mem + of.path)
+    cdef float* tmp = <float*>(mem + of.tmp)
     cdef int64_t t, k, F = v.n_features, F1 = v.n_features + 1
     cdef float* o
     cdef shap_tree tr
@@ -345,25 +432,46 @@ cdef void row_classic32(const ShapView* v, const floating[:, :] X, Py_ssize_t i,
         out[k * F1 + F] = v.bias32[k]
 
 
-cdef void row_quad(const ShapView* v, const floating[:, :] X, Py_ssize_t i, double* out,
-                   char* mem) noexcept nogil:
-    cdef double* row = <double*>mem
-    cdef uint8_t* dec = <uint8_t*>(mem + off_dec(v))
-    cdef uint8_t* o = <uint8_t*>(mem + off_o(v))
-    cdef double* z = <double*>(mem + off_z(v))
-    cdef double* buf = <double*>(mem + off_buf(v))
-    cdef int64_t t, k, F1 = v.n_features + 1
-    cdef shap_tree tr
-    load_row(&v.fv, X, i, row)
-    for k in range(v.n_outputs * F1):
-        out[k] = 0.0
+cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] X,
+                     Py_ssize_t i0, double[:, ::1] out, char* mem, int isa) noexcept nogil:
+    """Rows i0 .. i0 + SHAP_R - 1 (those there are), one a lane, through every tree's
+    program; each output's sums kept per lane, then written with its bias."""
+    cdef double* rows = <double*>mem
+    cdef double* dec = <double*>(mem + of.dec)
+    cdef double* phi = <double*>(mem + of.phi)
+    cdef void* work = <void*>(mem + of.work)
+    cdef int64_t F = v.n_features, F1 = v.n_features + 1, t, k, r, g, n0, l0, p0
+    cdef Py_ssize_t lanes = min(<Py_ssize_t>SHAP_R, X.shape[0] - i0)
+    cdef shap_prog prog
+    cdef double* rows_t = rows + SHAP_R * F
+    for r in range(lanes):
+        load_row(&v.fv, X, i0 + r, rows + r * F)
+    for k in range(F):                  # feature by feature, a lane a row
+        for r in range(SHAP_R):
+            rows_t[k * SHAP_R + r] = rows[(r if r < lanes else 0) * F + k]
+    memset(dec, 0, <size_t>(8 * SHAP_R * (v.max_nodes + 1)))
+    memset(phi, 0, <size_t>(8 * v.n_outputs * F * SHAP_R))
     for t in range(v.n_trees):
-        tree_of(v, t, &tr)
-        decide(v, t, row, dec)
-        shap_quad(&tr, dec, v.tree_nq[t], v.qt + v.tree_qoff[t], v.qw + v.tree_qoff[t],
-                  v.tree_scale[t], out + v.tree_group[t] * F1, o, z, buf)
-    for k in range(v.n_outputs):
-        out[k * F1 + v.n_features] = v.bias64[k]
+        n0 = v.nodes.node_offset[t]
+        l0 = v.leaf_offset[t]
+        p0 = v.prog_offset[t]
+        prog.K = <int32_t>(v.prog_offset[t + 1] - p0)
+        if prog.K == 0:
+            continue
+        decide_block(v, t, rows, rows_t, lanes, dec)
+        prog.nid = v.prog_nid + p0
+        prog.child = v.prog_child + 2 * p0
+        prog.ratio = v.prog_ratio + 2 * p0
+        shap_quad_block_isa(isa, &prog, v.nodes.feature + n0, v.leaf_value + l0,
+                            v.tree_scale[t], dec, v.tree_nq[t],
+                            v.qt + v.tree_qoff[t], v.qw + v.tree_qoff[t], v.qg + v.tree_qoff[t],
+                            phi + v.tree_group[t] * F * SHAP_R, work, v.max_depth, v.max_nq,
+                            F)
+    for r in range(lanes):
+        for g in range(v.n_outputs):
+            for k in range(F):
+                out[i0 + r, g * F1 + k] = phi[(g * F + k) * SHAP_R + r]
+            out[i0 + r, g * F1 + F] = v.bias64[g]
 
 
 # ---- facts of each tree the layout needs ---------------------------------------------------
@@ -476,3 +584,75 @@ def tree_facts(dict a, int64_t n_features, bint f32):
                 c.t.leaf_value32 = &lval32[l0]
                 m[t] = mean_f32(&c, 0)
     return depth, unique, expected, mean32
+
+
+# ---- the quadrature's programs (treeshap.h shap_prog) ---------------------------------------
+cdef struct ProgCtx:
+    shap_tree t
+    int32_t* nid
+    int32_t* child
+    double* ratio
+    int32_t k                    # preorder nodes so far
+
+
+cdef void prog_node(ProgCtx* c, int32_t node) noexcept nogil:
+    cdef int32_t k = c.k, side, ch, e
+    cdef double r
+    c.k += 1
+    c.nid[k] = node
+    for side in range(2):
+        e = 2 * k + side
+        ch = c.t.right[node] if side else c.t.left[node]
+        r = (c.t.node_cover[ch] if ch >= 0 else c.t.leaf_cover[~ch]) / c.t.node_cover[node]
+        c.ratio[e] = r
+        if r == 0.0:
+            c.child[e] = SHAP_SKIP
+        elif ch < 0:
+            c.child[e] = ch
+        else:
+            c.child[e] = c.k
+            prog_node(c, ch)
+
+
+def programs(dict a):
+    """Each tree's quadrature program: its internal nodes in preorder (those under a branch
+    of zero cover left out) and each node's two edges (treeshap.h ``shap_prog``). Returns
+    ``prog_offset`` (int64, each tree's first preorder node; its edges start at twice that),
+    ``prog_nid`` (per node), ``prog_child`` and ``prog_ratio`` (per edge)."""
+    cdef int64_t n_trees = a["node_offset"].shape[0] - 1, t, n0, l0, n_nodes
+    cdef const int64_t[::1] noff = a["node_offset"]
+    cdef const int64_t[::1] loff = a["leaf_offset"]
+    n_nodes = noff[n_trees]
+    nid = np.zeros(n_nodes, np.int32)
+    child = np.zeros(2 * n_nodes, np.int32)
+    ratio = np.zeros(2 * n_nodes, np.float64)
+    offset = np.zeros(n_trees + 1, np.int64)
+    cdef int32_t[::1] vnid = nid, vch = child
+    cdef double[::1] vra = ratio
+    cdef int64_t[::1] voff = offset
+    cdef const int32_t[::1] left = a["left"]
+    cdef const int32_t[::1] right = a["right"]
+    cdef const double[::1] ncov = a["node_cover"]
+    cdef const double[::1] lcov = a["leaf_cover"]
+    cdef ProgCtx c
+    cdef int64_t at = 0
+    with nogil:
+        for t in range(n_trees):
+            n0 = noff[t]
+            l0 = loff[t]
+            voff[t] = at
+            if noff[t + 1] == n0:
+                continue
+            c.t.left = &left[n0]
+            c.t.right = &right[n0]
+            c.t.node_cover = &ncov[n0]
+            c.t.leaf_cover = &lcov[l0]
+            c.nid = &vnid[at]
+            c.child = &vch[2 * at]
+            c.ratio = &vra[2 * at]
+            c.k = 0
+            prog_node(&c, 0)
+            at += c.k
+        voff[n_trees] = at
+    return {"prog_offset": offset, "prog_nid": nid[:at].copy(),
+            "prog_child": child[:2 * at].copy(), "prog_ratio": ratio[:2 * at].copy()}

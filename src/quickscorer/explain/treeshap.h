@@ -34,6 +34,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "quickscorer/cpu.h"   /* CPU_TARGET, CPU_ISA_* */
+
 typedef struct {
     const int32_t* left;          /* [n_nodes] children: c >= 0 internal, ~c a leaf */
     const int32_t* right;
@@ -163,89 +165,261 @@ static inline int64_t shap_classic_path_len(int64_t depth)
     return (depth + 2) * (depth + 3) / 2;
 }
 
-/* ---- the quadrature form --------------------------------------------------------------- */
+/* ---- the quadrature, eight rows at once ---------------------------------------------------
+ *
+ * A tree's program (shap_arrays, row-independent): its internal nodes in preorder, those
+ * under a branch of zero cover left out; node k's two edges are 2k (left) and 2k + 1 (right),
+ * each with its child (a preorder node k' >= 0, a leaf ~l, or SHAP_SKIP for zero cover) and
+ * its cover ratio.
+ *
+ * A walk down the program keeps, per feature, z (the product of the cover ratios of its
+ * splits so far: the same for every row), 1 / f1(z) per point, and o per lane (1 where the
+ * row took all those splits; 1 and z = 1 for a feature not split on yet). At an edge on
+ * feature j from (o_old, z_old) to (o, z = z_old * ratio), a lane's C and phi_j change by
+ *   o_old = 1, o = 1:  C *= f1(z) / f1(z_old),     phi_j += h (g1(z) - g1(z_old))
+ *   o_old = 1, o = 0:  C *= f0(z) / f1(z_old),     phi_j += h (g0 - g1(z_old))
+ *   o_old = 0 (o = 0): C *= ratio,                 nothing
+ * with f1(z) = z + t (1 - z), f0(z) = z (1 - t), g1(z) = (1 - z) / f1(z), g0 = -1 / (1 - t),
+ * and h the edge's subtree's sums of C v w. The four numbers per point are the same for every
+ * lane: one division per edge and point serves the block's eight rows. A lane selects among
+ * them by products with 0 and 1 (exact for finite values) and sees the same operations
+ * whatever the other lanes hold, so a row's values do not depend on its block, thread or
+ * instruction set. */
+#define SHAP_R 8
+#define SHAP_SKIP INT32_MIN
 
-/* g = (o - z) / f, 0 where o == z (f is 0 only where o == z == 0) */
-static inline double shap_g(double o, double z, double f)
-{
-    return o == z ? 0.0 : (o - z) / f;
-}
+/* The lanes are worked on in parts of the widest vector the function's instruction set has
+ * (gcc's and clang's vector extensions: 4 doubles for AVX2, 8 for AVX-512, 2 for SSE2 and
+ * NEON), else one double at a time; each part's operations are the same IEEE operations, so
+ * a row's values are the same on every path. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef double shap_v2 __attribute__((vector_size(16)));
+typedef double shap_v4 __attribute__((vector_size(32)));
+typedef double shap_v8 __attribute__((vector_size(64)));
+#endif
 
 typedef struct {
-    const shap_tree* t;
-    const uint8_t* dec;
-    int nq;
-    const double* tq;         /* [nq] the points in (0, 1) */
-    const double* wq;         /* [nq] their weights (summing to 1) */
-    double scale;             /* the leaves' factor (a DART tree's weight), else 1 */
-    double* phi;              /* [n_features] */
-    uint8_t* o;               /* [n_features] each feature's o on the path so far (1 unseen) */
-    double* z;                /* [n_features] and its z (1 unseen) */
-    double* buf;              /* 3 nq (depth + 2) doubles: C, h and d at each level */
-} shap_quad_ctx;
+    const int32_t* nid;       /* [K] the tree's internal node (canonical) of preorder node k */
+    const int32_t* child;     /* [2K] */
+    const double* ratio;      /* [2K] */
+    int32_t K;
+} shap_prog;
 
-static void shap_quad_node(shap_quad_ctx* c, int32_t node, int level, double* h)
+/* bytes of one level of the walk's stack: its C and h (nq lane vectors each), and per point
+ * 1 / f1 before and after the edge, m11, m10, d11 and d10 */
+static inline int64_t shap_level_bytes(int64_t nq)
 {
-    const int nq = c->nq;
-    double* C = c->buf + (size_t)level * 3 * nq;
-    if (node < 0) {
-        const double v = c->t->leaf_value[~node] * c->scale;
-        for (int q = 0; q < nq; ++q)
-            h[q] = C[q] * v * c->wq[q];
-        return;
-    }
-    const shap_tree* t = c->t;
-    double* Cc = C + 3 * nq;              /* the child's C, at the next level */
-    double* hc = C + 4 * nq;              /* the child's sums */
-    double* d = C + 5 * nq;
-    const int32_t j = t->feature[node];
-    const uint8_t o_old = c->o[j];
-    const double z_old = c->z[j];
-    const double cover = t->node_cover[node];
-    for (int q = 0; q < nq; ++q)
-        h[q] = 0.0;
-    for (int side = 0; side < 2; ++side) {
-        const int32_t child = side ? t->right[node] : t->left[node];
-        const double ratio = (child >= 0 ? t->node_cover[child] : t->leaf_cover[~child]) / cover;
-        if (ratio == 0.0)       /* a branch no training row took: it adds nothing */
-            continue;
-        const uint8_t o_e = o_old & (uint8_t)(c->dec[node] == (side == 0));
-        const double z_e = z_old * ratio;
-        for (int q = 0; q < nq; ++q) {
-            const double tq = c->tq[q];
-            const double f_old = z_old + tq * ((double)o_old - z_old);
-            const double f_e = z_e + tq * ((double)o_e - z_e);
-            Cc[q] = f_old == 0.0 ? 0.0 : C[q] * (f_e / f_old);
-            d[q] = shap_g(o_e, z_e, f_e) - shap_g(o_old, z_old, f_old);
-        }
-        c->o[j] = o_e;
-        c->z[j] = z_e;
-        shap_quad_node(c, child, level + 1, hc);
-        c->o[j] = o_old;
-        c->z[j] = z_old;
-        double s = 0.0;
-        for (int q = 0; q < nq; ++q) {
-            s += hc[q] * d[q];
-            h[q] += hc[q];
-        }
-        c->phi[j] += s;
-    }
+    const int64_t padded = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;
+    return 2 * nq * 8 * SHAP_R + 6 * padded * 8;
 }
 
-/* phi[feature] += the tree's contributions; o, z: all 1 on entry and on return; buf: 3 nq
- * (depth + 2) doubles */
-static void shap_quad(const shap_tree* t, const uint8_t* dec, int nq, const double* tq,
-                      const double* wq, double scale, double* phi, uint8_t* o, double* z,
-                      double* buf)
+/* bytes of work shap_quad_block needs for trees of `depth` levels, nq points and n_features
+ * features (from a 64-byte boundary); shap_quad_init readies it */
+static inline int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features)
 {
-    if (t->n_nodes == 0)
+    const int64_t padded = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;
+    return 8 * SHAP_R * n_features + (depth + 2) * shap_level_bytes(nq)
+           + 8 * n_features * (1 + padded);
+}
+
+/* every feature not split on yet: o = 1 in every lane, z = 1, 1 / f1(1) = 1 */
+static inline void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t n_features)
+{
+    double* o = (double*)work;
+    double* zf = (double*)((char*)work + 8 * SHAP_R * n_features
+                           + (depth + 2) * shap_level_bytes(nq));
+    double* rf = zf + n_features;
+    for (int64_t i = 0; i < SHAP_R * n_features; ++i)
+        o[i] = 1.0;
+    for (int64_t i = 0; i < n_features; ++i)
+        zf[i] = 1.0;
+    for (int64_t i = 0; i < n_features * ((nq + SHAP_R - 1) / SHAP_R * SHAP_R); ++i)
+        rf[i] = 1.0;
+}
+
+/* dec: each node's decisions as doubles, SHAP_R a node (lane r: 1.0 where row r goes left).
+ * VT: a vector of SHAP_R / NH doubles (NH a number: SHAP_R = 8 lanes in NH parts). */
+#define SHAP_QUAD_BLOCK(NAME, ATTR, VT, NH)                                                  \
+typedef struct {                                                                             \
+    const shap_prog* p;                                                                      \
+    const int32_t* feature;                                                                  \
+    const double* leaf_value;                                                                \
+    double scale;                                                                            \
+    const double* dec;                                                                       \
+    int nq;                                                                                  \
+    const double* tq;         /* the points, padded to a multiple of SHAP_R (t = 1/2) */     \
+    const double* wq;                                                                        \
+    const double* gq;         /* g0 = -1 / (1 - t) at each point */                          \
+    double* phi;              /* [n_features][SHAP_R] */                                     \
+    VT* of;                   /* [n_features][NH] o of each feature */                       \
+    double* zf;               /* [n_features] z of each feature */                           \
+    double* rf;               /* [n_features][mq] 1 / f1(z) of each feature per point */     \
+    int64_t level;            /* bytes of a level of the stack (shap_level_bytes(nq)) */     \
+    int mq;                                                                                  \
+} NAME##_ctx;                                                                                \
+                                                                                             \
+ATTR                                                                                         \
+static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                                 \
+{                                                                                            \
+    /* lv: this level of the stack: C (from the caller), h (to the caller), the points' */   \
+    /* numbers; the children's level follows it */                                           \
+    const shap_prog* p = c->p;                                                               \
+    const int nq = c->nq;                                                                    \
+    const int32_t n = p->nid[k], f = c->feature[n];                                          \
+    const VT* left = (const VT*)(c->dec + (int64_t)n * SHAP_R);                              \
+    const VT* Cin = (const VT*)lv;                                                           \
+    VT* hout = (VT*)lv + nq * NH;                                                            \
+    const int pq = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;        /* points, padded */         \
+    double* r1o = (double*)(hout + nq * NH);                                                 \
+    double* r1e = r1o + pq;                                                                  \
+    double* m11 = r1e + pq;                                                                  \
+    double* m10 = m11 + pq;                                                                  \
+    double* d11 = m10 + pq;                                                                  \
+    double* d10 = d11 + pq;                                                                  \
+    char* next = lv + c->level;                                                              \
+    VT* Cc = (VT*)next;                                                                      \
+    VT* hc = Cc + nq * NH;                                                                   \
+    VT op[NH];                                                                               \
+    const double zo = c->zf[f];                                                              \
+    double* rff = c->rf + (int64_t)f * c->mq;                                                \
+    for (int h = 0; h < NH; ++h)                                                             \
+        op[h] = c->of[(int64_t)f * NH + h];                                                  \
+    for (int q = 0; q < pq; ++q)                                                             \
+        r1o[q] = rff[q];                                                                     \
+    for (int i = 0; i < nq * NH; ++i)                                                        \
+        hout[i] = (VT){0};                                                                   \
+    for (int s = 0; s < 2; ++s) {                                                            \
+        const int64_t e = 2 * (int64_t)k + s;                                                \
+        const int32_t ch = p->child[e];                                                      \
+        if (ch == SHAP_SKIP)                                                                 \
+            continue;                                                                        \
+        const double ratio = p->ratio[e], ze = zo * ratio;                                   \
+        /* the edge's numbers at every point, SHAP_R / NH points at a time */                \
+        for (int q = 0; q < pq; q += SHAP_R / (NH)) {                                          \
+            VT t, ro, gq;                                                                    \
+            memcpy(&t, c->tq + q, sizeof t);                                                 \
+            memcpy(&ro, r1o + q, sizeof ro);                                                 \
+            memcpy(&gq, c->gq + q, sizeof gq);                                               \
+            const VT f1e = ze + t * (1.0 - ze);                                              \
+            const VT g1o = (1.0 - zo) * ro;                                                  \
+            const VT re = 1.0 / f1e;                                                         \
+            const VT a = f1e * ro, b = ze * (1.0 - t) * ro;                                  \
+            const VT d1 = (1.0 - ze) * re - g1o, d0 = gq - g1o;                              \
+            memcpy(r1e + q, &re, sizeof re);                                                 \
+            memcpy(m11 + q, &a, sizeof a);                                                   \
+            memcpy(m10 + q, &b, sizeof b);                                                   \
+            memcpy(d11 + q, &d1, sizeof d1);                                                 \
+            memcpy(d10 + q, &d0, sizeof d0);                                                 \
+        }                                                                                    \
+        VT oe[NH], not_oe[NH], not_op[NH];                                                   \
+        for (int h = 0; h < NH; ++h) {                                                       \
+            const VT hot = s == 0 ? left[h] : 1.0 - left[h];                                 \
+            oe[h] = op[h] * hot;                                                             \
+            not_oe[h] = 1.0 - oe[h];                                                         \
+            not_op[h] = 1.0 - op[h];                                                         \
+        }                                                                                    \
+        for (int q = 0; q < nq; ++q) {                                                       \
+            const double coef = ch < 0 ? c->leaf_value[~ch] * c->scale * c->wq[q] : 1.0;     \
+            for (int h = 0; h < NH; ++h) {                                                   \
+                const VT m = op[h] * (oe[h] * m11[q] + not_oe[h] * m10[q])                   \
+                             + not_op[h] * ratio;                                            \
+                Cc[q * NH + h] = Cin[q * NH + h] * m * coef;                                 \
+            }                                                                                \
+        }                                                                                    \
+        const VT* he = Cc;                    /* a leaf's sums: its C v w */                 \
+        if (ch >= 0) {                                                                       \
+            for (int h = 0; h < NH; ++h)                                                     \
+                c->of[(int64_t)f * NH + h] = oe[h];                                          \
+            c->zf[f] = ze;                                                                   \
+            for (int q = 0; q < pq; ++q)                                                     \
+                rff[q] = r1e[q];                                                             \
+            NAME##_node(c, ch, next);                                                        \
+            for (int h = 0; h < NH; ++h)                                                     \
+                c->of[(int64_t)f * NH + h] = op[h];                                          \
+            c->zf[f] = zo;                                                                   \
+            for (int q = 0; q < pq; ++q)                                                     \
+                rff[q] = r1o[q];                                                             \
+            he = hc;                                                                         \
+        }                                                                                    \
+        VT* ph = (VT*)(c->phi + (int64_t)f * SHAP_R);                                        \
+        for (int h = 0; h < NH; ++h) {                                                       \
+            VT acc = (VT){0};                                                                \
+            for (int q = 0; q < nq; ++q) {                                                   \
+                const VT d = op[h] * (oe[h] * d11[q] + not_oe[h] * d10[q]);                  \
+                acc = acc + he[q * NH + h] * d;                                              \
+                hout[q * NH + h] = hout[q * NH + h] + he[q * NH + h];                        \
+            }                                                                                \
+            ph[h] = ph[h] + acc;                                                             \
+        }                                                                                    \
+    }                                                                                        \
+}                                                                                            \
+                                                                                             \
+ATTR                                                                                         \
+static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_value,     \
+                 double scale, const double* dec, int nq, const double* tq,                 \
+                 const double* wq, const double* gq, double* phi, void* work,               \
+                 int64_t depth, int64_t mq, int64_t n_features)                             \
+{                                                                                            \
+    NAME##_ctx c;                                                                            \
+    if (p->K == 0)                                                                           \
+        return;                                                                              \
+    c.p = p;                                                                                 \
+    c.feature = feature;                                                                     \
+    c.leaf_value = leaf_value;                                                               \
+    c.scale = scale;                                                                         \
+    c.dec = dec;                                                                             \
+    c.nq = nq;                                                                               \
+    c.tq = tq;                                                                               \
+    c.wq = wq;                                                                               \
+    c.gq = gq;                                                                               \
+    c.phi = phi;                                                                             \
+    c.of = (VT*)work;                                                                        \
+    c.level = shap_level_bytes(mq);                                                          \
+    char* stack = (char*)work + 8 * SHAP_R * n_features;                                     \
+    c.zf = (double*)(stack + (depth + 2) * c.level);                                         \
+    c.rf = c.zf + n_features;                                                                \
+    c.mq = (int)((mq + SHAP_R - 1) / SHAP_R * SHAP_R);                                       \
+    for (int i = 0; i < nq * NH; ++i)                                                        \
+        ((VT*)stack)[i] = (VT){0} + 1.0;        /* the root's C */                           \
+    NAME##_node(&c, 0, stack);                                                               \
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+SHAP_QUAD_BLOCK(shap_quad_block_c, , shap_v2, 4)
+#else
+SHAP_QUAD_BLOCK(shap_quad_block_c, , double, 8)
+#endif
+#if CPU_HAVE_X86 && !CPU_NEON
+/* the same C, for each instruction set (no FMA: a row's values are the same on every path) */
+SHAP_QUAD_BLOCK(shap_quad_block_avx2, CPU_TARGET("avx2"), shap_v4, 2)
+SHAP_QUAD_BLOCK(shap_quad_block_avx512, CPU_TARGET("avx512f"), shap_v8, 1)
+#endif
+
+/* shap_quad_block on the widest path `isa` allows (the lanes' values are the same on each);
+ * work: shap_block_work(depth, mq, n_features) bytes readied by shap_quad_init(.., mq, ..),
+ * depth and mq at least the tree's levels and points */
+static inline void shap_quad_block_isa(int isa, const shap_prog* p, const int32_t* feature,
+                                       const double* leaf_value, double scale,
+                                       const double* dec, int nq, const double* tq,
+                                       const double* wq, const double* gq, double* phi,
+                                       void* work, int64_t depth, int64_t mq,
+                                       int64_t n_features)
+{
+#if CPU_HAVE_X86 && !CPU_NEON
+    if (isa == CPU_ISA_AVX512) {
+        shap_quad_block_avx512(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work,
+                               depth, mq, n_features);
         return;
-    shap_quad_ctx c = {t, dec, nq, tq, wq, scale, phi, o, z, buf};
-    for (int q = 0; q < nq; ++q)
-        buf[q] = 1.0;
-    double h[64];
-    double* hr = nq <= 64 ? h : buf + 3 * (size_t)nq;   /* the root's sums: never read */
-    shap_quad_node(&c, 0, 0, hr);
+    }
+    if (isa == CPU_ISA_AVX2) {
+        shap_quad_block_avx2(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work,
+                             depth, mq, n_features);
+        return;
+    }
+#endif
+    (void)isa;
+    shap_quad_block_c(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work, depth, mq,
+                      n_features);
 }
 
 #endif
