@@ -143,3 +143,19 @@ def test_memory_counts_the_layout_once_built():
     model.contributions(X[:2])
     after = model.memory()
     assert 0 < after["bytes"]["contributions"] <= 4 * after["bytes"]["ensemble"]
+
+
+def test_a_row_gives_the_same_values_alone_in_a_block_and_on_every_path(monkeypatch):
+    """The quadrature explains rows eight at a time (a row alone in a block of one lane),
+    each lane seeing the same operations on every instruction-set path: a row's values do
+    not depend on its call, its place in it, or the path."""
+    from quickscorer.algorithms import cpu
+    model, rows = _model(seed=9, max_leaves=60)
+    X = rows[:21]
+    together = model.contributions(X)
+    for i in range(X.shape[0]):
+        np.testing.assert_array_equal(model.contributions(X[i:i + 1]), together[i:i + 1])
+        np.testing.assert_array_equal(model.contributions(X[i:i + 3])[0], together[i])
+    for isa in cpu.available_isas():
+        monkeypatch.setenv("QUICKSCORER_ISA", isa)
+        np.testing.assert_array_equal(model.contributions(X), together, err_msg=isa)

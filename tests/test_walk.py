@@ -17,9 +17,9 @@ import quickscorer
 from quickscorer.algorithms import _walk
 from quickscorer.algorithms import walk as walk_mod
 from quickscorer.algorithms.traversal import node_arrays
-from quickscorer.ir.reference import FUSED_SUMS
 from quickscorer.algorithms.walk import NODE_DTYPE, Walk, walk_arrays, walk_block_starts
 from quickscorer.ir import Ensemble, build_tree
+from quickscorer.ir.reference import FUSED_SUMS
 
 
 def _model(family, n_trees=40, n_outputs=1, seed=3):

@@ -42,9 +42,10 @@ cdef extern from "quickscorer/explain/treeshap.h" nogil:
         int32_t K
     int SHAP_R
     int32_t SHAP_SKIP
-    int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features)
-    void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t n_features)
-    void shap_quad_block_isa(int isa, const shap_prog* p, const int32_t* feature,
+    int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features, int64_t lanes)
+    void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t n_features,
+                        int64_t lanes)
+    void shap_quad_block_isa(int isa, int lanes, const shap_prog* p, const int32_t* feature,
                              const double* leaf_value, double scale, const double* dec,
                              int nq, const double* tq, const double* wq, const double* gq,
                              double* phi, void* work, int64_t depth, int64_t mq,
@@ -300,7 +301,9 @@ cdef class ShapLayout:
         cdef char* mem
         cdef int k
         for k in range(n_threads):
-            shap_quad_init(base + k * per + of.work, v.max_depth, v.max_nq, v.n_features)
+            shap_quad_init(base + k * per + of.work, v.max_depth, v.max_nq, v.n_features,
+                           SHAP_R)
+            shap_quad_init(base + k * per + of.work1, v.max_depth, v.max_nq, v.n_features, 1)
         with nogil, parallel(num_threads=n_threads):
             mem = base + threadid() * per
             if method == CLASSIC:
@@ -321,7 +324,8 @@ cdef struct Offsets:
     int64_t path       # the recursion's path elements
     int64_t tmp        # float32 [n_features + 1]: one tree's contributions (XGBoost's order)
     int64_t phi        # float64 [n_outputs][n_features][SHAP_R]: a block's sums
-    int64_t work       # float64 shap_block_work(max_prog, max_nq)
+    int64_t work       # shap_block_work(.., SHAP_R): the quadrature's for blocks of rows
+    int64_t work1      # shap_block_work(.., 1): for a row alone
     int64_t total
 
 
@@ -338,7 +342,8 @@ cdef void offsets(const ShapView* v, Offsets* o) noexcept nogil:
     o.tmp = o.path + _al(32 * shap_classic_path_len(v.max_depth))
     o.phi = o.tmp + _al(4 * (v.n_features + 1))
     o.work = o.phi + _al(8 * v.n_outputs * v.n_features * SHAP_R)
-    o.total = o.work + _al(shap_block_work(v.max_depth, v.max_nq, v.n_features))
+    o.work1 = o.work + _al(shap_block_work(v.max_depth, v.max_nq, v.n_features, SHAP_R))
+    o.total = o.work1 + _al(shap_block_work(v.max_depth, v.max_nq, v.n_features, 1))
 
 
 cdef inline void decide(const ShapView* v, int64_t t, const double* row,
@@ -349,11 +354,11 @@ cdef inline void decide(const ShapView* v, int64_t t, const double* row,
 
 
 cdef inline void decide_block(const ShapView* v, int64_t t, const double* rows,
-                              const double* rows_t, Py_ssize_t lanes,
+                              const double* rows_t, Py_ssize_t lanes, int R,
                               double* dec) noexcept nogil:
-    """Tree t's decisions for a block's rows: node k's for lane r at dec[k SHAP_R + r], 1.0
-    where it goes left. A numeric node by its dec_code (goes_left's rule, branch-free, on the
-    rows feature by feature); a categorical one by goes_left itself."""
+    """Tree t's decisions for a block's rows (R lanes): node k's for lane r at dec[k R + r],
+    1.0 where it goes left. A numeric node by its dec_code (goes_left's rule, branch-free, on
+    the rows feature by feature); a categorical one by goes_left itself."""
     cdef int64_t n0 = v.nodes.node_offset[t], k, r
     cdef uint8_t code
     cdef double thr, x, l, nan_l, def_l
@@ -361,17 +366,17 @@ cdef inline void decide_block(const ShapView* v, int64_t t, const double* rows,
     cdef double* d
     for k in range(v.nodes.node_offset[t + 1] - n0):
         code = v.dec_code[n0 + k]
-        d = dec + k * SHAP_R
+        d = dec + k * R
         if code & DEC_SCALAR:
             for r in range(lanes):
                 d[r] = 1.0 if node_goes_left(&v.nodes, v.family, n0 + k,
                                              rows + r * v.n_features) else 0.0
             continue
         thr = v.nodes.threshold[n0 + k]
-        xs = rows_t + v.nodes.feature[n0 + k] * SHAP_R
+        xs = rows_t + v.nodes.feature[n0 + k] * R
         nan_l = 1.0 if code & DEC_NAN_LEFT else 0.0
         def_l = 1.0 if code & DEC_LEFT else 0.0
-        for r in range(SHAP_R):
+        for r in range(R):
             x = xs[r]
             l = 1.0 if x <= thr else 0.0
             if x != x:
@@ -435,22 +440,27 @@ cdef void row_classic32(const ShapView* v, const Offsets* of, const floating[:, 
 cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] X,
                      Py_ssize_t i0, double[:, ::1] out, char* mem, int isa) noexcept nogil:
     """Rows i0 .. i0 + SHAP_R - 1 (those there are), one a lane, through every tree's
-    program; each output's sums kept per lane, then written with its bias."""
+    program (a row alone in a block of one lane); each output's sums kept per lane, then
+    written with its bias."""
     cdef double* rows = <double*>mem
     cdef double* dec = <double*>(mem + of.dec)
     cdef double* phi = <double*>(mem + of.phi)
-    cdef void* work = <void*>(mem + of.work)
     cdef int64_t F = v.n_features, F1 = v.n_features + 1, t, k, r, g, n0, l0, p0
     cdef Py_ssize_t lanes = min(<Py_ssize_t>SHAP_R, X.shape[0] - i0)
-    cdef shap_prog prog
+    cdef int R = 1 if lanes == 1 else SHAP_R
+    cdef void* work = <void*>(mem + (of.work1 if R == 1 else of.work))
     cdef double* rows_t = rows + SHAP_R * F
+    cdef shap_prog prog
     for r in range(lanes):
         load_row(&v.fv, X, i0 + r, rows + r * F)
-    for k in range(F):                  # feature by feature, a lane a row
-        for r in range(SHAP_R):
-            rows_t[k * SHAP_R + r] = rows[(r if r < lanes else 0) * F + k]
-    memset(dec, 0, <size_t>(8 * SHAP_R * (v.max_nodes + 1)))
-    memset(phi, 0, <size_t>(8 * v.n_outputs * F * SHAP_R))
+    if R == 1:
+        rows_t = rows                   # one row is its own feature-by-feature form
+    else:
+        for k in range(F):              # feature by feature, a lane a row
+            for r in range(SHAP_R):
+                rows_t[k * SHAP_R + r] = rows[(r if r < lanes else 0) * F + k]
+    memset(dec, 0, <size_t>(8 * R * (v.max_nodes + 1)))
+    memset(phi, 0, <size_t>(8 * v.n_outputs * F * R))
     for t in range(v.n_trees):
         n0 = v.nodes.node_offset[t]
         l0 = v.leaf_offset[t]
@@ -458,19 +468,18 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
         prog.K = <int32_t>(v.prog_offset[t + 1] - p0)
         if prog.K == 0:
             continue
-        decide_block(v, t, rows, rows_t, lanes, dec)
+        decide_block(v, t, rows, rows_t, lanes, R, dec)
         prog.nid = v.prog_nid + p0
         prog.child = v.prog_child + 2 * p0
         prog.ratio = v.prog_ratio + 2 * p0
-        shap_quad_block_isa(isa, &prog, v.nodes.feature + n0, v.leaf_value + l0,
+        shap_quad_block_isa(isa, R, &prog, v.nodes.feature + n0, v.leaf_value + l0,
                             v.tree_scale[t], dec, v.tree_nq[t],
                             v.qt + v.tree_qoff[t], v.qw + v.tree_qoff[t], v.qg + v.tree_qoff[t],
-                            phi + v.tree_group[t] * F * SHAP_R, work, v.max_depth, v.max_nq,
-                            F)
+                            phi + v.tree_group[t] * F * R, work, v.max_depth, v.max_nq, F)
     for r in range(lanes):
         for g in range(v.n_outputs):
             for k in range(F):
-                out[i0 + r, g * F1 + k] = phi[(g * F + k) * SHAP_R + r]
+                out[i0 + r, g * F1 + k] = phi[(g * F + k) * R + r]
             out[i0 + r, g * F1 + F] = v.bias64[g]
 
 

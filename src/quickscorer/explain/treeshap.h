@@ -205,31 +205,33 @@ typedef struct {
     int32_t K;
 } shap_prog;
 
-/* bytes of one level of the walk's stack: its C and h (nq lane vectors each), and per point
- * 1 / f1 before and after the edge, m11, m10, d11 and d10 */
-static inline int64_t shap_level_bytes(int64_t nq)
+/* bytes of one level of the walk's stack for blocks of `lanes` rows: its C and h (nq lane
+ * vectors each), and per point 1 / f1 before and after the edge, m11, m10, d11 and d10 */
+static inline int64_t shap_level_bytes(int64_t nq, int64_t lanes)
 {
     const int64_t padded = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;
-    return 2 * nq * 8 * SHAP_R + 6 * padded * 8;
+    return 2 * nq * 8 * lanes + 6 * padded * 8;
 }
 
-/* bytes of work shap_quad_block needs for trees of `depth` levels, nq points and n_features
- * features (from a 64-byte boundary); shap_quad_init readies it */
-static inline int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features)
+/* bytes of work shap_quad_block needs for blocks of `lanes` rows, trees of `depth` levels,
+ * nq points and n_features features (from a 64-byte boundary); shap_quad_init readies it */
+static inline int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features,
+                                      int64_t lanes)
 {
     const int64_t padded = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;
-    return 8 * SHAP_R * n_features + (depth + 2) * shap_level_bytes(nq)
+    return 8 * lanes * n_features + (depth + 2) * shap_level_bytes(nq, lanes)
            + 8 * n_features * (1 + padded);
 }
 
 /* every feature not split on yet: o = 1 in every lane, z = 1, 1 / f1(1) = 1 */
-static inline void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t n_features)
+static inline void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t n_features,
+                                  int64_t lanes)
 {
     double* o = (double*)work;
-    double* zf = (double*)((char*)work + 8 * SHAP_R * n_features
-                           + (depth + 2) * shap_level_bytes(nq));
+    double* zf = (double*)((char*)work + 8 * lanes * n_features
+                           + (depth + 2) * shap_level_bytes(nq, lanes));
     double* rf = zf + n_features;
-    for (int64_t i = 0; i < SHAP_R * n_features; ++i)
+    for (int64_t i = 0; i < lanes * n_features; ++i)
         o[i] = 1.0;
     for (int64_t i = 0; i < n_features; ++i)
         zf[i] = 1.0;
@@ -237,9 +239,10 @@ static inline void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t
         rf[i] = 1.0;
 }
 
-/* dec: each node's decisions as doubles, SHAP_R a node (lane r: 1.0 where row r goes left).
- * VT: a vector of SHAP_R / NH doubles (NH a number: SHAP_R = 8 lanes in NH parts). */
-#define SHAP_QUAD_BLOCK(NAME, ATTR, VT, NH)                                                  \
+/* dec: each node's decisions as doubles, R a node (lane r: 1.0 where row r goes left): blocks
+ * of R rows (8, or 1 for a row alone), in NH parts of type VT (R / NH doubles; R and NH
+ * numbers). */
+#define SHAP_QUAD_BLOCK(NAME, ATTR, VT, NH, R)                                               \
 typedef struct {                                                                             \
     const shap_prog* p;                                                                      \
     const int32_t* feature;                                                                  \
@@ -250,7 +253,7 @@ typedef struct {                                                                
     const double* tq;         /* the points, padded to a multiple of SHAP_R (t = 1/2) */     \
     const double* wq;                                                                        \
     const double* gq;         /* g0 = -1 / (1 - t) at each point */                          \
-    double* phi;              /* [n_features][SHAP_R] */                                     \
+    double* phi;              /* [n_features][R] */                                          \
     VT* of;                   /* [n_features][NH] o of each feature */                       \
     double* zf;               /* [n_features] z of each feature */                           \
     double* rf;               /* [n_features][mq] 1 / f1(z) of each feature per point */     \
@@ -266,7 +269,7 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
     const shap_prog* p = c->p;                                                               \
     const int nq = c->nq;                                                                    \
     const int32_t n = p->nid[k], f = c->feature[n];                                          \
-    const VT* left = (const VT*)(c->dec + (int64_t)n * SHAP_R);                              \
+    const VT* left = (const VT*)(c->dec + (int64_t)n * (R));                              \
     const VT* Cin = (const VT*)lv;                                                           \
     VT* hout = (VT*)lv + nq * NH;                                                            \
     const int pq = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;        /* points, padded */         \
@@ -294,8 +297,8 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
         if (ch == SHAP_SKIP)                                                                 \
             continue;                                                                        \
         const double ratio = p->ratio[e], ze = zo * ratio;                                   \
-        /* the edge's numbers at every point, SHAP_R / NH points at a time */                \
-        for (int q = 0; q < pq; q += SHAP_R / (NH)) {                                          \
+        /* the edge's numbers at every point, a vector of points at a time */                \
+        for (int q = 0; q < pq; q += (int)(sizeof(VT) / sizeof(double))) {                                          \
             VT t, ro, gq;                                                                    \
             memcpy(&t, c->tq + q, sizeof t);                                                 \
             memcpy(&ro, r1o + q, sizeof ro);                                                 \
@@ -341,7 +344,7 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
                 rff[q] = r1o[q];                                                             \
             he = hc;                                                                         \
         }                                                                                    \
-        VT* ph = (VT*)(c->phi + (int64_t)f * SHAP_R);                                        \
+        VT* ph = (VT*)(c->phi + (int64_t)f * (R));                                        \
         for (int h = 0; h < NH; ++h) {                                                       \
             VT acc = (VT){0};                                                                \
             for (int q = 0; q < nq; ++q) {                                                   \
@@ -374,8 +377,8 @@ static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_
     c.gq = gq;                                                                               \
     c.phi = phi;                                                                             \
     c.of = (VT*)work;                                                                        \
-    c.level = shap_level_bytes(mq);                                                          \
-    char* stack = (char*)work + 8 * SHAP_R * n_features;                                     \
+    c.level = shap_level_bytes(mq, R);                                                          \
+    char* stack = (char*)work + 8 * (R) * n_features;                                     \
     c.zf = (double*)(stack + (depth + 2) * c.level);                                         \
     c.rf = c.zf + n_features;                                                                \
     c.mq = (int)((mq + SHAP_R - 1) / SHAP_R * SHAP_R);                                       \
@@ -385,26 +388,35 @@ static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_
 }
 
 #if defined(__GNUC__) || defined(__clang__)
-SHAP_QUAD_BLOCK(shap_quad_block_c, , shap_v2, 4)
+SHAP_QUAD_BLOCK(shap_quad_block_c, , shap_v2, 4, 8)
 #else
-SHAP_QUAD_BLOCK(shap_quad_block_c, , double, 8)
+SHAP_QUAD_BLOCK(shap_quad_block_c, , double, 8, 8)
 #endif
+/* a row alone: one lane, its numbers in scalars (the same operations as each lane of a block) */
+SHAP_QUAD_BLOCK(shap_quad_block_1, , double, 1, 1)
 #if CPU_HAVE_X86 && !CPU_NEON
 /* the same C, for each instruction set (no FMA: a row's values are the same on every path) */
-SHAP_QUAD_BLOCK(shap_quad_block_avx2, CPU_TARGET("avx2"), shap_v4, 2)
-SHAP_QUAD_BLOCK(shap_quad_block_avx512, CPU_TARGET("avx512f"), shap_v8, 1)
+SHAP_QUAD_BLOCK(shap_quad_block_avx2, CPU_TARGET("avx2"), shap_v4, 2, 8)
+SHAP_QUAD_BLOCK(shap_quad_block_avx512, CPU_TARGET("avx512f"), shap_v8, 1, 8)
 #endif
 
-/* shap_quad_block on the widest path `isa` allows (the lanes' values are the same on each);
- * work: shap_block_work(depth, mq, n_features) bytes readied by shap_quad_init(.., mq, ..),
- * depth and mq at least the tree's levels and points */
-static inline void shap_quad_block_isa(int isa, const shap_prog* p, const int32_t* feature,
+/* shap_quad_block for blocks of `lanes` rows (1 or SHAP_R; dec and phi so laid out) on the
+ * widest path `isa` allows (the lanes' values are the same on each); work:
+ * shap_block_work(depth, mq, n_features, lanes) bytes readied by shap_quad_init, depth and mq
+ * at least the tree's levels and points */
+static inline void shap_quad_block_isa(int isa, int lanes, const shap_prog* p,
+                                       const int32_t* feature,
                                        const double* leaf_value, double scale,
                                        const double* dec, int nq, const double* tq,
                                        const double* wq, const double* gq, double* phi,
                                        void* work, int64_t depth, int64_t mq,
                                        int64_t n_features)
 {
+    if (lanes == 1) {
+        shap_quad_block_1(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work, depth,
+                          mq, n_features);
+        return;
+    }
 #if CPU_HAVE_X86 && !CPU_NEON
     if (isa == CPU_ISA_AVX512) {
         shap_quad_block_avx512(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work,

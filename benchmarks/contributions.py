@@ -1,0 +1,188 @@
+"""SHAP contributions: ``Model.contributions`` against the explainers people use instead, on
+the matrix's model shapes (``--shapes`` as ``benchmarks.matrix`` names them).
+
+Peers, timed interleaved in one process on the same rows, each on one thread unless
+``--threads`` says otherwise: the source library's own (LightGBM ``pred_contrib``, XGBoost
+``pred_contribs``, CatBoost ``ShapValues``), ``shap.TreeExplainer``, FastTreeSHAP (its
+automatic choice of v1 or v2; it calls ``np.obj2sctype``, which NumPy 2 removed, so the
+benchmark restores that function for it) and Intel oneDAL's model builders
+(``pred_contribs``; LightGBM and XGBoost models). A peer that is not installed or refuses
+the model is named in the report.
+
+    python -m benchmarks.contributions
+    python -m benchmarks.contributions --shapes xgb-depth8-uniform-1000 --batch 1,100
+
+Writes a Markdown table to ``results/contributions-*.md``: microseconds per row, ours against
+the fastest peer, the largest deviation of our values from the library's own (relative to the
+row's largest contribution), the speed on two threads against one, and the layout's memory
+against the scoring layouts'.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks import matrix as M
+from quickscorer.bench import interleaved, machine
+
+DEFAULT_SHAPES = ",".join(["full-uniform-1000x64", "full-uniform-1000x31", "ltr-1000x64",
+                           "xgb-depth6-uniform-1000", "xgb-depth8-uniform-1000",
+                           "cb-d6-uniform-1000"])
+HERE = Path(__file__).resolve().parent
+
+
+def _numpy2_shim() -> None:
+    """FastTreeSHAP 0.1.6 calls np.obj2sctype, gone in NumPy 2: its behaviour restored."""
+    if hasattr(np, "obj2sctype"):
+        return
+
+    def obj2sctype(rep, default=None):
+        try:
+            return np.dtype(rep).type
+        except TypeError:
+            return rep if isinstance(rep, type) else default
+    np.obj2sctype = obj2sctype
+
+
+def peers(wl, n_threads: int) -> tuple[dict, dict, object]:
+    """The explainers that take this workload's model, name -> callable(X) (the source
+    library's own first), those that do not, name -> why, and the library's own model."""
+    out, missing = {}, {}
+    kind = wl.source or ("xgboost" if str(wl.lgb_path).endswith(".json") else "lightgbm")
+    native = None
+    if kind == "lightgbm":
+        import lightgbm as lgb
+        native = lgb.Booster(model_file=str(wl.lgb_path))
+        out["LightGBM"] = lambda X: native.predict(X, pred_contrib=True, num_threads=n_threads)
+    elif kind == "xgboost":
+        import xgboost as xgb
+        native = xgb.Booster(model_file=str(wl.lgb_path))
+        native.set_param({"nthread": n_threads})
+        out["XGBoost"] = lambda X: native.predict(xgb.DMatrix(X, nthread=n_threads),
+                                                  pred_contribs=True)
+    else:
+        import catboost as cb
+        native = cb.CatBoost()
+        native.load_model(str(Path(wl.lgb_path).with_suffix(".cbm")))
+        out["CatBoost"] = lambda X: native.get_feature_importance(
+            cb.Pool(X), type="ShapValues", thread_count=n_threads)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            import shap
+            ex = shap.TreeExplainer(native)
+            out["shap"] = lambda X: ex.shap_values(X, check_additivity=False)
+        except Exception as e:
+            missing["shap"] = f"{type(e).__name__}: {e}"[:120]
+        try:
+            _numpy2_shim()
+            import fasttreeshap
+            fx = fasttreeshap.TreeExplainer(native, algorithm="auto", n_jobs=n_threads)
+            out["FastTreeSHAP"] = lambda X: fx.shap_values(X, check_additivity=False)
+        except Exception as e:
+            missing["FastTreeSHAP"] = f"{type(e).__name__}: {e}"[:120]
+        try:
+            if kind == "catboost":
+                raise RuntimeError("its model builders take LightGBM and XGBoost models")
+            import daal4py as d4p
+            mb = d4p.mb.convert_model(native)
+            out["oneDAL"] = lambda X: mb.predict(X, pred_contribs=True)
+        except Exception as e:
+            missing["oneDAL"] = f"{type(e).__name__}: {e}"[:120]
+    return out, missing, native
+
+
+def _deviation(ours: np.ndarray, theirs: np.ndarray) -> float:
+    ours = ours.reshape(ours.shape[0], -1).astype(np.float64)
+    theirs = np.asarray(theirs).reshape(ours.shape[0], -1).astype(np.float64)
+    scale = np.abs(theirs).max(axis=1, keepdims=True) + 1e-300
+    return float((np.abs(ours - theirs) / scale).max())
+
+
+def run(shape: str, batches: list[int], repeat: int, min_rows: int, n_threads: int):
+    import quickscorer
+    wl = M.workload(shape, 2_000)
+    model = quickscorer.load(wl.lgb_path)
+    found, missing, _ = peers(wl, n_threads)
+    rows = []
+    for batch in batches:
+        calls = max(1, min_rows // batch)
+        slices = [np.ascontiguousarray(wl.X[(k * batch) % (wl.X.shape[0] - batch + 1):]
+                                       [:batch]) for k in range(calls)]
+
+        def each(fn):
+            def go():
+                for s in slices:
+                    fn(s)
+                return calls * batch
+            return go
+        ours = each(lambda X: model.contributions(X, n_threads=n_threads))
+        names = ["quickscorer"] + list(found)
+        t = interleaved([ours] + [each(f) for f in found.values()], repeat)
+        us = {n: 1e6 * tm.median for n, tm in zip(names, t)}
+        check = slices[0]
+        mine = model.contributions(check)
+        native_name = next(iter(found))
+        dev = _deviation(mine, found[native_name](check))
+        rows.append((batch, us, dev))
+    two = None
+    if n_threads == 1 and (os.cpu_count() or 1) >= 2:
+        X = np.ascontiguousarray(wl.X[:max(400, batches[-1])])
+        t = interleaved([lambda: (model.contributions(X, n_threads=1), X.shape[0])[1],
+                         lambda: (model.contributions(X, n_threads=2), X.shape[0])[1]], repeat)
+        two = t[0].median / t[1].median
+    model.predict(wl.X[:1])
+    model.predict(wl.X[:1000])
+    mem = model.memory()["bytes"]
+    scoring = sum(v for k, v in mem.items() if k not in ("ensemble", "contributions"))
+    return wl, rows, missing, two, mem.get("contributions", 0), scoring, mem["ensemble"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default=DEFAULT_SHAPES)
+    ap.add_argument("--batch", default="1,100")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--min-rows", type=int, default=200,
+                    help="rows a timed round explains (calls of a batch repeated)")
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    batches = [int(b) for b in args.batch.split(",")]
+    stamp = _dt.datetime.now()
+    lines = [f"# Contributions, {stamp:%Y-%m-%d %H:%M}", "",
+             f"Machine: {machine()}; {M.cpu_flags()}.", "",
+             f"`python -m benchmarks.contributions {' '.join(argv or sys.argv[1:])}`", "",
+             "| model | rows a call | ours, us/row | fastest peer, us/row | ours vs it | "
+             "every peer, us/row | our deviation | 2 threads | layout / scoring layouts |",
+             "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
+    notes = []
+    for shape in args.shapes.split(","):
+        wl, rows, missing, two, mem, scoring, ens = run(shape, batches, args.repeat,
+                                                         args.min_rows, args.threads)
+        for batch, us, dev in rows:
+            peer = min((v, k) for k, v in us.items() if k != "quickscorer")
+            ratio = peer[0] / us["quickscorer"]
+            every = ", ".join(f"{k} {v:,.1f}" for k, v in us.items() if k != "quickscorer")
+            lines.append(f"| {wl.name} | {batch} | {us['quickscorer']:,.1f} | "
+                         f"{peer[1]} {peer[0]:,.1f} | {ratio:.2f}x | {every} | {dev:.1e} | "
+                         f"{'' if two is None else f'{two:.2f}x'} | "
+                         f"{mem / 1e6:.1f} MB / {scoring / 1e6:.1f} MB |")
+            print(lines[-1], flush=True)
+        for k, why in missing.items():
+            notes.append(f"- {wl.name}: {k} left out ({why}).")
+    lines += [""] + notes
+    out = HERE / "results" / f"contributions-{stamp:%Y%m%d-%H%M%S}.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
