@@ -202,6 +202,7 @@ typedef struct {
     const int32_t* nid;       /* [K] the tree's internal node (canonical) of preorder node k */
     const int32_t* child;     /* [2K] */
     const double* ratio;      /* [2K] */
+    const double* rinv;       /* [2K][nq] 1 / f1(z) after each edge at each point */
     int32_t K;
 } shap_prog;
 
@@ -273,6 +274,8 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
     const VT* Cin = (const VT*)lv;                                                           \
     VT* hout = (VT*)lv + nq * NH;                                                            \
     const int pq = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;        /* points, padded */         \
+    const int W = (int)(sizeof(VT) / sizeof(double));         /* points a vector holds */  \
+    const int qv = (nq + W - 1) / W * W;                      /* the points worked on */   \
     double* r1o = (double*)(hout + nq * NH);                                                 \
     double* r1e = r1o + pq;                                                                  \
     double* m11 = r1e + pq;                                                                  \
@@ -287,7 +290,7 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
     double* rff = c->rf + (int64_t)f * c->mq;                                                \
     for (int h = 0; h < NH; ++h)                                                             \
         op[h] = c->of[(int64_t)f * NH + h];                                                  \
-    for (int q = 0; q < pq; ++q)                                                             \
+    for (int q = 0; q < qv; ++q)                                                             \
         r1o[q] = rff[q];                                                                     \
     for (int i = 0; i < nq * NH; ++i)                                                        \
         hout[i] = (VT){0};                                                                   \
@@ -297,18 +300,20 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
         if (ch == SHAP_SKIP)                                                                 \
             continue;                                                                        \
         const double ratio = p->ratio[e], ze = zo * ratio;                                   \
+        /* 1 / f1(z) after the edge from the layout (the padding points: 1, weight 0) */     \
+        for (int q = 0; q < qv; ++q)                                                         \
+            r1e[q] = q < nq ? p->rinv[e * nq + q] : 1.0;                                     \
         /* the edge's numbers at every point, a vector of points at a time */                \
-        for (int q = 0; q < pq; q += (int)(sizeof(VT) / sizeof(double))) {                                          \
-            VT t, ro, gq;                                                                    \
+        for (int q = 0; q < qv; q += W) {                                                    \
+            VT t, ro, gq, re;                                                                \
             memcpy(&t, c->tq + q, sizeof t);                                                 \
             memcpy(&ro, r1o + q, sizeof ro);                                                 \
             memcpy(&gq, c->gq + q, sizeof gq);                                               \
+            memcpy(&re, r1e + q, sizeof re);                                                 \
             const VT f1e = ze + t * (1.0 - ze);                                              \
             const VT g1o = (1.0 - zo) * ro;                                                  \
-            const VT re = 1.0 / f1e;                                                         \
             const VT a = f1e * ro, b = ze * (1.0 - t) * ro;                                  \
             const VT d1 = (1.0 - ze) * re - g1o, d0 = gq - g1o;                              \
-            memcpy(r1e + q, &re, sizeof re);                                                 \
             memcpy(m11 + q, &a, sizeof a);                                                   \
             memcpy(m10 + q, &b, sizeof b);                                                   \
             memcpy(d11 + q, &d1, sizeof d1);                                                 \
@@ -334,13 +339,13 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
             for (int h = 0; h < NH; ++h)                                                     \
                 c->of[(int64_t)f * NH + h] = oe[h];                                          \
             c->zf[f] = ze;                                                                   \
-            for (int q = 0; q < pq; ++q)                                                     \
+            for (int q = 0; q < qv; ++q)                                                     \
                 rff[q] = r1e[q];                                                             \
             NAME##_node(c, ch, next);                                                        \
             for (int h = 0; h < NH; ++h)                                                     \
                 c->of[(int64_t)f * NH + h] = op[h];                                          \
             c->zf[f] = zo;                                                                   \
-            for (int q = 0; q < pq; ++q)                                                     \
+            for (int q = 0; q < qv; ++q)                                                     \
                 rff[q] = r1o[q];                                                             \
             he = hc;                                                                         \
         }                                                                                    \
