@@ -180,7 +180,9 @@ class Model:
         path-dependent values, weighted by the training covers the model stores).
 
         Each row's values sum to its raw score: one column per feature, then the bias (the
-        model's expected raw score), per output. The layout is the source library's:
+        model's expected raw score), per output. For a scikit-learn forest they explain its
+        prediction, the trees' mean, as ``shap`` does; for a LightGBM random forest the sum
+        of its trees, as LightGBM does. The layout is the source library's:
         LightGBM's ``predict(pred_contrib=True)``, outputs side by side, ``(n_rows,
         n_outputs * (n_features + 1))`` float64; every other library's ``(n_rows,
         n_features + 1)`` for one output, ``(n_rows, n_outputs, n_features + 1)`` for more
@@ -214,7 +216,12 @@ class Model:
         X = as_inputs(self.ensemble, X)
         n_threads = resolve_threads(n_threads)
         raw = self._explainer.raw(X, method, min(n_threads, max(1, X.shape[0])))
-        return shaped(self.ensemble, raw)
+        e = self.ensemble
+        if e.average_output and e.family != "lightgbm":
+            # a scikit-learn forest predicts its trees' mean, and shap explains that; LightGBM
+            # explains a random forest's sum (its pred_contrib), which is kept
+            raw = raw / float(e.n_iterations)
+        return shaped(e, raw)
 
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
                 n_threads: int | None = 1, start_iteration: int = 0,

@@ -113,3 +113,29 @@ def test_catboost_contributions_are_catboosts(tmp_path):
     assert got.shape == want.shape
     _assert_close_to(got, want, 1e-6, "quadrature")
     _assert_close_to(model.contributions(rows, method="treeshap"), want, 1e-6, "treeshap")
+
+
+# -- scikit-learn, against shap.TreeExplainer --------------------------------------------------
+@pytest.mark.parametrize("kind", ["forest", "gradient_boosting", "hist_gradient_boosting"])
+def test_sklearn_contributions_are_shaps(kind):
+    shap = pytest.importorskip("shap", reason="the test extra installs shap")
+    from sklearn.ensemble import (GradientBoostingRegressor, HistGradientBoostingRegressor,
+                                  RandomForestRegressor)
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(500, 6))
+    y = X[:, 0] + X[:, 1] * X[:, 2] + np.sin(X[:, 3]) + rng.normal(size=500) * 0.1
+    est = {"forest": RandomForestRegressor(n_estimators=8, max_depth=6, random_state=0),
+           "gradient_boosting": GradientBoostingRegressor(n_estimators=20, max_depth=4),
+           "hist_gradient_boosting": HistGradientBoostingRegressor(max_iter=20)}[kind]
+    est.fit(X, y)
+    model = quickscorer.load(est)
+    rows = X[:60]
+    explainer = shap.TreeExplainer(est)
+    want = np.asarray(explainer.shap_values(rows, check_additivity=False))
+    got = model.contributions(rows)
+    assert got.shape == (60, 7) and got.dtype == np.float64
+    _assert_close_to(got[:, :-1], want, 1e-9, "quadrature")
+    expected = float(np.ravel(explainer.expected_value)[0])
+    np.testing.assert_allclose(got[:, -1], expected, rtol=1e-9, atol=1e-12)
+    # each row's values sum to the estimator's prediction (a forest's: its trees' mean)
+    np.testing.assert_allclose(got.sum(axis=1), est.predict(rows), rtol=1e-12, atol=1e-12)
