@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""SHAP contributions of every row (quickscorer/explain.py builds the layout and calls it).
+"""SHAP contributions of every row (quickscorer/explain/contributions.py builds the layout
+and calls it).
 
 Each row is converted as for scoring (``load_row``) and decided at every internal node of a
 tree by the shared node rule (``node_goes_left``); treeshap.h then turns the decisions into
@@ -124,7 +125,7 @@ cdef inline void tree_of(const ShapView* v, int64_t t, shap_tree* out) noexcept 
 
 cdef class ShapLayout:
     """Node and leaf arrays of every tree (canonical numbering), covers, and each tree's
-    quadrature points (explain.py ``shap_arrays``)."""
+    quadrature points (explain/contributions.py ``shap_arrays``)."""
     cdef ShapView view
     cdef dict _keep
 
