@@ -119,8 +119,11 @@ def test_catboost_contributions_are_catboosts(tmp_path):
 @pytest.mark.parametrize("kind", ["forest", "gradient_boosting", "hist_gradient_boosting"])
 def test_sklearn_contributions_are_shaps(kind):
     shap = pytest.importorskip("shap", reason="the test extra installs shap")
-    from sklearn.ensemble import (GradientBoostingRegressor, HistGradientBoostingRegressor,
-                                  RandomForestRegressor)
+    from sklearn.ensemble import (
+        GradientBoostingRegressor,
+        HistGradientBoostingRegressor,
+        RandomForestRegressor,
+    )
     rng = np.random.default_rng(5)
     X = rng.normal(size=(500, 6))
     y = X[:, 0] + X[:, 1] * X[:, 2] + np.sin(X[:, 3]) + rng.normal(size=500) * 0.1
