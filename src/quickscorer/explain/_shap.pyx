@@ -87,7 +87,6 @@ cdef struct ShapView:
     const int32_t* tree_group   # [n_trees]
     const double* tree_scale    # [n_trees] DART weight (float32's value), else 1
     const float* tree_weight32  # [n_trees] the same in float32, NULL without DART
-    const int32_t* tree_depth   # [n_trees] levels of internal nodes
     const int32_t* tree_nq      # [n_trees] quadrature points
     const int64_t* tree_qoff    # [n_trees] offset of its points in qt / qw
     const double* qt            # each tree's points, from tree_qoff, padded to SHAP_R
@@ -104,7 +103,6 @@ cdef struct ShapView:
     const int64_t* rinv_offset  # [n_trees] each tree's first
     const uint8_t* dec_code     # [n_nodes] the node rule for a numeric node (DEC_*)
     int64_t max_nodes           # the most internal nodes of one tree
-    int64_t max_prog            # the most program nodes of one tree
     int32_t max_depth
     int32_t max_nq
 
@@ -181,8 +179,6 @@ cdef class ShapLayout:
         if a["tree_weight32"] is not None:
             v.tree_weight32 = <const float*>array_data(a["tree_weight32"], np.float32, "shap",
                                                        "tree_weight32")
-        v.tree_depth = <const int32_t*>array_data(a["tree_depth"], np.int32, "shap",
-                                                  "tree_depth")
         v.tree_nq = <const int32_t*>array_data(a["tree_nq"], np.int32, "shap", "tree_nq")
         v.tree_qoff = <const int64_t*>array_data(a["tree_qoff"], np.int64, "shap", "tree_qoff")
         v.qt = <const double*>array_data(a["qt"], np.float64, "shap", "qt")
@@ -245,7 +241,6 @@ cdef class ShapLayout:
             pk = np.diff(poff)
             if (pk < 0).any() or (pk > counts).any():
                 raise ValueError("shap layout: a program longer than its tree")
-            v.max_prog = int(pk.max())
             # every program reference inside its tree's program and nodes
             ptree = np.repeat(np.arange(n_trees), pk)
             nid = a["prog_nid"].astype(np.int64)
@@ -263,7 +258,7 @@ cdef class ShapLayout:
             if (a["tree_depth"] < 0).any() or (a["tree_depth"] > counts).any():
                 raise ValueError("shap layout: a tree deeper than its nodes")
         else:
-            v.max_nodes = v.max_depth = v.max_prog = 0
+            v.max_nodes = v.max_depth = 0
             v.max_nq = 1
 
     def __reduce__(self):
