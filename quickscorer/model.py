@@ -173,9 +173,11 @@ class Model:
             alg.predict_raw(X, out64, out32, 1)
         return out32 if f32 else out64
 
-    def contributions(self, X, *, method: str = "quadrature", n_threads: int | None = 1,
-                      start_iteration: int = 0, num_iteration: int | None = None,
-                      iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+    def contributions(self, X, *, interactions: bool = False, method: str = "quadrature",
+                      n_threads: int | None = 1, start_iteration: int = 0,
+                      num_iteration: int | None = None,
+                      iteration_range: tuple[int, int] | None = None,
+                      max_bytes: int | None = None) -> np.ndarray:
         """SHAP contributions of each feature to each row's raw score (TreeSHAP's
         path-dependent values, weighted by the training covers the model stores).
 
@@ -188,10 +190,19 @@ class Model:
         n_features + 1)`` for one output, ``(n_rows, n_outputs, n_features + 1)`` for more
         (XGBoost's ``pred_contribs=True``, float32, as XGBoost returns them).
 
+        With ``interactions=True``, SHAP interaction values as XGBoost's
+        ``pred_interactions=True`` gives them, for every library: ``(n_rows, n_features + 1,
+        n_features + 1)``, ``(n_rows, n_outputs, n_features + 1, n_features + 1)`` for more
+        outputs; entry (i, j) half the pair's interaction, each way round, the diagonal the
+        feature's contribution less its row's other entries, (bias, bias) the bias. Each
+        matrix sums to the row's raw score.
+
         Parameters
         ----------
         X : array-like of shape (n_rows, n_features) or (n_features,)
             As for :meth:`predict`.
+        interactions : bool
+            Return the interaction values rather than the contributions.
         method : {"quadrature", "treeshap"}
             ``"quadrature"`` (default): the Shapley integral summed exactly by Gauss-Legendre
             quadrature, the fast way. ``"treeshap"``: TreeSHAP's recursion in the source
@@ -201,33 +212,42 @@ class Model:
             Threads over rows (0 or negative: all cores). Default 1.
         start_iteration, num_iteration, iteration_range
             Part of the ensemble, as for :meth:`predict`.
+        max_bytes : int, optional
+            Interactions only: the most memory the call may take (its output and each
+            thread's sums); default half the memory available when it starts.
 
         Raises
         ------
         ModelFormatError
             The model has no covers (its source stores none), a cover that is not positive,
             or CatBoost CTR features.
+        InputError
+            Interactions that would need more than ``max_bytes``: raised before anything is
+            allocated, naming the sizes.
         """
         part = self._part(start_iteration, num_iteration, iteration_range)
         if part is None:
             raise InputError("contributions of a range of no iterations: the range is empty")
         if part is not self:
-            return part.contributions(X, method=method, n_threads=n_threads)
+            return part.contributions(X, interactions=interactions, method=method,
+                                      n_threads=n_threads, max_bytes=max_bytes)
         X = as_inputs(self.ensemble, X)
         n_threads = resolve_threads(n_threads)
-        raw = self._explainer.raw(X, method, min(n_threads, max(1, X.shape[0])))
+        raw = self._explainer.raw(X, method, min(n_threads, max(1, X.shape[0])),
+                                  interactions, max_bytes)
         e = self.ensemble
         if e.average_output and e.family != "lightgbm":
             # a scikit-learn forest predicts its trees' mean, and shap explains that; LightGBM
             # explains a random forest's sum (its pred_contrib), which is kept
             raw = raw / float(e.n_iterations)
-        return shaped(e, raw)
+        return shaped(e, raw, interactions)
 
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
                 n_threads: int | None = 1, start_iteration: int = 0,
                 num_iteration: int | None = None,
                 iteration_range: tuple[int, int] | None = None,
-                pred_contrib: bool = False, pred_contribs: bool = False) -> np.ndarray:
+                pred_contrib: bool = False, pred_contribs: bool = False,
+                pred_interactions: bool = False) -> np.ndarray:
         """Predictions for the rows of ``X``, as the source library's ``predict`` gives them.
 
         Parameters
@@ -248,13 +268,16 @@ class Model:
             XGBoost's: iterations ``begin .. end - 1``; ``(0, 0)`` is all.
         pred_contrib, pred_contribs : bool
             LightGBM's and XGBoost's names: return :meth:`contributions` instead.
+        pred_interactions : bool
+            XGBoost's name: return ``contributions(X, interactions=True)`` instead.
 
         Returns
         -------
         ndarray of shape (n_rows,) for one output, (n_rows, n_outputs) otherwise.
         """
-        if pred_contrib or pred_contribs:
-            return self.contributions(X, n_threads=n_threads, start_iteration=start_iteration,
+        if pred_contrib or pred_contribs or pred_interactions:
+            return self.contributions(X, interactions=pred_interactions, n_threads=n_threads,
+                                      start_iteration=start_iteration,
                                       num_iteration=num_iteration,
                                       iteration_range=iteration_range)
         if type(X) is np.ndarray and whole(start_iteration, num_iteration, iteration_range):

@@ -60,21 +60,26 @@ def _with_covers(rng, ens: Ensemble) -> Ensemble:
                     tree_weight=ens.tree_weight)
 
 
-@settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost", "plain"]),
-       n_outputs=st.integers(1, 2), max_leaves=st.sampled_from([2, 6, 20]),
-       dart=st.booleans())
-def test_random_models_give_the_exact_shapley_values(seed, family, n_outputs, max_leaves, dart):
+def _random_case(seed, family, n_outputs, max_leaves, dart, n_trees, n_rows):
+    """A random model of five features with covers (DART weights where asked, on XGBoost),
+    and rows of special values."""
     rng = np.random.default_rng(seed)
-    ens = random_ensemble(rng, family, n_trees=6, n_outputs=n_outputs, n_features=5,
+    ens = random_ensemble(rng, family, n_trees=n_trees, n_outputs=n_outputs, n_features=5,
                           max_leaves=max_leaves, thresholds=np.round(rng.normal(size=6), 1))
     ens = _with_covers(rng, ens)
     if dart and family == "xgboost":
         ens = Ensemble(trees=ens.trees, tree_group=ens.tree_group, n_outputs=ens.n_outputs,
                        n_features=5, family=family, base_score=ens.base_score,
                        tree_weight=rng.uniform(0.2, 1.0, ens.n_trees))
-    model = Model(ens)
-    X = special_rows(rng, 30, 5)
+    return ens, Model(ens), special_rows(rng, n_rows, 5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost", "plain"]),
+       n_outputs=st.integers(1, 2), max_leaves=st.sampled_from([2, 6, 20]),
+       dart=st.booleans())
+def test_random_models_give_the_exact_shapley_values(seed, family, n_outputs, max_leaves, dart):
+    ens, model, X = _random_case(seed, family, n_outputs, max_leaves, dart, 6, 30)
     want = reference.shap_values(ens, X)
     for method in ("quadrature", "treeshap"):
         got = model.contributions(X, method=method).astype(np.float64)
@@ -159,3 +164,77 @@ def test_a_row_gives_the_same_values_alone_in_a_block_and_on_every_path(monkeypa
     for isa in cpu.available_isas():
         monkeypatch.setenv("QUICKSCORER_ISA", isa)
         np.testing.assert_array_equal(model.contributions(X), together, err_msg=isa)
+
+
+# -- interactions -------------------------------------------------------------------------------
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost", "plain"]),
+       n_outputs=st.integers(1, 2), max_leaves=st.sampled_from([2, 6, 20]),
+       dart=st.booleans())
+def test_random_models_give_the_exact_shapley_interactions(seed, family, n_outputs,
+                                                           max_leaves, dart):
+    ens, model, X = _random_case(seed, family, n_outputs, max_leaves, dart, 5, 20)
+    want = reference.shap_values(ens, X, interactions=True)
+    contrib = reference.shap_values(ens, X)
+    for method in ("quadrature", "treeshap"):
+        got = model.contributions(X, interactions=True, method=method).astype(np.float64)
+        got = got.reshape(want.shape)
+        tol = 2e-5 if family == "xgboost" else 1e-11
+        _assert_close_to(got, want, tol, method)
+        # each matrix symmetric (the quadrature's by construction; the recursion conditions
+        # on each feature of a pair in turn, which round apart), its rows summing to the
+        # contributions
+        if method == "quadrature":
+            np.testing.assert_array_equal(got, np.swapaxes(got, 2, 3))
+        _assert_close_to(np.swapaxes(got, 2, 3), want, tol, method + ": transposed")
+        _assert_close_to(got.sum(axis=3), contrib, tol, method + ": rows' sums")
+
+
+def test_interactions_are_the_same_alone_in_a_block_on_every_path_and_thread(monkeypatch):
+    from quickscorer.algorithms import cpu
+    model, rows = _model(seed=11, max_leaves=60)
+    X = rows[:19]
+    together = model.contributions(X, interactions=True)
+    assert together.shape == (19, 6, 6)
+    for i in (0, 7, 8, 18):
+        np.testing.assert_array_equal(model.contributions(X[i], interactions=True),
+                                      together[i:i + 1])
+    for isa in cpu.available_isas():
+        monkeypatch.setenv("QUICKSCORER_ISA", isa)
+        np.testing.assert_array_equal(model.contributions(X, interactions=True), together,
+                                      err_msg=isa)
+    monkeypatch.delenv("QUICKSCORER_ISA")
+    for method in ("quadrature", "treeshap"):
+        one = model.contributions(X, interactions=True, method=method)
+        np.testing.assert_array_equal(
+            model.contributions(X, interactions=True, method=method, n_threads=2), one)
+    np.testing.assert_array_equal(model.predict(X, pred_interactions=True), together)
+
+
+def test_interactions_of_a_wide_model_go_a_row_at_a_time_with_the_same_values():
+    """A model so wide that a block's pair sums would pass 64 MiB explains rows one at a
+    time (test the switch, and that a wide row's matrix is right)."""
+    rng = np.random.default_rng(5)
+    F = 1100
+    ens = _with_covers(rng, random_ensemble(rng, "lightgbm", n_trees=8, n_features=F,
+                                            max_leaves=30))
+    model = Model(ens)
+    X = rng.normal(size=(3, F))
+    got = model.contributions(X, interactions=True)
+    assert got.shape == (3, F + 1, F + 1)
+    want = model.contributions(X, interactions=True, method="treeshap")
+    _assert_close_to(got, want, 1e-12, "wide")
+    np.testing.assert_allclose(got.sum(axis=2), model.contributions(X), rtol=1e-9,
+                               atol=1e-12)
+
+
+def test_interactions_too_big_for_memory_are_refused_before_allocating():
+    model, X = _model()
+    with pytest.raises(InputError,
+                       match=r"interactions of 200 rows need .* MiB .*\(max_bytes\)"):
+        model.contributions(X, interactions=True, max_bytes=10_000)
+    rng = np.random.default_rng(3)
+    wide = Model(_with_covers(rng, random_ensemble(rng, "lightgbm", n_trees=2,
+                                                   n_features=5000, max_leaves=4)))
+    with pytest.raises(InputError, match="half the memory available"):
+        wide.contributions(np.zeros((10**6, 5000), np.float32)[:, :], interactions=True)

@@ -1,6 +1,8 @@
 """SHAP contributions against each library's own: LightGBM's pred_contrib, XGBoost's
 pred_contribs, CatBoost's ShapValues; bit for bit with the libraries' recursion
-(``method="treeshap"``) on x86-64, within the stated bounds with the quadrature."""
+(``method="treeshap"``) on x86-64, within the stated bounds with the quadrature.
+Interactions against XGBoost's pred_interactions (bit for bit), CatBoost's
+ShapInteractionValues and shap.TreeExplainer's for LightGBM and scikit-learn models."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,17 +19,18 @@ from quickscorer.errors import ModelFormatError
 from quickscorer.importers.lightgbm import load_lightgbm
 
 
-def _check(model, rows, want, tol_treeshap, tol_quadrature):
-    """Both methods against the library's own contributions ``want``: the recursion bit for
-    bit on x86-64 (else within tol_treeshap), the quadrature within tol_quadrature (of each
-    row's largest contribution), in the library's shape and dtype. Returns the quadrature's."""
-    got = model.contributions(rows, method="treeshap")
+def _check(model, rows, want, tol_treeshap, tol_quadrature, interactions=False):
+    """Both methods against the library's own contributions (or interactions) ``want``: the
+    recursion bit for bit on x86-64 (else within tol_treeshap), the quadrature within
+    tol_quadrature (of each row's largest contribution), in the library's shape and dtype.
+    Returns the quadrature's."""
+    got = model.contributions(rows, method="treeshap", interactions=interactions)
     assert got.shape == want.shape and got.dtype == want.dtype
     if BIT_EXACT:
         np.testing.assert_array_equal(got, want)
     else:
         _assert_close_to(got, want, tol_treeshap, "treeshap")
-    quad = model.contributions(rows)
+    quad = model.contributions(rows, interactions=interactions)
     assert quad.shape == want.shape and quad.dtype == want.dtype
     _assert_close_to(quad, want, tol_quadrature, "quadrature")
     return quad
@@ -66,6 +69,30 @@ def test_lightgbm_partial_ensembles_and_predict_names():
                                   model.contributions(rows))
 
 
+@pytest.mark.parametrize("name", ["regression", "binary", "missing_none", "missing_zero",
+                                  "many_leaves"])
+def test_lightgbm_interactions_are_shaps(name):
+    """LightGBM has no interactions of its own: each matrix's rows sum to its pred_contrib,
+    and shap.TreeExplainer's (its own float64 recursion) are the oracle between features,
+    except under zero-as-missing and use_missing=false, whose rules shap's recursion does not
+    take (its rows do not sum to LightGBM's contributions there)."""
+    shap = pytest.importorskip("shap", reason="the test extra installs shap")
+    booster, X, categorical = lgb_trained(name)
+    model = Model(load_lightgbm(booster))
+    rows = np.asarray(X[:25], np.float64)
+    F = model.ensemble.n_features
+    contrib = booster.predict(rows, pred_contrib=True)
+    want = None
+    if name not in ("missing_zero", "missing_none"):
+        want = np.asarray(shap.TreeExplainer(booster).shap_interaction_values(rows))
+    for method in ("quadrature", "treeshap"):
+        got = model.contributions(rows, interactions=True, method=method)
+        assert got.shape == (25, F + 1, F + 1) and got.dtype == np.float64
+        _assert_close_to(got.sum(axis=2), contrib, 1e-13, method + ": rows' sums")
+        if want is not None:
+            _assert_close_to(got[:, :F, :F], want, 1e-12, method)
+
+
 def test_lightgbm_ranking_model_on_the_shared_data():
     root = shared_data_or_skip()
     n_features = 1 + max(int(tok.split(":")[0])
@@ -85,7 +112,7 @@ xgb_cases = pytest.importorskip("test_xgboost_import", reason="xgboost is not in
 
 
 @pytest.mark.parametrize("name", sorted(xgb_cases.CASES))
-def test_xgboost_contributions_are_xgboosts(name):
+def test_xgboost_contributions_and_interactions_are_xgboosts(name):
     xgb = pytest.importorskip("xgboost")
     booster, X, kw = xgb_cases._trained(name)
     model = quickscorer.load(bytes(booster.save_raw("json")))
@@ -94,6 +121,9 @@ def test_xgboost_contributions_are_xgboosts(name):
     # XGBoost's own recursion rounds to float32 at every step; the quadrature sums in float64
     quad = _check(model, rows, want, 1e-5, 5e-6)
     _sums_to_raw(model, quad, rows, 1e-5)
+    rows = rows[:40]
+    want = booster.predict(xgb.DMatrix(rows, missing=np.nan, **kw), pred_interactions=True)
+    _check(model, rows, want, 1e-5, 5e-6, interactions=True)
 
 
 # -- CatBoost ---------------------------------------------------------------------------------
@@ -113,6 +143,13 @@ def test_catboost_contributions_are_catboosts(tmp_path):
     assert got.shape == want.shape
     _assert_close_to(got, want, 1e-6, "quadrature")
     _assert_close_to(model.contributions(rows, method="treeshap"), want, 1e-6, "treeshap")
+    # CatBoost's interactions: the same between features; it spreads the bias over the
+    # bias row and column where XGBoost's layout (ours) puts it at their crossing
+    want2 = booster.get_feature_importance(cb.Pool(rows[:30]), type="ShapInteractionValues")
+    got2 = model.contributions(rows[:30], interactions=True)
+    assert got2.shape == want2.shape == (30, 6, 6)
+    _assert_close_to(got2[:, :5, :5], want2[:, :5, :5], 1e-6, "interactions")
+    np.testing.assert_allclose(got2[:, 5, 5], want[:30, 5], rtol=1e-9)
 
 
 # -- scikit-learn, against shap.TreeExplainer --------------------------------------------------
@@ -138,6 +175,11 @@ def test_sklearn_contributions_are_shaps(kind):
     got = model.contributions(rows)
     assert got.shape == (60, 7) and got.dtype == np.float64
     _assert_close_to(got[:, :-1], want, 1e-9, "quadrature")
+    want2 = np.asarray(explainer.shap_interaction_values(rows[:20]))
+    for method in ("quadrature", "treeshap"):
+        got2 = model.contributions(rows[:20], interactions=True, method=method)
+        assert got2.shape == (20, 7, 7)
+        _assert_close_to(got2[:, :-1, :-1], want2, 1e-9, "interactions " + method)
     expected = float(np.ravel(explainer.expected_value)[0])
     np.testing.assert_allclose(got[:, -1], expected, rtol=1e-9, atol=1e-12)
     # each row's values sum to the estimator's prediction (a forest's: its trees' mean)

@@ -12,6 +12,7 @@ by the scoring rule and turns the decisions into contributions, by one of two me
 """
 from __future__ import annotations
 
+import os
 import threading
 
 import numpy as np
@@ -141,7 +142,27 @@ def shap_arrays(ens: Ensemble) -> dict:
     a["tree_qoff"] = np.array([start[n] for n in nq.tolist()], np.int64)
     a["bias64"], a["bias_classic"], a["bias32"] = _biases(ens, a, expected, mean32)
     a.update(_shap.programs(a, ens.n_features))
+    a.update(_feature_trees(ens, a["feature"]))
     return a
+
+
+def _feature_trees(ens: Ensemble, feature: np.ndarray) -> dict:
+    """Which features each tree splits on (``tree_feat_offset`` / ``tree_feats``, ascending)
+    and which trees split on each feature (``feat_tree_offset`` / ``feat_trees``, in tree
+    order): the recursion's interactions condition only the trees that split on a feature."""
+    T, F = ens.n_trees, ens.n_features
+    counts = np.diff(ens.trees.node_offset)
+    tree = np.repeat(np.arange(T, dtype=np.int64), counts)
+    pairs = np.unique(tree * max(F, 1) + feature.astype(np.int64))
+    trees, feats = pairs // max(F, 1), pairs % max(F, 1)
+    by_feature = np.lexsort((trees, feats))
+    return {
+        "tree_feat_offset": np.searchsorted(trees, np.arange(T + 1)).astype(np.int64),
+        "tree_feats": feats.astype(np.int32),
+        "feat_tree_offset": np.searchsorted(feats[by_feature],
+                                            np.arange(F + 1)).astype(np.int64),
+        "feat_trees": trees[by_feature].astype(np.int32),
+    }
 
 
 def _biases(ens: Ensemble, a: dict, expected: np.ndarray, mean32: np.ndarray):
@@ -212,15 +233,20 @@ class Explainer:
         return [] if self._layout is None else [
             v for v in self._layout[1].values() if isinstance(v, np.ndarray)]
 
-    def raw(self, X: np.ndarray, method: str, n_threads: int) -> np.ndarray:
+    def raw(self, X: np.ndarray, method: str, n_threads: int,
+            interactions: bool = False, max_bytes: int | None = None) -> np.ndarray:
         """(n_rows, n_outputs * (n_features + 1)): each output's features, then its bias;
-        float32 for XGBoost's own recursion, else float64."""
+        with ``interactions``, (n_rows, n_outputs * (n_features + 1)^2), each output's
+        matrix row by row. float32 for XGBoost's own recursion, else float64."""
         if method not in METHODS:
             raise InputError(f"unknown contributions method {method!r}; the methods are "
                              f"{sorted(METHODS)}")
-        lay = self.layout
         e = self.ens
-        n, width = X.shape[0], e.n_outputs * (e.n_features + 1)
+        n, F1 = X.shape[0], e.n_features + 1
+        width = e.n_outputs * (F1 * F1 if interactions else F1)
+        if interactions:
+            check_interaction_memory(n, e.n_outputs, e.n_features, n_threads, max_bytes)
+        lay = self.layout
         f32 = method == "treeshap" and e.family == "xgboost"
         out64 = np.empty((0 if f32 else n, width), np.float64)
         out32 = np.empty((n if f32 else 0, width), np.float32)
@@ -229,7 +255,7 @@ class Explainer:
         isa = cpu.isa_code(None)
 
         def kernel(x, o64, o32, nt):
-            lay.contributions(x, o64, o32, code, nt, isa)
+            lay.contributions(x, o64, o32, code, nt, isa, interactions)
         if n_threads > 1:
             threads.run(kernel, X, (out64, out32), n_threads)
         else:
@@ -237,13 +263,56 @@ class Explainer:
         return out32 if f32 else out64
 
 
-def shaped(ens: Ensemble, raw: np.ndarray) -> np.ndarray:
+def memory_available() -> int:
+    """Bytes of memory the system has free for a new allocation (MemAvailable on Linux,
+    else the physical memory)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def check_interaction_memory(n_rows: int, n_outputs: int, n_features: int, n_threads: int,
+                             max_bytes: int | None) -> None:
+    """InputError, before anything is allocated, where a call's interactions would need more
+    than ``max_bytes`` (default: half the memory available now): the output, float64,
+    (n_rows, n_outputs, (n_features + 1)^2), and each thread's sums."""
+    F1 = n_features + 1
+    out = 8 * n_rows * n_outputs * F1 * F1
+    per_thread = 8 * n_outputs * n_features * n_features * min(
+        _shap.LANES, max(1, _shap.INTERACTION_BLOCK_BYTES
+                         // max(1, 8 * n_outputs * n_features * n_features)))
+    need = out + n_threads * per_thread
+    limit = memory_available() // 2 if max_bytes is None else int(max_bytes)
+    if need > limit:
+        what = "max_bytes" if max_bytes is not None else "half the memory available"
+        raise InputError(
+            f"interactions of {n_rows} rows need {need / 2**20:.1f} MiB ({n_outputs} x "
+            f"{F1} x {F1} float64 a row, for {n_features} features), more than the limit "
+            f"of {limit / 2**20:.1f} MiB ({what}); explain fewer rows a call")
+
+
+def shaped(ens: Ensemble, raw: np.ndarray, interactions: bool = False) -> np.ndarray:
     """Contributions in the source library's layout: LightGBM's outputs side by side,
     ``(n_rows, n_outputs * (n_features + 1))``; every other library's ``(n_rows,
     n_features + 1)`` for one output, ``(n_rows, n_outputs, n_features + 1)`` for more.
+    Interactions in XGBoost's, for every library: ``(n_rows, n_features + 1, n_features +
+    1)`` for one output, ``(n_rows, n_outputs, n_features + 1, n_features + 1)`` for more.
     float32 for XGBoost models, float64 otherwise."""
     if ens.family == "xgboost":
         raw = raw.astype(np.float32, copy=False)
+    if interactions:
+        F1 = ens.n_features + 1
+        if ens.n_outputs == 1:
+            return raw.reshape(raw.shape[0], F1, F1)
+        return raw.reshape(raw.shape[0], ens.n_outputs, F1, F1)
     if ens.family == "lightgbm" or ens.n_outputs == 1:
         return raw
     return raw.reshape(raw.shape[0], ens.n_outputs, ens.n_features + 1)

@@ -181,9 +181,15 @@ def predict_raw(ens: Ensemble, X) -> np.ndarray:
     return out
 
 
-def shap_values(ens: Ensemble, X, max_features: int = 12) -> np.ndarray:
+def shap_values(ens: Ensemble, X, max_features: int = 12,
+                interactions: bool = False) -> np.ndarray:
     """Exact Shapley values of each tree's path-dependent expectation, by enumeration:
     ``(n_rows, n_outputs, n_features + 1)`` float64, the last column the bias.
+    With ``interactions``, the Shapley interaction values, ``(n_rows, n_outputs,
+    n_features + 1, n_features + 1)``: for i != j, half the interaction index,
+    sum over S holding neither of |S|! (d - |S| - 2)! / (2 (d - 1)!) (v(S + i + j) -
+    v(S + i) - v(S + j) + v(S)); on the diagonal the contribution less the row's other
+    entries; the bias at (bias, bias).
 
     For a coalition S of the features a tree splits on, v(S) follows the row at nodes that
     split on a feature in S and averages both children by their covers elsewhere (a branch
@@ -199,6 +205,7 @@ def shap_values(ens: Ensemble, X, max_features: int = 12) -> np.ndarray:
     n, F = Xc.shape[0], ens.n_features
     out = np.zeros((n, ens.n_outputs, F + 1))
     out[:, :, F] = ens.base_score
+    pairs = np.zeros((n, ens.n_outputs, F + 1, F + 1)) if interactions else None
     for t, tree in enumerate(ens.trees):
         g = int(ens.tree_group[t])
         w = 1.0 if ens.tree_weight is None else float(ens.tree_weight[t])
@@ -240,4 +247,20 @@ def shap_values(ens: Ensemble, X, max_features: int = 12) -> np.ndarray:
                         s = frozenset(S)
                         phi += wk * (v[s | {i}] - v[s])
                 out[r, g, i] += w * phi
-    return out
+            if interactions:
+                for i, j in combinations(used, 2):
+                    others = [f for f in used if f not in (i, j)]
+                    phi = 0.0
+                    for k in range(d - 1):
+                        wk = factorial(k) * factorial(d - k - 2) / (2 * factorial(d - 1))
+                        for S in combinations(others, k):
+                            s = frozenset(S)
+                            phi += wk * (v[s | {i, j}] - v[s | {i}] - v[s | {j}] + v[s])
+                    pairs[r, g, i, j] += w * phi
+                    pairs[r, g, j, i] += w * phi
+    if not interactions:
+        return out
+    for i in range(F):
+        pairs[:, :, i, i] = out[:, :, i] - pairs[:, :, i, :].sum(axis=2)
+    pairs[:, :, F, F] = out[:, :, F]
+    return pairs

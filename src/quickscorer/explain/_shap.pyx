@@ -33,8 +33,10 @@ cdef extern from "quickscorer/explain/treeshap.h" nogil:
         const float* leaf_cover32
         const float* leaf_value32
         int64_t n_nodes
-    void shap_classic_f64(const shap_tree* t, const uint8_t* dec, double* phi, void* path)
-    void shap_classic_f32(const shap_tree* t, const uint8_t* dec, float* phi, void* path)
+    void shap_classic_f64(const shap_tree* t, const uint8_t* dec, double* phi, void* path,
+                          int cond, int32_t cfeature)
+    void shap_classic_f32(const shap_tree* t, const uint8_t* dec, float* phi, void* path,
+                          int cond, int32_t cfeature)
     int64_t shap_classic_path_len(int64_t depth)
     ctypedef struct shap_prog:
         const int32_t* nid
@@ -50,8 +52,8 @@ cdef extern from "quickscorer/explain/treeshap.h" nogil:
     void shap_quad_block_isa(int isa, int lanes, const shap_prog* p, const int32_t* feature,
                              const double* leaf_value, double scale, const double* dec,
                              int nq, const double* tq, const double* wq, const double* gq,
-                             double* phi, void* work, int64_t depth, int64_t mq,
-                             int64_t n_features)
+                             double* phi, double* phi2, void* work, int64_t depth,
+                             int64_t mq, int64_t n_features)
 
 cdef enum:
     QUAD = 0
@@ -102,6 +104,10 @@ cdef struct ShapView:
     const double* prog_rinv     # [each tree's edges x its points] (programs())
     const int64_t* rinv_offset  # [n_trees] each tree's first
     const uint8_t* dec_code     # [n_nodes] the node rule for a numeric node (DEC_*)
+    const int64_t* tree_foff    # [n_trees + 1] each tree's distinct split features in
+    const int32_t* tree_feats   #   tree_feats, ascending (interactions)
+    const int64_t* feat_toff    # [n_features + 1] the trees that split on each feature in
+    const int32_t* feat_trees   #   feat_trees, in tree order
     int64_t max_nodes           # the most internal nodes of one tree
     int32_t max_depth
     int32_t max_nq
@@ -214,6 +220,21 @@ cdef class ShapLayout:
         v.rinv_offset = <const int64_t*>array_data(roff, np.int64, "shap", "rinv_offset")
         v.prog_rinv = <const double*>array_data(a["prog_rinv"], np.float64, "shap",
                                                 "prog_rinv")
+        tfo, tf = a["tree_feat_offset"], a["tree_feats"]
+        fto, ft = a["feat_tree_offset"], a["feat_trees"]
+        if (tfo.shape[0] != n_trees + 1 or fto.shape[0] != n_features + 1
+                or int(tfo[0]) != 0 or int(tfo[n_trees]) != tf.shape[0]
+                or int(fto[0]) != 0 or int(fto[n_features]) != ft.shape[0]
+                or (np.diff(tfo) < 0).any() or (np.diff(fto) < 0).any()
+                or tf.shape[0] != ft.shape[0]
+                or (tf.shape[0] and (tf.min() < 0 or tf.max() >= n_features
+                                     or ft.min() < 0 or ft.max() >= n_trees))):
+            raise ValueError("shap layout: the trees' features and the features' trees do "
+                             "not match the model")
+        v.tree_foff = <const int64_t*>array_data(tfo, np.int64, "shap", "tree_feat_offset")
+        v.tree_feats = <const int32_t*>array_data(tf, np.int32, "shap", "tree_feats")
+        v.feat_toff = <const int64_t*>array_data(fto, np.int64, "shap", "feat_tree_offset")
+        v.feat_trees = <const int32_t*>array_data(ft, np.int32, "shap", "feat_trees")
         # every child and feature in range, so that no tree reads outside its arrays
         if n_trees:
             counts = np.diff(a["node_offset"])
@@ -270,14 +291,19 @@ cdef class ShapLayout:
         return self.view.n_trees
 
     def contributions(self, const floating[:, :] X, double[:, ::1] out64,
-                      float[:, ::1] out32, int method, int n_threads, int isa=0):
+                      float[:, ::1] out32, int method, int n_threads, int isa=0,
+                      bint interactions=False):
         """Every row's contributions, (n_rows, n_outputs * (n_features + 1)), each output's
         features then its bias: into out32 for XGBoost's float32 recursion
         (METHOD_TREESHAP on an XGBoost model), else into out64. ``isa``: the instruction
-        set the quadrature's blocks run on (cpu.h CPU_ISA_*; the values are the same)."""
+        set the quadrature's blocks run on (cpu.h CPU_ISA_*; the values are the same).
+
+        With ``interactions``: (n_rows, n_outputs * (n_features + 1)^2), each output's
+        matrix row by row (XGBoost's ``pred_interactions`` layout)."""
         cdef const ShapView* v = &self.view
         cdef Py_ssize_t n = X.shape[0]
-        cdef int64_t width = v.n_outputs * (v.n_features + 1)
+        cdef int64_t F1 = v.n_features + 1
+        cdef int64_t width = v.n_outputs * (F1 * F1 if interactions else F1)
         cdef bint f32 = method == CLASSIC and v.family == FAMILY_XGBOOST
         if n_threads < 1:
             raise ValueError(f"n_threads must be >= 1, got {n_threads}")
@@ -296,7 +322,7 @@ cdef class ShapLayout:
         if n == 0:
             return
         cdef Offsets of
-        offsets(v, &of)
+        offsets(v, &of, interactions)
         cdef int64_t per = of.total
         # each thread's part from a 64-byte boundary (the quadrature's vectors of 8 doubles)
         cdef char* raw = <char*>calloc(<size_t>(per * n_threads + 64), 1)
@@ -304,7 +330,8 @@ cdef class ShapLayout:
             raise MemoryError(f"no memory for the contributions' scratch ({per * n_threads} "
                               f"bytes)")
         cdef char* base = raw + (64 - (<size_t>raw) % 64) % 64
-        cdef Py_ssize_t i, b, n_blocks = (n + SHAP_R - 1) // SHAP_R
+        cdef Py_ssize_t i, b, step = of.block
+        cdef Py_ssize_t n_blocks = (n + step - 1) // step
         cdef char* mem
         cdef int k
         for k in range(n_threads):
@@ -314,18 +341,28 @@ cdef class ShapLayout:
         with nogil, parallel(num_threads=n_threads):
             mem = base + threadid() * per
             if method == CLASSIC:
-                for i in prange(n, schedule="dynamic", chunksize=4):
-                    if f32:
+                for i in prange(n, schedule="dynamic", chunksize=1 if interactions else 4):
+                    if interactions and f32:
+                        row_inter_classic(v, &of, X, i, &out32[i, 0], mem)
+                    elif interactions:
+                        row_inter_classic(v, &of, X, i, &out64[i, 0], mem)
+                    elif f32:
                         row_classic32(v, &of, X, i, &out32[i, 0], mem)
                     else:
                         row_classic64(v, &of, X, i, &out64[i, 0], mem)
             else:
                 for b in prange(n_blocks, schedule="dynamic", chunksize=1):
-                    block_quad(v, &of, X, b * SHAP_R, out64, mem, isa)
+                    block_quad(v, &of, X, b * step, step, out64, mem, isa, interactions)
         free(raw)
 
 
 # ---- per-thread scratch --------------------------------------------------------------------
+cdef enum:
+    # the most bytes a block's interaction sums may take before rows go one at a time
+    PAIR_BLOCK_BYTES = 64 << 20
+
+INTERACTION_BLOCK_BYTES = PAIR_BLOCK_BYTES
+
 cdef struct Offsets:
     int64_t dec        # each node's decisions (rows: at 0)
     int64_t path       # the recursion's path elements
@@ -333,6 +370,15 @@ cdef struct Offsets:
     int64_t phi        # float64 [n_outputs][n_features][SHAP_R]: a block's sums
     int64_t work       # shap_block_work(.., SHAP_R): the quadrature's for blocks of rows
     int64_t work1      # shap_block_work(.., 1): for a row alone
+    # interactions only (else empty)
+    int64_t phi2       # float64 [n_outputs][n_features][n_features][block]: pairs' sums
+    int64_t diag       # [n_outputs][n_features + 1]: the row's contributions (recursion)
+    int64_t on         # [n_outputs][n_features + 1]: with the conditioned feature on
+    int64_t off        # the same, off
+    int64_t tmp_on     # [n_features]: one tree's, on
+    int64_t tmp_off    # and off
+    int64_t cache      # [tree_feats]: each tree's contributions, unconditioned
+    int64_t block      # rows a quadrature block takes (SHAP_R, or 1 for wide interactions)
     int64_t total
 
 
@@ -340,17 +386,31 @@ cdef inline int64_t _al(int64_t nbytes) noexcept nogil:
     return (nbytes + 63) // 64 * 64
 
 
-cdef void offsets(const ShapView* v, Offsets* o) noexcept nogil:
-    """Where each part of a thread's scratch lies: the converted rows (SHAP_R of them) at 0."""
-    o.dec = _al(2 * SHAP_R * v.n_features * 8)         # (and the rows feature by feature)
+cdef void offsets(const ShapView* v, Offsets* o, bint interactions) noexcept nogil:
+    """Where each part of a thread's scratch lies: the converted rows (SHAP_R of them) at 0.
+    The recursion's interaction buffers hold float64 whatever the precision."""
+    cdef int64_t F = v.n_features, K = v.n_outputs, pairs = K * F * F * 8
+    o.dec = _al(2 * SHAP_R * F * 8)         # (and the rows feature by feature)
     # (the quadrature's: float64, lane r of node k at k SHAP_R + r)
     o.path = o.dec + _al(8 * SHAP_R * (v.max_nodes + 1))
     # path elements of at most 32 bytes (a feature and three float64)
     o.tmp = o.path + _al(32 * shap_classic_path_len(v.max_depth))
-    o.phi = o.tmp + _al(4 * (v.n_features + 1))
-    o.work = o.phi + _al(8 * v.n_outputs * v.n_features * SHAP_R)
-    o.work1 = o.work + _al(shap_block_work(v.max_depth, v.max_nq, v.n_features, SHAP_R))
-    o.total = o.work1 + _al(shap_block_work(v.max_depth, v.max_nq, v.n_features, 1))
+    o.phi = o.tmp + _al(4 * (F + 1))
+    o.work = o.phi + _al(8 * K * F * SHAP_R)
+    o.work1 = o.work + _al(shap_block_work(v.max_depth, v.max_nq, F, SHAP_R))
+    o.phi2 = o.work1 + _al(shap_block_work(v.max_depth, v.max_nq, F, 1))
+    o.block = SHAP_R
+    if not interactions:
+        pairs = 0
+    elif pairs * SHAP_R > PAIR_BLOCK_BYTES:
+        o.block = 1
+    o.diag = o.phi2 + _al(pairs * o.block)
+    o.on = o.diag + _al(8 * K * (F + 1) if interactions else 0)
+    o.off = o.on + _al(8 * K * (F + 1) if interactions else 0)
+    o.tmp_on = o.off + _al(8 * K * (F + 1) if interactions else 0)
+    o.tmp_off = o.tmp_on + _al(8 * F if interactions else 0)
+    o.cache = o.tmp_off + _al(8 * F if interactions else 0)
+    o.total = o.cache + _al(8 * v.tree_foff[v.n_trees] if interactions else 0)
 
 
 cdef inline void decide(const ShapView* v, int64_t t, const double* row,
@@ -408,7 +468,7 @@ cdef void row_classic64(const ShapView* v, const Offsets* of, const floating[:, 
     for t in range(v.n_trees):
         tree_of(v, t, &tr)
         decide(v, t, row, dec)
-        shap_classic_f64(&tr, dec, out + v.tree_group[t] * F1, path)
+        shap_classic_f64(&tr, dec, out + v.tree_group[t] * F1, path, 0, 0)
     for k in range(v.n_outputs):
         out[k * F1 + v.n_features] = v.bias_classic[k]
 
@@ -432,7 +492,7 @@ cdef void row_classic32(const ShapView* v, const Offsets* of, const floating[:, 
         decide(v, t, row, dec)
         for k in range(F):
             tmp[k] = 0.0
-        shap_classic_f32(&tr, dec, tmp, path)
+        shap_classic_f32(&tr, dec, tmp, path, 0, 0)
         o = out + v.tree_group[t] * F1
         if v.tree_weight32 != NULL:
             for k in range(F):
@@ -445,18 +505,21 @@ cdef void row_classic32(const ShapView* v, const Offsets* of, const floating[:, 
 
 
 cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] X,
-                     Py_ssize_t i0, double[:, ::1] out, char* mem, int isa) noexcept nogil:
-    """Rows i0 .. i0 + SHAP_R - 1 (those there are), one a lane, through every tree's
-    program (a row alone in a block of one lane); each output's sums kept per lane, then
-    written with its bias."""
+                     Py_ssize_t i0, Py_ssize_t most, double[:, ::1] out, char* mem, int isa,
+                     bint inter) noexcept nogil:
+    """Rows i0 .. i0 + most - 1 (those there are; most is SHAP_R or 1), one a lane, through
+    every tree's program (a row alone in a block of one lane); each output's sums kept per
+    lane, then written with its bias. With ``inter``: the interactions."""
     cdef double* rows = <double*>mem
     cdef double* dec = <double*>(mem + of.dec)
     cdef double* phi = <double*>(mem + of.phi)
+    cdef double* phi2 = <double*>(mem + of.phi2) if inter else NULL
     cdef int64_t F = v.n_features, F1 = v.n_features + 1, t, k, r, g, n0, l0, p0
-    cdef Py_ssize_t lanes = min(<Py_ssize_t>SHAP_R, X.shape[0] - i0)
+    cdef Py_ssize_t lanes = min(most, X.shape[0] - i0)
     cdef int R = 1 if lanes == 1 else SHAP_R
     cdef void* work = <void*>(mem + (of.work1 if R == 1 else of.work))
     cdef double* rows_t = rows + SHAP_R * F
+    cdef double* ph2
     cdef shap_prog prog
     for r in range(lanes):
         load_row(&v.fv, X, i0 + r, rows + r * F)
@@ -468,6 +531,8 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
                 rows_t[k * SHAP_R + r] = rows[(r if r < lanes else 0) * F + k]
     memset(dec, 0, <size_t>(8 * R * (v.max_nodes + 1)))
     memset(phi, 0, <size_t>(8 * v.n_outputs * F * R))
+    if inter:
+        memset(phi2, 0, <size_t>(8 * v.n_outputs * F * F * R))
     for t in range(v.n_trees):
         n0 = v.nodes.node_offset[t]
         l0 = v.leaf_offset[t]
@@ -480,15 +545,150 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
         prog.child = v.prog_child + 2 * p0
         prog.ratio = v.prog_ratio + 2 * p0
         prog.rinv = v.prog_rinv + v.rinv_offset[t]
+        g = v.tree_group[t]
         shap_quad_block_isa(isa, R, &prog, v.nodes.feature + n0, v.leaf_value + l0,
                             v.tree_scale[t], dec, v.tree_nq[t],
                             v.qt + v.tree_qoff[t], v.qw + v.tree_qoff[t], v.qg + v.tree_qoff[t],
-                            phi + v.tree_group[t] * F * R, work, v.max_depth, v.max_nq, F)
+                            phi + g * F * R, phi2 + g * F * F * R if inter else NULL, work,
+                            v.max_depth, v.max_nq, F)
+    if not inter:
+        for r in range(lanes):
+            for g in range(v.n_outputs):
+                for k in range(F):
+                    out[i0 + r, g * F1 + k] = phi[(g * F + k) * R + r]
+                out[i0 + r, g * F1 + F] = v.bias64[g]
+        return
+    cdef double d
+    cdef int64_t j, o
     for r in range(lanes):
         for g in range(v.n_outputs):
+            o = g * F1 * F1
+            ph2 = phi2 + g * F * F * R
             for k in range(F):
-                out[i0 + r, g * F1 + k] = phi[(g * F + k) * R + r]
-            out[i0 + r, g * F1 + F] = v.bias64[g]
+                # the diagonal: the feature's contribution less its interactions
+                d = phi[(g * F + k) * R + r]
+                for j in range(F):
+                    if j != k:
+                        out[i0 + r, o + k * F1 + j] = ph2[(k * F + j) * R + r]
+                        d = d - ph2[(k * F + j) * R + r]
+                out[i0 + r, o + k * F1 + k] = d
+                out[i0 + r, o + k * F1 + F] = 0.0
+                out[i0 + r, o + F * F1 + k] = 0.0
+            out[i0 + r, o + F * F1 + F] = v.bias64[g]
+
+
+ctypedef fused real_out:
+    float
+    double
+
+
+cdef void row_inter_classic(const ShapView* v, const Offsets* of, const floating[:, :] X,
+                            Py_ssize_t i, real_out* out, char* mem) noexcept nogil:
+    """A row's interactions as XGBoost takes them: its contributions on the diagonal less the
+    row's other entries; off it, half the difference between the contributions with each
+    feature held on and held off (the recursion conditioned on it). Each tree's sums are
+    added in tree order, as XGBoost adds them; a tree that does not split on the held
+    feature gives its unconditioned values (kept from a first pass), since its recursion
+    would."""
+    cdef double* row = <double*>mem
+    cdef uint8_t* dec = <uint8_t*>(mem + of.dec)
+    cdef void* path = <void*>(mem + of.path)
+    cdef real_out* diag = <real_out*>(mem + of.diag)
+    cdef real_out* on = <real_out*>(mem + of.on)
+    cdef real_out* off = <real_out*>(mem + of.off)
+    cdef real_out* ton = <real_out*>(mem + of.tmp_on)
+    cdef real_out* toff = <real_out*>(mem + of.tmp_off)
+    cdef real_out* cache = <real_out*>(mem + of.cache)
+    cdef int64_t F = v.n_features, F1 = v.n_features + 1, K = v.n_outputs
+    cdef int64_t t, k, m, c, g, ptr, end, f0, f1, base
+    cdef real_out* o
+    cdef real_out x
+    cdef shap_tree tr
+    if real_out is float:
+        row_classic32(v, of, X, i, diag, mem)
+    else:
+        row_classic64(v, of, X, i, diag, mem)
+    load_row(&v.fv, X, i, row)          # (row_classic* loaded it too: the same values)
+    for k in range(F):
+        ton[k] = 0
+    # each tree's own contributions, at the features it splits on
+    for t in range(v.n_trees):
+        f0 = v.tree_foff[t]
+        f1 = v.tree_foff[t + 1]
+        if f1 == f0:
+            continue
+        tree_of(v, t, &tr)
+        decide(v, t, row, dec)
+        if real_out is float:
+            shap_classic_f32(&tr, dec, ton, path, 0, 0)
+        else:
+            shap_classic_f64(&tr, dec, ton, path, 0, 0)
+        for m in range(f0, f1):
+            cache[m] = ton[v.tree_feats[m]]
+            ton[v.tree_feats[m]] = 0
+    for k in range(K * F1 * F1):
+        out[k] = 0
+    for c in range(F1):
+        if c == F or v.feat_toff[c + 1] == v.feat_toff[c]:
+            # no tree splits on c: held on or off, every tree gives what it gives unheld
+            for g in range(K):
+                o = out + g * F1 * F1 + c * F1
+                o[c] = o[c] + diag[g * F1 + c]
+            continue
+        for k in range(K * F1):
+            on[k] = 0
+            off[k] = 0
+        ptr = v.feat_toff[c]
+        end = v.feat_toff[c + 1]
+        for t in range(v.n_trees):
+            f0 = v.tree_foff[t]
+            f1 = v.tree_foff[t + 1]
+            g = v.tree_group[t]
+            if ptr < end and v.feat_trees[ptr] == t:
+                ptr += 1
+                tree_of(v, t, &tr)
+                decide(v, t, row, dec)
+                if real_out is float:
+                    shap_classic_f32(&tr, dec, ton, path, 1, <int32_t>c)
+                    shap_classic_f32(&tr, dec, toff, path, -1, <int32_t>c)
+                else:
+                    shap_classic_f64(&tr, dec, ton, path, 1, <int32_t>c)
+                    shap_classic_f64(&tr, dec, toff, path, -1, <int32_t>c)
+                for m in range(f0, f1):
+                    k = v.tree_feats[m]
+                    _tree_add(v, t, &on[g * F1 + k], ton[k])
+                    _tree_add(v, t, &off[g * F1 + k], toff[k])
+                    ton[k] = 0
+                    toff[k] = 0
+            else:
+                for m in range(f0, f1):
+                    k = v.tree_feats[m]
+                    _tree_add(v, t, &on[g * F1 + k], cache[m])
+                    _tree_add(v, t, &off[g * F1 + k], cache[m])
+        for g in range(K):
+            o = out + g * F1 * F1 + c * F1
+            base = g * F1
+            o[c] = 0
+            for k in range(F1):
+                if k == c:
+                    o[c] = o[c] + diag[base + k]
+                else:
+                    # (XGBoost halves the float difference in double)
+                    x = on[base + k] - off[base + k]
+                    o[k] = <real_out>(<double>x / 2.0)
+                    o[c] = o[c] - o[k]
+
+
+cdef inline void _tree_add(const ShapView* v, int64_t t, real_out* acc,
+                           real_out value) noexcept nogil:
+    """acc += a tree's value, times its DART weight: XGBoost's float32 sum, or float64."""
+    if real_out is float:
+        if v.tree_weight32 != NULL:
+            acc[0] = qs_weighted_add(acc[0], value, v.tree_weight32[t])
+        else:
+            acc[0] = acc[0] + value
+    else:
+        acc[0] = acc[0] + value * v.tree_scale[t]
 
 
 # ---- facts of each tree the layout needs ---------------------------------------------------

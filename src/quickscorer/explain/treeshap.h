@@ -27,6 +27,16 @@
  *   to the deepest split on j of each leaf. O(N Q) a tree (N nodes, Q points), and z_j does not
  *   depend on the row: only o does. Rounds differently from the recursion (docs say by how
  *   much).
+ *
+ * Interactions. Held on, feature i leaves the players and multiplies the leaf by o_i; held
+ * off, by z_i (XGBoost's conditioning). Half their difference gives, for j != i,
+ *       Phi_ij = v / 2 * integral of C(t) g_i(t) g_j(t) dt,
+ *   the integrand again of degree d - 1 at most. The recursion conditions on each feature in
+ *   turn, as XGBoost does (O(F L D^2) a tree). The quadrature telescopes both g: each pair
+ *   of edges on one path, on distinct features, adds the deeper edge's subtree sums times
+ *   both edges' changes of g; at an edge on j the changes of g_i above it add up to g_i
+ *   there. So each edge takes, per other feature on its path, one sum over the points:
+ *   O(N D Q) a tree.
  */
 #ifndef QS_TREESHAP_H
 #define QS_TREESHAP_H
@@ -106,16 +116,17 @@ static REAL NAME##_unwound_sum(const NAME##_elem* p, int ud, int k)             
                                                                                              \
 static void NAME##_recurse(const shap_tree* t, const uint8_t* dec, REAL* phi, int32_t node,  \
                            int ud, NAME##_elem* parent, REAL pzero, REAL pone,               \
-                           int32_t pfeature)                                                 \
+                           int32_t pfeature, int cond, int32_t cfeature, REAL cf)            \
 {                                                                                            \
     NAME##_elem* p = parent + ud + 1;                                                        \
     memcpy(p, parent, sizeof(NAME##_elem) * (size_t)(ud + 1));                               \
-    NAME##_extend(p, ud, pzero, pone, pfeature);                                             \
+    if (cond == 0 || pfeature != cfeature)                                                   \
+        NAME##_extend(p, ud, pzero, pone, pfeature);                                         \
     if (node < 0) {                                                                          \
         const REAL v = t->LEAF[~node];                                                       \
         for (int i = 1; i <= ud; ++i) {                                                      \
             const REAL w = NAME##_unwound_sum(p, ud, i);                                     \
-            phi[p[i].feature] += w * (p[i].one - p[i].zero) * v;                             \
+            phi[p[i].feature] += w * (p[i].one - p[i].zero) * v * cf;                        \
         }                                                                                    \
         return;                                                                              \
     }                                                                                        \
@@ -136,19 +147,36 @@ static void NAME##_recurse(const shap_tree* t, const uint8_t* dec, REAL* phi, in
         NAME##_unwind(p, ud, k);                                                             \
         ud -= 1;                                                                             \
     }                                                                                        \
-    if (hot_zero != 0)          /* a branch no training row took: skipped, as CatBoost does */ \
-        NAME##_recurse(t, dec, phi, hot, ud + 1, p, hot_zero * in_zero, in_one, f);          \
-    if (cold_zero != 0)                                                                      \
-        NAME##_recurse(t, dec, phi, cold, ud + 1, p, cold_zero * in_zero, 0, f);             \
+    /* a conditioned feature (interactions) stays off the path: on (cond > 0), the row's   */ \
+    /* branch alone; off (cond < 0), both, weighed by their covers                         */ \
+    REAL hot_cf = cf, cold_cf = cf;                                                          \
+    if (cond != 0 && f == cfeature) {                                                        \
+        if (cond > 0) {                                                                      \
+            cold_cf = 0;                                                                     \
+        } else {                                                                             \
+            hot_cf *= hot_zero;                                                              \
+            cold_cf *= cold_zero;                                                            \
+        }                                                                                    \
+        ud -= 1;                                                                             \
+    }                                                                                        \
+    /* a branch no training row took is skipped, as CatBoost does */                         \
+    if (hot_zero != 0 && hot_cf != 0)                                                        \
+        NAME##_recurse(t, dec, phi, hot, ud + 1, p, hot_zero * in_zero, in_one, f, cond,     \
+                       cfeature, hot_cf);                                                    \
+    if (cold_zero != 0 && cold_cf != 0)                                                      \
+        NAME##_recurse(t, dec, phi, cold, ud + 1, p, cold_zero * in_zero, 0, f, cond,        \
+                       cfeature, cold_cf);                                                   \
 }                                                                                            \
                                                                                              \
 /* phi[feature] += the tree's contributions (the bias is the caller's); path: scratch of     \
- * shap_classic_path_len(depth) elements */                                                  \
-static void NAME(const shap_tree* t, const uint8_t* dec, REAL* phi, void* path)              \
+ * shap_classic_path_len(depth) elements. cond: 0, or +1 / -1 with feature cfeature held on  \
+ * / off (XGBoost's conditioning, from which it takes interactions) */                       \
+static void NAME(const shap_tree* t, const uint8_t* dec, REAL* phi, void* path, int cond,   \
+                 int32_t cfeature)                                                           \
 {                                                                                            \
     if (t->n_nodes == 0)                                                                     \
         return;                                                                              \
-    NAME##_recurse(t, dec, phi, 0, 0, (NAME##_elem*)path, 1, 1, -1);                         \
+    NAME##_recurse(t, dec, phi, 0, 0, (NAME##_elem*)path, 1, 1, -1, cond, cfeature, 1);      \
 }
 
 #define LEAF_COVER(i) leaf_cover[i]
@@ -215,13 +243,17 @@ static inline int64_t shap_level_bytes(int64_t nq, int64_t lanes)
 }
 
 /* bytes of work shap_quad_block needs for blocks of `lanes` rows, trees of `depth` levels,
- * nq points and n_features features (from a 64-byte boundary); shap_quad_init readies it */
+ * nq points and n_features features (from a 64-byte boundary); shap_quad_init readies it.
+ * In order: o, the stack, for interactions an edge's products per point and lane (aligned as
+ * the stack), z and 1 / f1 of each feature, and for interactions each feature's splits on
+ * the path so far and the path's distinct features. */
 static inline int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features,
                                       int64_t lanes)
 {
     const int64_t padded = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;
     return 8 * lanes * n_features + (depth + 2) * shap_level_bytes(nq, lanes)
-           + 8 * n_features * (1 + padded);
+           + 8 * n_features * (1 + padded) + 8 * padded * lanes
+           + 4 * n_features + 4 * (depth + 2);
 }
 
 /* every feature not split on yet: o = 1 in every lane, z = 1, 1 / f1(1) = 1 */
@@ -229,15 +261,19 @@ static inline void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t
                                   int64_t lanes)
 {
     double* o = (double*)work;
+    const int64_t padded = (nq + SHAP_R - 1) / SHAP_R * SHAP_R;
     double* zf = (double*)((char*)work + 8 * lanes * n_features
-                           + (depth + 2) * shap_level_bytes(nq, lanes));
+                           + (depth + 2) * shap_level_bytes(nq, lanes)) + padded * lanes;
     double* rf = zf + n_features;
     for (int64_t i = 0; i < lanes * n_features; ++i)
         o[i] = 1.0;
     for (int64_t i = 0; i < n_features; ++i)
         zf[i] = 1.0;
-    for (int64_t i = 0; i < n_features * ((nq + SHAP_R - 1) / SHAP_R * SHAP_R); ++i)
+    for (int64_t i = 0; i < n_features * padded; ++i)
         rf[i] = 1.0;
+    int32_t* seen = (int32_t*)(rf + n_features * padded);
+    for (int64_t i = 0; i < n_features; ++i)
+        seen[i] = 0;
 }
 
 /* dec: each node's decisions as doubles, R a node (lane r: 1.0 where row r goes left): blocks
@@ -260,7 +296,49 @@ typedef struct {                                                                
     double* rf;               /* [n_features][mq] 1 / f1(z) of each feature per point */     \
     int64_t level;            /* bytes of a level of the stack (shap_level_bytes(nq)) */     \
     int mq;                                                                                  \
+    /* interactions (phi2 NULL: none) */                                                     \
+    double* phi2;             /* [n_features][n_features][R], pairs of distinct features */  \
+    int64_t nf;                                                                              \
+    VT* pe;                   /* [mq][NH] the edge's subtree sums times its change of g */   \
+    int32_t* seen;            /* [n_features] splits on each feature on the path so far */   \
+    int32_t* pf;              /* the path's distinct features, npf of them */                \
+    int npf;                                                                                 \
 } NAME##_ctx;                                                                                \
+                                                                                             \
+/* interactions at an edge on feature f (pe: its subtree's sums times its change of g, per  \
+ * point and lane): with each other feature i on the path above, whose g there is         \
+ * g_i = o_i (1 - z_i) / f1(z_i) + (1 - o_i) g0, the pair gets half the sum of g_i pe over  \
+ * the points, once each way round (docs/contributions.md) */                                \
+ATTR                                                                                         \
+static void NAME##_pairs(NAME##_ctx* c, int32_t f, const VT* pe)                             \
+{                                                                                            \
+    const int nq = c->nq;                                                                    \
+    VT sg[NH];                                                                               \
+    for (int h = 0; h < NH; ++h) {                                                           \
+        VT acc = (VT){0};                                                                    \
+        for (int q = 0; q < nq; ++q)                                                         \
+            acc = acc + c->gq[q] * pe[q * NH + h];                                           \
+        sg[h] = acc;                                                                         \
+    }                                                                                        \
+    for (int m = 0; m < c->npf; ++m) {                                                       \
+        const int32_t i = c->pf[m];                                                          \
+        if (i == f)                                                                          \
+            continue;                                                                        \
+        const double* ri = c->rf + (int64_t)i * c->mq;                                       \
+        const double zi = 1.0 - c->zf[i];                                                    \
+        VT* a = (VT*)(c->phi2 + ((int64_t)i * c->nf + f) * (R));                             \
+        VT* b = (VT*)(c->phi2 + ((int64_t)f * c->nf + i) * (R));                             \
+        for (int h = 0; h < NH; ++h) {                                                       \
+            VT acc = (VT){0};                                                                \
+            for (int q = 0; q < nq; ++q)                                                     \
+                acc = acc + ri[q] * pe[q * NH + h];                                          \
+            const VT oi = c->of[(int64_t)i * NH + h];                                        \
+            const VT x = 0.5 * (oi * (zi * acc) + (1.0 - oi) * sg[h]);                       \
+            a[h] = a[h] + x;                                                                 \
+            b[h] = b[h] + x;                                                                 \
+        }                                                                                    \
+    }                                                                                        \
+}                                                                                            \
                                                                                              \
 ATTR                                                                                         \
 static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                                 \
@@ -341,7 +419,11 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
             c->zf[f] = ze;                                                                   \
             for (int q = 0; q < qv; ++q)                                                     \
                 rff[q] = r1e[q];                                                             \
+            if (c->phi2 != NULL && c->seen[f]++ == 0)                                        \
+                c->pf[c->npf++] = f;                                                         \
             NAME##_node(c, ch, next);                                                        \
+            if (c->phi2 != NULL && --c->seen[f] == 0)                                        \
+                c->npf--;                                                                    \
             for (int h = 0; h < NH; ++h)                                                     \
                 c->of[(int64_t)f * NH + h] = op[h];                                          \
             c->zf[f] = zo;                                                                   \
@@ -350,23 +432,28 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
             he = hc;                                                                         \
         }                                                                                    \
         VT* ph = (VT*)(c->phi + (int64_t)f * (R));                                        \
+        VT* pe = c->pe;                                                                      \
         for (int h = 0; h < NH; ++h) {                                                       \
             VT acc = (VT){0};                                                                \
             for (int q = 0; q < nq; ++q) {                                                   \
                 const VT d = op[h] * (oe[h] * d11[q] + not_oe[h] * d10[q]);                  \
-                acc = acc + he[q * NH + h] * d;                                              \
+                const VT hd = he[q * NH + h] * d;                                            \
+                pe[q * NH + h] = hd;                                                         \
+                acc = acc + hd;                                                              \
                 hout[q * NH + h] = hout[q * NH + h] + he[q * NH + h];                        \
             }                                                                                \
             ph[h] = ph[h] + acc;                                                             \
         }                                                                                    \
+        if (c->phi2 != NULL)                                                                 \
+            NAME##_pairs(c, f, pe);                                                          \
     }                                                                                        \
 }                                                                                            \
                                                                                              \
 ATTR                                                                                         \
 static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_value,     \
                  double scale, const double* dec, int nq, const double* tq,                 \
-                 const double* wq, const double* gq, double* phi, void* work,               \
-                 int64_t depth, int64_t mq, int64_t n_features)                             \
+                 const double* wq, const double* gq, double* phi, double* phi2,             \
+                 void* work, int64_t depth, int64_t mq, int64_t n_features)                 \
 {                                                                                            \
     NAME##_ctx c;                                                                            \
     if (p->K == 0)                                                                           \
@@ -384,9 +471,15 @@ static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_
     c.of = (VT*)work;                                                                        \
     c.level = shap_level_bytes(mq, R);                                                          \
     char* stack = (char*)work + 8 * (R) * n_features;                                     \
-    c.zf = (double*)(stack + (depth + 2) * c.level);                                         \
-    c.rf = c.zf + n_features;                                                                \
     c.mq = (int)((mq + SHAP_R - 1) / SHAP_R * SHAP_R);                                       \
+    c.pe = (VT*)(stack + (depth + 2) * c.level);                                             \
+    c.zf = (double*)c.pe + (int64_t)c.mq * (R);                                              \
+    c.rf = c.zf + n_features;                                                                \
+    c.phi2 = phi2;                                                                           \
+    c.nf = n_features;                                                                       \
+    c.seen = (int32_t*)(c.rf + n_features * c.mq);                                           \
+    c.pf = c.seen + n_features;                                                              \
+    c.npf = 0;                                                                               \
     for (int i = 0; i < nq * NH; ++i)                                                        \
         ((VT*)stack)[i] = (VT){0} + 1.0;        /* the root's C */                           \
     NAME##_node(&c, 0, stack);                                                               \
@@ -405,8 +498,8 @@ SHAP_QUAD_BLOCK(shap_quad_block_avx2, CPU_TARGET("avx2"), shap_v4, 2, 8)
 SHAP_QUAD_BLOCK(shap_quad_block_avx512, CPU_TARGET("avx512f"), shap_v8, 1, 8)
 #endif
 
-/* shap_quad_block for blocks of `lanes` rows (1 or SHAP_R; dec and phi so laid out) on the
- * widest path `isa` allows (the lanes' values are the same on each); work:
+/* shap_quad_block for blocks of `lanes` rows (1 or SHAP_R; dec, phi and phi2 so laid out;
+ * phi2 NULL for contributions alone) on the widest path `isa` allows (the lanes' values are the same on each); work:
  * shap_block_work(depth, mq, n_features, lanes) bytes readied by shap_quad_init, depth and mq
  * at least the tree's levels and points */
 static inline void shap_quad_block_isa(int isa, int lanes, const shap_prog* p,
@@ -414,29 +507,29 @@ static inline void shap_quad_block_isa(int isa, int lanes, const shap_prog* p,
                                        const double* leaf_value, double scale,
                                        const double* dec, int nq, const double* tq,
                                        const double* wq, const double* gq, double* phi,
-                                       void* work, int64_t depth, int64_t mq,
+                                       double* phi2, void* work, int64_t depth, int64_t mq,
                                        int64_t n_features)
 {
     if (lanes == 1) {
-        shap_quad_block_1(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work, depth,
-                          mq, n_features);
+        shap_quad_block_1(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, phi2, work,
+                          depth, mq, n_features);
         return;
     }
 #if CPU_HAVE_X86 && !CPU_NEON
     if (isa == CPU_ISA_AVX512) {
-        shap_quad_block_avx512(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work,
+        shap_quad_block_avx512(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, phi2, work,
                                depth, mq, n_features);
         return;
     }
     if (isa == CPU_ISA_AVX2) {
-        shap_quad_block_avx2(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work,
+        shap_quad_block_avx2(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, phi2, work,
                              depth, mq, n_features);
         return;
     }
 #endif
     (void)isa;
-    shap_quad_block_c(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work, depth, mq,
-                      n_features);
+    shap_quad_block_c(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, phi2, work,
+                      depth, mq, n_features);
 }
 
 #endif
