@@ -11,6 +11,12 @@ the model is named in the report.
 
     python -m benchmarks.contributions
     python -m benchmarks.contributions --shapes xgb-depth8-uniform-1000 --batch 1,100
+    python -m benchmarks.contributions --interactions --batch 1,8
+
+With ``--interactions``, SHAP interaction values against XGBoost's and oneDAL's
+``pred_interactions``, CatBoost's ``ShapInteractionValues`` and shap's and FastTreeSHAP's
+``shap_interaction_values`` (LightGBM has none of its own); the peers take seconds a row on
+these models, so a timed round is one call of each batch.
 
 Writes a Markdown table to ``results/contributions-*.md``: microseconds per row, ours against
 the fastest peer, the largest deviation of our values from the library's own (relative to the
@@ -50,41 +56,50 @@ def _numpy2_shim() -> None:
     np.obj2sctype = obj2sctype
 
 
-def peers(wl, n_threads: int) -> tuple[dict, dict, object]:
+def peers(wl, n_threads: int, inter: bool = False) -> tuple[dict, dict, object]:
     """The explainers that take this workload's model, name -> callable(X) (the source
-    library's own first), those that do not, name -> why, and the library's own model."""
+    library's own first), those that do not, name -> why, and the library's own model.
+    ``inter``: their interaction values instead."""
     out, missing = {}, {}
     kind = wl.source or ("xgboost" if str(wl.lgb_path).endswith(".json") else "lightgbm")
     native = None
     if kind == "lightgbm":
         import lightgbm as lgb
         native = lgb.Booster(model_file=str(wl.lgb_path))
-        out["LightGBM"] = lambda X: native.predict(X, pred_contrib=True, num_threads=n_threads)
+        if inter:
+            missing["LightGBM"] = "it has no interaction values"
+        else:
+            out["LightGBM"] = lambda X: native.predict(X, pred_contrib=True,
+                                                       num_threads=n_threads)
     elif kind == "xgboost":
         import xgboost as xgb
         native = xgb.Booster(model_file=str(wl.lgb_path))
         native.set_param({"nthread": n_threads})
+        key = "pred_interactions" if inter else "pred_contribs"
         out["XGBoost"] = lambda X: native.predict(xgb.DMatrix(X, nthread=n_threads),
-                                                  pred_contribs=True)
+                                                  **{key: True})
     else:
         import catboost as cb
         native = cb.CatBoost()
         native.load_model(str(Path(wl.lgb_path).with_suffix(".cbm")))
+        what = "ShapInteractionValues" if inter else "ShapValues"
         out["CatBoost"] = lambda X: native.get_feature_importance(
-            cb.Pool(X), type="ShapValues", thread_count=n_threads)
+            cb.Pool(X), type=what, thread_count=n_threads)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             import shap
             ex = shap.TreeExplainer(native)
-            out["shap"] = lambda X: ex.shap_values(X, check_additivity=False)
+            out["shap"] = (lambda X: ex.shap_interaction_values(X)) if inter else \
+                (lambda X: ex.shap_values(X, check_additivity=False))
         except Exception as e:
             missing["shap"] = f"{type(e).__name__}: {e}"[:120]
         try:
             _numpy2_shim()
             import fasttreeshap
             fx = fasttreeshap.TreeExplainer(native, algorithm="auto", n_jobs=n_threads)
-            out["FastTreeSHAP"] = lambda X: fx.shap_values(X, check_additivity=False)
+            out["FastTreeSHAP"] = (lambda X: fx.shap_interaction_values(X)) if inter else \
+                (lambda X: fx.shap_values(X, check_additivity=False))
         except Exception as e:
             missing["FastTreeSHAP"] = f"{type(e).__name__}: {e}"[:120]
         try:
@@ -92,7 +107,8 @@ def peers(wl, n_threads: int) -> tuple[dict, dict, object]:
                 raise RuntimeError("its model builders take LightGBM and XGBoost models")
             import daal4py as d4p
             mb = d4p.mb.convert_model(native)
-            out["oneDAL"] = lambda X: mb.predict(X, pred_contribs=True)
+            key = "pred_interactions" if inter else "pred_contribs"
+            out["oneDAL"] = lambda X: mb.predict(X, **{key: True})
         except Exception as e:
             missing["oneDAL"] = f"{type(e).__name__}: {e}"[:120]
     return out, missing, native
@@ -105,11 +121,12 @@ def _deviation(ours: np.ndarray, theirs: np.ndarray) -> float:
     return float((np.abs(ours - theirs) / scale).max())
 
 
-def run(shape: str, batches: list[int], repeat: int, min_rows: int, n_threads: int):
+def run(shape: str, batches: list[int], repeat: int, min_rows: int, n_threads: int,
+        inter: bool = False):
     import quickscorer
     wl = M.workload(shape, 2_000)
     model = quickscorer.load(wl.lgb_path)
-    found, missing, _ = peers(wl, n_threads)
+    found, missing, _ = peers(wl, n_threads, inter)
     rows = []
     for batch in batches:
         calls = max(1, min_rows // batch)
@@ -122,20 +139,27 @@ def run(shape: str, batches: list[int], repeat: int, min_rows: int, n_threads: i
                     fn(s)
                 return calls * batch
             return go
-        ours = each(lambda X: model.contributions(X, n_threads=n_threads))
+        ours = each(lambda X: model.contributions(X, n_threads=n_threads,
+                                                  interactions=inter))
         names = ["quickscorer"] + list(found)
         t = interleaved([ours] + [each(f) for f in found.values()], repeat)
         us = {n: 1e6 * tm.median for n, tm in zip(names, t)}
         check = slices[0]
-        mine = model.contributions(check)
+        mine = model.contributions(check, interactions=inter)
         native_name = next(iter(found))
-        dev = _deviation(mine, found[native_name](check))
+        theirs = np.asarray(found[native_name](check))
+        F = mine.shape[-1] - 1
+        if inter and (wl.source == "catboost" or theirs.shape[-1] == F):
+            # CatBoost spreads the bias over its row and column, and shap leaves it out:
+            # the features' block only
+            mine, theirs = mine[..., :F, :F], theirs[..., :F, :F]
+        dev = _deviation(mine, theirs)
         rows.append((batch, us, dev))
     two = None
     if n_threads == 1 and (os.cpu_count() or 1) >= 2:
-        X = np.ascontiguousarray(wl.X[:max(400, batches[-1])])
-        t = interleaved([lambda: (model.contributions(X, n_threads=1), X.shape[0])[1],
-                         lambda: (model.contributions(X, n_threads=2), X.shape[0])[1]], repeat)
+        X = np.ascontiguousarray(wl.X[:max(64 if inter else 400, batches[-1])])
+        t = interleaved([lambda k=k: (model.contributions(X, n_threads=k, interactions=inter),
+                                      X.shape[0])[1] for k in (1, 2)], repeat)
         two = t[0].median / t[1].median
     model.predict(wl.X[:1])
     model.predict(wl.X[:1000])
@@ -152,10 +176,15 @@ def main(argv=None) -> int:
     ap.add_argument("--min-rows", type=int, default=200,
                     help="rows a timed round explains (calls of a batch repeated)")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--interactions", action="store_true",
+                    help="interaction values rather than contributions")
     args = ap.parse_args(argv)
+    if args.interactions and "--min-rows" not in " ".join(argv or sys.argv[1:]):
+        args.min_rows = 1
     batches = [int(b) for b in args.batch.split(",")]
     stamp = _dt.datetime.now()
-    lines = [f"# Contributions, {stamp:%Y-%m-%d %H:%M}", "",
+    title = "Interaction values" if args.interactions else "Contributions"
+    lines = [f"# {title}, {stamp:%Y-%m-%d %H:%M}", "",
              f"Machine: {machine()}; {M.cpu_flags()}.", "",
              f"`python -m benchmarks.contributions {' '.join(argv or sys.argv[1:])}`", "",
              "| model | rows a call | ours, us/row | fastest peer, us/row | ours vs it | "
@@ -164,7 +193,8 @@ def main(argv=None) -> int:
     notes = []
     for shape in args.shapes.split(","):
         wl, rows, missing, two, mem, scoring, ens = run(shape, batches, args.repeat,
-                                                         args.min_rows, args.threads)
+                                                         args.min_rows, args.threads,
+                                                         args.interactions)
         for batch, us, dev in rows:
             peer = min((v, k) for k, v in us.items() if k != "quickscorer")
             ratio = peer[0] / us["quickscorer"]
@@ -177,7 +207,8 @@ def main(argv=None) -> int:
         for k, why in missing.items():
             notes.append(f"- {wl.name}: {k} left out ({why}).")
     lines += [""] + notes
-    out = HERE / "results" / f"contributions-{stamp:%Y%m%d-%H%M%S}.md"
+    kind = "interactions" if args.interactions else "contributions"
+    out = HERE / "results" / f"{kind}-{stamp:%Y%m%d-%H%M%S}.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")

@@ -144,13 +144,30 @@ def used_features(model: Model) -> np.ndarray:
     return model.ensemble.inputs_read()
 
 
+def _contribution_columns(model: Model) -> list[str]:
+    """The output columns of the contributions, in the order Model.contributions gives them
+    (each output's features, then its bias): ``contrib_<feature>`` and ``contrib_bias``, with
+    the output's number after ``contrib_`` for several outputs. Features without names are
+    ``f0``, ``f1``, ... (XGBoost's names for them)."""
+    names = list(model.feature_names or [f"f{i}" for i in range(model.n_features)])
+    columns = []
+    for k in range(model.n_outputs):
+        prefix = "contrib_" if model.n_outputs == 1 else f"contrib_{k}_"
+        columns += [prefix + n for n in names] + [prefix + "bias"]
+    if len(set(columns)) != len(columns):
+        raise InputError("the model's feature names repeat: contributions need a column "
+                         "each")
+    return columns
+
+
 def score_file(model: Model, source, output=None, *, format: str | None = None,
                output_format: str | None = None, header: bool | None = None,
                raw_score: bool = False, leaf: bool = False, algorithm: str | None = None,
                n_threads: int | None = 1, label_column=None, query_column=None,
                keep=(), drop=(), input_header: str = "auto", rank: bool = False,
                top: int | None = None, on_error: str = "raise",
-               chunk_rows: int | None = None, progress: bool | None = None) -> Summary:
+               chunk_rows: int | None = None, progress: bool | None = None,
+               contrib: bool = False) -> Summary:
     """Score every row of ``source`` and write the results to ``output`` (None: standard
     output), chunk by chunk.
 
@@ -158,7 +175,10 @@ def score_file(model: Model, source, output=None, *, format: str | None = None,
     :class:`~quickscorer.inputs.readers.ReadOptions` read them; outputs as
     :func:`quickscorer.outputs.open_output` writes them. The columns written: the kept ones
     (in the order given), then ``score`` (``score_0`` ... for several outputs; ``leaf_0`` ...
-    with ``leaf``), then ``rank`` with ``rank``. ``rank`` / ``top`` need a query column
+    with ``leaf``), then with ``contrib`` each row's SHAP contributions
+    (:meth:`~quickscorer.Model.contributions`: ``contrib_<feature>`` per feature by the
+    model's names, then ``contrib_bias``; ``contrib_<output>_<feature>`` for several outputs),
+    then ``rank`` with ``rank``. ``rank`` / ``top`` need a query column
     (LibSVM's ``qid:``, or ``query_column``): ``rank`` is each row's rank within its query
     (1 the best score), ``top=K`` keeps each query's best K rows, best first. ``progress``:
     a bar on standard error (default: where it is a terminal).
@@ -174,6 +194,9 @@ def score_file(model: Model, source, output=None, *, format: str | None = None,
     if keep and _output_format(output, output_format) == "npy":
         raise InputError("an .npy output holds numbers only (scores, ranks, leaves); write "
                          "kept columns to CSV or Parquet")
+    if contrib and leaf:
+        raise InputError("contributions explain scores: ask for them without leaves")
+    contrib_names = _contribution_columns(model) if contrib else None
     if ranking:
         if leaf or model.n_outputs != 1:
             raise InputError("ranking needs one score per row (not leaves, not several "
@@ -236,6 +259,11 @@ def score_file(model: Model, source, output=None, *, format: str | None = None,
                 else:
                     for j in range(out.shape[1]):
                         table[f"score_{j}"] = out[:, j]
+                if contrib_names is not None:
+                    values = model.contributions(item.X, n_threads=n_threads)
+                    values = values.reshape(values.shape[0], -1)
+                    for j, name in enumerate(contrib_names):
+                        table[name] = values[:, j]
             summary.rows += len(item)
             if ranker is not None:
                 table = ranker.feed(table, item.query, item.first_row)

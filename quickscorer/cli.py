@@ -56,7 +56,8 @@ def _job_options(args) -> dict:
                 n_threads=args.threads, label_column=_column(args.label_column),
                 query_column=_column(args.query_column), keep=_columns(args.keep),
                 drop=_columns(args.drop), input_header=args.input_header, rank=args.rank,
-                top=args.top, on_error=args.on_error, chunk_rows=args.chunk_rows)
+                top=args.top, on_error=args.on_error, chunk_rows=args.chunk_rows,
+                contrib=args.contrib)
 
 
 def _inputs(data: list[str]) -> list[str]:
@@ -214,6 +215,9 @@ def main(argv=None) -> int:
                    help="output format (default: by the output's suffix; TSV otherwise)")
     p.add_argument("--raw", action="store_true", help="raw scores (margins)")
     p.add_argument("--leaf", action="store_true", help="exit leaf ids (the library's own ids)")
+    p.add_argument("--contrib", action="store_true",
+                   help="also each row's SHAP contributions: a column per feature, named "
+                        "contrib_<feature>, then contrib_bias")
     p.add_argument("--algorithm", default=None, help=f"one of {registry.available()}")
     p.add_argument("--threads", type=int, default=1, help="scoring threads (0: all cores); "
                                                           "reading runs on one more")

@@ -1,6 +1,7 @@
 """The public scoring object: a loaded model, scored through its kernel plan."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -242,6 +243,36 @@ class Model:
             raw = raw / float(e.n_iterations)
         return shaped(e, raw, interactions)
 
+    def explain(self, X, *, method: str = "quadrature", n_threads: int | None = 1,
+                start_iteration: int = 0, num_iteration: int | None = None,
+                iteration_range: tuple[int, int] | None = None):
+        """The rows' contributions as a ``shap.Explanation``, for shap's plots
+        (``shap.plots.waterfall(model.explain(X)[0])``, ``beeswarm``, ``bar``): ``values``
+        (n_rows, n_features), or (n_rows, n_features, n_outputs) for several outputs;
+        ``base_values`` the bias; ``data`` the rows; the model's feature names.
+        Needs shap (``pip install 'quickscorer[explain]'``); arguments as for
+        :meth:`contributions`."""
+        try:
+            import shap
+        except ImportError as exc:
+            raise ImportError("Model.explain returns a shap.Explanation and needs shap: "
+                              "pip install 'quickscorer[explain]'") from exc
+        rows = as_inputs(self.ensemble, X)
+        c = self.contributions(rows, method=method, n_threads=n_threads,
+                               start_iteration=start_iteration, num_iteration=num_iteration,
+                               iteration_range=iteration_range)
+        e = self.ensemble
+        F, K = e.n_features, e.n_outputs
+        c = np.asarray(c, np.float64).reshape(rows.shape[0], K, F + 1)
+        values, base = c[:, :, :F], c[:, :, F]
+        if K == 1:
+            values, base = values[:, 0, :], base[:, 0]
+        else:
+            values = np.moveaxis(values, 1, 2)
+        names = list(self.feature_names or [f"f{i}" for i in range(F)])
+        return shap.Explanation(values=values, base_values=base,
+                                data=np.asarray(rows, np.float64), feature_names=names)
+
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
                 n_threads: int | None = 1, start_iteration: int = 0,
                 num_iteration: int | None = None,
@@ -303,7 +334,7 @@ class Model:
 
     def rank(self, X, group=None, *, qid=None, top_k: int | None = None,
              raw_score: bool = False, algorithm: str | None = None,
-             n_threads: int | None = 1) -> Ranking:
+             n_threads: int | None = 1, contributions: bool = False) -> Ranking:
         """Rank the rows of ``X`` within their queries by score, best first.
 
         All queries are scored in one call of the kernel, then each is ordered on its own.
@@ -321,6 +352,9 @@ class Model:
             Keep each query's ``top_k`` best rows in ``order`` (``rank`` covers every row).
         raw_score, algorithm, n_threads
             As for :meth:`predict`; the order is the same with or without ``raw_score``.
+        contributions : bool
+            Also explain the ranked rows (each query's ``top_k`` where given):
+            ``ranking.explanation(row)`` and ``ranking.why(a, b)``.
 
         Returns
         -------
@@ -334,7 +368,13 @@ class Model:
                              f"{self.n_outputs} (score it with predict)")
         scores = self.predict(X, raw_score, algorithm=algorithm, n_threads=n_threads)
         starts = query_starts(scores.shape[0], group, qid)
-        return rank_scores(scores, starts, top_k)
+        r = rank_scores(scores, starts, top_k)
+        if not contributions:
+            return r
+        rows = as_inputs(self.ensemble, X)[r.order]
+        return dataclasses.replace(r, contributions=self.contributions(rows,
+                                                                       n_threads=n_threads),
+                                   feature_names=tuple(self.feature_names or ()) or None)
 
     def _transformed(self, raw: np.ndarray) -> np.ndarray:
         """The outputs of raw scores (rows x outputs): transform, averaging, one output as 1-D."""

@@ -63,6 +63,10 @@ class Ranking:
     best where a ``top_k`` was given); ``rank[i]`` is row ``i``'s place in its query (1 =
     best, every row, whatever ``top_k``); ``scores[i]`` its score. Equal scores keep their
     input order and a NaN score ranks last.
+
+    With ``rank(..., contributions=True)``, ``contributions[j]`` are the SHAP contributions
+    of row ``order[j]`` (one per feature, then the bias: they add up to its raw score), and
+    :meth:`why` says which features put one document above another.
     """
 
     scores: np.ndarray    # (n_rows,) the model's output for each row
@@ -70,6 +74,9 @@ class Ranking:
     order: np.ndarray     # int64 row indices, query by query, best first
     offsets: np.ndarray   # (n_queries + 1,) int64: query q's entries of ``order``
     starts: np.ndarray    # (n_queries,) int64: the first row of each query
+    #: (len(order), n_features + 1) where asked: the contributions of the rows of ``order``
+    contributions: np.ndarray | None = None
+    feature_names: tuple | None = None
 
     @property
     def n_queries(self) -> int:
@@ -88,6 +95,34 @@ class Ranking:
     def __iter__(self):
         for q in range(self.n_queries):
             yield self.order[self.offsets[q]:self.offsets[q + 1]]
+
+    def explanation(self, row: int) -> np.ndarray:
+        """The SHAP contributions of ``row`` (an input row among those ranked in ``order``):
+        one per feature, then the bias."""
+        return self.contributions[self._entry(row)]
+
+    def why(self, a: int, b: int, top: int | None = 10) -> list[tuple[str, float]]:
+        """Why row ``a`` scores above (or below) row ``b``: each feature's share of the
+        difference of their raw scores, ``(name, contribution of a - contribution of b)``,
+        largest first by size (the ``top`` largest; None: every feature that differs). The
+        shares add up to the difference: the bias is the same for both."""
+        d = (self.explanation(a).astype(np.float64)
+             - self.explanation(b).astype(np.float64))[:-1]
+        names = self.feature_names or tuple(f"f{i}" for i in range(d.shape[0]))
+        keep = np.flatnonzero(d != 0)
+        keep = keep[np.argsort(-np.abs(d[keep]), kind="stable")]
+        if top is not None:
+            keep = keep[:top]
+        return [(str(names[i]), float(d[i])) for i in keep]
+
+    def _entry(self, row: int) -> int:
+        if self.contributions is None:
+            raise InputError("this ranking has no contributions: rank with "
+                             "contributions=True")
+        at = np.flatnonzero(self.order == row)
+        if at.shape[0] == 0:
+            raise InputError(f"row {row} is not among the ranked rows (those top_k kept)")
+        return int(at[0])
 
 
 def rank_scores(scores: np.ndarray, starts: np.ndarray, top_k: int | None = None) -> Ranking:

@@ -9,9 +9,10 @@ Every file :func:`quickscorer.load` reads is a model URI. A request carries the 
 one FP32/FP64 tensor ``[rows, features]`` (NumPy codec), or one tensor per feature column
 with ``content_type: "pd"`` (pandas codec, columns by the model's feature names). Optional:
 an input ``qid`` (a query id per row) or ``group`` (query sizes) ranks each query's rows;
-request parameters ``top_k``, ``raw_score``, ``leaf`` and ``rank``. Outputs: ``predict``
-(what :meth:`quickscorer.Model.predict` returns), and where asked ``rank`` (1 = best within
-the query), ``order`` with ``offsets`` (each query's rows, best first) and ``leaf``.
+request parameters ``top_k``, ``raw_score``, ``leaf``, ``rank`` and ``contrib``. Outputs:
+``predict`` (what :meth:`quickscorer.Model.predict` returns), and where asked ``rank`` (1 =
+best within the query), ``order`` with ``offsets`` (each query's rows, best first), ``leaf``
+and ``contrib`` (each row's SHAP contributions, :meth:`quickscorer.Model.contributions`).
 
 A bad request (wrong width, a tensor of strings, a malformed tensor, NaN in a feature that
 the model reads without missing-value handling) is a 400 response naming the problem; the
@@ -33,7 +34,7 @@ except ImportError as exc:          # the optional dependency, named in the erro
     raise ImportError("quickscorer.serving needs MLServer: pip install 'quickscorer[serve]'"
                       ) from exc
 
-from .errors import InputError
+from .errors import InputError, ModelFormatError
 from .inputs import _rowparse
 from .inputs.arrays import as_inputs, category_number
 from .ir.ensemble import MISSING_NONE
@@ -56,7 +57,8 @@ DATATYPES = {np.dtype(np.float64): "FP64", np.dtype(np.float32): "FP32",
 
 #: request parameters the runtime reads; a request with others is refused (a typo would
 #: otherwise be ignored silently)
-REQUEST_PARAMETERS = {"top_k", "raw_score", "leaf", "rank", "content_type", "headers"}
+REQUEST_PARAMETERS = {"top_k", "raw_score", "leaf", "rank", "contrib", "content_type",
+                      "headers"}
 
 
 def _release_freed_heap() -> None:
@@ -95,22 +97,24 @@ class QuickScorerRuntime(MLModel):
     """Scores V2 inference requests with a quickscorer model (see the module's text).
 
     Settings (``parameters.extra`` of ``model-settings.json``): ``threads`` (threads per
-    request, default 1), ``raw_score`` and ``leaf`` (defaults for the request parameters of
-    those names), ``reject_nan`` (default true: NaN in a feature that the model compares
-    without missing-value handling is an error rather than LightGBM's reading of it as 0.0).
+    request, default 1), ``raw_score``, ``leaf`` and ``contrib`` (defaults for the request
+    parameters of those names), ``reject_nan`` (default true: NaN in a feature that the model
+    compares without missing-value handling is an error rather than LightGBM's reading of it
+    as 0.0).
     """
 
     async def load(self) -> bool:
         uri = await get_model_uri(self._settings, wellknown_filenames=WELL_KNOWN_FILES)
         extra = (self._settings.parameters.extra or {}) if self._settings.parameters else {}
-        unknown = set(extra) - {"threads", "raw_score", "leaf", "reject_nan"}
+        unknown = set(extra) - {"threads", "raw_score", "leaf", "contrib", "reject_nan"}
         if unknown:
             raise InferenceError(f"model {self.name}: unknown parameters.extra "
                                  f"{sorted(unknown)} (known: threads, raw_score, leaf, "
-                                 f"reject_nan)")
+                                 f"contrib, reject_nan)")
         self._threads = int(extra.get("threads", 1))
         self._raw_score = _flag(extra.get("raw_score", False), "raw_score")
         self._leaf = _flag(extra.get("leaf", False), "leaf")
+        self._contrib = _flag(extra.get("contrib", False), "contrib")
         reject_nan = _flag(extra.get("reject_nan", True), "reject_nan")
         self._model = load(uri)
         self._n_features = self._model.n_features
@@ -162,9 +166,11 @@ class QuickScorerRuntime(MLModel):
                 f"model {self.name}: request parameters {asked} are not taken with adaptive "
                 "batching on (max_batch_size "
                 f"{self._settings.max_batch_size}): it joins requests and keeps one set of "
-                f"parameters for all; set raw_score and leaf in the model's parameters.extra")
+                f"parameters for all; set raw_score, leaf and contrib in the model's "
+                "parameters.extra")
         raw = _flag(params.get("raw_score", self._raw_score), "raw_score")
         leaf = _flag(params.get("leaf", self._leaf), "leaf")
+        contrib = _flag(params.get("contrib", self._contrib), "contrib")
         top_k = params.get("top_k")
         ranking = (qid is not None or group is not None or top_k is not None
                    or _flag(params.get("rank", False), "rank"))
@@ -193,6 +199,12 @@ class QuickScorerRuntime(MLModel):
         if leaf:
             outputs.append(_output("leaf", self._model.predict_leaf(X,
                                                                     n_threads=self._threads)))
+        if contrib:
+            try:
+                values = self._model.contributions(X, n_threads=self._threads)
+            except ModelFormatError as exc:
+                raise InferenceError(f"model {self.name}: no contributions: {exc}") from None
+            outputs.append(_output("contrib", values))
         if payload.outputs:
             wanted = [o.name for o in payload.outputs]
             have = {o.name: o for o in outputs}
@@ -211,7 +223,8 @@ class QuickScorerRuntime(MLModel):
         unknown = set(params) - REQUEST_PARAMETERS
         if unknown:
             raise InferenceError(f"model {self.name}: unknown request parameters "
-                                 f"{sorted(unknown)} (known: top_k, raw_score, leaf, rank)")
+                                 f"{sorted(unknown)} (known: top_k, raw_score, leaf, rank, "
+                                 f"contrib)")
         return params
 
     def _decode(self, payload: types.InferenceRequest):

@@ -69,6 +69,24 @@ def test_score_leaf_ids(demo, tmp_path):
     np.testing.assert_array_equal(np.loadtxt(out, dtype=np.int64), want)
 
 
+def test_score_with_contributions_names_a_column_per_feature(demo, tmp_path):
+    model_path, X, _ = demo
+    model = quickscorer.load(model_path)
+    np.save(tmp_path / "x.npy", X[:30])
+    out = tmp_path / "scores.csv"
+    assert main(["score", model_path, str(tmp_path / "x.npy"), "--contrib", "-o", str(out),
+                 "--chunk-rows", "7", "-q"]) == 0
+    header = out.read_text().splitlines()[0].split(",")
+    names = list(model.feature_names)
+    assert header == ["score"] + [f"contrib_{n}" for n in names] + ["contrib_bias"]
+    table = np.loadtxt(out, delimiter=",", skiprows=1)
+    np.testing.assert_allclose(table[:, 0], model.predict(X[:30]), rtol=1e-15)
+    np.testing.assert_allclose(table[:, 1:], model.contributions(X[:30]), rtol=1e-15)
+    # each row's contributions add up to its score (a ranking model's raw score)
+    np.testing.assert_allclose(table[:, 1:].sum(axis=1), table[:, 0], rtol=1e-9, atol=1e-9)
+    assert main(["score", model_path, str(tmp_path / "x.npy"), "--contrib", "--leaf"]) == 2
+
+
 def test_errors_are_reported_not_raised(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_text("tree\nversion=v4\nnum_class=1\n")

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from quickscorer import Model
 from quickscorer.errors import InputError, ModelFormatError
+from quickscorer.importers.lightgbm import load_lightgbm
 from quickscorer.ir import Ensemble, reference
 
 #: the libraries' x86-64 wheels round as our recursion does; their aarch64 wheels fuse some
@@ -238,3 +239,49 @@ def test_interactions_too_big_for_memory_are_refused_before_allocating():
                                                    n_features=5000, max_leaves=4)))
     with pytest.raises(InputError, match="half the memory available"):
         wide.contributions(np.zeros((10**6, 5000), np.float32)[:, :], interactions=True)
+
+
+# -- where users meet them: rankings, shap's Explanation ---------------------------------------
+def test_a_ranking_explains_its_rows_and_why_one_outranks_another():
+    lgb = pytest.importorskip("lightgbm")
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(400, 5))
+    y = np.clip(np.round(X[:, 0] + X[:, 1] * X[:, 2] + 1), 0, 3)
+    booster = lgb.train({"objective": "lambdarank", "verbose": -1, "num_leaves": 15,
+                         "min_data_in_leaf": 5}, lgb.Dataset(X, y, group=[20] * 20), 20)
+    model = Model(load_lightgbm(booster))
+    X = X[:30]
+    r = model.rank(X, group=[12, 18], top_k=4, contributions=True)
+    assert r.contributions.shape == (r.order.shape[0], 6) == (8, 6)
+    raw = model.predict(X, raw_score=True)
+    for row in r.order:
+        np.testing.assert_array_equal(r.explanation(row), model.contributions(X[row])[0])
+    a, b = r.query(1)[:2]
+    shares = r.why(a, b, top=None)
+    assert [abs(v) for _, v in shares] == sorted((abs(v) for _, v in shares), reverse=True)
+    assert sum(v for _, v in shares) == pytest.approx(raw[a] - raw[b], rel=1e-12, abs=1e-12)
+    assert len(r.why(a, b, top=2)) == min(2, len(shares))
+    assert {n for n, _ in shares} <= {f"Column_{i}" for i in range(5)}
+    dropped = next(i for i in range(30) if i not in set(r.order.tolist()))
+    with pytest.raises(InputError, match=f"row {dropped} is not among the ranked rows"):
+        r.why(dropped, a)
+    with pytest.raises(InputError, match="contributions=True"):
+        model.rank(X, group=[12, 18]).explanation(0)
+
+
+def test_explain_gives_shaps_explanation_for_its_plots():
+    shap = pytest.importorskip("shap", reason="the explain extra installs shap")
+    model, X = _model(seed=8)
+    e = model.explain(X[:10])
+    assert isinstance(e, shap.Explanation) and e.values.shape == (10, 5)
+    c = model.contributions(X[:10])
+    np.testing.assert_array_equal(e.values, c[:, :-1])
+    np.testing.assert_array_equal(e.base_values, c[:, -1])
+    np.testing.assert_array_equal(e.data, X[:10])
+    rng = np.random.default_rng(2)
+    multi = Model(_with_covers(rng, random_ensemble(rng, "xgboost", n_trees=6, n_outputs=3)))
+    e = multi.explain(X[:4])
+    assert e.values.shape == (4, 5, 3) and e.base_values.shape == (4, 3)
+    c = multi.contributions(X[:4]).astype(np.float64)
+    np.testing.assert_array_equal(e.values, np.moveaxis(c[:, :, :-1], 1, 2))
+    assert e.feature_names == [f"f{i}" for i in range(5)]

@@ -372,6 +372,36 @@ def test_raw_score_and_leaf_outputs(server, data):
     assert [o["name"] for o in res["outputs"]] == ["leaf"]
 
 
+def test_contributions_output(server, data):
+    """contrib: each row's SHAP contributions, LightGBM's pred_contrib and XGBoost's
+    pred_contribs (to the quadrature's last bits); refused by name for a model without
+    them (CatBoost's CTR features)."""
+    X = data[1][:12]
+    code, res = server.infer("nanmodel", {"inputs": [tensor("x", X)],
+                                          "parameters": {"contrib": True}})
+    assert code == 200, res
+    got, meta = output(res, "contrib")
+    want = server.boosters["nanmodel"].predict(X, pred_contrib=True)
+    assert meta["shape"] == list(want.shape)
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=0, atol=1e-12)
+    code, res = server.infer("xgb", {"inputs": [tensor("x", X)],
+                                     "parameters": {"contrib": True}})
+    assert code == 200, res
+    got, meta = output(res, "contrib")
+    want = server.boosters["xgb"].predict(xgb.DMatrix(X), pred_contribs=True)
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=0, atol=2e-6)
+    if "cbctr" in server.boosters:
+        frame = _catboost_frame(np.random.default_rng(3), 4)
+        body = {"parameters": {"content_type": "pd", "contrib": True},
+                "inputs": [{"name": "id", "shape": [4], "datatype": "INT64",
+                            "data": frame["id"].tolist()},
+                           {"name": "colour", "shape": [4], "datatype": "BYTES",
+                            "data": frame["colour"].tolist()},
+                           tensor("a", frame["a"].to_numpy())]}
+        code, res = server.infer("cbctr", body)
+        assert code == 400 and "no contributions" in res["error"] and "CTR" in res["error"]
+
+
 @pytest.mark.parametrize("body, message", [
     ({"inputs": [tensor("x", np.zeros((2, N_FEATURES - 1)))]},
      f"has {N_FEATURES - 1} features per row, the model expects {N_FEATURES}"),
