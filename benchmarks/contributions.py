@@ -127,6 +127,17 @@ def run(shape: str, batches: list[int], repeat: int, min_rows: int, n_threads: i
     wl = M.workload(shape, 2_000)
     model = quickscorer.load(wl.lgb_path)
     found, missing, _ = peers(wl, n_threads, inter)
+    probe = np.ascontiguousarray(wl.X[:1])
+    for name in list(found):
+        if name == next(iter(found)):
+            continue                 # the source library's own: its failure is the run's
+        try:                         # a peer that takes the model but fails on it is named
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                found[name](probe)
+        except Exception as e:
+            missing[name] = f"{type(e).__name__}: {e}"[:120]
+            del found[name]
     rows = []
     for batch in batches:
         calls = max(1, min_rows // batch)

@@ -285,3 +285,30 @@ def test_explain_gives_shaps_explanation_for_its_plots():
     c = multi.contributions(X[:4]).astype(np.float64)
     np.testing.assert_array_equal(e.values, np.moveaxis(c[:, :, :-1], 1, 2))
     assert e.feature_names == [f"f{i}" for i in range(5)]
+
+
+def test_a_row_alone_takes_the_same_values_on_paths_of_many_features(monkeypatch):
+    """A lone row's walk takes the points four, eight or any number at a time, by the tree's
+    most distinct features on a path: each the block's values, and the recursion's."""
+    from quickscorer.algorithms import cpu
+    rng = np.random.default_rng(21)
+    trees = [random_ensemble(rng, "lightgbm", n_trees=4, n_features=60, max_leaves=m,
+                             p_categorical=0.1).trees for m in (30, 300, 1500)]
+    ens = random_ensemble(rng, "lightgbm", n_trees=1, n_features=60)
+    ens = _with_covers(rng, Ensemble(trees=tuple(t for ts in trees for t in ts),
+                                     tree_group=np.zeros(12, np.int64),
+                                     n_outputs=1, n_features=60, family="lightgbm",
+                                     base_score=ens.base_score))
+    model = Model(ens)
+    model.contributions(np.zeros((1, 60)))
+    nq = model._explainer._layout[1]["tree_nq"]
+    assert nq.min() <= 4 and ((nq > 4) & (nq <= 8)).any() and nq.max() > 8
+    X = special_rows(rng, 11, 60)
+    together = model.contributions(X)
+    _assert_close_to(together, model.contributions(X, method="treeshap"), 1e-12, "recursion")
+    for isa in cpu.available_isas():
+        monkeypatch.setenv("QUICKSCORER_ISA", isa)
+        for i in (0, 5, 10):
+            np.testing.assert_array_equal(model.contributions(X[i:i + 1]), together[i:i + 1],
+                                          err_msg=isa)
+        np.testing.assert_array_equal(model.contributions(X[3:5]), together[3:5], err_msg=isa)

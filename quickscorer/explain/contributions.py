@@ -286,9 +286,9 @@ def check_interaction_memory(n_rows: int, n_outputs: int, n_features: int, n_thr
     (n_rows, n_outputs, (n_features + 1)^2), and each thread's sums."""
     F1 = n_features + 1
     out = 8 * n_rows * n_outputs * F1 * F1
-    per_thread = 8 * n_outputs * n_features * n_features * min(
-        _shap.LANES, max(1, _shap.INTERACTION_BLOCK_BYTES
-                         // max(1, 8 * n_outputs * n_features * n_features)))
+    pairs = 8 * n_outputs * n_features * n_features      # a lane's pair sums
+    per_thread = pairs * (_shap.LANES if pairs * _shap.LANES <= _shap.INTERACTION_BLOCK_BYTES
+                          else 1)
     need = out + n_threads * per_thread
     limit = memory_available() // 2 if max_bytes is None else int(max_bytes)
     if need > limit:

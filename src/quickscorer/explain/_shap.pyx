@@ -49,6 +49,12 @@ cdef extern from "quickscorer/explain/treeshap.h" nogil:
     int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features, int64_t lanes)
     void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t n_features,
                         int64_t lanes)
+    int64_t shap_row_work(int64_t depth, int64_t nq, int64_t n_features)
+    void shap_row_init(void* work, int64_t depth, int64_t nq, int64_t n_features)
+    int shap_quad_row_isa(int isa, const shap_prog* p, const int32_t* feature,
+                          const double* leaf_value, double scale, const double* dec, int nq,
+                          const double* tq, const double* wq, const double* gq, double* phi,
+                          void* work, int64_t depth, int64_t mq, int64_t n_features)
     void shap_quad_block_isa(int isa, int lanes, const shap_prog* p, const int32_t* feature,
                              const double* leaf_value, double scale, const double* dec,
                              int nq, const double* tq, const double* wq, const double* gq,
@@ -215,7 +221,9 @@ cdef class ShapLayout:
         roff = a["rinv_offset"]
         if roff.shape[0] != n_trees + 1 or (n_trees and (
                 not np.array_equal(np.diff(roff), 2 * np.diff(poff) * a["tree_nq"])
-                or int(roff[0]) != 0 or int(roff[n_trees]) != a["prog_rinv"].shape[0])):
+                or int(roff[0]) != 0
+                or int(roff[n_trees]) + 4 * ((int(a["tree_nq"].max()) + 3) // 4)
+                != a["prog_rinv"].shape[0])):
             raise ValueError("shap layout: rinv_offset does not match the programs and points")
         v.rinv_offset = <const int64_t*>array_data(roff, np.int64, "shap", "rinv_offset")
         v.prog_rinv = <const double*>array_data(a["prog_rinv"], np.float64, "shap",
@@ -338,6 +346,7 @@ cdef class ShapLayout:
             shap_quad_init(base + k * per + of.work, v.max_depth, v.max_nq, v.n_features,
                            SHAP_R)
             shap_quad_init(base + k * per + of.work1, v.max_depth, v.max_nq, v.n_features, 1)
+            shap_row_init(base + k * per + of.work_row, v.max_depth, v.max_nq, v.n_features)
         with nogil, parallel(num_threads=n_threads):
             mem = base + threadid() * per
             if method == CLASSIC:
@@ -360,6 +369,10 @@ cdef class ShapLayout:
 cdef enum:
     # the most bytes a block's interaction sums may take before rows go one at a time
     PAIR_BLOCK_BYTES = 64 << 20
+    # the most rows of a block that take one walk each rather than the block's: a lone row
+    # costs about a third of an eight-lane block on AMD Zen 3 with AVX2
+    # (python -m benchmarks.contributions --batch 1,2,3,8)
+    ROW_WALKS = 2
 
 INTERACTION_BLOCK_BYTES = PAIR_BLOCK_BYTES
 
@@ -369,7 +382,8 @@ cdef struct Offsets:
     int64_t tmp        # float32 [n_features + 1]: one tree's contributions (XGBoost's order)
     int64_t phi        # float64 [n_outputs][n_features][SHAP_R]: a block's sums
     int64_t work       # shap_block_work(.., SHAP_R): the quadrature's for blocks of rows
-    int64_t work1      # shap_block_work(.., 1): for a row alone
+    int64_t work1      # shap_block_work(.., 1): for a row alone (interactions)
+    int64_t work_row   # shap_row_work: for a row alone (contributions)
     # interactions only (else empty)
     int64_t phi2       # float64 [n_outputs][n_features][n_features][block]: pairs' sums
     int64_t diag       # [n_outputs][n_features + 1]: the row's contributions (recursion)
@@ -398,7 +412,8 @@ cdef void offsets(const ShapView* v, Offsets* o, bint interactions) noexcept nog
     o.phi = o.tmp + _al(4 * (F + 1))
     o.work = o.phi + _al(8 * K * F * SHAP_R)
     o.work1 = o.work + _al(shap_block_work(v.max_depth, v.max_nq, F, SHAP_R))
-    o.phi2 = o.work1 + _al(shap_block_work(v.max_depth, v.max_nq, F, 1))
+    o.work_row = o.work1 + _al(shap_block_work(v.max_depth, v.max_nq, F, 1))
+    o.phi2 = o.work_row + _al(shap_row_work(v.max_depth, v.max_nq, F))
     o.block = SHAP_R
     if not interactions:
         pairs = 0
@@ -517,6 +532,12 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
     cdef int64_t F = v.n_features, F1 = v.n_features + 1, t, k, r, g, n0, l0, p0
     cdef Py_ssize_t lanes = min(most, X.shape[0] - i0)
     cdef int R = 1 if lanes == 1 else SHAP_R
+    if 1 < lanes <= ROW_WALKS and not inter:
+        # a row's walk costs less than a block's for a block of few rows (its values are
+        # the same either way)
+        for r in range(lanes):
+            block_quad(v, of, X, i0 + r, 1, out, mem, isa, inter)
+        return
     cdef void* work = <void*>(mem + (of.work1 if R == 1 else of.work))
     cdef double* rows_t = rows + SHAP_R * F
     cdef double* ph2
@@ -546,6 +567,12 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
         prog.ratio = v.prog_ratio + 2 * p0
         prog.rinv = v.prog_rinv + v.rinv_offset[t]
         g = v.tree_group[t]
+        if R == 1 and not inter and shap_quad_row_isa(
+                isa, &prog, v.nodes.feature + n0, v.leaf_value + l0, v.tree_scale[t], dec,
+                v.tree_nq[t], v.qt + v.tree_qoff[t], v.qw + v.tree_qoff[t],
+                v.qg + v.tree_qoff[t], phi + g * F, <void*>(mem + of.work_row), v.max_depth,
+                v.max_nq, F):
+            continue
         shap_quad_block_isa(isa, R, &prog, v.nodes.feature + n0, v.leaf_value + l0,
                             v.tree_scale[t], dec, v.tree_nq[t],
                             v.qt + v.tree_qoff[t], v.qw + v.tree_qoff[t], v.qg + v.tree_qoff[t],
@@ -864,7 +891,9 @@ def programs(dict a, int64_t n_features):
     offset = np.zeros(n_trees + 1, np.int64)
     roff = np.zeros(n_trees + 1, np.int64)
     counts = np.diff(np.asarray(noff))
-    rinv = np.zeros(int((2 * counts * np.asarray(tnq)).sum()) + 1, np.float64)
+    # (four points past the last edge's, ones: the one-row walk reads points four at a time)
+    pad = 4 * ((int(np.max(tnq)) + 3) // 4) if n_trees else 4
+    rinv = np.ones(int((2 * counts * np.asarray(tnq)).sum()) + pad, np.float64)
     z = np.ones(max(n_features, 1), np.float64)
     cdef int32_t[::1] vnid = nid, vch = child
     cdef double[::1] vra = ratio, vri = rinv, vz = z
@@ -904,4 +933,4 @@ def programs(dict a, int64_t n_features):
         vroff[n_trees] = rat
     return {"prog_offset": offset, "prog_nid": nid[:at].copy(),
             "prog_child": child[:2 * at].copy(), "prog_ratio": ratio[:2 * at].copy(),
-            "rinv_offset": roff, "prog_rinv": rinv[:rat].copy()}
+            "rinv_offset": roff, "prog_rinv": rinv[:rat + pad].copy()}

@@ -498,6 +498,175 @@ SHAP_QUAD_BLOCK(shap_quad_block_avx2, CPU_TARGET("avx2"), shap_v4, 2, 8)
 SHAP_QUAD_BLOCK(shap_quad_block_avx512, CPU_TARGET("avx512f"), shap_v8, 1, 8)
 #endif
 
+/* ---- the quadrature, one row -------------------------------------------------------------
+ *
+ * A row alone takes the walk of a one-lane block with its selections turned into branches:
+ * at an edge on feature f it computes only the case its o's give (o_old = 0: C *= ratio;
+ * staying on: f1(z) / f1(z_old); leaving: f0(z) / f1(z_old)), the points four at a time, and
+ * the feature's 1 / f1 as a pointer to the edge's row of the layout rather than a copy. Each
+ * number is the one the block computes, operation for operation (a block's selections
+ * multiply the chosen value by 1 and the others by 0, then add), and phi's sums run over the
+ * points in the same order, so a row's values are the same here as in a block. */
+#define SHAP_V4_LOAD(p) ({ shap_v4 v_; memcpy(&v_, (p), sizeof v_); v_; })
+
+/* bytes of work shap_quad_row needs (64-byte boundary), for trees of `depth` levels,
+ * nq points and n_features features; shap_row_init readies it */
+static inline int64_t shap_row_work(int64_t depth, int64_t nq, int64_t n_features)
+{
+    const int64_t nv = (nq + 3) / 4;
+    return (depth + 2) * 2 * nv * 32 + 4 * nv * 8 + 8 * n_features + sizeof(void*) * n_features
+           + n_features;
+}
+
+static inline void shap_row_init(void* work, int64_t depth, int64_t nq, int64_t n_features)
+{
+    const int64_t nv = (nq + 3) / 4;
+    double* ones = (double*)((char*)work + (depth + 2) * 2 * nv * 32);
+    double* zf = ones + 4 * nv;
+    const double** rfp = (const double**)(zf + n_features);
+    uint8_t* of = (uint8_t*)(rfp + n_features);
+    for (int64_t i = 0; i < 4 * nv; ++i)
+        ones[i] = 1.0;
+    for (int64_t i = 0; i < n_features; ++i) {
+        zf[i] = 1.0;
+        rfp[i] = ones;
+        of[i] = 1;
+    }
+}
+
+/* NV: the vectors of points, where a literal 1 or 2 lets the compiler unroll (0: any) */
+#define SHAP_QUAD_ROW(NAME, ATTR, NV)                                                        \
+typedef struct {                                                                             \
+    const shap_prog* p;                                                                      \
+    const int32_t* feature;                                                                  \
+    const double* leaf_value;                                                                \
+    double scale;                                                                            \
+    const double* dec;        /* 1.0 where the row goes left, a node */                      \
+    int nq, nv;               /* points; vectors of four of them */                          \
+    const double* tq;                                                                        \
+    const double* wq;                                                                        \
+    const double* gq;                                                                        \
+    double* phi;                                                                             \
+    uint8_t* of;              /* [n_features] o of each feature */                           \
+    double* zf;               /* [n_features] z of each feature */                           \
+    const double** rfp;       /* [n_features] its 1 / f1(z) per point: a row of the layout */ \
+} NAME##_ctx;                                                                                \
+                                                                                             \
+ATTR                                                                                         \
+static void NAME##_node(NAME##_ctx* c, int32_t k, const shap_v4* Cin, shap_v4* hout,        \
+                        shap_v4* lv)                                                         \
+{                                                                                            \
+    const shap_prog* p = c->p;                                                               \
+    const int nq = c->nq, nv = (NV) ? (NV) : c->nv;                                          \
+    const int32_t n = p->nid[k], f = c->feature[n];                                          \
+    const int op = c->of[f];                                                                 \
+    const int left = c->dec[n] != 0.0;                                                       \
+    const double zo = c->zf[f];                                                              \
+    const double* ro_p = c->rfp[f];                                                          \
+    shap_v4* Cc = lv;                                                                        \
+    shap_v4* hc = lv + nv;                                                                   \
+    for (int v = 0; v < nv; ++v)                                                             \
+        hout[v] = (shap_v4){0};                                                              \
+    for (int s = 0; s < 2; ++s) {                                                            \
+        const int64_t e = 2 * (int64_t)k + s;                                                \
+        const int32_t ch = p->child[e];                                                      \
+        if (ch == SHAP_SKIP)                                                                 \
+            continue;                                                                        \
+        const double ratio = p->ratio[e], ze = zo * ratio;                                   \
+        const double* re_p = p->rinv + e * nq;                                               \
+        const int hot = op && (s == 0 ? left : !left);                                       \
+        for (int v = 0; v < nv; ++v) {                                                       \
+            shap_v4 m;                                                                       \
+            if (!op) {                                                                       \
+                m = (shap_v4){0} + ratio;                                                    \
+            } else {                                                                         \
+                const shap_v4 t = SHAP_V4_LOAD(c->tq + 4 * v);                               \
+                const shap_v4 ro = SHAP_V4_LOAD(ro_p + 4 * v);                               \
+                m = hot ? (ze + t * (1.0 - ze)) * ro : ze * (1.0 - t) * ro;                  \
+            }                                                                                \
+            Cc[v] = Cin[v] * m;                                                              \
+            if (ch < 0)                                                                      \
+                Cc[v] = Cc[v] * (c->leaf_value[~ch] * c->scale * SHAP_V4_LOAD(c->wq + 4 * v)); \
+        }                                                                                    \
+        const shap_v4* he = Cc;                                                              \
+        if (ch >= 0) {                                                                       \
+            c->of[f] = (uint8_t)hot;                                                         \
+            c->zf[f] = ze;                                                                   \
+            c->rfp[f] = re_p;                                                                \
+            NAME##_node(c, ch, Cc, hc, lv + 2 * nv);                                         \
+            c->of[f] = (uint8_t)op;                                                          \
+            c->zf[f] = zo;                                                                   \
+            c->rfp[f] = ro_p;                                                                \
+            he = hc;                                                                         \
+        }                                                                                    \
+        for (int v = 0; v < nv; ++v)                                                         \
+            hout[v] = hout[v] + he[v];                                                       \
+        if (!op)                                                                             \
+            continue;            /* phi_f does not change */                                 \
+        double acc = 0.0;                                                                    \
+        for (int v = 0; v < nv; ++v) {                                                       \
+            const shap_v4 ro = SHAP_V4_LOAD(ro_p + 4 * v);                                   \
+            const shap_v4 g1o = (1.0 - zo) * ro;                                             \
+            const shap_v4 d = hot ? (1.0 - ze) * SHAP_V4_LOAD(re_p + 4 * v) - g1o            \
+                                  : SHAP_V4_LOAD(c->gq + 4 * v) - g1o;                       \
+            const shap_v4 hd = he[v] * d;                                                    \
+            double part[4];                                                                  \
+            memcpy(part, &hd, sizeof part);                                                  \
+            for (int j = 0; j < 4 && 4 * v + j < nq; ++j)                                    \
+                acc = acc + part[j];                                                         \
+        }                                                                                    \
+        c->phi[f] = c->phi[f] + acc;                                                         \
+    }                                                                                        \
+}                                                                                            \
+                                                                                             \
+/* one row: phi[feature] += the tree's contributions; work: shap_row_work bytes readied by   \
+ * shap_row_init (depth, mq at least the tree's levels and points); the layout's rinv read   \
+ * up to four points past a tree's last (programs() pads it) */                              \
+ATTR                                                                                         \
+static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_value,     \
+                 double scale, const double* dec, int nq, const double* tq,                 \
+                 const double* wq, const double* gq, double* phi, void* work,               \
+                 int64_t depth, int64_t mq, int64_t n_features)                             \
+{                                                                                            \
+    NAME##_ctx c;                                                                            \
+    if (p->K == 0)                                                                           \
+        return;                                                                              \
+    const int64_t mv = (mq + 3) / 4;                                                         \
+    shap_v4* stack = (shap_v4*)work;                                                         \
+    double* ones = (double*)((char*)work + (depth + 2) * 2 * mv * 32);                       \
+    c.p = p;                                                                                 \
+    c.feature = feature;                                                                     \
+    c.leaf_value = leaf_value;                                                               \
+    c.scale = scale;                                                                         \
+    c.dec = dec;                                                                             \
+    c.nq = nq;                                                                               \
+    c.nv = (nq + 3) / 4;                                                                     \
+    c.tq = tq;                                                                               \
+    c.wq = wq;                                                                               \
+    c.gq = gq;                                                                               \
+    c.phi = phi;                                                                             \
+    c.zf = ones + 4 * mv;                                                                    \
+    c.rfp = (const double**)(c.zf + n_features);                                             \
+    c.of = (uint8_t*)(c.rfp + n_features);                                                   \
+    for (int v = 0; v < c.nv; ++v)                                                           \
+        stack[v] = (shap_v4){0} + 1.0;          /* the root's C */                           \
+    NAME##_node(&c, 0, stack, stack + c.nv, stack + 2 * c.nv);                               \
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+SHAP_QUAD_ROW(shap_quad_row_c1, , 1)
+SHAP_QUAD_ROW(shap_quad_row_c2, , 2)
+SHAP_QUAD_ROW(shap_quad_row_c, , 0)
+#if CPU_HAVE_X86 && !CPU_NEON
+SHAP_QUAD_ROW(shap_quad_row_avx2_1, CPU_TARGET("avx2"), 1)
+SHAP_QUAD_ROW(shap_quad_row_avx2_2, CPU_TARGET("avx2"), 2)
+SHAP_QUAD_ROW(shap_quad_row_avx2, CPU_TARGET("avx2"), 0)
+#endif
+#define SHAP_HAVE_ROW 1
+#else
+#define SHAP_HAVE_ROW 0
+#endif
+
 /* shap_quad_block for blocks of `lanes` rows (1 or SHAP_R; dec, phi and phi2 so laid out;
  * phi2 NULL for contributions alone) on the widest path `isa` allows (the lanes' values are the same on each); work:
  * shap_block_work(depth, mq, n_features, lanes) bytes readied by shap_quad_init, depth and mq
@@ -530,6 +699,45 @@ static inline void shap_quad_block_isa(int isa, int lanes, const shap_prog* p,
     (void)isa;
     shap_quad_block_c(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, phi2, work,
                       depth, mq, n_features);
+}
+
+/* one row on the widest path `isa` allows (the values are the same on each); 0 where this
+ * compiler has no vector types (the caller takes a one-lane block) */
+static inline int shap_quad_row_isa(int isa, const shap_prog* p, const int32_t* feature,
+                                    const double* leaf_value, double scale, const double* dec,
+                                    int nq, const double* tq, const double* wq,
+                                    const double* gq, double* phi, void* work, int64_t depth,
+                                    int64_t mq, int64_t n_features)
+{
+#if SHAP_HAVE_ROW
+#define SHAP_ROW_CALL(F) F(p, feature, leaf_value, scale, dec, nq, tq, wq, gq, phi, work,    \
+                           depth, mq, n_features)
+#if CPU_HAVE_X86 && !CPU_NEON
+    if (isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX512) {
+        if (nq <= 4)
+            SHAP_ROW_CALL(shap_quad_row_avx2_1);
+        else if (nq <= 8)
+            SHAP_ROW_CALL(shap_quad_row_avx2_2);
+        else
+            SHAP_ROW_CALL(shap_quad_row_avx2);
+        return 1;
+    }
+#endif
+    (void)isa;
+    if (nq <= 4)
+        SHAP_ROW_CALL(shap_quad_row_c1);
+    else if (nq <= 8)
+        SHAP_ROW_CALL(shap_quad_row_c2);
+    else
+        SHAP_ROW_CALL(shap_quad_row_c);
+#undef SHAP_ROW_CALL
+    return 1;
+#else
+    (void)isa; (void)p; (void)feature; (void)leaf_value; (void)scale; (void)dec; (void)nq;
+    (void)tq; (void)wq; (void)gq; (void)phi; (void)work; (void)depth; (void)mq;
+    (void)n_features;
+    return 0;
+#endif
 }
 
 #endif
