@@ -221,9 +221,7 @@ cdef class ShapLayout:
         roff = a["rinv_offset"]
         if roff.shape[0] != n_trees + 1 or (n_trees and (
                 not np.array_equal(np.diff(roff), 2 * np.diff(poff) * a["tree_nq"])
-                or int(roff[0]) != 0
-                or int(roff[n_trees]) + 4 * ((int(a["tree_nq"].max()) + 3) // 4)
-                != a["prog_rinv"].shape[0])):
+                or int(roff[0]) != 0 or int(roff[n_trees]) != a["prog_rinv"].shape[0])):
             raise ValueError("shap layout: rinv_offset does not match the programs and points")
         v.rinv_offset = <const int64_t*>array_data(roff, np.int64, "shap", "rinv_offset")
         v.prog_rinv = <const double*>array_data(a["prog_rinv"], np.float64, "shap",
@@ -891,9 +889,7 @@ def programs(dict a, int64_t n_features):
     offset = np.zeros(n_trees + 1, np.int64)
     roff = np.zeros(n_trees + 1, np.int64)
     counts = np.diff(np.asarray(noff))
-    # (four points past the last edge's, ones: the one-row walk reads points four at a time)
-    pad = 4 * ((int(np.max(tnq)) + 3) // 4) if n_trees else 4
-    rinv = np.ones(int((2 * counts * np.asarray(tnq)).sum()) + pad, np.float64)
+    rinv = np.zeros(int((2 * counts * np.asarray(tnq)).sum()) + 1, np.float64)
     z = np.ones(max(n_features, 1), np.float64)
     cdef int32_t[::1] vnid = nid, vch = child
     cdef double[::1] vra = ratio, vri = rinv, vz = z
@@ -933,4 +929,4 @@ def programs(dict a, int64_t n_features):
         vroff[n_trees] = rat
     return {"prog_offset": offset, "prog_nid": nid[:at].copy(),
             "prog_child": child[:2 * at].copy(), "prog_ratio": ratio[:2 * at].copy(),
-            "rinv_offset": roff, "prog_rinv": rinv[:rat + pad].copy()}
+            "rinv_offset": roff, "prog_rinv": rinv[:rat].copy()}

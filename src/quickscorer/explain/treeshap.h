@@ -502,8 +502,11 @@ SHAP_QUAD_BLOCK(shap_quad_block_avx512, CPU_TARGET("avx512f"), shap_v8, 1, 8)
  *
  * A row alone takes the walk of a one-lane block with its selections turned into branches:
  * at an edge on feature f it computes only the case its o's give (o_old = 0: C *= ratio;
- * staying on: f1(z) / f1(z_old); leaving: f0(z) / f1(z_old)), the points four at a time, and
- * the feature's 1 / f1 as a pointer to the edge's row of the layout rather than a copy. Each
+ * staying on: f1(z) / f1(z_old); leaving: f0(z) / f1(z_old)), the points four at a time.
+ * 1 / f1(z) after an edge it divides itself where it needs it (staying on), the layout's
+ * division exactly, rather than read it: for one row the layout's table (every edge's, some
+ * megabytes) would come from memory, a cache miss an edge. A feature's 1 / f1 is a pointer
+ * to the level that took it, not a copy. Each
  * number is the one the block computes, operation for operation (a block's selections
  * multiply the chosen value by 1 and the others by 0, then add), and phi's sums run over the
  * points in the same order, so a row's values are the same here as in a block. */
@@ -514,14 +517,14 @@ SHAP_QUAD_BLOCK(shap_quad_block_avx512, CPU_TARGET("avx512f"), shap_v8, 1, 8)
 static inline int64_t shap_row_work(int64_t depth, int64_t nq, int64_t n_features)
 {
     const int64_t nv = (nq + 3) / 4;
-    return (depth + 2) * 2 * nv * 32 + 4 * nv * 8 + 8 * n_features + sizeof(void*) * n_features
+    return (depth + 2) * 3 * nv * 32 + 4 * nv * 8 + 8 * n_features + sizeof(void*) * n_features
            + n_features;
 }
 
 static inline void shap_row_init(void* work, int64_t depth, int64_t nq, int64_t n_features)
 {
     const int64_t nv = (nq + 3) / 4;
-    double* ones = (double*)((char*)work + (depth + 2) * 2 * nv * 32);
+    double* ones = (double*)((char*)work + (depth + 2) * 3 * nv * 32);
     double* zf = ones + 4 * nv;
     const double** rfp = (const double**)(zf + n_features);
     uint8_t* of = (uint8_t*)(rfp + n_features);
@@ -565,6 +568,7 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, const shap_v4* Cin, shap_v4* h
     const double* ro_p = c->rfp[f];                                                          \
     shap_v4* Cc = lv;                                                                        \
     shap_v4* hc = lv + nv;                                                                   \
+    shap_v4* re = lv + 2 * nv;              /* 1 / f1(z) after the edge, staying on */       \
     for (int v = 0; v < nv; ++v)                                                             \
         hout[v] = (shap_v4){0};                                                              \
     for (int s = 0; s < 2; ++s) {                                                            \
@@ -573,7 +577,6 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, const shap_v4* Cin, shap_v4* h
         if (ch == SHAP_SKIP)                                                                 \
             continue;                                                                        \
         const double ratio = p->ratio[e], ze = zo * ratio;                                   \
-        const double* re_p = p->rinv + e * nq;                                               \
         const int hot = op && (s == 0 ? left : !left);                                       \
         for (int v = 0; v < nv; ++v) {                                                       \
             shap_v4 m;                                                                       \
@@ -582,7 +585,13 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, const shap_v4* Cin, shap_v4* h
             } else {                                                                         \
                 const shap_v4 t = SHAP_V4_LOAD(c->tq + 4 * v);                               \
                 const shap_v4 ro = SHAP_V4_LOAD(ro_p + 4 * v);                               \
-                m = hot ? (ze + t * (1.0 - ze)) * ro : ze * (1.0 - t) * ro;                  \
+                if (hot) {                                                                   \
+                    const shap_v4 f1e = ze + t * (1.0 - ze);                                 \
+                    re[v] = 1.0 / f1e;                                                       \
+                    m = f1e * ro;                                                            \
+                } else {                                                                     \
+                    m = ze * (1.0 - t) * ro;                                                 \
+                }                                                                            \
             }                                                                                \
             Cc[v] = Cin[v] * m;                                                              \
             if (ch < 0)                                                                      \
@@ -592,8 +601,8 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, const shap_v4* Cin, shap_v4* h
         if (ch >= 0) {                                                                       \
             c->of[f] = (uint8_t)hot;                                                         \
             c->zf[f] = ze;                                                                   \
-            c->rfp[f] = re_p;                                                                \
-            NAME##_node(c, ch, Cc, hc, lv + 2 * nv);                                         \
+            c->rfp[f] = (const double*)re;  /* (read only where o stays 1: hot) */           \
+            NAME##_node(c, ch, Cc, hc, lv + 3 * nv);                                         \
             c->of[f] = (uint8_t)op;                                                          \
             c->zf[f] = zo;                                                                   \
             c->rfp[f] = ro_p;                                                                \
@@ -607,7 +616,7 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, const shap_v4* Cin, shap_v4* h
         for (int v = 0; v < nv; ++v) {                                                       \
             const shap_v4 ro = SHAP_V4_LOAD(ro_p + 4 * v);                                   \
             const shap_v4 g1o = (1.0 - zo) * ro;                                             \
-            const shap_v4 d = hot ? (1.0 - ze) * SHAP_V4_LOAD(re_p + 4 * v) - g1o            \
+            const shap_v4 d = hot ? (1.0 - ze) * re[v] - g1o                                 \
                                   : SHAP_V4_LOAD(c->gq + 4 * v) - g1o;                       \
             const shap_v4 hd = he[v] * d;                                                    \
             double part[4];                                                                  \
@@ -620,8 +629,7 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, const shap_v4* Cin, shap_v4* h
 }                                                                                            \
                                                                                              \
 /* one row: phi[feature] += the tree's contributions; work: shap_row_work bytes readied by   \
- * shap_row_init (depth, mq at least the tree's levels and points); the layout's rinv read   \
- * up to four points past a tree's last (programs() pads it) */                              \
+ * shap_row_init (depth, mq at least the tree's levels and points) */                        \
 ATTR                                                                                         \
 static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_value,     \
                  double scale, const double* dec, int nq, const double* tq,                 \
@@ -633,7 +641,7 @@ static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_
         return;                                                                              \
     const int64_t mv = (mq + 3) / 4;                                                         \
     shap_v4* stack = (shap_v4*)work;                                                         \
-    double* ones = (double*)((char*)work + (depth + 2) * 2 * mv * 32);                       \
+    double* ones = (double*)((char*)work + (depth + 2) * 3 * mv * 32);                       \
     c.p = p;                                                                                 \
     c.feature = feature;                                                                     \
     c.leaf_value = leaf_value;                                                               \
@@ -650,7 +658,7 @@ static void NAME(const shap_prog* p, const int32_t* feature, const double* leaf_
     c.of = (uint8_t*)(c.rfp + n_features);                                                   \
     for (int v = 0; v < c.nv; ++v)                                                           \
         stack[v] = (shap_v4){0} + 1.0;          /* the root's C */                           \
-    NAME##_node(&c, 0, stack, stack + c.nv, stack + 2 * c.nv);                               \
+    NAME##_node(&c, 0, stack, stack + c.nv, stack + 3 * c.nv);                               \
 }
 
 #if defined(__GNUC__) || defined(__clang__)
