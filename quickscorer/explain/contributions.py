@@ -141,7 +141,7 @@ def shap_arrays(ens: Ensemble) -> dict:
     a["qg"] = -1.0 / (1.0 - a["qt"])
     a["tree_qoff"] = np.array([start[n] for n in nq.tolist()], np.int64)
     a["bias64"], a["bias_classic"], a["bias32"] = _biases(ens, a, expected, mean32)
-    a.update(_shap.programs(a, ens.n_features))
+    a.update(_shap.programs(a))
     a.update(_feature_trees(ens, a["feature"]))
     return a
 

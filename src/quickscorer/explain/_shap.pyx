@@ -42,7 +42,6 @@ cdef extern from "quickscorer/explain/treeshap.h" nogil:
         const int32_t* nid
         const int32_t* child
         const double* ratio
-        const double* rinv
         int32_t K
     int SHAP_R
     int32_t SHAP_SKIP
@@ -107,8 +106,6 @@ cdef struct ShapView:
     const int32_t* prog_nid
     const int32_t* prog_child
     const double* prog_ratio
-    const double* prog_rinv     # [each tree's edges x its points] (programs())
-    const int64_t* rinv_offset  # [n_trees] each tree's first
     const uint8_t* dec_code     # [n_nodes] the node rule for a numeric node (DEC_*)
     const int64_t* tree_foff    # [n_trees + 1] each tree's distinct split features in
     const int32_t* tree_feats   #   tree_feats, ascending (interactions)
@@ -218,14 +215,6 @@ cdef class ShapLayout:
                                                   "prog_child")
         v.prog_ratio = <const double*>array_data(a["prog_ratio"], np.float64, "shap",
                                                  "prog_ratio")
-        roff = a["rinv_offset"]
-        if roff.shape[0] != n_trees + 1 or (n_trees and (
-                not np.array_equal(np.diff(roff), 2 * np.diff(poff) * a["tree_nq"])
-                or int(roff[0]) != 0 or int(roff[n_trees]) != a["prog_rinv"].shape[0])):
-            raise ValueError("shap layout: rinv_offset does not match the programs and points")
-        v.rinv_offset = <const int64_t*>array_data(roff, np.int64, "shap", "rinv_offset")
-        v.prog_rinv = <const double*>array_data(a["prog_rinv"], np.float64, "shap",
-                                                "prog_rinv")
         tfo, tf = a["tree_feat_offset"], a["tree_feats"]
         fto, ft = a["feat_tree_offset"], a["feat_trees"]
         if (tfo.shape[0] != n_trees + 1 or fto.shape[0] != n_features + 1
@@ -563,7 +552,6 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
         prog.nid = v.prog_nid + p0
         prog.child = v.prog_child + 2 * p0
         prog.ratio = v.prog_ratio + 2 * p0
-        prog.rinv = v.prog_rinv + v.rinv_offset[t]
         g = v.tree_group[t]
         if R == 1 and not inter and shap_quad_row_isa(
                 isa, &prog, v.nodes.feature + n0, v.leaf_value + l0, v.tree_scale[t], dec,
@@ -834,17 +822,12 @@ cdef struct ProgCtx:
     int32_t* nid
     int32_t* child
     double* ratio
-    double* rinv                 # [edges][nq]
-    double* z                    # [n_features] z of each feature on the path so far
-    const double* tq             # [nq] the tree's points
-    int nq
     int32_t k                    # preorder nodes so far
 
 
 cdef void prog_node(ProgCtx* c, int32_t node) noexcept nogil:
-    cdef int32_t k = c.k, side, ch, e, f = c.t.feature[node]
-    cdef double r, zo = c.z[f], ze, t
-    cdef int q
+    cdef int32_t k = c.k, side, ch, e
+    cdef double r
     c.k += 1
     c.nid[k] = node
     for side in range(2):
@@ -852,61 +835,45 @@ cdef void prog_node(ProgCtx* c, int32_t node) noexcept nogil:
         ch = c.t.right[node] if side else c.t.left[node]
         r = (c.t.node_cover[ch] if ch >= 0 else c.t.leaf_cover[~ch]) / c.t.node_cover[node]
         c.ratio[e] = r
-        # 1 / f1(z) after the edge, z = z_old ratio as the kernel takes it (treeshap.h)
-        ze = zo * r
-        for q in range(c.nq):
-            t = c.tq[q]
-            c.rinv[e * c.nq + q] = 1.0 / (ze + t * (1.0 - ze))
         if r == 0.0:
             c.child[e] = SHAP_SKIP
         elif ch < 0:
             c.child[e] = ch
         else:
             c.child[e] = c.k
-            c.z[f] = ze
             prog_node(c, ch)
-            c.z[f] = zo
 
 
-def programs(dict a, int64_t n_features):
+def programs(dict a):
     """Each tree's quadrature program: its internal nodes in preorder (those under a branch
     of zero cover left out) and each node's two edges (treeshap.h ``shap_prog``). Returns
     ``prog_offset`` (int64, each tree's first preorder node; its edges start at twice that),
-    ``prog_nid`` (per node), ``prog_child`` and ``prog_ratio`` (per edge), and
-    ``prog_rinv``, 1 / f1(z) after each edge at each of its tree's points, from
-    ``rinv_offset``: the one division per edge and point, taken once. Needs ``tree_nq``,
-    ``tree_qoff`` and ``qt``."""
+    ``prog_nid`` (per node), ``prog_child`` and ``prog_ratio`` (per edge). (1 / f1(z) after
+    each edge at each point is the kernels' to divide: a table of it, every edge's, cost
+    more to read from memory than the division, for blocks of rows and for a row alone.)"""
     cdef int64_t n_trees = a["node_offset"].shape[0] - 1, t, n0, l0, n_nodes
     cdef const int64_t[::1] noff = a["node_offset"]
     cdef const int64_t[::1] loff = a["leaf_offset"]
-    cdef const int32_t[::1] tnq = a["tree_nq"]
-    cdef const int64_t[::1] tqo = a["tree_qoff"]
-    cdef const double[::1] qt = a["qt"]
     n_nodes = noff[n_trees]
     nid = np.zeros(n_nodes, np.int32)
     child = np.zeros(2 * n_nodes, np.int32)
     ratio = np.zeros(2 * n_nodes, np.float64)
     offset = np.zeros(n_trees + 1, np.int64)
-    roff = np.zeros(n_trees + 1, np.int64)
-    counts = np.diff(np.asarray(noff))
-    rinv = np.zeros(int((2 * counts * np.asarray(tnq)).sum()) + 1, np.float64)
-    z = np.ones(max(n_features, 1), np.float64)
     cdef int32_t[::1] vnid = nid, vch = child
-    cdef double[::1] vra = ratio, vri = rinv, vz = z
-    cdef int64_t[::1] voff = offset, vroff = roff
+    cdef double[::1] vra = ratio
+    cdef int64_t[::1] voff = offset
     cdef const int32_t[::1] left = a["left"]
     cdef const int32_t[::1] right = a["right"]
     cdef const int32_t[::1] feature = a["feature"]
     cdef const double[::1] ncov = a["node_cover"]
     cdef const double[::1] lcov = a["leaf_cover"]
     cdef ProgCtx c
-    cdef int64_t at = 0, rat = 0
+    cdef int64_t at = 0
     with nogil:
         for t in range(n_trees):
             n0 = noff[t]
             l0 = loff[t]
             voff[t] = at
-            vroff[t] = rat
             if noff[t + 1] == n0:
                 continue
             c.t.left = &left[n0]
@@ -917,16 +884,9 @@ def programs(dict a, int64_t n_features):
             c.nid = &vnid[at]
             c.child = &vch[2 * at]
             c.ratio = &vra[2 * at]
-            c.rinv = &vri[rat]
-            c.z = &vz[0]
-            c.tq = &qt[tqo[t]]
-            c.nq = tnq[t]
             c.k = 0
             prog_node(&c, 0)
             at += c.k
-            rat += 2 * c.k * c.nq
         voff[n_trees] = at
-        vroff[n_trees] = rat
     return {"prog_offset": offset, "prog_nid": nid[:at].copy(),
-            "prog_child": child[:2 * at].copy(), "prog_ratio": ratio[:2 * at].copy(),
-            "rinv_offset": roff, "prog_rinv": rinv[:rat].copy()}
+            "prog_child": child[:2 * at].copy(), "prog_ratio": ratio[:2 * at].copy()}

@@ -230,7 +230,6 @@ typedef struct {
     const int32_t* nid;       /* [K] the tree's internal node (canonical) of preorder node k */
     const int32_t* child;     /* [2K] */
     const double* ratio;      /* [2K] */
-    const double* rinv;       /* [2K][nq] 1 / f1(z) after each edge at each point */
     int32_t K;
 } shap_prog;
 
@@ -378,17 +377,16 @@ static void NAME##_node(NAME##_ctx* c, int32_t k, char* lv)                     
         if (ch == SHAP_SKIP)                                                                 \
             continue;                                                                        \
         const double ratio = p->ratio[e], ze = zo * ratio;                                   \
-        /* 1 / f1(z) after the edge from the layout (the padding points: 1, weight 0) */     \
-        for (int q = 0; q < qv; ++q)                                                         \
-            r1e[q] = q < nq ? p->rinv[e * nq + q] : 1.0;                                     \
-        /* the edge's numbers at every point, a vector of points at a time */                \
+        /* the edge's numbers at every point, a vector of points at a time, 1 / f1(z) after */ \
+        /* the edge among them */                                                            \
         for (int q = 0; q < qv; q += W) {                                                    \
-            VT t, ro, gq, re;                                                                \
+            VT t, ro, gq;                                                                    \
             memcpy(&t, c->tq + q, sizeof t);                                                 \
             memcpy(&ro, r1o + q, sizeof ro);                                                 \
             memcpy(&gq, c->gq + q, sizeof gq);                                               \
-            memcpy(&re, r1e + q, sizeof re);                                                 \
             const VT f1e = ze + t * (1.0 - ze);                                              \
+            const VT re = 1.0 / f1e;                                                         \
+            memcpy(r1e + q, &re, sizeof re);                                                 \
             const VT g1o = (1.0 - zo) * ro;                                                  \
             const VT a = f1e * ro, b = ze * (1.0 - t) * ro;                                  \
             const VT d1 = (1.0 - ze) * re - g1o, d0 = gq - g1o;                              \
@@ -502,11 +500,9 @@ SHAP_QUAD_BLOCK(shap_quad_block_avx512, CPU_TARGET("avx512f"), shap_v8, 1, 8)
  *
  * A row alone takes the walk of a one-lane block with its selections turned into branches:
  * at an edge on feature f it computes only the case its o's give (o_old = 0: C *= ratio;
- * staying on: f1(z) / f1(z_old); leaving: f0(z) / f1(z_old)), the points four at a time.
- * 1 / f1(z) after an edge it divides itself where it needs it (staying on), the layout's
- * division exactly, rather than read it: for one row the layout's table (every edge's, some
- * megabytes) would come from memory, a cache miss an edge. A feature's 1 / f1 is a pointer
- * to the level that took it, not a copy. Each
+ * staying on: f1(z) / f1(z_old); leaving: f0(z) / f1(z_old)), the points four at a time, and
+ * divides for 1 / f1(z) after the edge only where it stays on. A feature's 1 / f1 is a
+ * pointer to the level that took it, not a copy. Each
  * number is the one the block computes, operation for operation (a block's selections
  * multiply the chosen value by 1 and the others by 0, then add), and phi's sums run over the
  * points in the same order, so a row's values are the same here as in a block. */
@@ -552,7 +548,7 @@ typedef struct {                                                                
     double* phi;                                                                             \
     uint8_t* of;              /* [n_features] o of each feature */                           \
     double* zf;               /* [n_features] z of each feature */                           \
-    const double** rfp;       /* [n_features] its 1 / f1(z) per point: a row of the layout */ \
+    const double** rfp;       /* [n_features] its 1 / f1(z) per point, where a level took it */ \
 } NAME##_ctx;                                                                                \
                                                                                              \
 ATTR                                                                                         \
