@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import InputError
+from .explain import feature_labels
 from .inputs.readers import _SUFFIX_FORMAT, ReadOptions, detect_format, open_input
 from .model import Model
 from .outputs import open_output
@@ -149,7 +150,7 @@ def _contribution_columns(model: Model) -> list[str]:
     (each output's features, then its bias): ``contrib_<feature>`` and ``contrib_bias``, with
     the output's number after ``contrib_`` for several outputs. Features without names are
     ``f0``, ``f1``, ... (XGBoost's names for them)."""
-    names = list(model.feature_names or [f"f{i}" for i in range(model.n_features)])
+    names = feature_labels(model.feature_names, model.n_features)
     columns = []
     for k in range(model.n_outputs):
         prefix = "contrib_" if model.n_outputs == 1 else f"contrib_{k}_"

@@ -10,7 +10,7 @@ from . import threads
 from ._transforms import apply_transform
 from .algorithms.base import Algorithm
 from .errors import InputError
-from .explain import Explainer, shaped
+from .explain import Explainer, feature_labels, shaped
 from .inputs.arrays import as_inputs, as_rows
 from .ir.ensemble import Ensemble
 from .paper import soft
@@ -269,9 +269,9 @@ class Model:
             values, base = values[:, 0, :], base[:, 0]
         else:
             values = np.moveaxis(values, 1, 2)
-        names = list(self.feature_names or [f"f{i}" for i in range(F)])
         return shap.Explanation(values=values, base_values=base,
-                                data=np.asarray(rows, np.float64), feature_names=names)
+                                data=np.asarray(rows, np.float64),
+                                feature_names=feature_labels(self.feature_names, F))
 
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
                 n_threads: int | None = 1, start_iteration: int = 0,
@@ -374,7 +374,8 @@ class Model:
         rows = as_inputs(self.ensemble, X)[r.order]
         return dataclasses.replace(r, contributions=self.contributions(rows,
                                                                        n_threads=n_threads),
-                                   feature_names=tuple(self.feature_names or ()) or None)
+                                   feature_names=tuple(feature_labels(self.feature_names,
+                                                                      self.n_features)))
 
     def _transformed(self, raw: np.ndarray) -> np.ndarray:
         """The outputs of raw scores (rows x outputs): transform, averaging, one output as 1-D."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import InputError
+from .explain.contributions import feature_labels
 
 
 def group_starts(query) -> np.ndarray:
@@ -108,7 +109,7 @@ class Ranking:
         shares add up to the difference: the bias is the same for both."""
         d = (self.explanation(a).astype(np.float64)
              - self.explanation(b).astype(np.float64))[:-1]
-        names = self.feature_names or tuple(f"f{i}" for i in range(d.shape[0]))
+        names = self.feature_names or feature_labels(None, d.shape[0])
         keep = np.flatnonzero(d != 0)
         keep = keep[np.argsort(-np.abs(d[keep]), kind="stable")]
         if top is not None:

@@ -235,10 +235,11 @@ def test_interactions_too_big_for_memory_are_refused_before_allocating():
                        match=r"interactions of 200 rows need .* MiB .*\(max_bytes\)"):
         model.contributions(X, interactions=True, max_bytes=10_000)
     rng = np.random.default_rng(3)
+    # 20,000 features: 3.2 GB of output a row, 3.2 TB for these 1,000 rows
     wide = Model(_with_covers(rng, random_ensemble(rng, "lightgbm", n_trees=2,
-                                                   n_features=5000, max_leaves=4)))
+                                                   n_features=20_000, max_leaves=4)))
     with pytest.raises(InputError, match="half the memory available"):
-        wide.contributions(np.zeros((10**6, 5000), np.float32)[:, :], interactions=True)
+        wide.contributions(np.zeros((1000, 20_000), np.float32), interactions=True)
 
 
 # -- where users meet them: rankings, shap's Explanation ---------------------------------------

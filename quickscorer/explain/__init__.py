@@ -5,6 +5,6 @@
 - ``_shap``: the kernel (``src/quickscorer/explain/_shap.pyx`` over ``treeshap.h``): each row
   decided at every node, then TreeSHAP's recursion or the quadrature.
 """
-from .contributions import METHODS, Explainer, shap_arrays, shaped
+from .contributions import METHODS, Explainer, feature_labels, shap_arrays, shaped
 
-__all__ = ["METHODS", "Explainer", "shap_arrays", "shaped"]
+__all__ = ["METHODS", "Explainer", "feature_labels", "shap_arrays", "shaped"]

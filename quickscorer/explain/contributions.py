@@ -263,6 +263,13 @@ class Explainer:
         return out32 if f32 else out64
 
 
+def feature_labels(names, n_features: int) -> list[str]:
+    """The model's feature names, or XGBoost's ``f0``, ``f1``, ... where it has none: the
+    labels contributions are shown under (shap's Explanation, ``score --contrib``'s columns,
+    ``Ranking.why``)."""
+    return [str(n) for n in names] if names else [f"f{i}" for i in range(n_features)]
+
+
 def memory_available() -> int:
     """Bytes of memory the system has free for a new allocation (MemAvailable on Linux,
     else the physical memory)."""
