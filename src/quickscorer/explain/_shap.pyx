@@ -617,11 +617,11 @@ cdef void row_inter_classic(const ShapView* v, const Offsets* of, const floating
     cdef real_out* o
     cdef real_out x
     cdef shap_tree tr
+    # (row_classic* leave the row converted at the start of mem, where `row` reads it)
     if real_out is float:
         row_classic32(v, of, X, i, diag, mem)
     else:
         row_classic64(v, of, X, i, diag, mem)
-    load_row(&v.fv, X, i, row)          # (row_classic* loaded it too: the same values)
     for k in range(F):
         ton[k] = 0
     # each tree's own contributions, at the features it splits on
