@@ -18,6 +18,10 @@ With ``--interactions``, SHAP interaction values against XGBoost's and oneDAL's
 ``shap_interaction_values`` (LightGBM has none of its own); the peers take seconds a row on
 these models, so a timed round is one call of each batch.
 
+With ``--programs``, the layout that stores each tree's program against the one that builds
+them per block of rows (the choice ``contributions.stores_programs`` makes per model), both
+timed interleaved, with each layout's bytes.
+
 Writes a Markdown table to ``results/contributions-*.md``: microseconds per row, ours against
 the fastest peer, the largest deviation of our values from the library's own (relative to the
 row's largest contribution), the speed on two threads against one, and the layout's memory
@@ -179,6 +183,47 @@ def run(shape: str, batches: list[int], repeat: int, min_rows: int, n_threads: i
     return wl, rows, missing, two, mem.get("contributions", 0), scoring, mem["ensemble"]
 
 
+def programs(shape: str, batches: list[int], repeat: int, min_rows: int) -> list[str]:
+    """Table rows: us/row with the programs stored and built per block, on one thread, and
+    each layout's bytes beyond the ensemble's."""
+    import quickscorer
+    from quickscorer.algorithms import cpu
+    from quickscorer.explain import _shap
+    from quickscorer.explain import contributions as C
+    wl = M.workload(shape, 2_000)
+    e = quickscorer.load(wl.lgb_path).ensemble
+    width = e.n_outputs * (e.n_features + 1)
+    isa = cpu.isa_code(None)
+    lays, size = [], []
+    for stored in (True, False):
+        a = C.shap_arrays(e, stored)
+        lays.append(_shap.ShapLayout(a, C.FAMILY_CODES[e.family], e.n_features,
+                                     e.n_outputs))
+        size.append(sum(v.nbytes for v in a.values() if isinstance(v, np.ndarray)
+                        and not any(np.shares_memory(v, b) for b in e.trees.arrays.values()
+                                    if isinstance(b, np.ndarray))))
+    out = []
+    for batch in batches:
+        calls = max(1, min_rows // batch)
+        slices = [np.ascontiguousarray(wl.X[(k * batch) % (wl.X.shape[0] - batch + 1):]
+                                       [:batch]) for k in range(calls)]
+        buf = np.empty((batch, width))
+        none = np.empty((0, width), np.float32)
+
+        def each(lay):
+            def go():
+                for X in slices:
+                    lay.contributions(X, buf, none, 0, 1, isa, False)
+                return calls * batch
+            return go
+        t = interleaved([each(lay) for lay in lays], repeat)
+        us = [1e6 * tm.median for tm in t]
+        out.append(f"| {wl.name} | {batch} | {us[0]:,.1f} | {us[1]:,.1f} | "
+                   f"{us[1] / us[0]:.3f} | {size[0] / 1e6:.2f} MB | {size[1] / 1e6:.2f} MB |")
+        print(out[-1], flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)
@@ -189,7 +234,11 @@ def main(argv=None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--interactions", action="store_true",
                     help="interaction values rather than contributions")
+    ap.add_argument("--programs", action="store_true",
+                    help="the programs stored against built per block (ours alone)")
     args = ap.parse_args(argv)
+    if args.programs:
+        return main_programs(args, argv)
     if args.interactions and "--min-rows" not in " ".join(argv or sys.argv[1:]):
         args.min_rows = 1
     batches = [int(b) for b in args.batch.split(",")]
@@ -220,6 +269,24 @@ def main(argv=None) -> int:
     lines += [""] + notes
     kind = "interactions" if args.interactions else "contributions"
     out = HERE / "results" / f"{kind}-{stamp:%Y%m%d-%H%M%S}.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+def main_programs(args, argv) -> int:
+    stamp = _dt.datetime.now()
+    lines = [f"# Contributions' programs, stored or built per block, {stamp:%Y-%m-%d %H:%M}",
+             "", f"Machine: {machine()}; {M.cpu_flags()}.", "",
+             f"`python -m benchmarks.contributions {' '.join(argv or sys.argv[1:])}`", "",
+             "| model | rows a call | stored, us/row | built, us/row | built / stored | "
+             "layout, stored | layout, built |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for shape in args.shapes.split(","):
+        lines += programs(shape, [int(b) for b in args.batch.split(",")], args.repeat,
+                          args.min_rows)
+    out = HERE / "results" / f"programs-{stamp:%Y%m%d-%H%M%S}.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
     print(f"wrote {out}")

@@ -167,6 +167,55 @@ def test_a_row_gives_the_same_values_alone_in_a_block_and_on_every_path(monkeypa
         np.testing.assert_array_equal(model.contributions(X), together, err_msg=isa)
 
 
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost", "plain"])
+def test_programs_built_per_block_give_the_stored_programs_values(family):
+    """A layout without stored programs (a model of oblivious trees) builds each tree's in
+    its own numbering as it goes: the same divisions, so bit for bit the values of the
+    stored programs, for a row alone, two rows, blocks, interactions and every path;
+    branches of zero cover and categorical nodes among them."""
+    from quickscorer.algorithms import cpu
+    from quickscorer.explain import _shap
+    from quickscorer.explain import contributions as C
+    rng = np.random.default_rng(31)
+    extra = {"p_categorical": 0.2 if family == "lightgbm" else 0.0}
+    ens = _with_covers(rng, random_ensemble(rng, family, n_trees=12, n_outputs=2,
+                                            max_leaves=40, **extra))
+    F1 = ens.n_features + 1
+    layouts = [_shap.ShapLayout(C.shap_arrays(ens, stored), C.FAMILY_CODES[family],
+                                ens.n_features, 2) for stored in (True, False)]
+    X = special_rows(rng, 19, ens.n_features)
+    for isa in cpu.available_isas():
+        for inter in (False, True):
+            for n in (1, 2, 19):
+                width = 2 * (F1 * F1 if inter else F1)
+                got = []
+                for lay in layouts:
+                    out = np.full((n, width), np.nan)
+                    lay.contributions(X[:n], out, np.empty((0, width), np.float32), 0, 1,
+                                      cpu.isa_code(isa), inter)
+                    got.append(out)
+                np.testing.assert_array_equal(got[1], got[0], err_msg=f"{isa} {inter} {n}")
+                assert np.isfinite(got[0]).all()
+
+
+def test_a_model_without_categorical_nodes_keeps_no_category_tables():
+    """Only a categorical node reads the category tables: a layout of a model without any
+    leaves them empty, and one that gives a categorical node none is refused."""
+    from quickscorer.explain import _shap
+    from quickscorer.explain import contributions as C
+    rng = np.random.default_rng(8)
+    ens = _with_covers(rng, random_ensemble(rng, "lightgbm", n_trees=5, max_leaves=10,
+                                            p_categorical=0.0))
+    a = C.shap_arrays(ens)
+    assert a["cat_offset"].shape == a["cat_nwords"].shape == (0,)
+    cat_model, _ = _model()
+    b = C.shap_arrays(cat_model.ensemble)
+    assert b["cat_offset"].shape[0] == b["feature"].shape[0]
+    b["cat_offset"] = b["cat_nwords"] = np.zeros(0, np.int64)
+    with pytest.raises(ValueError, match="categorical nodes without their category tables"):
+        _shap.ShapLayout(b, C.FAMILY_CODES["lightgbm"], 5, 1)
+
+
 # -- interactions -------------------------------------------------------------------------------
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), family=st.sampled_from(["lightgbm", "xgboost", "plain"]),

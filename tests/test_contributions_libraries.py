@@ -143,6 +143,10 @@ def test_catboost_contributions_are_catboosts(tmp_path):
     assert got.shape == want.shape
     _assert_close_to(got, want, 1e-6, "quadrature")
     _assert_close_to(model.contributions(rows, method="treeshap"), want, 1e-6, "treeshap")
+    # oblivious trees: no stored programs, a layout no bigger than the scoring one
+    model.predict(rows)
+    held = model.memory()["bytes"]
+    assert 0 < held["contributions"] <= held["oblivious"], held
     # CatBoost's interactions: the same between features; it spreads the bias over the
     # bias row and column where XGBoost's layout (ours) puts it at their crossing
     want2 = booster.get_feature_importance(cb.Pool(rows[:30]), type="ShapInteractionValues")

@@ -43,7 +43,7 @@ cdef struct NodeView:
     const int64_t* node_offset            # [n_trees + 1] first node of each tree
 
 
-cdef int set_nodes(NodeView* v, dict a, str what) except -1
+cdef int set_nodes(NodeView* v, dict a, str what, bint cat_optional=*) except -1
 
 cdef inline bint node_goes_left(const NodeView* v, int family, int64_t g,
                                 const double* row) noexcept nogil:

@@ -17,8 +17,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from libc.stdlib cimport free, malloc
 
-from ._forest cimport (FAMILY_XGBOOST, Forest, ForestView, floating, load_row, load_row_ptr,
-                       scores_init)
+from ._forest cimport (FAMILY_XGBOOST, NODE_CATEGORICAL, Forest, ForestView, floating,
+                       load_row, load_row_ptr, scores_init)
 
 cnp.import_array()
 
@@ -44,7 +44,10 @@ cdef const void* array_data(object arr, object dtype, str what, str name) except
     return <const void*>cnp.PyArray_DATA(arr)
 
 
-cdef int set_nodes(NodeView* v, dict a, str what) except -1:
+cdef int set_nodes(NodeView* v, dict a, str what, bint cat_optional=False) except -1:
+    """Point v at a layout's node table. With ``cat_optional``, a model without categorical
+    nodes may give ``cat_offset`` and ``cat_nwords`` empty (16 bytes a node saved): its
+    layout must then read them only at categorical nodes, which node_goes_left does not."""
     v.feature = <const int32_t*>array_data(a["feature"], np.int32, what, "feature")
     v.threshold = <const double*>array_data(a["threshold"], np.float64, what, "threshold")
     v.flags = <const uint8_t*>array_data(a["flags"], np.uint8, what, "flags")
@@ -53,8 +56,12 @@ cdef int set_nodes(NodeView* v, dict a, str what) except -1:
     v.cat_words = <const uint32_t*>array_data(a["cat_words"], np.uint32, what, "cat_words")
     v.node_offset = <const int64_t*>array_data(a["node_offset"], np.int64, what, "node_offset")
     n = a["feature"].shape[0]
+    no_cats = (cat_optional and a["cat_offset"].shape[0] == 0
+               and a["cat_nwords"].shape[0] == 0)
+    if no_cats and n and (np.asarray(a["flags"]) & NODE_CATEGORICAL).any():
+        raise ValueError(f"{what} layout: categorical nodes without their category tables")
     for name in ("threshold", "flags", "cat_offset", "cat_nwords"):
-        if a[name].shape[0] != n:
+        if a[name].shape[0] != n and not (no_cats and name.startswith("cat_")):
             raise ValueError(f"{what} layout field {name!r} has {a[name].shape[0]} entries, "
                              f"expected {n} (one per node)")
     # (a layout may pad its arrays to one entry when no tree has a node)

@@ -45,6 +45,7 @@ cdef extern from "quickscorer/explain/treeshap.h" nogil:
         int32_t K
     int SHAP_R
     int32_t SHAP_SKIP
+    int32_t shap_prog_tree(int isa, const shap_tree* t, int32_t* child, double* ratio)
     int64_t shap_block_work(int64_t depth, int64_t nq, int64_t n_features, int64_t lanes)
     void shap_quad_init(void* work, int64_t depth, int64_t nq, int64_t n_features,
                         int64_t lanes)
@@ -102,7 +103,8 @@ cdef struct ShapView:
     const double* bias64        # [n_outputs] the expected values' sum (quadrature: its own)
     const double* bias_classic  # [n_outputs] in the library's arithmetic (LightGBM)
     const float* bias32         # [n_outputs] XGBoost's, float32
-    const int64_t* prog_offset  # [n_trees + 1] the quadrature's programs (programs())
+    const int64_t* prog_offset  # [n_trees + 1] the quadrature's programs (programs()), or
+                                #   NULL: each block builds each tree's into its scratch
     const int32_t* prog_nid
     const int32_t* prog_child
     const double* prog_ratio
@@ -139,7 +141,7 @@ cdef class ShapLayout:
     def __cinit__(self, dict a, int family, int64_t n_features, int64_t n_outputs):
         self._keep = dict(a)
         v = &self.view
-        set_nodes(&v.nodes, a, "shap")
+        set_nodes(&v.nodes, a, "shap", True)
         memset(&v.fv, 0, sizeof(ForestView))
         v.fv.family = family
         v.fv.n_features = n_features
@@ -198,6 +200,11 @@ cdef class ShapLayout:
                                                    "bias_classic")
         v.bias32 = <const float*>array_data(a["bias32"], np.float32, "shap", "bias32")
         poff = a["prog_offset"]
+        stored = poff is not None
+        if not stored:
+            poff = np.zeros(n_trees + 1, np.int64)
+            a = dict(a, prog_nid=np.zeros(0, np.int32), prog_child=np.zeros(0, np.int32),
+                     prog_ratio=np.zeros(0, np.float64))
         if poff.shape[0] != n_trees + 1:
             raise ValueError("shap layout: prog_offset must have one entry per tree and one")
         n_prog = int(poff[n_trees]) if n_trees else 0
@@ -209,7 +216,8 @@ cdef class ShapLayout:
         v.dec_code = <const uint8_t*>array_data(a["dec_code"], np.uint8, "shap", "dec_code")
         if a["dec_code"].shape[0] != n_nodes:
             raise ValueError("shap layout: dec_code must have one entry per node")
-        v.prog_offset = <const int64_t*>array_data(poff, np.int64, "shap", "prog_offset")
+        v.prog_offset = <const int64_t*>array_data(poff, np.int64, "shap", "prog_offset") \
+            if stored else NULL
         v.prog_nid = <const int32_t*>array_data(a["prog_nid"], np.int32, "shap", "prog_nid")
         v.prog_child = <const int32_t*>array_data(a["prog_child"], np.int32, "shap",
                                                   "prog_child")
@@ -371,6 +379,7 @@ cdef struct Offsets:
     int64_t work       # shap_block_work(.., SHAP_R): the quadrature's for blocks of rows
     int64_t work1      # shap_block_work(.., 1): for a row alone (interactions)
     int64_t work_row   # shap_row_work: for a row alone (contributions)
+    int64_t prog       # a tree's program, built per block where the layout stores none
     # interactions only (else empty)
     int64_t phi2       # float64 [n_outputs][n_features][n_features][block]: pairs' sums
     int64_t diag       # [n_outputs][n_features + 1]: the row's contributions (recursion)
@@ -400,7 +409,9 @@ cdef void offsets(const ShapView* v, Offsets* o, bint interactions) noexcept nog
     o.work = o.phi + _al(8 * K * F * SHAP_R)
     o.work1 = o.work + _al(shap_block_work(v.max_depth, v.max_nq, F, SHAP_R))
     o.work_row = o.work1 + _al(shap_block_work(v.max_depth, v.max_nq, F, 1))
-    o.phi2 = o.work_row + _al(shap_row_work(v.max_depth, v.max_nq, F))
+    o.prog = o.work_row + _al(shap_row_work(v.max_depth, v.max_nq, F))
+    # (nid int32 a node, in 8 bytes; ratio float64 and child int32 an edge)
+    o.phi2 = o.prog + (_al(32 * v.max_nodes) if v.prog_offset == NULL else 0)
     o.block = SHAP_R
     if not interactions:
         pairs = 0
@@ -415,11 +426,27 @@ cdef void offsets(const ShapView* v, Offsets* o, bint interactions) noexcept nog
     o.total = o.cache + _al(8 * v.tree_foff[v.n_trees] if interactions else 0)
 
 
+cdef inline bint shap_goes_left(const ShapView* v, int64_t g, const double* row) noexcept nogil:
+    """Node g's decision for a converted row: goes_left's rule, read from the node's dec_code
+    (a categorical node by goes_left itself: only there are the category tables read, which
+    a model without categorical nodes leaves empty)."""
+    cdef uint8_t code = v.dec_code[g]
+    cdef double x
+    if code & DEC_SCALAR:
+        return node_goes_left(&v.nodes, v.family, g, row)
+    x = row[v.nodes.feature[g]]
+    if x != x:
+        return (code & DEC_NAN_LEFT) != 0
+    if (code & DEC_ZERO_DEFAULT) and x == 0.0:
+        return (code & DEC_LEFT) != 0
+    return x <= v.nodes.threshold[g]
+
+
 cdef inline void decide(const ShapView* v, int64_t t, const double* row,
                         uint8_t* dec) noexcept nogil:
     cdef int64_t n0 = v.nodes.node_offset[t], k
     for k in range(v.nodes.node_offset[t + 1] - n0):
-        dec[k] = node_goes_left(&v.nodes, v.family, n0 + k, row)
+        dec[k] = shap_goes_left(v, n0 + k, row)
 
 
 cdef inline void decide_block(const ShapView* v, int64_t t, const double* rows,
@@ -529,6 +556,13 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
     cdef double* rows_t = rows + SHAP_R * F
     cdef double* ph2
     cdef shap_prog prog
+    cdef shap_tree tr
+    cdef int32_t* own_nid = <int32_t*>(mem + of.prog)
+    cdef double* own_ratio = <double*>(mem + of.prog + 8 * v.max_nodes)
+    cdef int32_t* own_child = <int32_t*>(mem + of.prog + 24 * v.max_nodes)
+    if v.prog_offset == NULL:
+        for k in range(v.max_nodes):
+            own_nid[k] = <int32_t>k
     for r in range(lanes):
         load_row(&v.fv, X, i0 + r, rows + r * F)
     if R == 1:
@@ -544,14 +578,22 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
     for t in range(v.n_trees):
         n0 = v.nodes.node_offset[t]
         l0 = v.leaf_offset[t]
-        p0 = v.prog_offset[t]
-        prog.K = <int32_t>(v.prog_offset[t + 1] - p0)
+        if v.prog_offset != NULL:
+            p0 = v.prog_offset[t]
+            prog.K = <int32_t>(v.prog_offset[t + 1] - p0)
+            prog.nid = v.prog_nid + p0
+            prog.child = v.prog_child + 2 * p0
+            prog.ratio = v.prog_ratio + 2 * p0
+        else:
+            # the tree's own numbering, built here: the same divisions as programs()
+            tree_of(v, t, &tr)
+            prog.K = shap_prog_tree(isa, &tr, own_child, own_ratio)
+            prog.nid = own_nid
+            prog.child = own_child
+            prog.ratio = own_ratio
         if prog.K == 0:
             continue
         decide_block(v, t, rows, rows_t, lanes, R, dec)
-        prog.nid = v.prog_nid + p0
-        prog.child = v.prog_child + 2 * p0
-        prog.ratio = v.prog_ratio + 2 * p0
         g = v.tree_group[t]
         if R == 1 and not inter and shap_quad_row_isa(
                 isa, &prog, v.nodes.feature + n0, v.leaf_value + l0, v.tree_scale[t], dec,

@@ -198,7 +198,8 @@ static inline int64_t shap_classic_path_len(int64_t depth)
  * A tree's program (shap_arrays, row-independent): its internal nodes in preorder, those
  * under a branch of zero cover left out; node k's two edges are 2k (left) and 2k + 1 (right),
  * each with its child (a preorder node k' >= 0, a leaf ~l, or SHAP_SKIP for zero cover) and
- * its cover ratio.
+ * its cover ratio. Where the layout stores none, shap_prog_tree builds one per block in the
+ * tree's own numbering; the walk follows the children either way.
  *
  * A walk down the program keeps, per feature, z (the product of the cover ratios of its
  * splits so far: the same for every row), 1 / f1(z) per point, and o per lane (1 where the
@@ -215,6 +216,61 @@ static inline int64_t shap_classic_path_len(int64_t depth)
  * instruction set. */
 #define SHAP_R 8
 #define SHAP_SKIP INT32_MIN
+
+/* A tree's program in its own numbering, for a layout that stores none (a model of oblivious
+ * trees, whose stored programs would outweigh its scoring layout): node k is internal node k,
+ * its edges its children, each ratio the same division as shap_arrays' programs make, so the
+ * walk (which follows the children, left first) gives the same values. nid must hold 0 ..
+ * n_nodes - 1. */
+#if defined(__GNUC__) || defined(__clang__)
+typedef double shap_pair __attribute__((vector_size(16)));
+#define SHAP_PROG_DIVIDE(num, w, out)                                                       \
+    do {                                                                                     \
+        const shap_pair q_ = (shap_pair){(num)[0], (num)[1]} / (w);                          \
+        (out)[0] = q_[0];                                                                    \
+        (out)[1] = q_[1];                                                                    \
+    } while (0)
+#else
+#define SHAP_PROG_DIVIDE(num, w, out)                                                       \
+    do {                                                                                     \
+        (out)[0] = (num)[0] / (w);                                                           \
+        (out)[1] = (num)[1] / (w);                                                           \
+    } while (0)
+#endif
+#define SHAP_PROG_TREE(NAME, ATTR)                                                            \
+ATTR                                                                                         \
+static int32_t NAME(const shap_tree* t, int32_t* child, double* ratio)                       \
+{                                                                                            \
+    const int64_t n = t->n_nodes;                                                            \
+    for (int64_t k = 0; k < n; ++k) {                                                        \
+        const int32_t l = t->left[k], r = t->right[k];                                       \
+        const double num[2] = {l >= 0 ? t->node_cover[l] : t->leaf_cover[~l],               \
+                               r >= 0 ? t->node_cover[r] : t->leaf_cover[~r]};              \
+        double q[2];                                                                         \
+        SHAP_PROG_DIVIDE(num, t->node_cover[k], q);  /* both edges' in one division */     \
+        ratio[2 * k] = q[0];                                                                 \
+        ratio[2 * k + 1] = q[1];                                                             \
+        child[2 * k] = q[0] == 0.0 ? SHAP_SKIP : l;                                          \
+        child[2 * k + 1] = q[1] == 0.0 ? SHAP_SKIP : r;                                      \
+    }                                                                                        \
+    return (int32_t)n;                                                                       \
+}
+
+SHAP_PROG_TREE(shap_prog_tree_c, )
+#if CPU_HAVE_X86 && !CPU_NEON
+SHAP_PROG_TREE(shap_prog_tree_avx2, CPU_TARGET("avx2"))
+#endif
+
+static inline int32_t shap_prog_tree(int isa, const shap_tree* t, int32_t* child,
+                                     double* ratio)
+{
+#if CPU_HAVE_X86 && !CPU_NEON
+    if (isa == CPU_ISA_AVX2 || isa == CPU_ISA_AVX512)
+        return shap_prog_tree_avx2(t, child, ratio);
+#endif
+    (void)isa;
+    return shap_prog_tree_c(t, child, ratio);
+}
 
 /* The lanes are worked on in parts of the widest vector the function's instruction set has
  * (gcc's and clang's vector extensions: 4 doubles for AVX2, 8 for AVX-512, 2 for SSE2 and
