@@ -15,7 +15,7 @@ from test_xgboost_import import _trained as _xgb_trained
 from test_xgboost_json import _document_path, assert_same_ensemble
 
 import quickscorer
-from quickscorer.algorithms import autoselect
+from quickscorer.algorithms import autoselect, cpu
 from quickscorer.algorithms import walk as walk_mod
 from quickscorer.importers import xgboost as xgb_imp
 from quickscorer.importers.lightgbm import load_lightgbm, parse_fast, parse_reference
@@ -509,6 +509,29 @@ def test_after_the_walk_rapidscorer_starts_later_on_models_of_many_nodes_a_step(
     assert autoselect.walk_rs_min_rows(ens, costs=(nodes / (k * 19.5), 1.0), steps=None) == 20
     assert autoselect.walk_rs_min_rows(ens, costs=None, steps=None) == (
         autoselect.RS_AFTER_WALK_MIN_ROWS)
+
+
+def test_rapidscorer_starts_earlier_on_avx2_for_trees_of_up_to_48_leaves(monkeypatch):
+    """On AVX2 a call of 6 rows takes two registers of vqs's documents: RapidScorer runs from
+    RS_AVX2_TREES_MIN_ROWS[1] rows on trees of at most RS_AVX2_TREES_MIN_ROWS[0] leaves on
+    average; on AVX-512 (and on larger trees) from RS_MIN_ROWS, as before."""
+    most, rows = autoselect.RS_AVX2_TREES_MIN_ROWS
+    small, big = _balanced(5).trees[0], _balanced(6).trees[0]      # 32 and 64 leaves
+    mixed = Ensemble(trees=[small, big], tree_group=[0, 0], n_outputs=1, n_features=2,
+                     family="lightgbm", base_score=[0.0])          # 48 leaves on average
+    large = _balanced(6)
+    assert autoselect.RS_SMALL_TREES_MIN_ROWS[-1][0] < 48 <= most < 64
+    assert autoselect.rs_min_rows(mixed, "vqs", isa="avx2") == rows < autoselect.RS_MIN_ROWS
+    assert autoselect.rs_min_rows(mixed, "vqs", isa="avx512") == autoselect.RS_MIN_ROWS
+    assert autoselect.rs_min_rows(large, "vqs", isa="avx2") == autoselect.RS_MIN_ROWS
+    # the plan takes the path this process runs
+    for isa in cpu.available_isas():
+        monkeypatch.setenv("QUICKSCORER_ISA", isa)
+        plan = quickscorer.Model(mixed).plan
+        assert autoselect.rs_min_rows(mixed, "vqs") == (
+            rows if isa == "avx2" else autoselect.RS_MIN_ROWS)
+        if plan.few_rows == "vqs":
+            assert plan.rs_from == autoselect.rs_min_rows(mixed, "vqs", isa=isa)
 
 
 def test_the_default_walks_calls_up_to_the_later_rapidscorer_start_exactly(monkeypatch):

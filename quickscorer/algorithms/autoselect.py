@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from . import cpu
 from .nodes import coded_categorical
 from .walk import GROUP_TREES, complete_groups, special_mask
 
@@ -74,6 +75,14 @@ RS_AFTER_WALK_MAX_ROWS = 32
 #: ... and from fewer rows where the trees are small, (mean leaves a tree at most, rows):
 #: fewer leaves make RapidScorer's byte rows shorter; same command at 4 to 6 rows
 RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
+#: ... and on AVX2, where a register holds four of ``vqs``'s documents so that calls of 5 to
+#: 8 rows take two, from RS_AVX2_TREES_MIN_ROWS[1] rows on trees of at most
+#: RS_AVX2_TREES_MIN_ROWS[0] leaves on average: at 6 and 7 rows RapidScorer took 18% to 30%
+#: less time than ``vqs`` on YDF's models of depth 7 (39 leaves a tree), and tied with it on
+#: LightGBM's of 64 leaves (AMD Zen 3; ``python -m benchmarks.tuning.small_calls --shapes
+#: ydf-uniform-d7,ydf-heavy-d7,full-uniform-1000x64,ltr-1000x64 --batch 5,6,7,8 --kernels
+#: vqs,rapidscorer --rounds 7``). AVX-512's registers hold eight, one for such a call.
+RS_AVX2_TREES_MIN_ROWS = (48.0, 6)
 
 #: ``oblivious`` (every tree oblivious) from this many rows per thread: with its row-by-row
 #: path for calls of 1 to 3 rows it led the one-row kernel (the walk) at every call size on
@@ -255,12 +264,14 @@ def few_rows_from(one_row_kernel: str, few_rows_kernel: str, complete: bool = Fa
     return VQS_MIN_ROWS
 
 
-def rs_min_rows(ens, few_rows_kernel: str = "vqs", costs=_COMPUTE, steps=_COMPUTE) -> int:
+def rs_min_rows(ens, few_rows_kernel: str = "vqs", costs=_COMPUTE, steps=_COMPUTE,
+                isa: str | None = None) -> int:
     """Rows per thread from which ``rapidscorer`` runs (where it can score the model):
     after the walk, from the model's nodes over WALK_RS_NODES_PER_STEP times a row's steps
     (:func:`walk_rs_min_rows`); else by the trees' mean number of leaves
-    (RS_SMALL_TREES_MIN_ROWS), else RS_MIN_ROWS. ``costs`` / ``steps`` as for
-    :func:`few_rows`."""
+    (RS_SMALL_TREES_MIN_ROWS, and on the ``avx2`` path RS_AVX2_TREES_MIN_ROWS), else
+    RS_MIN_ROWS. ``costs`` / ``steps`` as for :func:`few_rows`; ``isa``: the instruction-set
+    path the kernels run (default: this process's, ``cpu.isa_code``)."""
     if few_rows_kernel == "walk":
         return walk_rs_min_rows(ens, costs, steps)
     leaves = np.asarray(ens.trees.leaf_offset)
@@ -268,6 +279,10 @@ def rs_min_rows(ens, few_rows_kernel: str = "vqs", costs=_COMPUTE, steps=_COMPUT
     for most, rows in RS_SMALL_TREES_MIN_ROWS:
         if mean <= most:
             return rows
+    if isa is None:
+        isa = cpu.isa_name(cpu.isa_code(None))
+    if isa == "avx2" and mean <= RS_AVX2_TREES_MIN_ROWS[0]:
+        return RS_AVX2_TREES_MIN_ROWS[1]
     return RS_MIN_ROWS
 
 
