@@ -77,11 +77,12 @@ RS_AFTER_WALK_MAX_ROWS = 32
 RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
 #: ... and on AVX2, where a register holds four of ``vqs``'s documents so that calls of 5 to
 #: 8 rows take two, from RS_AVX2_TREES_MIN_ROWS[1] rows on trees of at most
-#: RS_AVX2_TREES_MIN_ROWS[0] leaves on average: at 6 and 7 rows RapidScorer took 18% to 30%
+#: RS_AVX2_TREES_MIN_ROWS[0] leaves on average: at 6 and 7 rows RapidScorer took 16% to 33%
 #: less time than ``vqs`` on YDF's models of depth 7 (39 leaves a tree), and tied with it on
-#: LightGBM's of 64 leaves (AMD Zen 3; ``python -m benchmarks.tuning.small_calls --shapes
-#: ydf-uniform-d7,ydf-heavy-d7,full-uniform-1000x64,ltr-1000x64 --batch 5,6,7,8 --kernels
-#: vqs,rapidscorer --rounds 7``). AVX-512's registers hold eight, one for such a call.
+#: the LightGBM lambdarank model (41 leaves on average; AMD Zen 3, ``python -m
+#: benchmarks.tuning.small_calls --shapes ydf-uniform-d7,ydf-heavy-d7,ltr-1000x64 --batch
+#: 5,6,7,8 --kernels vqs,rapidscorer --rounds 15``). AVX-512's registers hold eight, one for
+#: such a call.
 RS_AVX2_TREES_MIN_ROWS = (48.0, 6)
 
 #: ``oblivious`` (every tree oblivious) from this many rows per thread: with its row-by-row
