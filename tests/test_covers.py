@@ -530,8 +530,8 @@ def test_rapidscorer_starts_earlier_on_avx2_for_trees_of_up_to_48_leaves(monkeyp
         plan = quickscorer.Model(mixed).plan
         assert autoselect.rs_min_rows(mixed, "vqs") == (
             rows if isa == "avx2" else autoselect.RS_MIN_ROWS)
-        if plan.few_rows == "vqs":
-            assert plan.rs_from == autoselect.rs_min_rows(mixed, "vqs", isa=isa)
+        assert plan.few_rows == "vqs"
+        assert plan.rs_from == autoselect.rs_min_rows(mixed, "vqs", isa=isa)
 
 
 def test_the_default_walks_calls_up_to_the_later_rapidscorer_start_exactly(monkeypatch):

@@ -337,11 +337,18 @@ cdef class ShapLayout:
         cdef Py_ssize_t n_blocks = (n + step - 1) // step
         cdef char* mem
         cdef int k
+        cdef int32_t* own
+        cdef int64_t j
         for k in range(n_threads):
             shap_quad_init(base + k * per + of.work, v.max_depth, v.max_nq, v.n_features,
                            SHAP_R)
             shap_quad_init(base + k * per + of.work1, v.max_depth, v.max_nq, v.n_features, 1)
             shap_row_init(base + k * per + of.work_row, v.max_depth, v.max_nq, v.n_features)
+            if v.prog_offset == NULL:
+                # the node numbers of the programs block_quad builds (each tree's own)
+                own = <int32_t*>(base + k * per + of.prog)
+                for j in range(v.max_nodes):
+                    own[j] = <int32_t>j
         with nogil, parallel(num_threads=n_threads):
             mem = base + threadid() * per
             if method == CLASSIC:
@@ -557,12 +564,10 @@ cdef void block_quad(const ShapView* v, const Offsets* of, const floating[:, :] 
     cdef double* ph2
     cdef shap_prog prog
     cdef shap_tree tr
+    # (own_nid: 0 .. max_nodes - 1, written once per thread by contributions())
     cdef int32_t* own_nid = <int32_t*>(mem + of.prog)
     cdef double* own_ratio = <double*>(mem + of.prog + 8 * v.max_nodes)
     cdef int32_t* own_child = <int32_t*>(mem + of.prog + 24 * v.max_nodes)
-    if v.prog_offset == NULL:
-        for k in range(v.max_nodes):
-            own_nid[k] = <int32_t>k
     for r in range(lanes):
         load_row(&v.fv, X, i0 + r, rows + r * F)
     if R == 1:
