@@ -14,6 +14,7 @@ from conftest import category_rows, linear_tree, random_ensemble, special_rows
 from test_covers import _balanced
 
 import quickscorer
+from quickscorer import _kernel
 from quickscorer.algorithms import _walk
 from quickscorer.algorithms import walk as walk_mod
 from quickscorer.algorithms.traversal import node_arrays
@@ -474,11 +475,14 @@ def _cols(cn, value):
 
 def test_xgboost_complete_trees_compare_in_float32_where_every_threshold_is_a_float32():
     """XGBoost models whose thresholds are all float32 values (as the importers make them)
-    get float32 slots (CNODE32_DTYPE), compared with the rows' float32 values: the
-    reference's scores and leaves on rows with NaN, infinities and values next to the
-    thresholds. A threshold that is no float32, or a LightGBM model, keeps float64 slots."""
+    get float32 slots (CNODE32_DTYPE): the thresholds' order keys, compared with the keys of
+    the rows' float32 values. The reference's scores and leaves on rows with NaN,
+    infinities, both zeros (and thresholds of both) and values next to the thresholds,
+    through every walk of them: chunks of rows, one row and two rows together (their sums
+    and their leaves; one output and three). A threshold that is no float32, or a LightGBM
+    model, keeps float64 slots."""
     rng = np.random.default_rng(41)
-    f32_thresholds = (-1.0, 0.0, 0.5, 2.0, float(np.float32(1e-36)), np.inf, -np.inf)
+    f32_thresholds = (-1.0, 0.0, -0.0, 0.5, 2.0, float(np.float32(1e-36)), np.inf, -np.inf)
     ens = random_ensemble(rng, "xgboost", n_trees=30, n_features=5, max_leaves=14,
                           p_categorical=0.0, thresholds=f32_thresholds)
     model = quickscorer.Model(ens)
@@ -490,12 +494,31 @@ def test_xgboost_complete_trees_compare_in_float32_where_every_threshold_is_a_fl
     X = special_rows(rng, 150, 5).astype(np.float32)
     X[:40] = np.float32(1e-36) * rng.choice([-1, 1, 0.5, 2], size=(40, 5))
     X[40:50] = np.nextafter(np.float32(0.5), np.float32([[-np.inf], [np.inf]] * 5))[:10]
+    X[50:60] = rng.choice(np.float32([0.0, -0.0, 1e-36, -1e-36]), size=(10, 5))
     out = np.empty((150, 1), np.float32)
     walk.predict_raw(X, np.empty((0, 0)), out, 1)
     assert np.array_equal(out, model.predict_raw(X, algorithm="traversal"))
     leaves = np.empty((150, 30), np.int32)
     walk.predict_leaf(X, leaves, 2)
     assert np.array_equal(leaves, model.predict_leaf(X, algorithm="traversal"))
+    # the low-latency entry (one row; two rows together), and the row loop's leaves
+    multi = random_ensemble(np.random.default_rng(42), "xgboost", n_trees=30, n_outputs=3,
+                            n_features=5, max_leaves=14, p_categorical=0.0,
+                            thresholds=f32_thresholds)
+    for e in (ens, multi):
+        m = quickscorer.Model(e)
+        w = Walk(e, m.plan.forest, complete=True)
+        assert w.layout.cfloat
+        for n in (1, 2, 3, 5):
+            for i in range(0, 60, n):
+                rows = X[i:i + n]
+                want = m.predict_raw(rows, algorithm="traversal")
+                got = _kernel.predict_small(m.plan.forest, w.layout, rows, False)
+                assert np.array_equal(got.reshape(want.shape), want)
+        got = np.empty((60, 30), np.int32)
+        for i in range(0, 60, 5):       # under 8 rows a call: row by row
+            w.predict_leaf(X[i:i + 5], got[i:i + 5], 1)
+        assert np.array_equal(got, m.predict_leaf(X[:60], algorithm="traversal"))
     # 1e-36 itself is no float32: those slots stay float64
     wide = random_ensemble(np.random.default_rng(41), "xgboost", n_trees=30, n_features=5,
                            max_leaves=14, p_categorical=0.0)
@@ -510,10 +533,32 @@ def test_xgboost_complete_trees_compare_in_float32_where_every_threshold_is_a_fl
     c32["col"][0] = 10 ** 6
     with pytest.raises(ValueError, match="out of place"):
         _walk.WalkLayout(dict(a, cnodes=c32.view(np.uint64)), 5)
-    c32 = a["cnodes"].view(walk_mod.CNODE32_DTYPE).copy()
-    c32["thr"][0] = np.nan
-    with pytest.raises(ValueError, match="out of place"):
-        _walk.WalkLayout(dict(a, cnodes=c32.view(np.uint64)), 5)
+    for nan in (np.float32(np.nan), -np.float32(np.nan)):      # a NaN's key, either sign
+        c32 = a["cnodes"].view(walk_mod.CNODE32_DTYPE).copy()
+        c32["key"][0] = np.array([nan], np.float32).view(np.uint32)[0] ^ np.uint32(
+            0xFFFFFFFF if np.signbit(nan) else 0x80000000)
+        with pytest.raises(ValueError, match="out of place"):
+            _walk.WalkLayout(dict(a, cnodes=c32.view(np.uint64)), 5)
+
+
+def test_float32_keys_order_as_the_values_do():
+    """walk.float32_keys (the float32 slots' thresholds; walk.h walk_key32 the rows'):
+    ``a > b`` exactly when ``key(a) > key(b)``, on every pair of a set of float32 values
+    with both zeros, both infinities, subnormals, the extremes and random values of every
+    magnitude; -0.0 and 0.0 share one key."""
+    rng = np.random.default_rng(47)
+    f32 = np.finfo(np.float32)
+    special = np.array([0.0, -0.0, np.inf, -np.inf, f32.max, -f32.max, f32.tiny, -f32.tiny,
+                        f32.smallest_subnormal, -f32.smallest_subnormal, 1.0, -1.0,
+                        np.nextafter(np.float32(1), np.float32(2)),
+                        np.nextafter(np.float32(-1), np.float32(-2))], np.float32)
+    bits = rng.integers(0, 2 ** 32, 3000, dtype=np.uint64).astype(np.uint32)
+    values = np.concatenate([special, bits.view(np.float32)])
+    values = values[~np.isnan(values)]
+    keys = walk_mod.float32_keys(values)
+    assert keys.dtype == np.uint32
+    assert np.array_equal(values[:, None] > values[None, :], keys[:, None] > keys[None, :])
+    assert walk_mod.float32_keys(np.float32(-0.0)) == walk_mod.float32_keys(np.float32(0.0))
 
 
 def test_a_real_xgboost_model_walks_float32_complete_trees_exactly(monkeypatch):

@@ -11,7 +11,7 @@
  * n_features, n_rows, n_cols, float32 slots, complete trees laid out), the walk's complete
  * trees where it lays them out (cnodes.u64,
  * cnode_offset.i64, cdepth.u8, cslot_offset.i64, cslot_leaf.i32) and expanded rows
- * (xr.f64, xr32.f32: n_rows x n_cols), the QuickScorer layout's entry-wise stream
+ * (xr.f64, xrkey.u32 the keys of its float32 values: n_rows x n_cols), the QuickScorer layout's entry-wise stream
  * (thr.f64, word.u32, mask.u64, seg.i64: 3 n_features + 1 offsets), the rows (x.f64:
  * n_rows x n_features) and the reference leaves (want.i32: n_rows x n_trees, in-order leaf
  * numbers, which the layout's bit numbers are). Prints "name best_us median_us ok" per
@@ -69,7 +69,7 @@ static void NAME(const NODE* nodes, const int64_t* off, const uint8_t* depth,   
 #define walk_cnode_pair_group walk_groups_pair_group
 #define walk_cnode32_pair_group walk_groups_pair32_group
 BY_GROUP(by_group, walk_cnode, double)
-BY_GROUP(by_group32, walk_cnode32, float)
+BY_GROUP(by_group32, walk_cnode32, uint32_t)
 
 /* One row's scan of one segment, YDF's loop: AND the mask of every entry the value exceeds */
 static inline void row_scan(const double* thr, const uint32_t* word, const uint64_t* mask,
@@ -101,7 +101,7 @@ int main(int argc, char** argv)
     const int64_t* soff = slurp(dir, "cslot_offset.i64");
     const int32_t* sleaf = slurp(dir, "cslot_leaf.i32");
     const double* xr = slurp(dir, "xr.f64");
-    const float* xr32 = slurp(dir, "xr32.f32");
+    const uint32_t* xr32 = slurp(dir, "xrkey.u32");   /* the keys of the float32 values */
     const double* thr = slurp(dir, "thr.f64");
     const uint32_t* word = slurp(dir, "word.u32");
     const uint64_t* mask = slurp(dir, "mask.u64");

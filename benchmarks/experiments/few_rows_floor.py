@@ -50,7 +50,7 @@ VARIANTS = ("walk_pairs", "walk_by_group", "vqs_scan", "vqs_scan512", "row_scans
 def write_arrays(d: Path, model, X: np.ndarray) -> None:
     """The arrays few_rows_floor.c reads (its header lists them)."""
     from quickscorer.algorithms.qs.layout import quickscorer_arrays
-    from quickscorer.algorithms.walk import walk_arrays
+    from quickscorer.algorithms.walk import float32_keys, walk_arrays
 
     ens = model.ensemble
     if np.isnan(X).any():
@@ -71,7 +71,7 @@ def write_arrays(d: Path, model, X: np.ndarray) -> None:
                       ("cslot_offset", "i64"), ("cslot_leaf", "i32")):
         w[name].tofile(d / f"{name}.{ext}")
     xr.tofile(d / "xr.f64")
-    xr.astype(np.float32).tofile(d / "xr32.f32")
+    float32_keys(xr.astype(np.float32)).tofile(d / "xrkey.u32")
     q["thresholds"].astype(np.float64).tofile(d / "thr.f64")
     q["words"].astype(np.uint32).tofile(d / "word.u32")
     q["masks"].astype(np.uint64).tofile(d / "mask.u64")

@@ -1,7 +1,8 @@
 /* One row through a model's trees, the walk alone (no expansion of the row, no sum): the
  * kernels of src/quickscorer/algorithms/walk.h on the walk's own layout, the eight-cursor walk as it
  * once stepped (the next root read after the step, on the chain of loads) and
- * with a harvest after every 1, 2 or 4 steps (walk.h WALK_HARVEST is 3), and
+ * with a harvest after every 1, 2 or 4 steps (walk.h WALK_HARVEST is 3), the group walks of
+ * float32 slots as they once stepped (a float compare; the kernel's compare order keys) and
  * AVX2 gathers of the same complete trees (tried for this comparison, not kernels), timed on
  * rows already expanded (walk_groups_floor.py writes the arrays, reads the leaves and prints
  * the times).
@@ -11,7 +12,7 @@
  * <dir> holds raw little-endian arrays: meta.i64 (n_trees, n_cols, n_rows, f32, one depth,
  * complete, leaf records), walk_nodes.u64 (the leaf records of walk.h, then the table),
  * roots.i32 (n_trees + 16), cnodes.u64, cnode_offset.i64, cdepth.u8, cslot_offset.i64,
- * cslot_leaf.i32, xr.f64 (n_rows x n_cols), xr32.f32. Writes leaves_<name>.i32 (n_rows x
+ * cslot_leaf.i32, xr.f64 (n_rows x n_cols), xrkey.u32 (the keys of its float32 values). Writes leaves_<name>.i32 (n_rows x
  * n_trees) and prints "name best_us median_us" per variant. */
 #include <stdint.h>
 #include <stdio.h>
@@ -77,11 +78,76 @@ WALK8(walk8_every1, 1)
 WALK8(walk8_every2, 2)
 WALK8(walk8_every4, 4)
 
+/* The group walks of float32 slots as they once stepped: the float32 threshold compared with
+ * the row's float32 value, the compiler's code computing the bit and the next slot's address
+ * (0-based indices, 2 i + 1 + bit), against the kernel's key steps (walk.h WALK_KEY_STEP) */
+typedef struct {
+    float thr;
+    int32_t col;
+} float_node;
+#define FLOAT_STEPS(BASE, SPAN, DEPTH, X, I, W)                                              \
+    for (int l = 0; l < (DEPTH); ++l)                                                        \
+        for (int k = 0; k < (W); ++k) {                                                      \
+            const float_node* p = (BASE) + k * (SPAN) + (I)[k];                              \
+            (I)[k] = 2 * (I)[k] + 1 + ((X)[p->col] > p->thr);                                \
+        }
+WALK_INLINE void float_group(const float_node* base, const int32_t* slot_leaf, int depth,
+                             const float* xr, int32_t* leaf)
+{
+    const int32_t span = (int32_t)((1u << depth) - 1u);
+    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    FLOAT_STEPS(base, span, depth, xr, i, 8)
+    for (int k = 0; k < 8; ++k)
+        leaf[k] = slot_leaf[k * (span + 1) + i[k] - span];
+}
+WALK_INLINE void float_pair_group(const float_node* base, const int32_t* slot_leaf, int depth,
+                                  const float* xa, const float* xb, int32_t* la, int32_t* lb)
+{
+    const int32_t span = (int32_t)((1u << depth) - 1u);
+    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int32_t j[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int l = 0; l < depth; ++l)
+        for (int k = 0; k < 8; ++k) {
+            const float_node* p = base + k * span + i[k];
+            const float_node* q = base + k * span + j[k];
+            i[k] = 2 * i[k] + 1 + (xa[p->col] > p->thr);
+            j[k] = 2 * j[k] + 1 + (xb[q->col] > q->thr);
+        }
+    for (int k = 0; k < 8; ++k) {
+        la[k] = slot_leaf[k * (span + 1) + i[k] - span];
+        lb[k] = slot_leaf[k * (span + 1) + j[k] - span];
+    }
+}
+static void float_groups(const float_node* nodes, const int64_t* off, const uint8_t* depth,
+                         const int32_t* sleaf, const int64_t* soff, int64_t n_trees,
+                         const float* xr, int32_t* leaf)
+{
+    for (int64_t t = 0; t < n_trees; t += 8)
+        WALK_BY_DEPTH(depth[t], float_group, nodes + off[t], sleaf + soff[t], xr, leaf + t)
+}
+static void float_pairs(const float_node* nodes, const int64_t* off, const uint8_t* depth,
+                        const int32_t* sleaf, const int64_t* soff, int64_t n_trees,
+                        const float* xa, const float* xb, int32_t* la, int32_t* lb)
+{
+    for (int64_t t = 0; t < n_trees; t += 8)
+        WALK_BY_DEPTH(depth[t], float_pair_group, nodes + off[t], sleaf + soff[t], xa, xb,
+                      la + t, lb + t)
+}
+
+/* the float32 value of an order key (walk.h walk_key32's inverse) */
+static float key_value(uint32_t k)
+{
+    uint32_t u = k ^ ((k >> 31) ? 0x80000000u : 0xFFFFFFFFu);
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 /* G groups of eight trees, one gather of the slots' columns, one of their thresholds and
  * one of the row's values a level (float32 slots; trees of a run of G groups of one depth,
  * the model's trees all of one depth here) */
 #define GATHER_WALK(G)                                                                       \
-static void gather##G(const walk_cnode32* nodes, const int64_t* off, const uint8_t* depth, \
+static void gather##G(const float_node* nodes, const int64_t* off, const uint8_t* depth, \
                       const int32_t* slot_leaf, const int64_t* soff, int64_t n_trees,         \
                       const float* xr, int32_t* leaf)                                         \
 {                                                                                             \
@@ -115,19 +181,20 @@ static void gather##G(const walk_cnode32* nodes, const int64_t* off, const uint8
         }                                                                                     \
     }                                                                                         \
     if (t < n_trees)                                                                          \
-        walk_groups32(nodes, off + t, depth + t, slot_leaf, soff + t, n_trees - t, xr,    \
-                         leaf + t);                                                           \
+        float_groups(nodes, off + t, depth + t, slot_leaf, soff + t, n_trees - t, xr,        \
+                     leaf + t);                                                               \
 }
 GATHER_WALK(1)
 GATHER_WALK(2)
 GATHER_WALK(4)
 
-enum { EIGHT_CURSORS, EIGHT_CURSORS_S26, HARVEST1, HARVEST2, HARVEST4, GROUPS, PAIRS, GATHER1,
-       GATHER2, GATHER4, N_VARIANTS };
+enum { EIGHT_CURSORS, EIGHT_CURSORS_S26, HARVEST1, HARVEST2, HARVEST4, GROUPS, PAIRS,
+       FLOAT_GROUPS, FLOAT_PAIRS, GATHER1, GATHER2, GATHER4, N_VARIANTS };
 static const char* NAMES[N_VARIANTS] = {"eight_cursors", "eight_cursors_s26",
                                         "eight_cursors_every1", "eight_cursors_every2",
                                         "eight_cursors_every4", "groups", "pairs",
-                                        "gather1x8", "gather2x8", "gather4x8"};
+                                        "float_groups", "float_pairs", "gather1x8",
+                                        "gather2x8", "gather4x8"};
 
 int main(int argc, char** argv)
 {
@@ -147,11 +214,26 @@ int main(int argc, char** argv)
     const int64_t* soff = slurp(dir, "cslot_offset.i64", NULL);
     const int32_t* sleaf = slurp(dir, "cslot_leaf.i32", NULL);
     const double* xr = slurp(dir, "xr.f64", NULL);
-    const float* xr32 = slurp(dir, "xr32.f32", NULL);
+    const uint32_t* xr32 = slurp(dir, "xrkey.u32", NULL);    /* keys of the float32 values */
     int64_t stride = n_trees + 16;
+    /* the float32 slots and rows as floats, for the float steps and the gathers */
+    float_node* fn = NULL;
+    float* fx = NULL;
+    if (f32 && complete) {
+        size_t nb;
+        const walk_cnode32* kn = slurp(dir, "cnodes.u64", &nb);
+        fn = malloc(nb);
+        for (size_t j = 0; j < nb / sizeof(walk_cnode32); ++j) {
+            fn[j].thr = key_value(kn[j].key);
+            fn[j].col = kn[j].col;
+        }
+        fx = malloc((size_t)(n_rows * n_cols) * sizeof(float));
+        for (int64_t j = 0; j < n_rows * n_cols; ++j)
+            fx[j] = key_value(xr32[j]);
+    }
     int32_t* leaves = calloc((size_t)(n_rows * stride), sizeof(int32_t));
     double best[N_VARIANTS], times[N_VARIANTS][64];
-    int n_variants = !complete ? GROUPS : f32 && one_depth ? N_VARIANTS : GATHER1;
+    int n_variants = !complete ? GROUPS : !f32 ? FLOAT_GROUPS : one_depth ? N_VARIANTS : GATHER1;
     for (int v = 0; v < n_variants; ++v) best[v] = 1e300;
     if (rounds > 64) rounds = 64;
     for (int r = 0; r < rounds; ++r)
@@ -159,7 +241,8 @@ int main(int argc, char** argv)
             double t0 = now();
             for (int64_t i = 0; i < n_rows; ++i) {
                 const double* x = xr + i * n_cols;
-                const float* x32 = xr32 + i * n_cols;
+                const uint32_t* x32 = xr32 + i * n_cols;
+                const float* xf = f32 && complete ? fx + i * n_cols : NULL;
                 int32_t* lf = leaves + i * stride;
                 switch (v) {
                 case EIGHT_CURSORS: walk8(walk, roots, n_trees, x, lf); break;
@@ -184,9 +267,19 @@ int main(int argc, char** argv)
                         walk_groups(cn, off, depth, sleaf, soff, n_trees, x, lf);
                     }
                     break;
-                case GATHER1: gather1(cn, off, depth, sleaf, soff, n_trees, x32, lf); break;
-                case GATHER2: gather2(cn, off, depth, sleaf, soff, n_trees, x32, lf); break;
-                default: gather4(cn, off, depth, sleaf, soff, n_trees, x32, lf); break;
+                case FLOAT_GROUPS: float_groups(fn, off, depth, sleaf, soff, n_trees, xf, lf); break;
+                case FLOAT_PAIRS:
+                    if (i + 1 < n_rows) {
+                        float_pairs(fn, off, depth, sleaf, soff, n_trees, xf, xf + n_cols, lf,
+                                    lf + stride);
+                        ++i;
+                    } else {
+                        float_groups(fn, off, depth, sleaf, soff, n_trees, xf, lf);
+                    }
+                    break;
+                case GATHER1: gather1(fn, off, depth, sleaf, soff, n_trees, xf, lf); break;
+                case GATHER2: gather2(fn, off, depth, sleaf, soff, n_trees, xf, lf); break;
+                default: gather4(fn, off, depth, sleaf, soff, n_trees, xf, lf); break;
                 }
             }
             double us = (now() - t0) * 1e6 / (double)n_rows;

@@ -2,8 +2,10 @@
 walk's node table (``walk8``, a harvest of the leaves every ``WALK_HARVEST`` steps; as
 it once stepped, the next root read on the chain of loads; with a harvest every
 1, 2 or 4 steps), its complete trees eight at a time (``walk_groups``, the
-one-row kernel where the model has them), two rows together (``walk_groups_pair``), and
-AVX2 gathers of eight trees a level (one, two or four groups at a time; float32 slots, every
+one-row kernel where the model has them), two rows together (``walk_groups_pair``), both
+on float32 slots also as they once stepped (``float_groups``, ``float_pairs``: a float
+compare where the kernel compares order keys, ``walk.float32_keys``), and AVX2 gathers of
+eight trees a level (one, two or four groups at a time; float32 slots, every
 tree of one depth), on the same rows, expanded here as ``_walk.expand`` does (the rows have no
 NaN; a LightGBM zero-as-missing column maps 0 to its side). No expansion of the row, no sum of
 the leaves: what ``benchmarks/tuning/small_calls.py`` times through ``predict`` adds both and the
@@ -50,7 +52,7 @@ def expanded(arrays: dict, X: np.ndarray, n_features: int) -> np.ndarray:
 
 def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
     from quickscorer.algorithms import _walk
-    from quickscorer.algorithms.walk import walk_arrays
+    from quickscorer.algorithms.walk import float32_keys, walk_arrays
 
     model, _, X = S._load(shape)
     ens = model.ensemble
@@ -76,7 +78,7 @@ def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
                           ("cslot_leaf", "i32")):
             a[name].tofile(d / f"{name}.{ext}")
         xr.tofile(d / "xr.f64")
-        xr.astype(np.float32).tofile(d / "xr32.f32")
+        float32_keys(xr.astype(np.float32)).tofile(d / "xrkey.u32")
         out = subprocess.run([str(exe), str(d), str(rounds)], check=True, capture_output=True,
                              text=True).stdout
         want = model.predict_leaf(X, algorithm="traversal")

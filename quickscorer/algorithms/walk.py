@@ -94,8 +94,29 @@ COMPLETE_MAX_DEPTH = 10
 COMPLETE_MAX_SLOTS = 4.0
 #: a slot of a complete tree (walk.h walk_cnode, 16 bytes)
 CNODE_DTYPE = np.dtype([("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")])
-#: ... of an XGBoost model whose thresholds are all float32 values (walk_cnode32, 8 bytes)
-CNODE32_DTYPE = np.dtype([("thr", "<f4"), ("col", "<i4")])
+#: ... of an XGBoost model whose thresholds are all float32 values (walk_cnode32, 8 bytes):
+#: the threshold's order key (float32_keys)
+CNODE32_DTYPE = np.dtype([("key", "<u4"), ("col", "<i4")])
+
+
+def float32_keys(values) -> np.ndarray:
+    """The order keys (uint32) of float32 values, as walk.h walk_key32 computes the rows':
+    ``a > b`` exactly when ``key(a) > key(b)``, for every pair of values but NaN (-0.0 and
+    0.0 share one key). Where the sign bit is set every bit is flipped, else the sign bit."""
+    v = np.asarray(values, np.float32) + np.float32(0.0)       # -0.0 + 0.0 is 0.0
+    u = v.view(np.uint32)
+    return u ^ np.where(u >> 31 != 0, np.uint32(0xFFFFFFFF), np.uint32(0x80000000))
+
+
+def float32_slots(ens: Ensemble) -> bool:
+    """Whether the walk lays the model's complete trees out as float32 slots
+    (``CNODE32_DTYPE``): XGBoost's rows are float32 values (and the expanded ones +-inf or
+    0), so where the thresholds of its nodes (special nodes aside: their columns hold +-inf)
+    are float32 values too, comparing in float32 decides every node exactly."""
+    if ens.family != "xgboost":
+        return False
+    thr = np.asarray(ens.trees.arrays["threshold"], np.float64)[~special_mask(ens)]
+    return bool(np.all(thr.astype(np.float32) == thr))
 
 
 def no_complete_fields() -> dict:
@@ -239,9 +260,9 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
       where ``complete`` is True (where it can: trees at most COMPLETE_MAX_DEPTH deep), or
       None and the trees hold at most COMPLETE_MAX_SLOTS slots per node; empty otherwise.
       On an XGBoost model whose thresholds are all float32 values their slots are
-      ``CNODE32_DTYPE`` (one word each), compared with the rows' float32 values: the same
-      decisions (XGBoost's rows are float32; the expanded values +-inf or 0) in half the
-      bytes;
+      ``CNODE32_DTYPE`` (one word each), their thresholds' order keys compared with the
+      keys of the rows' float32 values: the same decisions (XGBoost's rows are float32; the
+      expanded values +-inf or 0) in half the bytes, by an integer compare;
     - ``special_table`` (int32, one per special node): for a categorical node whose
       categories are all below ``nodes.CAT_CODES`` (``nodes.coded_categorical``),
       its row of ``special_tables``
@@ -306,11 +327,9 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
         if full is not None and (complete or _few_slots(int(full["cnode_offset"][-1]), n)):
             out.update(full)
             cn = full["cnodes"].view(CNODE_DTYPE)
-            # XGBoost rows are float32 values (and the expanded ones +-inf or 0): where the
-            # thresholds are float32 values too, the slots compare in float32, exactly
-            if ens.family == "xgboost" and np.all(cn["thr"].astype(np.float32) == cn["thr"]):
+            if float32_slots(ens):
                 c32 = np.zeros(cn.shape[0], CNODE32_DTYPE)
-                c32["thr"], c32["col"] = cn["thr"], cn["col"]
+                c32["key"], c32["col"] = float32_keys(cn["thr"]), cn["col"]
                 out["cnodes"] = c32.view(np.uint64)
     return out
 

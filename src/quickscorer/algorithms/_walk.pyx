@@ -14,7 +14,7 @@ walks a chunk of rows through each tree block in turn.
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel, threadid
 from libc.math cimport INFINITY, isnan
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from quickscorer._forest cimport (Forest, ForestView, FAMILY_XGBOOST, QS_FUSED_SUMS,
                                   add_leaf_f32, category_code, floating, leaf_f32, load_row)
@@ -43,10 +43,11 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
                           const double* xr, int64_t xr_stride, int64_t n_rows, int32_t* leaf,
                           int64_t leaf_stride)
     ctypedef struct walk_cnode32:
-        float thr
+        uint32_t key
         int32_t col
+    uint32_t walk_key32(float f)
     void walk_complete32(const walk_cnode32* nodes, const int32_t* slot_leaf, int depth,
-                            const float* xr, int64_t xr_stride, int64_t n_rows,
+                            const uint32_t* xr, int64_t xr_stride, int64_t n_rows,
                             int32_t* leaf, int64_t leaf_stride)
     void walk_groups(const walk_cnode* nodes, const int64_t* node_offset,
                         const uint8_t* depth, const int32_t* slot_leaf,
@@ -54,7 +55,7 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
                         int32_t* leaf)
     void walk_groups32(const walk_cnode32* nodes, const int64_t* node_offset,
                           const uint8_t* depth, const int32_t* slot_leaf,
-                          const int64_t* slot_offset, int64_t n_trees, const float* xr,
+                          const int64_t* slot_offset, int64_t n_trees, const uint32_t* xr,
                           int32_t* leaf)
     void walk_groups_pair(const walk_cnode* nodes, const int64_t* node_offset,
                              const uint8_t* depth, const int32_t* slot_leaf,
@@ -63,7 +64,8 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
     void walk_groups_pair32(const walk_cnode32* nodes, const int64_t* node_offset,
                                const uint8_t* depth, const int32_t* slot_leaf,
                                const int64_t* slot_offset, int64_t n_trees,
-                               const float* xa, const float* xb, int32_t* la, int32_t* lb)
+                               const uint32_t* xa, const uint32_t* xb, int32_t* la,
+                               int32_t* lb)
     double walk_groups_sum(const walk_cnode* nodes, const int64_t* node_offset,
                               const uint8_t* depth, const double* slot_value,
                               const int64_t* slot_offset, int64_t n_trees, const double* xr,
@@ -74,8 +76,8 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
                                float acc)
     float walk_groups_sum32(const walk_cnode32* nodes, const int64_t* node_offset,
                                const uint8_t* depth, const float* slot_value,
-                               const int64_t* slot_offset, int64_t n_trees, const float* xr,
-                               float acc)
+                               const int64_t* slot_offset, int64_t n_trees,
+                               const uint32_t* xr, float acc)
     void walk_groups_pair_sum(const walk_cnode* nodes, const int64_t* node_offset,
                                  const uint8_t* depth, const double* slot_value,
                                  const int64_t* slot_offset, int64_t n_trees,
@@ -87,7 +89,7 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
     void walk_groups_pair_sum32(const walk_cnode32* nodes, const int64_t* node_offset,
                                    const uint8_t* depth, const float* slot_value,
                                    const int64_t* slot_offset, int64_t n_trees,
-                                   const float* xa, const float* xb, float* acc)
+                                   const uint32_t* xa, const uint32_t* xb, float* acc)
 
 
 # a walk node (walk.h walk_node), as walk.walk_arrays writes them viewed as uint64
@@ -127,7 +129,7 @@ cdef struct WalkView:
     const int32_t* block_roots    # [n_trees + 16 n_blocks] each block's roots, 16 sentinels
     int64_t n_blocks
     bint complete                 # the chunks walk the complete trees below
-    bint cfloat                   # the slots are float32 (cnodes32), the rows compared so
+    bint cfloat                   # the slots are float32 keys (cnodes32), the rows' keys too
     const walk_cnode* cnodes   # each tree's 2^d - 1 slots (walk.py complete_arrays)
     const walk_cnode32* cnodes32
     const int64_t* cnode_offset   # [n_trees + 1]
@@ -256,13 +258,13 @@ cdef class WalkLayout(Layout):
         self._set_complete(a, n_trees, n_cols, np.diff(offsets) + 1)
         # _walk_chunks: a converted row, its expanded row and its exit leaves in a block
         self.lf_words = (int(np.diff(starts).max(initial=0)) + 8 + 1) // 2
-        # and with float32 slots the expanded row in float32
+        # and with float32 slots the keys of the expanded row in float32
         self.xr32_words = (n_cols + 1) // 2 if self.cfloat else 0
         self.chunk_row_words = F + n_cols + self.lf_words + self.xr32_words
         self.n_trees = n_trees
         self.n_features = F
         # the expanded row (one double a column), then the exit leaves (int32, n_trees + 8),
-        # then with float32 slots the expanded row in float32
+        # then with float32 slots the keys of the expanded row in float32
         self.scratch_words = n_cols + (n_trees + 8 + 1) // 2 + self.xr32_words
         self.ctx = &self.view
         self.exits = walk_exits
@@ -368,12 +370,15 @@ cdef class WalkLayout(Layout):
                              "depths, or a group of eight trees has two depths")
         # one word a slot: float32 slots (walk.py CNODE32_DTYPE); two: float64
         self.cfloat = self.view.cfloat = raw.shape[0] == slots and slots > 0
-        cn = raw.view(np.dtype([("thr", "<f4"), ("col", "<i4")] if self.cfloat else
+        cn = raw.view(np.dtype([("key", "<u4"), ("col", "<i4")] if self.cfloat else
                                [("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")]))
+        # a key above +inf's or below -inf's is a NaN's (walk.h walk_key32)
+        nan = ((cn["key"] > walk_key32(INFINITY)) | (cn["key"] < walk_key32(-INFINITY))
+               if self.cfloat else np.isnan(cn["thr"]))
         # the fill trees' end slots name leaf 0 of a one-leaf tree (they are never emitted)
         tree_of_slot = np.repeat(np.arange(n_trees + n_fill), 1 << dg)
         size = np.append(np.asarray(n_leaves), np.ones(n_fill, np.int64))
-        if (np.any((cn["col"] < 0) | (cn["col"] >= n_cols)) or np.any(np.isnan(cn["thr"]))
+        if (np.any((cn["col"] < 0) | (cn["col"] >= n_cols)) or np.any(nan)
                 or np.any((leaf < 0) | (leaf >= size[tree_of_slot]))):
             raise ValueError("walk layout: a complete tree's column, threshold or leaf is out "
                              "of place")
@@ -511,26 +516,27 @@ def preorder(const int32_t[::1] left, const int32_t[::1] right, const int64_t[::
 
 
 cdef inline uint64_t* row_scratch(const WalkView* v, int64_t n_trees, uint64_t* s,
-                                  double** xr, int32_t** lf, float** xr32) noexcept nogil:
+                                  double** xr, int32_t** lf, uint32_t** xr32) noexcept nogil:
     """One row's scratch for walk_exits (WalkLayout.scratch_words): the expanded row, its
-    exit leaves (n_trees + 8), with float32 slots its float32 copy; returns the word after
+    exit leaves (n_trees + 8), with float32 slots its values' keys; returns the word after
     it."""
     cdef int64_t lf_words = (n_trees + 8 + 1) // 2
     xr[0] = <double*>s
     lf[0] = <int32_t*>(s + v.n_cols)
-    xr32[0] = <float*>(s + v.n_cols + lf_words) if v.cfloat else NULL
+    xr32[0] = <uint32_t*>(s + v.n_cols + lf_words) if v.cfloat else NULL
     return s + v.n_cols + lf_words + ((v.n_cols + 1) // 2 if v.cfloat else 0)
 
 
 cdef inline void expand_row(const WalkView* v, int family, const double* row, double* xr,
-                            float* xr32) noexcept nogil:
-    """expand, then where xr32 is not NULL (float32 slots) the expanded row in float32: the
-    values of float32 rows, +-inf and 0, float32 exactly."""
+                            uint32_t* xr32) noexcept nogil:
+    """expand, then where xr32 is not NULL (float32 slots) the keys (walk.h walk_key32) of
+    the expanded row in float32: the values of float32 rows, +-inf and 0, float32
+    exactly."""
     cdef int64_t j
     expand(v, family, row, xr)
     if xr32 != NULL:
         for j in range(v.n_cols):
-            xr32[j] = <float>xr[j]
+            xr32[j] = walk_key32(<float>xr[j])
 
 
 cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
@@ -539,7 +545,7 @@ cdef void walk_exits(const void* ctx, const ForestView* f, const double* row,
     cdef const WalkView* v = <const WalkView*>ctx
     cdef double* xr
     cdef int32_t* lf
-    cdef float* xr32
+    cdef uint32_t* xr32
     row_scratch(v, f.n_trees, scratch, &xr, &lf, &xr32)
     expand_row(v, f.family, row, xr, xr32)     # xr32: NULL unless float32 slots
     if leaves == NULL and v.cvalue_of == f.leaf_value and v.cvalue_of != NULL:
@@ -576,8 +582,8 @@ cdef void walk_exits2(const void* ctx, const ForestView* f, const double* row_a,
     cdef double* xb
     cdef int32_t* la
     cdef int32_t* lb
-    cdef float* xa32
-    cdef float* xb32
+    cdef uint32_t* xa32
+    cdef uint32_t* xb32
     row_scratch(v, f.n_trees, row_scratch(v, f.n_trees, scratch, &xa, &la, &xa32),
                 &xb, &lb, &xb32)
     expand_row(v, f.family, row_a, xa, xa32)
@@ -661,14 +667,14 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
     cdef double* rows
     cdef double* xr
     cdef int32_t* lf
-    cdef float* xr32
+    cdef uint32_t* xr32
     cdef double* o64
     cdef float* o32
     with nogil, parallel(num_threads=n_threads):
         rows = <double*>&scratch[threadid(), 0]
         xr = rows + chunk * F
         lf = <int32_t*>(xr + chunk * v.n_cols)
-        xr32 = <float*>(lf + chunk * lf_width)
+        xr32 = <uint32_t*>(lf + chunk * lf_width)
         for c in prange(n_chunks, schedule="dynamic"):
             i0 = c * chunk
             n = min(<Py_ssize_t>chunk, n_rows - i0)

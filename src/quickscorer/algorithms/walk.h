@@ -110,12 +110,28 @@ typedef struct {
 /* rows stepping together: 16 measured fastest of 8, 16 and 32 (walk.py default_block_bytes) */
 #define QS_CWALK_ROWS 16
 
-/* A slot of a complete tree whose thresholds are all float32 values (XGBoost's), compared
- * with the rows' float32 values: the same decisions, half the bytes. */
+/* A slot of a complete tree whose thresholds are all float32 values (XGBoost's): the
+ * threshold as its order key (walk_key32), compared with the keys of the rows' float32
+ * values: the same decisions as the float32 compare, half the bytes of a walk_cnode, and an
+ * unsigned integer compare whose carry flag is the step's bit (WALK_KEY_STEP). */
 typedef struct {
-    float thr;
+    uint32_t key;
     int32_t col;
 } walk_cnode32;
+
+/* The order key of a float32 value: for any two values a and b but NaN, a > b exactly when
+ * key(a) > key(b) as unsigned integers (-0.0 and 0.0, equal, share the key of 0.0: adding
+ * 0.0 turns -0.0 into 0.0 and leaves every other value as it is). The sign bit set: every
+ * bit flipped; else the sign bit set. The layout's keys: walk.py float32_keys. */
+static inline uint32_t walk_key32(float f)
+{
+    union {
+        float f;
+        uint32_t u;
+    } c;
+    c.f = f + 0.0f;
+    return c.u ^ ((0u - (c.u >> 31)) | 0x80000000u);
+}
 
 /* The exit leaf of one complete tree of depth `depth` for n_rows expanded rows (row r's at
  * xr + r * xr_stride) into leaf[r * leaf_stride]: QS_CWALK_ROWS rows step together, each
@@ -125,7 +141,9 @@ typedef struct {
  * stored): one row alone would wait on each step. NODE / VALUE: the slot and value types
  * (walk_complete: double; walk_complete32: float, half the bytes, for XGBoost models
  * whose thresholds are float32 values: walk.py CNODE32_DTYPE). */
-#define WALK_COMPLETE(NAME, NODE, VALUE)                                                   \
+#define WALK_GOES_RIGHT(p, x) ((x)[(p)->col] > (p)->thr)
+#define WALK_KEY_RIGHT(p, x) ((p)->key < (x)[(p)->col])
+#define WALK_COMPLETE(NAME, NODE, VALUE, RIGHT)                                            \
 static inline void NAME(const NODE* nodes, const int32_t* slot_leaf, int depth,              \
                         const VALUE* xr, int64_t xr_stride, int64_t n_rows, int32_t* leaf,   \
                         int64_t leaf_stride)                                                 \
@@ -142,14 +160,14 @@ static inline void NAME(const NODE* nodes, const int32_t* slot_leaf, int depth, 
         for (int l = 0; l < depth; ++l)                                                      \
             for (int k = 0; k < QS_CWALK_ROWS; ++k) {                                        \
                 const NODE* p = nodes + i[k];                                                \
-                i[k] = 2 * i[k] + 1 + (x[k][p->col] > p->thr);                               \
+                i[k] = 2 * i[k] + 1 + RIGHT(p, x[k]);                                        \
             }                                                                                \
         for (int k = 0; k < valid; ++k)                                                      \
             leaf[(r + k) * leaf_stride] = slot_leaf[i[k] - first];                           \
     }                                                                                        \
 }
-WALK_COMPLETE(walk_complete, walk_cnode, double)
-WALK_COMPLETE(walk_complete32, walk_cnode32, float)
+WALK_COMPLETE(walk_complete, walk_cnode, double, WALK_GOES_RIGHT)
+WALK_COMPLETE(walk_complete32, walk_cnode32, uint32_t, WALK_KEY_RIGHT)
 
 /* One row through complete trees in groups of eight (walk.py complete_arrays: trees 8 g to
  * 8 g + 7 have the same depth, the group's deepest, and lie one after the other, so tree k of a
@@ -187,32 +205,82 @@ WALK_COMPLETE(walk_complete32, walk_cnode32, float)
     default: FN(B, S, d, __VA_ARGS__);                                                       \
     }
 
+/* One step of a walk of a complete tree, its index I (uint64_t) 1-based in heap order (the
+ * root 1, the children of i 2 i and 2 i + 1): slot i of the tree is BASE[OFF + i], OFF (in
+ * slots) a constant where the group's depth is one, the row's expanded values X.
+ * WALK_F64_STEP: a walk_cnode and double values. WALK_KEY_STEP: a walk_cnode32 and the
+ * values' keys; on x86-64 with GCC or Clang four instructions, the slot's address taken by
+ * each load from I (no address computed), the compare's carry flag the step's bit and
+ * `adc I, I` the step (2 I + bit), where the compiler's code computes the bit and the address
+ * in seven to nine (1.2x to 1.3x less time for one or two rows through 1,000 complete trees
+ * of depth 6 or 8 on Zen 3: python -m benchmarks.experiments.walk_groups_floor). The
+ * "memory" clobber keeps the steps after the stores of the row they read. */
+#define WALK_F64_STEP(NODE, BASE, OFF, X, I)                                                 \
+    {                                                                                        \
+        const NODE* p_ = (BASE) + (OFF) + (I);                                               \
+        (I) = 2 * (I) + ((X)[p_->col] > p_->thr);                                            \
+    }
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WALK_KEY_ASM(COL, KEY, OPERAND)                                                      \
+    __asm__("movslq " COL ", %[c]\n\t"                                                      \
+            "movl (%[x],%[c],4), %k[c]\n\t"                                                  \
+            "cmpl %k[c], " KEY "\n\t"                                                        \
+            "adcq %[i], %[i]"                                                                \
+            : [i] "+r"(I_), [c] "=&r"(c_)                                                    \
+            : [b] "r"(b_), [x] "r"(X_), OPERAND                                              \
+            : "cc", "memory")
+#define WALK_KEY_STEP(NODE, BASE, OFF, X, I)                                                 \
+    {                                                                                        \
+        uint64_t c_;                                                                         \
+        uint64_t I_ = (I);                                                                   \
+        const uint32_t* X_ = (X);                                                            \
+        if (__builtin_constant_p(OFF)) {                                                     \
+            const NODE* b_ = (BASE);                                                         \
+            WALK_KEY_ASM("%c[d]+4(%[b],%[i],8)", "%c[d](%[b],%[i],8)",                      \
+                         [d] "i"(8 * (OFF)));                                                \
+        } else {                                                                             \
+            const NODE* b_ = (BASE) + (OFF);                                                 \
+            WALK_KEY_ASM("4(%[b],%[i],8)", "(%[b],%[i],8)", [d] "i"(0));                    \
+        }                                                                                    \
+        (I) = I_;                                                                            \
+    }
+#else
+#define WALK_KEY_STEP(NODE, BASE, OFF, X, I)                                                 \
+    {                                                                                        \
+        const NODE* p_ = (BASE) + (OFF) + (I);                                               \
+        (I) = 2 * (I) + (p_->key < (X)[p_->col]);                                            \
+    }
+#endif
+
 /* The steps of a group's walks: W trees of one depth (tree k's slots from base + k span),
- * index i[k] of tree k, one row's expanded values x; or eight trees and two rows (i[], j[]). */
-#define WALK_ROW_STEPS(NODE, BASE, SPAN, DEPTH, X, I, W)                                  \
+ * index i[k] of tree k, one row's expanded values x; or eight trees and two rows (i[], j[]).
+ * Sixteen chains (W 16, or two rows) spill some indices to the stack, and still take less
+ * time than eight where the nodes outgrow the L2 cache (the key steps too: 1.05x to 1.25x
+ * less for two to five rows through 1,000 trees of depth 6 and 8 on Zen 3 than four trees
+ * of the two rows at a time). */
+#define WALK_ROW_STEPS(STEP, NODE, BASE, SPAN, DEPTH, X, I, W)                               \
     for (int l = 0; l < (DEPTH); ++l)                                                        \
-        for (int k = 0; k < (W); ++k) {                                                      \
-            const NODE* p = (BASE) + k * (SPAN) + (I)[k];                                    \
-            (I)[k] = 2 * (I)[k] + 1 + ((X)[p->col] > p->thr);                                \
-        }
-#define WALK_PAIR_STEPS(NODE, BASE, SPAN, DEPTH, XA, XB, I, J)                            \
+        for (int k = 0; k < (W); ++k)                                                        \
+            STEP(NODE, BASE, k * (SPAN) - 1, X, (I)[k])
+#define WALK_PAIR_STEPS(STEP, NODE, BASE, SPAN, DEPTH, XA, XB, I, J)                         \
     for (int l = 0; l < (DEPTH); ++l)                                                        \
         for (int k = 0; k < 8; ++k) {                                                        \
-            const NODE* p = (BASE) + k * (SPAN) + (I)[k];                                    \
-            const NODE* q = (BASE) + k * (SPAN) + (J)[k];                                    \
-            (I)[k] = 2 * (I)[k] + 1 + ((XA)[p->col] > p->thr);                               \
-            (J)[k] = 2 * (J)[k] + 1 + ((XB)[q->col] > q->thr);                               \
+            STEP(NODE, BASE, k * (SPAN) - 1, XA, (I)[k])                                     \
+            STEP(NODE, BASE, k * (SPAN) - 1, XB, (J)[k])                                     \
         }
 
-#define WALK_GROUPS(NAME, NODE, VALUE)                                                     \
+/* tree k's end slot of index i (2^d .. 2^(d + 1) - 1) in the group's end slots */
+#define WALK_END(k, span, i) ((k) * ((span) + 1) + (int64_t)(i) - ((span) + 1))
+
+#define WALK_GROUPS(NAME, NODE, VALUE, STEP)                                               \
 WALK_INLINE void NAME##_group(const NODE* base, const int32_t* slot_leaf, int depth,      \
                                  const VALUE* xr, int32_t* leaf)                             \
 {                                                                                            \
     const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
-    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
-    WALK_ROW_STEPS(NODE, base, span, depth, xr, i, 8)                                     \
+    uint64_t i[8] = {1, 1, 1, 1, 1, 1, 1, 1};                                                \
+    WALK_ROW_STEPS(STEP, NODE, base, span, depth, xr, i, 8)                                  \
     for (int k = 0; k < 8; ++k)                                                              \
-        leaf[k] = slot_leaf[k * (span + 1) + i[k] - span];                                   \
+        leaf[k] = slot_leaf[WALK_END(k, span, i[k])];                                        \
 }                                                                                            \
 static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uint8_t* depth, \
                         const int32_t* slot_leaf, const int64_t* slot_offset,                \
@@ -224,25 +292,25 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
         WALK_BY_DEPTH(depth[t], NAME##_group, b, s, xr, leaf + t)                         \
     }                                                                                        \
 }
-WALK_GROUPS(walk_groups, walk_cnode, double)
-WALK_GROUPS(walk_groups32, walk_cnode32, float)
+WALK_GROUPS(walk_groups, walk_cnode, double, WALK_F64_STEP)
+WALK_GROUPS(walk_groups32, walk_cnode32, uint32_t, WALK_KEY_STEP)
 
 /* Two rows through the groups of complete trees together: sixteen chains of loads a group
  * (eight trees, two rows) where one row has eight, the same slots read for both rows: less
  * time a row than one row at a time (same harness). leaf_a[] / leaf_b[] as leaf[] of
  * WALK_GROUPS. */
-#define WALK_GROUPS2(NAME, NODE, VALUE)                                                    \
+#define WALK_GROUPS2(NAME, NODE, VALUE, STEP)                                           \
 WALK_INLINE void NAME##_group(const NODE* base, const int32_t* slot_leaf, int depth,      \
                                  const VALUE* xa, const VALUE* xb, int32_t* la,              \
                                  int32_t* lb)                                                \
 {                                                                                            \
     const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
-    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
-    int32_t j[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
-    WALK_PAIR_STEPS(NODE, base, span, depth, xa, xb, i, j)                                \
+    uint64_t i[8] = {1, 1, 1, 1, 1, 1, 1, 1};                                                \
+    uint64_t j[8] = {1, 1, 1, 1, 1, 1, 1, 1};                                                \
+    WALK_PAIR_STEPS(STEP, NODE, base, span, depth, xa, xb, i, j)                          \
     for (int k = 0; k < 8; ++k) {                                                            \
-        la[k] = slot_leaf[k * (span + 1) + i[k] - span];                                     \
-        lb[k] = slot_leaf[k * (span + 1) + j[k] - span];                                     \
+        la[k] = slot_leaf[WALK_END(k, span, i[k])];                                          \
+        lb[k] = slot_leaf[WALK_END(k, span, j[k])];                                          \
     }                                                                                        \
 }                                                                                            \
 static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uint8_t* depth, \
@@ -256,8 +324,8 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
         WALK_BY_DEPTH(depth[t], NAME##_group, b, s, xa, xb, la + t, lb + t)               \
     }                                                                                        \
 }
-WALK_GROUPS2(walk_groups_pair, walk_cnode, double)
-WALK_GROUPS2(walk_groups_pair32, walk_cnode32, float)
+WALK_GROUPS2(walk_groups_pair, walk_cnode, double, WALK_F64_STEP)
+WALK_GROUPS2(walk_groups_pair32, walk_cnode32, uint32_t, WALK_KEY_STEP)
 
 /* One row's score through the groups of complete trees, the leaves' values added as each
  * group ends: slot_value[s] is end slot s's leaf value (what the tree adds to the score),
@@ -266,20 +334,24 @@ WALK_GROUPS2(walk_groups_pair32, walk_cnode32, float)
  * dependent addition a tree; added group by group the chain overlaps the next group's loads.
  * Two consecutive groups of one depth (the usual case: depth-wise trees) walk together, 16
  * chains of loads in flight where 8 wait on the cache when the nodes outgrow the L2 cache
- * (32 trees at a time spill the indices; benchmarks/experiments/walk_values.py). NODE /
- * VALUE as WALK_GROUPS; ACC: the
- * score's type (float for XGBoost's float32 sums, double otherwise). */
+ * (32 trees at a time spill the indices; benchmarks/experiments/walk_values.py; with the key
+ * steps too, 1.2x to 1.3x less time than eight at one row through 1,000 trees of depth 6
+ * and 8 on Zen 3). NODE /
+ * VALUE / STEP as WALK_GROUPS; ACC: the score's type (float for XGBoost's float32 sums,
+ * double otherwise). */
 #define WALK_SUM_MAX 16
-#define WALK_GROUPS_SUM(NAME, NODE, VALUE, ACC)                                            \
+#define WALK_GROUPS_SUM(NAME, NODE, VALUE, ACC, STEP)                                \
 WALK_INLINE void NAME##_group(const NODE* base, const ACC* slot_value, int depth,         \
                                  const VALUE* xr, ACC* acc, int n, const int w)              \
 {                                                                                            \
     const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
-    int32_t i[WALK_SUM_MAX] = {0};                                                        \
-    WALK_ROW_STEPS(NODE, base, span, depth, xr, i, w)                                     \
+    uint64_t i[WALK_SUM_MAX];                                                                \
+    for (int k = 0; k < WALK_SUM_MAX; ++k)                                                   \
+        i[k] = 1;                                                                            \
+    WALK_ROW_STEPS(STEP, NODE, base, span, depth, xr, i, w)                                  \
     ACC a = *acc;                                                                            \
     for (int k = 0; k < n; ++k)                                                              \
-        a = a + slot_value[k * (span + 1) + i[k] - span];                                    \
+        a = a + slot_value[WALK_END(k, span, i[k])];                                         \
     *acc = a;                                                                                \
 }                                                                                            \
 static inline ACC NAME(const NODE* nodes, const int64_t* node_offset, const uint8_t* depth,  \
@@ -290,7 +362,7 @@ static inline ACC NAME(const NODE* nodes, const int64_t* node_offset, const uint
     while (t < n_trees) {                                                                    \
         const NODE* b = nodes + node_offset[t];                                              \
         const ACC* s = slot_value + slot_offset[t];                                          \
-        if (t + 16 <= n_trees && depth[t + 8] == depth[t]) {                                 \
+        if (t + 16 <= n_trees && depth[t + 8] == depth[t]) {                       \
             WALK_BY_DEPTH(depth[t], NAME##_group, b, s, xr, &acc, 16, 16)                 \
             t += 16;                                                                         \
         } else {                                                                             \
@@ -301,24 +373,24 @@ static inline ACC NAME(const NODE* nodes, const int64_t* node_offset, const uint
     }                                                                                        \
     return acc;                                                                              \
 }
-WALK_GROUPS_SUM(walk_groups_sum, walk_cnode, double, double)
-WALK_GROUPS_SUM(walk_groups_sum_f, walk_cnode, double, float)
-WALK_GROUPS_SUM(walk_groups_sum32, walk_cnode32, float, float)
+WALK_GROUPS_SUM(walk_groups_sum, walk_cnode, double, double, WALK_F64_STEP)
+WALK_GROUPS_SUM(walk_groups_sum_f, walk_cnode, double, float, WALK_F64_STEP)
+WALK_GROUPS_SUM(walk_groups_sum32, walk_cnode32, uint32_t, float, WALK_KEY_STEP)
 
 /* Two rows' scores through the groups together (WALK_GROUPS2 with the sums of
  * WALK_GROUPS_SUM): acc[0] row a's, acc[1] row b's. */
-#define WALK_GROUPS2_SUM(NAME, NODE, VALUE, ACC)                                           \
+#define WALK_GROUPS2_SUM(NAME, NODE, VALUE, ACC, STEP)                                  \
 WALK_INLINE void NAME##_group(const NODE* base, const ACC* slot_value, int depth,         \
                                  const VALUE* xa, const VALUE* xb, ACC* acc, int n)          \
 {                                                                                            \
     const int32_t span = (int32_t)((1u << depth) - 1u);                                      \
-    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
-    int32_t j[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                 \
-    WALK_PAIR_STEPS(NODE, base, span, depth, xa, xb, i, j)                                \
+    uint64_t i[8] = {1, 1, 1, 1, 1, 1, 1, 1};                                                \
+    uint64_t j[8] = {1, 1, 1, 1, 1, 1, 1, 1};                                                \
+    WALK_PAIR_STEPS(STEP, NODE, base, span, depth, xa, xb, i, j)                          \
     ACC a = acc[0], b = acc[1];                                                              \
     for (int k = 0; k < n; ++k) {                                                            \
-        a = a + slot_value[k * (span + 1) + i[k] - span];                                    \
-        b = b + slot_value[k * (span + 1) + j[k] - span];                                    \
+        a = a + slot_value[WALK_END(k, span, i[k])];                                         \
+        b = b + slot_value[WALK_END(k, span, j[k])];                                         \
     }                                                                                        \
     acc[0] = a;                                                                              \
     acc[1] = b;                                                                              \
@@ -337,8 +409,8 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
     acc[0] = two[0];                                                                         \
     acc[1] = two[1];                                                                         \
 }
-WALK_GROUPS2_SUM(walk_groups_pair_sum, walk_cnode, double, double)
-WALK_GROUPS2_SUM(walk_groups_pair_sum_f, walk_cnode, double, float)
-WALK_GROUPS2_SUM(walk_groups_pair_sum32, walk_cnode32, float, float)
+WALK_GROUPS2_SUM(walk_groups_pair_sum, walk_cnode, double, double, WALK_F64_STEP)
+WALK_GROUPS2_SUM(walk_groups_pair_sum_f, walk_cnode, double, float, WALK_F64_STEP)
+WALK_GROUPS2_SUM(walk_groups_pair_sum32, walk_cnode32, uint32_t, float, WALK_KEY_STEP)
 
 #endif
