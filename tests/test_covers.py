@@ -3,6 +3,7 @@ leaf_count, XGBoost's sum_hessian) in the IR, and the one-row kernel the default
 from them (``autoselect.one_row``): the QuickScorer scan or the walk, both exact."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 
@@ -347,6 +348,35 @@ def test_the_walk_of_complete_trees_keeps_calls_up_to_five_rows_from_vqs(
                              complete) == "rapidscorer"
     assert autoselect.choose(model.supported_algorithms(), 4, 1, "walk", "vqs", 5,
                              complete) == ("walk" if complete else "vqs")
+
+
+def test_the_walk_takes_calls_of_a_few_rows_wherever_its_complete_trees_are_float32_slots():
+    """XGBoost's float32 thresholds make the walk's complete trees float32 slots, whose steps
+    compare order keys: the walk then takes calls from VQS_MIN_ROWS to RapidScorer's start
+    after the walk, whatever the false nodes a step (here 127 against 56 steps, under
+    GROUP_FEW_ROWS_RATIO); the same trees in a LightGBM model, or with a threshold that is no
+    float32 value, keep vqs there. Every call exact."""
+    base = _balanced(7)
+    keyed = dataclasses.replace(base, family="xgboost")
+    costs, steps = autoselect.expected_costs(keyed), autoselect.group_steps(keyed)
+    assert costs[1] < autoselect.GROUP_FEW_ROWS_RATIO * steps
+    assert walk_mod.float32_slots(keyed) and not walk_mod.float32_slots(base)
+    model = quickscorer.Model(keyed)
+    assert model.info()["few_rows_algorithm"] == "walk"
+    assert model.plan.rs_from == autoselect.walk_rs_min_rows(keyed)
+    assert list(model.plan.small_kernels[1:model.plan.rs_from]) == (
+        ["walk"] * (model.plan.rs_from - 1))
+    assert model.plan.small_kernels[model.plan.rs_from] == "rapidscorer"
+    X = np.column_stack([np.linspace(-1.0, 2.0 ** 8, 30), np.arange(30) % 7 - 1.0])
+    want = model.predict_raw(X, algorithm="traversal")
+    for n in range(1, model.plan.rs_from + 2):
+        assert np.array_equal(model.predict_raw(X[:n]), want[:n])
+    assert quickscorer.Model(base).info()["few_rows_algorithm"] == "vqs"
+    tree = base.trees[0]
+    off = dataclasses.replace(tree, threshold=np.asarray(tree.threshold) + 0.1)
+    wide = dataclasses.replace(keyed, trees=(off, off))
+    assert not walk_mod.float32_slots(wide)
+    assert quickscorer.Model(wide).info()["few_rows_algorithm"] == "vqs"
 
 
 def test_models_rapidscorer_cannot_score_run_the_few_rows_kernel_for_many_rows():

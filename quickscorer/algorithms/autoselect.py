@@ -29,7 +29,7 @@ import numpy as np
 
 from . import cpu
 from .nodes import coded_categorical
-from .walk import GROUP_TREES, complete_groups, special_mask
+from .walk import GROUP_TREES, complete_groups, float32_slots, special_mask
 
 #: below this many rows per thread a one-row kernel wins (an 8-lane scan runs half empty);
 #: ``python -m benchmarks.tuning.autoselect_sweep`` re-measures it
@@ -78,8 +78,9 @@ RS_SMALL_TREES_MIN_ROWS = ((16.0, 5), (32.0, 6))
 #: ... and on AVX2, where a register holds four of ``vqs``'s documents so that calls of 5 to
 #: 8 rows take two, from RS_AVX2_TREES_MIN_ROWS[1] rows on trees of at most
 #: RS_AVX2_TREES_MIN_ROWS[0] leaves on average: at 6 and 7 rows RapidScorer took 16% to 33%
-#: less time than ``vqs`` on YDF's models of depth 7 (39 leaves a tree), and tied with it on
-#: the LightGBM lambdarank model (41 leaves on average; AMD Zen 3, ``python -m
+#: less time than ``vqs`` on YDF's models of depth 7 (39 leaves a tree; the walk of their
+#: float32 slots now takes those calls, GROUP_FEW_ROWS_KEYS), and tied with it on the
+#: LightGBM lambdarank model (41 leaves on average; AMD Zen 3, ``python -m
 #: benchmarks.tuning.small_calls --shapes ydf-uniform-d7,ydf-heavy-d7,ltr-1000x64 --batch
 #: 5,6,7,8 --kernels vqs,rapidscorer --rounds 15``). AVX-512's registers hold eight, one for
 #: such a call.
@@ -140,6 +141,14 @@ FEW_ROWS_WALK_RATIO = 5.5
 #: the walk did;
 #: ``python -m benchmarks.tuning.small_calls --batch 1,2,3,4,6,8,9 --kernels walk,vqs,rapidscorer``
 GROUP_FEW_ROWS_RATIO = 3.0
+#: ... but at any count where those trees are float32 slots (``walk.float32_slots``: XGBoost's
+#: and YDF's models), whose steps compare order keys in four instructions: at 4 to 8 rows
+#: that walk took less time than ``vqs`` and than RapidScorer, or tied with RapidScorer at 8,
+#: on XGBoost models of depth 4, 6 and 8 and YDF's of depth 6 and 7 (1.17 to 9.1 false nodes
+#: a step) on Zen 3; RapidScorer led from 9 rows (``python -m benchmarks.tuning.small_calls
+#: --shapes xgb-depth4-uniform-1000,ydf-uniform-d6,ydf-uniform-d7,ydf-heavy-d7
+#: --batch 4,5,6,7,8,9 --kernels walk,vqs,rapidscorer``)
+GROUP_FEW_ROWS_KEYS = True
 
 
 def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer",
@@ -206,8 +215,9 @@ def group_steps(ens) -> float | None:
 
 def few_rows(ens, supported: Sequence[str], costs=_COMPUTE, steps=_COMPUTE) -> str:
     """The kernel for calls of VQS_MIN_ROWS to rs_min_rows - 1 rows per thread: ``walk``
-    where the model's covers give at least GROUP_FEW_ROWS_RATIO expected false nodes per
-    step of the walk of its complete trees (where it has them), else at least
+    where its complete trees are float32 slots (GROUP_FEW_ROWS_KEYS), or where the model's
+    covers give at least GROUP_FEW_ROWS_RATIO expected false nodes per step of the walk of
+    its complete trees (where it has them), else at least
     FEW_ROWS_WALK_RATIO per node on a row's path; ``vqs`` otherwise (and without covers).
     ``costs`` / ``steps``: the model's :func:`expected_costs` / :func:`group_steps`, where
     the caller has them."""
@@ -219,6 +229,8 @@ def few_rows(ens, supported: Sequence[str], costs=_COMPUTE, steps=_COMPUTE) -> s
     if steps is _COMPUTE:
         steps = group_steps(ens)
     if steps is not None:
+        if GROUP_FEW_ROWS_KEYS and float32_slots(ens):
+            return "walk"
         return "walk" if false >= GROUP_FEW_ROWS_RATIO * steps else "vqs"
     return "walk" if path > 0 and false / path >= FEW_ROWS_WALK_RATIO else "vqs"
 
