@@ -212,8 +212,9 @@ WALK_COMPLETE(walk_complete32, walk_cnode32, uint32_t, WALK_KEY_RIGHT)
  * values' keys; on x86-64 with GCC or Clang four instructions, the slot's address taken by
  * each load from I (no address computed), the compare's carry flag the step's bit and
  * `adc I, I` the step (2 I + bit), where the compiler's code computes the bit and the address
- * in seven to nine (1.2x to 1.3x less time for one or two rows through 1,000 complete trees
- * of depth 6 or 8 on Zen 3: python -m benchmarks.experiments.walk_groups_floor). The
+ * in seven to nine (the walk alone 1.4x to 1.7x less time for one or two rows through 1,000
+ * complete trees of depth 6 or 8 on Zen 3: python -m benchmarks.experiments.walk_groups_floor,
+ * its float_groups and float_pairs the float compare). The
  * "memory" clobber keeps the steps after the stores of the row they read. */
 #define WALK_F64_STEP(NODE, BASE, OFF, X, I)                                                 \
     {                                                                                        \
