@@ -1,6 +1,7 @@
 /* One row through a model's trees, the walk alone (no expansion of the row, no sum): the
  * kernels of src/quickscorer/algorithms/walk.h on the walk's own layout, the eight-cursor walk as it
- * once stepped (the next root read after the step, on the chain of loads) and
+ * once stepped (the next root read after the step, on the chain of loads; the child indexed
+ * by the compare's bit, where the kernel moves it conditionally) and
  * with a harvest after every 1, 2 or 4 steps (walk.h WALK_HARVEST is 3), the group walks of
  * float32 slots as they once stepped (a float compare; the kernel's compare order keys) and
  * AVX2 gathers of the same complete trees (tried for this comparison, not kernels), timed on
@@ -70,6 +71,32 @@ static void walk8_s26(const walk_node* nodes, const int32_t* roots, int64_t n_tr
     while (done < n_trees) {
         S26_STEP(q0, t0) S26_STEP(q1, t1) S26_STEP(q2, t2) S26_STEP(q3, t3)
         S26_STEP(q4, t4) S26_STEP(q5, t5) S26_STEP(q6, t6) S26_STEP(q7, t7)
+    }
+}
+
+/* walk8 as it stepped before its conditional move: the compare's bit indexes kid[], so the
+ * child's load waits on the compare */
+#define WALK_MOVE_INDEXED(q)                                                                 \
+    {                                                                                        \
+        const walk_node* p_ = WALK_AT(q);                                                    \
+        q = p_->kid[xr[p_->col] > p_->thr];                                                  \
+    }
+static void walk8_indexed(const walk_node* nodes, const int32_t* roots, int64_t n_trees,
+                          const double* xr, int32_t* leaf)
+{
+    int64_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;
+    int64_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];
+    int64_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];
+    int64_t done = 0;
+    while (done < n_trees) {
+        for (int s = 0; s < WALK_HARVEST; ++s) {
+            WALK_MOVE_INDEXED(q0) WALK_MOVE_INDEXED(q1) WALK_MOVE_INDEXED(q2)
+            WALK_MOVE_INDEXED(q3) WALK_MOVE_INDEXED(q4) WALK_MOVE_INDEXED(q5)
+            WALK_MOVE_INDEXED(q6) WALK_MOVE_INDEXED(q7)
+        }
+        WALK_NEXT(q0, t0) WALK_NEXT(q1, t1) WALK_NEXT(q2, t2)
+        WALK_NEXT(q3, t3) WALK_NEXT(q4, t4) WALK_NEXT(q5, t5)
+        WALK_NEXT(q6, t6) WALK_NEXT(q7, t7)
     }
 }
 
@@ -188,9 +215,10 @@ GATHER_WALK(1)
 GATHER_WALK(2)
 GATHER_WALK(4)
 
-enum { EIGHT_CURSORS, EIGHT_CURSORS_S26, HARVEST1, HARVEST2, HARVEST4, GROUPS, PAIRS,
+enum { EIGHT_CURSORS, EIGHT_INDEXED, EIGHT_CURSORS_S26, HARVEST1, HARVEST2, HARVEST4, GROUPS, PAIRS,
        FLOAT_GROUPS, FLOAT_PAIRS, GATHER1, GATHER2, GATHER4, N_VARIANTS };
-static const char* NAMES[N_VARIANTS] = {"eight_cursors", "eight_cursors_s26",
+static const char* NAMES[N_VARIANTS] = {"eight_cursors", "eight_cursors_indexed",
+                                        "eight_cursors_s26",
                                         "eight_cursors_every1", "eight_cursors_every2",
                                         "eight_cursors_every4", "groups", "pairs",
                                         "float_groups", "float_pairs", "gather1x8",
@@ -246,6 +274,7 @@ int main(int argc, char** argv)
                 int32_t* lf = leaves + i * stride;
                 switch (v) {
                 case EIGHT_CURSORS: walk8(walk, roots, n_trees, x, lf); break;
+                case EIGHT_INDEXED: walk8_indexed(walk, roots, n_trees, x, lf); break;
                 case EIGHT_CURSORS_S26: walk8_s26(walk, roots, n_trees, x, lf); break;
                 case HARVEST1: walk8_every1(walk, roots, n_trees, x, lf); break;
                 case HARVEST2: walk8_every2(walk, roots, n_trees, x, lf); break;
