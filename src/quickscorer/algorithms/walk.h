@@ -161,8 +161,8 @@ static inline uint32_t walk_key32(float f)
  * chains overlap and nothing is loaded but the slot. A last group of fewer rows steps
  * together too, the rows it lacks replaced by copies of its last row (whose leaves are not
  * stored): one row alone would wait on each step. NODE / VALUE: the slot and value types
- * (walk_complete: double; walk_complete32: float, half the bytes, for XGBoost models
- * whose thresholds are float32 values: walk.py CNODE32_DTYPE). */
+ * (walk_complete: double; walk_complete32: float32 order keys, half the bytes, for XGBoost
+ * models whose thresholds are float32 values: walk.py CNODE32_DTYPE). RIGHT: the test. */
 #define WALK_GOES_RIGHT(p, x) ((x)[(p)->col] > (p)->thr)
 #define WALK_KEY_RIGHT(p, x) ((p)->key < (x)[(p)->col])
 #define WALK_COMPLETE(NAME, NODE, VALUE, RIGHT)                                            \
@@ -231,7 +231,7 @@ WALK_COMPLETE(walk_complete32, walk_cnode32, uint32_t, WALK_KEY_RIGHT)
  * root 1, the children of i 2 i and 2 i + 1): slot i of the tree is BASE[OFF + i], OFF (in
  * slots) a constant where the group's depth is one, the row's expanded values X.
  * WALK_F64_STEP: a walk_cnode and double values. WALK_KEY_STEP: a walk_cnode32 and the
- * values' keys; on x86-64 with GCC or Clang four instructions, the slot's address taken by
+ * values' keys; on x86-64 with GCC four instructions, the slot's address taken by
  * each load from I (no address computed), the compare's carry flag the step's bit and
  * `adc I, I` the step (2 I + bit), where the compiler's code computes the bit and the address
  * in seven to nine (the walk alone 1.4x to 1.7x less time for one or two rows through 1,000
@@ -243,7 +243,9 @@ WALK_COMPLETE(walk_complete32, walk_cnode32, uint32_t, WALK_KEY_RIGHT)
         const NODE* p_ = (BASE) + (OFF) + (I);                                               \
         (I) = 2 * (I) + ((X)[p_->col] > p_->thr);                                            \
     }
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+/* GCC only: the slot's offset is an immediate ("i") where __builtin_constant_p says it is a
+ * constant, which GCC decides after inlining and unrolling; other compilers take the C step */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define WALK_KEY_ASM(COL, KEY, OPERAND)                                                      \
     __asm__("movslq " COL ", %[c]\n\t"                                                      \
             "movl (%[x],%[c],4), %k[c]\n\t"                                                  \
