@@ -74,92 +74,24 @@ static void walk8_s26(const walk_node* nodes, const int32_t* roots, int64_t n_tr
     }
 }
 
-/* walk8 as it stepped before its conditional move: the compare's bit indexes kid[], so the
- * child's load waits on the compare */
-#define WALK_MOVE_INDEXED(q)                                                                 \
-    {                                                                                        \
-        const walk_node* p_ = WALK_AT(q);                                                    \
-        q = p_->kid[xr[p_->col] > p_->thr];                                                  \
-    }
-static void walk8_indexed(const walk_node* nodes, const int32_t* roots, int64_t n_trees,
-                          const double* xr, int32_t* leaf)
-{
-    int64_t t0 = 0, t1 = 1, t2 = 2, t3 = 3, t4 = 4, t5 = 5, t6 = 6, t7 = 7;
-    int64_t q0 = roots[0], q1 = roots[1], q2 = roots[2], q3 = roots[3];
-    int64_t q4 = roots[4], q5 = roots[5], q6 = roots[6], q7 = roots[7];
-    int64_t done = 0;
-    while (done < n_trees) {
-        for (int s = 0; s < WALK_HARVEST; ++s) {
-            WALK_MOVE_INDEXED(q0) WALK_MOVE_INDEXED(q1) WALK_MOVE_INDEXED(q2)
-            WALK_MOVE_INDEXED(q3) WALK_MOVE_INDEXED(q4) WALK_MOVE_INDEXED(q5)
-            WALK_MOVE_INDEXED(q6) WALK_MOVE_INDEXED(q7)
-        }
-        WALK_NEXT(q0, t0) WALK_NEXT(q1, t1) WALK_NEXT(q2, t2)
-        WALK_NEXT(q3, t3) WALK_NEXT(q4, t4) WALK_NEXT(q5, t5)
-        WALK_NEXT(q6, t6) WALK_NEXT(q7, t7)
-    }
-}
+/* walk8 as it stepped before its conditional move (walk.h WALK_MOVE_INDEXED, the portable
+ * step): the compare's bit indexes kid[], so the child's load waits on the compare */
+WALK8_BY(walk8_indexed, WALK_HARVEST, WALK_MOVE_INDEXED)
 
 /* walk8 with a harvest after every K steps */
 WALK8(walk8_every1, 1)
 WALK8(walk8_every2, 2)
 WALK8(walk8_every4, 4)
 
-/* The group walks of float32 slots as they once stepped: the float32 threshold compared with
- * the row's float32 value, the compiler's code computing the bit and the next slot's address
- * (0-based indices, 2 i + 1 + bit), against the kernel's key steps (walk.h WALK_KEY_STEP) */
+/* The group walks of float32 slots with the float compare (walk.h WALK_THR_STEP, the
+ * compiler's code computing the bit and the next slot's address), against the kernel's key
+ * steps (WALK_KEY_STEP): the same walks but for the step */
 typedef struct {
     float thr;
     int32_t col;
 } float_node;
-#define FLOAT_STEPS(BASE, SPAN, DEPTH, X, I, W)                                              \
-    for (int l = 0; l < (DEPTH); ++l)                                                        \
-        for (int k = 0; k < (W); ++k) {                                                      \
-            const float_node* p = (BASE) + k * (SPAN) + (I)[k];                              \
-            (I)[k] = 2 * (I)[k] + 1 + ((X)[p->col] > p->thr);                                \
-        }
-WALK_INLINE void float_group(const float_node* base, const int32_t* slot_leaf, int depth,
-                             const float* xr, int32_t* leaf)
-{
-    const int32_t span = (int32_t)((1u << depth) - 1u);
-    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    FLOAT_STEPS(base, span, depth, xr, i, 8)
-    for (int k = 0; k < 8; ++k)
-        leaf[k] = slot_leaf[k * (span + 1) + i[k] - span];
-}
-WALK_INLINE void float_pair_group(const float_node* base, const int32_t* slot_leaf, int depth,
-                                  const float* xa, const float* xb, int32_t* la, int32_t* lb)
-{
-    const int32_t span = (int32_t)((1u << depth) - 1u);
-    int32_t i[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int32_t j[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int l = 0; l < depth; ++l)
-        for (int k = 0; k < 8; ++k) {
-            const float_node* p = base + k * span + i[k];
-            const float_node* q = base + k * span + j[k];
-            i[k] = 2 * i[k] + 1 + (xa[p->col] > p->thr);
-            j[k] = 2 * j[k] + 1 + (xb[q->col] > q->thr);
-        }
-    for (int k = 0; k < 8; ++k) {
-        la[k] = slot_leaf[k * (span + 1) + i[k] - span];
-        lb[k] = slot_leaf[k * (span + 1) + j[k] - span];
-    }
-}
-static void float_groups(const float_node* nodes, const int64_t* off, const uint8_t* depth,
-                         const int32_t* sleaf, const int64_t* soff, int64_t n_trees,
-                         const float* xr, int32_t* leaf)
-{
-    for (int64_t t = 0; t < n_trees; t += 8)
-        WALK_BY_DEPTH(depth[t], float_group, nodes + off[t], sleaf + soff[t], xr, leaf + t)
-}
-static void float_pairs(const float_node* nodes, const int64_t* off, const uint8_t* depth,
-                        const int32_t* sleaf, const int64_t* soff, int64_t n_trees,
-                        const float* xa, const float* xb, int32_t* la, int32_t* lb)
-{
-    for (int64_t t = 0; t < n_trees; t += 8)
-        WALK_BY_DEPTH(depth[t], float_pair_group, nodes + off[t], sleaf + soff[t], xa, xb,
-                      la + t, lb + t)
-}
+WALK_GROUPS(float_groups, float_node, float, WALK_THR_STEP)
+WALK_GROUPS2(float_pairs, float_node, float, WALK_THR_STEP)
 
 /* the float32 value of an order key (walk.h walk_key32's inverse) */
 static float key_value(uint32_t k)

@@ -47,7 +47,13 @@ typedef struct {
  * where indexing kid[] by the bit put a load after it on the chain: the walk alone took 8% to
  * 11% less time (medians) on leaf-wise models of 1,000 trees of 31 and 64 leaves on Zen 3
  * (python -m benchmarks.experiments.walk_groups_floor --shapes ltr-1000x64,full-uniform-1000x31
- * --rounds 15: eight_cursors against eight_cursors_indexed). */
+ * --rounds 15: eight_cursors against eight_cursors_indexed, the step WALK_MOVE_INDEXED, which
+ * other compilers and CPUs take). */
+#define WALK_MOVE_INDEXED(q)                                                                 \
+    {                                                                                        \
+        const walk_node* p_ = WALK_AT(q);                                                    \
+        q = p_->kid[xr[p_->col] > p_->thr];                                                  \
+    }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define WALK_MOVE(q)                                                                         \
     {                                                                                        \
@@ -63,11 +69,7 @@ typedef struct {
         q = l_;                                                                              \
     }
 #else
-#define WALK_MOVE(q)                                                                         \
-    {                                                                                        \
-        const walk_node* p_ = WALK_AT(q);                                                    \
-        q = p_->kid[xr[p_->col] > p_->thr];                                                  \
-    }
+#define WALK_MOVE(q) WALK_MOVE_INDEXED(q)
 #endif
 
 /* One cursor's harvest: at a leaf's record (q < 0), store its leaf for tree t, count it in
@@ -96,9 +98,10 @@ typedef struct {
  * root node's offset for t < n_trees and the self-loop node's for n_trees <= t < n_trees + 16;
  * leaf has room for n_trees + 8 entries (cursors past their last tree write there);
  * nodes[-1 - l] is leaf l's record (above) for every leaf number l of the trees.
- * WALK8(NAME, K) defines the walk with a harvest every K steps: walk8 with WALK_HARVEST
- * (other K: benchmarks/experiments/walk_groups_floor.c). */
-#define WALK8(NAME, K)                                                             \
+ * WALK8_BY(NAME, K, MOVE) defines the walk with a harvest every K steps of MOVE: walk8 with
+ * WALK_HARVEST and WALK_MOVE (others: benchmarks/experiments/walk_groups_floor.c). */
+#define WALK8(NAME, K) WALK8_BY(NAME, K, WALK_MOVE)
+#define WALK8_BY(NAME, K, MOVE)                                                    \
 static inline void NAME(const walk_node* nodes, const int32_t* roots, int64_t n_trees,  \
                         const double* xr, int32_t* leaf)                              \
 {                                                                                     \
@@ -108,8 +111,8 @@ static inline void NAME(const walk_node* nodes, const int32_t* roots, int64_t n_
     int64_t done = 0;                                                                 \
     while (done < n_trees) {                                                          \
         for (int s = 0; s < (K); ++s) {                                               \
-            WALK_MOVE(q0) WALK_MOVE(q1) WALK_MOVE(q2) WALK_MOVE(q3)       \
-            WALK_MOVE(q4) WALK_MOVE(q5) WALK_MOVE(q6) WALK_MOVE(q7)       \
+            MOVE(q0) MOVE(q1) MOVE(q2) MOVE(q3)                                       \
+            MOVE(q4) MOVE(q5) MOVE(q6) MOVE(q7)                                       \
         }                                                                             \
         WALK_NEXT(q0, t0) WALK_NEXT(q1, t1) WALK_NEXT(q2, t2)                \
         WALK_NEXT(q3, t3) WALK_NEXT(q4, t4) WALK_NEXT(q5, t5)                \
@@ -230,18 +233,21 @@ WALK_COMPLETE(walk_complete32, walk_cnode32, uint32_t, WALK_KEY_RIGHT)
 /* One step of a walk of a complete tree, its index I (uint64_t) 1-based in heap order (the
  * root 1, the children of i 2 i and 2 i + 1): slot i of the tree is BASE[OFF + i], OFF (in
  * slots) a constant where the group's depth is one, the row's expanded values X.
- * WALK_F64_STEP: a walk_cnode and double values. WALK_KEY_STEP: a walk_cnode32 and the
+ * WALK_THR_STEP: a node with a threshold thr (walk_cnode) compared with the values (double).
+ * WALK_KEY_STEP: a walk_cnode32 and the
  * values' keys; on x86-64 with GCC four instructions, the slot's address taken by
  * each load from I (no address computed), the compare's carry flag the step's bit and
  * `adc I, I` the step (2 I + bit), where the compiler's code computes the bit and the address
- * in seven to nine (the walk alone 1.4x to 1.7x less time for one or two rows through 1,000
- * complete trees of depth 6 or 8 on Zen 3: python -m benchmarks.experiments.walk_groups_floor,
- * its float_groups and float_pairs the float compare). The
+ * in seven to nine. Against the same walks with WALK_THR_STEP on float32 slots, one row took
+ * 1.15x and two rows 1.3x less time through 1,000 complete trees of depth 6 or 8 on Zen 3
+ * (python -m benchmarks.experiments.walk_groups_floor --shapes ydf-uniform-d7,
+ * xgb-depth8-uniform-1000 --rounds 15: groups and pairs against float_groups and
+ * float_pairs); the 0-based float walk these replaced took 1.4x to 1.7x their time. The
  * "memory" clobber keeps the steps after the stores of the row they read. */
-#define WALK_F64_STEP(NODE, BASE, OFF, X, I)                                                 \
+#define WALK_THR_STEP(NODE, BASE, OFF, X, I)                                                 \
     {                                                                                        \
         const NODE* p_ = (BASE) + (OFF) + (I);                                               \
-        (I) = 2 * (I) + ((X)[p_->col] > p_->thr);                                            \
+        (I) = 2 * (I) + WALK_GOES_RIGHT(p_, X);                                              \
     }
 /* GCC only: the slot's offset is an immediate ("i") where __builtin_constant_p says it is a
  * constant, which GCC decides after inlining and unrolling; other compilers take the C step */
@@ -273,7 +279,7 @@ WALK_COMPLETE(walk_complete32, walk_cnode32, uint32_t, WALK_KEY_RIGHT)
 #define WALK_KEY_STEP(NODE, BASE, OFF, X, I)                                                 \
     {                                                                                        \
         const NODE* p_ = (BASE) + (OFF) + (I);                                               \
-        (I) = 2 * (I) + (p_->key < (X)[p_->col]);                                            \
+        (I) = 2 * (I) + WALK_KEY_RIGHT(p_, X);                                               \
     }
 #endif
 
@@ -317,7 +323,7 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
         WALK_BY_DEPTH(depth[t], NAME##_group, b, s, xr, leaf + t)                         \
     }                                                                                        \
 }
-WALK_GROUPS(walk_groups, walk_cnode, double, WALK_F64_STEP)
+WALK_GROUPS(walk_groups, walk_cnode, double, WALK_THR_STEP)
 WALK_GROUPS(walk_groups32, walk_cnode32, uint32_t, WALK_KEY_STEP)
 
 /* Two rows through the groups of complete trees together: sixteen chains of loads a group
@@ -349,7 +355,7 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
         WALK_BY_DEPTH(depth[t], NAME##_group, b, s, xa, xb, la + t, lb + t)               \
     }                                                                                        \
 }
-WALK_GROUPS2(walk_groups_pair, walk_cnode, double, WALK_F64_STEP)
+WALK_GROUPS2(walk_groups_pair, walk_cnode, double, WALK_THR_STEP)
 WALK_GROUPS2(walk_groups_pair32, walk_cnode32, uint32_t, WALK_KEY_STEP)
 
 /* One row's score through the groups of complete trees, the leaves' values added as each
@@ -398,8 +404,8 @@ static inline ACC NAME(const NODE* nodes, const int64_t* node_offset, const uint
     }                                                                                        \
     return acc;                                                                              \
 }
-WALK_GROUPS_SUM(walk_groups_sum, walk_cnode, double, double, WALK_F64_STEP)
-WALK_GROUPS_SUM(walk_groups_sum_f, walk_cnode, double, float, WALK_F64_STEP)
+WALK_GROUPS_SUM(walk_groups_sum, walk_cnode, double, double, WALK_THR_STEP)
+WALK_GROUPS_SUM(walk_groups_sum_f, walk_cnode, double, float, WALK_THR_STEP)
 WALK_GROUPS_SUM(walk_groups_sum32, walk_cnode32, uint32_t, float, WALK_KEY_STEP)
 
 /* Two rows' scores through the groups together (WALK_GROUPS2 with the sums of
@@ -434,8 +440,8 @@ static inline void NAME(const NODE* nodes, const int64_t* node_offset, const uin
     acc[0] = two[0];                                                                         \
     acc[1] = two[1];                                                                         \
 }
-WALK_GROUPS2_SUM(walk_groups_pair_sum, walk_cnode, double, double, WALK_F64_STEP)
-WALK_GROUPS2_SUM(walk_groups_pair_sum_f, walk_cnode, double, float, WALK_F64_STEP)
+WALK_GROUPS2_SUM(walk_groups_pair_sum, walk_cnode, double, double, WALK_THR_STEP)
+WALK_GROUPS2_SUM(walk_groups_pair_sum_f, walk_cnode, double, float, WALK_THR_STEP)
 WALK_GROUPS2_SUM(walk_groups_pair_sum32, walk_cnode32, uint32_t, float, WALK_KEY_STEP)
 
 #endif
