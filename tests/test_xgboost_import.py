@@ -19,6 +19,7 @@ from quickscorer.importers.ubjson import decode_ubjson
 from quickscorer.importers.xgboost import load_xgboost, looks_like_xgboost
 
 xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
+_XGB_VERSION = tuple(int(p) for p in xgb.__version__.split(".")[:2])
 
 
 def _data(rng, n=500, m=6):
@@ -47,6 +48,10 @@ CASES = {
     "count:poisson": dict(objective="count:poisson"),
     "dart": dict(objective="binary:logistic", booster="dart", rate_drop=0.3, skip_drop=0.0,
                  normalize_type="forest"),
+    # DART as XGBoost 3.3 and later train it: the tree booster with dropout (earlier releases
+    # take no dropout from these parameters and train a plain gbtree)
+    "dropout": dict(objective="binary:logistic", rate_drop=0.3, skip_drop=0.0,
+                    normalize_type="tree"),
     "categorical": dict(objective="reg:squarederror", max_cat_to_onehot=1),
     "categorical_onehot": dict(objective="reg:squarederror", max_cat_to_onehot=16),
     "multi_target": dict(objective="reg:squarederror", multi_strategy="one_output_per_tree"),
@@ -59,7 +64,7 @@ CASES = {
 
 
 def _label(name, latent, rng):
-    if name in ("binary:logistic", "dart"):
+    if name in ("binary:logistic", "dart", "dropout"):
         return (latent > 0).astype(float)
     if name == "multi:softprob":
         return np.digitize(latent, [-1, 0, 1]).astype(float)
@@ -86,7 +91,8 @@ def _trained(name):
         dtrain.set_group([100] * 5)
     params = dict(max_depth=4, eta=0.3, nthread=1, seed=3, tree_method="hist")
     params.update(CASES[name])
-    booster = xgb.train(params, dtrain, num_boost_round=25 if name == "dart" else 10)
+    booster = xgb.train(params, dtrain,
+                        num_boost_round=25 if name in ("dart", "dropout") else 10)
     return booster, X, kw
 
 
@@ -161,6 +167,9 @@ def test_cases_hold_what_they_are_named_after():
     """Guards the differential test: each case really exercises its feature."""
     ens = load_xgboost(_trained("dart")[0])
     assert ens.tree_weight is not None and len(set(ens.tree_weight.tolist())) > 1
+    dropout = load_xgboost(_trained("dropout")[0])
+    if _XGB_VERSION >= (3, 3):
+        assert dropout.tree_weight is not None and len(set(dropout.tree_weight.tolist())) > 1
     assert load_xgboost(_trained("categorical")[0]).has_categorical
     assert load_xgboost(_trained("categorical_onehot")[0]).has_categorical
     multi = load_xgboost(_trained("multi:softprob")[0])
@@ -270,21 +279,67 @@ def test_version_1_layout(name):
                                   model.predict(rows, raw_score=True))
 
 
-def test_dart_weights_inside_the_model_layout():
-    """DART from 3.3 keeps ``weight_drop`` inside ``model``: both layouts read the same."""
+def _dart_layouts(doc: dict) -> dict[str, dict]:
+    """The DART document in each layout XGBoost has written it: up to 3.2 a ``dart`` booster
+    around a ``gbtree`` with ``weight_drop`` beside it; 3.3 a ``gbtree`` with ``weight_drop``
+    beside its model; 3.4 and later a ``gbtree`` with ``weight_drop`` inside its model."""
+    gb = doc["learner"]["gradient_booster"]
+    model = gb["model"] if "model" in gb else gb["gbtree"]["model"]
+    weights = gb.get("weight_drop", model.get("weight_drop"))
+    assert weights is not None and len(weights) == len(model["trees"])
+    bare = {k: v for k, v in model.items() if k != "weight_drop"}
+    boosters = {
+        "up to 3.2": {"name": "dart", "gbtree": {"name": "gbtree", "model": bare},
+                      "weight_drop": weights},
+        "3.3": {"name": "gbtree", "model": bare, "weight_drop": weights},
+        "3.4": {"name": "gbtree", "model": dict(bare, weight_drop=weights)},
+    }
+    out = {}
+    for release, booster in boosters.items():
+        d = copy.deepcopy(doc)
+        d["learner"]["gradient_booster"] = copy.deepcopy(booster)
+        out[release] = d
+    return out
+
+
+def test_dart_weights_in_every_release_layout():
+    """DART's weights are read wherever a release put them, whatever the booster's name: a
+    3.4 model names its booster gbtree and keeps the weights inside the model."""
     booster, X, _ = _trained("dart")
-    old = _doc("dart")
-    gb = old["learner"]["gradient_booster"]
-    assert "gbtree" in gb and "weight_drop" in gb
-    new = copy.deepcopy(old)
-    ngb = new["learner"]["gradient_booster"]
-    ngb["model"] = ngb.pop("gbtree")["model"]
-    ngb["model"]["weight_drop"] = ngb.pop("weight_drop")
-    a, b = load_xgboost(old), load_xgboost(new)
-    np.testing.assert_array_equal(a.tree_weight, b.tree_weight)
-    rows = _probe_rows(a, X, 6)
-    np.testing.assert_array_equal(quickscorer.Model(b).predict(rows, raw_score=True),
-                                  booster.predict(xgb.DMatrix(rows), output_margin=True))
+    layouts = _dart_layouts(_doc("dart"))
+    loaded = {release: load_xgboost(d) for release, d in layouts.items()}
+    first = loaded["up to 3.2"]
+    assert first.tree_weight is not None and (first.tree_weight != 1).any()
+    rows = _probe_rows(first, X, 6)
+    want = booster.predict(xgb.DMatrix(rows), output_margin=True)
+    for release, ens in loaded.items():
+        np.testing.assert_array_equal(ens.tree_weight, first.tree_weight, err_msg=release)
+        np.testing.assert_array_equal(quickscorer.Model(ens).predict(rows, raw_score=True),
+                                      want, err_msg=release)
+        # and the JSON text of the same layout, through the C parser
+        text = json.dumps(layouts[release]).encode()
+        np.testing.assert_array_equal(quickscorer.load(text).predict(rows, raw_score=True),
+                                      want, err_msg=release)
+
+
+def test_dart_weights_that_disagree_or_are_missing_are_refused():
+    layouts = _dart_layouts(_doc("dart"))
+    doc = layouts["3.3"]
+    gb = doc["learner"]["gradient_booster"]
+    gb["model"]["weight_drop"] = [w * 0.5 for w in gb["weight_drop"]]
+    with pytest.raises(ModelFormatError, match="two different weight_drop"):
+        load_xgboost(doc)
+    doc = layouts["up to 3.2"]
+    del doc["learner"]["gradient_booster"]["weight_drop"]
+    with pytest.raises(ModelFormatError, match="weight_drop"):
+        load_xgboost(doc)
+
+
+def test_weights_of_one_change_nothing_and_keep_the_plain_sum():
+    doc = _dart_layouts(_doc("dart"))["3.4"]
+    model = doc["learner"]["gradient_booster"]["model"]
+    model["weight_drop"] = [1.0] * len(model["trees"])
+    assert load_xgboost(doc).tree_weight is None
 
 
 def test_logistic_base_score_becomes_a_float32_logit():

@@ -10,12 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ModelFormatError
-from ..ir.ensemble import Ensemble
+from ..ir.ensemble import MAX_CATEGORY_WORDS, Ensemble
 
 FAMILY_CODE = {"lightgbm": 0, "xgboost": 1, "plain": 2}
-
-#: a model whose category bitsets need more 32-bit words than this is refused as corrupt
-MAX_CATEGORY_WORDS = 1 << 24
 
 
 def node_flags(is_categorical: np.ndarray, default_left: np.ndarray,

@@ -82,6 +82,59 @@ _OBJECTIVES = {
 }
 
 
+#: The fields of each object of a model document that this importer reads or knows to change no
+#: score, per place in the document (JSON and UBJSON 1.0 to 3.4 and the legacy binary format's
+#: decoding). A field outside them may change a score, so a model holding one is refused by
+#: name (:func:`_refuse_unknown_fields`) rather than scored as if it were absent.
+_KNOWN_FIELDS = {
+    "": frozenset({"version", "learner"}),
+    "learner": frozenset({"attributes", "feature_names", "feature_types", "gradient_booster",
+                          "learner_model_param", "objective"}),
+    "learner.learner_model_param": frozenset({"base_score", "boost_from_average", "num_class",
+                                              "num_feature", "num_target"}),
+    # training parameters of each objective: none of them enters a prediction
+    "learner.objective": frozenset({
+        "name", "reg_loss_param", "pseudo_huber_param", "poisson_regression_param",
+        "tweedie_regression_param", "softmax_multiclass_param", "lambdarank_param",
+        "lambda_rank_param", "quantile_loss_param", "aft_loss_param"}),
+    # "gbtree": DART's booster before 3.3; "weight_drop": DART's weights (3.3: here; 3.4 and
+    # later: inside "model")
+    "learner.gradient_booster": frozenset({"name", "model", "gbtree", "weight_drop"}),
+    "learner.gradient_booster.gbtree": frozenset({"name", "model"}),
+    "model": frozenset({"gbtree_model_param", "trees", "tree_info", "iteration_indptr", "cats",
+                        "weight_drop"}),
+    "model.gbtree_model_param": frozenset({"num_trees", "num_parallel_tree",
+                                           "size_leaf_vector"}),
+    "model.cats": frozenset({"enc", "feature_segments", "sorted_idx"}),
+    # "parents", "base_weights", "loss_changes", "leaf_child_counts" (1.0) are training
+    # statistics; "sum_hessian" gives the covers
+    "tree": frozenset({"id", "tree_param", "left_children", "right_children", "split_indices",
+                       "split_conditions", "default_left", "split_type", "categories",
+                       "categories_nodes", "categories_segments", "categories_sizes",
+                       "parents", "base_weights", "loss_changes", "sum_hessian",
+                       "leaf_child_counts"}),
+    "tree.tree_param": frozenset({"num_nodes", "num_feature", "size_leaf_vector",
+                                  "num_deleted"}),
+}
+
+
+def _refuse_unknown_fields(obj: Any, place: str, version: str, shown: str | None = None):
+    """Raise ModelFormatError naming the first field of ``obj`` (a document object at
+    ``place`` of :data:`_KNOWN_FIELDS`) this importer does not know."""
+    if not isinstance(obj, dict):
+        return                      # the typed access names what is wrong with it
+    known = _KNOWN_FIELDS[place]
+    if obj.keys() <= known:
+        return
+    field = sorted(str(k) for k in obj.keys() - known)[0]
+    where = shown if shown is not None else place
+    path = f"{where}.{field}" if where else field
+    raise ModelFormatError(
+        f"XGBoost model written by XGBoost {version}: field {path!r} is not one this importer "
+        f"knows, and it may change the scores; refusing the model rather than scoring it as if "
+        f"the field were absent")
+
+
 def looks_like_xgboost(raw: bytes) -> bool:
     """Whether ``raw`` starts like an XGBoost JSON, UBJSON or legacy binary model (cheap, no
     validation)."""
@@ -381,7 +434,10 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
     if fmt == "legacy binary":   # it records major.minor only, and nothing before 1.0
         version_str = version_str.rsplit(".", 1)[0] if version is not None else "< 1.0"
 
+    _refuse_unknown_fields(doc, "", version_str)
+    _refuse_unknown_fields(learner, "learner", version_str)
     lmp = _get(learner, "learner_model_param", f"{where}: learner")
+    _refuse_unknown_fields(lmp, "learner.learner_model_param", version_str)
     w = f"{where}: learner_model_param"
     n_features = _int_param(lmp, "num_feature", w, lo=1)
     num_class = _int_param(lmp, "num_class", w, default=0, hi=MAX_OUTPUTS)
@@ -390,8 +446,9 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
         raise ModelFormatError(f"{w}: both num_class={num_class} and num_target={num_target}")
     n_outputs = max(num_class, num_target, 1)
 
-    objective = _get(_get(learner, "objective", f"{where}: learner"), "name",
-                     f"{where}: learner.objective", kind=str)
+    objective_doc = _get(learner, "objective", f"{where}: learner")
+    _refuse_unknown_fields(objective_doc, "learner.objective", version_str)
+    objective = _get(objective_doc, "name", f"{where}: learner.objective", kind=str)
     if objective not in _OBJECTIVES:
         raise ModelFormatError(f"{where}: objective {objective!r} is not supported "
                                f"(supported: {', '.join(sorted(_OBJECTIVES))})")
@@ -413,13 +470,22 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
         raise ModelFormatError(f"{where}: gblinear (a linear booster) is not a tree ensemble")
     if booster not in ("gbtree", "dart"):
         raise ModelFormatError(f"{where}: unknown gradient booster {booster!r}")
-    # gbtree: {"model": {...}}; DART before 3.3: {"gbtree": {"model": {...}}, "weight_drop"};
-    # DART from 3.3: {"model": {..., "weight_drop": [...]}}
+    _refuse_unknown_fields(gb, "learner.gradient_booster", version_str)
+    # gbtree: {"model": {...}}; DART before 3.3: {"name": "dart", "gbtree": {"model": {...}},
+    # "weight_drop": [...]}. From 3.3 DART is gbtree with dropout: {"name": "gbtree",
+    # "model": {...}, "weight_drop": [...]} in 3.3, the weights inside "model" from 3.4.
     if "model" in gb:
         model = _get(gb, "model", f"{where}: gradient_booster")
+        model_place = "learner.gradient_booster.model"
     else:
-        model = _get(_get(gb, "gbtree", f"{where}: gradient_booster"), "model",
-                     f"{where}: gradient_booster.gbtree")
+        inner = _get(gb, "gbtree", f"{where}: gradient_booster")
+        _refuse_unknown_fields(inner, "learner.gradient_booster.gbtree", version_str)
+        model = _get(inner, "model", f"{where}: gradient_booster.gbtree")
+        model_place = "learner.gradient_booster.gbtree.model"
+    _refuse_unknown_fields(model, "model", version_str, model_place)
+    if isinstance(model.get("gbtree_model_param"), dict):
+        _refuse_unknown_fields(model["gbtree_model_param"], "model.gbtree_model_param",
+                               version_str, f"{model_place}.gbtree_model_param")
     trees_raw = _get(model, "trees", f"{where}: gbtree model", kind=list)
     n_trees = len(trees_raw)
     if n_trees == 0:
@@ -437,13 +503,13 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
     if ((tree_info < 0) | (tree_info >= n_outputs)).any():
         raise ModelFormatError(f"{where}: tree_info names an output outside [0, {n_outputs})")
 
-    weights = None
-    if booster == "dart":
-        holder = gb if "weight_drop" in gb else model
-        weights = _array(holder, "weight_drop", n_trees, np.float32, f"{where}: dart")
-        weights = weights.astype(np.float64)
-        if not np.isfinite(weights).all():
-            raise ModelFormatError(f"{where}: dart weight_drop holds a non-finite weight")
+    for t, raw in enumerate(trees_raw):
+        _refuse_unknown_fields(raw, "tree", version_str, f"{model_place}.trees[{t}]")
+        if isinstance(raw, dict):
+            _refuse_unknown_fields(raw.get("tree_param"), "tree.tree_param", version_str,
+                                   f"{model_place}.trees[{t}].tree_param")
+    weights = _tree_weights(gb, model, booster, n_trees, where)
+    categories = _category_encodings(model, n_features, where)
 
     if parsed is not None:
         trees = _packed_parsed(trees_raw, n_features, *parsed)
@@ -460,6 +526,7 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
         feature_names = tuple(names)
 
     return Ensemble(
+        category_recoding=categories,
         trees=trees,
         tree_group=tree_info,
         n_outputs=n_outputs,
@@ -473,6 +540,88 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
                 "format": fmt, "booster": booster},
         trees_per_iteration=per_iteration,
     )
+
+
+def _tree_weights(gb: dict, model: dict, booster: str, n_trees: int,
+                  where: str) -> np.ndarray | None:
+    """Each tree's weight, ``weight_drop`` (DART, and from 3.3 any gbtree trained with
+    dropout), wherever the release put it; None where every weight is 1 (a product by 1.0 in
+    float32 is exact, so such weights change no score)."""
+    holders = [h for h in (gb, model) if "weight_drop" in h]
+    if not holders:
+        if booster == "dart":
+            raise ModelFormatError(f"{where}: dart: field 'weight_drop' is missing")
+        return None
+    got = [_array(h, "weight_drop", n_trees, np.float32, f"{where}: weight_drop")
+           .astype(np.float64) for h in holders]
+    if len(got) == 2 and not np.array_equal(got[0], got[1]):
+        raise ModelFormatError(f"{where}: two different weight_drop lists (gradient_booster "
+                               f"and its model)")
+    weights = got[0]
+    if not np.isfinite(weights).all():
+        raise ModelFormatError(f"{where}: weight_drop holds a non-finite weight")
+    return None if (weights == 1.0).all() else weights
+
+
+def _category_encodings(model: dict, n_features: int,
+                        where: str) -> dict[int, dict[str, int]] | None:
+    """The categories each categorical feature was trained with (``model.cats``, from 3.1),
+    as ``Ensemble.category_recoding``: XGBoost re-codes a DataFrame's categorical column to the
+    index of each value among them, and refuses a value not among them. None where the model
+    records none. String categories are UTF-8 bytes cut by ``offsets``; numeric ones are
+    integers (a fractional category is refused by name)."""
+    cats = model.get("cats")
+    if cats is None:
+        return None
+    w = f"{where}: cats"
+    if not isinstance(cats, dict):
+        raise ModelFormatError(f"{w} is not an object")
+    _refuse_unknown_fields(cats, "model.cats", "3.x", "cats")
+    enc = _get(cats, "enc", w, kind=list)
+    if not enc:
+        return None
+    if len(enc) != n_features:
+        raise ModelFormatError(f"{w}: 'enc' has {len(enc)} entries for {n_features} features")
+    out: dict[int, dict[str, int]] = {}
+    for j, e in enumerate(enc):
+        wj = f"{w}: feature {j}"
+        if not isinstance(e, dict):
+            raise ModelFormatError(f"{wj}: expected an object")
+        if not e.keys() <= {"offsets", "values", "type"}:
+            field = sorted(e.keys() - {"offsets", "values", "type"})[0]
+            raise ModelFormatError(f"{wj}: field {field!r} of a category encoding is not one "
+                                   f"this importer knows")
+        raw_values = e.get("values", [])
+        values = (raw_values if isinstance(raw_values, np.ndarray)
+                  else _array(e, "values", len(raw_values) if isinstance(raw_values, list)
+                              else -1, np.float64, wj))
+        if "type" in e:                            # numeric categories
+            if values.size == 0:
+                continue
+            if (not np.isfinite(values).all() or (values != np.trunc(values)).any()
+                    or (np.abs(values) >= 2.0**53).any()):
+                raise ModelFormatError(f"{wj}: a category that is not an integer (this "
+                                       f"importer reads integer and string categories)")
+            texts = [str(int(v)) for v in values.tolist()]
+        else:                                      # strings: UTF-8 bytes cut by offsets
+            offsets = _array(e, "offsets", len(e.get("offsets", [])), np.int64, wj)
+            if offsets.size == 0:
+                continue
+            data = values.astype(np.int64) if values.size else np.zeros(0, np.int64)
+            if (offsets[0] != 0 or offsets[-1] != data.size or (np.diff(offsets) < 0).any()
+                    or ((data < 0) | (data > 255)).any()):
+                raise ModelFormatError(f"{wj}: the category strings' offsets or bytes are "
+                                       f"damaged")
+            blob = data.astype(np.uint8).tobytes()
+            try:
+                texts = [blob[a:b].decode("utf-8")
+                         for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+            except UnicodeDecodeError:
+                raise ModelFormatError(f"{wj}: a category is not UTF-8 text") from None
+        if len(set(texts)) != len(texts):
+            raise ModelFormatError(f"{wj}: a category is listed twice")
+        out[j] = {text: k for k, text in enumerate(texts)}
+    return out or None
 
 
 def _trees_per_iteration(model: dict, n_trees: int, n_outputs: int, where: str) -> int:

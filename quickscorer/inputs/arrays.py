@@ -26,10 +26,13 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
                          + (f" named {list(names)[:5]}..." if names else ""))
     parts = []
     labels = ens.category_labels or {}
+    recoding = ens.category_recoding or {}
     for j, c in enumerate(df.columns):
         s = df[c]
         if j in labels:
             parts.append(_category_numbers(s, labels[j], c))
+        elif j in recoding and str(s.dtype) == "category":
+            parts.append(_recoded(s, recoding[j], c))
         elif str(s.dtype) == "category":
             codes = s.cat.codes.to_numpy().astype(np.float64)
             codes[codes < 0] = np.nan  # a missing category
@@ -80,6 +83,25 @@ def _category_numbers(s, table: dict[str, int], column) -> np.ndarray:
         lookup[k] = category_number(table, v, column)
     lookup[-1] = np.nan
     return lookup[np.asarray(codes)]
+
+
+def _recoded(s, table: dict[str, int], column) -> np.ndarray:
+    """A DataFrame's categorical column as the numbers of the categories the model was
+    trained with (XGBoost's re-coding, ``Ensemble.category_recoding``): a missing value is
+    NaN, a value the model was not trained with an InputError, as in XGBoost."""
+    codes = s.cat.codes.to_numpy()
+    lookup = np.empty(len(s.cat.categories) + 1, np.float64)
+    for k, v in enumerate(s.cat.categories):
+        text = category_text(v, column)
+        if text not in table:
+            if not (codes == k).any():
+                lookup[k] = np.nan            # a category the column declares but never holds
+                continue
+            raise InputError(f"column {column!r} holds the category {v!r}, which the model was "
+                             f"not trained with")
+        lookup[k] = table[text]
+    lookup[-1] = np.nan
+    return lookup[codes]
 
 
 def _from_sparse(ens: Ensemble, X) -> np.ndarray:

@@ -38,6 +38,10 @@ FAMILIES = ("lightgbm", "xgboost", "plain")
 #: refuse trees and category sets beyond these sizes as corrupt rather than allocate them
 MAX_NODES_PER_TREE = 1 << 24
 MAX_CATEGORY = (1 << 31) - 1
+#: the categorical nodes' bitsets of one model (a node's largest category // 32 + 1 words
+#: each) hold at most this many words: the layouts refuse more, so the model is refused when
+#: it is made, not at its first call
+MAX_CATEGORY_WORDS = 1 << 24
 
 #: output transforms known to the scorer (see ``src/quickscorer/_transforms.pyx``)
 TRANSFORMS = (
@@ -539,6 +543,27 @@ def _checked_labels(labels, n_features: int) -> dict[int, dict[str, int]]:
     return out
 
 
+def _check_category_words(packed: dict) -> None:
+    """Refuse a model whose categorical nodes' bitsets need more than
+    :data:`MAX_CATEGORY_WORDS` words in all."""
+    cat_offset = packed["cat_offset"]
+    if cat_offset is None:
+        return
+    cat_offset = np.asarray(cat_offset, np.int64)
+    counts = np.diff(cat_offset)
+    listing = np.flatnonzero(counts)
+    if listing.size == 0:
+        return
+    values = np.asarray(packed["cat_values"], np.int64)[:int(cat_offset[-1])]
+    top = np.maximum.reduceat(values, cat_offset[listing])
+    words = int((top // 32 + 1).sum())
+    if words > MAX_CATEGORY_WORDS:
+        raise ModelFormatError(
+            f"categorical splits need {words} bitset words (largest category "
+            f"{int(top.max())}), more than the {MAX_CATEGORY_WORDS} allowed; refusing an absurd "
+            f"model")
+
+
 _NO_CATEGORIES = np.zeros(0, np.int32)
 _NO_CATEGORIES.setflags(write=False)
 
@@ -570,6 +595,11 @@ class Ensemble:
     #: input columns whose categories are text (CatBoost's): each text's category number, as
     #: the categorical nodes list it; a DataFrame's text is read through it (None: no such column)
     category_labels: dict[int, dict[str, int]] | None = None
+    #: input columns whose categories XGBoost recorded at training (``model.cats``, from 3.1):
+    #: each category's number; a DataFrame's categorical column is re-coded through it, and a
+    #: value it lacks is refused, as XGBoost does (None: no such column; numeric rows and files
+    #: give the numbers themselves)
+    category_recoding: dict[int, dict[str, int]] | None = None
     #: CatBoost's CTR features: columns computed from the inputs before the trees, appended
     #: after them (``ir/ctr.py``); the trees read ``n_features`` columns, a row gives
     #: ``n_inputs`` (None: no such stage, the two are equal)
@@ -624,6 +654,9 @@ class Ensemble:
         if self.category_labels is not None:
             object.__setattr__(self, "category_labels", _checked_labels(self.category_labels,
                                                                         self.n_inputs))
+        if self.category_recoding is not None:
+            object.__setattr__(self, "category_recoding",
+                               _checked_labels(self.category_recoding, self.n_inputs))
         # importers give the trees of an iteration, and their models are whole iterations; a
         # hand-built ensemble may leave it 0 (one tree per output, a partial last iteration)
         tpi = int(self.trees_per_iteration)
@@ -638,6 +671,7 @@ class Ensemble:
                 and (self.trees.arrays["missing_type"] == MISSING_ZERO).any()):
             raise ModelFormatError("a node of a plain-family model has LightGBM's zero-as-missing "
                                    "rule, which only the lightgbm family reads")
+        _check_category_words(self.trees.arrays)
         feature = self.trees.arrays["feature"]
         if feature.size and int(feature.max()) >= self.n_features:
             t = int(np.searchsorted(self.trees.node_offset,
@@ -716,7 +750,8 @@ class Ensemble:
             tree_weight=None if self.tree_weight is None else self.tree_weight[keep],
             average_output=self.average_output, feature_names=self.feature_names,
             source=dict(self.source), trees_per_iteration=self.trees_per_iteration,
-            category_labels=self.category_labels, ctr=self.ctr,
+            category_labels=self.category_labels, category_recoding=self.category_recoding,
+            ctr=self.ctr,
             bias_iteration=self.bias_iteration and begin == 0)
 
     def summary(self) -> dict[str, Any]:
