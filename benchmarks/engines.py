@@ -358,9 +358,14 @@ class ONNXRuntimeOf(ONNXRuntime):
             skl2onnx = _need("skl2onnx", "skl2onnx")
             from skl2onnx.common.data_types import FloatTensorType
             est = pickle.loads(self.model_path.read_bytes())
-            onx = skl2onnx.convert_sklearn(
-                est, initial_types=[("input", FloatTensorType([None, est.n_features_in_]))],
-                target_opset={"": 15, "ai.onnx.ml": 3})
+            try:
+                onx = skl2onnx.convert_sklearn(
+                    est, initial_types=[("input", FloatTensorType([None, est.n_features_in_]))],
+                    target_opset={"": 15, "ai.onnx.ml": 3})
+            except (TypeError, ValueError) as exc:  # a converter that fails on this estimator
+                raise Unsupported(f"skl2onnx {skl2onnx.__version__} cannot convert this "
+                                  f"{type(est).__name__}: {str(exc).splitlines()[0][:120]}"
+                                  ) from None
             data = onx.SerializeToString()
         elif self.model_path.with_suffix(".onnx").exists():
             # the export of an earlier run, kept beside the model: a machine without CatBoost

@@ -195,7 +195,11 @@ def test_catboost_and_scikit_learn_peers_agree_with_their_library(source, tmp_pa
     notes: list[str] = []
     engines = M.build(wl, 1, ["lightgbm", "onnxruntime"], ["rapidscorer"], 10 ** 9, notes)
     names = {e.name for e in engines}
-    assert {source, "onnxruntime", "quickscorer[default]"} <= names, notes
+    assert {source, "quickscorer[default]"} <= names, notes
+    # ONNX Runtime runs wherever the converter converts the model, and is noted otherwise
+    assert "onnxruntime" in names or (
+        source == "sklearn" and any("skl2onnx" in n and "cannot convert" in n for n in notes)
+    ), notes
     assert "lightgbm" not in names                     # it cannot read these models
     for e in engines:
         got = np.asarray(e.predict(wl.X), dtype=np.float64).reshape(ref.shape)

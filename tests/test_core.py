@@ -96,7 +96,7 @@ def test_categorical_values_must_be_integers():
 def test_category_bitsets_too_large_are_refused_and_others_laid_out_word_by_word():
     """forest.category_tables lays every categorical node's bitset out at once: its words
     hold exactly the listed categories, and bitsets past MAX_CATEGORY_WORDS in all are
-    refused, naming the category, before anything that size is allocated."""
+    refused, naming the category, when the ensemble is made."""
     cat = [True] + [False] * 10
     ens = Ensemble(trees=(paper_tree(is_categorical=cat, categories={0: [0, 31, 32, 95]}),
                           paper_tree(is_categorical=cat, categories={0: []}),
@@ -107,12 +107,18 @@ def test_category_bitsets_too_large_are_refused_and_others_laid_out_word_by_word
     root = np.asarray(ens.trees.node_offset[:-1])
     assert list(nwords[root]) == [3, 0, 1] and list(offset[root]) == [0, 3, 3]
     assert list(words) == [1 | (1 << 31), 1, 1 << 31, 1 << 5]
+    # refused when the ensemble is made (so at load, never at a first call), in all as well as
+    # for one node
     huge = 32 * MAX_CATEGORY_WORDS
-    big = Ensemble(trees=(paper_tree(is_categorical=cat, categories={0: [3, huge]}),),
-                   tree_group=[0], n_outputs=1, n_features=8, family="lightgbm",
-                   base_score=[0.0])
     with pytest.raises(ModelFormatError, match=f"largest category {huge}"):
-        category_tables(big)
+        Ensemble(trees=(paper_tree(is_categorical=cat, categories={0: [3, huge]}),),
+                 tree_group=[0], n_outputs=1, n_features=8, family="lightgbm",
+                 base_score=[0.0])
+    half = 16 * MAX_CATEGORY_WORDS
+    with pytest.raises(ModelFormatError, match=f"largest category {half}"):
+        Ensemble(trees=(paper_tree(is_categorical=cat, categories={0: [half]}),) * 2,
+                 tree_group=[0, 0], n_outputs=1, n_features=8, family="lightgbm",
+                 base_score=[0.0])
 
 
 @pytest.mark.parametrize("change, message", [

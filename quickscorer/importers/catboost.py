@@ -135,7 +135,78 @@ def _loss(info: dict) -> str:
     return loss if isinstance(loss, str) else "RMSE"
 
 
+#: The fields of each object of a CatBoost JSON model that this importer reads or knows to
+#: change no score (training statistics, names, the training's parameters in ``model_info``),
+#: per place. A field outside them may change a score, so a model holding one is refused by
+#: name rather than scored as if it were absent.
+_KNOWN_FIELDS = {
+    "model": frozenset({"features_info", "oblivious_trees", "trees", "scale_and_bias",
+                        "model_info", "ctr_data"}),
+    # text and embedding features: refused by the split that uses one
+    "features_info": frozenset({"float_features", "categorical_features", "ctrs",
+                                "cat_features_hash", "text_features", "embedding_features"}),
+    "float_features[]": frozenset({"borders", "feature_id", "feature_index", "feature_name",
+                                   "flat_feature_index", "has_nans", "nan_value_treatment"}),
+    "categorical_features[]": frozenset({"feature_id", "feature_index", "feature_name",
+                                         "flat_feature_index", "values"}),
+    "ctrs[]": frozenset({"borders", "ctr_type", "elements", "identifier", "prior_denomerator",
+                         "prior_numerator", "scale", "shift", "target_border_idx"}),
+    "ctr_data.*": frozenset({"counter_denominator", "hash_map", "hash_stride"}),
+    "oblivious_trees[]": frozenset({"splits", "leaf_values", "leaf_weights"}),
+    "split": frozenset({"border", "cat_feature_index", "ctr_target_border_idx",
+                        "float_feature_index", "split_index", "split_type", "value"}),
+    "trees[] node": frozenset({"split", "left", "right", "value", "weight"}),
+}
+
+
+def _refuse_unknown(obj: Any, place: str, shown: str, version: str | None) -> None:
+    """Raise ModelFormatError naming the first field of ``obj`` (at ``place`` of
+    :data:`_KNOWN_FIELDS`, shown as ``shown``) this importer does not know."""
+    if not isinstance(obj, dict) or obj.keys() <= _KNOWN_FIELDS[place]:
+        return
+    field = sorted(str(k) for k in obj.keys() - _KNOWN_FIELDS[place])[0]
+    raise ModelFormatError(
+        f"CatBoost model written by CatBoost {version or '(no version recorded)'}: field "
+        f"{field[:60]!r} of {shown} is not one this importer knows, and it may change the "
+        f"scores; refusing the model rather than scoring it as if the field were absent")
+
+
+def _refuse_unknown_fields(doc: dict, version: str | None) -> None:
+    """Every object of the model whose fields can change a score, checked against
+    :data:`_KNOWN_FIELDS`."""
+    _refuse_unknown(doc, "model", "the model", version)
+    info = doc.get("features_info")
+    if isinstance(info, dict):
+        _refuse_unknown(info, "features_info", "features_info", version)
+        for key in ("float_features", "categorical_features", "ctrs"):
+            items = info.get(key)
+            for i, item in enumerate(items if isinstance(items, list) else ()):
+                _refuse_unknown(item, f"{key}[]", f"features_info.{key}[{i}]", version)
+    ctr_data = doc.get("ctr_data")
+    if isinstance(ctr_data, dict):
+        for key, table in ctr_data.items():
+            _refuse_unknown(table, "ctr_data.*", f"ctr_data[{str(key)[:40]!r}]", version)
+    trees = doc.get("oblivious_trees")
+    for t, tree in enumerate(trees if isinstance(trees, list) else ()):
+        _refuse_unknown(tree, "oblivious_trees[]", f"oblivious_trees[{t}]", version)
+        splits = tree.get("splits") if isinstance(tree, dict) else None
+        for d, split in enumerate(splits if isinstance(splits, list) else ()):
+            _refuse_unknown(split, "split", f"oblivious_trees[{t}].splits[{d}]", version)
+    trees = doc.get("trees")
+    for t, tree in enumerate(trees if isinstance(trees, list) else ()):
+        stack = [tree]
+        while stack:                    # depth is bounded where the tree is read
+            node = stack.pop()
+            if not isinstance(node, dict):
+                continue
+            _refuse_unknown(node, "trees[] node", f"a node of trees[{t}]", version)
+            _refuse_unknown(node.get("split"), "split", f"a split of trees[{t}]", version)
+            stack.extend(node[k] for k in ("left", "right") if k in node)
+
+
 def _ensemble(doc: dict, file_format: str = "json") -> Ensemble:
+    if file_format == "json":        # a .cbm file's document is the decoder's own
+        _refuse_unknown_fields(doc, _version(doc.get("model_info", {})))
     info = get_field(doc, "features_info", dict, "the model")
     feats = Features(info)
     feats.read_ctrs(info, doc, all_splits(doc))

@@ -6,6 +6,7 @@ same model, trees, features, CTR features and their tables included, which
 from __future__ import annotations
 
 import json
+import re
 import struct
 
 import numpy as np
@@ -31,7 +32,17 @@ _CORE_TREES, _CORE_INFO = 1, 2
  _T_WEIGHTS, _T_STEPS, _T_LEAF_IDS, _T_TEXTS, _T_ESTIMATED, _T_SCALE, _T_BIAS,
  _T_MULTIBIAS) = range(17)
 _T_EMBEDDINGS = 18
+#: each table's slots in the schema this reader knows (CatBoost 1.2): a field past them is
+#: refused by its slot number
+_CORE_SLOTS, _TREES_SLOTS, _FLOAT_SLOTS, _CAT_SLOTS, _ONEHOT_SLOTS = 4, 19, 6, 4, 3
 _NAN_TREATMENTS = ("AsIs", "AsFalse", "AsTrue")
+
+
+def _writer(info: dict) -> str:
+    """The release that wrote the file, as its model info records it."""
+    text = info.get("catboost_version_info") or ""
+    m = re.search(r"release (\d+(?:\.\d+)+)", text) or re.search(r"tags/v(\d+(?:\.\d+)+)", text)
+    return f"CatBoost {m.group(1)}" if m else "a CatBoost release that records no version"
 
 
 def cbm_document(raw: bytes) -> dict:
@@ -56,6 +67,14 @@ def cbm_document(raw: bytes) -> dict:
     if trees is None:
         raise ModelFormatError("CatBoost .cbm: the model core has no trees")
     info = {kv.string(0): kv.string(1) for kv in core.tables(_CORE_INFO, "model info entry")}
+    writer = _writer(info)
+    core.refuse_unknown_slots(_CORE_SLOTS, writer)
+    trees.refuse_unknown_slots(_TREES_SLOTS, writer)
+    for slot, n_known, what in ((_T_FLOATS, _FLOAT_SLOTS, "float feature"),
+                                (_T_CATS, _CAT_SLOTS, "categorical feature"),
+                                (_T_ONEHOT, _ONEHOT_SLOTS, "one-hot feature")):
+        for table in trees.tables(slot, what):
+            table.refuse_unknown_slots(n_known, writer)
     dim = trees.scalar(_T_DIM, "i", 1)
     if not 1 <= dim <= 1 << 16:
         raise ModelFormatError(f"CatBoost .cbm: {dim} outputs")

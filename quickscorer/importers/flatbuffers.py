@@ -43,6 +43,16 @@ class Table:
         off = struct.unpack_from("<H", self.buf, self.vt + 4 + 2 * slot)[0]
         return self.pos + off if off else 0
 
+    def refuse_unknown_slots(self, n_known: int, writer: str) -> None:
+        """Raise ModelFormatError where the table holds a field at slot ``n_known`` or later:
+        one the reader's schema does not have, which may change what the table means."""
+        for slot in range(n_known, self.n_slots):
+            if self._field(slot):
+                raise ModelFormatError(
+                    f"{self.what} (written by {writer}) holds field {slot}, which this "
+                    f"reader's schema does not have, and it may change the scores; refusing "
+                    f"the model rather than reading it as if the field were absent")
+
     def scalar(self, slot: int, fmt: str, default):
         """A number (``struct`` format ``fmt``) or its default where absent."""
         p = self._field(slot)

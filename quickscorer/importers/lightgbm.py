@@ -12,6 +12,7 @@ internal nodes and ``j`` for leaves, so ``Tree.leaf_source_id`` holds the leaf i
 """
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import re
@@ -70,6 +71,27 @@ _EXP_OBJECTIVES = frozenset({"poisson", "gamma", "tweedie"})
 # 2.0 and 2.1 go straight to the feature importances.
 _TRAILER_SECTIONS = ("feature importances:", "feature_importances:", "parameters:",
                      "pandas_categorical:")
+
+#: the header's fields: what scoring reads, and what it knows to change no score (the
+#: feature ranges, the training's label column and monotone constraints)
+_HEADER_FIELDS = frozenset({"version", "num_class", "num_tree_per_iteration", "label_index",
+                            "max_feature_idx", "objective", "feature_names", "feature_infos",
+                            "monotone_constraints", "tree_sizes"})
+#: a tree's fields: what scoring reads, and the training statistics beside them
+#: (``shrinkage`` is already applied to the leaf values LightGBM writes)
+_TREE_FIELDS = frozenset({"num_leaves", "num_cat", "split_feature", "split_gain", "threshold",
+                          "decision_type", "left_child", "right_child", "leaf_value",
+                          "leaf_weight", "leaf_count", "internal_value", "internal_weight",
+                          "internal_count", "cat_boundaries", "cat_threshold", "is_linear",
+                          "shrinkage", "leaf_const", "num_features", "leaf_features",
+                          "leaf_coeff"})
+
+
+def _unknown_field(place: str, field: str, version: str | None) -> ModelFormatError:
+    return ModelFormatError(
+        f"LightGBM model (format {version or 'without a version line'}): {place} field "
+        f"{field[:60]!r} is not one this importer knows, and it may change the scores; "
+        f"refusing the model rather than scoring it as if the field were absent")
 
 
 def looks_like_lightgbm_text(data: bytes | str) -> bool:
@@ -135,10 +157,38 @@ def parse_reference(text: str) -> Ensemble:
             f"{where}: {parser.where}: cannot parse ({type(exc).__name__}: {exc})") from None
 
 
-def _ensemble(trees, header: dict[str, Any], ended_by: str | None) -> Ensemble:
-    """The Ensemble of parsed trees (Tree objects or PackedTrees) and the header."""
+def _pandas_categorical(tail: str) -> tuple[tuple, ...] | None:
+    """The ``pandas_categorical:`` line LightGBM's Python package writes last (JSON: the
+    categories of each categorical column of the training DataFrame, in column order), or None
+    where it is absent or null."""
+    start = tail.rfind("pandas_categorical:")
+    if start < 0 or (start and tail[start - 1] != "\n"):
+        return None
+    text = tail[start + len("pandas_categorical:"):].strip()
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        raise ModelFormatError(f"LightGBM model: pandas_categorical {text[:40]!r} is not "
+                               f"JSON") from None
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(c, list) for c in value):
+        raise ModelFormatError("LightGBM model: pandas_categorical is not a list of category "
+                               "lists")
+    for c in value:
+        if not all(isinstance(v, (str, int, float)) for v in c) or len(set(c)) != len(c):
+            raise ModelFormatError("LightGBM model: pandas_categorical holds a category that "
+                                   "is not a text or a number, or one listed twice")
+    return tuple(tuple(c) for c in value)
+
+
+def _ensemble(trees, header: dict[str, Any], ended_by: str | None,
+              tail: str = "") -> Ensemble:
+    """The Ensemble of parsed trees (Tree objects or PackedTrees), the header and the text
+    after the trees."""
     k = header["n_outputs"]
     return Ensemble(
+        pandas_categorical=_pandas_categorical(tail),
         trees=trees,
         tree_group=np.arange(len(trees), dtype=np.int64) % k,
         n_outputs=k,
@@ -192,18 +242,22 @@ def parse_fast(data: bytes | str, utf8_errors: str = "strict") -> Ensemble | Non
     if declared is not None and len(declared) != n_trees:
         return None
     ended_by = None
+    tail = ""
     if stop < len(raw):
         end = raw.find(b"\n", stop)
         ended_by = raw[stop:len(raw) if end < 0 else end].decode("ascii").strip()
         try:
-            raw[stop:].decode("utf-8", utf8_errors)   # the reference decodes the whole text
+            tail = raw[stop:].decode("utf-8", utf8_errors)   # as the reference decodes it
         except UnicodeDecodeError:
             return None
     elif declared is None:
         return None                        # ends without the trees' end: truncated?
     n_nodes = arrays["feature"].shape[0]
     arrays["is_categorical"] = _ro_zeros(n_nodes, np.bool_)
-    return _ensemble(PackedTrees(arrays), header, ended_by)
+    try:
+        return _ensemble(PackedTrees(arrays), header, ended_by, tail)
+    except ModelFormatError:
+        return None                        # the reference parser names the problem
 
 
 def _ro_zeros(n: int, dtype) -> np.ndarray:
@@ -273,6 +327,7 @@ class _Parser:
         self.off = 0          # where the current line starts in the text
         self.pos = 0
         self.where = "header"
+        self.version: str | None = None
         self._cut: tuple[int, str, int] | None = None   # (offset, line, next offset)
 
     # -- lines ---------------------------------------------------------------------------
@@ -322,8 +377,10 @@ class _Parser:
         # The trees are the Tree= blocks after the header; they end at the first other line,
         # as LightGBM 4 reads them: 'end of trees' (LightGBM >= 2.2) or, in files written by
         # 2.0 / 2.1, the section that follows the trees directly.
+        tail_start = len(self.text)
         while True:
             self._skip_blank()
+            line_start = self.off
             line = self._next_line()
             if line is None:
                 if declared is not None and len(trees) == len(declared):
@@ -337,6 +394,7 @@ class _Parser:
             stripped = line.strip()
             if stripped == "end of trees" or stripped.startswith(_TRAILER_SECTIONS):
                 ended_by = stripped
+                tail_start = line_start
                 break
             if not line.startswith("Tree="):
                 raise ModelFormatError(
@@ -362,7 +420,7 @@ class _Parser:
             raise ModelFormatError(
                 f"LightGBM model: {len(trees)} trees is not a whole number of iterations of "
                 f"num_tree_per_iteration={k} trees")
-        return _ensemble(trees, header, ended_by)
+        return _ensemble(trees, header, ended_by, self.text[tail_start:])
 
     # -- header ----------------------------------------------------------------------------
 
@@ -374,6 +432,7 @@ class _Parser:
             raise ModelFormatError(
                 f"not a LightGBM text model: the first line is {shown!r}, expected 'tree'")
         values: dict[str, str] = {}
+        bare: list[str] = []          # lines without '=': average_output alone is known
         average_output = False
         while True:
             line = self._peek()
@@ -386,12 +445,17 @@ class _Parser:
             if "=" not in line:
                 if line.strip() == "average_output":
                     average_output = True
-                continue  # other bare lines carry nothing for prediction
+                else:
+                    bare.append(line.strip())
+                continue
             key, _, value = line.partition("=")
             key = key.strip()
             if key in values:
                 raise ModelFormatError(f"LightGBM model header: '{key}' is given twice")
             values[key] = value.strip()
+        for key in [*values, *bare]:
+            if key not in _HEADER_FIELDS:
+                raise _unknown_field("header", key, values.get("version"))
 
         def header_int(key: str, lo: int, hi: int, default: int | None = None) -> int:
             if key not in values:
@@ -441,6 +505,7 @@ class _Parser:
 
         objective = values.get("objective")
         transform, params = _objective_transform(objective, k)
+        self.version = values.get("version")
         return {
             "version": values.get("version"),
             "n_outputs": k,
@@ -473,6 +538,8 @@ class _Parser:
             key = key.strip()
             if key in fields:
                 raise ModelFormatError(f"{where}: field '{key}' is given twice")
+            if key not in _TREE_FIELDS:
+                raise _unknown_field(f"{where}:", key, self.version)
             fields[key] = value
 
         f = _Fields(fields, where)

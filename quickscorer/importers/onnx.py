@@ -541,11 +541,41 @@ def _neutral(tree: _Tree, targets: list[int], n_features: int, where: str) -> li
     return out
 
 
+_NODE_ATTRIBUTES = frozenset({
+    "nodes_treeids", "nodes_nodeids", "nodes_featureids", "nodes_modes", "nodes_values",
+    "nodes_values_as_tensor", "nodes_truenodeids", "nodes_falsenodeids",
+    "nodes_missing_value_tracks_true", "nodes_hitrates", "nodes_hitrates_as_tensor",
+    "post_transform", "aggregate_function", "base_values", "base_values_as_tensor"})
+#: each ensemble operator's attributes (ai.onnx.ml opsets 1, 3 and 5) that this importer reads
+#: or knows to change no score (the hit rates, a hint for the runtime); an attribute outside
+#: them may change a score, so a model holding one is refused by name
+_KNOWN_ATTRIBUTES = {
+    "TreeEnsembleRegressor": _NODE_ATTRIBUTES | {
+        "n_targets", "target_ids", "target_nodeids", "target_treeids", "target_weights",
+        "target_weights_as_tensor"},
+    "TreeEnsembleClassifier": _NODE_ATTRIBUTES | {
+        "class_ids", "class_nodeids", "class_treeids", "class_weights",
+        "class_weights_as_tensor", "classlabels_int64s", "classlabels_strings"},
+    "TreeEnsemble": frozenset({
+        "aggregate_function", "leaf_targetids", "leaf_weights", "membership_values",
+        "n_targets", "nodes_falseleafs", "nodes_falsenodeids", "nodes_featureids",
+        "nodes_hitrates", "nodes_missing_value_tracks_true", "nodes_modes", "nodes_splits",
+        "nodes_trueleafs", "nodes_truenodeids", "post_transform", "tree_roots"}),
+}
+
+
 def _ensemble(model: dict) -> Ensemble:
     graph = model["graph"]
     node = find_ensemble(graph)
     op = node["op_type"]
     a = node["attributes"]
+    unknown = sorted(str(k) for k in a.keys() - _KNOWN_ATTRIBUTES[op])
+    if unknown:
+        raise ModelFormatError(
+            f"ONNX: {op} (ai.onnx.ml opset {model['opsets'].get(ML_DOMAIN, '?')}) has the "
+            f"attribute {unknown[0][:60]!r}, which this importer does not know, and it may "
+            f"change the scores; refusing the model rather than scoring it as if the "
+            f"attribute were absent")
     elem, n_inputs = graph_input(graph, node)
     classifier = op == "TreeEnsembleClassifier"
     if not node["output"]:

@@ -577,9 +577,11 @@ def _category_encodings(model: dict, n_features: int,
     if not isinstance(cats, dict):
         raise ModelFormatError(f"{w} is not an object")
     _refuse_unknown_fields(cats, "model.cats", "3.x", "cats")
-    enc = _get(cats, "enc", w, kind=list)
-    if not enc:
-        return None
+    enc = cats.get("enc")
+    if enc is None or (isinstance(enc, list) and not enc):
+        return None               # no categories recorded (YDF's export writes "cats": {})
+    if not isinstance(enc, list):
+        raise ModelFormatError(f"{w}: field 'enc' is not a list")
     if len(enc) != n_features:
         raise ModelFormatError(f"{w}: 'enc' has {len(enc)} entries for {n_features} features")
     out: dict[int, dict[str, int]] = {}
@@ -603,16 +605,16 @@ def _category_encodings(model: dict, n_features: int,
                 raise ModelFormatError(f"{wj}: a category that is not an integer (this "
                                        f"importer reads integer and string categories)")
             texts = [str(int(v)) for v in values.tolist()]
-        else:                                      # strings: UTF-8 bytes cut by offsets
+        else:               # strings: UTF-8 bytes (as signed or unsigned 8-bit numbers)
             offsets = _array(e, "offsets", len(e.get("offsets", [])), np.int64, wj)
             if offsets.size == 0:
                 continue
             data = values.astype(np.int64) if values.size else np.zeros(0, np.int64)
             if (offsets[0] != 0 or offsets[-1] != data.size or (np.diff(offsets) < 0).any()
-                    or ((data < 0) | (data > 255)).any()):
+                    or ((data < -128) | (data > 255)).any()):
                 raise ModelFormatError(f"{wj}: the category strings' offsets or bytes are "
                                        f"damaged")
-            blob = data.astype(np.uint8).tobytes()
+            blob = (data & 0xFF).astype(np.uint8).tobytes()
             try:
                 texts = [blob[a:b].decode("utf-8")
                          for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]

@@ -16,6 +16,7 @@ def _is_sparse(X) -> bool:
 
 
 def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
+    positional = _positional_categories(ens, df)
     cols = [str(c) for c in df.columns]
     names = ens.feature_names
     if names is not None and set(names) <= set(cols) and cols != list(names):
@@ -33,6 +34,8 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
             parts.append(_category_numbers(s, labels[j], c))
         elif j in recoding and str(s.dtype) == "category":
             parts.append(_recoded(s, recoding[j], c))
+        elif c in positional:
+            parts.append(_recoded_by_value(s, positional[c]))
         elif str(s.dtype) == "category":
             codes = s.cat.codes.to_numpy().astype(np.float64)
             codes[codes < 0] = np.nan  # a missing category
@@ -83,6 +86,30 @@ def _category_numbers(s, table: dict[str, int], column) -> np.ndarray:
         lookup[k] = category_number(table, v, column)
     lookup[-1] = np.nan
     return lookup[np.asarray(codes)]
+
+
+def _positional_categories(ens: Ensemble, df) -> dict:
+    """LightGBM's re-coding (``Ensemble.pandas_categorical``): each categorical column of the
+    DataFrame, in its column order, with the training categories at its position."""
+    if ens.pandas_categorical is None:
+        return {}
+    cat_cols = [c for c in df.columns if str(df[c].dtype) == "category"]
+    if len(cat_cols) != len(ens.pandas_categorical):
+        raise InputError(f"the DataFrame has {len(cat_cols)} categorical columns, the model was "
+                         f"trained with {len(ens.pandas_categorical)} (LightGBM's "
+                         f"pandas_categorical)")
+    return dict(zip(cat_cols, ens.pandas_categorical))
+
+
+def _recoded_by_value(s, categories: tuple) -> np.ndarray:
+    """A categorical column as the index of each value among ``categories``; a value not
+    among them, or missing, is NaN."""
+    index = {v: k for k, v in enumerate(categories)}
+    lookup = np.full(len(s.cat.categories) + 1, np.nan)
+    for k, v in enumerate(s.cat.categories):
+        key = v.item() if hasattr(v, "item") else v
+        lookup[k] = index.get(key, np.nan)
+    return lookup[s.cat.codes.to_numpy()]
 
 
 def _recoded(s, table: dict[str, int], column) -> np.ndarray:

@@ -600,6 +600,11 @@ class Ensemble:
     #: value it lacks is refused, as XGBoost does (None: no such column; numeric rows and files
     #: give the numbers themselves)
     category_recoding: dict[int, dict[str, int]] | None = None
+    #: LightGBM's ``pandas_categorical``: the categories of each categorical column of the
+    #: training DataFrame, in column order; a DataFrame's categorical columns are re-coded
+    #: through them by position, a value they lack read as missing, as LightGBM's predict does
+    #: (None: the model records none)
+    pandas_categorical: tuple[tuple, ...] | None = None
     #: CatBoost's CTR features: columns computed from the inputs before the trees, appended
     #: after them (``ir/ctr.py``); the trees read ``n_features`` columns, a row gives
     #: ``n_inputs`` (None: no such stage, the two are equal)
@@ -654,6 +659,13 @@ class Ensemble:
         if self.category_labels is not None:
             object.__setattr__(self, "category_labels", _checked_labels(self.category_labels,
                                                                         self.n_inputs))
+        if self.pandas_categorical is not None:
+            pc = self.pandas_categorical
+            if (not isinstance(pc, tuple)
+                    or not all(isinstance(c, tuple) and len(set(c)) == len(c) for c in pc)
+                    or len(pc) > self.n_inputs):
+                raise ModelFormatError("pandas_categorical is not one tuple of distinct "
+                                       "categories per categorical column")
         if self.category_recoding is not None:
             object.__setattr__(self, "category_recoding",
                                _checked_labels(self.category_recoding, self.n_inputs))
@@ -751,7 +763,7 @@ class Ensemble:
             average_output=self.average_output, feature_names=self.feature_names,
             source=dict(self.source), trees_per_iteration=self.trees_per_iteration,
             category_labels=self.category_labels, category_recoding=self.category_recoding,
-            ctr=self.ctr,
+            pandas_categorical=self.pandas_categorical, ctr=self.ctr,
             bias_iteration=self.bias_iteration and begin == 0)
 
     def summary(self) -> dict[str, Any]:

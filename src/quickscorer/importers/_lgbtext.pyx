@@ -214,6 +214,17 @@ FIELD_NAMES[:] = [b"num_leaves", b"num_cat", b"is_linear", b"leaf_value", b"spli
                   b"leaf_count", b"internal_count"]
 cdef Py_ssize_t FIELD_LENGTHS[N_FIELDS]
 FIELD_LENGTHS[:] = [10, 7, 9, 10, 13, 9, 13, 10, 11, 10, 14]
+# the other fields a tree may hold (training statistics, the shrinkage already applied to the
+# leaf values, the categorical and linear fields of trees this parser declines); a field in
+# neither list declines the model, whose reference parser names it
+cdef enum:
+    N_OTHER = 11
+cdef const char* OTHER_NAMES[N_OTHER]
+OTHER_NAMES[:] = [b"split_gain", b"leaf_weight", b"internal_value", b"internal_weight",
+                  b"shrinkage", b"cat_boundaries", b"cat_threshold", b"leaf_const",
+                  b"num_features", b"leaf_features", b"leaf_coeff"]
+cdef Py_ssize_t OTHER_LENGTHS[N_OTHER]
+OTHER_LENGTHS[:] = [10, 11, 14, 15, 9, 14, 13, 10, 12, 13, 10]
 
 
 cdef struct Tmp:
@@ -425,6 +436,12 @@ cdef int parse_tree(Span* rest, int64_t n_features, int64_t max_leaves, Tmp* t,
                 got[b] = 1
                 f[b] = vals[a]
                 break
+        else:
+            for b in range(N_OTHER):
+                if span_is(keys[a], OTHER_NAMES[b], OTHER_LENGTHS[b]):
+                    break
+            else:
+                return -1     # a field this library does not know
     if got[F_NUM_LEAVES] and scalar_int(f[F_NUM_LEAVES], 1, max_leaves, &num_leaves):
         return -1
     if got[F_NUM_CAT] and scalar_int(f[F_NUM_CAT], 0, max_leaves, &num_cat):
