@@ -29,11 +29,15 @@ from quickscorer.importers.xgboost_binary import (
 LEGACY = Path(__file__).resolve().parent / "legacy"
 
 
-def _cases(library: str) -> list[tuple[str, str]]:
+def _cases(library: str, formats: str = "legacy binary") -> list[tuple[str, str]]:
+    """(release, kind) of the fixtures of ``library`` written in ``formats`` (XGBoost up to
+    2.0: the legacy binary format and JSON; 3.3 and later: JSON and UBJSON)."""
     out = []
     for folder in sorted(LEGACY.glob(f"{library}-*")):
-        kinds = json.loads((folder / "kinds.json").read_text())["kinds"]
-        out += [(folder.name, kind) for kind in kinds]
+        listing = json.loads((folder / "kinds.json").read_text())
+        if library == "xgboost" and formats not in listing.get("formats", ["legacy binary"]):
+            continue
+        out += [(folder.name, kind) for kind in listing["kinds"]]
     return out
 
 
@@ -44,6 +48,7 @@ def _expected(release: str) -> dict[str, np.ndarray]:
 
 LGB_CASES = _cases("lightgbm")
 XGB_CASES = _cases("xgboost")
+XGB_3X_CASES = _cases("xgboost", formats="ubj")
 
 
 def test_fixtures_are_all_there():
@@ -51,6 +56,8 @@ def test_fixtures_are_all_there():
     assert {"lightgbm-2.0.12", "lightgbm-2.1.2", "xgboost-0.90", "xgboost-1.0.2",
             "xgboost-1.5.2", "xgboost-1.7.6", "xgboost-2.0.3"} <= releases
     assert len(LGB_CASES) >= 20 and len(XGB_CASES) >= 60
+    assert {r for r, _ in XGB_3X_CASES} >= {"xgboost-3.3.0", "xgboost-3.4.1"}
+    assert {("xgboost-3.4.1", k) for k in ("dart", "dropout", "categorical")} <= set(XGB_3X_CASES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,6 +168,44 @@ def test_xgboost_binary_scores_as_todays_xgboost(release, kind):
         part = booster.predict(dm, output_margin=True, iteration_range=(1, n_iter - 1))
         ours = model.predict(X, raw_score=True, iteration_range=(1, n_iter - 1))
         assert np.array_equal(ours.reshape(part.shape), part)
+
+
+# --------------------------------------------------------------------------------------------
+# XGBoost 3.3 and later: JSON and UBJSON, DART as a gbtree with its weights
+
+@pytest.mark.parametrize("fmt", ["json", "ubj"])
+@pytest.mark.parametrize("release,kind", XGB_3X_CASES)
+def test_xgboost_3x_file_scores_as_its_release_did(release, kind, fmt):
+    """Margins, outputs and exit leaves bit for bit as the writing release gave them, on every
+    algorithm, and the margins of iterations 1 to 4."""
+    exp = _expected(release)
+    X = exp["X"]
+    model = quickscorer.load(LEGACY / release / f"{kind}.{fmt}")
+    info = model.info()
+    assert info["format"] == fmt and info["library_version"] == release.split("-")[1]
+    if kind in ("dart", "dropout"):
+        assert info["dart_weights"]            # 3.3 writes them beside the model, 3.4 inside
+    for alg in scoring_algorithms(model):
+        raw = model.predict(X, raw_score=True, algorithm=alg)
+        assert np.array_equal(raw, exp[f"raw_{kind}"].reshape(raw.shape)), alg
+        out = model.predict(X, algorithm=alg)
+        assert np.array_equal(out, exp[f"out_{kind}"].reshape(out.shape)), alg
+        leaves = model.predict_leaf(X, source_ids=True, algorithm=alg)
+        assert np.array_equal(leaves, exp[f"leaf_{kind}"].reshape(leaves.shape)), alg
+        part = model.predict(X, raw_score=True, iteration_range=(1, 5), algorithm=alg)
+        assert np.array_equal(part, exp[f"part_{kind}"].reshape(part.shape)), alg
+
+
+@pytest.mark.parametrize("release,kind", XGB_3X_CASES)
+def test_xgboost_3x_file_converts_to_json_that_scores_the_same(release, kind, tmp_path):
+    """quickscorer convert passes a 3.x model through (its fields all known) and the JSON it
+    writes loads with the same scores."""
+    src = LEGACY / release / f"{kind}.ubj"
+    out = tmp_path / "m.json"
+    assert cli_main(["convert", str(src), str(out)]) == 0
+    X = _expected(release)["X"]
+    a, b = quickscorer.load(src), quickscorer.load(out)
+    assert np.array_equal(a.predict(X, raw_score=True), b.predict(X, raw_score=True))
 
 
 def test_convert_writes_json_that_loads_identically(tmp_path):

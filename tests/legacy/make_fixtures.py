@@ -11,10 +11,12 @@ small models of every kind the release can make on fixed rows, saves them as tha
 writes them, and stores the rows with that release's own raw scores in ``expected.npz``:
 
 * LightGBM: ``<kind>.txt`` (``Booster.save_model``), raw scores and exit leaves;
-* XGBoost: ``<kind>.model`` (the legacy binary format of ``save_model`` to a non-JSON
-  name), its margins, and ``<kind>.json``, the same model saved as JSON by the same release
-  (for 0.90, which cannot write JSON, by XGBoost 1.7.6 after loading the 0.90 file: the
-  loading rules for a pre-1.0 file are the same in every later release).
+* XGBoost up to 2.0: ``<kind>.model`` (the legacy binary format of ``save_model`` to a
+  non-JSON name), its margins, and ``<kind>.json``, the same model saved as JSON by the same
+  release (for 0.90, which cannot write JSON, by XGBoost 1.7.6 after loading the 0.90 file:
+  the loading rules for a pre-1.0 file are the same in every later release);
+* XGBoost 3.3 and later: ``<kind>.json`` and ``<kind>.ubj``, the margins, outputs, exit
+  leaves and the margins of iterations 1 to 4 (``part_<kind>``).
 
 The test suite only reads these files; it never runs the old releases.
 """
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,7 +41,13 @@ RELEASES = {
     "xgboost-1.5.2": ["xgboost==1.5.2", "numpy==1.23.5", "scipy==1.10.1"],
     "xgboost-1.7.6": ["xgboost==1.7.6", "numpy==1.26.4", "scipy==1.11.4"],
     "xgboost-2.0.3": ["xgboost==2.0.3", "numpy==1.26.4", "scipy==1.11.4"],
+    # JSON and UBJSON only (the legacy binary format is gone; DART is gbtree with dropout)
+    "xgboost-3.3.0": ["xgboost-cpu==3.3.0", "numpy==2.5.5", "scipy==1.18.1"],
+    "xgboost-3.4.1": ["xgboost-cpu==3.4.1", "numpy==2.5.5", "scipy==1.18.1"],
 }
+#: the Python a release's environment needs where it is not the driver's own (XGBoost 3.3 and
+#: later are served to Python 3.12 and up)
+PYTHONS = {"xgboost-3.3.0": "3.12", "xgboost-3.4.1": "3.12"}
 #: the release that writes the JSON twins of 0.90's binary files
 JSON_WRITER_FOR_OLD = "xgboost-1.7.6"
 
@@ -146,9 +155,15 @@ def _xgboost_models(np, X, latent, rng, version):
         "deep_hist": dict(objective=reg, max_depth=8, tree_method="hist",
                           min_child_weight=0),
     }
+    if version >= (3, 3):
+        # DART as these releases train it (booster="dart" is deprecated), and categorical
+        # splits on the codes of column 0
+        kinds["dropout"] = dict(objective="binary:logistic", rate_drop=0.5, skip_drop=0.0,
+                                normalize_type="tree")
+        kinds["categorical"] = dict(objective=reg, max_cat_to_onehot=1, tree_method="hist")
     for kind, extra in kinds.items():
         params = dict(base, **extra)
-        if kind in ("binary", "logitraw", "dart"):
+        if kind in ("binary", "logitraw", "dart", "dropout"):
             y = (latent > 0).astype(float)
         elif kind in ("softprob", "softmax"):
             y = np.digitize(latent, [-1, 1]).astype(float)
@@ -160,10 +175,13 @@ def _xgboost_models(np, X, latent, rng, version):
             y = np.exp(np.clip(latent, -2, 2) / 2) + 0.1
         else:
             y = latent
-        dm = xgb.DMatrix(X, label=y, missing=np.nan)
+        cat = dict(feature_types=["c"] + ["q"] * (X.shape[1] - 1), enable_categorical=True) \
+            if kind == "categorical" else {}
+        dm = xgb.DMatrix(X, label=y, missing=np.nan, **cat)
         if kind == "pairwise":
             dm.set_group([40] * (n // 40))
-        yield kind, xgb.train(params, dm, num_boost_round=6), xgb.DMatrix(X, missing=np.nan)
+        yield (kind, xgb.train(params, dm, num_boost_round=6),
+               xgb.DMatrix(X, missing=np.nan, **cat))
 
 
 def _xgboost_worker(out: Path, release: str) -> None:
@@ -174,16 +192,26 @@ def _xgboost_worker(out: Path, release: str) -> None:
     X, latent, rng = _rows(np)
     arrays = {"X": X}
     kinds = []
+    modern = version >= (2, 1)          # no legacy binary: JSON and UBJSON
+    formats = ["json", "ubj"] if modern else ["legacy binary", "json"]
     for kind, booster, dm in _xgboost_models(np, X, latent, rng, version):
-        booster.save_model(str(out / f"{kind}.model"))
+        if modern:
+            booster.save_model(str(out / f"{kind}.ubj"))
+        else:
+            booster.save_model(str(out / f"{kind}.model"))
         if version >= (1, 0):
             booster.save_model(str(out / f"{kind}.json"))
         margin = booster.predict(dm, output_margin=True)
         arrays[f"raw_{kind}"] = np.asarray(margin, np.float32)
         arrays[f"out_{kind}"] = np.asarray(booster.predict(dm), np.float32)
+        if modern:
+            arrays[f"leaf_{kind}"] = np.asarray(booster.predict(dm, pred_leaf=True), np.int64)
+            arrays[f"part_{kind}"] = np.asarray(
+                booster.predict(dm, output_margin=True, iteration_range=(1, 5)), np.float32)
         kinds.append(kind)
     np.savez_compressed(out / "expected.npz", **arrays)
-    (out / "kinds.json").write_text(json.dumps({"release": release, "kinds": kinds}) + "\n")
+    (out / "kinds.json").write_text(json.dumps({"release": release, "kinds": kinds,
+                                                "formats": formats}) + "\n")
 
 
 def _json_twins_worker(folder: Path) -> None:
@@ -198,11 +226,25 @@ def _json_twins_worker(folder: Path) -> None:
 # --------------------------------------------------------------------------------------------
 # driver side
 
+def _base_python(release: str) -> str:
+    """The interpreter a release's environment is made with."""
+    want = PYTHONS.get(release)
+    if want is None:
+        return sys.executable
+    # pyenv's interpreter of that version, else one on the PATH (pyenv's shims on the PATH
+    # run only the versions its settings select)
+    found = next((str(p) for p in sorted(Path.home().glob(f".pyenv/versions/{want}.*/bin/python"))),
+                 None) or shutil.which(f"python{want}")
+    if found is None:
+        raise SystemExit(f"{release} needs Python {want}, which is not on this machine")
+    return found
+
+
 def _venv(root: Path, release: str) -> Path:
     env = root / release
     python = env / "bin" / "python"
     if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+        subprocess.run([_base_python(release), "-m", "venv", str(env)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-deps",
                         "--only-binary=:all:", *RELEASES[release]], check=True)
     return python
