@@ -12,6 +12,8 @@ import quickscorer
 pytest.importorskip("dask")
 pytest.importorskip("distributed")
 pytest.importorskip("pandas")
+pytest.importorskip("pyarrow", reason="dask.dataframe reads and writes through pyarrow "
+                    "(the dask extra installs it)")
 
 import dask.array as da
 import dask.dataframe as dd

@@ -456,6 +456,7 @@ def test_formats_are_found_by_content_when_the_suffix_says_nothing(lgb_model, da
 
 def test_multiclass_columns_and_leaves(tmp_path, monkeypatch):
     lgb = pytest.importorskip("lightgbm")
+    pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) writes Parquet")
     X = _rows(600, seed=3)
     y = (np.nan_to_num(X[:, 0]) > 0).astype(int) + (np.nan_to_num(X[:, 1]) > 0.5)
     b = lgb.train({"objective": "multiclass", "num_class": 3, "num_leaves": 7, "verbose": -1},
