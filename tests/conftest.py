@@ -1,12 +1,20 @@
 """Shared test helpers: random trees in the neutral IR, and where the shared data lives."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 from quickscorer.ir import MISSING_NAN, Ensemble, build_tree
+
+# CI draws every property test's examples from the test itself (derandomised), so that a run
+# that passed passes again and a failure it finds repeats; a developer's run draws new ones
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "lightgbm-examples"
 

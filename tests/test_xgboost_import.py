@@ -463,6 +463,19 @@ def test_messages_name_the_problem():
         load_xgboost(json.dumps(_break("tree_id_repeated")).encode())
 
 
+@pytest.mark.parametrize("category", [536_870_920, 2**31 - 1])
+def test_a_category_past_what_the_layouts_hold_is_refused_at_load(category):
+    """A categorical split naming a category whose bitset the layouts would refuse is refused
+    when the model loads, not at its first call."""
+    doc = _doc("categorical")
+    trees = doc["learner"]["gradient_booster"]["model"]["trees"]
+    tree = next(t for t in trees if t["categories"])
+    tree["categories"][0] = category
+    for source in (doc, json.dumps(doc).encode()):
+        with pytest.raises(ModelFormatError, match=f"bitset words.*largest category {category}"):
+            load_xgboost(source)
+
+
 def test_truncated_files_are_refused():
     booster, _, _ = _trained("categorical")
     for raw in (bytes(booster.save_raw("json")), bytes(booster.save_raw("ubj"))):
