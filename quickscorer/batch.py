@@ -173,7 +173,7 @@ def score_file(model: Model, source, output=None, *, format: str | None = None,
     output), chunk by chunk.
 
     Inputs and options as :func:`quickscorer.inputs.readers.open_input` and
-    :class:`~quickscorer.inputs.readers.ReadOptions` read them; outputs as
+    :class:`~quickscorer.inputs.chunks.ReadOptions` read them; outputs as
     :func:`quickscorer.outputs.open_output` writes them. The columns written: the kept ones
     (in the order given), then ``score`` (``score_0`` ... for several outputs; ``leaf_0`` ...
     with ``leaf``), then with ``contrib`` each row's SHAP contributions

@@ -4,6 +4,7 @@ dependencies alone), and the files and links its pages and code cite are in the 
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.util
 import os
 import re
@@ -203,6 +204,60 @@ def test_every_cited_file_and_link_resolves_inside_the_repository():
                 if not (p.parent / link).resolve().exists():
                     missing.append(f"{rel}: links {link}")
     assert missing == [], "\n".join(missing)
+
+
+#: a dotted path a comment or docstring cites: from the package, or from one of its
+#: subpackages as the code's own comments name them (``rapidscorer.levels.level_arrays``)
+CITED_NAME = re.compile(r"(?<![\w./-])(quickscorer\.)?(algorithms|rapidscorer|qs|ir|importers|"
+                        r"inputs|explain|paper)\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?![\w(])")
+CITED_BASE = {"rapidscorer": "quickscorer.algorithms.", "qs": "quickscorer.algorithms."}
+
+
+def _cited_name_resolves(dotted: str) -> bool:
+    """Whether ``dotted`` names a module, or a name in it; a function or class must be cited
+    from the module that defines it (or a package that exports it), not one that imports it."""
+    parts = dotted.split(".")
+    for k in range(len(parts), 0, -1):
+        try:
+            mod = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        obj = mod
+        for name in parts[k:]:
+            if not hasattr(obj, name):
+                return False
+            obj = getattr(obj, name)
+        owner = getattr(obj, "__module__", None) if callable(obj) else None
+        return (k == len(parts) or hasattr(mod, "__path__") or owner is None
+                or not owner.startswith("quickscorer") or owner == mod.__name__)
+    return False
+
+
+def test_every_cited_module_path_exists():
+    """Every dotted module path (and name in a module) the package's and kernels' comments
+    and docstrings cite exists where they say."""
+    sources = [*PACKAGE.rglob("*.py")]
+    if (ROOT / "src").is_dir():
+        sources += [p for ext in ("*.pyx", "*.pxd", "*.h") for p in (ROOT / "src").rglob(ext)]
+    missing = []
+    for path in sorted(sources):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for m in CITED_NAME.finditer(line):
+                cited = m.group(0)
+                if re.search(r"\.(md|py|pyx|pxd|h|c|txt|json)$", cited):
+                    continue                  # a file's name, checked by the test above
+                full = cited if m.group(1) else CITED_BASE.get(m.group(2),
+                                                               "quickscorer.") + cited
+                if not _cited_name_resolves(full):
+                    missing.append(f"{path.name}:{n}: {cited}")
+    assert missing == [], "\n".join(missing)
+
+
+def test_the_module_path_check_sees_a_stale_name():
+    assert _cited_name_resolves("quickscorer.algorithms.rapidscorer.levels.level_arrays")
+    assert _cited_name_resolves("quickscorer.ir.Ensemble")           # a package's export
+    assert not _cited_name_resolves("quickscorer.algorithms.rapidscorer.layout.level_arrays")
+    assert not _cited_name_resolves("quickscorer.algorithms.rapidscorer.nowhere")
 
 
 def test_the_readme_is_a_first_ten_minutes():

@@ -165,7 +165,7 @@ def candidates(supported: Sequence[str], one_row_kernel: str = "quickscorer",
 
 def special_nodes(ens) -> tuple[int, int]:
     """The nodes the walk decides one by one before it starts (walk.walk_arrays's special
-    nodes): the categorical splits it decides by a table (``rapidscorer.layout.coded_categorical``)
+    nodes): the categorical splits it decides by a table (``algorithms.nodes.coded_categorical``)
     and the others (other categorical splits, NaN and +inf thresholds)."""
     special = np.flatnonzero(special_mask(ens))
     coded = int(np.count_nonzero(coded_categorical(ens, special)))

@@ -120,8 +120,9 @@ cdef inline int64_t category_of(int family, double x) noexcept nogil:
     return <int64_t>x
 
 
-# a value's one-byte category code (rs_layout / walk tables, indexed by it): the category
-# below CAT_CODES, CAT_NONE where the value names none of those, CAT_NAN for NaN
+# a value's one-byte category code, which the RapidScorer and walk tables are indexed by
+# (algorithms.nodes): the category below CAT_CODES, CAT_NONE where the value names none of
+# those, CAT_NAN for NaN
 cdef enum:
     CAT_CODES = 254
     CAT_NONE = 254

@@ -157,7 +157,7 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     tree_of_node = np.repeat(np.arange(n_trees), np.diff(node_offset))
     depth = np.zeros(n_trees, np.int64)
     np.maximum.at(depth, tree_of_node, level + 1)
-    # the nodes' columns and threshold indices, in the rank slots of rs_layout
+    # the nodes' columns and threshold indices, in the rank slots of rapidscorer.layout
     feature = np.asarray(packed["feature"], np.int64)
     threshold = np.asarray(packed["threshold"], np.float64)
     slot_base = np.searchsorted(slot_column, np.arange(F + 1), side="left")

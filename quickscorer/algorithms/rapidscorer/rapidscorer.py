@@ -9,7 +9,7 @@ categories below 254, and, by its level path alone (``rapidscorer.layout.levels_
 models of numerical splits whose trees are at most 10 deep whatever their leaves
 (:func:`rapidscorer.layout.unsupported` says why another model is not one; ``vqs`` scores every
 model); a feature of more than 255 distinct thresholds is ranked in several byte-wide
-slots (``rapidscorer.layout.fold_halves``).
+slots (``rapidscorer.ranks.fold_halves``).
 """
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class RapidScorer(Algorithm):
         self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
                             or default_block_bytes())
         #: the level path walks a tree lane by lane from its first level of more than this
-        #: many nodes (rapidscorer.layout.LEVELS_LANE_NODES; $QUICKSCORER_RS_LANE_NODES)
+        #: many nodes (rapidscorer.levels.LEVELS_LANE_NODES; $QUICKSCORER_RS_LANE_NODES)
         lane_nodes = env_int("QUICKSCORER_RS_LANE_NODES")
         self.lane_nodes = LEVELS_LANE_NODES if lane_nodes is None else max(0, lane_nodes)
         #: on AVX-512, whether the level walk takes AVX512_VBMI's byte permutations where the
@@ -156,12 +156,12 @@ class RapidScorer(Algorithm):
             self._finish(ens, arrays, 0, 1)
             return
         starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
-        # mirrored nodes (rs_layout): False, or $QUICKSCORER_RS_MIRROR=0, scores with every
+        # mirrored nodes (rapidscorer.layout): False, or $QUICKSCORER_RS_MIRROR=0, scores with every
         # node's left subtree first (a smaller layout, no copy of the leaf values)
         if env_int("QUICKSCORER_RS_MIRROR") == 0:
             mirror = False
-        # trees of depth <= 10 level by level (rapidscorer.layout.level_arrays) instead of the
-        # scans: None chooses (rapidscorer.layout.levels_choice), True walks every group of a
+        # trees of depth <= 10 level by level (rapidscorer.levels.level_arrays) instead of the
+        # scans: None chooses (rapidscorer.levels.levels_choice), True walks every group of a
         # model it can, False (or $QUICKSCORER_RS_LEVELS=0; =1 for True) keeps the scans
         if env is not None:
             levels = bool(env)
@@ -187,7 +187,7 @@ class RapidScorer(Algorithm):
         self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK")
                                or min(LEVEL_CHUNK, LEVEL_CHUNK_BYTES // group))
         self._arrays = arrays
-        #: whether the layout's leaf order puts some nodes' right subtree first (rs_layout)
+        #: whether the layout's leaf order puts some nodes' right subtree first (rapidscorer.layout)
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
         for a in self._arrays.values():
             a.setflags(write=False)

@@ -1,7 +1,7 @@
 # cython: language_level=3
 """The layout builders' sorting and merging in C, for models without categorical splits.
 
-``quickscorer.algorithms.qs.layout`` and ``rs_layout`` describe the layouts; their numpy
+``quickscorer.algorithms.qs.layout`` and ``quickscorer.algorithms.rapidscorer.layout`` describe the layouts; their numpy
 builders stay the reference (and the path for categorical models). Here every sort is a
 counting sort over keys the layout already bounds (distinct thresholds per feature, segments,
 tree blocks, lists), so a layout costs a few passes over the nodes, without the temporaries of
@@ -27,8 +27,8 @@ cdef enum:
     KIND_NONE = 0
     KIND_ZERO = 1
     KIND_NAN = 2
-    SENTINEL_RANK = 255  # rapidscorer.layout.SENTINEL_THR
-    MAX_THR_SLOT = 255   # rapidscorer.layout.MAX_THRESHOLDS: thresholds a rank slot holds
+    SENTINEL_RANK = 255  # rapidscorer.ranks.SENTINEL_THR
+    MAX_THR_SLOT = 255   # rapidscorer.ranks.MAX_THRESHOLDS: thresholds a rank slot holds
     MAX_BLOCK_ROWS = 65536  # rapidscorer.layout.MAX_BLOCK_ROWS: an entry's byte row is 16 bits
     N_HALVES = 4         # rapidscorer.layout.N_HALVES: node variants (mirrored, missing side) a feature
 
@@ -526,8 +526,8 @@ def rs_entries(const uint32_t[::1] words, const uint64_t[::1] masks, const int32
                const int32_t[::1] rank, const int64_t[::1] segment_offsets,
                const int64_t[::1] tree_word_offsets, const int64_t[::1] tree_byte_offsets,
                const int64_t[::1] block_starts, Py_ssize_t n_features):
-    """RapidScorer's entries and segments (``rs_layout``) from QuickScorer's arrays over
-    ``n_features`` segment features (``rapidscorer.layout.fold_halves``) whose ranks are below 255:
+    """RapidScorer's entries and segments (``quickscorer.algorithms.rapidscorer.layout``) from QuickScorer's arrays over
+    ``n_features`` segment features (``rapidscorer.ranks.fold_halves``) whose ranks are below 255:
     every 64-bit mask entry becomes one entry per byte it changes, grouped by (tree block,
     segment), each group in QuickScorer's order (by rank) and closed by a sentinel.
 
@@ -621,7 +621,7 @@ def rs_fold_halves(const uint32_t[::1] words, const uint64_t[::1] masks,
                    const int32_t[::1] half_rank, const int64_t[::1] half_offsets,
                    const int32_t[::1] half_to_rank, const int64_t[::1] slot_base,
                    Py_ssize_t n_features):
-    """``rapidscorer.layout.fold_halves``'s entries in two counting passes: QuickScorer's arrays over
+    """``rapidscorer.ranks.fold_halves``'s entries in two counting passes: QuickScorer's arrays over
     ``4 F`` half-features (``f + F r``: the nodes of ``f`` of variant ``r``, bit 0 mirrored,
     bit 1 missing values sent to the side the mask clears), entry ``e``'s threshold at
     position ``half_rank[e]`` of its half-feature's table and that position's rank among all

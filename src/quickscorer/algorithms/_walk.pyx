@@ -121,7 +121,7 @@ cdef struct WalkView:
     const int64_t* rule_start     # [N_RULES + 1] where each rule's columns start in fill_cols
     int64_t n_fill
     const int32_t* special_table  # [n_special] a categorical node's row of tables, or -1
-    const uint8_t* tables         # [32 rows] the codes (rs_layout CAT_*) that go right
+    const uint8_t* tables         # [32 rows] the codes (algorithms.nodes) that go right
     int64_t n_special
     int64_t n_cols
     int64_t n_features
@@ -182,8 +182,9 @@ cdef class WalkLayout(Layout):
         # the expanded row: the fill columns, then the special nodes' (at least one column,
         # which the sentinels read)
         n_cols = max(1, a["fill_cols"].shape[0] + n_special)
-        # every step must stay in the table and move down (children follow their parent in
-        # breadth-first order), so that a walk ends; the last node is the self-loop sentinel
+        # every step must stay in the table and move down (children follow their parent: the
+        # table is laid out in preorder, algorithms.walk), so that a walk ends; the last node
+        # is the self-loop sentinel
         if n_walk < 2 or n_walk >= 2 ** 31:
             raise ValueError(f"walk layout: {n_walk} nodes")
         body = nodes[:n_walk - 1]

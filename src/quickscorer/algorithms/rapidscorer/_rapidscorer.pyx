@@ -99,7 +99,7 @@ cdef extern from "quickscorer/algorithms/rapidscorer/levels.h":
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
-    LV_MAX_DEPTH = 10       # rapidscorer.layout.LEVELS_MAX_DEPTH
+    LV_MAX_DEPTH = 10       # rapidscorer.levels.LEVELS_MAX_DEPTH
     LV_BYTE_LEVELS = 8      # rapidscorer/levels.h RS_LV_BYTE_LEVELS: a tree's split is at most this
     LV_ENDS = 10            # rapidscorer/levels.h RS_LV_ENDS: level ends a tree
 
@@ -152,7 +152,7 @@ cdef struct RSView:
     const uint8_t* leaf_order         # [n_leaves] the tree's own number of each position
     const double* leaf_value          # [n_leaves] float64 values by position
     const float* leaf_value_f32       # [n_leaves] float32 (XGBoost) values by position
-    # categorical nodes (rapidscorer.layout.categorical_nodes), applied per block after its scan
+    # categorical nodes (rapidscorer.categorical.categorical_nodes), applied per block after its scan
     int64_t n_cat_slots
     const int32_t* cat_slot_column    # [C] the column each categorical slot reads
     const int32_t* cat_node_slot      # [N] each node's slot
@@ -160,7 +160,7 @@ cdef struct RSView:
     const int64_t* cat_entry_offsets  # [N + 1]
     const rs_entry* cat_entries
     const int64_t* block_cat          # [n_blocks + 1] each block's first node
-    # the level-by-level path (rapidscorer.layout.level_arrays), used instead of the scans where on
+    # the level-by-level path (rapidscorer.levels.level_arrays), used instead of the scans where on
     bint lv_on
     int64_t lv_min_lanes              # groups of fewer lanes take the scans
     rs_lv_model lv                    # nodes, ends, depths, splits, deep records, slots
@@ -187,7 +187,7 @@ _FIELDS = {
     "cat_entry_offsets": np.int64, "cat_entries": np.uint32, "block_cat": np.int64,
 }
 
-# the level-by-level path's fields (rapidscorer.layout.level_arrays; empty: not used)
+# the level-by-level path's fields (rapidscorer.levels.level_arrays; empty: not used)
 _LV_FIELDS = {
     "lv_nodes": np.uint32, "lv_node_offset": np.int64, "lv_level_end": np.uint16,
     "lv_depth": np.uint8, "lv_slot_offset": np.int64, "lv_slot_leaf": np.uint16,
@@ -512,7 +512,7 @@ cdef inline int64_t _chunk_stride(int64_t lanes, int64_t n_cols) noexcept nogil:
 def chunk_group_bytes(int64_t lanes, int64_t n_cols):
     """Scratch bytes one group of ``lanes`` lanes takes in a level chunk of a layout of
     ``n_cols`` level columns (rank slots and combos): what sizes the chunks
-    (rapidscorer.LEVEL_CHUNK_BYTES)."""
+    (rapidscorer.rapidscorer.LEVEL_CHUNK_BYTES)."""
     return _chunk_stride(lanes, n_cols)
 
 
@@ -588,7 +588,7 @@ cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int6
                              const uint8_t* ranks, const uint64_t* skip, uint8_t* cols,
                              uint8_t* idx, double* acc64, float* acc32, int32_t* leaves,
                              int64_t leaf_stride) noexcept nogil:
-    """score_group's trees level by level (rapidscorer.layout.level_arrays), once the ranks are in;
+    """score_group's trees level by level (rapidscorer.levels.level_arrays), once the ranks are in;
     the slots of trees walked lane by lane below their split (uint16) go past the group's
     columns."""
     cdef int64_t lanes = rs_lanes(isa)

@@ -1,5 +1,5 @@
 /* RapidScorer's level path: depth-wise trees walked level by level in registers, on the
- * ranks of scan.h, with no bitvector and no exit search (rapidscorer.layout.level_arrays,
+ * ranks of scan.h, with no bitvector and no exit search (rapidscorer.levels.level_arrays,
  * rapidscorer/levels.py). The C prefix is `rs_lv_`. What a group computes and the layout it reads are
  * described below, above RS_LV_BYTE_LEVELS. */
 #ifndef QUICKSCORER_ALGORITHMS_RAPIDSCORER_LEVELS_H
@@ -32,7 +32,7 @@ static inline int rs_lv_vbmi_available(void) { return 0; }
 static inline int rs_lv_halves_default(void) { return 0; }
 #endif
 
-/* ---- level by level (rapidscorer.layout.level_arrays): trees of depth <= 10, no bitvectors -------
+/* ---- level by level (rapidscorer.levels.level_arrays): trees of depth <= 10, no bitvectors -------
  *
  * A lane's position p in a level of a tree goes to 2 p + 1 in the next where the node at
  * position p sends it right, to 2 p otherwise (no node there: it is below a leaf), so a
@@ -59,7 +59,7 @@ typedef struct {
     uint8_t pos;     /* the node's position in its level (unused in deep records) */
 } rs_lv_node;
 
-/* a model's level fields (rapidscorer.layout.level_arrays), tree t: nodes[node_off[t] ..] by level
+/* a model's level fields (rapidscorer.levels.level_arrays), tree t: nodes[node_off[t] ..] by level
  * and position, lend[RS_LV_ENDS t + l] the nodes of levels 0 .. l (above split[t]),
  * deep[deep_off[t] ..] its levels from split[t] down, slots from slot_off[t] */
 typedef struct {
