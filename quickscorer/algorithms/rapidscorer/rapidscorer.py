@@ -156,8 +156,8 @@ class RapidScorer(Algorithm):
             self._finish(ens, arrays, 0, 1)
             return
         starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
-        # mirrored nodes (rapidscorer.layout): False, or $QUICKSCORER_RS_MIRROR=0, scores with every
-        # node's left subtree first (a smaller layout, no copy of the leaf values)
+        # mirrored nodes (rapidscorer.layout): False, or $QUICKSCORER_RS_MIRROR=0, scores with
+        # every node's left subtree first (a smaller layout, no copy of the leaf values)
         if env_int("QUICKSCORER_RS_MIRROR") == 0:
             mirror = False
         # trees of depth <= 10 level by level (rapidscorer.levels.level_arrays) instead of the
@@ -187,7 +187,8 @@ class RapidScorer(Algorithm):
         self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK")
                                or min(LEVEL_CHUNK, LEVEL_CHUNK_BYTES // group))
         self._arrays = arrays
-        #: whether the layout's leaf order puts some nodes' right subtree first (rapidscorer.layout)
+        #: whether the layout's leaf order puts some nodes' right subtree first
+        #: (rapidscorer.layout)
         self.mirrored = self._arrays["leaf_order"].shape[0] != 0
         for a in self._arrays.values():
             a.setflags(write=False)
