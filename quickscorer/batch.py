@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import InputError
 from .explain import feature_labels
-from .inputs.readers import _SUFFIX_FORMAT, ReadOptions, detect_format, open_input
+from .inputs.readers import SUFFIX_FORMAT, ReadOptions, detect_format, open_input
 from .model import Model
 from .outputs import open_output
 from .outputs import output_format as _output_format
@@ -310,12 +310,12 @@ def output_path(source, out_dir, output_format: str | None = None,
     p = Path(str(source))
     if format is None:
         suffixes = [x.lower() for x in p.suffixes if x.lower() != ".gz"]
-        format = _SUFFIX_FORMAT.get(suffixes[-1]) if suffixes else None
+        format = SUFFIX_FORMAT.get(suffixes[-1]) if suffixes else None
     fmt = output_format or _OUTPUT_FOR[format or detect_format(p)[0]]
     name = p.name
     for _ in range(2):
         stem, dot, suffix = name.rpartition(".")
-        if dot and stem and ("." + suffix.lower() in _SUFFIX_FORMAT or suffix.lower() == "gz"):
+        if dot and stem and ("." + suffix.lower() in SUFFIX_FORMAT or suffix.lower() == "gz"):
             name = stem
     return Path(out_dir) / f"{name}.{fmt}"
 

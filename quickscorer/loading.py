@@ -11,6 +11,7 @@ from .importers import lightgbm as lgb_imp
 from .importers import onnx as onnx_imp
 from .importers import sklearn as sk_imp
 from .importers import xgboost as xgb_imp
+from .importers.model_file import map_model_file
 from .ir.ensemble import Ensemble
 from .model import Model
 
@@ -59,7 +60,7 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
     elif isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")):
         data = source
     elif isinstance(source, (str, os.PathLike)):
-        data = lgb_imp.map_model_file(Path(source))
+        data = map_model_file(Path(source))
     else:
         raise TypeError(f"cannot load a model from {type(source).__name__}: expected a path, "
                         f"a string, bytes, a dict, a LightGBM/XGBoost Booster, a CatBoost model, "

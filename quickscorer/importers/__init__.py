@@ -13,5 +13,6 @@ through :func:`~quickscorer.ir.build_tree` (which validates and renumbers every 
 - ``flatbuffers``: a FlatBuffers table reader;
 - ``sklearn``: fitted scikit-learn tree estimators;
 - ``onnx``: ONNX tree ensembles; ``onnx_graph``: the graph around them (input, output path);
-- ``protobuf``: a protocol-buffers decoder of the ONNX messages.
+- ``protobuf``: a protocol-buffers decoder of the ONNX messages;
+- ``model_file``: a model file's bytes, mapped, for every importer.
 """

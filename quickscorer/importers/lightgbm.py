@@ -32,11 +32,10 @@ from ..ir.ensemble import (
     build_tree,
 )
 from . import _lgbtext
+from .model_file import map_model_file
 
 __all__ = ["load_lightgbm", "looks_like_lightgbm_text", "parse_fast", "parse_reference"]
 
-#: refuse to read model files larger than this (a corrupt size, not a model)
-MAX_MODEL_BYTES = 4 << 30
 #: feature indices are int32 in LightGBM
 MAX_FEATURES = (1 << 31) - 1
 #: most leaves a tree may declare (its node count must stay within the IR's limit)
@@ -225,11 +224,11 @@ def parse_fast(data: bytes | str, utf8_errors: str = "strict") -> Ensemble | Non
         return None
     parser = _Parser(head)
     try:
-        header = parser._header()
+        header = parser.header()
     except (ModelFormatError, ValueError):
         return None
-    parser._skip_blank()
-    if parser._peek() is not None:     # something ended the header before the trees
+    parser.skip_blank()
+    if parser.peek() is not None:     # something ended the header before the trees
         return None
     got = _lgbtext.parse_trees(np.frombuffer(raw, np.uint8), start + 1, header["n_features"],
                                MAX_LEAVES, isinstance(raw, mmap.mmap))
@@ -268,22 +267,6 @@ def _ro_zeros(n: int, dtype) -> np.ndarray:
 
 # --------------------------------------------------------------------------------------------
 # source -> text
-
-def map_model_file(path: Path, what: str = "model file") -> bytes | mmap.mmap:
-    """A model file's bytes, mapped read-only where the file is not empty: the LightGBM tree
-    parser hands the pages back as it reads them, so that a large text model is never
-    resident whole while it loads."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_MODEL_BYTES:
-            raise ModelFormatError(f"{path}: {size} bytes is larger than any model we read")
-        with open(path, "rb") as fh:
-            if size == 0:
-                return fh.read()
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as exc:
-        raise ModelFormatError(f"cannot read {what} {path}: {exc}") from None
-
 
 def _data_of(source: Any) -> tuple[bytes | str | mmap.mmap, str]:
     """The model's text (str) or its file's bytes, and what to call it in a message."""
@@ -356,11 +339,11 @@ class _Parser:
         self._advance()
         return got[0].rstrip("\r")
 
-    def _peek(self) -> str | None:
+    def peek(self) -> str | None:
         got = self._current()
         return None if got is None else got[0].rstrip("\r")
 
-    def _skip_blank(self) -> None:
+    def skip_blank(self) -> None:
         while True:
             got = self._current()
             if got is None or got[0].strip():
@@ -370,7 +353,7 @@ class _Parser:
     # -- whole model -----------------------------------------------------------------------
 
     def parse(self) -> Ensemble:
-        header = self._header()
+        header = self.header()
         n_features = header["n_features"]
         declared = header["tree_sizes"]
         trees = []
@@ -379,7 +362,7 @@ class _Parser:
         # 2.0 / 2.1, the section that follows the trees directly.
         tail_start = len(self.text)
         while True:
-            self._skip_blank()
+            self.skip_blank()
             line_start = self.off
             line = self._next_line()
             if line is None:
@@ -424,8 +407,8 @@ class _Parser:
 
     # -- header ----------------------------------------------------------------------------
 
-    def _header(self) -> dict[str, Any]:
-        self._skip_blank()
+    def header(self) -> dict[str, Any]:
+        self.skip_blank()
         first = self._next_line()
         if first is None or first.strip().lstrip("\ufeff") != "tree":
             shown = "" if first is None else first[:40]
@@ -435,7 +418,7 @@ class _Parser:
         bare: list[str] = []          # lines without '=': average_output alone is known
         average_output = False
         while True:
-            line = self._peek()
+            line = self.peek()
             if (line is None or line.startswith("Tree=") or line.strip() == "end of trees"
                     or line.strip().startswith(_TRAILER_SECTIONS)):
                 break
@@ -524,7 +507,7 @@ class _Parser:
         where = f"tree {t}"
         fields: dict[str, str] = {}
         while True:
-            line = self._peek()
+            line = self.peek()
             if line is None or not line.strip():
                 break
             if (line.startswith("Tree=") or line.strip() == "end of trees"

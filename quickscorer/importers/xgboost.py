@@ -43,14 +43,12 @@ from ..ir.ensemble import (
     build_tree,
 )
 from . import _xgbjson
-from .lightgbm import map_model_file
+from .model_file import MAX_MODEL_BYTES, map_model_file
 from .ubjson import decode_ubjson
 from .xgboost_binary import decode_xgboost_binary, looks_like_xgboost_binary
 
 __all__ = ["load_xgboost", "looks_like_xgboost", "xgboost_document"]
 
-#: refuse to read model files larger than this (a corrupt size, not a model)
-MAX_MODEL_BYTES = 4 << 30
 MAX_TREES = 1 << 24
 MAX_OUTPUTS = 1 << 16
 MAX_FEATURES = (1 << 31) - 1

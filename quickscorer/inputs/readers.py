@@ -35,7 +35,8 @@ from .chunks import (
 
 FORMATS = ("libsvm", "csv", "tsv", "parquet", "arrow", "npy")
 
-_SUFFIX_FORMAT = {
+#: a file name's last suffix -> the format it names (a ".gz" before it is read through)
+SUFFIX_FORMAT = {
     ".libsvm": "libsvm", ".svm": "libsvm", ".svmlight": "libsvm",
     ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
     ".parquet": "parquet", ".pq": "parquet",
@@ -53,8 +54,8 @@ def detect_format(path: str | os.PathLike) -> tuple[str, bool]:
     if suffixes and suffixes[-1] == ".gz":
         suffixes = suffixes[:-1]
         gz = True
-    if suffixes and suffixes[-1] in _SUFFIX_FORMAT:
-        return _SUFFIX_FORMAT[suffixes[-1]], gz
+    if suffixes and suffixes[-1] in SUFFIX_FORMAT:
+        return SUFFIX_FORMAT[suffixes[-1]], gz
     if gz:
         with gzip.open(p, "rb") as fh:
             head = fh.read(4096)
