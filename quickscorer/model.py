@@ -11,9 +11,8 @@ from ._transforms import apply_transform
 from .algorithms.base import Algorithm
 from .errors import InputError
 from .explain import Explainer, feature_labels, shaped
-from .inputs.arrays import as_inputs, as_rows
+from .inputs.arrays import as_inputs
 from .ir.ensemble import Ensemble
-from .paper import soft
 from .parts import Parts, base_scores, iteration_bounds, whole
 from .plan import AUTO, KernelPlan, resolve_threads
 from .ranking import Ranking, query_starts, rank_scores
@@ -385,21 +384,6 @@ class Model:
         if e.transform != "identity" or divide_by != 1.0:
             out = apply_transform(e.transform, dict(e.transform_params), raw, divide_by)
         return _squeezed(out)
-
-    def predict_soft(self, X, temperature: float, *, raw_score: bool = False) -> np.ndarray:
-        """Soft prediction: node ``n`` goes left with probability
-        ``sigmoid((threshold - x) / temperature)`` (missing values and categories by their
-        rules), leaf values weighted by the leaf probabilities of the fuzzy matrix. Tends to
-        :meth:`predict` as ``temperature -> 0``, away from thresholds. A numpy
-        implementation for study (see :mod:`quickscorer.paper.soft`), float64.
-        """
-        return _squeezed(soft.predict_soft(self.ensemble, as_rows(self.ensemble, X),
-                                           temperature, raw_score=raw_score))
-
-    def leaf_attention(self, X) -> list[np.ndarray]:
-        """Per tree, ``softmax(D^-1 P s)``: a distribution over its leaves for each row that
-        peaks at the exit leaf (see :mod:`quickscorer.paper.soft`)."""
-        return soft.leaf_attention(self.ensemble, as_rows(self.ensemble, X))
 
     def predict_leaf(self, X, *, algorithm: str | None = None, source_ids: bool = False,
                      n_threads: int | None = 1, start_iteration: int = 0,

@@ -10,7 +10,13 @@ from hypothesis import strategies as st
 import quickscorer
 from quickscorer.ir import reference
 from quickscorer.paper import representations as rep
-from quickscorer.paper.soft import GeneralTree, ObliqueTree, leaf_probabilities
+from quickscorer.paper.soft import (
+    GeneralTree,
+    ObliqueTree,
+    leaf_attention,
+    leaf_probabilities,
+    predict_soft,
+)
 
 
 def _away_from_thresholds(ens, X, margin=1e-3):
@@ -52,11 +58,11 @@ def test_predict_soft_tends_to_predict():
     X = rng.normal(size=(200, ens.n_features)) * 3
     X = X[_away_from_thresholds(ens, X)]
     hard = model.predict(X, raw_score=True)
-    gaps = [np.abs(model.predict_soft(X, T, raw_score=True) - hard).max()
+    gaps = [np.abs(predict_soft(model, X, T, raw_score=True) - hard).max()
             for T in (10.0, 1.0, 0.1, 1e-9)]
     assert gaps[0] > gaps[-1]
     assert gaps[-1] < 1e-12
-    assert model.predict_soft(X, 1.0).shape == hard.shape
+    assert predict_soft(model, X, 1.0).shape == hard.shape
 
 
 def test_predict_soft_on_a_real_lightgbm_model():
@@ -68,7 +74,7 @@ def test_predict_soft_on_a_real_lightgbm_model():
                         lgb.Dataset(X, y), num_boost_round=5)
     model = quickscorer.load(booster)
     Xt = X[:50][_away_from_thresholds(model.ensemble, X[:50], 1e-6)]
-    np.testing.assert_allclose(model.predict_soft(Xt, 1e-12), booster.predict(Xt), rtol=1e-12)
+    np.testing.assert_allclose(predict_soft(model, Xt, 1e-12), booster.predict(Xt), rtol=1e-12)
 
 
 def test_leaf_attention_peaks_at_the_exit_leaf():
@@ -76,7 +82,7 @@ def test_leaf_attention_peaks_at_the_exit_leaf():
     ens = random_ensemble(rng, "xgboost", n_trees=6, max_leaves=25)
     model = quickscorer.Model(ens)
     X = special_rows(rng, 50, ens.n_features)
-    att = model.leaf_attention(X)
+    att = leaf_attention(model, X)
     leaves = model.predict_leaf(X, algorithm="traversal")
     for t, a in enumerate(att):
         np.testing.assert_allclose(a.sum(axis=1), 1.0, rtol=1e-12)

@@ -4,5 +4,5 @@
   paper's properties (ranks, pruning, recovering a tree from L or R, perfect trees); the
   arithmetic algorithms (``algorithms.arithmetic``) build their layouts from it;
 - ``soft``: soft prediction through the fuzzy matrix, leaf attention, general (multiway)
-  trees with their binary conversion, oblique trees (``Model.predict_soft``).
+  trees with their binary conversion, oblique trees (``soft.predict_soft(model, X, t)``).
 """

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _transforms
+from ..inputs.arrays import as_rows
 from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble, Tree
 from ..ir.reference import K_ZERO, convert_input, goes_left, leaf_outputs
 from . import representations as rep
@@ -81,9 +82,19 @@ def leaf_probabilities(ens: Ensemble, tree: Tree, X, temperature: float) -> np.n
     return probs
 
 
-def predict_soft(ens: Ensemble, X, temperature: float, raw_score: bool = True) -> np.ndarray:
-    """Probability-weighted leaf values summed like the model (float64, rows x outputs)."""
-    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+def _ensemble_and_rows(model, X) -> tuple[Ensemble, np.ndarray]:
+    """The neutral ensemble of ``model`` (a ``Model`` or an ``Ensemble``) and ``X`` read as
+    its rows, as ``predict`` reads them."""
+    ens = model if isinstance(model, Ensemble) else model.ensemble
+    return ens, np.atleast_2d(np.asarray(as_rows(ens, X), dtype=np.float64))
+
+
+def predict_soft(model, X, temperature: float, *, raw_score: bool = False) -> np.ndarray:
+    """Soft prediction of ``model`` (a ``Model`` or an ``Ensemble``) for the rows of ``X``
+    (anything ``predict`` takes): probability-weighted leaf values summed like the model, in
+    float64; the outputs shaped as ``predict`` shapes them. Tends to ``predict`` as
+    ``temperature -> 0``, away from thresholds."""
+    ens, X = _ensemble_and_rows(model, X)
     Xc = convert_input(ens, X)
     out = np.tile(ens.base_score.astype(np.float64), (X.shape[0], 1))
     for t, tree in enumerate(ens.trees):
@@ -104,11 +115,13 @@ def predict_soft(ens: Ensemble, X, temperature: float, raw_score: bool = True) -
         if ens.transform != "identity" or divide_by != 1.0:
             out = _transforms.apply_transform(ens.transform, dict(ens.transform_params), out,
                                               divide_by)
-    return out
+    return out[:, 0] if out.shape[1] == 1 else out
 
 
-def leaf_attention(ens: Ensemble, X) -> list[np.ndarray]:
-    """Per tree, ``softmax(D^-1 P s)`` over its leaves (rows x leaves)."""
+def leaf_attention(model, X) -> list[np.ndarray]:
+    """Per tree of ``model`` (a ``Model`` or an ``Ensemble``), ``softmax(D^-1 P s)`` over its
+    leaves (rows x leaves): a distribution that peaks at the exit leaf."""
+    ens, X = _ensemble_and_rows(model, X)
     out = []
     for tree in ens.trees:
         if tree.n_internal == 0:
