@@ -196,10 +196,10 @@ def test_onnx_unknown_attribute_is_refused_by_name():
 # the training DataFrame's categories, recorded in the model: LightGBM's pandas_categorical,
 # XGBoost's model.cats (3.1 and later)
 
-def _category_frames(pd, seed=0, n=400):
+def _category_frames(pd, seed=0, n=400, colours=("red", "green", "blue", "élan")):
     rng = np.random.default_rng(seed)
     train = pd.DataFrame({
-        "colour": pd.Categorical(rng.choice(["red", "green", "blue", "élan"], n)),
+        "colour": pd.Categorical(rng.choice(list(colours), n)),
         "x": rng.normal(size=n),
         "size": pd.Categorical(rng.choice([10, 20, 30], n)),
     })
@@ -207,8 +207,7 @@ def _category_frames(pd, seed=0, n=400):
     # the same values with the categories in another order, a missing value, and (for the
     # libraries that read it as missing) a category the training never saw
     test = train.head(60).copy()
-    test["colour"] = pd.Categorical(test.colour.astype(str),
-                                    categories=["blue", "élan", "red", "green"])
+    test["colour"] = pd.Categorical(test.colour.astype(str), categories=list(colours)[::-1])
     test["size"] = pd.Categorical(test["size"].astype(int), categories=[30, 20, 10])
     test.loc[3, "colour"] = np.nan
     return train, y, test
@@ -233,13 +232,18 @@ def test_lightgbm_pandas_categorical_recodes_a_dataframe_as_lightgbm_does(tmp_pa
         model.predict(test.drop(columns=["size"]))
 
 
-def test_xgboost_cats_recode_a_dataframe_as_xgboost_does(tmp_path):
+@pytest.mark.parametrize("colours", [("red", "green", "blue", "teal"),
+                                     ("red", "green", "blue", "élan")])
+def test_xgboost_cats_recode_a_dataframe_as_xgboost_does(colours, tmp_path):
+    """Texts beyond ASCII are in the file as themselves from XGBoost 3.4 on; an earlier
+    release's file does not hold them (it cuts the UTF-8 bytes at character counts), and a
+    DataFrame's column of them is refused by name."""
     xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
     pd = pytest.importorskip("pandas", reason="the test extra installs pandas")
     version = tuple(int(p) for p in xgb.__version__.split(".")[:2])
     if version < (3, 1):
         pytest.skip(f"XGBoost {xgb.__version__} records no categories (3.1 and later do)")
-    train, y, test = _category_frames(pd)
+    train, y, test = _category_frames(pd, colours=colours)
     booster = xgb.train(dict(max_depth=3, nthread=1, max_cat_to_onehot=1),
                         xgb.DMatrix(train, label=y, enable_categorical=True), 8)
     for fmt in ("json", "ubj"):
@@ -247,12 +251,30 @@ def test_xgboost_cats_recode_a_dataframe_as_xgboost_does(tmp_path):
         booster.save_model(str(path))
         model = quickscorer.load(path)
         assert model.ensemble.category_recoding is not None
+        if version < (3, 4) and not all(c.isascii() for c in colours):
+            assert model.ensemble.category_recoding[0] is None
+            with pytest.raises(quickscorer.InputError, match="does not hold its categories' "
+                                                             "texts as themselves"):
+                model.predict(test)
+            codes = test.assign(colour=test.colour.cat.set_categories(
+                train.colour.cat.categories).cat.codes.replace(-1, np.nan).astype(float),
+                size=test["size"].cat.set_categories(train["size"].cat.categories).cat.codes)
+            want = booster.predict(xgb.DMatrix(test, enable_categorical=True),
+                                   output_margin=True)
+            np.testing.assert_array_equal(model.predict(codes.to_numpy(float), raw_score=True),
+                                          want)
+            continue
         for frame in (train.head(80), test):
             want = booster.predict(xgb.DMatrix(frame, enable_categorical=True),
                                    output_margin=True)
             np.testing.assert_array_equal(model.predict(frame, raw_score=True), want)
         unseen = test.copy()
         unseen["colour"] = pd.Categorical(["mauve"] + ["red"] * (len(test) - 1))
+        if version < (3, 3):            # a category not trained with keeps the column's code
+            want = booster.predict(xgb.DMatrix(unseen, enable_categorical=True),
+                                   output_margin=True)
+            np.testing.assert_array_equal(model.predict(unseen, raw_score=True), want)
+            continue
         with pytest.raises(Exception, match="not in the training set"):
             booster.predict(xgb.DMatrix(unseen, enable_categorical=True))
         with pytest.raises(quickscorer.InputError, match="'mauve', which the model was not "

@@ -507,7 +507,7 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
             _refuse_unknown_fields(raw.get("tree_param"), "tree.tree_param", version_str,
                                    f"{model_place}.trees[{t}].tree_param")
     weights = _tree_weights(gb, model, booster, n_trees, where)
-    categories = _category_encodings(model, n_features, where)
+    categories = _category_encodings(model, n_features, where, version_str)
 
     if parsed is not None:
         trees = _packed_parsed(trees_raw, n_features, *parsed)
@@ -561,13 +561,30 @@ def _tree_weights(gb: dict, model: dict, booster: str, n_trees: int,
     return None if (weights == 1.0).all() else weights
 
 
-def _category_encodings(model: dict, n_features: int,
-                        where: str) -> dict[int, dict[str, int]] | None:
+#: the first release whose ``model.cats`` cuts string categories at byte offsets: earlier
+#: ones cut the UTF-8 bytes of all of them at each one's length in characters, so a text
+#: beyond ASCII is not in the file as itself
+CATS_BYTE_OFFSETS_FROM = (3, 4)
+
+
+def _release(version: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(p) for p in version.split("."))
+    except ValueError:
+        return None
+
+
+def _category_encodings(model: dict, n_features: int, where: str,
+                        version: str) -> dict[int, dict[str, int] | None] | None:
     """The categories each categorical feature was trained with (``model.cats``, from 3.1),
     as ``Ensemble.category_recoding``: XGBoost re-codes a DataFrame's categorical column to the
     index of each value among them, and refuses a value not among them. None where the model
     records none. String categories are UTF-8 bytes cut by ``offsets``; numeric ones are
-    integers (a fractional category is refused by name)."""
+    integers (a fractional category is refused by name). A feature whose texts a release
+    before :data:`CATS_BYTE_OFFSETS_FROM` wrote beyond ASCII maps to None: the file does not
+    hold them, and a DataFrame's column of it is refused (its codes as numbers are read)."""
+    release = _release(version)
+    cut_by_characters = release is None or release < CATS_BYTE_OFFSETS_FROM
     cats = model.get("cats")
     if cats is None:
         return None
@@ -613,6 +630,9 @@ def _category_encodings(model: dict, n_features: int,
                 raise ModelFormatError(f"{wj}: the category strings' offsets or bytes are "
                                        f"damaged")
             blob = (data & 0xFF).astype(np.uint8).tobytes()
+            if cut_by_characters and any(b > 127 for b in blob):
+                out[j] = None
+                continue
             try:
                 texts = [blob[a:b].decode("utf-8")
                          for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]

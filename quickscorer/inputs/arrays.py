@@ -33,7 +33,14 @@ def _from_dataframe(ens: Ensemble, df) -> np.ndarray:
         if j in labels:
             parts.append(_category_numbers(s, labels[j], c))
         elif j in recoding and str(s.dtype) == "category":
-            parts.append(_recoded(s, recoding[j], c))
+            if recoding[j] is None:
+                raise InputError(
+                    f"column {c!r} is categorical, but the model file does not hold its "
+                    f"categories' texts as themselves (XGBoost before 3.4 cut texts beyond "
+                    f"ASCII short): pass the category codes as numbers (e.g. "
+                    f"df[{c!r}].cat.codes with the training's categories), or save the model "
+                    f"with XGBoost 3.4 or later")
+            parts.append(_recoded(s, recoding[j], c, _refuses_unknown_categories(ens)))
         elif c in positional:
             parts.append(_recoded_by_value(s, positional[c]))
         elif str(s.dtype) == "category":
@@ -112,20 +119,35 @@ def _recoded_by_value(s, categories: tuple) -> np.ndarray:
     return lookup[s.cat.codes.to_numpy()]
 
 
-def _recoded(s, table: dict[str, int], column) -> np.ndarray:
+def _refuses_unknown_categories(ens: Ensemble) -> bool:
+    """Whether XGBoost refuses a DataFrame's category that the model was not trained with:
+    from 3.3 on (the release that wrote the model stands for the one that scores it); up to
+    3.2 such a value keeps the column's own code for it."""
+    try:
+        release = tuple(int(p) for p in str(ens.source.get("version")).split("."))
+    except ValueError:
+        return True
+    return release >= (3, 3)
+
+
+def _recoded(s, table: dict[str, int], column, refuse_unknown: bool) -> np.ndarray:
     """A DataFrame's categorical column as the numbers of the categories the model was
     trained with (XGBoost's re-coding, ``Ensemble.category_recoding``): a missing value is
-    NaN, a value the model was not trained with an InputError, as in XGBoost."""
+    NaN; a value the model was not trained with an InputError where ``refuse_unknown``, else
+    the column's own code for it, as XGBoost 3.2 reads it."""
     codes = s.cat.codes.to_numpy()
     lookup = np.empty(len(s.cat.categories) + 1, np.float64)
     for k, v in enumerate(s.cat.categories):
         text = category_text(v, column)
         if text not in table:
-            if not (codes == k).any():
+            if not refuse_unknown:
+                lookup[k] = k
+            elif not (codes == k).any():
                 lookup[k] = np.nan            # a category the column declares but never holds
-                continue
-            raise InputError(f"column {column!r} holds the category {v!r}, which the model was "
-                             f"not trained with")
+            else:
+                raise InputError(f"column {column!r} holds the category {v!r}, which the model "
+                                 f"was not trained with")
+            continue
         lookup[k] = table[text]
     lookup[-1] = np.nan
     return lookup[codes]

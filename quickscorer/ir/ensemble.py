@@ -597,9 +597,10 @@ class Ensemble:
     category_labels: dict[int, dict[str, int]] | None = None
     #: input columns whose categories XGBoost recorded at training (``model.cats``, from 3.1):
     #: each category's number; a DataFrame's categorical column is re-coded through it, and a
-    #: value it lacks is refused, as XGBoost does (None: no such column; numeric rows and files
-    #: give the numbers themselves)
-    category_recoding: dict[int, dict[str, int]] | None = None
+    #: value it lacks is refused, as XGBoost does; a column's None: categories the file does
+    #: not hold as themselves, a DataFrame's column refused (None: no such column; numeric
+    #: rows and files give the numbers themselves)
+    category_recoding: dict[int, dict[str, int] | None] | None = None
     #: LightGBM's ``pandas_categorical``: the categories of each categorical column of the
     #: training DataFrame, in column order; a DataFrame's categorical columns are re-coded
     #: through them by position, a value they lack read as missing, as LightGBM's predict does
@@ -667,8 +668,17 @@ class Ensemble:
                 raise ModelFormatError("pandas_categorical is not one tuple of distinct "
                                        "categories per categorical column")
         if self.category_recoding is not None:
-            object.__setattr__(self, "category_recoding",
-                               _checked_labels(self.category_recoding, self.n_inputs))
+            if not isinstance(self.category_recoding, dict):
+                raise ModelFormatError("category_recoding is not a mapping of columns")
+            unreadable = {c for c, t in self.category_recoding.items() if t is None}
+            tables = {c: t for c, t in self.category_recoding.items() if t is not None}
+            checked: dict = _checked_labels(tables, self.n_inputs)
+            for c in unreadable:
+                if isinstance(c, bool) or not isinstance(c, (int, np.integer)) or not (
+                        0 <= c < self.n_inputs):
+                    raise ModelFormatError(f"category_recoding: column {c!r} is not a feature")
+                checked[int(c)] = None
+            object.__setattr__(self, "category_recoding", checked)
         # importers give the trees of an iteration, and their models are whole iterations; a
         # hand-built ensemble may leave it 0 (one tree per output, a partial last iteration)
         tpi = int(self.trees_per_iteration)
