@@ -205,9 +205,10 @@ class Model:
             Return the interaction values rather than the contributions.
         method : {"quadrature", "treeshap"}
             ``"quadrature"`` (default): the Shapley integral summed exactly by Gauss-Legendre
-            quadrature, the fast way. ``"treeshap"``: TreeSHAP's recursion in the source
-            library's order and precision (LightGBM's and XGBoost's values bit for bit on
-            x86-64). The two differ in the last bits only (docs/contributions.md).
+            quadrature, the fast way. ``"treeshap"``: the source library's own computation
+            in its order and precision, TreeSHAP's recursion (XGBoost 3.3 and later: its
+            8-point quadrature), LightGBM's and XGBoost's values bit for bit on x86-64. The
+            two differ in the last bits only (docs/contributions.md).
         n_threads : int
             Threads over rows (0 or negative: all cores). Default 1.
         start_iteration, num_iteration, iteration_range

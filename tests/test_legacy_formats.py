@@ -6,6 +6,7 @@ conversion round trip; damaged binary files."""
 from __future__ import annotations
 
 import json
+import platform
 import struct
 from pathlib import Path
 
@@ -194,6 +195,20 @@ def test_xgboost_3x_file_scores_as_its_release_did(release, kind, fmt):
         assert np.array_equal(leaves, exp[f"leaf_{kind}"].reshape(leaves.shape)), alg
         part = model.predict(X, raw_score=True, iteration_range=(1, 5), algorithm=alg)
         assert np.array_equal(part, exp[f"part_{kind}"].reshape(part.shape)), alg
+
+
+@pytest.mark.parametrize("release,kind", XGB_3X_CASES)
+def test_xgboost_3x_contributions_are_their_releases(release, kind):
+    """TreeSHAP as 3.3 and later compute it (an 8-point float32 quadrature): bit for bit on
+    x86-64, where the releases' wheels do not fuse a multiply and an add."""
+    exp = _expected(release)
+    model = quickscorer.load(LEGACY / release / f"{kind}.ubj")
+    got = model.contributions(exp["X"], method="treeshap")
+    want = exp[f"contrib_{kind}"].reshape(got.shape)
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        assert np.array_equal(got, want)
+    else:
+        assert np.abs(got - want).max() <= 1e-5 * max(1.0, float(np.abs(want).max()))
 
 
 @pytest.mark.parametrize("release,kind", XGB_3X_CASES)

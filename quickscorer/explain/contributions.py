@@ -7,8 +7,9 @@ by the scoring rule and turns the decisions into contributions, by one of two me
 
 - ``"quadrature"`` (the default): the Shapley weights written as an integral over [0, 1] and
   summed exactly by Gauss-Legendre quadrature, O(nodes x points) a tree;
-- ``"treeshap"``: TreeSHAP's recursion in the order and precision LightGBM and XGBoost run it,
-  O(leaves x depth^2) a tree: their contributions bit for bit on x86-64.
+- ``"treeshap"``: TreeSHAP's recursion in the order and precision LightGBM and XGBoost up to
+  3.2 run it, O(leaves x depth^2) a tree, or for a model of XGBoost 3.3 and later that
+  release's 8-point float32 quadrature: their contributions bit for bit on x86-64.
 """
 from __future__ import annotations
 
@@ -154,6 +155,9 @@ def shap_arrays(ens: Ensemble, stored_programs: bool | None = None) -> dict:
     a["qw"] = np.ascontiguousarray(np.concatenate(qw), np.float64)
     a["qg"] = -1.0 / (1.0 - a["qt"])
     a["tree_qoff"] = np.array([start[n] for n in nq.tolist()], np.int64)
+    a["xgboost_quadrature"] = xgb and xgboost_quadrature(ens)
+    a["swapped"] = (np.ascontiguousarray(packed["is_categorical"], np.uint8)
+                    if a["xgboost_quadrature"] and ens.has_categorical else None)
     a["bias64"], a["bias_classic"], a["bias32"] = _biases(ens, a, expected, mean32)
     if stored_programs is None:
         stored_programs = stores_programs(ens)
@@ -184,6 +188,52 @@ def _feature_trees(ens: Ensemble, feature: np.ndarray) -> dict:
     }
 
 
+#: the first XGBoost release whose TreeSHAP is its 8-point float32 quadrature
+#: (``treeshap.h`` shap_xgb_quadrature_f32) rather than the recursion
+XGBOOST_QUADRATURE_FROM = (3, 3)
+
+
+def xgboost_quadrature(ens: Ensemble) -> bool:
+    """Whether ``method="treeshap"`` takes XGBoost's quadrature for this model: from the
+    release that wrote it (which stands for the one that would explain it) on
+    :data:`XGBOOST_QUADRATURE_FROM`."""
+    if ens.family != "xgboost" or ens.source.get("library") != "xgboost":
+        return False
+    try:
+        release = tuple(int(p) for p in str(ens.source.get("version")).split("."))
+    except ValueError:
+        return False
+    return release >= XGBOOST_QUADRATURE_FROM
+
+
+def _root_mean64(a: dict, n0: int, l0: int) -> float:
+    """XGBoost 3.3's expected value of the tree whose nodes start at n0 and leaves at l0, in
+    float64: a leaf's float32 value, a node's its children's weighted by their float32 covers
+    (their mean under a node of no cover); children before their parent, without recursion."""
+    left, right, cover = a["left"], a["right"], a["node_cover32"]
+
+    def leaf_or(memo, ref):
+        return float(a["leaf_value32"][l0 + ~ref]) if ref < 0 else memo[ref]
+
+    def weight(ref):
+        return float(cover[n0 + ref]) if ref >= 0 else float(a["leaf_cover32"][l0 + ~ref])
+
+    memo: dict[int, float] = {}
+    stack = [(0, False)]
+    while stack:
+        node, ready = stack.pop()
+        lc, rc = int(left[n0 + node]), int(right[n0 + node])
+        if not ready:
+            stack.append((node, True))
+            stack.extend((c, False) for c in (lc, rc) if c >= 0)
+            continue
+        lm, rm = leaf_or(memo, lc), leaf_or(memo, rc)
+        parent = float(cover[n0 + node])
+        memo[node] = (0.5 * (lm + rm) if parent == 0.0
+                      else (lm * weight(lc) + rm * weight(rc)) / parent)
+    return memo[0]
+
+
 def _biases(ens: Ensemble, a: dict, expected: np.ndarray, mean32: np.ndarray):
     """Each output's bias column: the base score plus the trees' expected values (each times
     its DART weight), in tree order: in float64 from the quadrature's expected values; in
@@ -212,7 +262,20 @@ def _biases(ens: Ensemble, a: dict, expected: np.ndarray, mean32: np.ndarray):
                     e += (float(a["leaf_cover"][lo[t] + i]) / total) * float(values[i])
             bias_classic[ens.tree_group[t]] += e * float(scale[t])
     bias32 = np.zeros(k, np.float32)
-    if ens.family == "xgboost":
+    if a.get("xgboost_quadrature"):
+        # 3.3 and later: each tree's root mean in float64 (times its weight), summed in
+        # float64, then rounded and added to the base score in float32
+        w32 = a["tree_weight32"]
+        n_off, l_off = ens.trees.node_offset, ens.trees.leaf_offset
+        sums = np.zeros(k, np.float64)
+        for t in range(ens.n_trees):
+            n0, l0 = int(n_off[t]), int(l_off[t])
+            m = (_root_mean64(a, n0, l0) if n_off[t + 1] > n0
+                 else float(a["leaf_value32"][l0]))
+            sums[ens.tree_group[t]] += m if w32 is None else m * float(w32[t])
+        for g in range(k):
+            bias32[g] = np.float32(np.float32(sums[g]) + np.float32(ens.base_score[g]))
+    elif ens.family == "xgboost":
         w32 = a["tree_weight32"]
         for g in range(k):
             acc = np.float32(0.0)

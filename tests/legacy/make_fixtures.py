@@ -16,7 +16,8 @@ writes them, and stores the rows with that release's own raw scores in ``expecte
   release (for 0.90, which cannot write JSON, by XGBoost 1.7.6 after loading the 0.90 file:
   the loading rules for a pre-1.0 file are the same in every later release);
 * XGBoost 3.3 and later: ``<kind>.json`` and ``<kind>.ubj``, the margins, outputs, exit
-  leaves and the margins of iterations 1 to 4 (``part_<kind>``).
+  leaves, the margins of iterations 1 to 4 (``part_<kind>``) and the SHAP contributions
+  (``contrib_<kind>``).
 
 The test suite only reads these files; it never runs the old releases.
 """
@@ -208,6 +209,8 @@ def _xgboost_worker(out: Path, release: str) -> None:
             arrays[f"leaf_{kind}"] = np.asarray(booster.predict(dm, pred_leaf=True), np.int64)
             arrays[f"part_{kind}"] = np.asarray(
                 booster.predict(dm, output_margin=True, iteration_range=(1, 5)), np.float32)
+            arrays[f"contrib_{kind}"] = np.asarray(booster.predict(dm, pred_contribs=True),
+                                                   np.float32)
         kinds.append(kind)
     np.savez_compressed(out / "expected.npz", **arrays)
     (out / "kinds.json").write_text(json.dumps({"release": release, "kinds": kinds,

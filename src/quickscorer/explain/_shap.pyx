@@ -32,7 +32,11 @@ cdef extern from "quickscorer/explain/treeshap.h" nogil:
         const float* node_cover32
         const float* leaf_cover32
         const float* leaf_value32
+        const uint8_t* swapped
         int64_t n_nodes
+    void shap_xgb_quadrature_f32(const shap_tree* t, const uint8_t* dec, float* phi,
+                                 float* state)
+    float SHAP_XQ_UNSEEN
     void shap_classic_f64(const shap_tree* t, const uint8_t* dec, double* phi, void* path,
                           int cond, int32_t cfeature)
     void shap_classic_f32(const shap_tree* t, const uint8_t* dec, float* phi, void* path,
@@ -91,6 +95,9 @@ cdef struct ShapView:
     const float* node_cover32
     const float* leaf_cover32
     const float* leaf_value32
+    const uint8_t* swapped      # [n_nodes] XGBoost's categorical nodes (children swapped), or
+                                #   NULL
+    bint xgb_quadrature         # XGBoost 3.3 and later: treeshap is its 8-point quadrature
     const int64_t* leaf_offset  # [n_trees + 1]
     const int32_t* tree_group   # [n_trees]
     const double* tree_scale    # [n_trees] DART weight (float32's value), else 1
@@ -129,6 +136,7 @@ cdef inline void tree_of(const ShapView* v, int64_t t, shap_tree* out) noexcept 
     out.node_cover32 = v.node_cover32 + n0 if v.node_cover32 != NULL else NULL
     out.leaf_cover32 = v.leaf_cover32 + l0 if v.leaf_cover32 != NULL else NULL
     out.leaf_value32 = v.leaf_value32 + l0 if v.leaf_value32 != NULL else NULL
+    out.swapped = v.swapped + n0 if v.swapped != NULL else NULL
     out.n_nodes = v.nodes.node_offset[t + 1] - n0
 
 
@@ -180,6 +188,16 @@ cdef class ShapLayout:
                                                       "leaf_value32")
         else:
             v.node_cover32 = v.leaf_cover32 = v.leaf_value32 = NULL
+        v.swapped = NULL
+        v.xgb_quadrature = bool(a.get("xgboost_quadrature", False))
+        if v.xgb_quadrature:
+            if family != FAMILY_XGBOOST:
+                raise ValueError("shap layout: XGBoost's quadrature for another family")
+            if a.get("swapped") is not None:
+                if a["swapped"].shape[0] != n_nodes:
+                    raise ValueError("shap layout field 'swapped' has one entry per node")
+                v.swapped = <const uint8_t*>array_data(a["swapped"], np.uint8, "shap",
+                                                       "swapped")
         v.leaf_offset = <const int64_t*>array_data(a["leaf_offset"], np.int64, "shap",
                                                    "leaf_offset")
         v.tree_group = <const int32_t*>array_data(a["tree_group"], np.int32, "shap",
@@ -382,6 +400,7 @@ cdef struct Offsets:
     int64_t dec        # each node's decisions (rows: at 0)
     int64_t path       # the recursion's path elements
     int64_t tmp        # float32 [n_features + 1]: one tree's contributions (XGBoost's order)
+    int64_t state      # float32 [n_features]: XGBoost's quadrature's state of each feature
     int64_t phi        # float64 [n_outputs][n_features][SHAP_R]: a block's sums
     int64_t work       # shap_block_work(.., SHAP_R): the quadrature's for blocks of rows
     int64_t work1      # shap_block_work(.., 1): for a row alone (interactions)
@@ -412,7 +431,8 @@ cdef void offsets(const ShapView* v, Offsets* o, bint interactions) noexcept nog
     o.path = o.dec + _al(8 * SHAP_R * (v.max_nodes + 1))
     # path elements of at most 32 bytes (a feature and three float64)
     o.tmp = o.path + _al(32 * shap_classic_path_len(v.max_depth))
-    o.phi = o.tmp + _al(4 * (F + 1))
+    o.state = o.tmp + _al(4 * (F + 1))
+    o.phi = o.state + _al(4 * F)
     o.work = o.phi + _al(8 * K * F * SHAP_R)
     o.work1 = o.work + _al(shap_block_work(v.max_depth, v.max_nq, F, SHAP_R))
     o.work_row = o.work1 + _al(shap_block_work(v.max_depth, v.max_nq, F, 1))
@@ -511,24 +531,32 @@ cdef void row_classic64(const ShapView* v, const Offsets* of, const floating[:, 
 
 cdef void row_classic32(const ShapView* v, const Offsets* of, const floating[:, :] X,
                         Py_ssize_t i, float* out, char* mem) noexcept nogil:
-    """XGBoost's order: each tree's contributions in a buffer of their own, then added to its
-    output's (times the tree's DART weight), the bias and base score last."""
+    """XGBoost's order: each tree's contributions in a buffer of their own (its recursion, or
+    from 3.3 its quadrature), then added to its output's (times the tree's DART weight), the
+    bias and base score last."""
     cdef double* row = <double*>mem
     cdef uint8_t* dec = <uint8_t*>(mem + of.dec)
     cdef void* path = <void*>(mem + of.path)
     cdef float* tmp = <float*>(mem + of.tmp)
+    cdef float* state = <float*>(mem + of.state)
     cdef int64_t t, k, F = v.n_features, F1 = v.n_features + 1
     cdef float* o
     cdef shap_tree tr
     load_row(&v.fv, X, i, row)
     for k in range(v.n_outputs * F1):
         out[k] = 0.0
+    if v.xgb_quadrature:
+        for k in range(F):
+            state[k] = SHAP_XQ_UNSEEN
     for t in range(v.n_trees):
         tree_of(v, t, &tr)
         decide(v, t, row, dec)
         for k in range(F):
             tmp[k] = 0.0
-        shap_classic_f32(&tr, dec, tmp, path, 0, 0)
+        if v.xgb_quadrature:
+            shap_xgb_quadrature_f32(&tr, dec, tmp, state)
+        else:
+            shap_classic_f32(&tr, dec, tmp, path, 0, 0)
         o = out + v.tree_group[t] * F1
         if v.tree_weight32 != NULL:
             for k in range(F):

@@ -1,4 +1,5 @@
-/* SHAP contributions of one tree for one row (docs/contributions.md).
+/* SHAP contributions of one tree for one row (docs/contributions.md): the recursion, the
+ * quadrature, and XGBoost 3.3's own 8-point float32 quadrature (shap_xgb_quadrature_f32).
  *
  * A tree here: internal nodes 0 .. n-1 in canonical numbering (children c >= 0 internal,
  * c < 0 the leaf ~c), each node's cover (the training mass that reached it) and each leaf's,
@@ -56,6 +57,8 @@ typedef struct {
     const float* node_cover32;    /* the same in float32 (XGBoost's arithmetic) */
     const float* leaf_cover32;
     const float* leaf_value32;
+    const uint8_t* swapped;       /* [n_nodes] 1 where the source's left child is this right
+                                     (XGBoost's categorical nodes), or NULL: none is */
     int64_t n_nodes;
 } shap_tree;
 
@@ -185,6 +188,122 @@ QS_SHAP_CLASSIC(shap_classic_f64, double, node_cover, leaf_value, 0)
 #define LEAF_COVER(i) leaf_cover32[i]
 QS_SHAP_CLASSIC(shap_classic_f32, float, node_cover32, leaf_value32, 1)
 #undef LEAF_COVER
+
+/* ---- XGBoost 3.3 and later: TreeSHAP by an 8-point quadrature, in float32 ------------------
+ *
+ * The integral of the header's comment in the variable s^2 (t = s^2), taken with the 8-point
+ * Gauss-Legendre rule on s in [0, 1]: exact where a path splits on at most 8 distinct
+ * features, an approximation beyond (XGBoost's choice). Per row and tree, in XGBoost's order
+ * and float32 rounding, one operation at a time (-ffp-contract=off):
+ * - each feature's state p (-999: not on the path yet); a child's weight is its cover over the
+ *   parent's (0.5 under a parent of no cover, at least 1e-12), and a zero-cover child is
+ *   visited too;
+ * - down an edge on feature f: p_e = p / weight where the row takes the edge (1 / weight where
+ *   f is new), else 0; each point's product c *= 1 + (p_e - 1) node, divided again by
+ *   1 + (p - 1) node where f was on the path with p != 1;
+ * - a leaf gives each point c * (w_prod * value) * weight;
+ * - back up the edge, phi[f] += sum (p_e - 1) h / (1 + (p_e - 1) node) less the same sum
+ *   with the state p before the edge (1 where f was new), the source's left child first.
+ * The rule's nodes and weights are the float32 roundings XGBoost computes (s^2 and 2 s w/2 at
+ * the Gauss-Legendre points on [-1, 1], mapped to s = (x + 1) / 2), in ascending order. */
+#define SHAP_XQ_POINTS 8
+#define SHAP_XQ_UNSEEN (-999.0f)
+static const float SHAP_XQ_NODE[SHAP_XQ_POINTS] = {
+    0x1.9d5faap-12f, 0x1.52b1bep-7f, 0x1.cd0b74p-5f, 0x1.55640ep-3f,
+    0x1.668852p-2f, 0x1.29e34cp-1f, 0x1.9d2f72p-1f, 0x1.ebdec8p-1f};
+static const float SHAP_XQ_WEIGHT[SHAP_XQ_POINTS] = {
+    0x1.07710cp-9f, 0x1.726c02p-6f, 0x1.30d4eep-4f, 0x1.2f4342p-3f,
+    0x1.b7837ep-3f, 0x1.ea0e2ap-3f, 0x1.992234p-3f, 0x1.966648p-4f};
+
+static inline float shap_xq_cover(const shap_tree* t, int32_t ref)
+{
+    return ref >= 0 ? t->node_cover32[ref] : t->leaf_cover32[~ref];
+}
+
+static inline float shap_xq_weight(float child, float parent)
+{
+    if (parent <= 0.0f)
+        return 0.5f;
+    const float w = child / parent;
+    return w < 1e-12f ? 1e-12f : w;
+}
+
+static void shap_xq_run(const shap_tree* t, const uint8_t* dec, float* phi, float* state,
+                        int32_t ref, const float* c, float w_prod, float* h);
+
+/* one edge of node k to child ch: h gets the child's point sums */
+static void shap_xq_visit(const shap_tree* t, const uint8_t* dec, float* phi, float* state,
+                          int32_t k, int32_t ch, float cw, int takes, const float* c,
+                          float w_prod, float* h)
+{
+    const int32_t f = t->feature[k];
+    const float before = state[f];
+    const int seen = before != SHAP_XQ_UNSEEN;
+    const float pe = takes ? (seen ? before / cw : 1.0f / cw) : 0.0f;
+    const float ae = pe - 1.0f;
+    float cc[SHAP_XQ_POINTS];
+    for (int i = 0; i < SHAP_XQ_POINTS; ++i)
+        cc[i] = c[i] * (1.0f + ae * SHAP_XQ_NODE[i]);
+    if (seen) {
+        const float ao = before - 1.0f;
+        if (ao != 0.0f)
+            for (int i = 0; i < SHAP_XQ_POINTS; ++i)
+                cc[i] = cc[i] / (1.0f + ao * SHAP_XQ_NODE[i]);
+    }
+    state[f] = pe;
+    shap_xq_run(t, dec, phi, state, ch, cc, w_prod * cw, h);
+    const float exit = seen ? before : 1.0f;
+    float acc = 0.0f;
+    if (pe != 1.0f) {
+        const float a = pe - 1.0f;
+        for (int i = 0; i < SHAP_XQ_POINTS; ++i)
+            acc = acc + (a * h[i]) / (1.0f + a * SHAP_XQ_NODE[i]);
+    }
+    if (exit != 1.0f) {
+        const float a = exit - 1.0f;
+        for (int i = 0; i < SHAP_XQ_POINTS; ++i)
+            acc = acc - (a * h[i]) / (1.0f + a * SHAP_XQ_NODE[i]);
+    }
+    phi[f] = phi[f] + acc;
+    state[f] = before;
+}
+
+static void shap_xq_run(const shap_tree* t, const uint8_t* dec, float* phi, float* state,
+                        int32_t ref, const float* c, float w_prod, float* h)
+{
+    if (ref < 0) {
+        const float scale = w_prod * t->leaf_value32[~ref];
+        for (int i = 0; i < SHAP_XQ_POINTS; ++i)
+            h[i] = (c[i] * scale) * SHAP_XQ_WEIGHT[i];
+        return;
+    }
+    const int swap = t->swapped != NULL && t->swapped[ref];
+    const int32_t first = swap ? t->right[ref] : t->left[ref];
+    const int32_t second = swap ? t->left[ref] : t->right[ref];
+    const int first_taken = swap ? !dec[ref] : dec[ref];
+    const float parent = t->node_cover32[ref];
+    float h2[SHAP_XQ_POINTS];
+    shap_xq_visit(t, dec, phi, state, ref, first, shap_xq_weight(shap_xq_cover(t, first), parent),
+                  first_taken, c, w_prod, h);
+    shap_xq_visit(t, dec, phi, state, ref, second,
+                  shap_xq_weight(shap_xq_cover(t, second), parent), !first_taken, c, w_prod,
+                  h2);
+    for (int i = 0; i < SHAP_XQ_POINTS; ++i)
+        h[i] = h[i] + h2[i];
+}
+
+/* phi[feature] += the tree's contributions; state: one float32 per feature, every one
+ * SHAP_XQ_UNSEEN, and so again on return */
+static void shap_xgb_quadrature_f32(const shap_tree* t, const uint8_t* dec, float* phi,
+                                    float* state)
+{
+    if (t->n_nodes == 0)
+        return;
+    float c[SHAP_XQ_POINTS], h[SHAP_XQ_POINTS];
+    for (int i = 0; i < SHAP_XQ_POINTS; ++i)
+        c[i] = 1.0f;
+    shap_xq_run(t, dec, phi, state, 0, c, 1.0f, h);
+}
 
 /* path elements the recursion needs for a tree of `depth` levels of internal nodes: one
  * copy of the path per level, each one longer than the last */
