@@ -47,6 +47,18 @@ def _expected(release: str) -> dict[str, np.ndarray]:
         return dict(d)
 
 
+def _assert_as_stored(model, exp: dict, kind: str, alg: str) -> None:
+    """``alg``'s margins, outputs and exit leaves of the fixture's rows are the writing
+    release's, bit for bit."""
+    X = exp["X"]
+    raw = model.predict(X, raw_score=True, algorithm=alg)
+    assert np.array_equal(raw, exp[f"raw_{kind}"].reshape(raw.shape)), alg
+    out = model.predict(X, algorithm=alg)
+    assert np.array_equal(out, exp[f"out_{kind}"].reshape(out.shape)), alg
+    leaves = model.predict_leaf(X, source_ids=True, algorithm=alg)
+    assert np.array_equal(leaves, exp[f"leaf_{kind}"].reshape(leaves.shape)), alg
+
+
 LGB_CASES = _cases("lightgbm")
 XGB_CASES = _cases("xgboost")
 XGB_3X_CASES = _cases("xgboost", formats="ubj")
@@ -69,16 +81,10 @@ def test_lightgbm_2x_file_scores_as_its_release_did(release, kind):
     path = LEGACY / release / f"{kind}.txt"
     assert "end of trees" not in path.read_text()
     exp = _expected(release)
-    X = exp["X"]
     model = quickscorer.load(path)
     assert model.info()["format"].startswith("text without 'end of trees'")
     for alg in scoring_algorithms(model):
-        raw = model.predict(X, raw_score=True, algorithm=alg)
-        assert np.array_equal(raw, exp[f"raw_{kind}"].reshape(raw.shape)), alg
-        out = model.predict(X, algorithm=alg)
-        assert np.array_equal(out, exp[f"out_{kind}"].reshape(out.shape)), alg
-        leaves = model.predict_leaf(X, source_ids=True, algorithm=alg)
-        assert np.array_equal(leaves, exp[f"leaf_{kind}"].reshape(leaves.shape)), alg
+        _assert_as_stored(model, exp, kind, alg)
 
 
 @pytest.mark.parametrize("release,kind", LGB_CASES)
@@ -187,12 +193,7 @@ def test_xgboost_3x_file_scores_as_its_release_did(release, kind, fmt):
     if kind in ("dart", "dropout"):
         assert info["dart_weights"]            # 3.3 writes them beside the model, 3.4 inside
     for alg in scoring_algorithms(model):
-        raw = model.predict(X, raw_score=True, algorithm=alg)
-        assert np.array_equal(raw, exp[f"raw_{kind}"].reshape(raw.shape)), alg
-        out = model.predict(X, algorithm=alg)
-        assert np.array_equal(out, exp[f"out_{kind}"].reshape(out.shape)), alg
-        leaves = model.predict_leaf(X, source_ids=True, algorithm=alg)
-        assert np.array_equal(leaves, exp[f"leaf_{kind}"].reshape(leaves.shape)), alg
+        _assert_as_stored(model, exp, kind, alg)
         part = model.predict(X, raw_score=True, iteration_range=(1, 5), algorithm=alg)
         assert np.array_equal(part, exp[f"part_{kind}"].reshape(part.shape)), alg
 
