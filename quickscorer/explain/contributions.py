@@ -22,7 +22,7 @@ from .. import threads
 from ..algorithms import cpu, oblivious
 from ..algorithms.traversal import node_arrays
 from ..errors import InputError, ModelFormatError
-from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble
+from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble, release_of
 from . import _shap
 
 METHODS = {"quadrature": _shap.METHOD_QUADRATURE, "treeshap": _shap.METHOD_TREESHAP}
@@ -199,11 +199,8 @@ def xgboost_quadrature(ens: Ensemble) -> bool:
     :data:`XGBOOST_QUADRATURE_FROM`."""
     if ens.family != "xgboost" or ens.source.get("library") != "xgboost":
         return False
-    try:
-        release = tuple(int(p) for p in str(ens.source.get("version")).split("."))
-    except ValueError:
-        return False
-    return release >= XGBOOST_QUADRATURE_FROM
+    release = release_of(ens.source.get("version"))
+    return release is not None and release >= XGBOOST_QUADRATURE_FROM
 
 
 def _root_mean64(a: dict, n0: int, l0: int) -> float:

@@ -41,6 +41,7 @@ from ..ir.ensemble import (
     Ensemble,
     PackedTrees,
     build_tree,
+    release_of,
 )
 from . import _xgbjson
 from .model_file import MAX_MODEL_BYTES, map_model_file
@@ -567,13 +568,6 @@ def _tree_weights(gb: dict, model: dict, booster: str, n_trees: int,
 CATS_BYTE_OFFSETS_FROM = (3, 4)
 
 
-def _release(version: str) -> tuple[int, ...] | None:
-    try:
-        return tuple(int(p) for p in version.split("."))
-    except ValueError:
-        return None
-
-
 def _category_encodings(model: dict, n_features: int, where: str,
                         version: str) -> dict[int, dict[str, int] | None] | None:
     """The categories each categorical feature was trained with (``model.cats``, from 3.1),
@@ -583,7 +577,7 @@ def _category_encodings(model: dict, n_features: int, where: str,
     integers (a fractional category is refused by name). A feature whose texts a release
     before :data:`CATS_BYTE_OFFSETS_FROM` wrote beyond ASCII maps to None: the file does not
     hold them, and a DataFrame's column of it is refused (its codes as numbers are read)."""
-    release = _release(version)
+    release = release_of(version)
     cut_by_characters = release is None or release < CATS_BYTE_OFFSETS_FROM
     cats = model.get("cats")
     if cats is None:
@@ -591,7 +585,7 @@ def _category_encodings(model: dict, n_features: int, where: str,
     w = f"{where}: cats"
     if not isinstance(cats, dict):
         raise ModelFormatError(f"{w} is not an object")
-    _refuse_unknown_fields(cats, "model.cats", "3.x", "cats")
+    _refuse_unknown_fields(cats, "model.cats", version, "cats")
     enc = cats.get("enc")
     if enc is None or (isinstance(enc, list) and not enc):
         return None               # no categories recorded (YDF's export writes "cats": {})

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from ..ir.ensemble import Ensemble
+from ..ir.ensemble import Ensemble, release_of
 
 
 def _is_dataframe(X) -> bool:
@@ -123,11 +123,8 @@ def _refuses_unknown_categories(ens: Ensemble) -> bool:
     """Whether XGBoost refuses a DataFrame's category that the model was not trained with:
     from 3.3 on (the release that wrote the model stands for the one that scores it); up to
     3.2 such a value keeps the column's own code for it."""
-    try:
-        release = tuple(int(p) for p in str(ens.source.get("version")).split("."))
-    except ValueError:
-        return True
-    return release >= (3, 3)
+    release = release_of(ens.source.get("version"))
+    return release is None or release >= (3, 3)
 
 
 def _recoded(s, table: dict[str, int], column, refuse_unknown: bool) -> np.ndarray:

@@ -543,6 +543,16 @@ def _checked_labels(labels, n_features: int) -> dict[int, dict[str, int]]:
     return out
 
 
+def release_of(version: Any) -> tuple[int, ...] | None:
+    """A dotted release ("3.4.1") as a tuple of integers; None for anything else ("< 1.0",
+    None). Rules that changed between a library's releases are keyed by the release that wrote
+    the model (``Ensemble.source["version"]``)."""
+    try:
+        return tuple(int(p) for p in str(version).split("."))
+    except ValueError:
+        return None
+
+
 def _check_category_words(packed: dict) -> None:
     """Refuse a model whose categorical nodes' bitsets need more than
     :data:`MAX_CATEGORY_WORDS` words in all."""
