@@ -10,8 +10,9 @@ from conftest import random_ensemble, scoring_algorithms, special_rows
 
 import quickscorer
 from quickscorer import InputError, Model, ModelFormatError, threads
-from quickscorer.algorithms.forest import MAX_CATEGORY_WORDS, category_tables
+from quickscorer.algorithms.forest import category_tables
 from quickscorer.ir import Ensemble, build_tree, reference
+from quickscorer.ir.ensemble import MAX_CATEGORY_WORDS
 from quickscorer.plan import resolve_threads
 
 # The paper's worked example: n0 -> (n1, n2); n1 -> (v1, v2); n2 -> (n3, n4); n3 -> (v3, v4);

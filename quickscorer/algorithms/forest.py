@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ModelFormatError
-from ..ir.ensemble import MAX_CATEGORY_WORDS, Ensemble
+from ..ir.ensemble import Ensemble
 
 FAMILY_CODE = {"lightgbm": 0, "xgboost": 1, "plain": 2}
 
@@ -66,11 +65,7 @@ def category_tables(ens: Ensemble) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     np.maximum.at(top, owner, cats)
     size = top // 32 + 1
     end = np.cumsum(size)
-    if end.size and int(end[-1]) > MAX_CATEGORY_WORDS:
-        bad = int(np.argmax(end > MAX_CATEGORY_WORDS))
-        raise ModelFormatError(
-            f"categorical splits need more than {MAX_CATEGORY_WORDS} bitset words "
-            f"(largest category {int(top[bad])}); refusing an absurd model")
+    # at most MAX_CATEGORY_WORDS words in all: the Ensemble refused any more when it was made
     offset[nodes] = end - size
     nwords[nodes] = size
     words = np.zeros(int(end[-1]), np.uint32)

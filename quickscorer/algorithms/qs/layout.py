@@ -44,7 +44,7 @@ from ...errors import ModelFormatError
 from ...ir import _build
 from ...ir.ensemble import MISSING_NAN, MISSING_NONE, MISSING_ZERO, Ensemble
 from .. import _layout
-from ..forest import MAX_CATEGORY_WORDS, category_bitset
+from ..forest import category_bitset
 
 N_SEGMENT_KINDS = 3
 SEGMENT_NONE, SEGMENT_ZERO, SEGMENT_NAN = MISSING_NONE, MISSING_ZERO, MISSING_NAN
@@ -435,11 +435,8 @@ def quickscorer_arrays_reference(ens: Ensemble, *,
         sel = slot[e_node] >= 0
         add(3 * F + n_keys + slot[e_node[sel]], sel)
         for d, n in enumerate(direct.tolist()):
+            # (a subset of the model's bitsets: within ir.ensemble.MAX_CATEGORY_WORDS words)
             bits = category_bitset(_categories(packed, int(n)))
-            if n_bits + bits.shape[0] > MAX_CATEGORY_WORDS:
-                raise ModelFormatError(
-                    f"categorical splits need more than {MAX_CATEGORY_WORDS} bitset words; "
-                    f"refusing an absurd model")
             bits_offset[d] = n_bits
             nwords[d] = bits.shape[0]
             bit_parts.append(bits)
