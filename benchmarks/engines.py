@@ -82,7 +82,7 @@ def compiled_path(model_path: Path, suffix: str) -> Path:
 
 class QuickScorer(Engine):
     """One algorithm of this library (``algorithm=None``: what ``predict`` picks), optionally
-    with its instruction set forced (``isa``, as ``$QUICKSCORER_ISA`` would)."""
+    with its instruction set forced (``isa``: the model's ``Tuning.isa``)."""
 
     def __init__(self, model_path, n_threads=1, algorithm="quickscorer", dtype=np.float64,
                  source="lightgbm", isa=None):
@@ -96,23 +96,17 @@ class QuickScorer(Engine):
 
     def _prepare(self):
         import quickscorer
-        old = os.environ.get("QUICKSCORER_ISA")
+        tuning = quickscorer.current_tuning()
         if self.isa:
-            os.environ["QUICKSCORER_ISA"] = self.isa
-        try:
-            # every layout is built here, with the forced instruction set in force (layouts
-            # are otherwise built on first use, which would time and read $QUICKSCORER_ISA
-            # inside the first scoring call)
-            source = self.model_path
-            if self.model_path.suffix == ".pkl":        # a pickled scikit-learn estimator
-                import pickle
-                source = pickle.loads(self.model_path.read_bytes())
-            self.model = quickscorer.load(source, prepare=(self.algorithm or "auto",))
-        finally:
-            if old is None:
-                os.environ.pop("QUICKSCORER_ISA", None)
-            else:
-                os.environ["QUICKSCORER_ISA"] = old
+            tuning = tuning.replace(isa=self.isa)
+        # every layout is built here (layouts are otherwise built on first use, which would
+        # time them inside the first scoring call)
+        source = self.model_path
+        if self.model_path.suffix == ".pkl":        # a pickled scikit-learn estimator
+            import pickle
+            source = pickle.loads(self.model_path.read_bytes())
+        self.model = quickscorer.load(source, prepare=(self.algorithm or "auto",),
+                                      tuning=tuning)
 
     def predict(self, X):
         if X.dtype != self.dtype:

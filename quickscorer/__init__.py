@@ -11,8 +11,12 @@ what ``__all__`` lists. Its modules:
 
 - ``loading``: :func:`load` and :func:`load_ensemble`, the format detected from the content;
 - ``model``: :class:`Model`, the scoring object (``predict``, ``predict_leaf``, ``rank``);
+- ``request``: :class:`~quickscorer.request.Request`, a call normalised once (the part of the
+  ensemble, the rows read, the threads) and the steps it takes;
 - ``plan``: :class:`~quickscorer.plan.KernelPlan`, the kernel each call size runs and the
   prepared layouts of one model;
+- ``tuning``: :class:`Tuning`, the constants of the automatic choice and the kernels'
+  switches in one frozen table (:func:`current_tuning`: the defaults and the environment);
 - ``parts``: iteration ranges (LightGBM's and XGBoost's meanings) and the models of parts;
 - ``threads``: a call's rows split among a pool of Python threads, where the build has no
   OpenMP;
@@ -50,9 +54,12 @@ from .ir import Ensemble, LinearLeaves, Tree
 from .loading import load, load_ensemble
 from .model import Model
 from .ranking import Ranking
+from .tuning import Tuning
+from .tuning import current as current_tuning
 
 __all__ = [
     "Ensemble", "InputError", "LinearLeaves", "Model", "ModelFormatError", "Ranking", "Tree",
-    "available_algorithms", "load", "load_ensemble", "show_config", "to_xgboost_json",
+    "Tuning", "available_algorithms", "current_tuning", "load", "load_ensemble", "show_config",
+    "to_xgboost_json",
     "__version__",
 ]

@@ -15,6 +15,7 @@ an error or an interrupt leaves no output behind.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import threading
@@ -161,110 +162,179 @@ def _contribution_columns(model: Model) -> list[str]:
     return columns
 
 
-def score_file(model: Model, source, output=None, *, format: str | None = None,
-               output_format: str | None = None, header: bool | None = None,
-               raw_score: bool = False, leaf: bool = False, algorithm: str | None = None,
-               n_threads: int | None = 1, label_column=None, query_column=None,
-               keep=(), drop=(), input_header: str = "auto", rank: bool = False,
-               top: int | None = None, on_error: str = "raise",
-               chunk_rows: int | None = None, progress: bool | None = None,
-               contrib: bool = False) -> Summary:
-    """Score every row of ``source`` and write the results to ``output`` (None: standard
-    output), chunk by chunk.
+@dataclass(frozen=True)
+class ScoreOptions:
+    """How :func:`score_file` reads, scores and writes (every keyword of ``score_file``).
 
-    Inputs and options as :func:`quickscorer.inputs.readers.open_input` and
-    :class:`~quickscorer.inputs.chunks.ReadOptions` read them; outputs as
-    :func:`quickscorer.outputs.open_output` writes them. The columns written: the kept ones
-    (in the order given), then ``score`` (``score_0`` ... for several outputs; ``leaf_0`` ...
-    with ``leaf``), then with ``contrib`` each row's SHAP contributions
-    (:meth:`~quickscorer.Model.contributions`: ``contrib_<feature>`` per feature by the
-    model's names, then ``contrib_bias``; ``contrib_<output>_<feature>`` for several outputs),
-    then ``rank`` with ``rank``. ``rank`` / ``top`` need a query column
-    (LibSVM's ``qid:``, or ``query_column``): ``rank`` is each row's rank within its query
-    (1 the best score), ``top=K`` keeps each query's best K rows, best first. ``progress``:
-    a bar on standard error (default: where it is a terminal).
+    Reading: ``format`` (the input's, default detected), ``label_column``,
+    ``query_column``, ``keep``, ``drop``, ``input_header``, ``on_error``, ``chunk_rows``, as
+    :func:`quickscorer.inputs.readers.open_input` and
+    :class:`~quickscorer.inputs.chunks.ReadOptions` read them. Scoring: ``raw_score``,
+    ``leaf``, ``contrib``, ``algorithm``, ``n_threads``. Ranking: ``rank``, ``top``. Writing:
+    ``output_format``, ``header`` (as :func:`quickscorer.outputs.open_output` writes them),
+    ``progress`` (a bar on standard error; default where it is a terminal).
     """
-    if top is not None and int(top) < 1:
-        raise InputError(f"top must be a positive number of rows, got {top}")
-    ranking = rank or top is not None
+
+    format: str | None = None
+    output_format: str | None = None
+    header: bool | None = None
+    raw_score: bool = False
+    leaf: bool = False
+    algorithm: str | None = None
+    n_threads: int | None = 1
+    label_column: object = None
+    query_column: object = None
+    keep: tuple = ()
+    drop: tuple = ()
+    input_header: str = "auto"
+    rank: bool = False
+    top: int | None = None
+    on_error: str = "raise"
+    chunk_rows: int | None = None
+    progress: bool | None = None
+    contrib: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "keep", tuple(self.keep))
+        object.__setattr__(self, "drop", tuple(self.drop))
+
+    @property
+    def ranking(self) -> bool:
+        return self.rank or self.top is not None
+
+    def read_options(self, model: Model, source, output) -> ReadOptions:
+        """The reader's options for ``model``, after checking that these options go
+        together (an InputError names what does not)."""
+        if self.top is not None and int(self.top) < 1:
+            raise InputError(f"top must be a positive number of rows, got {self.top}")
+        if self.keep and _output_format(output, self.output_format) == "npy":
+            raise InputError("an .npy output holds numbers only (scores, ranks, leaves); write "
+                             "kept columns to CSV or Parquet")
+        if self.contrib and self.leaf:
+            raise InputError("contributions explain scores: ask for them without leaves")
+        opts = ReadOptions(label_column=self.label_column, query_column=self.query_column,
+                           keep=self.keep, drop=self.drop, header=self.input_header,
+                           on_error=self.on_error, chunk_rows=self.chunk_rows,
+                           used=used_features(model),
+                           category_labels=model.ensemble.category_labels)
+        if self.ranking:
+            if self.leaf or model.n_outputs != 1:
+                raise InputError("ranking needs one score per row (not leaves, not several "
+                                 "outputs)")
+            if opts.query_column is None:
+                if (self.format or detect_format(source)[0]) != "libsvm":
+                    raise InputError("ranking needs a query column: --query-column NAME "
+                                     "(LibSVM files have qid:)")
+                opts.query_column = "qid"
+        return opts
+
+
+def _scored(model: Model, o: ScoreOptions, item, contrib_names) -> dict:
+    """A chunk's output columns: the kept ones, then its scores (or leaves) and
+    contributions."""
+    table = dict(item.columns)
+    if o.leaf:
+        out = model.predict_leaf(item.X, algorithm=o.algorithm, n_threads=o.n_threads,
+                                 source_ids=True)
+        for t in range(out.shape[1]):
+            table[f"leaf_{t}"] = out[:, t]
+        return table
+    out = model.predict(item.X, raw_score=o.raw_score, algorithm=o.algorithm,
+                        n_threads=o.n_threads)
+    if out.ndim == 1:
+        table["score"] = out
+    else:
+        for j in range(out.shape[1]):
+            table[f"score_{j}"] = out[:, j]
+    if contrib_names is not None:
+        values = model.contributions(item.X, n_threads=o.n_threads)
+        values = values.reshape(values.shape[0], -1)
+        for j, name in enumerate(contrib_names):
+            table[name] = values[:, j]
+    return table
+
+
+class _ReadAhead:
+    """The reader's chunks, read and parsed on a thread of their own at most READ_AHEAD
+    ahead of the one being scored; an error of the reader is raised where the chunks are
+    taken, and :meth:`close` stops the thread whatever state it is in."""
+
+    _END = object()
+
+    def __init__(self, reader):
+        self.chunks: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
+        self.stop = threading.Event()
+        self.reader = reader
+        self.thread = threading.Thread(target=self._produce, name="quickscorer-read",
+                                       daemon=True)
+        self.thread.start()
+
+    def _produce(self):
+        try:
+            for chunk in self.reader.chunks():
+                while not self.stop.is_set():
+                    try:
+                        self.chunks.put(chunk, timeout=0.05)
+                        break
+                    except queue.Full:
+                        continue
+                if self.stop.is_set():
+                    return
+            self.chunks.put(self._END)
+        except BaseException as exc:           # handed to the scoring thread
+            self.chunks.put(exc)
+
+    def __iter__(self):
+        while True:
+            item = self.chunks.get()
+            if item is self._END:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def close(self):
+        self.stop.set()
+        while self.thread.is_alive():          # unblock the reader, then let it finish
+            try:
+                self.chunks.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        self.thread.join()
+
+
+def score_file(model: Model, source, output=None, options: ScoreOptions | None = None,
+               **keywords) -> Summary:
+    """Score every row of ``source`` and write the results to ``output`` (None: standard
+    output), chunk by chunk, as ``options`` (a :class:`ScoreOptions`) and ``keywords`` (its
+    fields, which replace the options') say.
+
+    The columns written: the kept ones (in the order given), then ``score`` (``score_0`` ...
+    for several outputs; ``leaf_0`` ... with ``leaf``), then with ``contrib`` each row's SHAP
+    contributions (:meth:`~quickscorer.Model.contributions`: ``contrib_<feature>`` per feature
+    by the model's names, then ``contrib_bias``; ``contrib_<output>_<feature>`` for several
+    outputs), then ``rank`` with ``rank``. ``rank`` / ``top`` need a query column (LibSVM's
+    ``qid:``, or ``query_column``): ``rank`` is each row's rank within its query (1 the best
+    score), ``top=K`` keeps each query's best K rows, best first.
+    """
+    o = dataclasses.replace(options or ScoreOptions(), **keywords)
+    opts = o.read_options(model, source, output)
+    contrib_names = _contribution_columns(model) if o.contrib else None
     fill = np.nan if model.ensemble.family == "xgboost" else 0.0
-    opts = ReadOptions(label_column=label_column, query_column=query_column, keep=tuple(keep),
-                       drop=tuple(drop), header=input_header, on_error=on_error,
-                       chunk_rows=chunk_rows, used=used_features(model),
-                       category_labels=model.ensemble.category_labels)
-    if keep and _output_format(output, output_format) == "npy":
-        raise InputError("an .npy output holds numbers only (scores, ranks, leaves); write "
-                         "kept columns to CSV or Parquet")
-    if contrib and leaf:
-        raise InputError("contributions explain scores: ask for them without leaves")
-    contrib_names = _contribution_columns(model) if contrib else None
-    if ranking:
-        if leaf or model.n_outputs != 1:
-            raise InputError("ranking needs one score per row (not leaves, not several "
-                             "outputs)")
-        if opts.query_column is None:
-            if (format or detect_format(source)[0]) != "libsvm":
-                raise InputError("ranking needs a query column: --query-column NAME "
-                                 "(LibSVM files have qid:)")
-            opts.query_column = "qid"
     t0 = time.perf_counter()
-    reader = open_input(source, model.n_features, fill, model.feature_names, opts, format)
+    reader = open_input(source, model.n_features, fill, model.feature_names, opts, o.format)
     try:
-        writer = open_output(output, output_format, header)
+        writer = open_output(output, o.output_format, o.header)
     except BaseException:
         reader.close()
         raise
     summary = Summary(str(source), None if output is None else str(output))
-    ranker = _Ranker(str(source), "score", top, rank) if ranking else None
-    bar = Progress(f"scoring {Path(str(source)).name}", progress)
-
-    chunks: queue.Queue = queue.Queue(maxsize=READ_AHEAD)
-    stop = threading.Event()
-    _END = object()
-
-    def produce():
-        try:
-            for chunk in reader.chunks():
-                while not stop.is_set():
-                    try:
-                        chunks.put(chunk, timeout=0.05)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            chunks.put(_END)
-        except BaseException as exc:           # handed to the scoring thread
-            chunks.put(exc)
-
-    thread = threading.Thread(target=produce, name="quickscorer-read", daemon=True)
-    thread.start()
+    ranker = _Ranker(str(source), "score", o.top, o.rank) if o.ranking else None
+    bar = Progress(f"scoring {Path(str(source)).name}", o.progress)
+    ahead = _ReadAhead(reader)
     try:
-        while True:
-            item = chunks.get()
-            if item is _END:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            table = dict(item.columns)
-            if leaf:
-                out = model.predict_leaf(item.X, algorithm=algorithm, n_threads=n_threads,
-                                         source_ids=True)
-                for t in range(out.shape[1]):
-                    table[f"leaf_{t}"] = out[:, t]
-            else:
-                out = model.predict(item.X, raw_score=raw_score, algorithm=algorithm,
-                                    n_threads=n_threads)
-                if out.ndim == 1:
-                    table["score"] = out
-                else:
-                    for j in range(out.shape[1]):
-                        table[f"score_{j}"] = out[:, j]
-                if contrib_names is not None:
-                    values = model.contributions(item.X, n_threads=n_threads)
-                    values = values.reshape(values.shape[0], -1)
-                    for j, name in enumerate(contrib_names):
-                        table[name] = values[:, j]
+        for item in ahead:
+            table = _scored(model, o, item, contrib_names)
             summary.rows += len(item)
             if ranker is not None:
                 table = ranker.feed(table, item.query, item.first_row)
@@ -277,18 +347,12 @@ def score_file(model: Model, source, output=None, *, format: str | None = None,
                 writer.write(table)
         writer.close()
     except BaseException:
-        stop.set()
+        ahead.stop.set()
         writer.abort()
         raise
     finally:
-        stop.set()
+        ahead.close()
         bar.close()
-        while thread.is_alive():               # unblock the reader, then let it finish
-            try:
-                chunks.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        thread.join()
         reader.close()
     summary.written = writer.rows
     summary.skipped = reader.skipped.count

@@ -16,6 +16,7 @@ from ._version import __version__
 from .algorithms import cpu
 from .algorithms.rapidscorer import _rapidscorer
 from .algorithms.rapidscorer.rapidscorer import rs_isa_code
+from .tuning import Tuning
 
 
 def cpu_name() -> str:
@@ -45,9 +46,10 @@ def config() -> dict[str, Any]:
     platform and CPU, and the path each kernel takes on this CPU by default, with the
     ``QUICKSCORER_*`` variables set now (which may change those paths)."""
     try:
-        isa = cpu.isa_name(cpu.isa_code())
-        rs_isa = cpu.isa_name(rs_isa_code())
-    except ValueError as exc:         # a $QUICKSCORER_ISA this CPU cannot run
+        tuning = Tuning.from_env()        # the environment as it is now
+        isa = cpu.isa_name(cpu.isa_code(tuning.isa))
+        rs_isa = cpu.isa_name(rs_isa_code(tuning.isa))
+    except ValueError as exc:         # a $QUICKSCORER_ISA this CPU cannot run, or no integer
         isa = rs_isa = f"refused: {exc}"
     return {
         "quickscorer": __version__,

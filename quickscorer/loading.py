@@ -14,6 +14,7 @@ from .importers import xgboost as xgb_imp
 from .importers.model_file import map_model_file
 from .ir.ensemble import Ensemble
 from .model import Model
+from .tuning import Tuning
 
 #: values of ``format=``: None detects the format from the content
 FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx")
@@ -102,7 +103,8 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
                            f"(starts with {raw[:16]!r})")
 
 
-def load(source, *, format: str | None = None, prepare: tuple[str, ...] = ()) -> Model:
+def load(source, *, format: str | None = None, prepare: tuple[str, ...] = (),
+         tuning: Tuning | None = None) -> Model:
     """Load a LightGBM, XGBoost, CatBoost, scikit-learn or ONNX model for scoring; see
-    :func:`load_ensemble`."""
-    return Model(load_ensemble(source, format=format), prepare=prepare)
+    :func:`load_ensemble` (``prepare`` and ``tuning``: as for :class:`Model`)."""
+    return Model(load_ensemble(source, format=format), prepare=prepare, tuning=tuning)

@@ -97,12 +97,14 @@ def _text_column(col) -> np.ndarray:
 
 
 class TextWriter(Writer):
-    """Delimited lines; a header line of column names where ``header`` is true."""
+    """Delimited lines; a header line of column names where ``header`` is true, the values
+    formatted ``cells`` at most at a time (TEXT_CELLS)."""
 
-    def __init__(self, path, sep: str, header: bool):
+    def __init__(self, path, sep: str, header: bool, cells: int = TEXT_CELLS):
         super().__init__(path)
         self.sep = sep
         self.header = header
+        self.cells = cells
         self._fh = open(self.tmp, "wb") if self.tmp is not None else sys.stdout.buffer
 
     def write(self, table: dict) -> None:
@@ -111,7 +113,7 @@ class TextWriter(Writer):
             self.header = False
         cols = [_text_column(c) for c in table.values()]
         n = len(cols[0])
-        step = max(1, TEXT_CELLS // len(cols))
+        step = max(1, self.cells // len(cols))
         for start in range(0, n, step):
             self._fh.write(_rowparse.format_rows([c[start:start + step] for c in cols],
                                                  self.sep))

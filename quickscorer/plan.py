@@ -16,21 +16,17 @@ from typing import Any
 
 import numpy as np
 
+from . import threads
 from ._forest import Forest
 from .algorithms import autoselect, registry
 from .algorithms.base import Algorithm, distinct_bytes
 from .algorithms.forest import forest_arrays
-from .inputs.arrays import as_inputs, as_rows
+from .inputs.arrays import as_rows
 from .ir.ensemble import Ensemble
+from .tuning import Tuning, current
 
 #: the name that stands for the automatic choice (``predict(..., algorithm=None)``)
 AUTO = "auto"
-
-#: the algorithms with a low-latency entry for calls of a few rows (``predict_small``: one
-#: thread, numpy's C API instead of typed memoryviews): every kernel the automatic choice
-#: runs, so that all its calls of fewer than PARALLEL_MIN_ROWS rows (one thread whatever was
-#: asked) take it
-SMALL_CALL_ALGORITHMS = ("quickscorer", "walk", "vqs", "rapidscorer", "oblivious")
 
 
 def resolve_threads(n_threads: int | None) -> int:
@@ -52,12 +48,15 @@ class KernelPlan:
     PARALLEL_MIN_ROWS, made on the first such call).
     """
 
-    def __init__(self, ensemble: Ensemble):
+    def __init__(self, ensemble: Ensemble, tuning: Tuning | None = None):
         self.ensemble = ensemble
+        #: the constants of the choice and the kernels' switches (``quickscorer.tuning``)
+        self.tuning = t = current() if tuning is None else tuning
         self.forest_arrays = forest_arrays(ensemble)
         self.forest = Forest(self.forest_arrays)
         self.prepared: dict[str, Algorithm] = {}
-        self.small_entries: list = [None] * autoselect.PARALLEL_MIN_ROWS
+        self.small_entries: list = [None] * t.parallel_min_rows
+        self._parallel_min_rows = t.parallel_min_rows
         self._lock = threading.Lock()
 
     # -- the automatic choice's inputs, computed on first use -----------------------------
@@ -68,47 +67,48 @@ class KernelPlan:
         return tuple(registry.supported(self.ensemble))
 
     @cached_property
-    def costs(self) -> tuple[float, float] | None:
-        """``autoselect.expected_costs`` (one pass over the node covers; None without)."""
-        return autoselect.expected_costs(self.ensemble)
-
-    @cached_property
-    def steps(self) -> float | None:
-        """``autoselect.group_steps`` (the walk's complete trees, if it lays any out)."""
-        return autoselect.group_steps(self.ensemble)
+    def facts(self) -> autoselect.Facts:
+        """What the kernel families' costs read of the model (``autoselect.facts``: one pass
+        over the node covers, the walk's complete trees)."""
+        return autoselect.facts(self.ensemble, self.tuning)
 
     @property
     def complete(self) -> bool:
         """Whether the walk lays the trees out complete (eight trees a step)."""
-        return self.steps is not None
+        return self.facts.complete
 
     @cached_property
     def one_row(self) -> tuple[str, str]:
         """The one-row kernel and why (``autoselect.one_row``)."""
-        return autoselect.one_row(self.ensemble, self.supported, self.costs, self.steps)
+        return autoselect.one_row(self.facts, self.supported, self.tuning)
 
     @cached_property
     def few_rows(self) -> str:
         """The kernel from ``autoselect.few_rows_from`` to ``rs_from`` - 1 rows per thread
         (``autoselect.few_rows``)."""
-        return autoselect.few_rows(self.ensemble, self.supported, self.costs, self.steps)
+        return autoselect.few_rows(self.facts, self.supported, self.tuning)
 
     @cached_property
     def rs_from(self) -> int:
-        """Rows per thread from which ``rapidscorer`` runs (``autoselect.rs_min_rows``)."""
-        return autoselect.rs_min_rows(self.ensemble, self.few_rows, self.costs, self.steps)
+        """Rows per thread from which the many-rows family runs (``autoselect.rs_min_rows``)."""
+        return autoselect.rs_min_rows(self.facts, self.few_rows, t=self.tuning)
 
     @cached_property
     def small_kernels(self) -> tuple[str, ...]:
-        """The kernel of a call of n rows, for every n below PARALLEL_MIN_ROWS (such calls run
-        on one thread)."""
-        return tuple(self.choose(n, 1) for n in range(autoselect.PARALLEL_MIN_ROWS))
+        """The kernel of a call of n rows, for every n below ``parallel_min_rows`` (such
+        calls run on one thread)."""
+        return tuple(self.choose(n, 1) for n in range(self._parallel_min_rows))
 
     # -- the choice -----------------------------------------------------------------------
+    @cached_property
+    def bounds(self) -> tuple:
+        """The rows a thread where the choice changes kernel (``autoselect.bounds``)."""
+        return autoselect.bounds(self.supported, self.one_row[0], self.few_rows, self.rs_from,
+                                 self.complete, self.tuning)
+
     def choose(self, n_rows: int, n_threads: int) -> str:
         """The kernel the automatic choice runs for ``n_rows`` rows on ``n_threads``."""
-        return autoselect.choose(self.supported, n_rows, n_threads, self.one_row[0],
-                                 self.few_rows, self.rs_from, self.complete)
+        return autoselect.choose_in(self.bounds, n_rows, n_threads)
 
     def candidates(self) -> tuple[str, ...]:
         """Every kernel the automatic choice may run for this model."""
@@ -117,7 +117,7 @@ class KernelPlan:
     def describe(self) -> str:
         """The choice in words, call size by call size."""
         return f"{AUTO}: " + autoselect.describe(self.supported, self.one_row, self.few_rows,
-                                                 self.rs_from, self.complete)
+                                                 self.rs_from, self.complete, self.tuning)
 
     # -- layouts --------------------------------------------------------------------------
     def prepare(self, name: str) -> Algorithm:
@@ -129,36 +129,61 @@ class KernelPlan:
         with self._lock:
             alg = self.prepared.get(name)
             if alg is None:
-                alg = cls(self.ensemble, self.forest)
+                alg = cls(self.ensemble, self.forest, tuning=self.tuning)
                 self.prepared = {**self.prepared, name: alg}
         return alg
 
-    def call(self, X, algorithm: str | None, n_threads: int | None):
-        """A call's rows (read as the model's inputs, CTR columns appended), the prepared
-        algorithm that scores them (``algorithm``, or the automatic choice for their number)
-        and the threads worth starting."""
-        X = as_inputs(self.ensemble, X)
-        n_threads = autoselect.threads_for(X.shape[0], resolve_threads(n_threads))
+    def _kernel(self, rows: np.ndarray, algorithm: str | None, n_threads: int):
+        """A call's rows with the CTR columns appended, the prepared algorithm that scores
+        them (``algorithm``, or the automatic choice for their number) and the threads worth
+        starting (``rows``: read as the model's inputs; ``n_threads``: a count)."""
+        n_threads = autoselect.threads_for(rows.shape[0], n_threads, self.tuning)
         if self.ensemble.ctr is not None:         # the CTR columns, on the call's threads
-            X = self.ensemble.ctr.apply(X, n_threads)
+            rows = self.ensemble.ctr.apply(rows, n_threads)
         if algorithm is None or algorithm == AUTO:
-            algorithm = self.choose(X.shape[0], n_threads)
-        return X, self.prepare(algorithm), n_threads
+            algorithm = self.choose(rows.shape[0], n_threads)
+        return rows, self.prepare(algorithm), n_threads
+
+    def raw(self, rows: np.ndarray, algorithm: str | None, n_threads: int) -> np.ndarray:
+        """Raw scores of ``rows`` (read as the model's inputs), ``(n_rows, n_outputs)`` in the
+        model's precision (float32 or float64)."""
+        X, alg, n_threads = self._kernel(rows, algorithm, n_threads)
+        n, k = X.shape[0], self.ensemble.n_outputs
+        # the model's precision: one output full, the other empty
+        f32 = self.forest.dtype == np.float32
+        out64 = np.empty((0 if f32 else n, k), np.float64)
+        out32 = np.empty((n if f32 else 0, k), np.float32)
+        if n_threads > 1:                 # OpenMP's threads, or a pool where there is none
+            threads.run(alg.predict_raw, X, (out64, out32), n_threads, self.tuning.thread_pool)
+        else:
+            alg.predict_raw(X, out64, out32, 1)
+        return out32 if f32 else out64
+
+    def leaves(self, rows: np.ndarray, algorithm: str | None, n_threads: int) -> np.ndarray:
+        """In-order exit leaf of every tree for ``rows``, ``(n_rows, n_trees)`` int32."""
+        X, alg, n_threads = self._kernel(rows, algorithm, n_threads)
+        out = np.empty((X.shape[0], self.ensemble.n_trees), np.int32)
+        if n_threads > 1:
+            threads.run(alg.predict_leaf, X, (out,), n_threads, self.tuning.thread_pool)
+        else:
+            alg.predict_leaf(X, out, 1)
+        return out
 
     def small_call(self, X: np.ndarray, squeeze: bool, algorithm: str | None, n_threads):
-        """Raw scores of a call of fewer than PARALLEL_MIN_ROWS rows of a numpy array (one
+        """Raw scores of a call of fewer than ``parallel_min_rows`` rows of a numpy array (one
         thread whatever was asked) through the low-latency entry of the default kernel for
-        that many rows, or of the named one where it has such an entry; None for every other
-        call, and where the entry declines ``X`` (not a C-contiguous float32/float64 array of
-        the model's width): the general path then reads it, or says what is wrong."""
+        that many rows, or of the named one where it has such an entry
+        (``Algorithm.small_calls``); None for every other call, and where the entry declines
+        ``X`` (not a C-contiguous float32/float64 array of the model's width): the general
+        path then reads it, or says what is wrong."""
         if X.ndim == 2:
             rows = X.shape[0]
         elif X.ndim == 1:
             rows = 1
         else:
             return None
-        if rows >= autoselect.PARALLEL_MIN_ROWS or not (n_threads is None
-                                                       or type(n_threads) is int):
+        if rows >= self._parallel_min_rows or not (n_threads is None
+                                                   or type(n_threads) is int):
             return None
         if self.ensemble.ctr is not None:
             X = as_rows(self.ensemble, X)     # the inputs checked, the CTR columns appended
@@ -168,7 +193,7 @@ class KernelPlan:
                 entry = self.prepare(self.small_kernels[rows]).small_entry(rows)
                 self.small_entries[rows] = entry
             return entry(X, squeeze)
-        if algorithm not in SMALL_CALL_ALGORITHMS:
+        if not registry.get(algorithm).small_calls:
             return None
         return self.prepare(algorithm).predict_small(X, squeeze)
 
@@ -178,21 +203,15 @@ class KernelPlan:
         d: dict[str, Any] = {
             "default_algorithm": self.describe(),
             "one_row_algorithm": self.one_row[0],
-            # a model of oblivious trees runs ``oblivious`` from before any few-rows kernel
-            "few_rows_algorithm": ("oblivious" if "oblivious" in self.supported
-                                   else self.few_rows),
+            # a family of every call size (oblivious trees) runs before any few-rows kernel
+            "few_rows_algorithm": next((n for n in self.supported
+                                        if "every" in registry.get(n).regimes), self.few_rows),
         }
-        for name in ("oblivious", "rapidscorer", "vqs"):
-            alg = self.prepared.get(name)
-            if alg is not None:
-                d[f"{name}_instruction_set"] = alg.isa_name
-        rs = self.prepared.get("rapidscorer")
-        if rs is not None:
-            d["rapidscorer_documents_per_group"] = rs.groups
-        walk = self.prepared.get("walk")
-        if walk is not None:
-            d["walk_few_rows"] = walk.few_rows
-            d["walk_many_rows"] = walk.many_rows
+        for alg in self.prepared.values():
+            d.update(alg.describe())
+        switches = self.tuning.switches()
+        if switches:
+            d["switches"] = switches
         d["layout_bytes"] = {name: alg.nbytes for name, alg in self.prepared.items()}
         return d
 

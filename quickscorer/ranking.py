@@ -1,10 +1,12 @@
-"""Ranking documents within queries: where each query's rows start, and each row's rank.
+"""Ranking documents within queries: where each query's rows start, each row's rank, and
+``Model.rank`` (:func:`rank`), which scores every query in one call and orders each.
 
 Rows of a query are consecutive (as in LibSVM ranking files and LightGBM's ``group``). Rank 1
 is the highest score; equal scores keep their input order, and a NaN score ranks last.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -184,3 +186,48 @@ def repeated_query(query: np.ndarray, starts: np.ndarray, seen: set):
             return key, int(s)
         seen.add(key)
     return None
+
+
+def rank(model, X, group=None, *, qid=None, top_k: int | None = None,
+         raw_score: bool = False, algorithm: str | None = None,
+         n_threads: int | None = 1, contributions: bool = False) -> Ranking:
+    """Rank the rows of ``X`` within their queries by score, best first.
+
+    All queries are scored in one call of the kernel, then each is ordered on its own.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_rows, n_features)
+        The documents of every query, a query's rows consecutive.
+    group : array of int, optional
+        LightGBM's form: the number of rows of each query, in order (summing to n_rows).
+    qid : array, optional
+        XGBoost's form: a query id per row (a query's rows consecutive). With neither,
+        all rows are one query.
+    top_k : int, optional
+        Keep each query's ``top_k`` best rows in ``order`` (``rank`` covers every row).
+    raw_score, algorithm, n_threads
+        As for :meth:`Model.predict`; the order is the same with or without ``raw_score``.
+    contributions : bool
+        Also explain the ranked rows (each query's ``top_k`` where given):
+        ``ranking.explanation(row)`` and ``ranking.why(a, b)``.
+
+    Returns
+    -------
+    Ranking
+        ``scores`` and ``rank`` (1 = best) per row; ``order`` and ``offsets`` per query
+        (``ranking.query(q)`` is query ``q``'s rows, best first). Equal scores keep their
+        input order; a NaN score ranks last.
+    """
+    if model.n_outputs != 1:
+        raise InputError(f"rank needs a model of one output per row; this one has "
+                         f"{model.n_outputs} (score it with predict)")
+    req = model.request(X, n_threads)
+    scores = req.outputs(req.raw(algorithm), raw_score)
+    r = rank_scores(scores, query_starts(scores.shape[0], group, qid), top_k)
+    if not contributions:
+        return r
+    ranked = req._replace(rows=req.rows[r.order])
+    return dataclasses.replace(r, contributions=ranked.contributions(),
+                               feature_names=tuple(feature_labels(model.feature_names,
+                                                                  model.n_features)))

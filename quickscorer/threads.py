@@ -7,8 +7,8 @@ threads. The kernels release the GIL and keep their scratch per Python thread
 (``algorithms/base.py``), so the slices run at once, and each row's score is computed exactly
 as on one thread: the results are the same, bit for bit.
 
-``$QUICKSCORER_THREAD_POOL=1`` takes the pool on a build with OpenMP too (the tests check it
-against OpenMP's threads there).
+``Tuning.thread_pool`` (``$QUICKSCORER_THREAD_POOL=1``) takes the pool on a build with OpenMP
+too (the tests check it against OpenMP's threads there).
 """
 from __future__ import annotations
 
@@ -28,11 +28,12 @@ _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
 
-def use_pool(n_threads: int) -> bool:
-    """Whether a call on ``n_threads`` threads takes the pool of Python threads."""
+def use_pool(n_threads: int, pool: bool = False) -> bool:
+    """Whether a call on ``n_threads`` threads takes the pool of Python threads (``pool``:
+    the model's ``Tuning.thread_pool``)."""
     if n_threads <= 1:
         return False
-    return not OPENMP or os.environ.get("QUICKSCORER_THREAD_POOL", "") not in ("", "0")
+    return not OPENMP or pool
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -44,11 +45,13 @@ def _pool() -> ThreadPoolExecutor:
         return _POOL
 
 
-def run(kernel: Callable, X: np.ndarray, outs: tuple[np.ndarray, ...], n_threads: int) -> None:
-    """``kernel(X, *outs, n_threads)``: on OpenMP's threads where the build has OpenMP, else
-    ``kernel(X[a:b], *(o[a:b] for o in outs), 1)`` for ``n_threads`` slices of rows at once
-    (an output with no rows, the unused one of a pair, is passed whole)."""
-    if not use_pool(n_threads):
+def run(kernel: Callable, X: np.ndarray, outs: tuple[np.ndarray, ...], n_threads: int,
+        pool: bool = False) -> None:
+    """``kernel(X, *outs, n_threads)``: on OpenMP's threads where the build has OpenMP (and
+    ``pool`` is false), else ``kernel(X[a:b], *(o[a:b] for o in outs), 1)`` for
+    ``n_threads`` slices of rows at once (an output with no rows, the unused one of a pair,
+    is passed whole)."""
+    if not use_pool(n_threads, pool):
         kernel(X, *outs, n_threads)
         return
     n = X.shape[0]

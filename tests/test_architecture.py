@@ -301,9 +301,28 @@ def test_every_switch_the_code_reads_is_documented():
             if not m.endswith("_H")}             # header include guards, not switches
     docs = "".join((ROOT / "docs" / n).read_text(encoding="utf-8")
                    for n in ("algorithms.md", "architecture.md"))
-    rows = {m for line in docs.splitlines() if line.startswith("| `QUICKSCORER_")
-            for m in switch.findall(line.split("|")[1])}
+    # a row names its variable in its first column (the build's table) or its second (the
+    # tuning table's: field, variable, default, what it sets)
+    rows = {m for line in docs.splitlines() if line.startswith("| `")
+            for m in switch.findall("|".join(line.split("|")[1:3]))}
     assert len(read) > 15 and read - rows == set(), sorted(read - rows)
+
+
+def test_every_field_of_the_tuning_table_is_documented_with_its_variable_and_command():
+    """docs/algorithms.md's tuning table has a row per field of ``quickscorer.Tuning``, with
+    the field's environment variable where it has one; every field names a command that
+    re-measures it, a module this repository holds."""
+    import quickscorer
+    docs = (ROOT / "docs" / "algorithms.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip(" `"): line for line in docs.splitlines()
+            if line.startswith("| `")}
+    for name, _default, why, command, env in quickscorer.Tuning.explain():
+        assert name in rows, name
+        assert (f"`{env}`" in rows[name]) if env else True, name
+        assert why and command.startswith("python "), name
+        if (ROOT / "benchmarks" / "__init__.py").exists():      # not in an unpacked sdist
+            for module in re.findall(r"-m (benchmarks[.\w]+)", command):
+                assert (ROOT / (module.replace(".", "/") + ".py")).exists(), (name, module)
 
 
 def test_the_benchmarks_are_a_package_that_edits_no_import_path():

@@ -11,7 +11,7 @@ from conftest import random_ensemble, special_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from quickscorer import Model
+from quickscorer import Model, current_tuning
 from quickscorer.errors import InputError, ModelFormatError
 from quickscorer.importers.lightgbm import load_lightgbm
 from quickscorer.ir import Ensemble, reference
@@ -98,16 +98,15 @@ def _model(seed=4, n_trees=30, max_leaves=40, family="lightgbm"):
     return Model(_with_covers(rng, ens)), special_rows(rng, 200, 5)
 
 
-def test_threads_give_the_same_values(monkeypatch):
+def test_threads_give_the_same_values():
     model, rows = _model()
+    pooled = Model(model.ensemble, tuning=current_tuning().replace(thread_pool=True))
     for method in ("quadrature", "treeshap"):
         one = model.contributions(rows, method=method)
         np.testing.assert_array_equal(model.contributions(rows, method=method, n_threads=2),
                                       one)
-        monkeypatch.setenv("QUICKSCORER_THREAD_POOL", "1")
-        np.testing.assert_array_equal(model.contributions(rows, method=method, n_threads=2),
+        np.testing.assert_array_equal(pooled.contributions(rows, method=method, n_threads=2),
                                       one)
-        monkeypatch.delenv("QUICKSCORER_THREAD_POOL")
 
 
 # -- what is refused, and what it costs ---------------------------------------------------------
@@ -151,7 +150,7 @@ def test_memory_counts_the_layout_once_built():
     assert 0 < after["bytes"]["contributions"] <= 4 * after["bytes"]["ensemble"]
 
 
-def test_a_row_gives_the_same_values_alone_in_a_block_and_on_every_path(monkeypatch):
+def test_a_row_gives_the_same_values_alone_in_a_block_and_on_every_path():
     """The quadrature explains rows eight at a time (a row alone in a block of one lane),
     each lane seeing the same operations on every instruction-set path: a row's values do
     not depend on its call, its place in it, or the path."""
@@ -163,8 +162,8 @@ def test_a_row_gives_the_same_values_alone_in_a_block_and_on_every_path(monkeypa
         np.testing.assert_array_equal(model.contributions(X[i:i + 1]), together[i:i + 1])
         np.testing.assert_array_equal(model.contributions(X[i:i + 3])[0], together[i])
     for isa in cpu.available_isas():
-        monkeypatch.setenv("QUICKSCORER_ISA", isa)
-        np.testing.assert_array_equal(model.contributions(X), together, err_msg=isa)
+        on = Model(model.ensemble, tuning=current_tuning().replace(isa=isa))
+        np.testing.assert_array_equal(on.contributions(X), together, err_msg=isa)
 
 
 @pytest.mark.parametrize("family", ["lightgbm", "xgboost", "plain"])
@@ -240,7 +239,7 @@ def test_random_models_give_the_exact_shapley_interactions(seed, family, n_outpu
         _assert_close_to(got.sum(axis=3), contrib, tol, method + ": rows' sums")
 
 
-def test_interactions_are_the_same_alone_in_a_block_on_every_path_and_thread(monkeypatch):
+def test_interactions_are_the_same_alone_in_a_block_on_every_path_and_thread():
     from quickscorer.algorithms import cpu
     model, rows = _model(seed=11, max_leaves=60)
     X = rows[:19]
@@ -250,10 +249,9 @@ def test_interactions_are_the_same_alone_in_a_block_on_every_path_and_thread(mon
         np.testing.assert_array_equal(model.contributions(X[i], interactions=True),
                                       together[i:i + 1])
     for isa in cpu.available_isas():
-        monkeypatch.setenv("QUICKSCORER_ISA", isa)
-        np.testing.assert_array_equal(model.contributions(X, interactions=True), together,
+        on = Model(model.ensemble, tuning=current_tuning().replace(isa=isa))
+        np.testing.assert_array_equal(on.contributions(X, interactions=True), together,
                                       err_msg=isa)
-    monkeypatch.delenv("QUICKSCORER_ISA")
     for method in ("quadrature", "treeshap"):
         one = model.contributions(X, interactions=True, method=method)
         np.testing.assert_array_equal(
@@ -351,14 +349,14 @@ def test_a_row_alone_takes_the_same_values_on_paths_of_many_features(monkeypatch
                                      base_score=ens.base_score))
     model = Model(ens)
     model.contributions(np.zeros((1, 60)))
-    nq = model._explainer._layout[1]["tree_nq"]
+    nq = model.explainer._layout[1]["tree_nq"]
     assert nq.min() <= 4 and ((nq > 4) & (nq <= 8)).any() and nq.max() > 8
     X = special_rows(rng, 11, 60)
     together = model.contributions(X)
     _assert_close_to(together, model.contributions(X, method="treeshap"), 1e-12, "recursion")
     for isa in cpu.available_isas():
-        monkeypatch.setenv("QUICKSCORER_ISA", isa)
+        on = Model(model.ensemble, tuning=current_tuning().replace(isa=isa))
         for i in (0, 5, 10):
-            np.testing.assert_array_equal(model.contributions(X[i:i + 1]), together[i:i + 1],
+            np.testing.assert_array_equal(on.contributions(X[i:i + 1]), together[i:i + 1],
                                           err_msg=isa)
-        np.testing.assert_array_equal(model.contributions(X[3:5]), together[3:5], err_msg=isa)
+        np.testing.assert_array_equal(on.contributions(X[3:5]), together[3:5], err_msg=isa)

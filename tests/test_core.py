@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pickle
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -268,30 +269,37 @@ def test_n_threads_do_not_change_scores(random_model):
 
 
 @pytest.mark.parametrize("n_threads", [2, 3, 0])
-def test_the_python_thread_pool_scores_as_one_thread(random_model, monkeypatch, n_threads):
+def test_the_python_thread_pool_scores_as_one_thread(random_model, n_threads):
     # the threads of a build without OpenMP (quickscorer/threads.py), taken here on request
     rng = np.random.default_rng(10)
     X = special_rows(rng, 1003, 6)
     algs = scoring_algorithms(random_model)
     want = {a: (random_model.predict(X, raw_score=True, algorithm=a, n_threads=1),
                 random_model.predict_leaf(X, algorithm=a, n_threads=1)) for a in algs}
-    monkeypatch.setenv("QUICKSCORER_THREAD_POOL", "1")
-    assert threads.use_pool(2) and not threads.use_pool(1)
-    calls = []
-    real = threads.run
-
-    def counting(kernel, X, outs, n):
-        calls.append(n)
-        real(kernel, X, outs, n)
-
-    monkeypatch.setattr(threads, "run", counting)
+    pooled = Model(random_model.ensemble,
+                   tuning=quickscorer.current_tuning().replace(thread_pool=True))
+    assert threads.use_pool(2, True) and not threads.use_pool(1, True)
     for a in algs:
         np.testing.assert_array_equal(
-            random_model.predict(X, raw_score=True, algorithm=a, n_threads=n_threads), want[a][0])
+            pooled.predict(X, raw_score=True, algorithm=a, n_threads=n_threads), want[a][0])
         np.testing.assert_array_equal(
-            random_model.predict_leaf(X, algorithm=a, n_threads=n_threads), want[a][1])
-    if resolve_threads(n_threads) > 1:                  # (0: every core, one on a 1-core CPU)
-        assert calls and all(n > 1 for n in calls)
+            pooled.predict_leaf(X, algorithm=a, n_threads=n_threads), want[a][1])
+    # the pool's threads each take a slice of rows (0: every core, one on a 1-core CPU)
+    seen = []
+
+    def kernel(rows, out, n):
+        seen.append((threading.current_thread().name, rows.shape[0], n))
+        out[:] = rows[:, :1]
+
+    out = np.empty((X.shape[0], 1))
+    threads.run(kernel, X, (out,), resolve_threads(n_threads), pool=True)
+    np.testing.assert_array_equal(out, X[:, :1])
+    if resolve_threads(n_threads) > 1:
+        assert len(seen) == min(resolve_threads(n_threads), X.shape[0])
+        assert all(name.startswith("quickscorer") and n == 1 for name, _, n in seen)
+        assert sum(rows for _, rows, _ in seen) == X.shape[0]
+    else:
+        assert seen == [(threading.current_thread().name, X.shape[0], 1)]
 
 
 def test_unknown_algorithm_is_refused(random_model):

@@ -25,6 +25,9 @@ from quickscorer.ir import Ensemble, build_tree
 
 xgb = pytest.importorskip("xgboost", reason="the test extra installs xgboost-cpu")
 
+#: the process's tuning table; a test that needs another choice passes a changed copy
+T = quickscorer.current_tuning()
+
 
 def _counts_of(booster):
     """LightGBM's own counts: per tree, {split_index: internal_count}, {leaf_index: leaf_count}."""
@@ -175,13 +178,12 @@ def test_a_model_without_covers_keeps_the_scan_or_counts_half_its_nodes_false():
 
 @pytest.mark.parametrize("ratio, kernel", [(0.0, "walk"), (float("inf"), "quickscorer")])
 @pytest.mark.parametrize("name", ["regression", "multiclass", "categorical", "linear_tree"])
-def test_the_default_runs_the_chosen_one_row_kernel_exactly(monkeypatch, ratio, kernel, name):
-    monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", ratio)
-    monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", ratio)
+def test_the_default_runs_the_chosen_one_row_kernel_exactly(ratio, kernel, name):
+    t = T.replace(walk_min_ratio=ratio, group_walk_min_ratio=ratio)
     booster, X, _ = _trained(name)
-    model = quickscorer.Model(load_lightgbm(booster))
+    model = quickscorer.Model(load_lightgbm(booster), tuning=t)
     assert model.info()["one_row_algorithm"] == kernel
-    assert kernel in model.info()["default_algorithm"]
+    assert model.plan.small_kernels[1] == kernel
     rows = special_rows(np.random.default_rng(5), 40, model.n_features)
     rows[:, :] = np.where(np.isnan(rows), rows, X[:40])    # real values, with NaN and zeros
     want = model.predict_raw(rows, algorithm="traversal")
@@ -193,34 +195,29 @@ def test_the_default_runs_the_chosen_one_row_kernel_exactly(monkeypatch, ratio, 
     two = np.asfortranarray(rows[:2])
     assert np.array_equal(model.predict_raw(two), want[:2])
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel}
-    warm = quickscorer.Model(model.ensemble, prepare=("auto",))
+    warm = quickscorer.Model(model.ensemble, prepare=("auto",), tuning=t)
     assert kernel in warm.info()["layout_bytes"]
 
 
 @pytest.mark.parametrize("ratio, kernel", [(0.0, "walk"), (float("inf"), "vqs")])
 @pytest.mark.parametrize("name", ["regression", "multiclass", "categorical", "linear_tree"])
-def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio, kernel, name):
+def test_the_default_runs_the_chosen_few_rows_kernel_exactly(ratio, kernel, name):
     """Calls of VQS_MIN_ROWS to rs_min_rows - 1 rows run autoselect.few_rows's kernel (the
     walk through the low-latency entry, or vqs), exactly; from rs_min_rows the multi-row
     algorithm. The one-row kernel is kept the scan, so that the walk's layout appears only
     where the few-rows calls run it."""
-    monkeypatch.setattr(autoselect, "FEW_ROWS_WALK_RATIO", ratio)
-    monkeypatch.setattr(autoselect, "GROUP_FEW_ROWS_RATIO", ratio)
-    monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", float("inf"))
-    monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", float("inf"))
+    t = T.replace(few_rows_walk_ratio=ratio, group_few_rows_ratio=ratio,
+                  walk_min_ratio=float("inf"), group_walk_min_ratio=float("inf"))
     booster, X, _ = _trained(name)
-    model = quickscorer.Model(load_lightgbm(booster))
+    model = quickscorer.Model(load_lightgbm(booster), tuning=t)
     assert model.info()["few_rows_algorithm"] == kernel
     assert model.info()["one_row_algorithm"] == "quickscorer"
-    first = autoselect.VQS_SCAN_MIN_ROWS if kernel == "vqs" else autoselect.VQS_MIN_ROWS
-    assert f"{kernel} for {first} or more" in model.info()["default_algorithm"]
+    first = t.vqs_scan_min_rows if kernel == "vqs" else t.vqs_min_rows
     assert model.plan.small_kernels[first - 1] == "quickscorer"
     assert model.plan.small_kernels[first] == kernel
     rows = special_rows(np.random.default_rng(6), 40, model.n_features)
     rows[:, :] = np.where(np.isnan(rows), rows, X[:40])
     want = model.predict_raw(rows, algorithm="traversal")
-    assert model.plan.rs_from == autoselect.rs_min_rows(model.ensemble, kernel)
-    assert f"rapidscorer for {model.plan.rs_from} or more" in model.info()["default_algorithm"]
     for n in range(first, model.plan.rs_from):
         assert model.plan.small_kernels[n] == kernel
         assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
@@ -234,7 +231,7 @@ def test_the_default_runs_the_chosen_few_rows_kernel_exactly(monkeypatch, ratio,
     assert model.plan.small_kernels[n] == many
     assert np.array_equal(model.predict_raw(rows[:n]), want[:n])
     assert set(model.info()["layout_bytes"]) == {"traversal", kernel, many}
-    warm = quickscorer.Model(model.ensemble, prepare=("auto",))
+    warm = quickscorer.Model(model.ensemble, prepare=("auto",), tuning=t)
     assert set(warm.info()["layout_bytes"]) == {"quickscorer", kernel, many}
 
 
@@ -268,13 +265,13 @@ def test_the_walk_is_not_picked_where_it_decides_many_categorical_nodes_one_by_o
     trees without categories walk."""
     plain, cat = _balanced(8), _balanced(8, categorical_level=7)
     big = _balanced(8, categorical_level=7, big=300)
-    assert autoselect.special_nodes(plain) == (0, 0)
-    assert autoselect.special_nodes(cat) == (256, 0)
-    assert autoselect.special_nodes(big) == (0, 256)
+    assert walk_mod.special_nodes(plain) == (0, 0)
+    assert walk_mod.special_nodes(cat) == (256, 0)
+    assert walk_mod.special_nodes(big) == (0, 256)
     assert autoselect.expected_costs(cat)[0] == pytest.approx(
-        16 + autoselect.CODED_NODE_STEPS * 256)
+        16 + T.coded_node_steps * 256)
     path, false = autoselect.expected_costs(big)
-    assert path == pytest.approx(16 + autoselect.SPECIAL_NODE_STEPS * 256)
+    assert path == pytest.approx(16 + T.special_node_steps * 256)
     assert false == pytest.approx(autoselect.expected_costs(plain)[1])
     for ens, one, few in ((plain, "walk", "walk"), (cat, "quickscorer", "vqs"),
                           (big, "quickscorer", "vqs")):
@@ -291,26 +288,24 @@ def test_the_walk_is_not_picked_where_it_decides_many_categorical_nodes_one_by_o
     (3, False, "vqs"), (6, False, "vqs"), (7, False, "walk"), (8, False, "walk"),
     (3, True, "vqs"), (6, True, "vqs"), (7, True, "vqs"), (8, True, "walk")])
 def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(
-        monkeypatch, depth, complete, kernel):
+        depth, complete, kernel):
     """Two balanced trees of depth d (2^d - 1 expected false nodes, 2 d path nodes). Without
-    complete trees (``walk.complete_groups`` made to find none), FEW_ROWS_WALK_RATIO = 5.5
+    complete trees (``Tuning.walk_complete`` False), FEW_ROWS_WALK_RATIO = 5.5
     expected false nodes per path node: depth 6 (31.5 / 6) stays on vqs, depth 7 (63.5 / 7)
     and 8 (127.5 / 8) walk. With them, GROUP_FEW_ROWS_RATIO = 3 per step of the group walk,
     8 d steps (the group's six fill trees walk too): depth 7 (127 / 56) stays on vqs, 8
     (255 / 64) walks. Without covers, or without the walk among the supported algorithms,
     vqs."""
-    if not complete:
-        monkeypatch.setattr(autoselect, "complete_groups", lambda ens: None)
+    t = T.replace(walk_complete=None if complete else False)
     ens = _balanced(depth)
-    path, false = autoselect.expected_costs(ens)
+    path, false = autoselect.expected_costs(ens, t)
     assert path == pytest.approx(2 * depth)
     assert false == pytest.approx(2 ** depth - 1)
-    if complete:
-        assert autoselect.group_steps(ens) == 8 * depth
-    model = quickscorer.Model(ens)
-    assert autoselect.few_rows(ens, model.supported_algorithms()) == kernel
+    assert autoselect.group_steps(ens, t) == (8 * depth if complete else None)
+    model = quickscorer.Model(ens, tuning=t)
+    assert autoselect.few_rows(ens, model.supported_algorithms(), t=t) == kernel
     assert model.info()["few_rows_algorithm"] == kernel
-    assert autoselect.few_rows(ens, ["quickscorer", "vqs", "rapidscorer"]) == "vqs"
+    assert autoselect.few_rows(ens, ["quickscorer", "vqs", "rapidscorer"], t=t) == "vqs"
     n = model.plan.rs_from - 1                         # the most rows the few-rows kernel takes
     assert model.plan.small_kernels[n] == kernel
     X = np.linspace(-1.0, 2.0 ** (depth + 1), n * model.n_features).reshape(n, -1)
@@ -318,28 +313,27 @@ def test_few_rows_walks_only_trees_that_make_a_scan_pay_for_many_false_nodes(
     assert kernel in model.info()["layout_bytes"]
     bare = random_ensemble(np.random.default_rng(3), "lightgbm", n_trees=20)
     assert not bare.has_cover
-    assert autoselect.few_rows(bare, quickscorer.Model(bare).supported_algorithms()) == "vqs"
+    assert autoselect.few_rows(bare, quickscorer.Model(bare).supported_algorithms(),
+                               t=t) == "vqs"
 
 
 @pytest.mark.parametrize("complete, first", [(True, 6), (False, 4)])
 def test_the_walk_of_complete_trees_keeps_calls_up_to_five_rows_from_vqs(
-        monkeypatch, complete, first):
+        complete, first):
     """Where the one-row kernel is the walk and the few-rows kernel vqs, vqs runs from
     GROUP_VQS_MIN_ROWS (6) rows where the walk lays out complete trees, from VQS_MIN_ROWS (4)
     where it does not; rapidscorer from rs_min_rows either way; every call exact."""
-    assert (autoselect.GROUP_VQS_MIN_ROWS, autoselect.VQS_MIN_ROWS) == (6, 4)
-    if not complete:
-        monkeypatch.setattr(autoselect, "complete_groups", lambda ens: None)
+    t = T.replace(walk_complete=None if complete else False, group_vqs_min_rows=6,
+                  vqs_min_rows=4)
     # depth 7: 127 expected false nodes against 56 steps through the complete trees (the
     # walk for one row, vqs for a few); depth 6 without them: 31.5 against a 6-node path
     ens = _balanced(7 if complete else 6)
-    model = quickscorer.Model(ens)
+    model = quickscorer.Model(ens, tuning=t)
     assert model.info()["one_row_algorithm"] == "walk"
     assert model.info()["few_rows_algorithm"] == "vqs"
-    assert autoselect.few_rows_from("walk", "vqs", complete) == first
-    assert f"vqs for {first} or more" in model.info()["default_algorithm"]
+    assert autoselect.few_rows_from("walk", "vqs", complete, t) == first
     rs_from = model.plan.rs_from
-    assert rs_from == autoselect.RS_MIN_ROWS > first
+    assert rs_from == t.rs_min_rows > first
     want_kernels = ["walk"] * (first - 1) + ["vqs"] * (rs_from - first) + ["rapidscorer"]
     assert list(model.plan.small_kernels[1:rs_from + 1]) == want_kernels
     X = np.column_stack([np.linspace(-1.0, 2.0 ** 8, 30), np.arange(30) % 7 - 1.0])
@@ -348,9 +342,9 @@ def test_the_walk_of_complete_trees_keeps_calls_up_to_five_rows_from_vqs(
         assert np.array_equal(model.predict_raw(X[:n]), want[:n])
     # a rapidscorer start before the vqs start: rapidscorer from there, vqs never
     assert autoselect.choose(model.supported_algorithms(), 5, 1, "walk", "vqs", 5,
-                             complete) == "rapidscorer"
+                             complete, t) == "rapidscorer"
     assert autoselect.choose(model.supported_algorithms(), 4, 1, "walk", "vqs", 5,
-                             complete) == ("walk" if complete else "vqs")
+                             complete, t) == ("walk" if complete else "vqs")
 
 
 def test_the_walk_takes_calls_of_a_few_rows_wherever_its_complete_trees_are_float32_slots():
@@ -362,11 +356,11 @@ def test_the_walk_takes_calls_of_a_few_rows_wherever_its_complete_trees_are_floa
     base = _balanced(7)
     keyed = dataclasses.replace(base, family="xgboost")
     costs, steps = autoselect.expected_costs(keyed), autoselect.group_steps(keyed)
-    assert costs[1] < autoselect.GROUP_FEW_ROWS_RATIO * steps
+    assert costs[1] < T.group_few_rows_ratio * steps
     assert walk_mod.float32_slots(keyed) and not walk_mod.float32_slots(base)
     model = quickscorer.Model(keyed)
     assert model.info()["few_rows_algorithm"] == "walk"
-    assert model.plan.rs_from == autoselect.walk_rs_min_rows(keyed)
+    assert model.plan.rs_from == autoselect.rs_min_rows(keyed, "walk")
     assert list(model.plan.small_kernels[1:model.plan.rs_from]) == (
         ["walk"] * (model.plan.rs_from - 1))
     assert model.plan.small_kernels[model.plan.rs_from] == "rapidscorer"
@@ -395,11 +389,9 @@ def test_models_rapidscorer_cannot_score_run_the_few_rows_kernel_for_many_rows()
         model = quickscorer.Model(ens)
         assert "rapidscorer" not in model.supported_algorithms()
         assert model.info()["few_rows_algorithm"] == kernel
-        assert model.info()["default_algorithm"].startswith(
-            f"auto: {kernel} (rapidscorer cannot score this model) for "
-            f"{model.plan.rs_from} or more")
-        assert model.plan.rs_from == (autoselect.walk_rs_min_rows(ens) if kernel == "walk"
-                                  else autoselect.RS_MIN_ROWS)
+        assert model.plan.choose(10_000, 1) == model.plan.choose(10_000, 2) == kernel
+        assert model.plan.rs_from == (autoselect.rs_min_rows(ens, "walk") if kernel == "walk"
+                                      else T.rs_min_rows)
         X = np.column_stack([np.linspace(-1.0, 1100.0, 300), np.arange(300) % 9 - 1.0])
         want = model.predict_raw(X, algorithm="traversal")
         for n_threads in (1, 2):
@@ -508,12 +500,10 @@ def test_xgboost_covers_of_a_pruned_model_and_of_the_legacy_binary(release):
 
 @pytest.mark.parametrize("ratio, kernel", [(0.0, "walk"), (float("inf"), "quickscorer")])
 @pytest.mark.parametrize("name", ["deep", "multi:softprob", "categorical", "dart"])
-def test_the_default_runs_the_chosen_one_row_kernel_exactly_on_xgboost(monkeypatch, ratio,
-                                                                       kernel, name):
-    monkeypatch.setattr(autoselect, "WALK_MIN_RATIO", ratio)
-    monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", ratio)
+def test_the_default_runs_the_chosen_one_row_kernel_exactly_on_xgboost(ratio, kernel, name):
+    t = T.replace(walk_min_ratio=ratio, group_walk_min_ratio=ratio)
     booster, X, kw = _xgb_trained(name)
-    model = quickscorer.Model(xgb_imp.load_xgboost(booster))
+    model = quickscorer.Model(xgb_imp.load_xgboost(booster), tuning=t)
     assert model.ensemble.has_cover
     assert model.info()["one_row_algorithm"] == kernel
     rows = X[:40].astype(np.float32)
@@ -532,54 +522,58 @@ def test_after_the_walk_rapidscorer_starts_later_on_models_of_many_nodes_a_step(
     nodes = int(ens.trees.node_offset[-1])
     steps = autoselect.group_steps(ens)
     assert nodes == 510 and steps == 64
-    k = autoselect.WALK_RS_NODES_PER_STEP
-    want = min(autoselect.RS_AFTER_WALK_MAX_ROWS,
-               max(autoselect.RS_AFTER_WALK_MIN_ROWS, int(np.ceil(nodes / (k * steps)))))
-    assert autoselect.walk_rs_min_rows(ens) == want == autoselect.rs_min_rows(ens, "walk")
+    # 510 nodes over (k x 64 steps) is 12.75 rows where k = 510 / (64 x 12.75)
+    t = T.replace(walk_rs_nodes_per_step=510 / (64 * 12.75), rs_after_walk_min_rows=9,
+                  rs_after_walk_max_rows=32)
+    assert autoselect.rs_min_rows(ens, "walk", t=t) == 13
+    plan = quickscorer.Model(ens, tuning=t).plan
+    assert plan.rs_from == (13 if plan.few_rows == "walk"
+                            else autoselect.rs_min_rows(ens, "vqs", t=t))
     # the bounds, and the path's expected steps where no complete trees are laid out
-    assert autoselect.walk_rs_min_rows(ens, steps=1e9) == autoselect.RS_AFTER_WALK_MIN_ROWS
-    assert autoselect.walk_rs_min_rows(ens, steps=0.01) == autoselect.RS_AFTER_WALK_MAX_ROWS
-    assert autoselect.walk_rs_min_rows(ens, costs=(nodes / (k * 19.5), 1.0), steps=None) == 20
-    assert autoselect.walk_rs_min_rows(ens, costs=None, steps=None) == (
-        autoselect.RS_AFTER_WALK_MIN_ROWS)
+    f = autoselect.facts(ens, t)
+    assert f.steps == 64 and f.nodes == 510
+    assert autoselect.rs_min_rows(dataclasses.replace(f, steps=1e9), "walk", t=t) == 9
+    assert autoselect.rs_min_rows(dataclasses.replace(f, steps=0.01), "walk", t=t) == 32
+    k = t.walk_rs_nodes_per_step
+    assert autoselect.rs_min_rows(dataclasses.replace(f, steps=None, path=nodes / (k * 19.5)),
+                                  "walk", t=t) == 20
+    assert autoselect.rs_min_rows(dataclasses.replace(f, steps=None, path=None), "walk",
+                                  t=t) == 9
 
 
-def test_rapidscorer_starts_earlier_on_avx2_for_trees_of_up_to_48_leaves(monkeypatch):
+def test_rapidscorer_starts_earlier_on_avx2_for_trees_of_up_to_48_leaves():
     """On AVX2 a call of 6 rows takes two registers of vqs's documents: RapidScorer runs from
     RS_AVX2_TREES_MIN_ROWS[1] rows on trees of at most RS_AVX2_TREES_MIN_ROWS[0] leaves on
     average; on AVX-512 (and on larger trees) from RS_MIN_ROWS, as before."""
-    most, rows = autoselect.RS_AVX2_TREES_MIN_ROWS
+    most, rows = T.rs_avx2_trees_min_rows
     small, big = _balanced(5).trees[0], _balanced(6).trees[0]      # 32 and 64 leaves
     mixed = Ensemble(trees=[small, big], tree_group=[0, 0], n_outputs=1, n_features=2,
                      family="lightgbm", base_score=[0.0])          # 48 leaves on average
     large = _balanced(6)
-    assert autoselect.RS_SMALL_TREES_MIN_ROWS[-1][0] < 48 <= most < 64
-    assert autoselect.rs_min_rows(mixed, "vqs", isa="avx2") == rows < autoselect.RS_MIN_ROWS
-    assert autoselect.rs_min_rows(mixed, "vqs", isa="avx512") == autoselect.RS_MIN_ROWS
-    assert autoselect.rs_min_rows(large, "vqs", isa="avx2") == autoselect.RS_MIN_ROWS
-    # the plan takes the path this process runs
+    assert T.rs_small_trees_min_rows[-1][0] < 48 <= most < 64     # the models fit the test
+    assert autoselect.rs_min_rows(mixed, "vqs", isa="avx2") == rows < T.rs_min_rows
+    assert autoselect.rs_min_rows(mixed, "vqs", isa="avx512") == T.rs_min_rows
+    assert autoselect.rs_min_rows(large, "vqs", isa="avx2") == T.rs_min_rows
+    # the plan takes the path its table names
     for isa in cpu.available_isas():
-        monkeypatch.setenv("QUICKSCORER_ISA", isa)
-        plan = quickscorer.Model(mixed).plan
-        assert autoselect.rs_min_rows(mixed, "vqs") == (
-            rows if isa == "avx2" else autoselect.RS_MIN_ROWS)
+        t = T.replace(isa=isa)
+        plan = quickscorer.Model(mixed, tuning=t).plan
         assert plan.few_rows == "vqs"
-        assert plan.rs_from == autoselect.rs_min_rows(mixed, "vqs", isa=isa)
+        assert plan.rs_from == (rows if isa == "avx2" else T.rs_min_rows)
+        assert plan.small_kernels[plan.rs_from - 1] == "vqs"
+        assert plan.small_kernels[plan.rs_from] == "rapidscorer"
 
 
-def test_the_default_walks_calls_up_to_the_later_rapidscorer_start_exactly(monkeypatch):
+def test_the_default_walks_calls_up_to_the_later_rapidscorer_start_exactly():
     """With a model whose nodes per step put RapidScorer's start at 20 rows, calls of 4 to 19
     rows walk and 20 rows run rapidscorer; every call scores as the reference traversal."""
-    monkeypatch.setattr(autoselect, "GROUP_FEW_ROWS_RATIO", 0.0)
-    monkeypatch.setattr(autoselect, "GROUP_WALK_MIN_RATIO", 0.0)
     ens = _balanced(8)
     steps = autoselect.group_steps(ens)
-    monkeypatch.setattr(autoselect, "WALK_RS_NODES_PER_STEP",
-                        int(ens.trees.node_offset[-1]) / (19.5 * steps))
-    model = quickscorer.Model(ens)
+    t = T.replace(group_few_rows_ratio=0.0, group_walk_min_ratio=0.0,
+                  walk_rs_nodes_per_step=int(ens.trees.node_offset[-1]) / (19.5 * steps))
+    model = quickscorer.Model(ens, tuning=t)
     assert model.info()["few_rows_algorithm"] == "walk"
     assert model.plan.rs_from == 20
-    assert "rapidscorer for 20 or more" in model.info()["default_algorithm"]
     assert [model.plan.small_kernels[n] for n in (4, 9, 19, 20)] == ["walk"] * 3 + ["rapidscorer"]
     X = np.column_stack([np.linspace(-1.0, 520.0, 40), np.arange(40) % 9 - 1.0])
     want = model.predict_raw(X, algorithm="traversal")
@@ -591,11 +585,11 @@ def test_rapidscorer_starts_earlier_on_small_trees():
     """rs_min_rows: rapidscorer from 5 rows where the trees hold at most 16 leaves on
     average, 6 up to 32, RS_MIN_ROWS (8) above, RS_AFTER_WALK_MIN_ROWS (9) after the walk;
     the automatic choice and ``info`` follow it."""
-    assert autoselect.RS_MIN_ROWS == 8 and autoselect.RS_AFTER_WALK_MIN_ROWS == 9
+    t = T.replace(rs_min_rows=8, rs_after_walk_min_rows=9, isa="scalar")
     for depth, want in ((3, 5), (4, 5), (5, 6), (6, 8)):
         ens = _balanced(depth)                     # two trees of 2 ** depth leaves
-        assert autoselect.rs_min_rows(ens, "vqs") == want
-        assert autoselect.rs_min_rows(ens, "walk") == 9
+        assert autoselect.rs_min_rows(ens, "vqs", t=t) == want
+        assert autoselect.rs_min_rows(ens, "walk", t=t) == 9
     # the mean decides: one tree of 2 leaves and one of 32 (17 on average)
     mixed = Ensemble(trees=(_balanced(1).trees[0], _balanced(5).trees[0]),
                      tree_group=[0, 0], n_outputs=1, n_features=2, family="lightgbm",
@@ -604,4 +598,4 @@ def test_rapidscorer_starts_earlier_on_small_trees():
     model = quickscorer.Model(_balanced(4))
     assert model.info()["few_rows_algorithm"] == "vqs"
     assert [model.plan.small_kernels[n] for n in (4, 5)] == ["vqs", "rapidscorer"]
-    assert "rapidscorer for 5 or more" in model.info()["default_algorithm"]
+    assert model.plan.choose(5, 1) == "rapidscorer" and model.plan.choose(4, 1) == "vqs"

@@ -486,12 +486,43 @@ def test_membership_values_that_do_not_match_the_nodes_are_refused():
         quickscorer.load(model.SerializeToString())
 
 
-def test_equality_tests_that_would_copy_too_much_are_refused(monkeypatch):
-    from quickscorer.importers import onnx as onnx_importer
-    data = _hand_model(*_eq_tree(("BRANCH_EQ",) * 3, (0, 0, 0), (3.0, 0.0, 1.0)))
-    monkeypatch.setattr(onnx_importer, "MAX_EXPANDED_NODES", 6)
-    with pytest.raises(ModelFormatError, match="more than 6 nodes"):
-        quickscorer.load(data)
+def _neq_chain(d: int) -> bytes:
+    """A tree of d ``x != 1`` tests (features 0, 1, 2 in turn), each leading to the next when
+    true and to leaf i + 1 (of value i + 1) when false; the last true leads to value 0."""
+    n = 2 * d + 1
+    nodes = dict(
+        nodes_treeids=[0] * n, nodes_nodeids=list(range(n)),
+        nodes_featureids=[i % 3 for i in range(d)] + [0] * (d + 1),
+        nodes_modes=["BRANCH_NEQ"] * d + ["LEAF"] * (d + 1),
+        nodes_values=[1.0] * d + [0.0] * (d + 1),
+        nodes_truenodeids=list(range(1, d + 1)) + [0] * (d + 1),
+        nodes_falsenodeids=list(range(d + 1, n)) + [0] * (d + 1),
+        nodes_missing_value_tracks_true=[0] * n)
+    weights = dict(target_treeids=[0] * (d + 1), target_nodeids=list(range(d, n)),
+                   target_ids=[0] * (d + 1), target_weights=[float(i) for i in range(d + 1)])
+    return _hand_model(nodes, weights)
+
+
+def test_equality_tests_that_would_copy_too_much_are_refused():
+    """A chain of d ``!=`` tests, each leading to the next when true: written as threshold
+    tests each copies the rest of the chain twice (the values below and above its own), so
+    the tree takes about 3 x 2^d nodes, past MAX_EXPANDED_NODES from d = 17 on."""
+    from quickscorer.importers.onnx import MAX_EXPANDED_NODES
+    assert 3 * 2 ** 17 > MAX_EXPANDED_NODES > 3 * 2 ** 14
+    with pytest.raises(ModelFormatError, match=f"more than {MAX_EXPANDED_NODES} nodes"):
+        quickscorer.load(_neq_chain(17))
+    # the same chain 14 tests long is read, and scores as the chain reads
+    short = 14
+    model = quickscorer.load(_neq_chain(short))
+
+    def chain(row):            # the first test that is false ends the walk; NaN != 1 is true
+        for i in range(short):
+            if not row[i % 3] != 1.0:
+                return i + 1.0
+        return 0.0
+    X = np.float32([[1, 1, 1], [0, 1, 1], [0, 0, 1], [1, 1, 0], [0, 0, 0], [np.nan, 1, 1],
+                    [np.nan, np.nan, np.nan], [0, 0, 1.5]])
+    np.testing.assert_array_equal(model.predict(X), [chain(r) for r in X])
 
 
 def _v5_model(node, tp, n_inputs: int) -> bytes:

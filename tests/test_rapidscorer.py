@@ -548,16 +548,21 @@ def test_linear_leaves_of_mirrored_trees(isa):
     _check(ens, X, isa, mirror=False)
 
 
-def test_the_environment_can_turn_mirrored_nodes_off(monkeypatch):
+def test_the_tuning_table_can_turn_mirrored_nodes_off():
     rng = np.random.default_rng(29)
     ens = Ensemble(trees=tuple(_lopsided_tree(rng, n, 3, "lightgbm") for n in (50, 20)),
                    tree_group=np.zeros(2, np.int64), n_outputs=1, n_features=3,
                    family="lightgbm", base_score=[0.0])
-    assert RapidScorer(ens, _model(ens).plan.forest).mirrored
-    monkeypatch.setenv("QUICKSCORER_RS_MIRROR", "0")
-    assert not RapidScorer(ens, _model(ens).plan.forest).mirrored
-    monkeypatch.setenv("QUICKSCORER_RS_MIRROR", "1")
-    assert RapidScorer(ens, _model(ens).plan.forest).mirrored
+    forest = _model(ens).plan.forest
+    assert RapidScorer(ens, forest).mirrored
+    off = quickscorer.Tuning.from_env({"QUICKSCORER_RS_MIRROR": "0"})
+    assert off.rs_mirror is False
+    assert not RapidScorer(ens, forest, tuning=off).mirrored
+    assert RapidScorer(ens, forest, tuning=off, mirror=True).mirrored
+    X = special_rows(rng, 50, 3)
+    plain = quickscorer.Model(ens, tuning=off)
+    np.testing.assert_array_equal(plain.predict_raw(X, algorithm="rapidscorer"),
+                                  plain.predict_raw(X, algorithm="traversal"))
 
 
 def test_full_balanced_trees_keep_the_plain_layout():

@@ -67,6 +67,10 @@ def _alg(ens, isa, **kw):
     return RapidScorer(ens, quickscorer.Model(ens).plan.forest, isa=isa, **kw)
 
 
+#: the process's tuning table; a test that needs other switches passes a changed copy
+T = quickscorer.current_tuning()
+
+
 def _depth(ens) -> int:
     return max((t.depth() for t in ens.trees), default=0)
 
@@ -188,34 +192,34 @@ def test_categorical_splits_take_the_scans_and_infinite_thresholds_either():
             _check_both(inf, special_rows(rng, 70, 5), isa, depth_decides=False)
 
 
-def test_environment_turns_the_level_path_off(monkeypatch):
+def test_the_tuning_table_turns_the_level_path_on_and_off():
     rng = np.random.default_rng(12)
     ens = random_ensemble(rng, "xgboost", n_trees=10, max_leaves=4, p_categorical=0.0,
                           thresholds=FINITE)
     assert _alg(ens, "scalar").levels
-    monkeypatch.setenv("QUICKSCORER_RS_LEVELS", "0")
-    assert not _alg(ens, "scalar").levels
+    assert _alg(ens, "scalar", levels=None, tuning=T.replace(rs_levels=True)).levels
+    off = quickscorer.Tuning.from_env({"QUICKSCORER_RS_LEVELS": "0"})
+    assert not _alg(ens, "scalar", levels=None, tuning=off).levels
+    assert _alg(ens, "scalar", tuning=off).levels                # the argument wins
 
 
-def test_vbmi_walk_follows_the_cpu_and_the_environment(monkeypatch):
+def test_vbmi_walk_follows_the_cpu_and_the_tuning_table():
     import pickle
     rng = np.random.default_rng(15)
     ens = random_ensemble(rng, "xgboost", n_trees=6, max_leaves=9, p_categorical=0.0,
                           thresholds=FINITE)
     assert _alg(ens, "scalar").layout.levels_vbmi == _rapidscorer.lv_vbmi_available()
     assert not _alg(ens, "scalar", vbmi=False).layout.levels_vbmi
-    monkeypatch.setenv("QUICKSCORER_RS_VBMI", "0")
-    alg = _alg(ens, "scalar")
+    alg = _alg(ens, "scalar", tuning=T.replace(rs_vbmi=False))
     assert not alg.vbmi and not alg.layout.levels_vbmi
     assert not pickle.loads(pickle.dumps(alg.layout)).levels_vbmi
     if "avx512" in RS_ISAS:       # Model.info says which walk AVX-512 calls take
-        monkeypatch.delenv("QUICKSCORER_RS_VBMI")
         vbmi = _rapidscorer.lv_vbmi_available()
         assert ("byte permutations" in _alg(ens, "avx512", halves=False).groups) == vbmi
         assert "a node at a time" in _alg(ens, "avx512", vbmi=False, halves=False).groups
 
 
-def test_halves_walk_follows_the_cpu_and_the_environment(monkeypatch):
+def test_halves_walk_follows_the_cpu_and_the_tuning_table():
     """On AVX-512 the level walk runs in two 256-bit registers a column where the CPU splits
     512-bit operations (Zen 4), unless told; a pickled layout decides again where it is
     loaded, unless it was told."""
@@ -231,10 +235,8 @@ def test_halves_walk_follows_the_cpu_and_the_environment(monkeypatch):
         layout = _alg(ens, "scalar", halves=told).layout
         assert layout.levels_halves == told
         assert pickle.loads(pickle.dumps(layout)).levels_halves == told
-    monkeypatch.setenv("QUICKSCORER_RS_HALVES", "1")
-    assert _alg(ens, "scalar").layout.levels_halves
-    monkeypatch.setenv("QUICKSCORER_RS_HALVES", "0")
-    assert not _alg(ens, "scalar").layout.levels_halves
+    assert _alg(ens, "scalar", tuning=T.replace(rs_halves=True)).layout.levels_halves
+    assert not _alg(ens, "scalar", tuning=T.replace(rs_halves=False)).layout.levels_halves
     if "avx512" in RS_ISAS:       # Model.info says which walk AVX-512 calls take
         assert "two 256-bit registers" in _alg(ens, "avx512", halves=True).groups
         assert "two 256-bit registers" not in _alg(ens, "avx512", halves=False).groups
@@ -265,15 +267,15 @@ def test_damaged_level_fields_are_refused():
             _rapidscorer.RSLayout(bad, ens.n_features)
 
 
-def test_level_tables_hold_each_nodes_threshold_at_its_position(monkeypatch):
+def test_level_tables_hold_each_nodes_threshold_at_its_position():
     """A level walked node by node has a table of max(16, 2^l) bytes by position: each node's
     threshold index biased by 0x80 at its position, 0x7F (no biased rank exceeds it)
     elsewhere; levels 0 to 7 (every level node by node, as far as positions are bytes)."""
-    monkeypatch.setenv("QUICKSCORER_RS_LANE_NODES", str(10**6))
+    wide = T.replace(rs_lane_nodes=10**6)
     rng = np.random.default_rng(14)
     for family in ("lightgbm", "xgboost"):
         ens = _deep_ensemble(rng, family, big=False, deepest=8)
-        a = _alg(ens, "scalar")._arrays
+        a = _alg(ens, "scalar", tuning=wide)._arrays
         assert a["lv_split"].max() == 8
         nodes = a["lv_nodes"].view(LV_NODE_DTYPE)
         ends = a["lv_level_end"].reshape(-1, LEVELS_ENDS).astype(np.int64)
@@ -477,16 +479,16 @@ def test_deep_levels_lane_by_lane_in_complete_records():
 
 @pytest.mark.parametrize("isa", RS_ISAS)
 @pytest.mark.parametrize("lane_nodes", [0, 3, 64, 10**6])
-def test_every_split_of_the_levels_is_exact(isa, lane_nodes, monkeypatch):
+def test_every_split_of_the_levels_is_exact(isa, lane_nodes):
     """From every level lane by lane (0) to levels 8 and 9 alone (10**6), on trees the
     scans take and on trees of more than 256 leaves."""
-    monkeypatch.setenv("QUICKSCORER_RS_LANE_NODES", str(lane_nodes))
+    t = T.replace(rs_lane_nodes=lane_nodes)
     rng = np.random.default_rng(26)
     for family in ("lightgbm", "xgboost"):
         for big in (False, True):
             ens = _deep_ensemble(rng, family, n_outputs=2 if big else 1, big=big,
                                  deepest=10 if big else 8)
-            alg = _alg(ens, isa)
+            alg = _alg(ens, isa, tuning=t)
             assert alg.levels and alg.lane_nodes == lane_nodes
             split, depth = alg._arrays["lv_split"], alg._arrays["lv_depth"]
             if lane_nodes == 0:
@@ -598,7 +600,7 @@ def test_deep_models_trained_by_xgboost_and_lightgbm_score_as_the_libraries_do()
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)
-def test_chunks_of_groups_through_blocks_of_trees_are_exact(isa, monkeypatch):
+def test_chunks_of_groups_through_blocks_of_trees_are_exact(isa):
     """Calls of several groups a thread walk chunks of groups through blocks of trees (one
     output, sums in registers): the same scores as a group at a time through all the trees,
     whatever the chunk, the blocks, the threads and a last group of few rows."""
@@ -609,12 +611,7 @@ def test_chunks_of_groups_through_blocks_of_trees_are_exact(isa, monkeypatch):
         X = special_rows(rng, 300, 5)            # 4 or 5 groups and a part of one
         want = reference.predict_raw(ens, X)
         for chunk, block in ((1, None), (3, 4096), (12, 1), (2, 50_000)):
-            monkeypatch.setenv("QUICKSCORER_RS_LV_CHUNK", str(chunk))
-            if block is None:
-                monkeypatch.delenv("QUICKSCORER_RS_LV_BLOCK_BYTES", raising=False)
-            else:
-                monkeypatch.setenv("QUICKSCORER_RS_LV_BLOCK_BYTES", str(block))
-            alg = _alg(ens, isa)
+            alg = _alg(ens, isa, tuning=T.replace(rs_lv_chunk=chunk, rs_lv_block_bytes=block))
             assert alg.levels and alg.layout.levels_chunk == chunk
             if block == 1:                        # a block a tree
                 assert alg._arrays["lv_block_starts"].tolist() == list(range(ens.n_trees + 1))
@@ -623,26 +620,25 @@ def test_chunks_of_groups_through_blocks_of_trees_are_exact(isa, monkeypatch):
                 np.testing.assert_array_equal(raw, want.astype(raw.dtype))
 
 
-def test_level_chunks_default_to_a_size_in_bytes(monkeypatch):
-    """Without $QUICKSCORER_RS_LV_CHUNK a chunk is LEVEL_CHUNK groups, fewer where their
-    columns would pass LEVEL_CHUNK_BYTES; the scores stay exact whatever it comes to."""
+def test_level_chunks_default_to_a_size_in_bytes():
+    """Without ``Tuning.rs_lv_chunk`` a chunk is LEVEL_CHUNK groups, fewer where their
+    columns would pass ``Tuning.rs_lv_chunk_bytes``; the scores stay exact whatever it comes
+    to."""
     from quickscorer.algorithms.rapidscorer import rapidscorer as rs_mod
-    monkeypatch.delenv("QUICKSCORER_RS_LV_CHUNK", raising=False)
-    monkeypatch.setenv("QUICKSCORER_RS_LV_BLOCK_BYTES", "4096")
+    t = T.replace(rs_lv_chunk=None, rs_lv_block_bytes=4096)
     rng = np.random.default_rng(29)
     ens = _deep_ensemble(rng, "xgboost", big=True, deepest=10)
     X = special_rows(rng, 700, 5)                # 11 groups of 64 on the wide paths
     want = reference.predict_raw(ens, X)
     isa = VEC if VEC in RS_ISAS else "scalar"
-    a = _alg(ens, isa)._arrays
+    a = _alg(ens, isa, tuning=t)._arrays
     group = _rapidscorer.chunk_group_bytes(64, a["slot_column"].shape[0]
                                            + a["lv_combos"].shape[0])
     assert group >= 64 * (a["slot_column"].shape[0] + a["lv_combos"].shape[0])
-    for cap, chunk in ((rs_mod.LEVEL_CHUNK_BYTES,
-                        min(rs_mod.LEVEL_CHUNK, rs_mod.LEVEL_CHUNK_BYTES // group)),
+    for cap, chunk in ((t.rs_lv_chunk_bytes,
+                        min(rs_mod.LEVEL_CHUNK, t.rs_lv_chunk_bytes // group)),
                        (3 * group + 1, 3), (1, 1)):          # never below one group
-        monkeypatch.setattr(rs_mod, "LEVEL_CHUNK_BYTES", cap)
-        alg = _alg(ens, isa)
+        alg = _alg(ens, isa, tuning=t.replace(rs_lv_chunk_bytes=cap))
         assert alg.layout.levels_chunk == chunk
         for n_threads in (1, 2):
             raw, _ = run_kernel(alg, ens, X, n_threads=n_threads)

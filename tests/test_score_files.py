@@ -454,7 +454,7 @@ def test_formats_are_found_by_content_when_the_suffix_says_nothing(lgb_model, da
     assert detect_format(tmp_path / "blob2") == ("libsvm", True)
 
 
-def test_multiclass_columns_and_leaves(tmp_path, monkeypatch):
+def test_multiclass_columns_and_leaves(tmp_path):
     lgb = pytest.importorskip("lightgbm")
     pytest.importorskip("pyarrow", reason="the parquet extra (pyarrow) writes Parquet")
     X = _rows(600, seed=3)
@@ -475,13 +475,18 @@ def test_multiclass_columns_and_leaves(tmp_path, monkeypatch):
     assert leaves.column_names == [f"leaf_{t}" for t in range(model.n_trees)]
     np.testing.assert_array_equal(np.column_stack([c.to_numpy() for c in leaves.columns]),
                                   b.predict(X, pred_leaf=True))
-    from quickscorer import outputs
-    monkeypatch.setattr(outputs, "TEXT_CELLS", 50)     # text written in slices of 2 rows
     score_file(model, tmp_path / "x.npy", tmp_path / "l.tsv", leaf=True, chunk_rows=64)
     rows = (tmp_path / "l.tsv").read_text().splitlines()
     assert rows[0].split("\t") == [f"leaf_{t}" for t in range(model.n_trees)]
     np.testing.assert_array_equal([[int(v) for v in r.split("\t")] for r in rows[1:]],
                                   b.predict(X, pred_leaf=True))
+    # the same leaves written in slices of 2 rows (50 cells of 18 columns) read the same
+    from quickscorer.outputs import TextWriter
+    leaves = b.predict(X, pred_leaf=True)
+    sliced = TextWriter(tmp_path / "s.tsv", "\t", True, cells=50)
+    sliced.write({f"leaf_{t}": leaves[:, t] for t in range(leaves.shape[1])})
+    sliced.close()
+    assert (tmp_path / "s.tsv").read_text() == (tmp_path / "l.tsv").read_text()
     with pytest.raises(InputError, match="ranking needs one score per row"):
         score_file(model, tmp_path / "x.npy", tmp_path / "r.csv", rank=True)
 

@@ -155,7 +155,7 @@ def test_calls_below_parallel_min_rows_take_an_entry(monkeypatch):
     """Every call of the automatic choice below PARALLEL_MIN_ROWS rows runs the kernel's
     low-latency entry, never its general path; from PARALLEL_MIN_ROWS the general path."""
     model = WIDE["lightgbm-1"]
-    X = special_rows(np.random.default_rng(7), autoselect.PARALLEL_MIN_ROWS, model.n_features)
+    X = special_rows(np.random.default_rng(7), model.tuning.parallel_min_rows, model.n_features)
     for n in SIZES:
         model.predict(X[:n])                                # prepare what each size runs
 
@@ -176,9 +176,9 @@ def test_the_default_entries_are_made_once_per_number_of_rows():
     (Algorithm.small_entry, the kernel's choices for that many rows made once): made on the
     first call of that many rows, reused after, and scoring as the kernel named."""
     model = quickscorer.Model(WIDE["xgboost-3"].ensemble)
-    X = special_rows(np.random.default_rng(8), 2 * autoselect.PARALLEL_MIN_ROWS,
+    X = special_rows(np.random.default_rng(8), 2 * model.tuning.parallel_min_rows,
                      model.n_features)
-    assert model.plan.small_entries == [None] * autoselect.PARALLEL_MIN_ROWS
+    assert model.plan.small_entries == [None] * model.tuning.parallel_min_rows
     for n in SIZES:
         got = model.predict(X[:n], raw_score=True)
         entry = model.plan.small_entries[n]

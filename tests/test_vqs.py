@@ -116,21 +116,22 @@ def test_threads_and_python_threads():
         np.testing.assert_array_equal(r, one)
 
 
-def test_environment_forces_the_path(monkeypatch):
-    monkeypatch.setenv("QUICKSCORER_ISA", "scalar")
+def test_the_tuning_table_and_the_environment_force_the_path():
     rng = np.random.default_rng(1)
     ens = random_ensemble(rng, "lightgbm", n_trees=3)
-    assert VQuickScorer(ens, quickscorer.Model(ens).plan.forest).isa_name == "scalar"
-    monkeypatch.setenv("QUICKSCORER_ISA", "nope")
-    with pytest.raises(ValueError):
-        VQuickScorer(ens, quickscorer.Model(ens).plan.forest)
-    monkeypatch.delenv("QUICKSCORER_ISA")
+    forest = quickscorer.Model(ens).plan.forest
+    scalar = quickscorer.Tuning.from_env({"QUICKSCORER_ISA": "scalar"})
+    assert scalar.isa == "scalar"
+    assert VQuickScorer(ens, forest, tuning=scalar).isa_name == "scalar"
+    assert quickscorer.Model(ens, tuning=scalar, prepare=("vqs",)).info()[
+        "vqs_instruction_set"] == "scalar"
+    with pytest.raises(ValueError, match="unknown instruction set 'nope'"):
+        VQuickScorer(ens, forest, tuning=scalar.replace(isa="nope"))
     for bad in (2, 12, 64):
         with pytest.raises(ValueError, match="lanes must be one of"):
-            VQuickScorer(ens, quickscorer.Model(ens).plan.forest, lanes=bad)
-    monkeypatch.setenv("QUICKSCORER_LANES", "many")
+            VQuickScorer(ens, forest, lanes=bad)
     with pytest.raises(ValueError, match="QUICKSCORER_LANES"):
-        VQuickScorer(ens, quickscorer.Model(ens).plan.forest)
+        quickscorer.Tuning.from_env({"QUICKSCORER_LANES": "many"})
 
 
 def test_autoselect_picks_a_registered_exact_algorithm():
@@ -149,8 +150,8 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose(supported, 1, 1) == "quickscorer"
     assert autoselect.choose(supported, 1000, 1) == "rapidscorer"
     assert autoselect.choose([n for n in supported if n != "rapidscorer"], 1000, 1) == "vqs"
-    assert autoselect.choose(names, autoselect.RS_MIN_ROWS - 1, 1) == "vqs"
-    assert autoselect.choose(names, autoselect.RS_MIN_ROWS, 1) == "rapidscorer"
+    assert autoselect.choose(names, quickscorer.current_tuning().rs_min_rows - 1, 1) == "vqs"
+    assert autoselect.choose(names, quickscorer.current_tuning().rs_min_rows, 1) == "rapidscorer"
     assert autoselect.choose(names, 4, 1, rs_from=5) == "vqs"
     assert autoselect.choose(names, 5, 1, rs_from=5) == "rapidscorer"
     assert autoselect.choose(names, 1000, 1) == "rapidscorer"
@@ -166,12 +167,12 @@ def test_autoselect_picks_a_registered_exact_algorithm():
     assert autoselect.choose(names, 6, 2, "quickscorer", "vqs") == "vqs"
     # a model of oblivious trees: ``oblivious`` from OBLIVIOUS_MIN_ROWS rows a thread
     every = quickscorer.available_algorithms()
-    first = autoselect.OBLIVIOUS_MIN_ROWS
+    first = quickscorer.current_tuning().oblivious_min_rows
     assert autoselect.choose(every, first, 1, "walk", "vqs") == "oblivious"
     assert autoselect.choose(every, 1000, 4, "walk", "vqs") == "oblivious"
     assert autoselect.choose(every, first - 1, 1, "walk", "vqs") == "walk"
     assert autoselect.choose(every, 2 * first - 1, 2, "walk", "vqs") == "walk"
-    walk_rs = autoselect.RS_AFTER_WALK_MIN_ROWS
+    walk_rs = quickscorer.current_tuning().rs_after_walk_min_rows
     assert autoselect.choose(names, 8, 1, "quickscorer", "walk", walk_rs) == "walk"
     assert autoselect.choose(names, 9, 1, "walk", "walk", walk_rs) == "rapidscorer"
     # where rapidscorer cannot score the model, many rows take the few-rows kernel

@@ -22,6 +22,11 @@ from quickscorer.algorithms.walk import NODE_DTYPE, Walk, walk_arrays, walk_bloc
 from quickscorer.ir import Ensemble, build_tree
 from quickscorer.ir.reference import FUSED_SUMS
 
+#: the process's tuning table, and with the walk's complete trees wherever they are shallow
+#: enough (``Tuning.walk_complete``)
+T = quickscorer.current_tuning()
+COMPLETE = T.replace(walk_complete=True)
+
 
 def _model(family, n_trees=40, n_outputs=1, seed=3):
     rng = np.random.default_rng(seed)
@@ -286,7 +291,7 @@ def test_calls_of_many_rows_walk_chunks_of_rows_through_tree_blocks_exactly(kind
     assert np.array_equal(got, want_raw)
 
 
-def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch):
+def test_the_default_walk_blocks_by_the_l2_cache_and_the_tuning_table():
     ens = random_ensemble(np.random.default_rng(5), "lightgbm", n_trees=200, n_features=7,
                           max_leaves=60)
     model = quickscorer.Model(ens)
@@ -307,16 +312,17 @@ def test_the_default_walk_blocks_by_the_l2_cache_and_the_environment(monkeypatch
     m = quickscorer.Model(shallow)
     assert "walk_many_rows" not in m.info()
     m.predict_raw(special_rows(np.random.default_rng(1), 3, 7), algorithm="walk")
-    # rapidscorer takes this model's calls of many rows: no complete trees by default
-    assert "eight trees a row" in m.info()["walk_many_rows"] or "row by row" in\
-        m.info()["walk_many_rows"]
-    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
-    assert Walk(shallow, quickscorer.Model(shallow).plan.forest).complete
-    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "0")
-    assert not Walk(shallow, quickscorer.Model(shallow).plan.forest, complete=True).complete
-    monkeypatch.setenv("QUICKSCORER_WALK_BLOCK_BYTES", str(24 * nodes // 4))
-    monkeypatch.setenv("QUICKSCORER_WALK_CHUNK_ROWS", "5")
-    walk = Walk(ens, model.plan.forest)
+    # these random trees hold too many slots a node for complete trees by default, and
+    # their nodes fit one block
+    assert not m.prepare("walk").complete
+    assert m.info()["walk_many_rows"] == "row by row (the model is one tree block)"
+    forest = quickscorer.Model(shallow).plan.forest
+    assert Walk(shallow, forest, tuning=T.replace(walk_complete=True)).complete
+    off = T.replace(walk_complete=False)
+    assert not Walk(shallow, forest, tuning=off).complete
+    assert Walk(shallow, forest, tuning=off, complete=True).complete     # the argument wins
+    walk = Walk(ens, model.plan.forest,
+                tuning=T.replace(walk_block_bytes=24 * nodes // 4, walk_chunk_rows=5))
     assert walk.chunk_rows == 5 and walk.layout.n_blocks >= 4
     X = special_rows(np.random.default_rng(6), 64, 7)
     got = np.empty((64, 1))
@@ -561,20 +567,19 @@ def test_float32_keys_order_as_the_values_do():
     assert walk_mod.float32_keys(np.float32(-0.0)) == walk_mod.float32_keys(np.float32(0.0))
 
 
-def test_a_real_xgboost_model_walks_float32_complete_trees_exactly(monkeypatch):
+def test_a_real_xgboost_model_walks_float32_complete_trees_exactly():
     """An XGBoost model trained by XGBoost (depth 4, NaN in its training rows): its imported
     thresholds are float32 values, so the walk's complete trees ($QUICKSCORER_WALK_COMPLETE:
     rapidscorer takes this model's calls of many rows by default) compare in float32;
     XGBoost's own margins, float32 rows and float64 rows (which XGBoost reads as float32)."""
     xgb = pytest.importorskip("xgboost")
-    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
     rng = np.random.default_rng(43)
     X = rng.normal(size=(600, 6))
     X[rng.random(X.shape) < 0.1] = np.nan
     y = np.nan_to_num(X[:, 0]) * 2 + np.nan_to_num(X[:, 1]) ** 2 + rng.normal(size=600) * 0.1
     booster = xgb.train({"max_depth": 4, "eta": 0.3, "base_score": 0.5, "nthread": 1},
                         xgb.DMatrix(X, label=y, missing=np.nan), num_boost_round=40)
-    model = quickscorer.Model(quickscorer.load_ensemble(booster))
+    model = quickscorer.Model(quickscorer.load_ensemble(booster), tuning=COMPLETE)
     walk = model.prepare("walk")
     assert walk.complete and walk.layout.cfloat
     want = booster.predict(xgb.DMatrix(X, missing=np.nan), output_margin=True)
@@ -599,7 +604,7 @@ def _chain(depth: int, family: str) -> Ensemble:
 @pytest.mark.parametrize("family, f32", [("lightgbm", False), ("xgboost", False),
                                          ("xgboost", True)])
 @pytest.mark.parametrize("n_trees, n_outputs", [(1, 1), (7, 1), (9, 1), (17, 1), (24, 2)])
-def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, family, f32,
+def test_one_row_walks_complete_trees_eight_at_a_time_exactly(family, f32,
                                                               n_trees, n_outputs):
     """Where the walk has complete trees, a row walks them eight trees of a group at a time
     (walk.h WALK_GROUPS; the last group filled up with trees past the model's): trees of
@@ -608,13 +613,12 @@ def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, famil
     output (the sum in tree order) and two. The reference's scores of one-row calls (the
     entry) and leaves of calls of a few rows (the general path, row by row), on rows with
     NaN, zeros, infinities and values next to the thresholds."""
-    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
     rng = np.random.default_rng(50 + n_trees)
     # float32 values only, or 0.1 and 1e-36 among them (no float32: float64 slots)
     thresholds = (-1.0, 0.0, 0.5, 2.0, np.inf, -np.inf) + (() if f32 else (0.1, 1e-36))
     ens = random_ensemble(rng, family, n_trees=n_trees, n_outputs=n_outputs, n_features=5,
                           max_leaves=12, thresholds=thresholds)
-    model = quickscorer.Model(ens)
+    model = quickscorer.Model(ens, tuning=COMPLETE)
     walk = model.prepare("walk")
     assert walk.complete and walk.layout.cfloat == f32
     kind = "complete trees (float32), " if f32 else "complete trees, "
@@ -645,11 +649,10 @@ def test_one_row_walks_complete_trees_eight_at_a_time_exactly(monkeypatch, famil
 
 
 @pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
-def test_groups_of_complete_trees_deeper_than_the_unrolled_depths(monkeypatch, family):
+def test_groups_of_complete_trees_deeper_than_the_unrolled_depths(family):
     """Groups 9 and 10 levels deep (the group walk's copies by depth stop at
     WALK_GROUP_DEPTHS, 8; deeper groups take its loop with the depth a variable), beside
     a group of depth 0 (trees that are one leaf) and of depth 8, in one model."""
-    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
     leaf = build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
                       default_left=[True], missing_type=[0], is_categorical=[False],
                       categories=None, value=[1.5], n_features=2)
@@ -657,7 +660,7 @@ def test_groups_of_complete_trees_deeper_than_the_unrolled_depths(monkeypatch, f
         _chain(10, family)] + [leaf] * 2
     ens = Ensemble(trees=tuple(trees), tree_group=[0] * len(trees), n_outputs=1,
                    n_features=2, family=family, base_score=[0.25])
-    model = quickscorer.Model(ens)
+    model = quickscorer.Model(ens, tuning=COMPLETE)
     walk = model.prepare("walk")
     assert walk.complete
     assert walk._arrays["cdepth"][::8].tolist() == [0, 8, 9, 10]
@@ -674,14 +677,13 @@ def test_groups_of_complete_trees_deeper_than_the_unrolled_depths(monkeypatch, f
                                                ("xgboost", False, False),
                                                ("xgboost", True, False),
                                                ("xgboost", True, True)])
-def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family, f32, dart):
+def test_one_and_two_rows_add_the_leaf_values_group_by_group(family, f32, dart):
     """Where the forest has one output and no linear leaves, the walk's layout takes each
     end slot's leaf value (attach_values: float32 for XGBoost, times the DART weight; float64
     otherwise), and one or two rows add them as each group of eight trees ends
     (WALK_GROUPS_SUM), in tree order: the reference's scores bit for bit, for 1 to 17
     trees (a last group of 1 to 8 trees, whose fill trees add nothing) and rows of 1 to 5.
     Values taken from another forest are never added to this one's scores."""
-    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
     thresholds = (-1.0, 0.0, 0.5, 2.0) + (() if f32 else (0.1,))
     for n_trees in (1, 3, 8, 9, 16, 17):
         rng = np.random.default_rng(900 + n_trees)
@@ -691,7 +693,7 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
             ens = Ensemble(trees=ens.trees, tree_group=ens.tree_group, n_outputs=1,
                            n_features=4, family=family, base_score=ens.base_score,
                            tree_weight=np.round(rng.random(n_trees) + 0.25, 3))
-        model = quickscorer.Model(ens)
+        model = quickscorer.Model(ens, tuning=COMPLETE)
         walk = model.prepare("walk")
         assert walk.complete and walk.layout.cfloat == f32
         values = walk.layout.slot_values
@@ -720,7 +722,7 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
                 assert np.array_equal(np.signbit(got), np.signbit(want[i:i + n]))
         # another forest's values (every leaf doubled) are not this forest's
         doubled = tuple(dataclasses.replace(t, leaf_value=2 * t.leaf_value) for t in ens.trees)
-        other = quickscorer.Model(dataclasses.replace(ens, trees=doubled))
+        other = quickscorer.Model(dataclasses.replace(ens, trees=doubled), tuning=COMPLETE)
         assert walk.layout.attach_values(other.plan.forest)
         assert np.array_equal(walk.layout.slot_values, 2 * values, equal_nan=True)
         for i in range(0, 10):
@@ -733,27 +735,27 @@ def test_one_and_two_rows_add_the_leaf_values_group_by_group(monkeypatch, family
             one = build_tree(left=[-1], right=[-1], root=0, feature=[0], threshold=[0.0],
                              default_left=[True], missing_type=[0], is_categorical=[False],
                              categories=None, value=[1.5], n_features=4)
-            small = quickscorer.Model(dataclasses.replace(ens, trees=(one,) * n_trees))
+            small = quickscorer.Model(dataclasses.replace(ens, trees=(one,) * n_trees),
+                                      tuning=COMPLETE)
             with pytest.raises(ValueError, match="not a leaf of the forest"):
                 walk.layout.attach_values(small.plan.forest)
 
 
-def test_no_leaf_values_are_taken_for_several_outputs_or_linear_leaves(monkeypatch):
+def test_no_leaf_values_are_taken_for_several_outputs_or_linear_leaves():
     """attach_values takes nothing where the walk stores the leaves instead (several
     outputs, linear leaves) or the trees are not laid out complete."""
-    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "1")
     rng = np.random.default_rng(5)
     two = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=10, n_outputs=2,
-                                            max_leaves=6))
+                                            max_leaves=6), tuning=COMPLETE)
     assert two.prepare("walk").complete and two.prepare("walk").layout.slot_values is None
     lin = quickscorer.Model(Ensemble(trees=(linear_tree(),) * 3, tree_group=[0] * 3,
                                      n_outputs=1, n_features=3, family="lightgbm",
-                                     base_score=[0.0]))
+                                     base_score=[0.0]), tuning=COMPLETE)
     walk = lin.prepare("walk")
     assert walk.complete and walk.layout.slot_values is None
     assert not walk.layout.attach_values(lin.plan.forest)
-    monkeypatch.setenv("QUICKSCORER_WALK_COMPLETE", "0")
-    one = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=10, max_leaves=6))
+    one = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=10, max_leaves=6),
+                            tuning=T.replace(walk_complete=False))
     walk = one.prepare("walk")
     assert not walk.complete and not walk.layout.attach_values(one.plan.forest)
 

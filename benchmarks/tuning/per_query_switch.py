@@ -4,11 +4,11 @@ documents, mean 15), one thread.
 
     python -m benchmarks.tuning.per_query_switch
     python -m benchmarks.tuning.per_query_switch --shapes full-uniform-1000x255 --values 2.9,5
-    python -m benchmarks.tuning.per_query_switch --constant RS_AFTER_WALK_MIN_ROWS --values 9,7,5
+    python -m benchmarks.tuning.per_query_switch --constant rs_after_walk_min_rows --values 9,7,5
 
-Each value of ``autoselect.WALK_RS_NODES_PER_STEP`` (or of the ``--constant`` named) prepares
+Each value of ``Tuning.walk_rs_nodes_per_step`` (or of the ``--constant`` named) prepares
 the model once (RapidScorer runs from the model's nodes over that value times a row's steps
-through the walk, at least ``RS_AFTER_WALK_MIN_ROWS``); the prepared models and
+through the walk, at least ``rs_after_walk_min_rows``); the prepared models and
 ``rapidscorer`` forced on every call score the same per-query calls, timed interleaved over
 ``--repeat`` rounds; prints the median and the best round in microseconds per document, and
 each value's first RapidScorer call size.
@@ -35,8 +35,8 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default="full-uniform-1000x255,xgb-depth9-uniform-1000,"
                                        "xgb-depth8-uniform-1000,full-uniform-1000x64")
-    p.add_argument("--constant", default="WALK_RS_NODES_PER_STEP",
-                   choices=["WALK_RS_NODES_PER_STEP", "RS_AFTER_WALK_MIN_ROWS"])
+    p.add_argument("--constant", default="walk_rs_nodes_per_step",
+                   choices=["walk_rs_nodes_per_step", "rs_after_walk_min_rows"])
     p.add_argument("--values", default="2.9,5", help="the constant's values")
     p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--min-rows", type=int, default=5000, help="documents a round")
@@ -45,9 +45,9 @@ def main(argv=None) -> int:
     import quickscorer
     from quickscorer.algorithms import autoselect as A
 
-    kind = float if args.constant == "WALK_RS_NODES_PER_STEP" else int
+    kind = float if args.constant == "walk_rs_nodes_per_step" else int
     values = [kind(v) for v in args.values.split(",")]
-    saved = getattr(A, args.constant)
+    base = quickscorer.current_tuning()
     print(f"# per-query calls, 1 thread, us/doc by {args.constant}: median of {args.repeat} "
           f"interleaved rounds (best); {C.machine()}")
     print("| model | " + " | ".join(f"{v:g} (RapidScorer from)" for v in values)
@@ -57,15 +57,12 @@ def main(argv=None) -> int:
         wl = M.workload(shape, 10_000)
         slices = W.query_slices(wl.X, W.query_sizes(), args.min_rows)
         models, starts = [], []
-        try:
-            for v in values:
-                setattr(A, args.constant, v)
-                m = quickscorer.load(wl.lgb_path)
-                m.predict(slices[0])             # the kernels' choices made under v
-                models.append(m)
-                starts.append(A.walk_rs_min_rows(m.ensemble))
-        finally:
-            setattr(A, args.constant, saved)
+        for v in values:
+            t = base.replace(**{args.constant: v})
+            m = quickscorer.load(wl.lgb_path, tuning=t)
+            m.predict(slices[0])             # the layouts built
+            models.append(m)
+            starts.append(A.rs_min_rows(m.ensemble, "walk", t=t))
         want = models[0].predict(slices[1])
         for m in models[1:]:
             np.testing.assert_array_equal(m.predict(slices[1]), want)

@@ -7,8 +7,8 @@ swept on the matrix's models.
 
 Calls of several 64-document groups a thread walk ``chunk`` groups together through blocks
 of ``block`` KiB of level fields (``rapidscorer.LEVEL_CHUNK``, ``default_level_block_bytes``;
-set here through ``$QUICKSCORER_RS_LV_CHUNK`` and ``$QUICKSCORER_RS_LV_BLOCK_BYTES`` when
-each model is prepared). For each model (``--models``: shapes of ``benchmarks/matrix.py``),
+set here through the tuning table's ``rs_lv_chunk`` and ``rs_lv_block_bytes`` each model is
+prepared with). For each model (``--models``: shapes of ``benchmarks/matrix.py``),
 one prepared model per variant ``chunk:KiB``, all scoring the same rows (the first
 checked equal), timed interleaved in ``--repeat`` rounds of at least 20,000 rows; prints
 each variant's fastest round in microseconds per document (this project's VMs stall whole
@@ -17,7 +17,6 @@ rounds) and its ratio to the fastest variant of the row.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
 
@@ -44,20 +43,13 @@ def main(argv=None) -> int:
           "(ratio to the fastest variant of the row)")
     print("| model | rows per call | " + " | ".join(names) + " |")
     print("| --- | ---: |" + " ---: |" * len(names))
-    saved = {k: os.environ.get(k) for k in ("QUICKSCORER_RS_LV_CHUNK",
-                                             "QUICKSCORER_RS_LV_BLOCK_BYTES")}
+    base = quickscorer.current_tuning()
     for spec in args.models.split(","):
         wl = M.workload(spec, max(int(r) for r in args.rows.split(",")))
-        models = []
-        for chunk, kib in variants:
-            os.environ["QUICKSCORER_RS_LV_CHUNK"] = str(chunk)
-            os.environ["QUICKSCORER_RS_LV_BLOCK_BYTES"] = str(kib << 10)
-            models.append(quickscorer.load(wl.lgb_path, prepare=("rapidscorer",)))
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        models = [quickscorer.load(wl.lgb_path, prepare=("rapidscorer",),
+                                   tuning=base.replace(rs_lv_chunk=chunk,
+                                                       rs_lv_block_bytes=kib << 10))
+                  for chunk, kib in variants]
         X = rows_of(models, wl.X)
         print_rows(wl.name, models, X, [int(r) for r in args.rows.split(",")], args.threads,
                    args.repeat)

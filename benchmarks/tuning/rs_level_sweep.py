@@ -4,19 +4,18 @@ at all.
 
     python -m benchmarks.tuning.rs_level_sweep
     python -m benchmarks.tuning.rs_level_sweep --values 32,48,64 --rows 100,10000 --repeat 7
-    python -m benchmarks.tuning.rs_level_sweep --env QUICKSCORER_RS_LEVELS --values 0,1 \
+    python -m benchmarks.tuning.rs_level_sweep --setting rs_levels --values 0,1 \
         --rows 9,16,32
 
-``--env`` names the setting each model is prepared under, one prepared model per value:
-``QUICKSCORER_RS_LANE_NODES`` (the default; ``rapidscorer.levels.LEVELS_LANE_NODES``: a tree's
-levels go lane by lane from its first level of more than that many nodes) or
-``QUICKSCORER_RS_LEVELS`` (0: the scans, 1: the level path in every group where the model
-allows it; ``rapidscorer.levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``) or
-``QUICKSCORER_RS_VBMI`` (0: the AVX-512 walk a node at a time, 1: by byte permutations where the
-CPU has AVX512_VBMI; equal elsewhere) or ``QUICKSCORER_RS_HALVES`` (1: the AVX-512 walk in two
-256-bit registers a column, as the AVX2 wide path's; 0: in 512-bit registers) or
-``QUICKSCORER_ISA`` (``avx2``, ``avx512``: the whole call on one instruction set, the
-default's choice of group included). For each model
+``--setting`` names the field of the tuning table (``quickscorer.tuning.Tuning``) each model
+is prepared with, one prepared model per value: ``rs_lane_nodes`` (the default: a tree's
+levels go lane by lane from its first level of more than that many nodes) or ``rs_levels``
+(0: the scans, 1: the level path in every group where the model allows it;
+``rapidscorer.levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``) or ``rs_vbmi`` (0: the
+AVX-512 walk a node at a time, 1: by byte permutations where the CPU has AVX512_VBMI; equal
+elsewhere) or ``rs_halves`` (1: the AVX-512 walk in two 256-bit registers a column, as the
+AVX2 wide path's; 0: in 512-bit registers) or ``isa`` (``avx2``, ``avx512``: the whole call on
+one instruction set, the default's choice of group included). For each model
 (``--models``: shapes of ``benchmarks/matrix.py``), all the prepared models score the same
 rows (the first checked equal to the others), timed interleaved in ``--repeat`` rounds of at
 least 20,000 rows each; prints each value's fastest round in microseconds per document (this
@@ -27,7 +26,6 @@ of its levels, all trees together, go lane by lane under each value.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
 
@@ -36,7 +34,7 @@ import numpy as np
 from benchmarks import matrix as M
 from benchmarks.tuning._variants import print_rows, rows_of, timing_args
 
-LANE_NODES = "QUICKSCORER_RS_LANE_NODES"
+LANE_NODES = "rs_lane_nodes"
 
 
 def lane_levels(ens, lane_nodes: int) -> int:
@@ -60,9 +58,9 @@ def main(argv=None) -> int:
                    default="xgb-depth7-uniform-1000,xgb-depth8-uniform-1000,"
                            "xgb-depth9-uniform-1000,xgb-depth10-uniform-1000,"
                            "full-uniform-1000x255-d8,full-uniform-1000x300-d10")
-    p.add_argument("--env", default=LANE_NODES,
-                   help="the setting swept: QUICKSCORER_RS_LANE_NODES, QUICKSCORER_RS_LEVELS, "
-                        "QUICKSCORER_RS_VBMI, QUICKSCORER_RS_HALVES or QUICKSCORER_ISA")
+    p.add_argument("--setting", default=LANE_NODES,
+                   help="the tuning field swept: rs_lane_nodes, rs_levels, rs_vbmi, rs_halves "
+                        "or isa")
     p.add_argument("--values", default="32,40,48,56,64",
                    help="the setting's values, comma-separated")
     timing_args(p, "100,10000")
@@ -72,26 +70,21 @@ def main(argv=None) -> int:
     from quickscorer.algorithms.rapidscorer.levels import level_ratio
     from quickscorer.algorithms.rapidscorer.rapidscorer import RapidScorer
 
-    env = args.env
+    setting = args.setting
     values = args.values.split(",")
+    base = quickscorer.current_tuning()
+    tunings = [base.replace(**{setting: quickscorer.Tuning.parse(setting, v)}) for v in values]
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, "
           f"{args.threads} thread(s); minimum us/doc of {args.repeat} interleaved rounds "
           "(ratio to the fastest value of the row)")
     print("| model | rows per call | " + " | ".join(f"{v}" for v in values) + " |")
     print("| --- | ---: |" + " ---: |" * len(values))
-    saved = os.environ.get(env)
     for spec in args.models.split(","):
         wl = M.workload(spec, max(int(r) for r in args.rows.split(",")))
-        models = []
-        for v in values:
-            os.environ[env] = v
-            models.append(quickscorer.load(wl.lgb_path, prepare=("rapidscorer",)))
-        if saved is None:
-            os.environ.pop(env, None)
-        else:
-            os.environ[env] = saved
+        models = [quickscorer.load(wl.lgb_path, prepare=("rapidscorer",), tuning=t)
+                  for t in tunings]
         X = rows_of(models, wl.X)
-        if env == LANE_NODES:
+        if setting == LANE_NODES:
             print(f"| {wl.name}: lane-by-lane levels | | "
                   + " | ".join(str(lane_levels(models[0].ensemble, int(v))) for v in values)
                   + " |")

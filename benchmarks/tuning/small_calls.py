@@ -16,7 +16,7 @@ on the same batches of distinct rows (a batch ``b`` is rows ``i*b .. (i+1)*b - 1
 cycling), in rounds that alternate the two, and their scores are checked equal.
 ``--kernels`` adds named kernels through their entries (``predict(X, algorithm=name)``) to
 the rounds, which is how the row counts where the automatic choice switches kernels are
-checked (``autoselect.VQS_MIN_ROWS``, ``RS_MIN_ROWS``).
+checked (``Tuning.vqs_min_rows``, ``rs_min_rows``).
 
 ``--amid N`` times each call right after an untimed default call of N other rows of the same
 model, as a service's calls of many sizes come: a kernel whose layout the calls between had

@@ -18,6 +18,7 @@ from ..paper.representations import (
     path_matrix,
     right_matrix,
 )
+from ..tuning import Tuning
 from . import _arithmetic
 from .base import Algorithm
 from .traversal import node_arrays
@@ -84,8 +85,8 @@ class _Arithmetic(Algorithm):
     kind = ""
     code = -1
 
-    def __init__(self, ens: Ensemble, forest: Forest):
-        super().__init__(ens, forest)
+    def __init__(self, ens: Ensemble, forest: Forest, tuning: Tuning | None = None):
+        super().__init__(ens, forest, tuning)
         self._arrays = arithmetic_arrays(ens, self.kind)
         self.layout = _arithmetic.ArithLayout(self._arrays, self.code, ens.n_features)
 

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _kernel
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
+from ..tuning import Tuning, current
 
 
 def aligned_empty(n_rows: int, width: int, dtype, align: int = 64) -> np.ndarray:
@@ -41,6 +42,15 @@ class Algorithm:
     name = "?"
     #: how the node tests are evaluated, for the README and ``Model.info()``
     test_vector = ""
+    #: whether :meth:`predict_small` is a low-latency entry (``Model`` sends the calls of
+    #: fewer than ``Tuning.parallel_min_rows`` rows of a named algorithm to it)
+    small_calls = False
+    #: the call sizes the automatic choice weighs this family for (``autoselect.REGIMES``):
+    #: ``one_row``, ``few_rows``, ``many_rows``, or ``every`` (it takes every call it can
+    #: from :meth:`first_rows` on, whatever the others cost); none: never chosen
+    regimes: tuple[str, ...] = ()
+    #: at equal :meth:`cost` the family of the lower rank runs
+    tie_rank = 1
 
     @classmethod
     def unsupported(cls, ens: Ensemble) -> str | None:
@@ -48,12 +58,34 @@ class Algorithm:
         ``rapidscorer`` scores every model)."""
         return None
 
-    def __init__(self, ens: Ensemble, forest: Forest):
+    @classmethod
+    def facts(cls, ens: Ensemble, t: Tuning) -> dict:
+        """What this family's costs read of ``ens`` (from the node covers the model file
+        holds and its layout's shape), computed once per model by the automatic choice;
+        every family's facts share one dict (``autoselect.Facts``)."""
+        return {}
+
+    @classmethod
+    def cost(cls, regime: str, facts, t: Tuning) -> float | None:
+        """A row's expected cost in ``regime`` on the model of ``facts``, in the unit the
+        families of that regime share (the least runs), or None where the family does not
+        compete there."""
+        return None
+
+    @classmethod
+    def first_rows(cls, before: str, facts, t: Tuning) -> int:
+        """Rows a thread from which this family takes a model's calls over from ``before``,
+        the family of the smaller calls."""
+        return 1
+
+    def __init__(self, ens: Ensemble, forest: Forest, tuning: Tuning | None = None):
         why = self.unsupported(ens)
         if why is not None:
             raise ValueError(f"algorithm {self.name!r} cannot score this model: {why}")
         self.ens = ens
         self.forest = forest
+        #: the switches this layout was built with (``quickscorer.tuning``)
+        self.tuning = current() if tuning is None else tuning
         self.layout = None
         self._arrays: dict = {}
         self._scratch = threading.local()
@@ -106,6 +138,11 @@ class Algorithm:
         """In-order exit leaf of every tree for the rows of X, into out (rows x trees)."""
         _LEAF[X.dtype](self.forest, self.layout, X, out, self._rowbuf(n_threads),
                        self.scratch("kernel", n_threads, self.layout.scratch_words), n_threads)
+
+    def describe(self) -> dict:
+        """Facts of this prepared layout for ``Model.info()`` (its instruction set and the
+        like), keys prefixed by the algorithm's name."""
+        return {}
 
     def arrays(self) -> dict:
         """The layout as numpy arrays, for inspection and ``nbytes``."""

@@ -1,8 +1,8 @@
-"""What the CPU offers the V-QuickScorer scans, and the environment knobs that steer them.
+"""What the CPU offers the kernels.
 
 - instruction sets: ``scalar`` (portable C), ``avx2`` and ``avx512`` on x86-64, ``neon`` on
   AArch64, detected at run time by the kernel (``src/quickscorer/cpu.h``);
-  ``$QUICKSCORER_ISA`` forces one;
+  a model's tuning table (``Tuning.isa``, ``$QUICKSCORER_ISA``) forces one;
 - the per-core L2 cache size (sysfs), which sizes the tree blocks.
 
 The kernels know a path by its code (:data:`ISAS`). Code 1 is the 256-bit path: AVX2 on
@@ -10,8 +10,6 @@ x86-64, and on AArch64 the same kernels compiled through SIMDe into NEON (two 12
 registers for each 256-bit one), named ``neon`` there (:data:`NAMES`).
 """
 from __future__ import annotations
-
-import os
 
 from .. import _config
 from .qs import _vqs
@@ -22,24 +20,13 @@ ISAS = {"scalar": 0, "avx2": 1, "avx512": 2}
 #: whether this build's 256-bit path is NEON (an AArch64 build with SIMDe)
 NEON = "neon" in _config.build_info()["compiled_paths"]
 
-#: the paths by the names users give them (``$QUICKSCORER_ISA``, ``isa=``, ``model.info()``)
+#: the paths by the names users give them (``Tuning.isa``, ``isa=``, ``model.info()``)
 NAMES = {"scalar": 0, "neon": 1} if NEON else dict(ISAS)
 
 #: the widest group of documents per scan on each path, the fastest width measured there;
 #: ``python -m benchmarks.tuning.vqs_variants isa=avx2,lanes=8 isa=avx2,lanes=16`` re-measures it
 #: (NEON takes AVX2's width, unmeasured on an ARM CPU)
 MAX_LANES = {"scalar": 8, "avx2": 16, "avx512": 32, "neon": 16}
-
-
-def env_int(name: str) -> int | None:
-    """``$name`` as an integer, None when unset or empty."""
-    text = os.environ.get(name)
-    if not text:
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"${name} must be an integer, got {text!r}") from None
 
 
 def l2_cache_bytes() -> int:
@@ -52,18 +39,18 @@ def l2_cache_bytes() -> int:
         return 512 * 1024
 
 
-def default_block_bytes() -> int:
-    """Layout bytes per tree block: ``$QUICKSCORER_BLOCK_BYTES``, else half the L2 cache, so
-    that a tree block's thresholds and masks stay in L2 while a document block is scanned
-    against them (block-wise QuickScorer)."""
-    env = env_int("QUICKSCORER_BLOCK_BYTES")
-    return max(1, env) if env is not None else l2_cache_bytes() // 2
+def default_block_bytes(configured: int | None = None) -> int:
+    """Layout bytes per tree block: ``configured`` (``Tuning.block_bytes``), else half the L2
+    cache, so that a tree block's thresholds and masks stay in L2 while a document block is
+    scanned against them (block-wise QuickScorer)."""
+    return max(1, configured) if configured is not None else l2_cache_bytes() // 2
 
 
 def isa_code(name: str | None = None) -> int:
-    """The instruction-set path to run: ``name``, else ``$QUICKSCORER_ISA``, else the widest
-    this CPU has. Raises ``ValueError`` for an unknown name or one the CPU cannot run."""
-    name = name or os.environ.get("QUICKSCORER_ISA") or None
+    """The instruction-set path to run: ``name`` (an argument, or a model's ``Tuning.isa``),
+    else the widest this CPU has. Raises ``ValueError`` for an unknown name or one the CPU
+    cannot run."""
+    name = name or None
     if name is None:
         return int(_vqs.best_isa())
     if name not in NAMES:

@@ -31,6 +31,7 @@ import numpy as np
 from .._forest import Forest
 from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble
 from ..ir.float32 import float32_below, float32_boundary
+from ..tuning import Tuning
 from . import _oblivious
 from .base import Algorithm
 from .cpu import ISAS, isa_code, isa_name
@@ -223,21 +224,30 @@ def oblivious_arrays(ens: Ensemble) -> dict:
 class Oblivious(Algorithm):
     """Oblivious trees scored from their level tests: 32 rows' ranks, then each tree's 32 leaf
     indexes from byte compares, then the leaf values in tree order (AVX2 or portable C,
-    chosen at run time; ``isa=`` or ``$QUICKSCORER_ISA`` forces one). Scores models whose
+    chosen at run time; ``isa=`` or the table's ``isa`` forces one). Scores models whose
     every tree is complete, at most 8 levels deep, with one test a level (the same feature,
     threshold or one-hot category, and missing-value rule across the level), in the source's
     precision (float32 for XGBoost forests, times DART's tree weights)."""
 
     name = "oblivious"
     test_vector = "a leaf index from each level's test, 32 documents a byte compare"
+    small_calls = True
+    # a model of oblivious trees: every call from its first rows, whatever the rest would
+    # choose
+    regimes = ("every",)
+
+    @classmethod
+    def first_rows(cls, before: str, facts, t: Tuning) -> int:
+        return t.oblivious_min_rows
 
     @classmethod
     def unsupported(cls, ens: Ensemble) -> str | None:
         return unsupported(ens)
 
-    def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None):
-        super().__init__(ens, forest)
-        self.isa = isa_code(isa)
+    def __init__(self, ens: Ensemble, forest: Forest, tuning: Tuning | None = None,
+                 isa: str | None = None):
+        super().__init__(ens, forest, tuning)
+        self.isa = isa_code(isa or self.tuning.isa)
         if self.isa == ISAS["avx512"]:      # no AVX-512 path of its own: AVX2's
             self.isa = ISAS["avx2"]
         self._arrays = oblivious_arrays(ens)
@@ -246,6 +256,9 @@ class Oblivious(Algorithm):
     @property
     def isa_name(self) -> str:
         return isa_name(self.isa)
+
+    def describe(self) -> dict:
+        return {"oblivious_instruction_set": self.isa_name}
 
     def predict_raw(self, X, out64, out32, n_threads):
         _RAW[X.dtype](self.forest, self.layout, X, out64, out32,

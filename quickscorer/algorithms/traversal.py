@@ -6,6 +6,7 @@ import numpy as np
 
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
+from ..tuning import Tuning
 from . import _traversal
 from .base import Algorithm
 from .forest import category_tables, node_flags
@@ -37,7 +38,7 @@ class Traversal(Algorithm):
     name = "traversal"
     test_vector = "node by node on the root-to-leaf path"
 
-    def __init__(self, ens: Ensemble, forest: Forest):
-        super().__init__(ens, forest)
+    def __init__(self, ens: Ensemble, forest: Forest, tuning: Tuning | None = None):
+        super().__init__(ens, forest, tuning)
         self._arrays = node_arrays(ens)
         self.layout = _traversal.TraversalLayout(self._arrays, ens.n_features)

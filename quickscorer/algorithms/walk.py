@@ -21,9 +21,10 @@ import numpy as np
 
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
+from ..tuning import Tuning
 from . import _walk
 from .base import Algorithm
-from .cpu import env_int, l2_cache_bytes
+from .cpu import l2_cache_bytes
 from .nodes import coded_categorical, codes_going_left, node_levels
 from .traversal import node_arrays
 
@@ -47,19 +48,19 @@ CHUNK_ROWS_COMPLETE = 48
 #: them (fewer take eight trees a row): 16 rows step together, so a call of fewer leaves
 #: some of them idle, and from 12 rows the complete trees won on deep XGBoost models
 #: (``python -m benchmarks.matrix --shapes xgb-depth9-uniform-1000 --batch 9,12,16
-#: --algorithms walk`` with and without ``QUICKSCORER_WALK_COMPLETE=0``)
+#: --algorithms walk`` with and without ``Tuning.walk_complete=False``)
 COMPLETE_MIN_ROWS = 12
 
 
 def default_block_bytes(complete: bool = False) -> int:
     """Walk nodes (``NODE_DTYPE``) per tree block: twice the L2 cache where the chunks walk
     eight trees a row, half of it where they walk complete trees tree by tree
-    (``$QUICKSCORER_WALK_BLOCK_BYTES`` overrides it). A walk reads a small part of a
+    (``Tuning.walk_block_bytes`` overrides it). A walk reads a small part of a
     block's nodes (about 10 of a tree's 480 on XGBoost depth 10), so the block's rows share
     its top levels in L2 and the rest in L3; a complete tree stays in L1 while the chunk's
     rows walk it. These sizes and CHUNK_ROWS were the fastest on deep XGBoost models
     (``python -m benchmarks.matrix --shapes xgb-depth9-uniform-1000,xgb-depth10-uniform-1000
-    --batch 100,4000 --algorithms walk`` with ``QUICKSCORER_WALK_BLOCK_BYTES``)."""
+    --batch 100,4000 --algorithms walk`` with ``Tuning.walk_block_bytes``)."""
     return l2_cache_bytes() // 2 if complete else 2 * l2_cache_bytes()
 
 
@@ -186,11 +187,14 @@ def group_depths(ens: Ensemble, level: np.ndarray) -> np.ndarray:
     return own.reshape(-1, GROUP_TREES).max(axis=1)
 
 
-def complete_groups(ens: Ensemble) -> np.ndarray | None:
-    """The depths of the groups of complete trees that the walk lays out by default
-    (``walk_arrays`` with ``complete=None``: trees at most COMPLETE_MAX_DEPTH deep, at most
-    COMPLETE_MAX_SLOTS slots per node), or None where it lays out none. A row walking them
-    takes ``GROUP_TREES * depths.sum()`` steps, whatever its values."""
+def complete_groups(ens: Ensemble, complete: bool | None = None) -> np.ndarray | None:
+    """The depths of the groups of complete trees that the walk lays out (``walk_arrays``
+    with ``complete``: None, trees at most COMPLETE_MAX_DEPTH deep and at most
+    COMPLETE_MAX_SLOTS slots per node; True, the depth alone; False, none), or None where it
+    lays out none. A row walking them takes ``GROUP_TREES * depths.sum()`` steps, whatever
+    its values."""
+    if complete is False:
+        return None
     try:
         level = node_levels(ens, COMPLETE_MAX_DEPTH)[0]
     except ValueError:          # too deep
@@ -199,13 +203,53 @@ def complete_groups(ens: Ensemble) -> np.ndarray | None:
     n_trees = ens.trees.node_offset.shape[0] - 1
     in_group = np.minimum(GROUP_TREES, n_trees - GROUP_TREES * np.arange(depths.shape[0]))
     slots = int((in_group * ((1 << depths) - 1)).sum())       # the fill trees' left out
-    return depths if _few_slots(slots, level.shape[0]) else None
+    return depths if complete or _few_slots(slots, level.shape[0]) else None
 
 
 def _few_slots(slots: int, n_nodes: int) -> bool:
     """Whether complete trees of ``slots`` slots (the model's trees', not the fill trees')
     are laid out by default for a model of ``n_nodes`` nodes (COMPLETE_MAX_SLOTS)."""
     return slots <= COMPLETE_MAX_SLOTS * max(1, n_nodes)
+
+
+def special_nodes(ens: Ensemble) -> tuple[int, int]:
+    """The nodes the walk decides one by one before it starts (:func:`walk_arrays`'s special
+    nodes): the categorical splits it decides by a table (``nodes.coded_categorical``) and
+    the others (other categorical splits, NaN and +inf thresholds)."""
+    special = np.flatnonzero(special_mask(ens))
+    coded = int(np.count_nonzero(coded_categorical(ens, special)))
+    return coded, special.shape[0] - coded
+
+
+def expected_path(ens: Ensemble) -> float | None:
+    """The internal nodes on a row's path, summed over the trees, as the training rows went
+    (each node's cover over its tree's root's); None without covers."""
+    if not ens.has_cover:
+        return None
+    node_cover = ens.trees.arrays["node_cover"]
+    node_off = ens.trees.node_offset
+    tree_of = np.repeat(np.arange(ens.n_trees), np.diff(node_off))   # each node's tree
+    root = node_cover[node_off[:-1][tree_of]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.where(root > 0, node_cover / root, 0.0).sum())
+
+
+def row_costs(ens: Ensemble, t: Tuning) -> dict:
+    """A row's cost to the walk, in steps: ``path``, its expected path with
+    ``t.coded_node_steps`` or ``t.special_node_steps`` for each special node (None without
+    covers), and ``steps``, its steps through the complete trees eight at a time where the
+    walk lays them out (``GROUP_TREES`` times each group's depth, ``t.group_coded_steps`` and
+    ``t.group_special_steps`` a special node; else None), with ``float32`` (the complete
+    trees are float32 slots)."""
+    coded, other = special_nodes(ens)
+    path = expected_path(ens)
+    if path is not None:
+        path += t.coded_node_steps * coded + t.special_node_steps * other
+    groups = complete_groups(ens, t.walk_complete)
+    steps = None if groups is None else (GROUP_TREES * int(groups.sum())
+                                         + t.group_coded_steps * coded
+                                         + t.group_special_steps * other)
+    return {"path": path, "steps": steps, "float32": steps is not None and float32_slots(ens)}
 
 
 def walk_block_starts(node_offset: np.ndarray, budget_bytes: int) -> np.ndarray:
@@ -340,22 +384,53 @@ class Walk(Algorithm):
 
     name = "walk"
     test_vector = "node by node on the path, eight trees interleaved without branches"
+    small_calls = True
+    # a row pays for the steps of its path (on complete trees a fixed number a group of
+    # eight), against the false nodes a scan pays for: the families meet where the tuning
+    # table's ratios put them, and at a tie the walk runs
+    regimes = ("one_row", "few_rows")
+    tie_rank = 0
 
-    def __init__(self, ens: Ensemble, forest: Forest, block_bytes: int | None = None,
-                 chunk_rows: int | None = None, complete: bool | None = None):
-        super().__init__(ens, forest)
+    @classmethod
+    def facts(cls, ens: Ensemble, t: Tuning) -> dict:
+        return row_costs(ens, t)
+
+    @classmethod
+    def cost(cls, regime: str, facts, t: Tuning) -> float | None:
+        steps, path = facts.steps, facts.path
+        if regime == "one_row":
+            if steps is not None:
+                return t.group_walk_min_ratio * steps
+            if path is None:
+                return None
+            return t.walk_min_ratio * path if path > 0 or t.walk_min_ratio <= 0 else None
+        if regime == "few_rows" and path is not None:
+            if steps is not None:
+                return 0.0 if t.group_few_rows_keys and facts.float32 else (
+                    t.group_few_rows_ratio * steps)
+            return t.few_rows_walk_ratio * path if path > 0 else None
+        return None
+
+    @classmethod
+    def first_rows(cls, before: str, facts, t: Tuning) -> int:
+        return t.vqs_min_rows
+
+    def __init__(self, ens: Ensemble, forest: Forest, tuning: Tuning | None = None,
+                 block_bytes: int | None = None, chunk_rows: int | None = None,
+                 complete: bool | None = None):
+        super().__init__(ens, forest, tuning)
+        t = self.tuning
         # complete trees (walk_arrays), which one row walks eight trees at a time and the
         # chunks of many rows tree by tree: True where the trees are shallow enough, False
-        # never ($QUICKSCORER_WALK_COMPLETE=0 / 1); None where they also hold at most
+        # never; None (Tuning.walk_complete's default) where they also hold at most
         # COMPLETE_MAX_SLOTS slots per node
-        env = env_int("QUICKSCORER_WALK_COMPLETE")
-        if env is not None:
-            complete = bool(env)
+        if complete is None:
+            complete = t.walk_complete
         arrays = walk_arrays(ens, None, complete)
         #: whether the chunks of rows walk complete trees (complete_arrays)
         self.complete = arrays["cdepth"].shape[0] > 0
         #: walk nodes per tree block of the calls of BLOCKED_MIN_ROWS rows a thread or more
-        self.block_bytes = (block_bytes or env_int("QUICKSCORER_WALK_BLOCK_BYTES")
+        self.block_bytes = (block_bytes or t.walk_block_bytes
                             or default_block_bytes(self.complete))
         arrays["block_starts"] = walk_block_starts(arrays["node_offset"], self.block_bytes)
         self._arrays = arrays
@@ -365,11 +440,14 @@ class Walk(Algorithm):
         # leaves): the layout takes each end slot's value from this forest
         self.layout.attach_values(forest)
         #: rows a thread walks through each tree block together
-        self.chunk_rows = chunk_rows or env_int("QUICKSCORER_WALK_CHUNK_ROWS")
+        self.chunk_rows = chunk_rows or t.walk_chunk_rows
         if not self.chunk_rows:
             fit = 2 * l2_cache_bytes() // (8 * self.layout.chunk_row_words)
             self.chunk_rows = int(min(CHUNK_ROWS_COMPLETE if self.complete else CHUNK_ROWS,
                                       max(16, fit)))
+
+    def describe(self) -> dict:
+        return {"walk_few_rows": self.few_rows, "walk_many_rows": self.many_rows}
 
     @property
     def few_rows(self) -> str:

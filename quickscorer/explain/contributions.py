@@ -23,6 +23,7 @@ from ..algorithms import cpu, oblivious
 from ..algorithms.traversal import node_arrays
 from ..errors import InputError, ModelFormatError
 from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble, release_of
+from ..tuning import Tuning, current
 from . import _shap
 
 METHODS = {"quadrature": _shap.METHOD_QUADRATURE, "treeshap": _shap.METHOD_TREESHAP}
@@ -286,8 +287,10 @@ def _biases(ens: Ensemble, a: dict, expected: np.ndarray, mean32: np.ndarray):
 class Explainer:
     """The contributions layout of one model, built on first use (under a lock)."""
 
-    def __init__(self, ens: Ensemble):
+    def __init__(self, ens: Ensemble, tuning: Tuning | None = None):
         self.ens = ens
+        #: the instruction set and thread pool the calls take (``quickscorer.tuning``)
+        self.tuning = current() if tuning is None else tuning
         self._layout = None
         self._lock = threading.Lock()
 
@@ -331,12 +334,12 @@ class Explainer:
         out32 = np.empty((n if f32 else 0, width), np.float32)
         code = METHODS[method]
 
-        isa = cpu.isa_code(None)
+        isa = cpu.isa_code(self.tuning.isa)
 
         def kernel(x, o64, o32, nt):
             lay.contributions(x, o64, o32, code, nt, isa, interactions)
         if n_threads > 1:
-            threads.run(kernel, X, (out64, out32), n_threads)
+            threads.run(kernel, X, (out64, out32), n_threads, self.tuning.thread_pool)
         else:
             kernel(X, out64, out32, 1)
         return out32 if f32 else out64

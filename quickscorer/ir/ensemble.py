@@ -177,6 +177,37 @@ def constant_tree(value: float, n_features: int, where: str = "tree") -> Tree:
                       cover=[1.0])
 
 
+def _per_node(name: str, arr, dtype, k: int, where: str) -> np.ndarray:
+    """A source field of one entry per node as ``dtype``, or a ModelFormatError naming it."""
+    a = np.asarray(arr)
+    if a.ndim != 1 or a.shape[0] != k:
+        raise ModelFormatError(
+            f"{where}: field '{name}' has {a.size} entries, expected {k} (one per node)")
+    try:
+        return a.astype(dtype, copy=False)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ModelFormatError(f"{where}: field '{name}' is not numeric: {exc}") from None
+
+
+def _canonical_order(left, right, root: int, is_leaf, src_a, where: str):
+    """The internal source nodes breadth-first from the root, and each node's first leaf's
+    in-order position: the walk proves every node reached exactly once (both walks in C,
+    src/quickscorer/ir/_build.pyx)."""
+    bfs, first, problem, bad_node = _build.canonical_order(
+        np.ascontiguousarray(left), np.ascontiguousarray(right), int(root),
+        np.ascontiguousarray(is_leaf).view(np.uint8))
+    if problem == 1:
+        raise ModelFormatError(
+            f"{where}: node {src_a[bad_node]} is reached twice (a cycle or a shared child)")
+    if problem == 2:
+        raise ModelFormatError(f"{where}: node {src_a[bad_node]} is not reachable from the root")
+    internal_ids = np.asarray(bfs, dtype=np.int64)
+    m = internal_ids.shape[0]
+    if left.shape[0] - m != m + 1:  # cannot fail after the walk, kept as the stated invariant
+        raise ModelFormatError(f"{where}: {left.shape[0] - m} leaves for {m} internal nodes")
+    return internal_ids, first
+
+
 def build_tree(
     *,
     left: Sequence[int] | np.ndarray,
@@ -220,14 +251,7 @@ def build_tree(
         raise ModelFormatError(f"{where}: {k} nodes is more than the {MAX_NODES_PER_TREE} allowed")
 
     def per_node(name: str, arr, dtype) -> np.ndarray:
-        a = np.asarray(arr)
-        if a.ndim != 1 or a.shape[0] != k:
-            raise ModelFormatError(
-                f"{where}: field '{name}' has {a.size} entries, expected {k} (one per node)")
-        try:
-            return a.astype(dtype, copy=False)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise ModelFormatError(f"{where}: field '{name}' is not numeric: {exc}") from None
+        return _per_node(name, arr, dtype, k, where)
 
     right = per_node("right", right, np.int64)
     feature_a = per_node("feature", feature, np.int64)
@@ -248,22 +272,9 @@ def build_tree(
             f"{where}: node {src_a[n]} has a child index out of range "
             f"(left={left[n]}, right={right[n]}, nodes={k})")
 
-    # Breadth-first from the root numbers the internal nodes and proves every node is
-    # reached exactly once; the in-order position of each node's first leaf numbers the
-    # leaves left to right (both walks in C, src/quickscorer/ir/_build.pyx).
-    bfs, first, problem, bad_node = _build.canonical_order(
-        np.ascontiguousarray(left), np.ascontiguousarray(right), int(root),
-        np.ascontiguousarray(is_leaf).view(np.uint8))
-    if problem == 1:
-        raise ModelFormatError(
-            f"{where}: node {src_a[bad_node]} is reached twice (a cycle or a shared child)")
-    if problem == 2:
-        raise ModelFormatError(f"{where}: node {src_a[bad_node]} is not reachable from the root")
-    internal_ids = np.asarray(bfs, dtype=np.int64)
+    internal_ids, first = _canonical_order(left, right, root, is_leaf, src_a, where)
     m = internal_ids.shape[0]
     n_leaves = k - m
-    if n_leaves != m + 1:  # cannot fail after the walk above, kept as the stated invariant
-        raise ModelFormatError(f"{where}: {n_leaves} leaves for {m} internal nodes")
 
     new_internal = np.full(k, -1, np.int64)
     new_internal[internal_ids] = np.arange(m)
@@ -294,69 +305,11 @@ def build_tree(
     if not np.isfinite(leaf_vals).all():
         raise ModelFormatError(f"{where}: a leaf value is not finite")
 
-    cat_offsets = np.zeros(m + 1, np.int64)
-    chunks = []
-    categories = categories or {}
-    for j in range(m):
-        if not cat[j]:
-            continue
-        src = int(internal_ids[j])
-        cats = np.asarray(categories.get(src, ()), dtype=np.float64).ravel()
-        if cats.size and (not np.isfinite(cats).all() or (cats != np.trunc(cats)).any()
-                          or cats.min() < 0 or cats.max() > MAX_CATEGORY):
-            raise ModelFormatError(
-                f"{where}: node {src_a[src]} has an invalid category (categories must be "
-                f"integers in [0, {MAX_CATEGORY}])")
-        u = np.unique(cats.astype(np.int64)).astype(np.int32)
-        chunks.append(u)
-        cat_offsets[j + 1] = u.size
-    cat_offsets = np.cumsum(cat_offsets)
-    cat_values = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
-
-    lin = None
-    if linear is not None:
-        const = leaf_vals.copy()
-        offs = np.zeros(n_leaves + 1, np.int64)
-        feats, coeffs = [], []
-        for j, src in enumerate(leaf_ids.tolist()):
-            if src in linear:
-                c0, fs, cs = linear[src]
-                fs = np.asarray(fs, dtype=np.int64).ravel()
-                cs = np.asarray(cs, dtype=np.float64).ravel()
-                if fs.shape != cs.shape:
-                    raise ModelFormatError(
-                        f"{where}: leaf {src_a[src]} has {fs.size} linear features but "
-                        f"{cs.size} coefficients")
-                if fs.size and ((fs < 0) | (fs >= n_features)).any():
-                    raise ModelFormatError(
-                        f"{where}: leaf {src_a[src]} uses a feature out of range in its "
-                        f"linear model")
-                if not (np.isfinite(c0) and np.isfinite(cs).all()):
-                    raise ModelFormatError(f"{where}: leaf {src_a[src]} has a non-finite "
-                                           f"linear coefficient")
-                const[j] = c0
-                feats.append(fs)
-                coeffs.append(cs)
-                offs[j + 1] = fs.size
-            else:
-                feats.append(np.zeros(0, np.int64))
-                coeffs.append(np.zeros(0))
-        lin = LinearLeaves(
-            const=_ro(const),
-            offsets=_ro(np.cumsum(offs)),
-            feature=_ro(np.concatenate(feats).astype(np.int32)),
-            coeff=_ro(np.concatenate(coeffs).astype(np.float64)),
-        )
-
-    node_cover = leaf_cover = None
-    try:
-        cov = np.asarray(cover)
-    except ValueError:        # ragged
-        cov = None
-    if (cov is not None and cov.dtype.kind in "biuf" and cov.shape == (k,)
-            and np.isfinite(cov).all() and (cov >= 0).all()):
-        node_cover = _ro(cov[internal_ids].astype(np.float64))
-        leaf_cover = _ro(cov[leaf_ids].astype(np.float64))
+    cat_offsets, cat_values = _tree_categories(categories or {}, cat, internal_ids, src_a,
+                                               where)
+    lin = None if linear is None else _linear_leaves(linear, leaf_vals, leaf_ids, src_a,
+                                                     n_features, where)
+    node_cover, leaf_cover = _covers(cover, k, internal_ids, leaf_ids)
 
     return Tree(
         feature=_ro(feat.astype(np.int32)),
@@ -375,6 +328,80 @@ def build_tree(
         node_cover=node_cover,
         leaf_cover=leaf_cover,
     )
+
+
+def _tree_categories(categories: dict, cat: np.ndarray, internal_ids: np.ndarray,
+                     src_a: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """The canonical nodes' category lists (``categories`` by source node; ``cat``: which
+    canonical nodes are categorical) as offsets and sorted distinct values."""
+    m = cat.shape[0]
+    cat_offsets = np.zeros(m + 1, np.int64)
+    chunks = []
+    for j in np.flatnonzero(cat).tolist():
+        src = int(internal_ids[j])
+        cats = np.asarray(categories.get(src, ()), dtype=np.float64).ravel()
+        if cats.size and (not np.isfinite(cats).all() or (cats != np.trunc(cats)).any()
+                          or cats.min() < 0 or cats.max() > MAX_CATEGORY):
+            raise ModelFormatError(
+                f"{where}: node {src_a[src]} has an invalid category (categories must be "
+                f"integers in [0, {MAX_CATEGORY}])")
+        u = np.unique(cats.astype(np.int64)).astype(np.int32)
+        chunks.append(u)
+        cat_offsets[j + 1] = u.size
+    cat_values = np.concatenate(chunks) if chunks else np.zeros(0, np.int32)
+    return np.cumsum(cat_offsets), cat_values
+
+
+def _linear_leaves(linear: dict, leaf_vals: np.ndarray, leaf_ids: np.ndarray,
+                   src_a: np.ndarray, n_features: int, where: str) -> LinearLeaves:
+    """The leaves' linear models (``linear`` by source leaf: constant, features,
+    coefficients) in canonical leaf order; a leaf without one keeps its value as constant."""
+    const = leaf_vals.copy()
+    offs = np.zeros(leaf_ids.shape[0] + 1, np.int64)
+    feats, coeffs = [], []
+    for j, src in enumerate(leaf_ids.tolist()):
+        if src not in linear:
+            feats.append(np.zeros(0, np.int64))
+            coeffs.append(np.zeros(0))
+            continue
+        c0, fs, cs = linear[src]
+        fs = np.asarray(fs, dtype=np.int64).ravel()
+        cs = np.asarray(cs, dtype=np.float64).ravel()
+        if fs.shape != cs.shape:
+            raise ModelFormatError(
+                f"{where}: leaf {src_a[src]} has {fs.size} linear features but "
+                f"{cs.size} coefficients")
+        if fs.size and ((fs < 0) | (fs >= n_features)).any():
+            raise ModelFormatError(
+                f"{where}: leaf {src_a[src]} uses a feature out of range in its linear model")
+        if not (np.isfinite(c0) and np.isfinite(cs).all()):
+            raise ModelFormatError(f"{where}: leaf {src_a[src]} has a non-finite "
+                                   f"linear coefficient")
+        const[j] = c0
+        feats.append(fs)
+        coeffs.append(cs)
+        offs[j + 1] = fs.size
+    return LinearLeaves(
+        const=_ro(const),
+        offsets=_ro(np.cumsum(offs)),
+        feature=_ro(np.concatenate(feats).astype(np.int32)),
+        coeff=_ro(np.concatenate(coeffs).astype(np.float64)),
+    )
+
+
+def _covers(cover, k: int, internal_ids: np.ndarray, leaf_ids: np.ndarray):
+    """The nodes' and leaves' covers in canonical order, or (None, None) where ``cover`` is
+    not a finite, non-negative number per source node (covers are advisory: dropped, never
+    refused)."""
+    try:
+        cov = np.asarray(cover)
+    except ValueError:        # ragged
+        return None, None
+    if (cov.dtype.kind in "biuf" and cov.shape == (k,) and np.isfinite(cov).all()
+            and (cov >= 0).all()):
+        return (_ro(cov[internal_ids].astype(np.float64)),
+                _ro(cov[leaf_ids].astype(np.float64)))
+    return None, None
 
 
 class PackedTrees(Sequence):

@@ -350,24 +350,10 @@ def quickscorer_arrays_reference(ens: Ensemble, *,
     e_feat = nodes["feature"][e_node]
     e_cat = nodes["cat"][e_node]
 
-    # --- sorted numerical segments, with a +inf sentinel closing each -------------------------
     num = ~e_cat
-    seg = e_feat[num] * N_SEGMENT_KINDS + kind[e_node[num]]
-    (seg, thr, word), mask = _and_merge(
-        [seg, nodes["threshold"][e_node[num]], e_word[num]], e_mask[num])
-    n_seg = F * N_SEGMENT_KINDS
-    segment_offsets = np.zeros(n_seg + 1, np.int64)
-    np.cumsum(np.bincount(seg, minlength=n_seg) + 1, out=segment_offsets[1:])
-    n_entries = int(segment_offsets[-1])
-    thresholds = np.full(n_entries, np.inf)
-    words = np.zeros(n_entries, np.uint32)
-    masks = np.full(n_entries, _ALL_ONES, np.uint64)
-    pos = np.arange(seg.shape[0]) + seg  # entries are sorted by segment: one sentinel before
-    thresholds[pos] = thr                # each for every earlier segment
-    words[pos] = word
-    masks[pos] = mask
-    trees = np.full(n_entries, -1, np.int32)
-    trees[pos] = np.searchsorted(tree_word_offsets, word, side="right") - 1
+    thresholds, words, masks, trees, segment_offsets = _sorted_segments(
+        F, e_feat[num] * N_SEGMENT_KINDS + kind[e_node[num]], nodes["threshold"][e_node[num]],
+        e_word[num], e_mask[num], tree_word_offsets)
 
     # --- mask lists ------------------------------------------------------------------------------
     dl = nodes["default_left"][e_node]
@@ -384,8 +370,42 @@ def quickscorer_arrays_reference(ens: Ensemble, *,
     zero_sel = ~dl & ~e_cat & (k == SEGMENT_ZERO)
     add(F + e_feat[zero_sel], zero_sel)
     add(2 * F + e_feat[e_cat], e_cat)
+    categories, n_lists = _category_lists(F, packed, nodes, e_node, e_cat, e_feat, add,
+                                          max_category_table_pairs)
+    list_offsets, list_words, list_masks = _lists(
+        np.concatenate(ids), np.concatenate(lw), np.concatenate(lm), n_lists)
+    return _layout_dict(tree_word_offsets, thresholds, words, masks, trees, segment_offsets,
+                        list_offsets, list_words, list_masks, categories,
+                        np.unique(nodes["feature"]).astype(np.int32))
 
-    # --- categorical features: a table per feature, or direct mode ----------------------------
+
+def _sorted_segments(F: int, seg, thr, word, mask, tree_word_offsets):
+    """The numerical entries (segment, threshold, word, mask) AND-merged and sorted into
+    their segments, each closed by a +inf sentinel: thresholds, words, masks, trees (-1 at
+    sentinels) and segment_offsets."""
+    (seg, thr, word), mask = _and_merge([seg, thr, word], mask)
+    n_seg = F * N_SEGMENT_KINDS
+    segment_offsets = np.zeros(n_seg + 1, np.int64)
+    np.cumsum(np.bincount(seg, minlength=n_seg) + 1, out=segment_offsets[1:])
+    n_entries = int(segment_offsets[-1])
+    thresholds = np.full(n_entries, np.inf)
+    words = np.zeros(n_entries, np.uint32)
+    masks = np.full(n_entries, _ALL_ONES, np.uint64)
+    pos = np.arange(seg.shape[0]) + seg  # entries are sorted by segment: one sentinel before
+    thresholds[pos] = thr                # each for every earlier segment
+    words[pos] = word
+    masks[pos] = mask
+    trees = np.full(n_entries, -1, np.int32)
+    trees[pos] = np.searchsorted(tree_word_offsets, word, side="right") - 1
+    return thresholds, words, masks, trees, segment_offsets
+
+
+def _category_lists(F: int, packed, nodes, e_node, e_cat, e_feat, add,
+                    max_category_table_pairs: int):
+    """The categorical features' mask lists (through ``add(list ids, entry selection)``):
+    a table of keys per feature where keys x entries stay within ``max_category_table_pairs``,
+    else direct mode (each node's own list and bitset). Returns the ``category_*`` arrays and
+    the number of lists in all."""
     category_mode = np.zeros(F, np.uint8)
     key_offsets = np.zeros(F + 1, np.int64)
     keys_parts: list[np.ndarray] = []
@@ -419,9 +439,7 @@ def quickscorer_arrays_reference(ens: Ensemble, *,
     cnode_offsets = np.cumsum(cnode_offsets)
     category_keys = np.concatenate(keys_parts) if keys_parts else np.zeros(0, np.int64)
     for first, entries, kj in key_lists:
-        ids.append(3 * F + first + kj)
-        lw.append(e_word[entries])
-        lm.append(e_mask[entries])
+        add(3 * F + first + kj, entries)
 
     # direct mode: each node's own list and bitset (nodes in feature order, as offsets say)
     direct = np.asarray(direct_nodes, np.int64)
@@ -443,10 +461,6 @@ def quickscorer_arrays_reference(ens: Ensemble, *,
             n_bits += bits.shape[0]
     category_bits = np.concatenate(bit_parts) if bit_parts else np.zeros(1, np.uint32)
 
-    n_lists = 3 * F + n_keys + direct.shape[0]
-    list_offsets, list_words, list_masks = _lists(
-        np.concatenate(ids), np.concatenate(lw), np.concatenate(lm), n_lists)
-
     categories = {
         "category_mode": category_mode,
         "category_key_offsets": key_offsets,
@@ -456,6 +470,4 @@ def quickscorer_arrays_reference(ens: Ensemble, *,
         "category_node_nwords": nwords,
         "category_bits": category_bits.astype(np.uint32),
     }
-    return _layout_dict(tree_word_offsets, thresholds, words, masks, trees, segment_offsets,
-                        list_offsets, list_words, list_masks, categories,
-                        np.unique(nodes["feature"]).astype(np.int32))
+    return categories, 3 * F + n_keys + direct.shape[0]

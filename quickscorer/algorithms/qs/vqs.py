@@ -12,19 +12,17 @@ import numpy as np
 
 from ..._forest import Forest
 from ...ir.ensemble import Ensemble
-from ..cpu import MAX_LANES, default_block_bytes, env_int, isa_code, isa_name
+from ...tuning import Tuning
+from ..cpu import MAX_LANES, default_block_bytes, isa_code, isa_name
 from . import _qs, _vqs
 from .layout import block_arrays, entry_trees, with_merge
 from .qs import QuickScorer
-
-#: groups of documents scanned against one tree block before the next block
-DEFAULT_DOC_GROUPS = 8
 
 
 class VQuickScorer(QuickScorer):
     """V-QuickScorer: the QuickScorer layout, scanned for a group of 4, 8, 16 or 32 documents
     at once (``lanes``; by default the widest group the rows per thread fill) on AVX-512, AVX2 or
-    portable C, chosen at run time (force one with ``isa=`` or ``$QUICKSCORER_ISA``).
+    portable C, chosen at run time (force one with ``isa=`` or the table's ``isa``).
 
     Models whose layout exceeds ``block_bytes`` (half the L2 cache by default) are cut into
     consecutive tree blocks, and ``doc_groups`` groups of documents are scanned against one
@@ -39,27 +37,41 @@ class VQuickScorer(QuickScorer):
 
     name = "vqs"
     test_vector = "feature-wise scans of sorted thresholds, 8 to 32 documents per SIMD scan"
+    # the scan's false nodes, for a group of documents at once
+    regimes = ("few_rows",)
 
-    def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
-                 block_bytes: int | None = None, doc_groups: int | None = None,
-                 merge: bool | None = None, lanes: int | None = None,
-                 block_trees: int | None = None):
-        super().__init__(ens, forest)
-        self.isa = isa_code(isa)
+    @classmethod
+    def cost(cls, regime: str, facts, t: Tuning) -> float | None:
+        if regime not in cls.regimes:
+            return None
+        return facts.false if facts.false is not None else 0.0
+
+    @classmethod
+    def first_rows(cls, before: str, facts, t: Tuning) -> int:
+        if before == "quickscorer":         # a group of 4 documents already beats the scan
+            return t.vqs_scan_min_rows
+        if before == "walk" and facts.steps is not None:    # its two rows through the entry
+            return t.group_vqs_min_rows
+        return t.vqs_min_rows
+
+    def __init__(self, ens: Ensemble, forest: Forest, tuning: Tuning | None = None,
+                 isa: str | None = None, block_bytes: int | None = None,
+                 doc_groups: int | None = None, merge: bool | None = None,
+                 lanes: int | None = None, block_trees: int | None = None):
+        super().__init__(ens, forest, tuning)
+        t = self.tuning
+        self.isa = isa_code(isa or t.isa)
         #: a fixed group size, or None: chosen per call from the rows per thread
-        self.lanes = lanes or env_int("QUICKSCORER_LANES") or None
+        self.lanes = lanes or t.lanes or None
         if self.lanes is not None and self.lanes not in _vqs.LANE_CHOICES:
             raise ValueError(f"lanes must be one of {_vqs.LANE_CHOICES}, got {self.lanes}")
         self.max_lanes = self.lanes or MAX_LANES[self.isa_name]
-        self.block_bytes = block_bytes or default_block_bytes()
-        self.doc_groups = doc_groups or env_int("QUICKSCORER_DOC_GROUPS") or DEFAULT_DOC_GROUPS
+        self.block_bytes = block_bytes or default_block_bytes(t.block_bytes)
+        self.doc_groups = doc_groups or t.doc_groups
         if self.doc_groups < 1:
             raise ValueError(f"doc_groups must be >= 1, got {self.doc_groups}")
-        if merge is None:
-            env = env_int("QUICKSCORER_MERGE")
-            merge = False if env is None else bool(env)
-        self.merge = bool(merge)
-        self.block_trees = block_trees or env_int("QUICKSCORER_BLOCK_TREES")
+        self.merge = bool(t.merge if merge is None else merge)
+        self.block_trees = block_trees or t.block_trees
         self._block_arrays: list[dict] = []
         self._lock = threading.Lock()
         self._starts = self._tree_block_starts(ens)
@@ -122,6 +134,9 @@ class VQuickScorer(QuickScorer):
     @property
     def isa_name(self) -> str:
         return isa_name(self.isa)
+
+    def describe(self) -> dict:
+        return {"vqs_instruction_set": self.isa_name}
 
     def lanes_for(self, n_rows: int, n_threads: int) -> int:
         """Documents per scan for a call: the widest group the rows per thread fill."""

@@ -38,30 +38,25 @@ LEVELS_ENDS = LEVELS_MAX_DEPTH
 #: beside the scans (models whose trees have at most 256 leaves), the level path takes trees
 #: of at most this depth: deeper ones walk levels 8 and 9 lane by lane whatever their nodes,
 #: which loses to the scans on depth-limited LightGBM trees; ``python -m benchmarks.matrix
-#: --shapes full-uniform-1000x31-d9,full-uniform-1000x64-d10 --algorithms rapidscorer`` with
-#: ``QUICKSCORER_RS_LEVELS=1`` and ``=0``
+#: --shapes full-uniform-1000x31-d9,full-uniform-1000x64-d10 --algorithms rapidscorer``
+#: beside ``python -m benchmarks.tuning.rs_level_sweep --setting rs_levels --values 0,1``
 LEVELS_SCANS_MAX_DEPTH = LEVELS_BYTE
 
-#: a tree's levels go lane by lane from the first one of more than this many nodes: a level
-#: of that many nodes, walked node by node, costs a group about what a level walked lane by
-#: lane does (levels 8 and 9 always go lane by lane: positions past a byte); 48 to 128 time
-#: within this VM's noise of each other on XGBoost depth 7 to 9:
+#: a tree's levels go lane by lane from the first one of more than this many nodes
+#: (``Tuning.rs_lane_nodes`` is the switch; this the default of the layout functions): a level
+#: that wide costs a group about the same walked node by node or lane by lane;
 #: ``python -m benchmarks.tuning.rs_level_sweep --values 48,64,96,128``
 LEVELS_LANE_NODES = 64
 
 #: the automatic choice (:func:`levels_choice`) walks a model level by level where its trees
-#: hold at least this many nodes a level on average, and in groups of 32 lanes too (calls of
-#: fewer than 33 rows a thread) from LEVELS_NARROW_RATIO: the level path's cost follows the
-#: nodes plus a step a level, so narrow trees keep the scans. At 100 and 10,000 rows the
-#: levels led from 3.52 nodes a level (XGBoost depth 4) and lost at 1.33 (LightGBM's 8-leaf
-#: trees); at 9 to 32 rows they lost at 3.52 (by 8% to 42%) and at 5.27 below 32 rows (5% to
-#: 10%), tied at 5.99 below 32 rows and led from 7.94 (XGBoost depth 6) by 14% to 45%;
-#: ``python -m benchmarks.tuning.rs_level_sweep --env QUICKSCORER_RS_LEVELS --values 0,1
-#: --models xgb-depth4-heavy-1000,xgb-depth5-heavy-1000,xgb-depth5-uniform-1000,
-#: xgb-depth6-heavy-1000,xgb-depth6-uniform-1000,cb-d6-uniform-1000-depthwise,
-#: full-uniform-1000x8 --rows 9,16,32,100,10000``
+#: hold at least LEVELS_MIN_RATIO nodes a level on average, and in groups of 32 lanes too
+#: (calls of fewer than 33 rows a thread) from LEVELS_NARROW_RATIO: the level path's cost
+#: follows the nodes plus a step a level, so narrow trees keep the scans;
+#: ``python -m benchmarks.tuning.rs_level_sweep --setting rs_levels --values 0,1 --models
+#: xgb-depth4-heavy-1000,xgb-depth5-heavy-1000,xgb-depth5-uniform-1000,xgb-depth6-heavy-1000,
+#: xgb-depth6-uniform-1000,cb-d6-uniform-1000-depthwise,full-uniform-1000x8
+#: --rows 9,16,32,100,10000`` (figures: the report pages, under LEVELS_MIN_RATIO)
 LEVELS_MIN_RATIO = 3.0
-
 LEVELS_NARROW_RATIO = 6.0
 
 #: lv_nodes record: the column (rank slot, or slot with its missing lanes sent to a side)
@@ -146,48 +141,13 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
         raise ValueError("categorical splits")
     if ens.has_linear:
         raise ValueError("linear trees")
-    F = ens.n_features
-    packed = ens.trees.arrays
-    S = int(slot_column.shape[0])
     node_offset = np.asarray(ens.trees.node_offset, np.int64)
-    leaf_offset = np.asarray(ens.trees.leaf_offset, np.int64)
     n_trees = node_offset.shape[0] - 1
-    n_nodes = int(node_offset[-1])
     level, pos, leaf_level, leaf_pos = node_levels(ens, min(max_depth, LEVELS_MAX_DEPTH))
     tree_of_node = np.repeat(np.arange(n_trees), np.diff(node_offset))
     depth = np.zeros(n_trees, np.int64)
     np.maximum.at(depth, tree_of_node, level + 1)
-    # the nodes' columns and threshold indices, in the rank slots of rapidscorer.layout
-    feature = np.asarray(packed["feature"], np.int64)
-    threshold = np.asarray(packed["threshold"], np.float64)
-    slot_base = np.searchsorted(slot_column, np.arange(F + 1), side="left")
-    first = rank_offsets[slot_base[feature]]
-    # each node's threshold among its feature's, in one search: the tables are sorted by
-    # (feature, threshold), which complex numbers compare in that order, exactly
-    table = np.empty(rank_thresholds.shape[0], np.complex128)
-    table.real = np.repeat(slot_column, np.diff(rank_offsets))
-    table.imag = rank_thresholds          # (assigned: 1j * inf would be nan + inf j)
-    key = np.empty(n_nodes, np.complex128)
-    key.real = feature
-    key.imag = threshold
-    at = np.searchsorted(table, key)
-    if n_nodes and ((at >= table.shape[0])
-                    | (table[np.minimum(at, max(0, table.shape[0] - 1))] != key)).any():
-        raise ValueError("a node's threshold is not in its feature's rank table")
-    j = at - first
-    slot = slot_base[feature] + j // MAX_THRESHOLDS
-    thr = j % MAX_THRESHOLDS
-    if ens.family == "xgboost":
-        kind = np.full(n_nodes, SEGMENT_NAN, np.int64)
-    else:
-        kind = np.asarray(packed["missing_type"], np.int64)
-    go_right = (np.asarray(packed["default_left"]).view(np.uint8) == 0).astype(np.int64)
-    code = np.where(kind == 0, -1, slot | (kind << 24) | (go_right << 30))
-    combos, inv = np.unique(code[kind != 0], return_inverse=True)
-    col = slot.copy()
-    col[kind != 0] = S + inv
-    if S + combos.shape[0] > 65536:
-        raise ValueError("too many columns for the level-by-level path")
+    col, thr, combos = _node_columns(ens, slot_column, rank_offsets, rank_thresholds)
     # each tree's split: its first level of more than lane_nodes nodes, at most LEVELS_BYTE
     counts = np.zeros((n_trees, LEVELS_ENDS), np.int64)
     np.add.at(counts, (tree_of_node, level), 1)
@@ -218,15 +178,7 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
     at = deep_off[t_low] + np.left_shift(1, level[low]) - np.left_shift(1, split[t_low]) + pos[low]
     deep["col"][at] = col[low]
     deep["thr"][at] = thr[low].astype(np.uint8)
-    slot_count = np.left_shift(1, depth)
-    slot_offset = np.zeros(n_trees + 1, np.int64)
-    np.cumsum(slot_count, out=slot_offset[1:])
-    tree_of_leaf = np.repeat(np.arange(n_trees), np.diff(leaf_offset))
-    leaf_slot = slot_offset[tree_of_leaf] + (leaf_pos << (depth[tree_of_leaf] - leaf_level))
-    slot_leaf = np.zeros(int(slot_offset[-1]), np.uint16)
-    slot_leaf[leaf_slot] = np.arange(leaf_offset[-1]) - leaf_offset[tree_of_leaf]
-    value = np.zeros(int(slot_offset[-1]), np.float64)
-    value[leaf_slot] = np.asarray(packed["leaf_value"], np.float64)
+    slot_offset, slot_leaf, value = _level_slots(ens, depth, leaf_level, leaf_pos)
     xgb = ens.family == "xgboost"      # summed in float32: no float64 copy kept
     return {"lv_nodes": nodes.view(np.uint32), "lv_node_offset": node_off,
             "lv_level_end": level_end.astype(np.uint16).reshape(-1),
@@ -239,6 +191,62 @@ def level_arrays(ens: Ensemble, slot_column: np.ndarray, rank_offsets: np.ndarra
             "lv_value_f32": value.astype(np.float32) if xgb else np.zeros(0, np.float32),
             "lv_combos": combos.astype(np.int32),
             "lv_table": table, "lv_table_offset": table_off}
+
+def _node_columns(ens: Ensemble, slot_column, rank_offsets, rank_thresholds):
+    """Each node's column (its rank slot, or past the ``S`` slots the slot with its missing
+    lanes sent to a side: ``lv_combos``) and its threshold index in that slot, in the rank
+    slots of rapidscorer.layout. Raises ValueError for a threshold not in its feature's rank
+    table, or more columns than the path holds."""
+    packed = ens.trees.arrays
+    S = int(slot_column.shape[0])
+    n_nodes = int(ens.trees.node_offset[-1])
+    feature = np.asarray(packed["feature"], np.int64)
+    threshold = np.asarray(packed["threshold"], np.float64)
+    slot_base = np.searchsorted(slot_column, np.arange(ens.n_features + 1), side="left")
+    first = rank_offsets[slot_base[feature]]
+    # each node's threshold among its feature's, in one search: the tables are sorted by
+    # (feature, threshold), which complex numbers compare in that order, exactly
+    table = np.empty(rank_thresholds.shape[0], np.complex128)
+    table.real = np.repeat(slot_column, np.diff(rank_offsets))
+    table.imag = rank_thresholds          # (assigned: 1j * inf would be nan + inf j)
+    key = np.empty(n_nodes, np.complex128)
+    key.real = feature
+    key.imag = threshold
+    at = np.searchsorted(table, key)
+    if n_nodes and ((at >= table.shape[0])
+                    | (table[np.minimum(at, max(0, table.shape[0] - 1))] != key)).any():
+        raise ValueError("a node's threshold is not in its feature's rank table")
+    j = at - first
+    slot = slot_base[feature] + j // MAX_THRESHOLDS
+    if ens.family == "xgboost":
+        kind = np.full(n_nodes, SEGMENT_NAN, np.int64)
+    else:
+        kind = np.asarray(packed["missing_type"], np.int64)
+    go_right = (np.asarray(packed["default_left"]).view(np.uint8) == 0).astype(np.int64)
+    code = np.where(kind == 0, -1, slot | (kind << 24) | (go_right << 30))
+    combos, inv = np.unique(code[kind != 0], return_inverse=True)
+    col = slot.copy()
+    col[kind != 0] = S + inv
+    if S + combos.shape[0] > 65536:
+        raise ValueError("too many columns for the level-by-level path")
+    return col, j % MAX_THRESHOLDS, combos
+
+
+def _level_slots(ens: Ensemble, depth, leaf_level, leaf_pos):
+    """Each tree's ``2^depth`` end slots (offsets), the tree's own number of the leaf each
+    stands for and its value (float64)."""
+    leaf_offset = np.asarray(ens.trees.leaf_offset, np.int64)
+    n_trees = leaf_offset.shape[0] - 1
+    slot_offset = np.zeros(n_trees + 1, np.int64)
+    np.cumsum(np.left_shift(1, depth), out=slot_offset[1:])
+    tree_of_leaf = np.repeat(np.arange(n_trees), np.diff(leaf_offset))
+    leaf_slot = slot_offset[tree_of_leaf] + (leaf_pos << (depth[tree_of_leaf] - leaf_level))
+    slot_leaf = np.zeros(int(slot_offset[-1]), np.uint16)
+    slot_leaf[leaf_slot] = np.arange(leaf_offset[-1]) - leaf_offset[tree_of_leaf]
+    value = np.zeros(int(slot_offset[-1]), np.float64)
+    value[leaf_slot] = np.asarray(ens.trees.arrays["leaf_value"], np.float64)
+    return slot_offset, slot_leaf, value
+
 
 def level_ratio(arrays: dict) -> float:
     """A layout's nodes per level of its trees (0 without the level fields): those walked

@@ -13,7 +13,6 @@ slots (``rapidscorer.ranks.fold_halves``).
 """
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 
@@ -21,8 +20,9 @@ import numpy as np
 
 from ..._forest import Forest
 from ...ir.ensemble import Ensemble
+from ...tuning import Tuning
 from ..base import Algorithm
-from ..cpu import ISAS, env_int, isa_code, isa_name, l2_cache_bytes
+from ..cpu import ISAS, isa_code, isa_name, l2_cache_bytes
 from . import _rapidscorer
 from .layout import (
     MAX_LEAVES,
@@ -33,7 +33,7 @@ from .layout import (
     tree_bytes,
     unsupported,
 )
-from .levels import LEVELS_LANE_NODES, levels_choice, no_level_fields
+from .levels import levels_choice, no_level_fields
 
 
 def default_block_bytes() -> int:
@@ -41,7 +41,7 @@ def default_block_bytes() -> int:
     group's segments are scanned): a quarter of the L2 cache, the size that was best in the
     worst case over six 1,000-tree models at 100 and 10,000 rows
     (``python -m benchmarks.tuning.rs_blocks``).
-    ``$QUICKSCORER_RS_BLOCK_BYTES`` overrides it."""
+    ``Tuning.rs_block_bytes`` overrides it."""
     return l2_cache_bytes() // 4
 
 
@@ -52,18 +52,11 @@ def default_level_block_bytes() -> int:
     return l2_cache_bytes() // 4
 
 
-#: groups a thread walks through each tree block of the level path together (their columns:
-#: 17 KB a group of 64 on XGBoost's 136-feature models of benchmarks/matrix.py), at most
-#: LEVEL_CHUNK_BYTES of columns. Every chunk reads the level fields of all the trees (8 KB a
-#: tree of depth 10), so larger chunks read them fewer times; 64 was
-#: within a few percent of the best chunk on every deep model, on 1 and 2 threads
+#: groups a thread walks through each tree block of the level path together, at most
+#: ``Tuning.rs_lv_chunk_bytes`` of columns: every chunk reads the level fields of all the
+#: trees, so larger chunks read them fewer times
 #: (``python -m benchmarks.tuning.rs_level_chunks``)
 LEVEL_CHUNK = 64
-
-#: a level chunk's columns stay within this many bytes, so that models of many features take
-#: smaller chunks (a choice, not a measurement: about a core's share of a server's L3 cache;
-#: 136-feature models take 64 groups, 1.1 MiB)
-LEVEL_CHUNK_BYTES = 2 << 20
 
 #: on AVX-512, calls with fewer rows per thread run on the 32-lane path
 WIDE_MIN_ROWS = 48
@@ -100,6 +93,34 @@ class RapidScorer(Algorithm):
     name = "rapidscorer"
     test_vector = ("feature-wise scans of sorted threshold ranks, 32 or 64 documents per "
                    "SIMD scan, byte-wise masks")
+    small_calls = True
+    # groups of 32 or 64 documents: every call of enough rows, where it scores the model
+    regimes = ("many_rows",)
+
+    @classmethod
+    def cost(cls, regime: str, facts, t: Tuning) -> float | None:
+        return 0.0 if regime in cls.regimes else None
+
+    @classmethod
+    def first_rows(cls, before: str, facts, t: Tuning) -> int:
+        """After the walk, from the model's nodes over ``t.walk_rs_nodes_per_step`` times a
+        row's steps through it (complete trees' steps, else its expected path), rounded up,
+        between ``t.rs_after_walk_min_rows`` and ``t.rs_after_walk_max_rows`` (the least
+        without covers); after vqs by the trees' mean number of leaves
+        (``t.rs_small_trees_min_rows``, and on the ``avx2`` path ``t.rs_avx2_trees_min_rows``),
+        else ``t.rs_min_rows``."""
+        if before == "walk":
+            steps = facts.steps if facts.steps is not None else facts.path
+            if not steps or steps <= 0:
+                return t.rs_after_walk_min_rows
+            rows = int(np.ceil(facts.nodes / (t.walk_rs_nodes_per_step * steps)))
+            return min(t.rs_after_walk_max_rows, max(t.rs_after_walk_min_rows, rows))
+        for most, rows in t.rs_small_trees_min_rows:
+            if facts.mean_leaves <= most:
+                return rows
+        if facts.isa == "avx2" and facts.mean_leaves <= t.rs_avx2_trees_min_rows[0]:
+            return t.rs_avx2_trees_min_rows[1]
+        return t.rs_min_rows
 
     @classmethod
     def unsupported(cls, ens: Ensemble) -> str | None:
@@ -109,41 +130,38 @@ class RapidScorer(Algorithm):
                 _UNSUPPORTED[ens] = None if why is None else f"{why} ('vqs' scores every model)"
             return _UNSUPPORTED[ens]
 
-    def __init__(self, ens: Ensemble, forest: Forest, isa: str | None = None,
-                 block_bytes: int | None = None, wide: bool = True, mirror: bool = True,
-                 levels: bool | None = None, vbmi: bool | None = None,
-                 halves: bool | None = None):
-        super().__init__(ens, forest)
-        self.isa = rs_isa_code(isa)
-        #: the path named by isa= or $QUICKSCORER_ISA, used for every call; else None
-        self.fixed_isa = isa or os.environ.get("QUICKSCORER_ISA") or None
+    def __init__(self, ens: Ensemble, forest: Forest, tuning: Tuning | None = None,
+                 isa: str | None = None, block_bytes: int | None = None, wide: bool = True,
+                 mirror: bool | None = None, levels: bool | None = None,
+                 vbmi: bool | None = None, halves: bool | None = None):
+        super().__init__(ens, forest, tuning)
+        t = self.tuning
+        self.isa = rs_isa_code(isa or t.isa)
+        #: the path named by isa= or the table's isa, used for every call; else None
+        self.fixed_isa = isa or t.isa or None
         #: on AVX2, whether calls of AVX2_WIDE_MIN_ROWS rows per thread or more run groups of 64
         #: documents (two registers per byte row); False keeps every group at 32
         self.wide = bool(wide) and self.isa == ISAS["avx2"]
         #: the widest path calls may take, which sizes the tree blocks and the scratch space
         self.widest = AVX2_WIDE if self.wide else self.isa
         self.lanes = int(_rapidscorer.lanes_of(self.widest))
-        self.block_bytes = (block_bytes or env_int("QUICKSCORER_RS_BLOCK_BYTES")
-                            or default_block_bytes())
+        self.block_bytes = block_bytes or t.rs_block_bytes or default_block_bytes()
         #: the level path walks a tree lane by lane from its first level of more than this
-        #: many nodes (rapidscorer.levels.LEVELS_LANE_NODES; $QUICKSCORER_RS_LANE_NODES)
-        lane_nodes = env_int("QUICKSCORER_RS_LANE_NODES")
-        self.lane_nodes = LEVELS_LANE_NODES if lane_nodes is None else max(0, lane_nodes)
+        #: many nodes (Tuning.rs_lane_nodes)
+        self.lane_nodes = t.rs_lane_nodes
         #: on AVX-512, whether the level walk takes AVX512_VBMI's byte permutations where the
-        #: CPU has them (rapidscorer/levels.h rs_lv_tree_avx512v); False, or
-        #: $QUICKSCORER_RS_VBMI=0, compares a node at a time
-        self.vbmi = (env_int("QUICKSCORER_RS_VBMI") != 0) if vbmi is None else bool(vbmi)
+        #: CPU has them (rapidscorer/levels.h rs_lv_tree_avx512v); False compares a node at a
+        #: time
+        self.vbmi = t.rs_vbmi if vbmi is None else bool(vbmi)
         #: on AVX-512, whether the level walk runs as the AVX2 wide path's, two 256-bit
-        #: registers a column: True, False, or None ($QUICKSCORER_RS_HALVES=0 or 1, else as
-        #: the CPU is best served: on CPUs that split 512-bit operations, rapidscorer/levels.h
-        #: rs_lv_halves_default)
-        if halves is None and env_int("QUICKSCORER_RS_HALVES") is not None:
-            halves = env_int("QUICKSCORER_RS_HALVES") != 0
-        self.halves = halves
-        # trees of more than 256 leaves: the level path alone (no scans; levels=False and
-        # $QUICKSCORER_RS_LEVELS=0 cannot apply)
+        #: registers a column: True, False, or None (as the CPU is best served: on CPUs that
+        #: split 512-bit operations, rapidscorer/levels.h rs_lv_halves_default)
+        self.halves = t.rs_halves if halves is None else halves
+        # trees of more than 256 leaves: the level path alone (no scans; levels=False cannot
+        # apply)
         self.levels_only = ens.n_trees > 0 and int(ens.n_leaves.max()) > MAX_LEAVES
-        env = env_int("QUICKSCORER_RS_LEVELS")
+        if levels is None:
+            levels = t.rs_levels
         if self.levels_only:
             if levels is False:
                 raise ValueError("this model's trees have more than "
@@ -156,15 +174,13 @@ class RapidScorer(Algorithm):
             self._finish(ens, arrays, 0, 1)
             return
         starts = block_starts_for(tree_bytes(ens), self.block_bytes, self.lanes)
-        # mirrored nodes (rapidscorer.layout): False, or $QUICKSCORER_RS_MIRROR=0, scores with
-        # every node's left subtree first (a smaller layout, no copy of the leaf values)
-        if env_int("QUICKSCORER_RS_MIRROR") == 0:
-            mirror = False
+        # mirrored nodes (rapidscorer.layout): False scores with every node's left subtree
+        # first (a smaller layout, no copy of the leaf values)
+        if mirror is None:
+            mirror = t.rs_mirror
         # trees of depth <= 10 level by level (rapidscorer.levels.level_arrays) instead of the
         # scans: None chooses (rapidscorer.levels.levels_choice), True walks every group of a
-        # model it can, False (or $QUICKSCORER_RS_LEVELS=0; =1 for True) keeps the scans
-        if env is not None:
-            levels = bool(env)
+        # model it can, False keeps the scans
         arrays = rapidscorer_arrays(ens, starts, mirror, levels is not False, self.lane_nodes)
         min_lanes = levels_choice(arrays, levels)
         if min_lanes == 0:
@@ -173,19 +189,19 @@ class RapidScorer(Algorithm):
 
     def _finish(self, ens: Ensemble, arrays: dict, min_lanes: int, n_blocks: int):
         """Wrap the layout's arrays (read-only) for the kernel, the level path's trees in
-        blocks of default_level_block_bytes() ($QUICKSCORER_RS_LV_BLOCK_BYTES) walked by
-        chunks of LEVEL_CHUNK groups, fewer where their columns would pass LEVEL_CHUNK_BYTES
-        ($QUICKSCORER_RS_LV_CHUNK)."""
+        blocks of default_level_block_bytes() (Tuning.rs_lv_block_bytes) walked by chunks of
+        LEVEL_CHUNK groups, fewer where their columns would pass Tuning.rs_lv_chunk_bytes
+        (Tuning.rs_lv_chunk)."""
+        t = self.tuning
         #: bytes of level fields per tree block of the level path
-        self.level_block_bytes = (env_int("QUICKSCORER_RS_LV_BLOCK_BYTES")
-                                  or default_level_block_bytes())
+        self.level_block_bytes = t.rs_lv_block_bytes or default_level_block_bytes()
         if arrays["lv_depth"].shape[0]:
             arrays["lv_block_starts"] = level_block_starts(arrays, self.level_block_bytes)
         #: the most groups a thread walks through each tree block of the level path together
         group = _rapidscorer.chunk_group_bytes(
             64, arrays["slot_column"].shape[0] + arrays["lv_combos"].shape[0])
-        self.level_chunk = max(1, env_int("QUICKSCORER_RS_LV_CHUNK")
-                               or min(LEVEL_CHUNK, LEVEL_CHUNK_BYTES // group))
+        self.level_chunk = max(1, t.rs_lv_chunk
+                               or min(LEVEL_CHUNK, t.rs_lv_chunk_bytes // group))
         self._arrays = arrays
         #: whether the layout's leaf order puts some nodes' right subtree first
         #: (rapidscorer.layout)
@@ -213,6 +229,10 @@ class RapidScorer(Algorithm):
     @property
     def isa_name(self) -> str:
         return isa_name(self.isa)
+
+    def describe(self) -> dict:
+        return {"rapidscorer_instruction_set": self.isa_name,
+                "rapidscorer_documents_per_group": self.groups}
 
     @property
     def groups(self) -> str:

@@ -512,7 +512,7 @@ cdef inline int64_t _chunk_stride(int64_t lanes, int64_t n_cols) noexcept nogil:
 def chunk_group_bytes(int64_t lanes, int64_t n_cols):
     """Scratch bytes one group of ``lanes`` lanes takes in a level chunk of a layout of
     ``n_cols`` level columns (rank slots and combos): what sizes the chunks
-    (rapidscorer.rapidscorer.LEVEL_CHUNK_BYTES)."""
+    (Tuning.rs_lv_chunk_bytes)."""
     return _chunk_stride(lanes, n_cols)
 
 
@@ -548,7 +548,7 @@ cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
                             const uint8_t* ranks, const uint64_t* skip, const uint8_t* codes,
                             uint8_t* state) noexcept nogil:
     """Leave in state the byte rows of block b's trees for the group (missing values take
-    their default sides in the scan: rs_layout's half-features; then the categorical
+    their default sides in the scan: rapidscorer.layout's half-features; then the categorical
     nodes, on the group's codes)."""
     cdef int64_t t0 = r.block_starts[b]
     cdef int64_t n_bytes = r.tree_byte_offsets[r.block_starts[b + 1]] - r.tree_byte_offsets[t0]
