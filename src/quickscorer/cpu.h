@@ -193,7 +193,8 @@ static inline int cpu_isa_available(int isa) { return isa == CPU_ISA_SCALAR; }
 
 /* whether the CPU runs a 512-bit operation as two 256-bit halves: AMD family 0x19 with
  * AVX-512 (Zen 4). There an AVX-512 loop is no wider than an AVX2 loop of two registers, and
- * may cost more (rapidscorer/levels.h's level walk: 10% to 22% more time). */
+ * may cost more (rapidscorer/levels.h's level walk; the command above rs_lv_halves_default
+ * re-measures it). */
 #if CPU_NATIVE_X86
 #include <cpuid.h>
 static inline int cpu_splits_512(void)

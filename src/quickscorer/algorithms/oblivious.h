@@ -282,11 +282,8 @@ static inline void obl_bucket_count_f32_avx2(const float* xt, const float* tab, 
 /* xt's 8 x 8 block of columns c0 .. c0 + 7, whose features are f0 .. f0 + 7, and rows
  * l0 .. l0 + 7: each row's 8 values converted in two instructions (the IEEE conversion of
  * _mm_cvtsd_ss, four values at a time), the block transposed in registers and stored a
- * column at a time, the next group's same rows prefetched. A value at a time (a load, a
- * conversion and a store each) took about half of obl_ranks_f32_avx2's time on CatBoost's
- * 1,000 trees of depth 6, every column a feature of its own (perf record -e cpu-clock); with
- * the blocks, their rows read along, the prefetch and the bucketed counts: 8% to 12% less time
- * on the CatBoost models at 100 and 10,000 rows, the buckets alone 1% to 3% (python
+ * column at a time, the next group's same rows prefetched, where a value at a time takes a
+ * load, a conversion and a store each (python
  * benchmarks/experiments/builds_ab.py --before <the former build> --shapes
  * cb-d6-uniform-1000,cb-d8-heavy-300,cb-d6-uniform-500-mc3 --rows 100,10000) */
 CPU_TARGET("avx2") __attribute__((always_inline))
@@ -458,10 +455,10 @@ static inline __m256d obl_leaves4_w(const double* lv, uint64_t w)
 
 /* obl_add_avx2_n for a whole group of 32 lanes: the sums in eight named registers (the
  * compiler keeps an array of them in memory, a load and a store a tree each), and the leaf
- * numbers taken from the register eight at a time as 64-bit words and split by shifts (it
- * extracted them a byte at a time, two operations each): 7% and 11% less time on CatBoost
- * depth 6 and 8 at 10,000 rows (python -m benchmarks.experiments.builds_ab --before <the
- * former build> --shapes cb-d6-uniform-1000,cb-d8-heavy-300) */
+ * numbers taken from the register eight at a time as 64-bit words and split by shifts, where
+ * extracting them a byte at a time takes two operations each (python -m
+ * benchmarks.experiments.builds_ab --before <the former build> --shapes
+ * cb-d6-uniform-1000,cb-d8-heavy-300) */
 CPU_TARGET("avx2") __attribute__((always_inline))
 static inline void obl_add_avx2_32(const obl_view* v, const uint8_t* ranks,
                                    const double* leaf_value, const int64_t* leaf_off,
@@ -857,9 +854,8 @@ static inline void obl_ranks(int isa, const obl_view* v, const double* rows, int
  * least). A block of groups is scored a block of trees at a time, each block of trees added
  * to every group before the next, so that its leaf values are read from the cache where the
  * whole model's do not fit (300 trees of depth 8: 600 KB); each row still adds its trees in
- * order. 16 KB and 32 KB ranked alike, one block (0) 3% slower on 1,000 trees of depth 6
- * and 8% on 300 of depth 8; python -m benchmarks.experiments.oblivious_floor
- * --leaf-block 0,16384,32768 --block-groups 8 */
+ * order. The size is re-measured against 32 KB and a single block (0) by python -m
+ * benchmarks.experiments.oblivious_floor --leaf-block 0,16384,32768 --block-groups 8 */
 #ifndef OBL_LEAF_BLOCK
 #define OBL_LEAF_BLOCK 16384
 #endif

@@ -7,8 +7,8 @@
  * the walk. In the table the walk reads (_walk.walk_tables) a child is the byte offset of its
  * record from the table's first node: a node's (>= 0), or a leaf's record's (< 0), so a step
  * adds the offset to the table's address, where an index would be scaled by the record's 24
- * bytes first (two more instructions on each step's chain of loads: 8% to 12% of the walk's
- * time, python -m benchmarks.experiments.walk_groups_floor on the leaf-wise models).
+ * bytes first (two more instructions on each step's chain of loads; python -m
+ * benchmarks.experiments.walk_groups_floor on the leaf-wise models).
  *
  * Eight cursors walk their own trees (cursor k takes trees k, k + 8, k + 16, ...), their
  * eight independent chains of loads overlapping where a single walk waits on each. A leaf
@@ -44,9 +44,8 @@ typedef struct {
 /* One cursor's step: the node at offset q to its child (a leaf's record to itself). On
  * x86-64 with GCC or Clang both children are loaded beside the value and the compare's flags
  * pick one by a conditional move (cmova: x > thr, ordered), so no load waits on the compare,
- * where indexing kid[] by the bit put a load after it on the chain: the walk alone took 8% to
- * 11% less time (medians) on leaf-wise models of 1,000 trees of 31 and 64 leaves on Zen 3
- * (python -m benchmarks.experiments.walk_groups_floor --shapes ltr-1000x64,full-uniform-1000x31
+ * where indexing kid[] by the bit puts a load after it on the chain (python -m
+ * benchmarks.experiments.walk_groups_floor --shapes ltr-1000x64,full-uniform-1000x31
  * --rounds 15: eight_cursors against eight_cursors_indexed, the step WALK_MOVE_INDEXED, which
  * other compilers and CPUs take). */
 #define WALK_MOVE_INDEXED(q)                                                                 \
@@ -89,7 +88,7 @@ typedef struct {
 
 /* Steps between harvests. A step costs 8 instructions in gcc's code, a harvest about 9 a
  * cursor: harvesting after every step spends more on the harvests than on the steps, where a
- * cursor that waits up to WALK_HARVEST - 1 steps on its leaf wastes less; 3 was the fastest
+ * cursor that waits up to WALK_HARVEST - 1 steps on its leaf wastes less; 3 is the fastest
  * of 1 to 4 on leaf-wise models (python -m benchmarks.experiments.walk_groups_floor, which
  * times each K). */
 #define WALK_HARVEST 3
@@ -238,12 +237,10 @@ WALK_COMPLETE(walk_complete32, walk_cnode32, uint32_t, WALK_KEY_RIGHT)
  * values' keys; on x86-64 with GCC four instructions, the slot's address taken by
  * each load from I (no address computed), the compare's carry flag the step's bit and
  * `adc I, I` the step (2 I + bit), where the compiler's code computes the bit and the address
- * in seven to nine. Against the same walks with WALK_THR_STEP on float32 slots, one row took
- * 1.15x and two rows 1.3x less time through 1,000 complete trees of depth 6 or 8 on Zen 3
- * (python -m benchmarks.experiments.walk_groups_floor --shapes ydf-uniform-d7,
+ * in seven to nine (measured against the same walks with WALK_THR_STEP on float32 slots:
+ * python -m benchmarks.experiments.walk_groups_floor --shapes ydf-uniform-d7,
  * xgb-depth8-uniform-1000 --rounds 15: groups and pairs against float_groups and
- * float_pairs); the 0-based float walk these replaced took 1.4x to 1.7x their time. The
- * "memory" clobber keeps the steps after the stores of the row they read. */
+ * float_pairs). The "memory" clobber keeps the steps after the stores of the row they read. */
 #define WALK_THR_STEP(NODE, BASE, OFF, X, I)                                                 \
     {                                                                                        \
         const NODE* p_ = (BASE) + (OFF) + (I);                                               \
@@ -285,10 +282,8 @@ WALK_COMPLETE(walk_complete32, walk_cnode32, uint32_t, WALK_KEY_RIGHT)
 
 /* The steps of a group's walks: W trees of one depth (tree k's slots from base + k span),
  * index i[k] of tree k, one row's expanded values x; or eight trees and two rows (i[], j[]).
- * Sixteen chains (W 16, or two rows) spill some indices to the stack, and still take less
- * time than eight where the nodes outgrow the L2 cache (the key steps too: 1.05x to 1.25x
- * less for two to five rows through 1,000 trees of depth 6 and 8 on Zen 3 than four trees
- * of the two rows at a time). */
+ * Sixteen chains (W 16, or two rows) spill some indices to the stack, yet keep twice as many
+ * loads in flight as eight where the nodes outgrow the L2 cache, for the key steps too. */
 #define WALK_ROW_STEPS(STEP, NODE, BASE, SPAN, DEPTH, X, I, W)                               \
     for (int l = 0; l < (DEPTH); ++l)                                                        \
         for (int k = 0; k < (W); ++k)                                                        \
@@ -365,11 +360,9 @@ WALK_GROUPS2(walk_groups_pair32, walk_cnode32, uint32_t, WALK_KEY_STEP)
  * dependent addition a tree; added group by group the chain overlaps the next group's loads.
  * Two consecutive groups of one depth (the usual case: depth-wise trees) walk together, 16
  * chains of loads in flight where 8 wait on the cache when the nodes outgrow the L2 cache
- * (32 trees at a time spill the indices; benchmarks/experiments/walk_values.py; with the key
- * steps too, 1.2x to 1.3x less time than eight at one row through 1,000 trees of depth 6
- * and 8 on Zen 3). NODE /
- * VALUE / STEP as WALK_GROUPS; ACC: the score's type (float for XGBoost's float32 sums,
- * double otherwise). */
+ * (for the key steps too; 32 trees at a time spill the indices;
+ * benchmarks/experiments/walk_values.py). NODE / VALUE / STEP as WALK_GROUPS; ACC: the
+ * score's type (float for XGBoost's float32 sums, double otherwise). */
 #define WALK_SUM_MAX 16
 #define WALK_GROUPS_SUM(NAME, NODE, VALUE, ACC, STEP)                                \
 WALK_INLINE void NAME##_group(const NODE* base, const ACC* slot_value, int depth,         \

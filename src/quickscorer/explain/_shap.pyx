@@ -389,8 +389,8 @@ cdef class ShapLayout:
 cdef enum:
     # the most bytes a block's interaction sums may take before rows go one at a time
     PAIR_BLOCK_BYTES = 64 << 20
-    # the most rows of a block that take one walk each rather than the block's: a lone row
-    # costs about a third of an eight-lane block on AMD Zen 3 with AVX2
+    # the most rows of a block that take one walk each rather than the block's: up to this
+    # many rows, a walk each costs less than the block's one eight-lane walk
     # (python -m benchmarks.contributions --batch 1,2,3,8)
     ROW_WALKS = 2
 

@@ -183,8 +183,8 @@ cdef inline void sum_exits(const QSView* q, const ForestView* f, const uint64_t*
                            double* o64, float* o32) noexcept nogil:
     """The one score of a model without linear leaves, kept in a register while the trees'
     exit leaves are added in tree order: the additions of emit, without a store and reload
-    of the score per tree on the chain of additions (one-row calls 3.5% to 12% faster on
-    the 1,000-tree models of benchmarks/matrix.py, medians of 8 alternating runs)."""
+    of the score per tree on the chain of additions (one-row calls on the 1,000-tree models
+    of benchmarks/matrix.py, medians of 8 alternating runs)."""
     cdef int64_t t
     cdef double acc
     cdef float acc32

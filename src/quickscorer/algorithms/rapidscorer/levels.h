@@ -18,9 +18,9 @@ static inline int rs_lv_vbmi_available(void)
 /* whether the level path's AVX-512 calls walk their trees as the AVX2 wide path does, two
  * 256-bit registers a column of 64 lanes (the same columns; the ranks and the rest stay on
  * AVX-512), by default: where the CPU runs a 512-bit operation as two halves (cpu.h
- * cpu_splits_512). On a Zen 4 EPYC, 9% to 18% less time than the walk by byte permutations
- * on XGBoost depth 6, 8 and 9 and CatBoost Depthwise depth 6 at 100 and 10,000 rows (python
- * benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_HALVES --values 0,1 --models
+ * cpu_splits_512), a 512-bit register is no wider than two 256-bit ones and the walk by byte
+ * permutations gains nothing for its 512-bit operations (python
+ * benchmarks/tuning/rs_level_sweep.py --setting rs_halves --values 0,1 --models
  * xgb-depth6-uniform-1000,xgb-depth8-uniform-1000,xgb-depth9-uniform-1000,
  * cb-d6-uniform-1000-depthwise --rows 100,10000). */
 static inline int rs_lv_halves_default(void)
@@ -102,8 +102,7 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
 
 /* a lane's next position, 2 s + (thr < c): on x86-64 a compare and an add with carry (the
  * compiler's own code sets a byte from the flags and adds it, two more instructions a lane
- * and level): 2% to 6% less time on XGBoost depth 9 and 10, depth 8 within noise (python
- * benchmarks/experiments/builds_ab.py --before <that build> --shapes
+ * and level; python benchmarks/experiments/builds_ab.py --before <that build> --shapes
  * xgb-depth8-uniform-1000,xgb-depth9-uniform-1000,xgb-depth10-uniform-1000 --rounds 5) */
 #if RS_HAVE_X86 && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define RS_LV_STEP(s, thr, c)                                                                \
@@ -117,11 +116,11 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
  * each lane's slot into slot, for the first n lanes (a multiple of 8: the lanes a group's rows
  * fill, rounded up) of the group's `lanes` (32 or 64, the columns' stride). Eight lanes at a
  * time go down all the levels, their positions in registers: eight chains of loads that do
- * not wait on each other, and no position stored and read back a level. Against a level at a time
- * over all the lanes: 7% less time on XGBoost depth 8 and 15% on depth 9 at 100 and 10,000
- * rows (python -m benchmarks.experiments.builds_ab --before <that build> --shapes
+ * not wait on each other, and no position stored and read back a level, where a level at a
+ * time over all the lanes stores each position and reads it back (python -m
+ * benchmarks.experiments.builds_ab --before <that build> --shapes
  * xgb-depth8-uniform-1000,xgb-depth9-uniform-1000). A lane at a time alone waits on each
- * step, and AVX2 gathers (8 lanes a register) were slower still. */
+ * step, and AVX2 gathers (8 lanes a register) are slower still. */
 static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
                               const uint8_t* cols, int lanes, int n, const uint8_t* p,
                               uint16_t* slot)
@@ -202,14 +201,13 @@ static inline __m256i rs_lv_thr_avx2(const uint8_t* tab, int l, __m256i p)
 /* 32 lanes (H = 1) or 64 (H = 2: two registers a column, as the AVX2 wide path). A level
  * walked node by node only picks each lane's column: a node blends its column into the lanes
  * at its position (a compare of positions and a blend), and the level then compares the
- * picked values with the thresholds its table gives each lane's position, once. Against a
- * compare, a compare of positions and two logic operations a node: 5% to 9% less time on
- * XGBoost depth 6 to 8 at 100 and 10,000 rows, 5% on depth 9 at 10,000 (python
- * benchmarks/experiments/builds_ab.py --before <that build> --shapes
+ * picked values with the thresholds its table gives each lane's position, once: two
+ * operations a node where a test per node takes a compare, a compare of positions and two
+ * logic operations (python benchmarks/experiments/builds_ab.py --before <that build> --shapes
  * xgb-depth6-heavy-1000,xgb-depth7-uniform-1000,xgb-depth8-uniform-1000,
- * xgb-depth9-uniform-1000 --rows 32,100,10000). Two nodes a step took 3% to 7% more off
- * (a node at a time is bound by the instructions that run the loop; four a step gained
- * nothing more). rs_lv_tree_avx512v does the same on AVX-512 with VBMI. */
+ * xgb-depth9-uniform-1000 --rows 32,100,10000). Two nodes go a step, as a node at a time is
+ * bound by the instructions that run the loop (four a step gain nothing over two).
+ * rs_lv_tree_avx512v does the same on AVX-512 with VBMI. */
 #define RS_LV_TREE_AVX2(NAME, H)                                                              \
 CPU_TARGET("avx2")                                                                            \
 static void NAME(const rs_lv_model* m, int64_t t, const uint8_t* cols, uint8_t* idx,         \
@@ -310,9 +308,9 @@ static inline __m512i rs_lv_thr_avx512v(const uint8_t* tab, int l, __m512i p)
  * the lanes at its position (a compare of positions and a masked move), and the level
  * compares the moved values once with the threshold indices its table gives each lane's
  * position (rs_lv_thr_avx512v). Against rs_lv_tree_avx512 (a compare of positions, a compare
- * of the column and two mask operations a node), which QUICKSCORER_RS_VBMI=0 keeps: 5% to 8%
- * less time on XGBoost depth 8 and 9 at 100 and 10,000 rows on an Emerald Rapids Xeon (python
- * benchmarks/tuning/rs_level_sweep.py --env QUICKSCORER_RS_VBMI --values 0,1 --models
+ * of the column and two mask operations a node), which Tuning.rs_vbmi off keeps: two
+ * operations a node, not four (python
+ * benchmarks/tuning/rs_level_sweep.py --setting rs_vbmi --values 0,1 --models
  * xgb-depth6-uniform-1000,xgb-depth8-uniform-1000,xgb-depth9-uniform-1000 --rows
  * 32,100,10000). */
 CPU_TARGET("avx512f,avx512bw,avx512vbmi")

@@ -195,8 +195,8 @@ static inline const rs_entry* rs_scan_avx2(const uint8_t* rank, const rs_entry* 
     const __m256i bias = _mm256_set1_epi8((char)(flip ? 0x7F : 0x80));
     const __m256i r = _mm256_xor_si256(_mm256_loadu_si256((const __m256i*)rank), bias);
     for (;; ++e) {
-        /* thr_b broadcast from memory, no scalar bias per entry: less time per entry
-         * (benchmarks/experiments/rs_scan_floor.c) */
+        /* thr_b broadcast from memory, already biased: no scalar xor on an entry's way to
+         * its compare (benchmarks/experiments/rs_scan_floor.c) */
         const __m256i gt = _mm256_cmpgt_epi8(r, _mm256_set1_epi8((char)e->thr_b));
         if (_mm256_testz_si256(gt, gt))                  /* unsigned rank > thr nowhere */
             return e;
