@@ -17,6 +17,7 @@ Cython gives its functions (which spell the module's dotted name) are read as th
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import re
 import subprocess
 import sys
@@ -47,9 +48,12 @@ def cython_name(module: str) -> str:
 
 
 def extension_modules(folder: Path) -> dict[str, Path]:
-    """The extension modules under ``folder`` (a package's directory) by dotted name."""
+    """The extension modules under ``folder`` (a package's directory) by dotted name: this
+    interpreter's builds where the folder holds several Pythons' (``_walk.cpython-311-...so``
+    beside ``-313``), else the one there is."""
     out = {}
-    for so in folder.rglob("_*.so"):
+    mine = importlib.machinery.EXTENSION_SUFFIXES[0]
+    for so in sorted(folder.rglob("_*.so"), key=lambda p: p.name.endswith(mine)):
         rel = so.relative_to(folder.parent).with_name(so.name.split(".")[0])
         out[".".join(rel.parts)] = so
     return out
