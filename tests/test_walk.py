@@ -798,13 +798,19 @@ def test_walk_layout_survives_pickling_with_its_byte_offsets():
     assert copy.n_blocks == layout.n_blocks and copy.complete == layout.complete
 
 
-def test_a_table_past_the_walk_s_byte_offsets_is_refused(monkeypatch):
+def test_a_table_past_the_walk_s_byte_offsets_is_refused():
     """Children are 32-bit byte offsets: a table whose records would lie past 2**31 bytes is
-    refused with a message that says so (here a small model, its records made as large as
-    that for the test), not wrapped around."""
+    refused with a message that says so (here a real layout with one child renumbered to a
+    leaf of that number, so the leaf records alone pass it), not wrapped around nor
+    allocated."""
     model = _model("lightgbm", seed=3)
     a = walk_arrays(model.ensemble)
-    monkeypatch.setattr(_walk, "NODE_BYTES", 2 ** 26)
+    nodes = a["walk_nodes"].copy().view(NODE_DTYPE)
+    nodes["kid"][0, 0] = ~(2 ** 31 // NODE_DTYPE.itemsize)
     with pytest.raises(ValueError, match="32-bit byte offsets"):
-        _walk.walk_tables(a["walk_nodes"], a["roots"])
+        _walk.walk_tables(nodes.view(np.uint64), a["roots"])
+    records = 2 ** 31 // NODE_DTYPE.itemsize - nodes.shape[0] + 2   # short of it alone
+    nodes["kid"][0, 0] = ~(records - 1)
+    with pytest.raises(ValueError, match="32-bit byte offsets"):     # the nodes count too
+        _walk.walk_tables(nodes.view(np.uint64), a["roots"])
 
