@@ -27,7 +27,14 @@ import numpy as np
 
 from .errors import InputError
 from .explain import feature_labels
-from .inputs.readers import SUFFIX_FORMAT, ReadOptions, detect_format, open_input
+from .inputs.readers import (
+    SUFFIX_FORMAT,
+    ReadOptions,
+    detect_format,
+    open_input,
+    query_file_for,
+    read_query_sizes,
+)
 from .model import Model
 from .outputs import open_output
 from .outputs import output_format as _output_format
@@ -170,7 +177,10 @@ class ScoreOptions:
     ``query_column``, ``keep``, ``drop``, ``input_header``, ``on_error``, ``chunk_rows``, as
     :func:`quickscorer.inputs.readers.open_input` and
     :class:`~quickscorer.inputs.chunks.ReadOptions` read them. Scoring: ``raw_score``,
-    ``leaf``, ``contrib``, ``algorithm``, ``n_threads``. Ranking: ``rank``, ``top``. Writing:
+    ``leaf``, ``contrib``, ``algorithm``, ``n_threads``. Ranking: ``rank``, ``top`` and the
+    queries' rows: ``query_column``, or ``group`` (a file of query sizes, one a line, as
+    LightGBM's), else the ``.query`` file beside the data file where there is one (LightGBM's
+    rule), else LibSVM's ``qid:``. Writing:
     ``output_format``, ``header`` (as :func:`quickscorer.outputs.open_output` writes them),
     ``progress`` (a bar on standard error; default where it is a terminal).
     """
@@ -193,6 +203,7 @@ class ScoreOptions:
     chunk_rows: int | None = None
     progress: bool | None = None
     contrib: bool = False
+    group: object = None
 
     def __post_init__(self):
         object.__setattr__(self, "keep", tuple(self.keep))
@@ -202,9 +213,10 @@ class ScoreOptions:
     def ranking(self) -> bool:
         return self.rank or self.top is not None
 
-    def read_options(self, model: Model, source, output) -> ReadOptions:
-        """The reader's options for ``model``, after checking that these options go
-        together (an InputError names what does not)."""
+    def read_options(self, model: Model, source, output) -> tuple[ReadOptions, Path | None]:
+        """The reader's options for ``model`` and the query file the ranking reads (None:
+        the queries come from a column), after checking that these options go together (an
+        InputError names what does not)."""
         if self.top is not None and int(self.top) < 1:
             raise InputError(f"top must be a positive number of rows, got {self.top}")
         if self.keep and _output_format(output, self.output_format) == "npy":
@@ -217,16 +229,48 @@ class ScoreOptions:
                            on_error=self.on_error, chunk_rows=self.chunk_rows,
                            used=used_features(model),
                            category_labels=model.ensemble.category_labels)
-        if self.ranking:
-            if self.leaf or model.n_outputs != 1:
-                raise InputError("ranking needs one score per row (not leaves, not several "
-                                 "outputs)")
-            if opts.query_column is None:
-                if (self.format or detect_format(source)[0]) != "libsvm":
-                    raise InputError("ranking needs a query column: --query-column NAME "
-                                     "(LibSVM files have qid:)")
-                opts.query_column = "qid"
-        return opts
+        if self.group is not None and self.query_column is not None:
+            raise InputError("the queries come from a query column or a query file, not both")
+        if not self.ranking:
+            return opts, None
+        if self.leaf or model.n_outputs != 1:
+            raise InputError("ranking needs one score per row (not leaves, not several "
+                             "outputs)")
+        if opts.query_column is not None:
+            return opts, None
+        group = Path(str(self.group)) if self.group is not None else query_file_for(source)
+        if group is not None:
+            if self.on_error != "raise":
+                raise InputError(f"{group} counts the rows of every line: skipping bad lines "
+                                 f"would move the queries (leave --on-error as raise)")
+            return opts, group
+        if (self.format or detect_format(source)[0]) != "libsvm":
+            raise InputError("ranking needs the queries: --query-column NAME, --group FILE (a "
+                             "query size a line), or a .query file beside the data")
+        opts.query_column = "qid"
+        return opts, None
+
+
+class _QueryFile:
+    """Each row's query from a file of query sizes, chunk by chunk; the rows must add up to
+    the sizes' sum."""
+
+    def __init__(self, path: Path, source):
+        self.path, self.source = path, source
+        sizes = read_query_sizes(path)
+        self.total = int(sizes.sum())
+        self.query = np.repeat(np.arange(sizes.shape[0], dtype=np.int64), sizes)
+
+    def of(self, first_row: int, n: int) -> np.ndarray:
+        if first_row + n > self.total:
+            raise InputError(f"{self.path}: its query sizes add up to {self.total:,} rows; "
+                             f"{self.source} has more")
+        return self.query[first_row:first_row + n]
+
+    def check(self, rows: int) -> None:
+        if rows != self.total:
+            raise InputError(f"{self.path}: its query sizes add up to {self.total:,} rows; "
+                             f"{self.source} has {rows:,}")
 
 
 def _scored(model: Model, o: ScoreOptions, item, contrib_names) -> dict:
@@ -318,7 +362,8 @@ def score_file(model: Model, source, output=None, options: ScoreOptions | None =
     score), ``top=K`` keeps each query's best K rows, best first.
     """
     o = dataclasses.replace(options or ScoreOptions(), **keywords)
-    opts = o.read_options(model, source, output)
+    opts, group = o.read_options(model, source, output)
+    queries = None if group is None else _QueryFile(group, source)
     contrib_names = _contribution_columns(model) if o.contrib else None
     fill = np.nan if model.ensemble.family == "xgboost" else 0.0
     t0 = time.perf_counter()
@@ -337,10 +382,14 @@ def score_file(model: Model, source, output=None, options: ScoreOptions | None =
             table = _scored(model, o, item, contrib_names)
             summary.rows += len(item)
             if ranker is not None:
-                table = ranker.feed(table, item.query, item.first_row)
+                query = (item.query if queries is None
+                         else queries.of(item.first_row, len(item)))
+                table = ranker.feed(table, query, item.first_row)
             if table:
                 writer.write(table)
             bar.update(summary.rows, item.done)
+        if queries is not None:
+            queries.check(summary.rows)
         if ranker is not None:
             table = ranker.finish()
             if table:
@@ -402,6 +451,9 @@ def score_files(model: Model, inputs, out_dir, *, scheduler: str | None = None,
     paths (a shared file system).
     """
     inputs = [str(p) for p in inputs]
+    if options.get("group") is not None and len(inputs) > 1:
+        raise InputError(f"one query file ({options['group']}) for {len(inputs)} data files: "
+                         f"put each file's queries beside it as DATA.query")
     outputs = [str(output_path(p, out_dir, options.get("output_format"),
                                options.get("format"))) for p in inputs]
     seen: dict[str, str] = {}

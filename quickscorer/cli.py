@@ -57,7 +57,7 @@ def _job_options(args) -> dict:
                 query_column=_column(args.query_column), keep=_columns(args.keep),
                 drop=_columns(args.drop), input_header=args.input_header, rank=args.rank,
                 top=args.top, on_error=args.on_error, chunk_rows=args.chunk_rows,
-                contrib=args.contrib)
+                contrib=args.contrib, group=args.group)
 
 
 def _inputs(data: list[str]) -> list[str]:
@@ -225,6 +225,9 @@ def main(argv=None) -> int:
                    help="CSV/TSV/Parquet: the label column (name or number), read past")
     p.add_argument("--query-column", default=None,
                    help="the query id column for --rank / --top (LibSVM: qid)")
+    p.add_argument("--group", default=None, metavar="FILE",
+                   help="the rows of each query for --rank / --top, one number a line, as "
+                        "LightGBM's query files (default: DATA.query where it exists)")
     p.add_argument("--keep", default=None,
                    help="columns to carry to the output, comma-separated (names or numbers; "
                         "'row' is the input's row number; LibSVM: label, qid, row)")

@@ -284,8 +284,76 @@ def test_a_query_that_comes_back_is_an_error(lgb_model, tmp_path):
     with pytest.raises(InputError, match="row 1 has no qid"):
         score_file(model, path, tmp_path / "o.csv", rank=True)
     np.savetxt(tmp_path / "q.tsv", np.ones((3, N_FEATURES)), delimiter="\t")
-    with pytest.raises(InputError, match="needs a query column"):
+    with pytest.raises(InputError, match="ranking needs the queries: --query-column NAME, "
+                                         "--group FILE"):
         score_file(model, tmp_path / "q.tsv", tmp_path / "o.csv", rank=True)
+
+
+def _query_ranks(scores, sizes, top=None):
+    """(query, row, rank) of every row, or of each query's best ``top``, best first, as a
+    stable sort of each query's scores gives them."""
+    out, start = [], 0
+    for q, n in enumerate(sizes):
+        order = start + np.argsort(-scores[start:start + n], kind="stable")
+        out += [(q, int(i), r + 1) for r, i in enumerate(order) if top is None or r < top]
+        start += n
+    return out
+
+
+@pytest.mark.parametrize("chunk_rows", [7, None])
+def test_the_query_file_beside_the_data_ranks_as_lightgbm_groups_it(tmp_path, chunk_rows):
+    """LightGBM's ranking data keeps each query's size in DATA.query: ``score --rank`` and
+    ``--top`` find it as LightGBM does, or take ``--group FILE``; the ranks are those of a
+    stable sort of LightGBM's own scores within each query."""
+    from conftest import shared_data_or_skip
+    lgb = pytest.importorskip("lightgbm")
+    root = shared_data_or_skip()
+    train = lgb.Dataset(str(root / "rank.train"), params={"verbose": -1})  # finds .query
+    booster = lgb.train({"objective": "lambdarank", "num_leaves": 15, "verbose": -1,
+                         "num_threads": 1}, train, 10)
+    booster.save_model(str(tmp_path / "rank.txt"))
+    model = quickscorer.load(str(tmp_path / "rank.txt"))
+    data = tmp_path / "rank.test"
+    data.write_bytes((root / "rank.test").read_bytes())
+    sizes = [int(v) for v in (root / "rank.test.query").read_text().split()]
+    scores = booster.predict(str(root / "rank.test"))
+    with pytest.raises(InputError, match="row 1 has no qid"):       # no query file yet
+        score_file(model, data, tmp_path / "o.csv", rank=True)
+    (tmp_path / "rank.test.query").write_text("\n".join(map(str, sizes)) + "\n")
+    score_file(model, data, tmp_path / "r.csv", rank=True, keep=["row"],
+               chunk_rows=chunk_rows)
+    got = np.loadtxt(tmp_path / "r.csv", delimiter=",", skiprows=1)
+    np.testing.assert_array_equal(got[:, 1], scores)
+    want = np.empty(len(scores))
+    for _q, i, r in _query_ranks(scores, sizes):
+        want[i] = r
+    np.testing.assert_array_equal(got[:, 2], want)
+    # the command, --top, and --group naming the file elsewhere
+    (tmp_path / "sizes.txt").write_text((tmp_path / "rank.test.query").read_text())
+    (tmp_path / "rank.test.query").unlink()
+    assert main(["score", str(tmp_path / "rank.txt"), str(data), "--top", "3", "--keep", "row",
+                 "--group", str(tmp_path / "sizes.txt"), "-o", str(tmp_path / "t.csv"),
+                 "--quiet"]) == 0
+    got = np.loadtxt(tmp_path / "t.csv", delimiter=",", skiprows=1)
+    want = _query_ranks(scores, sizes, top=3)
+    np.testing.assert_array_equal(got[:, 0], [i for _, i, _ in want])
+    np.testing.assert_array_equal(got[:, 1], scores[[i for _, i, _ in want]])
+    # sizes that do not add up to the rows, a bad line, and skipping lines are refused
+    # before any output is left
+    more = f"add up to {sum(sizes) + 5} rows; .* has {sum(sizes)}$"
+    for text, message in (("\n".join(map(str, sizes[:-1])), "add up to .* has more"),
+                          ("\n".join(map(str, sizes + [5])), more),
+                          ("12\nten\n", "line 2 is not a number of rows")):
+        (tmp_path / "bad.txt").write_text(text)
+        with pytest.raises(InputError, match=message):
+            score_file(model, data, tmp_path / "b.csv", rank=True, group=tmp_path / "bad.txt")
+        assert not list(tmp_path.glob("*b.csv*"))
+    with pytest.raises(InputError, match="skipping bad lines would move the queries"):
+        score_file(model, data, tmp_path / "b.csv", rank=True, group=tmp_path / "sizes.txt",
+                   on_error="skip")
+    with pytest.raises(InputError, match="not both"):
+        score_file(model, data, tmp_path / "b.csv", rank=True, group=tmp_path / "sizes.txt",
+                   query_column="qid")
 
 
 def test_header_columns_are_matched_by_name_and_checked(lgb_model, data, tmp_path):

@@ -603,6 +603,38 @@ class NpyReader(Reader):
         self._raw.close()
 
 
+#: the suffix of the file beside a data file that LightGBM reads its query sizes from
+#: (``rank.test`` and ``rank.test.query``)
+QUERY_SUFFIX = ".query"
+
+
+def query_file_for(path) -> Path | None:
+    """The query file LightGBM finds beside the data file ``path`` (``path`` + ``.query``), or
+    None where there is none."""
+    q = Path(str(path) + QUERY_SUFFIX)
+    return q if q.is_file() else None
+
+
+def read_query_sizes(path) -> np.ndarray:
+    """The rows of each query, in order, from a query file as LightGBM reads it: one integer a
+    line (blank lines ignored). An InputError names the file and line of anything else."""
+    sizes = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            text = line.strip()
+            if not text:
+                continue
+            try:
+                size = int(text)
+            except ValueError:
+                raise InputError(f"{path}: line {n} is not a number of rows: "
+                                 f"{text[:40]!r}") from None
+            if size < 0:
+                raise InputError(f"{path}: line {n}: a query of {size} rows")
+            sizes.append(size)
+    return np.asarray(sizes, np.int64)
+
+
 def open_input(path, n_features: int, fill: float, model_names=None,
                opts: ReadOptions | None = None, format: str | None = None) -> Reader:
     """A chunked reader of ``path`` for a model of ``n_features`` features.
@@ -650,5 +682,6 @@ def read_all(path, n_features: int, fill: float, model_names=None,
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-__all__ = ["Chunk", "FORMATS", "ReadOptions", "open_input", "read_all", "resolve_columns",
+__all__ = ["Chunk", "FORMATS", "QUERY_SUFFIX", "ReadOptions", "open_input", "query_file_for",
+           "read_all", "read_query_sizes", "resolve_columns",
            "detect_format"]
