@@ -177,7 +177,10 @@ class ScoreOptions:
     ``query_column``, ``keep``, ``drop``, ``input_header``, ``on_error``, ``chunk_rows``, as
     :func:`quickscorer.inputs.readers.open_input` and
     :class:`~quickscorer.inputs.chunks.ReadOptions` read them. Scoring: ``raw_score``,
-    ``leaf``, ``contrib``, ``algorithm``, ``n_threads``. Ranking: ``rank``, ``top`` and the
+    ``leaf``, ``contrib``, ``algorithm``, ``n_threads``, ``missing`` (a value read as NaN, as
+    for :meth:`~quickscorer.Model.predict`), ``margin_column`` (a column of each row's
+    margin: XGBoost's ``base_margin``, LightGBM's ``init_score``; read past, written only
+    where kept). Ranking: ``rank``, ``top`` and the
     queries' rows: ``query_column``, or ``group`` (a file of query sizes, one a line, as
     LightGBM's), else the ``.query`` file beside the data file where there is one (LightGBM's
     rule), else LibSVM's ``qid:``. Writing:
@@ -204,6 +207,8 @@ class ScoreOptions:
     progress: bool | None = None
     contrib: bool = False
     group: object = None
+    missing: float | None = None
+    margin_column: object = None
 
     def __post_init__(self):
         object.__setattr__(self, "keep", tuple(self.keep))
@@ -224,8 +229,15 @@ class ScoreOptions:
                              "kept columns to CSV or Parquet")
         if self.contrib and self.leaf:
             raise InputError("contributions explain scores: ask for them without leaves")
+        keep = self.keep
+        if self.margin_column is not None:
+            if self.leaf:
+                raise InputError("a margin moves scores, not leaves: ask for it without "
+                                 "leaves")
+            if self.margin_column not in keep:
+                keep = keep + (self.margin_column,)
         opts = ReadOptions(label_column=self.label_column, query_column=self.query_column,
-                           keep=self.keep, drop=self.drop, header=self.input_header,
+                           keep=keep, drop=self.drop, header=self.input_header,
                            on_error=self.on_error, chunk_rows=self.chunk_rows,
                            used=used_features(model),
                            category_labels=model.ensemble.category_labels)
@@ -277,25 +289,41 @@ def _scored(model: Model, o: ScoreOptions, item, contrib_names) -> dict:
     """A chunk's output columns: the kept ones, then its scores (or leaves) and
     contributions."""
     table = dict(item.columns)
+    margin = None
+    if o.margin_column is not None:
+        margin = _margin_values(table, o.margin_column)
+        if o.margin_column not in o.keep:
+            del table[o.margin_column]
     if o.leaf:
         out = model.predict_leaf(item.X, algorithm=o.algorithm, n_threads=o.n_threads,
-                                 source_ids=True)
+                                 source_ids=True, missing=o.missing)
         for t in range(out.shape[1]):
             table[f"leaf_{t}"] = out[:, t]
         return table
     out = model.predict(item.X, raw_score=o.raw_score, algorithm=o.algorithm,
-                        n_threads=o.n_threads)
+                        n_threads=o.n_threads, missing=o.missing, base_margin=margin)
     if out.ndim == 1:
         table["score"] = out
     else:
         for j in range(out.shape[1]):
             table[f"score_{j}"] = out[:, j]
     if contrib_names is not None:
-        values = model.contributions(item.X, n_threads=o.n_threads)
+        values = model.contributions(item.X, n_threads=o.n_threads, missing=o.missing)
         values = values.reshape(values.shape[0], -1)
         for j, name in enumerate(contrib_names):
             table[name] = values[:, j]
     return table
+
+
+def _margin_values(table: dict, column) -> np.ndarray:
+    """The margin column of a chunk as float64 numbers, or an InputError naming it."""
+    values = table[column]
+    try:
+        return np.asarray(values.to_numpy(zero_copy_only=False) if hasattr(values, "to_numpy")
+                          else values, np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"the margin column {column!r} holds values that are not "
+                         f"numbers") from None
 
 
 class _ReadAhead:

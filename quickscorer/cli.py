@@ -57,7 +57,8 @@ def _job_options(args) -> dict:
                 query_column=_column(args.query_column), keep=_columns(args.keep),
                 drop=_columns(args.drop), input_header=args.input_header, rank=args.rank,
                 top=args.top, on_error=args.on_error, chunk_rows=args.chunk_rows,
-                contrib=args.contrib, group=args.group)
+                contrib=args.contrib, group=args.group, missing=args.missing,
+                margin_column=_column(args.margin_column))
 
 
 def _inputs(data: list[str]) -> list[str]:
@@ -225,6 +226,11 @@ def main(argv=None) -> int:
                    help="CSV/TSV/Parquet: the label column (name or number), read past")
     p.add_argument("--query-column", default=None,
                    help="the query id column for --rank / --top (LibSVM: qid)")
+    p.add_argument("--missing", type=float, default=None, metavar="V",
+                   help="a value read as missing, as XGBoost's DMatrix(missing=V) reads it")
+    p.add_argument("--margin-column", default=None, metavar="NAME",
+                   help="a column of each row's margin (XGBoost's base_margin, LightGBM's "
+                        "init_score), added where the model's library adds it")
     p.add_argument("--group", default=None, metavar="FILE",
                    help="the rows of each query for --rank / --top, one number a line, as "
                         "LightGBM's query files (default: DATA.query where it exists)")

@@ -7,12 +7,13 @@ import numpy as np
 
 from . import ranking
 from .algorithms.base import Algorithm
+from .errors import InputError
 from .explain import Explainer, calls
 from .inputs.arrays import as_inputs
 from .ir.ensemble import Ensemble
 from .parts import Parts, iteration_bounds, whole
 from .plan import AUTO, KernelPlan, resolve_threads
-from .request import Request
+from .request import Request, margins, with_missing
 from .tuning import Tuning
 
 #: models of part of the ensemble (predict's iteration arguments) kept per model
@@ -21,6 +22,13 @@ PART_CACHE = 8
 #: ``predict(..., algorithm=None)`` picks the fastest exact algorithm per call
 #: (quickscorer/plan.py, algorithms/autoselect.py)
 DEFAULT_ALGORITHM = AUTO
+
+
+def _margin(base_margin, init_score):
+    """The one per-row margin of XGBoost's and LightGBM's spellings."""
+    if base_margin is not None and init_score is not None:
+        raise InputError("base_margin and init_score are two names of one margin: give one")
+    return init_score if base_margin is None else base_margin
 
 
 class Model:
@@ -130,11 +138,13 @@ class Model:
 
     def request(self, X, n_threads: int | None = 1, start_iteration: int = 0,
                 num_iteration: int | None = None,
-                iteration_range: tuple[int, int] | None = None) -> Request:
+                iteration_range: tuple[int, int] | None = None, missing=None,
+                margin=None) -> Request:
         """A call normalised (:class:`~quickscorer.request.Request`): the part of the
         ensemble it selects (this model, the model of those iterations, kept for the last
         PART_CACHE ranges, or None for a range of none), its rows read once as the model's
-        inputs, its threads as a count."""
+        inputs (``missing``: the value read as NaN), its threads as a count, its rows'
+        margins (``request.margins``)."""
         part = self
         if not whole(start_iteration, num_iteration, iteration_range):
             begin, end = self.iteration_bounds(start_iteration, num_iteration, iteration_range)
@@ -142,38 +152,38 @@ class Model:
                 part = None
             elif (begin, end) != (0, self.ensemble.n_iterations):
                 part = self._parts.get(begin, end)
-        return Request(self, part, as_inputs(self.ensemble, X), resolve_threads(n_threads))
-
-    def _small(self, X, plain: bool, algorithm, n_threads, start_iteration, num_iteration,
-               iteration_range) -> np.ndarray | None:
-        """The low-latency path of a few rows of a numpy array and the whole ensemble
-        (``KernelPlan.small_call``; the test of ``parts.whole`` inline), or None: the call
-        takes the general path."""
-        if (type(X) is np.ndarray and not start_iteration and num_iteration is None
-                and iteration_range is None):
-            return self.plan.small_call(X, plain, algorithm, n_threads)
-        return None
+        rows = with_missing(self.ensemble, as_inputs(self.ensemble, X), missing)
+        return Request(self, part, rows, resolve_threads(n_threads),
+                       None if margin is None else margins(self.ensemble, margin,
+                                                           rows.shape[0]))
 
     def predict_raw(self, X, *, algorithm: str | None = None, n_threads: int | None = 1,
                     start_iteration: int = 0, num_iteration: int | None = None,
-                    iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+                    iteration_range: tuple[int, int] | None = None, missing=None,
+                    base_margin=None, init_score=None) -> np.ndarray:
         """Raw scores (margins), shape ``(n_rows, n_outputs)``.
 
         float64 for LightGBM models, float32 for XGBoost models, as each library returns.
         ``start_iteration`` / ``num_iteration`` (LightGBM) or ``iteration_range`` (XGBoost)
-        score with part of the ensemble (:meth:`iteration_bounds`).
+        score with part of the ensemble (:meth:`iteration_bounds`); ``missing``,
+        ``base_margin`` and ``init_score`` as for :meth:`predict`.
         """
-        out = self._small(X, False, algorithm, n_threads, start_iteration, num_iteration,
-                          iteration_range)
-        if out is not None:
-            return out
-        return self.request(X, n_threads, start_iteration, num_iteration,
-                            iteration_range).raw(algorithm)
+        # a numpy array, the whole ensemble, no option: the plan's low-latency path (None
+        # where it declines the call), the test written out, a frame less on every call
+        if (type(X) is np.ndarray and not start_iteration and num_iteration is None
+                and iteration_range is None and missing is None and base_margin is None
+                and init_score is None):
+            out = self.plan.small_call(X, False, algorithm, n_threads)
+            if out is not None:
+                return out
+        return self.request(X, n_threads, start_iteration, num_iteration, iteration_range,
+                            missing, _margin(base_margin, init_score)).raw(algorithm)
 
     def predict(self, X, raw_score: bool = False, *, algorithm: str | None = None,
                 n_threads: int | None = 1, start_iteration: int = 0,
                 num_iteration: int | None = None,
-                iteration_range: tuple[int, int] | None = None,
+                iteration_range: tuple[int, int] | None = None, missing=None,
+                base_margin=None, init_score=None,
                 pred_contrib: bool = False, pred_contribs: bool = False,
                 pred_interactions: bool = False) -> np.ndarray:
         """Predictions for the rows of ``X``, as the source library's ``predict`` gives them.
@@ -194,6 +204,14 @@ class Model:
             ``start_iteration`` (``None`` or ``<= 0``: all the rest).
         iteration_range : (int, int), optional
             XGBoost's: iterations ``begin .. end - 1``; ``(0, 0)`` is all.
+        missing : float, optional
+            A value read as missing (NaN), as XGBoost's ``DMatrix(missing=...)`` reads it
+            (compared in float32 for an XGBoost model); NaN is missing whatever it is.
+        base_margin, init_score : array, optional
+            Each row's margin, ``(n_rows,)`` or ``(n_rows, n_outputs)``: XGBoost's
+            ``base_margin`` takes the base score's place at the start of its float32 sum (its
+            margins bit for bit); for every other library (LightGBM's ``init_score``) it is
+            added to the raw score, as its users add it. The transform applies after.
         pred_contrib, pred_contribs : bool
             LightGBM's and XGBoost's names: return :meth:`contributions` instead.
         pred_interactions : bool
@@ -205,26 +223,32 @@ class Model:
         """
         if pred_contrib or pred_contribs or pred_interactions:     # the libraries' spellings
             return self.request(X, n_threads, start_iteration, num_iteration,
-                                iteration_range).contributions(pred_interactions)
+                                iteration_range, missing).contributions(pred_interactions)
         plain = raw_score or self._plain_output
-        out = self._small(X, plain, algorithm, n_threads, start_iteration, num_iteration,
-                          iteration_range)
-        if out is not None:
-            return out if plain else Request(self, self, X, 1).outputs(out)
-        r = self.request(X, n_threads, start_iteration, num_iteration, iteration_range)
+        if (type(X) is np.ndarray and not start_iteration and num_iteration is None
+                and iteration_range is None and missing is None and base_margin is None
+                and init_score is None):              # as in predict_raw
+            out = self.plan.small_call(X, plain, algorithm, n_threads)
+            if out is not None:
+                return out if plain else Request(self, self, X, 1).outputs(out)
+        r = self.request(X, n_threads, start_iteration, num_iteration, iteration_range,
+                         missing, _margin(base_margin, init_score))
         return r.outputs(r.raw(algorithm), raw_score)
 
     def predict_leaf(self, X, *, algorithm: str | None = None, source_ids: bool = False,
                      n_threads: int | None = 1, start_iteration: int = 0,
                      num_iteration: int | None = None,
-                     iteration_range: tuple[int, int] | None = None) -> np.ndarray:
+                     iteration_range: tuple[int, int] | None = None,
+                     missing=None) -> np.ndarray:
         """Exit leaf of every tree, shape ``(n_rows, n_trees)``, int32.
 
         Leaves are numbered left to right within each tree; with ``source_ids=True`` they are
         the source library's own ids (what ``pred_leaf=True`` returns there). With part of
-        the ensemble (as for :meth:`predict`), the columns are its trees.
+        the ensemble (as for :meth:`predict`), the columns are its trees; ``missing`` as
+        for :meth:`predict`.
         """
-        r = self.request(X, n_threads, start_iteration, num_iteration, iteration_range)
+        r = self.request(X, n_threads, start_iteration, num_iteration, iteration_range,
+                         missing)
         return r.leaves(algorithm, source_ids)
 
     # -- explaining and ranking: one request each (explain/calls.py, ranking.py) ----------

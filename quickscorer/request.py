@@ -11,6 +11,7 @@ import numpy as np
 from ._transforms import apply_transform
 from .errors import InputError
 from .explain import shaped
+from .ir.reference import FUSED_SUMS, fma_f32
 from .parts import base_scores
 
 
@@ -19,21 +20,87 @@ def squeezed(out: np.ndarray) -> np.ndarray:
     return out[:, 0] if out.shape[1] == 1 else out
 
 
+def with_missing(ens, rows: np.ndarray, missing) -> np.ndarray:
+    """``rows`` with every entry equal to ``missing`` read as NaN, as XGBoost's
+    ``DMatrix(missing=...)`` reads it: compared in float32 for an XGBoost model (XGBoost reads
+    every value as float32 first), as given otherwise; NaN (or None) changes nothing."""
+    if missing is None or np.isnan(missing):
+        return rows
+    if ens.family == "xgboost":
+        hit = np.asarray(rows, np.float32) == np.float32(missing)
+    else:
+        hit = rows == missing
+    return np.where(hit, np.nan, rows).astype(rows.dtype, copy=False) if hit.any() else rows
+
+
+def margins(ens, margin, n_rows: int) -> np.ndarray:
+    """A per-row margin (XGBoost's ``base_margin``, LightGBM's ``init_score``) as ``(n_rows,
+    n_outputs)`` float64: one value a row for one output, a row of ``n_outputs`` values (or
+    LightGBM's output-major flat list) for several. An InputError names a shape that is not
+    one of these, and a model that averages its trees."""
+    if ens.average_output:
+        raise InputError("a model that averages its trees (a random forest) takes no per-row "
+                         "margin")
+    m = np.asarray(margin, np.float64)
+    k = ens.n_outputs
+    if m.ndim == 1 and m.shape[0] == n_rows * k:
+        m = m.reshape(n_rows, k) if k == 1 else m.reshape(k, n_rows).T
+    if m.shape != (n_rows, k):
+        raise InputError(f"a margin of shape {np.shape(margin)} for {n_rows} rows of "
+                         f"{k} output(s): give (n_rows,) or (n_rows, n_outputs)")
+    return np.ascontiguousarray(m)
+
+
+def _xgboost_sum(ens, leaves: np.ndarray, margin: np.ndarray) -> np.ndarray:
+    """XGBoost's float32 sum of the exit leaves' values starting from each row's margin, tree
+    by tree in the model's order (``base_margin`` takes ``base_score``'s place), each DART
+    weight applied as the build applies it (``ir.reference.FUSED_SUMS``)."""
+    out = margin.astype(np.float32)
+    values = np.asarray(ens.trees.arrays["leaf_value"]).astype(np.float32)
+    offset = np.asarray(ens.trees.leaf_offset, np.int64)
+    weight = ens.tree_weight
+    for t, g in enumerate(np.asarray(ens.tree_group).tolist()):
+        v = values[offset[t] + leaves[:, t]]
+        if weight is None:
+            out[:, g] += v
+        elif FUSED_SUMS:
+            out[:, g] = fma_f32(v, np.float32(weight[t]), out[:, g])
+        else:
+            out[:, g] += v * np.float32(weight[t])
+    return out
+
+
 class Request(NamedTuple):
     """One call: ``model`` (the model called), ``part`` (the model of the iterations the call
     selects: ``model`` itself for all of them, None for a range of none), ``rows`` (read as
-    the model's inputs, CTR columns not yet appended) and ``n_threads`` (a count)."""
+    the model's inputs, ``missing=`` applied, CTR columns not yet appended), ``n_threads`` (a
+    count) and ``margin`` (each row's margin, ``(n_rows, n_outputs)``, or None)."""
 
     model: Any
     part: Any
     rows: np.ndarray
     n_threads: int
+    margin: np.ndarray | None = None
 
     def raw(self, algorithm: str | None = None) -> np.ndarray:
-        """Raw scores, ``(n_rows, n_outputs)`` in the model's precision; the base scores for
-        a range of no iterations."""
+        """Raw scores, ``(n_rows, n_outputs)`` in the model's precision; the base scores (or
+        the margins) for a range of no iterations. A margin takes the base score's place in
+        XGBoost's float32 sum (summed here leaf by leaf, in its order: slower than the
+        kernels' sum), and is added to every other library's float64 raw score."""
+        m = self.model
+        if self.margin is not None and m.ensemble.family == "xgboost":
+            if self.part is None:
+                return self.margin.astype(np.float32)
+            return _xgboost_sum(self.part.ensemble,
+                                self.part.plan.leaves(self.rows, algorithm, self.n_threads),
+                                self.margin)
+        if self.margin is not None:
+            return self._raw(algorithm) + self.margin
+        return self._raw(algorithm)
+
+    def _raw(self, algorithm: str | None) -> np.ndarray:
+        m = self.model
         if self.part is None:
-            m = self.model
             return base_scores(m.ensemble, self.rows.shape[0], m.plan.forest.dtype)
         return self.part.plan.raw(self.rows, algorithm, self.n_threads)
 

@@ -12,7 +12,7 @@ def contributions(model, X, *, interactions: bool = False, method: str = "quadra
                   n_threads: int | None = 1, start_iteration: int = 0,
                   num_iteration: int | None = None,
                   iteration_range: tuple[int, int] | None = None,
-                  max_bytes: int | None = None) -> np.ndarray:
+                  max_bytes: int | None = None, missing=None) -> np.ndarray:
     """SHAP contributions of each feature to each row's raw score (TreeSHAP's
     path-dependent values, weighted by the training covers the model stores).
 
@@ -51,6 +51,8 @@ def contributions(model, X, *, interactions: bool = False, method: str = "quadra
     max_bytes : int, optional
         Interactions only: the most memory the call may take (its output and each
         thread's sums); default half the memory available when it starts.
+    missing : float, optional
+        A value read as missing, as for :meth:`Model.predict`.
 
     Raises
     ------
@@ -61,7 +63,7 @@ def contributions(model, X, *, interactions: bool = False, method: str = "quadra
         Interactions that would need more than ``max_bytes``: raised before anything is
         allocated, naming the sizes.
     """
-    r = model.request(X, n_threads, start_iteration, num_iteration, iteration_range)
+    r = model.request(X, n_threads, start_iteration, num_iteration, iteration_range, missing)
     return r.contributions(interactions, method, max_bytes)
 
 
