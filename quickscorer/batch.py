@@ -240,7 +240,8 @@ class ScoreOptions:
                            keep=keep, drop=self.drop, header=self.input_header,
                            on_error=self.on_error, chunk_rows=self.chunk_rows,
                            used=used_features(model),
-                           category_labels=model.ensemble.category_labels)
+                           category_labels=model.ensemble.category_labels,
+                           index_base=model.ensemble.feature_id_base)
         if self.group is not None and self.query_column is not None:
             raise InputError("the queries come from a query column or a query file, not both")
         if not self.ranking:
@@ -393,7 +394,7 @@ def score_file(model: Model, source, output=None, options: ScoreOptions | None =
     opts, group = o.read_options(model, source, output)
     queries = None if group is None else _QueryFile(group, source)
     contrib_names = _contribution_columns(model) if o.contrib else None
-    fill = np.nan if model.ensemble.family == "xgboost" else 0.0
+    fill = model.ensemble.absent_value
     t0 = time.perf_counter()
     reader = open_input(source, model.n_features, fill, model.feature_names, opts, o.format)
     try:

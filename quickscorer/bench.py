@@ -150,8 +150,8 @@ def run(model_path, data=None, batches=(1, 100, 10_000), n_threads: int = 1,
                            categories=model.ensemble.category_labels)
         what = f"{X.shape[0]} generated rows (uniform, 30% zeros)"
     else:
-        fill = np.nan if family == "xgboost" else 0.0
-        X = np.ascontiguousarray(read_rows(data, model.n_features, fill, label_column),
+        X = np.ascontiguousarray(read_rows(data, model.n_features,
+                                           model.ensemble.absent_value, label_column),
                                  dtype=np.float64)
         what = f"{X.shape[0]} rows of {data}"
     engines = [("quickscorer (default)", lambda Z: model.predict_raw(Z, n_threads=n_threads))]

@@ -9,6 +9,7 @@ from .errors import ModelFormatError
 from .importers import catboost as cb_imp
 from .importers import lightgbm as lgb_imp
 from .importers import onnx as onnx_imp
+from .importers import ranklib as ranklib_imp
 from .importers import sklearn as sk_imp
 from .importers import xgboost as xgb_imp
 from .importers.model_file import map_model_file
@@ -17,22 +18,29 @@ from .model import Model
 from .tuning import Tuning
 
 #: values of ``format=``: None detects the format from the content
-FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx")
+FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx", "ranklib")
 
 
-def load_ensemble(source, *, format: str | None = None) -> Ensemble:
-    """The neutral :class:`Ensemble` of a LightGBM, XGBoost, CatBoost, scikit-learn or ONNX
-    model.
+def load_ensemble(source, *, format: str | None = None,
+                  n_features: int | None = None) -> Ensemble:
+    """The neutral :class:`Ensemble` of a LightGBM, XGBoost, CatBoost, scikit-learn, ONNX or
+    RankLib model.
 
     ``source`` may be a path, a LightGBM model string, JSON text (XGBoost or CatBoost), JSON,
     UBJSON or XGBoost legacy binary bytes, ONNX bytes, a parsed JSON dict, a
     ``lightgbm.Booster``, an ``xgboost.Booster``, a CatBoost model object, an
     ``onnx.ModelProto`` or a fitted scikit-learn tree estimator
     (``importers.sklearn.SUPPORTED``). ``format`` forces ``"lightgbm"``, ``"xgboost"``,
-    ``"catboost"`` or ``"onnx"``; otherwise it is detected from the content.
+    ``"catboost"``, ``"onnx"`` or ``"ranklib"``; otherwise it is detected from the content.
+    ``n_features``: the columns a row gives, for a format that does not record them (a
+    RankLib model: default the largest feature number its trees read).
     """
     if isinstance(source, Ensemble):
         return source
+    if n_features is not None and not isinstance(source, (str, bytes, bytearray, memoryview,
+                                                          os.PathLike)):
+        raise ValueError("n_features is for a model file that does not record its features "
+                         "(a RankLib model)")
     if sk_imp.is_sklearn_estimator(source):          # a fitted scikit-learn tree estimator
         return sk_imp.load_sklearn(source)
     if cb_imp.is_catboost_model(source):             # CatBoost, CatBoostRegressor, ...
@@ -67,16 +75,22 @@ def load_ensemble(source, *, format: str | None = None) -> Ensemble:
                         f"a string, bytes, a dict, a LightGBM/XGBoost Booster, a CatBoost model, "
                         f"an onnx.ModelProto or a scikit-learn tree estimator")
     try:
-        return _load_data(data, format)
+        ens = _load_data(data, format, n_features)
     finally:
         if isinstance(data, mmap.mmap):
             try:
                 data.close()
             except BufferError:     # a view is still alive: the collector unmaps it
                 pass
+    if n_features is not None and ens.source.get("format") != "ranklib":
+        raise ValueError(f"n_features is for a model that does not record its features (a "
+                         f"RankLib model); this {ens.source.get('library')} model has "
+                         f"{ens.n_inputs}")
+    return ens
 
 
-def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
+def _load_data(data: bytes | str | mmap.mmap, format: str | None,
+               n_features: int | None = None) -> Ensemble:
     """The ensemble of a model's text or bytes (a file's mapped bytes: LightGBM text and
     XGBoost JSON are parsed from the mapping, anything else from a copy)."""
     if format == "lightgbm":
@@ -88,6 +102,8 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
     if format == "onnx":
         return onnx_imp.load_onnx(data)
     raw = data.encode() if isinstance(data, str) else data
+    if format == "ranklib" or ranklib_imp.looks_like_ranklib(raw):
+        return ranklib_imp.load_ranklib(raw, n_features)
     if onnx_imp.looks_like_onnx(raw):
         return onnx_imp.load_onnx(data)
     if cb_imp.looks_like_catboost(raw) or cb_imp.looks_like_cbm(raw):
@@ -99,12 +115,13 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None) -> Ensemble:
         # the bytes themselves: the tree parser reads them without a decoded copy
         return lgb_imp.load_lightgbm(data, utf8_errors="replace")
     raise ModelFormatError("not a LightGBM text model, an XGBoost JSON, UBJSON or legacy "
-                           "binary model, a CatBoost JSON or .cbm model nor an ONNX model "
-                           f"(starts with {raw[:16]!r})")
+                           "binary model, a CatBoost JSON or .cbm model, an ONNX model nor a "
+                           f"RankLib model (starts with {raw[:16]!r})")
 
 
 def load(source, *, format: str | None = None, prepare: tuple[str, ...] = (),
-         tuning: Tuning | None = None) -> Model:
-    """Load a LightGBM, XGBoost, CatBoost, scikit-learn or ONNX model for scoring; see
-    :func:`load_ensemble` (``prepare`` and ``tuning``: as for :class:`Model`)."""
-    return Model(load_ensemble(source, format=format), prepare=prepare, tuning=tuning)
+         tuning: Tuning | None = None, n_features: int | None = None) -> Model:
+    """Load a LightGBM, XGBoost, CatBoost, scikit-learn, ONNX or RankLib model for scoring;
+    see :func:`load_ensemble` (``prepare`` and ``tuning``: as for :class:`Model`)."""
+    return Model(load_ensemble(source, format=format, n_features=n_features),
+                 prepare=prepare, tuning=tuning)

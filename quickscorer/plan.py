@@ -23,6 +23,7 @@ from .algorithms.base import Algorithm, distinct_bytes
 from .algorithms.forest import forest_arrays
 from .inputs.arrays import as_rows
 from .ir.ensemble import Ensemble
+from .ir.sums import SUMS
 from .tuning import Tuning, current
 
 #: the name that stands for the automatic choice (``predict(..., algorithm=None)``)
@@ -57,6 +58,9 @@ class KernelPlan:
         self.prepared: dict[str, Algorithm] = {}
         self.small_entries: list = [None] * t.parallel_min_rows
         self._parallel_min_rows = t.parallel_min_rows
+        #: calls of fewer rows take the low-latency entries: none where the leaves are summed
+        #: in arithmetic of the model's own (``Ensemble.leaf_sum``), which those do not carry
+        self._small_rows = 0 if ensemble.leaf_sum is not None else t.parallel_min_rows
         self._lock = threading.Lock()
 
     # -- the automatic choice's inputs, computed on first use -----------------------------
@@ -146,7 +150,11 @@ class KernelPlan:
 
     def raw(self, rows: np.ndarray, algorithm: str | None, n_threads: int) -> np.ndarray:
         """Raw scores of ``rows`` (read as the model's inputs), ``(n_rows, n_outputs)`` in the
-        model's precision (float32 or float64)."""
+        model's precision (float32 or float64; a sum of the model's own, ``ir.sums``, from the
+        kernel's exit leaves)."""
+        if self.ensemble.leaf_sum is not None:
+            return SUMS[self.ensemble.leaf_sum](self.ensemble,
+                                                self.leaves(rows, algorithm, n_threads))
         X, alg, n_threads = self._kernel(rows, algorithm, n_threads)
         n, k = X.shape[0], self.ensemble.n_outputs
         # the model's precision: one output full, the other empty
@@ -182,8 +190,7 @@ class KernelPlan:
             rows = 1
         else:
             return None
-        if rows >= self._parallel_min_rows or not (n_threads is None
-                                                   or type(n_threads) is int):
+        if rows >= self._small_rows or not (n_threads is None or type(n_threads) is int):
             return None
         if self.ensemble.ctr is not None:
             X = as_rows(self.ensemble, X)     # the inputs checked, the CTR columns appended

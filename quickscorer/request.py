@@ -38,9 +38,11 @@ def margins(ens, margin, n_rows: int) -> np.ndarray:
     n_outputs)`` float64: one value a row for one output, a row of ``n_outputs`` values (or
     LightGBM's output-major flat list) for several. An InputError names a shape that is not
     one of these, and a model that averages its trees."""
-    if ens.average_output:
+    if ens.average_output or ens.bag_offsets is not None:
         raise InputError("a model that averages its trees (a random forest) takes no per-row "
                          "margin")
+    if ens.leaf_sum is not None:
+        raise InputError(f"a {ens.source.get('library')} model takes no per-row margin")
     m = np.asarray(margin, np.float64)
     k = ens.n_outputs
     if m.ndim == 1 and m.shape[0] == n_rows * k:

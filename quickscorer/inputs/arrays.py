@@ -160,7 +160,7 @@ def _from_sparse(ens: Ensemble, X) -> np.ndarray:
         raise InputError(f"sparse input of dtype {csr.dtype} is not real-valued")
     dtype = np.float32 if csr.dtype == np.float32 else np.float64
     # An absent entry is 0.0 for LightGBM and missing for XGBoost, as in each library.
-    fill = np.nan if ens.family == "xgboost" else 0.0
+    fill = ens.absent_value
     out = np.full((n, m), fill, dtype=dtype)
     csr = csr.copy()
     csr.sum_duplicates()

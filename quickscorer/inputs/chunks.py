@@ -66,6 +66,10 @@ class ReadOptions:
     #: the model's text categories (``Ensemble.category_labels``): a Parquet or Arrow column
     #: of text, integers or a dictionary for such a feature is read through them
     category_labels: dict | None = None
+    #: a LibSVM file's index of the first feature column (``Ensemble.feature_id_base``: 1
+    #: for a RankLib model, whose feature k is column k - 1; index 0 is then read past, as
+    #: RankLib reads it)
+    index_base: int = 0
 
 
 @dataclass

@@ -160,8 +160,9 @@ class LibSVMReader(_TextReader):
     def chunks(self) -> Iterator[Chunk]:
         cap = self.chunk_rows
         skip = self.opts.on_error == "skip"
+        base = self.opts.index_base
         while True:
-            X = np.empty((cap, self.n_features), np.float64)
+            X = np.empty((cap, self.n_features + base), np.float64)
             labels = np.empty(cap, np.float64)
             qids = np.empty(cap, np.int64)
             n = 0
@@ -184,7 +185,8 @@ class LibSVMReader(_TextReader):
                     at = int(np.flatnonzero(query < 0)[0])
                     raise InputError(f"{self.source}: row {self.rows + at + 1} has no qid: "
                                      f"(ranking needs a query id on every line)")
-            yield Chunk(X[:n], self.rows, cols, query, self._done())
+            yield Chunk(np.ascontiguousarray(X[:n, base:]) if base else X[:n], self.rows, cols,
+                        query, self._done())
             self.rows += n
 
 

@@ -9,6 +9,7 @@
 - ``matrices``: the paper's L, R, P and d of a tree shape;
 - ``ctr``: CatBoost's CTR features, computed from a row before its trees (``_ctr`` in C);
 - ``cityhash``: CityHash64 and CatBoost's category hash;
+- ``sums``: leaf sums in arithmetic no kernel carries (RankLib's Java ``float``);
 - ``reference``: a slow numpy traversal that states ``docs/semantics.md`` independently of
   the kernels, the oracle of the tests.
 """

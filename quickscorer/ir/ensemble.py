@@ -652,6 +652,16 @@ class Ensemble:
     #: ``ntree_end`` keeps its bias, a range from ``ntree_start > 0`` does not);
     #: ``n_iterations`` does not count it
     bias_iteration: bool = False
+    #: how the exit leaves' values are summed where not as ``family`` says: ``"ranklib"``,
+    #: RankLib's Java arithmetic (``ir/sums.py``), which the kernels find the leaves for
+    #: (None: the family's sum)
+    leaf_sum: str | None = None
+    #: RankLib's random forest: each bag's first tree, then n_trees; the score is the mean of
+    #: the bags' sums (None: one sum)
+    bag_offsets: np.ndarray | None = None
+    #: the number the model's file gives its first feature (RankLib's and LETOR's 1: feature
+    #: ``k`` is column ``k - 1``); a LibSVM file's indices are read with it
+    feature_id_base: int = 0
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -685,6 +695,14 @@ class Ensemble:
                 raise ModelFormatError(
                     f"tree_weight must be {len(self.trees)} finite values, got {tw.size}")
             object.__setattr__(self, "tree_weight", _ro(tw))
+        if self.leaf_sum not in (None, "ranklib"):
+            raise ModelFormatError(f"unknown leaf sum {self.leaf_sum!r}")
+        if self.bag_offsets is not None:
+            bo = np.asarray(self.bag_offsets, np.int64)
+            if (bo.ndim != 1 or bo.shape[0] < 2 or bo[0] != 0 or bo[-1] != len(self.trees)
+                    or (np.diff(bo) <= 0).any()):
+                raise ModelFormatError("the bags do not cover the trees in order")
+            object.__setattr__(self, "bag_offsets", _ro(bo))
         if self.ctr is not None and (not isinstance(self.ctr, CtrFeatures) or
                                      self.ctr.n_inputs + self.ctr.n_columns != self.n_features):
             raise ModelFormatError("the CTR stage does not fill the model's features")
@@ -787,6 +805,13 @@ class Ensemble:
         divides by it."""
         return max(1, self.n_trees // self.trees_per_iteration - self.bias_iteration)
 
+    @property
+    def absent_value(self) -> float:
+        """What an entry a sparse row or a LibSVM line leaves out reads as, as the source
+        library reads it: missing (NaN) for XGBoost, 0 for every other library (RankLib's
+        sparse rows included, whose decisions are XGBoost's)."""
+        return np.nan if self.family == "xgboost" and self.leaf_sum is None else 0.0
+
     def iterations(self, begin: int, end: int) -> Ensemble:
         """The ensemble of iterations ``begin .. end - 1`` (their trees, base scores kept, and
         from ``begin == 0`` the bias iteration where there is one), as LightGBM's
@@ -796,6 +821,9 @@ class Ensemble:
         if not 0 <= begin < end <= self.n_iterations:
             raise ValueError(f"iterations [{begin}, {end}) are not within the model's "
                              f"{self.n_iterations}")
+        if self.bag_offsets is not None:
+            raise ValueError("a random forest of bags scores whole: its trees are no "
+                             "iterations")
         tpi = self.trees_per_iteration
         keep = np.arange(begin * tpi, end * tpi)
         trees = self.trees[begin * tpi:end * tpi]
@@ -811,7 +839,8 @@ class Ensemble:
             source=dict(self.source), trees_per_iteration=self.trees_per_iteration,
             category_labels=self.category_labels, category_recoding=self.category_recoding,
             pandas_categorical=self.pandas_categorical, ctr=self.ctr,
-            bias_iteration=self.bias_iteration and begin == 0)
+            bias_iteration=self.bias_iteration and begin == 0, leaf_sum=self.leaf_sum,
+            feature_id_base=self.feature_id_base)
 
     def summary(self) -> dict[str, Any]:
         """Plain facts about the model, for ``quickscorer info`` and ``Model.info()``."""
