@@ -16,8 +16,8 @@ from .algorithms import registry
 from .batch import output_path, score_file, score_files
 from .config import show_config
 from .errors import InputError, ModelFormatError
-from .export import to_xgboost_json
-from .inputs.readers import FORMATS
+from .export import check_export, to_ranklib, to_xgboost_json
+from .inputs.readers import FORMATS, ReadOptions, read_all
 from .loading import load
 from .outputs import OUTPUT_FORMATS
 
@@ -119,8 +119,25 @@ def demo_files():
 
 
 def _convert(args) -> int:
-    to_xgboost_json(args.model, args.output)
-    print(f"wrote {args.output} (XGBoost JSON)")
+    if args.to == "xgboost-json":
+        if args.check:
+            raise InputError("--check compares an export to RankLib's scoring: with --to "
+                             "ranklib")
+        to_xgboost_json(args.model, args.output)
+        print(f"wrote {args.output} (XGBoost JSON)")
+        return 0
+    model = load(args.model)
+    text = to_ranklib(model.ensemble, args.output)
+    print(f"wrote {args.output} (RankLib, {model.n_trees} trees)")
+    if args.check:
+        rows = read_all(args.check, model.n_features, model.ensemble.absent_value,
+                        model.feature_names,
+                        ReadOptions(index_base=model.ensemble.feature_id_base))
+        c = check_export(model, text, rows)
+        print(f"checked on {c['rows']:,} rows of {args.check} scored as RankLib scores them: "
+              f"{c['decisions']:,} rows take another path in some tree; {c['scores']:,} "
+              f"scores differ, by at most {c['max_abs']:.3g} ({c['max_rel']:.3g} of the "
+              f"score)")
     return 0
 
 
@@ -265,10 +282,16 @@ def main(argv=None) -> int:
                    help="no progress bar, no summary line")
     p.set_defaults(func=_score)
 
-    p = sub.add_parser("convert", help="write an XGBoost model (legacy binary, UBJSON, JSON) "
-                                       "as XGBoost JSON, which today's XGBoost loads")
-    p.add_argument("model", help="XGBoost model file (legacy binary .model/.bin, .ubj, .json)")
-    p.add_argument("output", help="the JSON file to write")
+    p = sub.add_parser("convert", help="write a model for another engine: an XGBoost model "
+                                       "(legacy binary, UBJSON, JSON) as XGBoost JSON, which "
+                                       "today's XGBoost loads, or any model as RankLib's text")
+    p.add_argument("model", help="the model file")
+    p.add_argument("output", help="the file to write")
+    p.add_argument("--to", choices=("xgboost-json", "ranklib"), default="xgboost-json",
+                   help="the format written (default: xgboost-json)")
+    p.add_argument("--check", default=None, metavar="ROWS",
+                   help="score ROWS (a data file) with the export as RankLib scores it and "
+                        "report the rows whose decisions or scores differ from the model's")
     p.set_defaults(func=_convert)
 
     p = sub.add_parser("bench", help="time your model on your rows (or generated ones) "

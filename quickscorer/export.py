@@ -1,4 +1,6 @@
-"""Write an XGBoost model (legacy binary, UBJSON, JSON or a ``Booster``) as XGBoost JSON.
+"""Models written for other engines: any XGBoost model (legacy binary, UBJSON, JSON or a
+``Booster``) as XGBoost JSON (:func:`to_xgboost_json`), and any model as RankLib's text
+(:func:`to_ranklib`, checked by :func:`check_export`).
 
 XGBoost 2.1 and later no longer read the legacy binary format that ``save_model("x.model")``
 wrote until 2.0; :func:`to_xgboost_json` turns such a file into the JSON model that today's
@@ -15,9 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from .errors import ModelFormatError
 from .importers.xgboost import DELETED_SPLIT_INDEX, load_xgboost, xgboost_document
+from .ir.float32 import float32_below
+from .loading import load, load_ensemble
 
-__all__ = ["to_xgboost_json"]
+__all__ = ["check_export", "to_ranklib", "to_xgboost_json"]
 
 #: a legacy binary model is written in the JSON layout of this XGBoost release (fields and
 #: meanings as its JSON writer has them; base_score in output space, as from 1.0 on)
@@ -93,3 +98,102 @@ def _fix_deleted_counts(document: dict) -> None:
 def _gbtree_model(document: dict) -> dict:
     gb = document["learner"]["gradient_booster"]
     return gb["model"] if "model" in gb else gb["gbtree"]["model"]
+
+
+def to_ranklib(source: Any, path: str | os.PathLike | None = None) -> str:
+    """The RankLib text of a model (anything :func:`quickscorer.load` reads), which RankLib
+    and the LTR plugins' ``model/ranklib`` load; written to ``path`` too when given.
+
+    Each tree in order, its thresholds written as the largest float32 at or below the
+    source's, so that every float32 row takes, at every node, the branch it takes in the
+    source model (RankLib compares ``float(value) <= threshold``); the leaves as float32
+    values; DART's tree weights as the trees' weights; the base score a tree of one leaf
+    first; a model that averages its trees (a random forest) one RankLib bag a tree. What
+    RankLib cannot express is not written and is said here: it sends NaN right where the
+    source has a default side, reads a value LightGBM treats as missing (zero, by its missing
+    type) as a number, and sums in float (``quickscorer convert --check`` reports the rows
+    where decisions or scores differ).
+
+    Raises
+    ------
+    ModelFormatError
+        A model of several outputs, categorical splits or linear trees, which RankLib's trees
+        do not have.
+    """
+    ens = load_ensemble(source)
+    if ens.n_outputs != 1:
+        raise ModelFormatError(f"RankLib's trees give one score a row; this model has "
+                               f"{ens.n_outputs} outputs")
+    if ens.has_categorical:
+        raise ModelFormatError("RankLib's splits are numeric: this model has categorical "
+                               "splits")
+    if ens.has_linear:
+        raise ModelFormatError("RankLib's leaves are values: this model has linear trees")
+    if ens.ctr is not None:
+        raise ModelFormatError("RankLib reads the row's features alone: this model computes "
+                               "CTR features first")
+    weights = (np.ones(ens.n_trees) if ens.tree_weight is None else ens.tree_weight)
+    trees = [_ranklib_tree(tree, float(np.float32(w))).replace("{id}", str(i + 1), 1)
+             for i, (tree, w) in enumerate(zip(ens.trees, weights))]
+    base = float(np.float32(ens.base_score[0]))
+    leading = [f'\t<tree id="0" weight="1.0">\n\t\t<split>\n\t\t\t<output> {base!r} '
+               f'</output>\n\t\t</split>\n\t</tree>\n'] if base != 0.0 else []
+    bags = ens.average_output
+    head = (f"## {'Random Forests' if bags else 'LambdaMART'}\n"
+            f"## Written by quickscorer from a {ens.source.get('library')} model of "
+            f"{ens.n_trees} trees\n\n")
+    if bags:                                   # one bag a tree: their mean, as the source's
+        body = "".join(f"<ensemble>\n{t}</ensemble>\n" for t in leading + trees)
+    else:
+        body = "<ensemble>\n" + "".join(leading + trees) + "</ensemble>\n"
+    text = head + body
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
+
+
+def _ranklib_tree(tree, weight: float) -> str:
+    """One tree as RankLib writes it: ``<split>`` nests, features from 1, thresholds the
+    largest float32 at or below the source's."""
+    thresholds = float32_below(np.asarray(tree.threshold, np.float64)).astype(np.float64)
+    values = np.asarray(tree.leaf_value, np.float64).astype(np.float32).astype(np.float64)
+    out = [f'\t<tree id="{{id}}" weight="{weight!r}">\n']
+
+    def node(ref: int, depth: int, pos: str) -> None:
+        pad = "\t" * depth
+        out.append(f"{pad}<split{pos}>\n")
+        if ref < 0:
+            out.append(f"{pad}\t<output> {float(values[~ref])!r} </output>\n")
+        else:
+            out.append(f"{pad}\t<feature> {int(tree.feature[ref]) + 1} </feature>\n")
+            out.append(f"{pad}\t<threshold> {float(thresholds[ref])!r} </threshold>\n")
+            node(int(tree.left[ref]), depth + 1, ' pos="left"')
+            node(int(tree.right[ref]), depth + 1, ' pos="right"')
+        out.append(f"{pad}</split>\n")
+
+    node(0 if tree.n_internal else ~0, 2, "")
+    out.append("\t</tree>\n")
+    return "".join(out)
+
+
+def check_export(model, exported, X) -> dict:
+    """Where the exported model (a RankLib text, read as RankLib scores it) and ``model``
+    part on rows ``X``: ``rows``, ``decisions`` (rows whose exit leaf differs in some tree),
+    ``scores`` (rows whose score differs), ``max_abs`` and ``max_rel`` (the largest score
+    difference, absolute and relative to the source's score)."""
+    target = load(exported, format="ranklib", n_features=model.n_features)
+    rows = model.request(X).rows
+    mine = model.predict_leaf(rows)
+    theirs = target.predict_leaf(rows)
+    theirs = theirs[:, theirs.shape[1] - mine.shape[1]:]   # past the base score's tree
+    source = np.asarray(model.predict(rows, raw_score=True), np.float64).reshape(-1)
+    if model.ensemble.average_output:
+        source = np.asarray(model.predict(rows), np.float64).reshape(-1)
+    got = target.predict(rows).reshape(-1)
+    diff = np.abs(got - source)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(source != 0, diff / np.abs(source), np.where(diff > 0, np.inf, 0.0))
+    return {"rows": int(rows.shape[0]),
+            "decisions": int(np.count_nonzero((mine != theirs).any(axis=1))),
+            "scores": int(np.count_nonzero(diff > 0)),
+            "max_abs": float(diff.max(initial=0.0)), "max_rel": float(rel.max(initial=0.0))}
