@@ -12,17 +12,18 @@ from .importers import onnx as onnx_imp
 from .importers import ranklib as ranklib_imp
 from .importers import sklearn as sk_imp
 from .importers import xgboost as xgb_imp
+from .importers import xgboost_dump as dump_imp
 from .importers.model_file import map_model_file
 from .ir.ensemble import Ensemble
 from .model import Model
 from .tuning import Tuning
 
 #: values of ``format=``: None detects the format from the content
-FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx", "ranklib")
+FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx", "ranklib", "xgboost-dump")
 
 
-def load_ensemble(source, *, format: str | None = None,
-                  n_features: int | None = None) -> Ensemble:
+def load_ensemble(source, *, format: str | None = None, n_features: int | None = None,
+                  **dump) -> Ensemble:
     """The neutral :class:`Ensemble` of a LightGBM, XGBoost, CatBoost, scikit-learn, ONNX or
     RankLib model.
 
@@ -33,10 +34,22 @@ def load_ensemble(source, *, format: str | None = None,
     (``importers.sklearn.SUPPORTED``). ``format`` forces ``"lightgbm"``, ``"xgboost"``,
     ``"catboost"``, ``"onnx"`` or ``"ranklib"``; otherwise it is detected from the content.
     ``n_features``: the columns a row gives, for a format that does not record them (a
-    RankLib model: default the largest feature number its trees read).
+    RankLib model: default the largest feature number its trees read). An XGBoost JSON dump
+    (a JSON array of ``get_dump(dump_format="json")``'s trees, or that list of strings)
+    records no base score, objective, classes or feature names: ``dump`` takes
+    ``base_score``, ``objective``, ``num_class`` and ``feature_names``
+    (:func:`quickscorer.importers.xgboost_dump.load_xgboost_dump`).
     """
     if isinstance(source, Ensemble):
         return source
+    if format == "xgboost-dump" or (isinstance(source, list) and source
+                                    and isinstance(source[0], str)):
+        return dump_imp.load_xgboost_dump(source, n_features=n_features, **dump)
+    if dump and not isinstance(source, list) and not (
+            isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike))
+            and _is_dump(source)):
+        raise ValueError(f"{', '.join(sorted(dump))}: the options of an XGBoost JSON dump, "
+                         f"which records none of them")
     if n_features is not None and not isinstance(source, (str, bytes, bytearray, memoryview,
                                                           os.PathLike)):
         raise ValueError("n_features is for a model file that does not record its features "
@@ -58,6 +71,8 @@ def load_ensemble(source, *, format: str | None = None,
         return xgb_imp.load_xgboost(source)
     if hasattr(source, "get_booster"):               # xgboost sklearn estimators
         return xgb_imp.load_xgboost(source.get_booster())
+    if isinstance(source, list):                     # a dump's parsed trees
+        return dump_imp.load_xgboost_dump(source, n_features=n_features, **dump)
     if isinstance(source, dict):
         if format == "catboost" or (format is None and "features_info" in source):
             return cb_imp.load_catboost(source)
@@ -74,6 +89,13 @@ def load_ensemble(source, *, format: str | None = None,
         raise TypeError(f"cannot load a model from {type(source).__name__}: expected a path, "
                         f"a string, bytes, a dict, a LightGBM/XGBoost Booster, a CatBoost model, "
                         f"an onnx.ModelProto or a scikit-learn tree estimator")
+    raw = data.encode() if isinstance(data, str) else data
+    if dump_imp.looks_like_xgboost_dump(bytes(raw[:256])):
+        try:
+            return dump_imp.load_xgboost_dump(bytes(raw), n_features=n_features, **dump)
+        finally:
+            if isinstance(data, mmap.mmap):
+                data.close()
     try:
         ens = _load_data(data, format, n_features)
     finally:
@@ -87,6 +109,19 @@ def load_ensemble(source, *, format: str | None = None,
                          f"RankLib model); this {ens.source.get('library')} model has "
                          f"{ens.n_inputs}")
     return ens
+
+
+def _is_dump(source) -> bool:
+    """Whether ``source`` (a path, text or bytes) holds an XGBoost JSON dump."""
+    if isinstance(source, (str, os.PathLike)) and not (isinstance(source, str)
+                                                       and ("\n" in source or "[" in source)):
+        try:
+            with open(source, "rb") as fh:
+                return dump_imp.looks_like_xgboost_dump(fh.read(256))
+        except OSError:
+            return False
+    raw = source.encode() if isinstance(source, str) else bytes(source)[:256]
+    return dump_imp.looks_like_xgboost_dump(raw)
 
 
 def _load_data(data: bytes | str | mmap.mmap, format: str | None,
@@ -120,8 +155,10 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None,
 
 
 def load(source, *, format: str | None = None, prepare: tuple[str, ...] = (),
-         tuning: Tuning | None = None, n_features: int | None = None) -> Model:
-    """Load a LightGBM, XGBoost, CatBoost, scikit-learn, ONNX or RankLib model for scoring;
-    see :func:`load_ensemble` (``prepare`` and ``tuning``: as for :class:`Model`)."""
-    return Model(load_ensemble(source, format=format, n_features=n_features),
+         tuning: Tuning | None = None, n_features: int | None = None, **dump) -> Model:
+    """Load a LightGBM, XGBoost (a model or its JSON dump), CatBoost, scikit-learn, ONNX or
+    RankLib model for scoring; see :func:`load_ensemble` (``prepare`` and ``tuning``: as for
+    :class:`Model`; ``dump``: an XGBoost dump's ``base_score``, ``objective``, ``num_class``
+    and ``feature_names``)."""
+    return Model(load_ensemble(source, format=format, n_features=n_features, **dump),
                  prepare=prepare, tuning=tuning)

@@ -7,6 +7,7 @@ through :func:`~quickscorer.ir.build_tree` (which validates and renumbers every 
 - ``xgboost``: XGBoost JSON and UBJSON models (file, bytes, dict, ``Booster``), JSON parsed
   in C by ``_xgbjson`` (both on the growable buffers of ``parse_buf.h``);
 - ``ubjson``: a UBJSON decoder; ``xgboost_binary``: XGBoost's legacy binary format;
+- ``xgboost_dump``: XGBoost's JSON dumps (``get_dump(dump_format="json")``);
 - ``catboost``: CatBoost models (JSON export, ``.cbm``, model object): trees and features;
 - ``catboost_cbm``: the ``.cbm`` file's FlatBuffers tables as the JSON export's document;
 - ``catboost_features``: CatBoost's float, one-hot and CTR features (the neutral CTR stage);

@@ -60,7 +60,7 @@ _NUMBER_TYPES = frozenset({int, float, bool})
 DELETED_SPLIT_INDEX = (1 << 31) - 1
 
 # objective -> (ProbToMargin of base_score, output transform)
-_OBJECTIVES = {
+OBJECTIVES = {
     "reg:squarederror": ("identity", "identity"),
     "reg:linear": ("identity", "identity"),
     "reg:squaredlogerror": ("identity", "identity"),
@@ -448,10 +448,10 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
     objective_doc = _get(learner, "objective", f"{where}: learner")
     _refuse_unknown_fields(objective_doc, "learner.objective", version_str)
     objective = _get(objective_doc, "name", f"{where}: learner.objective", kind=str)
-    if objective not in _OBJECTIVES:
+    if objective not in OBJECTIVES:
         raise ModelFormatError(f"{where}: objective {objective!r} is not supported "
-                               f"(supported: {', '.join(sorted(_OBJECTIVES))})")
-    margin_kind, transform = _OBJECTIVES[objective]
+                               f"(supported: {', '.join(sorted(OBJECTIVES))})")
+    margin_kind, transform = OBJECTIVES[objective]
 
     base = _parse_base_score(_get(lmp, "base_score", w, kind=None), w)
     if base.size == 1:
