@@ -8,6 +8,7 @@ from pathlib import Path
 from .errors import ModelFormatError
 from .importers import catboost as cb_imp
 from .importers import lightgbm as lgb_imp
+from .importers import lightgbm_dump as lgb_dump_imp
 from .importers import onnx as onnx_imp
 from .importers import ranklib as ranklib_imp
 from .importers import sklearn as sk_imp
@@ -74,6 +75,8 @@ def load_ensemble(source, *, format: str | None = None, n_features: int | None =
     if isinstance(source, list):                     # a dump's parsed trees
         return dump_imp.load_xgboost_dump(source, n_features=n_features, **dump)
     if isinstance(source, dict):
+        if source.get("name") == "tree" and "tree_info" in source:    # LightGBM dump_model()
+            return lgb_dump_imp.load_lightgbm_dump(source)
         if format == "catboost" or (format is None and "features_info" in source):
             return cb_imp.load_catboost(source)
         return xgb_imp.load_xgboost(source)
@@ -137,6 +140,8 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None,
     if format == "onnx":
         return onnx_imp.load_onnx(data)
     raw = data.encode() if isinstance(data, str) else data
+    if lgb_dump_imp.looks_like_lightgbm_dump(bytes(raw[:64])):
+        return lgb_dump_imp.load_lightgbm_dump(bytes(raw))
     if format == "ranklib" or ranklib_imp.looks_like_ranklib(raw):
         return ranklib_imp.load_ranklib(raw, n_features)
     if onnx_imp.looks_like_onnx(raw):

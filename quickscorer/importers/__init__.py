@@ -3,7 +3,8 @@ through :func:`~quickscorer.ir.build_tree` (which validates and renumbers every 
 :func:`quickscorer.load` detects the format and calls one of them.
 
 - ``lightgbm``: LightGBM text models (file, string, ``Booster``), parsed in C by
-  ``_lgbtext``;
+  ``_lgbtext``; ``lightgbm_dump``: its JSON dumps (``dump_model()``), read as the text model
+  they stand for;
 - ``xgboost``: XGBoost JSON and UBJSON models (file, bytes, dict, ``Booster``), JSON parsed
   in C by ``_xgbjson`` (both on the growable buffers of ``parse_buf.h``);
 - ``ubjson``: a UBJSON decoder; ``xgboost_binary``: XGBoost's legacy binary format;
