@@ -1,6 +1,7 @@
 """Models written for other engines: any XGBoost model (legacy binary, UBJSON, JSON or a
 ``Booster``) as XGBoost JSON (:func:`to_xgboost_json`), and any model as RankLib's text
-(:func:`to_ranklib`, checked by :func:`check_export`).
+(:func:`to_ranklib`) and Solr LTR's ``MultipleAdditiveTreesModel`` JSON (:func:`to_solr_ltr`),
+each checked by :func:`check_export`.
 
 XGBoost 2.1 and later no longer read the legacy binary format that ``save_model("x.model")``
 wrote until 2.0; :func:`to_xgboost_json` turns such a file into the JSON model that today's
@@ -22,7 +23,7 @@ from .importers.xgboost import DELETED_SPLIT_INDEX, load_xgboost, xgboost_docume
 from .ir.float32 import float32_below
 from .loading import load, load_ensemble
 
-__all__ = ["check_export", "to_ranklib", "to_xgboost_json"]
+__all__ = ["check_export", "to_ranklib", "to_solr_ltr", "to_xgboost_json"]
 
 #: a legacy binary model is written in the JSON layout of this XGBoost release (fields and
 #: meanings as its JSON writer has them; base_score in output space, as from 1.0 on)
@@ -120,18 +121,7 @@ def to_ranklib(source: Any, path: str | os.PathLike | None = None) -> str:
         A model of several outputs, categorical splits or linear trees, which RankLib's trees
         do not have.
     """
-    ens = load_ensemble(source)
-    if ens.n_outputs != 1:
-        raise ModelFormatError(f"RankLib's trees give one score a row; this model has "
-                               f"{ens.n_outputs} outputs")
-    if ens.has_categorical:
-        raise ModelFormatError("RankLib's splits are numeric: this model has categorical "
-                               "splits")
-    if ens.has_linear:
-        raise ModelFormatError("RankLib's leaves are values: this model has linear trees")
-    if ens.ctr is not None:
-        raise ModelFormatError("RankLib reads the row's features alone: this model computes "
-                               "CTR features first")
+    ens = _exportable(load_ensemble(source), "RankLib")
     weights = (np.ones(ens.n_trees) if ens.tree_weight is None else ens.tree_weight)
     trees = [_ranklib_tree(tree, float(np.float32(w))).replace("{id}", str(i + 1), 1)
              for i, (tree, w) in enumerate(zip(ens.trees, weights))]
@@ -150,6 +140,26 @@ def to_ranklib(source: Any, path: str | os.PathLike | None = None) -> str:
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text
+
+
+def _exportable(ens, engine: str):
+    """``ens``, or a ModelFormatError naming what the engine's trees do not have."""
+    if ens.n_outputs != 1:
+        raise ModelFormatError(f"{engine}'s trees give one score a row; this model has "
+                               f"{ens.n_outputs} outputs")
+    if ens.has_categorical:
+        raise ModelFormatError(f"{engine}'s splits are numeric: this model has categorical "
+                               f"splits")
+    if ens.has_linear:
+        raise ModelFormatError(f"{engine}'s leaves are values: this model has linear trees")
+    if ens.ctr is not None:
+        raise ModelFormatError(f"{engine} reads the row's features alone: this model computes "
+                               f"CTR features first")
+    if ens.leaf_sum is not None or ens.bag_offsets is not None:
+        if engine != "RankLib" or ens.bag_offsets is not None:
+            raise ModelFormatError(f"a {ens.source.get('library')} model's arithmetic is not "
+                                   f"{engine}'s")
+    return ens
 
 
 def _ranklib_tree(tree, weight: float) -> str:
@@ -176,12 +186,14 @@ def _ranklib_tree(tree, weight: float) -> str:
     return "".join(out)
 
 
-def check_export(model, exported, X) -> dict:
-    """Where the exported model (a RankLib text, read as RankLib scores it) and ``model``
-    part on rows ``X``: ``rows``, ``decisions`` (rows whose exit leaf differs in some tree),
-    ``scores`` (rows whose score differs), ``max_abs`` and ``max_rel`` (the largest score
-    difference, absolute and relative to the source's score)."""
-    target = load(exported, format="ranklib", n_features=model.n_features)
+def check_export(model, exported, X, format: str = "ranklib") -> dict:
+    """Where the exported model (a RankLib text or a Solr LTR document, ``format``, read as
+    that engine scores it) and ``model`` part on rows ``X``: ``rows``, ``decisions`` (rows
+    whose exit leaf differs in some tree), ``scores`` (rows whose score differs),
+    ``max_abs`` and ``max_rel`` (the largest score difference, absolute and relative to the
+    source's score)."""
+    target = (load(exported, format="ranklib", n_features=model.n_features)
+              if format == "ranklib" else load(exported, format=format))
     rows = model.request(X).rows
     mine = model.predict_leaf(rows)
     theirs = target.predict_leaf(rows)
@@ -197,3 +209,59 @@ def check_export(model, exported, X) -> dict:
             "decisions": int(np.count_nonzero((mine != theirs).any(axis=1))),
             "scores": int(np.count_nonzero(diff > 0)),
             "max_abs": float(diff.max(initial=0.0)), "max_rel": float(rel.max(initial=0.0))}
+
+
+def _solr_threshold(target: np.float32) -> float:
+    """The float32 ``a`` Solr reads so that ``float(a) + 1e-6f`` is ``target`` (Solr adds
+    NODE_SPLIT_SLACK to every threshold), or where no float does, the largest whose sum is
+    below it (the float32 rows between then go the other way: ``--check`` counts them)."""
+    slack = np.float32(1e-6)
+    a = np.float32(target - slack)
+    with np.errstate(over="ignore"):
+        while np.float32(a + slack) > target:
+            a = np.nextafter(a, np.float32(-np.inf))
+        while np.float32(np.nextafter(a, np.float32(np.inf)) + slack) <= target:
+            a = np.nextafter(a, np.float32(np.inf))
+    return float(a)
+
+
+def to_solr_ltr(source: Any, path: str | os.PathLike | None = None,
+                name: str = "quickscorer") -> str:
+    """The Solr LTR ``MultipleAdditiveTreesModel`` JSON of a model (anything
+    :func:`quickscorer.load` reads), for a collection's model store; written to ``path`` too
+    when given. The features are named as the model names them (``f<k>`` where it does not);
+    the thresholds are written so that Solr's (the text as a float, plus 1e-6 in float) is the
+    largest float32 at or below the source's, so that every float32 row takes the source's
+    branch wherever such a text exists; leaves as float32 values, DART's weights as the
+    trees' weights, the base score a tree of one leaf. Solr sends NaN right and sums in float,
+    as RankLib does (``quickscorer convert --check``). Refused as :func:`to_ranklib` refuses,
+    and a model that averages its trees (Solr adds them)."""
+    ens = _exportable(load_ensemble(source), "Solr")
+    if ens.average_output:
+        raise ModelFormatError("Solr adds its trees: this model averages them (a random "
+                               "forest)")
+    names = list(ens.feature_names) if ens.feature_names else [f"f{j}"
+                                                              for j in range(ens.n_features)]
+    weights = np.ones(ens.n_trees) if ens.tree_weight is None else ens.tree_weight
+    trees = []
+    base = float(np.float32(ens.base_score[0]))
+    if base != 0.0:
+        trees.append({"weight": "1.0", "root": {"value": repr(base)}})
+    for tree, w in zip(ens.trees, weights):
+        thresholds = float32_below(np.asarray(tree.threshold, np.float64))
+        values = np.asarray(tree.leaf_value, np.float64).astype(np.float32)
+
+        def node(ref: int) -> dict:
+            if ref < 0:
+                return {"value": repr(float(values[~ref]))}
+            return {"feature": names[int(tree.feature[ref])],
+                    "threshold": repr(_solr_threshold(thresholds[ref])),
+                    "left": node(int(tree.left[ref])), "right": node(int(tree.right[ref]))}
+        trees.append({"weight": repr(float(np.float32(w))),
+                      "root": node(0 if tree.n_internal else ~0)})
+    doc = {"class": "org.apache.solr.ltr.model.MultipleAdditiveTreesModel", "name": name,
+           "features": [{"name": n} for n in names], "params": {"trees": trees}}
+    text = json.dumps(doc, indent=1)
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text

@@ -12,6 +12,7 @@ from .importers import lightgbm_dump as lgb_dump_imp
 from .importers import onnx as onnx_imp
 from .importers import ranklib as ranklib_imp
 from .importers import sklearn as sk_imp
+from .importers import solr as solr_imp
 from .importers import xgboost as xgb_imp
 from .importers import xgboost_dump as dump_imp
 from .importers.model_file import map_model_file
@@ -20,7 +21,8 @@ from .model import Model
 from .tuning import Tuning
 
 #: values of ``format=``: None detects the format from the content
-FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx", "ranklib", "xgboost-dump")
+FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx", "ranklib", "xgboost-dump",
+           "solr-ltr")
 
 
 def load_ensemble(source, *, format: str | None = None, n_features: int | None = None,
@@ -77,6 +79,8 @@ def load_ensemble(source, *, format: str | None = None, n_features: int | None =
     if isinstance(source, dict):
         if source.get("name") == "tree" and "tree_info" in source:    # LightGBM dump_model()
             return lgb_dump_imp.load_lightgbm_dump(source)
+        if format == "solr-ltr" or str(source.get("class")).startswith("org.apache.solr.ltr."):
+            return solr_imp.load_solr(source)
         if format == "catboost" or (format is None and "features_info" in source):
             return cb_imp.load_catboost(source)
         return xgb_imp.load_xgboost(source)
@@ -142,6 +146,8 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None,
     raw = data.encode() if isinstance(data, str) else data
     if lgb_dump_imp.looks_like_lightgbm_dump(bytes(raw[:64])):
         return lgb_dump_imp.load_lightgbm_dump(bytes(raw))
+    if format == "solr-ltr" or solr_imp.looks_like_solr(bytes(raw[:512])):
+        return solr_imp.load_solr(bytes(raw))
     if format == "ranklib" or ranklib_imp.looks_like_ranklib(raw):
         return ranklib_imp.load_ranklib(raw, n_features)
     if onnx_imp.looks_like_onnx(raw):
