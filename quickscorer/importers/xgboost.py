@@ -111,7 +111,7 @@ _KNOWN_FIELDS = {
                        "split_conditions", "default_left", "split_type", "categories",
                        "categories_nodes", "categories_segments", "categories_sizes",
                        "parents", "base_weights", "loss_changes", "sum_hessian",
-                       "leaf_child_counts"}),
+                       "leaf_child_counts", "leaf_weights"}),
     "tree.tree_param": frozenset({"num_nodes", "num_feature", "size_leaf_vector",
                                   "num_deleted"}),
 }
@@ -510,13 +510,27 @@ def _build(doc: dict, fmt: str, parsed: tuple | None = None) -> Ensemble:
     weights = _tree_weights(gb, model, booster, n_trees, where)
     categories = _category_encodings(model, n_features, where, version_str)
 
-    if parsed is not None:
-        trees = _packed_parsed(trees_raw, n_features, *parsed)
+    vector = _leaf_vector_size(trees_raw)
+    if vector > 1:        # a tree a leaf vector: one tree of its structure an output
+        if parsed is not None:
+            raise _NotFast()
+        if vector != n_outputs:
+            raise ModelFormatError(f"{where}: leaf vectors of {vector} values for "
+                                   f"{n_outputs} outputs")
+        trees = tuple(tree for t, raw in enumerate(trees_raw)
+                      for tree in _vector_trees(t, raw, n_features, vector))
+        tree_info = np.tile(np.arange(vector), n_trees)
+        if weights is not None:
+            weights = np.repeat(weights, vector)
+        per_iteration = vector * _trees_per_iteration(model, n_trees, 1, where)
     else:
-        trees = packed_trees_fast(trees_raw, n_features)
-    if trees is None:     # the reference path: per tree, every check with its message
-        trees = tuple(_tree(t, raw, n_features) for t, raw in enumerate(trees_raw))
-    per_iteration = _trees_per_iteration(model, n_trees, n_outputs, where)
+        if parsed is not None:
+            trees = _packed_parsed(trees_raw, n_features, *parsed)
+        else:
+            trees = packed_trees_fast(trees_raw, n_features)
+        if trees is None:     # the reference path: per tree, every check with its message
+            trees = tuple(_tree(t, raw, n_features) for t, raw in enumerate(trees_raw))
+        per_iteration = _trees_per_iteration(model, n_trees, n_outputs, where)
 
     names = learner.get("feature_names")
     feature_names = None
@@ -814,6 +828,55 @@ def packed_trees_fast(trees_raw: list, n_features: int) -> PackedTrees | None:
     for arr in packed.values():
         arr.setflags(write=False)
     return PackedTrees(packed)
+
+
+def _leaf_vector_size(trees_raw: list) -> int:
+    """The values a leaf holds (``tree_param.size_leaf_vector``, XGBoost's
+    ``multi_strategy="multi_output_tree"``): 1 for scalar leaves; trees of both kinds in one
+    model are refused."""
+    sizes = set()
+    for t, raw in enumerate(trees_raw):
+        param = raw.get("tree_param", {}) if isinstance(raw, dict) else {}
+        size = 1
+        if isinstance(param, dict) and "size_leaf_vector" in param:
+            size = max(1, _int_param(param, "size_leaf_vector", f"tree {t}: tree_param",
+                                     hi=MAX_OUTPUTS))
+        sizes.add(size)
+    if len(sizes) > 1:
+        raise ModelFormatError(f"XGBoost model: trees of leaf vectors of sizes {sorted(sizes)}")
+    return sizes.pop()
+
+
+def _vector_trees(t: int, raw: dict, n_features: int, size: int) -> list:
+    """A tree of leaf vectors (``leaf_weights``: a leaf's ``size`` values, the leaf's number
+    in ``right_children``) as ``size`` trees of its structure, tree ``k`` the leaves' value
+    of output ``k``: XGBoost adds each value to its output in the trees' order, as the sum of
+    these trees does, output by output."""
+    where = f"tree {t}"
+    left = _array(raw, "left_children", len(raw.get("left_children", ())), np.int64, where)
+    n = left.shape[0]
+    right = _array(raw, "right_children", n, np.int64, where)
+    leaf = left == -1
+    weights = _array(raw, "leaf_weights", len(raw.get("leaf_weights", ())), np.float32, where)
+    number = right[leaf]
+    if (number < 0).any() or ((number + 1) * size > weights.shape[0]).any() or \
+            np.unique(number).shape[0] != number.shape[0]:
+        raise ModelFormatError(f"{where}: its leaves' numbers do not index its {size}-value "
+                               f"leaf_weights")
+    cond = _array(raw, "split_conditions", n, np.float32, where)
+    param = {**raw.get("tree_param", {}), "size_leaf_vector": "1"}
+    out = []
+    for k in range(size):
+        values = cond.copy()
+        values[leaf] = weights[number * size + k]
+        kids = right.copy()
+        kids[leaf] = -1
+        scalar = {key: v for key, v in raw.items() if key not in ("leaf_weights",
+                                                                     "base_weights")}
+        out.append(_tree(t, {**scalar, "split_conditions": values.tolist(),
+                             "right_children": kids.tolist(), "tree_param": param},
+                         n_features))
+    return out
 
 
 def _tree(t: int, raw: Any, n_features: int):
