@@ -16,7 +16,14 @@ from .algorithms import registry
 from .batch import output_path, score_file, score_files
 from .config import show_config
 from .errors import InputError, ModelFormatError
-from .export import check_export, to_ranklib, to_solr_ltr, to_xgboost_json
+from .export import (
+    check_export,
+    to_lightgbm_dump,
+    to_ranklib,
+    to_solr_ltr,
+    to_xgboost_dump,
+    to_xgboost_json,
+)
 from .inputs.readers import FORMATS, ReadOptions, read_all
 from .loading import load
 from .outputs import OUTPUT_FORMATS
@@ -118,25 +125,29 @@ def demo_files():
     return base / "demo_model.txt", base / "demo_queries.npz"
 
 
+#: ``convert --to``'s formats past XGBoost JSON: the writer and the engine it writes for
+_EXPORTS = {"ranklib": (to_ranklib, "RankLib"), "solr-ltr": (to_solr_ltr, "Solr LTR"),
+            "xgboost-dump": (to_xgboost_dump, "an XGBoost JSON dump"),
+            "lightgbm-dump": (to_lightgbm_dump, "a LightGBM JSON dump")}
+
+
 def _convert(args) -> int:
     if args.to == "xgboost-json":
         if args.check:
             raise InputError("--check compares an export to its engine's scoring: with --to "
-                             "ranklib or solr-ltr")
+                             f"{', '.join(_EXPORTS)}")
         to_xgboost_json(args.model, args.output)
         print(f"wrote {args.output} (XGBoost JSON)")
         return 0
     model = load(args.model)
-    write = to_ranklib if args.to == "ranklib" else to_solr_ltr
+    write, engine = _EXPORTS[args.to]
     text = write(model.ensemble, args.output)
-    print(f"wrote {args.output} ({'RankLib' if args.to == 'ranklib' else 'Solr LTR'}, "
-          f"{model.n_trees} trees)")
+    print(f"wrote {args.output} ({engine}, {model.n_trees} trees)")
     if args.check:
         rows = read_all(args.check, model.n_features, model.ensemble.absent_value,
                         model.feature_names,
                         ReadOptions(index_base=model.ensemble.feature_id_base))
         c = check_export(model, text, rows, args.to)
-        engine = "RankLib" if args.to == "ranklib" else "Solr"
         print(f"checked on {c['rows']:,} rows of {args.check} scored as {engine} scores them: "
               f"{c['decisions']:,} rows take another path in some tree; {c['scores']:,} "
               f"scores differ, by at most {c['max_abs']:.3g} ({c['max_rel']:.3g} of the "
@@ -290,7 +301,7 @@ def main(argv=None) -> int:
                                        "today's XGBoost loads, or any model as RankLib's text")
     p.add_argument("model", help="the model file")
     p.add_argument("output", help="the file to write")
-    p.add_argument("--to", choices=("xgboost-json", "ranklib", "solr-ltr"),
+    p.add_argument("--to", choices=("xgboost-json", *_EXPORTS),
                    default="xgboost-json",
                    help="the format written (default: xgboost-json)")
     p.add_argument("--check", default=None, metavar="ROWS",

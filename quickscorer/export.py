@@ -23,7 +23,8 @@ from .importers.xgboost import DELETED_SPLIT_INDEX, load_xgboost, xgboost_docume
 from .ir.float32 import float32_below
 from .loading import load, load_ensemble
 
-__all__ = ["check_export", "to_ranklib", "to_solr_ltr", "to_xgboost_json"]
+__all__ = ["check_export", "to_lightgbm_dump", "to_ranklib", "to_solr_ltr", "to_xgboost_dump",
+           "to_xgboost_json"]
 
 #: a legacy binary model is written in the JSON layout of this XGBoost release (fields and
 #: meanings as its JSON writer has them; base_score in output space, as from 1.0 on)
@@ -192,16 +193,23 @@ def check_export(model, exported, X, format: str = "ranklib") -> dict:
     whose exit leaf differs in some tree), ``scores`` (rows whose score differs),
     ``max_abs`` and ``max_rel`` (the largest score difference, absolute and relative to the
     source's score)."""
-    target = (load(exported, format="ranklib", n_features=model.n_features)
-              if format == "ranklib" else load(exported, format=format))
+    if format == "ranklib":
+        target = load(exported, format="ranklib", n_features=model.n_features)
+    elif format == "xgboost-dump":
+        target = load(exported, n_features=model.n_features,
+                      feature_names=model.feature_names)
+    else:          # a Solr document, a LightGBM dump: detected from the content
+        target = load(exported, format="solr-ltr" if format == "solr-ltr" else None)
     rows = model.request(X).rows
     mine = model.predict_leaf(rows)
     theirs = target.predict_leaf(rows)
     theirs = theirs[:, theirs.shape[1] - mine.shape[1]:]   # past the base score's tree
-    source = np.asarray(model.predict(rows, raw_score=True), np.float64).reshape(-1)
-    if model.ensemble.average_output:
+    if model.ensemble.average_output:       # the trees' means (the engine's, too)
         source = np.asarray(model.predict(rows), np.float64).reshape(-1)
-    got = target.predict(rows).reshape(-1)
+        got = np.asarray(target.predict(rows), np.float64).reshape(-1)
+    else:                                   # the margins: the engines' transforms differ
+        source = np.asarray(model.predict_raw(rows), np.float64).reshape(-1)
+        got = np.asarray(target.predict_raw(rows), np.float64).reshape(-1)
     diff = np.abs(got - source)
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(source != 0, diff / np.abs(source), np.where(diff > 0, np.inf, 0.0))
@@ -262,6 +270,103 @@ def to_solr_ltr(source: Any, path: str | os.PathLike | None = None,
     doc = {"class": "org.apache.solr.ltr.model.MultipleAdditiveTreesModel", "name": name,
            "features": [{"name": n} for n in names], "params": {"trees": trees}}
     text = json.dumps(doc, indent=1)
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
+
+
+def _names(ens) -> list[str]:
+    return list(ens.feature_names) if ens.feature_names else [f"f{j}"
+                                                             for j in range(ens.n_features)]
+
+
+def to_xgboost_dump(source: Any, path: str | os.PathLike | None = None) -> str:
+    """XGBoost's JSON dump of a model (anything :func:`quickscorer.load` reads): a JSON array
+    of ``get_dump(dump_format="json")``'s tree objects, what the LTR plugins load as
+    ``model/xgboost+json``; written to ``path`` too when given. Each split's
+    ``split_condition`` is the float32 above the largest float32 at or below the source's
+    threshold (XGBoost goes to ``yes`` where ``value < split_condition``), so every float32
+    row takes the source's branch; NaN goes to the source's default side (``missing``); the
+    base score is a first tree of one leaf, so the dump's sum is the model's margin. LightGBM's
+    rule for a value its missing type reads as missing (zero, or NaN as zero) is not XGBoost's,
+    and its double leaves sum in float32 (``--check``). Refused as :func:`to_ranklib`."""
+    ens = _exportable(load_ensemble(source), "An XGBoost dump")
+    trees = []
+    base = float(np.float32(ens.base_score[0]))
+    if base != 0.0:
+        trees.append({"nodeid": 0, "leaf": base})
+    names = _names(ens)
+    weights = np.ones(ens.n_trees) if ens.tree_weight is None else ens.tree_weight
+    for tree, w in zip(ens.trees, weights):
+        below = float32_below(np.asarray(tree.threshold, np.float64))
+        with np.errstate(over="ignore"):
+            cond = np.nextafter(below, np.float32(np.inf))
+        values = (np.asarray(tree.leaf_value, np.float64) * float(w)).astype(np.float32)
+        counter = iter(range(1 << 30))
+
+        def node(ref: int, depth: int) -> dict:
+            nid = next(counter)
+            if ref < 0:
+                return {"nodeid": nid, "leaf": float(values[~ref])}
+            out = {"nodeid": nid, "depth": depth, "split": names[int(tree.feature[ref])],
+                   "split_condition": float(cond[ref])}
+            kids = [node(int(tree.left[ref]), depth + 1), node(int(tree.right[ref]), depth + 1)]
+            yes, no = kids[0]["nodeid"], kids[1]["nodeid"]
+            out.update(yes=yes, no=no, missing=yes if tree.default_left[ref] else no,
+                       children=kids)
+            return out
+        trees.append(node(0 if tree.n_internal else ~0, 0))
+    text = json.dumps(trees)
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text
+
+
+def to_lightgbm_dump(source: Any, path: str | os.PathLike | None = None) -> str:
+    """LightGBM's ``dump_model()`` JSON of a model (anything :func:`quickscorer.load` reads),
+    as Vespa takes LightGBM models; written to ``path`` too when given. A LightGBM model's
+    own dump is exact; another's thresholds are written as doubles a row is compared with
+    (``value <= threshold``), NaN going to the default side (``missing_type`` NaN), and its
+    base score a first tree of one leaf (LightGBM's dump has no base). Refused as
+    :func:`to_ranklib`, and for a model that averages its trees."""
+    ens = _exportable(load_ensemble(source), "A LightGBM dump")
+    names = _names(ens)
+    trees = []
+    base = float(ens.base_score[0])
+    if base != 0.0:
+        trees.append({"num_leaves": 1, "num_cat": 0, "shrinkage": 1,
+                      "tree_structure": {"leaf_value": base}})
+    weights = np.ones(ens.n_trees) if ens.tree_weight is None else ens.tree_weight
+    for tree, w in zip(ens.trees, weights):
+        values = np.asarray(tree.leaf_value, np.float64) * float(w)
+        missing = np.asarray(tree.missing_type)
+        kinds = ("None", "Zero", "NaN")
+        splits = iter(range(1 << 30))
+
+        def node(ref: int) -> dict:
+            if ref < 0:
+                return {"leaf_index": int(~ref), "leaf_value": float(values[~ref])}
+            return {"split_index": next(splits), "split_feature": int(tree.feature[ref]),
+                    "threshold": float(tree.threshold[ref]), "decision_type": "<=",
+                    "default_left": bool(tree.default_left[ref]),
+                    "missing_type": kinds[int(missing[ref])] if ens.family == "lightgbm"
+                    else "NaN",
+                    "left_child": node(int(tree.left[ref])),
+                    "right_child": node(int(tree.right[ref]))}
+        trees.append({"num_leaves": int(tree.n_leaves), "num_cat": 0, "shrinkage": 1,
+                      "tree_structure": node(0 if tree.n_internal else ~0)})
+    for i, t in enumerate(trees):
+        t["tree_index"] = i
+    transform = {"identity": "regression", "sigmoid": "binary sigmoid:"
+                 + repr(float(ens.transform_params.get("sigmoid", 1.0)))}
+    doc = {"name": "tree", "version": "v4", "num_class": 1, "num_tree_per_iteration": 1,
+           "label_index": 0, "max_feature_idx": ens.n_features - 1,
+           "objective": (ens.source.get("objective") if ens.family == "lightgbm"
+                         and ens.source.get("objective") else
+                         transform.get(ens.transform, "regression")),
+           "average_output": bool(ens.average_output), "feature_names": names,
+           "tree_info": trees}
+    text = json.dumps(doc)
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text

@@ -88,7 +88,7 @@ def load_ensemble(source, *, format: str | None = None, n_features: int | None =
     data: bytes | str | mmap.mmap
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-    elif isinstance(source, str) and ("\n" in source or source.lstrip().startswith("{")):
+    elif isinstance(source, str) and ("\n" in source or source.lstrip()[:1] in ("{", "[")):
         data = source
     elif isinstance(source, (str, os.PathLike)):
         data = map_model_file(Path(source))
