@@ -20,8 +20,10 @@ import numpy as np
 
 from .errors import ModelFormatError
 from .importers.xgboost import DELETED_SPLIT_INDEX, load_xgboost, xgboost_document
+from .importers.xgboost_dump import load_xgboost_dump
 from .ir.float32 import float32_below
 from .loading import load, load_ensemble
+from .model import Model
 
 __all__ = ["check_export", "to_lightgbm_dump", "to_ranklib", "to_solr_ltr", "to_xgboost_dump",
            "to_xgboost_json"]
@@ -195,9 +197,9 @@ def check_export(model, exported, X, format: str = "ranklib") -> dict:
     source's score)."""
     if format == "ranklib":
         target = load(exported, format="ranklib", n_features=model.n_features)
-    elif format == "xgboost-dump":
-        target = load(exported, n_features=model.n_features,
-                      feature_names=model.feature_names)
+    elif format == "xgboost-dump":          # as the LTR plugins evaluate it: NaN to "no"
+        target = Model(load_xgboost_dump(exported, n_features=model.n_features,
+                                         feature_names=model.feature_names, nan_to_no=True))
     else:          # a Solr document, a LightGBM dump: detected from the content
         target = load(exported, format="solr-ltr" if format == "solr-ltr" else None)
     rows = model.request(X).rows

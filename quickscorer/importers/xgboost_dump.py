@@ -90,7 +90,7 @@ def _feature(name, names: dict | None, where: str) -> int:
     return int(m.group(1))
 
 
-def _tree(t: int, root: dict, names: dict | None) -> dict:
+def _tree(t: int, root: dict, names: dict | None, nan_to_no: bool = False) -> dict:
     """One tree's nodes, numbered in the order they are met (preorder)."""
     where = f"XGBoost dump: tree {t}"
     nodes = {"left": [], "right": [], "feature": [], "threshold": [], "default_left": [],
@@ -140,7 +140,7 @@ def _tree(t: int, root: dict, names: dict | None) -> dict:
         if yes not in by_id or no not in by_id or yes == no or missing not in (yes, no):
             raise ModelFormatError(f"{at}: yes={yes!r}, no={no!r}, missing={missing!r} do not "
                                    f"name its two children")
-        nodes["default_left"][n] = missing == yes
+        nodes["default_left"][n] = missing == yes and not nan_to_no
         stack.append((by_id[no], n, "right"))
         stack.append((by_id[yes], n, "left"))
     return nodes
@@ -148,7 +148,8 @@ def _tree(t: int, root: dict, names: dict | None) -> dict:
 
 def load_xgboost_dump(source, *, base_score: float | None = None,
                       objective: str | None = None, num_class: int | None = None,
-                      feature_names=None, n_features: int | None = None) -> Ensemble:
+                      feature_names=None, n_features: int | None = None,
+                      nan_to_no: bool = False) -> Ensemble:
     """The ensemble of an XGBoost JSON dump (text, bytes, a list of tree objects or of the
     strings ``Booster.get_dump`` returns).
 
@@ -159,7 +160,9 @@ def load_xgboost_dump(source, *, base_score: float | None = None,
     ``multi:*`` objective, the trees are the classes' in turn. ``feature_names``: the names
     a dump written with a feature map splits on (else ``f<k>`` is column ``k``);
     ``n_features``: the columns a row has (default: the names', else the largest column
-    read, plus one)."""
+    read, plus one). ``nan_to_no``: NaN goes to ``no`` at every split, whatever ``missing``
+    says, as the Elasticsearch and OpenSearch LTR plugins' evaluator sends it (their
+    ``NaiveAdditiveDecisionTree``: left where ``threshold > value``)."""
     trees_raw = _trees(source)
     names = None
     if feature_names is not None:
@@ -176,7 +179,7 @@ def load_xgboost_dump(source, *, base_score: float | None = None,
     if len(trees_raw) % k:
         raise ModelFormatError(f"XGBoost dump: {len(trees_raw)} trees are no whole rounds of "
                                f"{k} classes")
-    parsed = [_tree(t, raw, names) for t, raw in enumerate(trees_raw)]
+    parsed = [_tree(t, raw, names, nan_to_no) for t, raw in enumerate(trees_raw)]
     used = max((max(p["feature"]) for p in parsed), default=0)
     width = n_features or (len(feature_names) if feature_names is not None else used + 1)
     if used >= width:
