@@ -77,9 +77,10 @@ def test_a_dataframe_s_categories_and_what_a_dump_may_not_hold():
     part["c3"] = part["c3"].cat.reorder_categories(list(reversed(part["c3"].cat.categories)))
     np.testing.assert_array_equal(model.predict(part), booster.predict(part))
     linear = lgb.train({"objective": "regression", "linear_tree": True, "verbose": -1,
-                        "num_leaves": 4}, lgb.Dataset(np.nan_to_num(X), y), 3).dump_model()
-    with pytest.raises(ModelFormatError, match="linear leaf"):
-        quickscorer.load(linear)
+                        "num_leaves": 6}, lgb.Dataset(X[:, :3], y), 8)
+    model = quickscorer.load(linear.dump_model())
+    assert model.ensemble.has_linear
+    np.testing.assert_array_equal(model.predict(X[:, :3]), linear.predict(X[:, :3]))
     bad = json.loads(json.dumps(doc))
     bad["tree_info"][0]["tree_structure"]["split_scale"] = 2.0
     with pytest.raises(ModelFormatError, match=r"holds \['split_scale'\]"):

@@ -101,3 +101,24 @@ def test_feature_names_of_a_feature_map_and_what_a_dump_may_not_hold():
         quickscorer.load(dump, feature_names=names, num_class=3)
     with pytest.raises(ValueError, match="the options of an XGBoost JSON dump"):
         quickscorer.load(booster, base_score=0.5)
+
+
+@pytest.mark.parametrize("onehot", [1, 16])
+def test_a_dump_of_categorical_splits_scores_as_xgboost(onehot):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"a": rng.normal(size=700), "c": pd.Categorical(rng.integers(0, 9, 700)),
+                          "b": rng.normal(size=700)})
+    y = (frame.a + (frame.c.cat.codes == 2) - (frame.c.cat.codes == 5) * 0.5) > 0.3
+    booster = xgb.train({"max_depth": 3, "tree_method": "hist", "max_cat_to_onehot": onehot,
+                         "nthread": 1}, xgb.DMatrix(frame, y, enable_categorical=True), 12)
+    model = quickscorer.load(booster.get_dump(dump_format="json"), feature_names=["a", "c", "b"],
+                             base_score=_base_score(booster), objective="reg:squarederror")
+    assert model.ensemble.has_categorical
+    X = np.column_stack([frame.a, frame.c.cat.codes.astype(float), frame.b])
+    X[::7, 1] = np.nan
+    codes = np.where(np.isnan(X[:, 1]), -1, X[:, 1]).astype(int)
+    rows = pd.DataFrame({"a": X[:, 0], "c": pd.Categorical.from_codes(codes, list(range(9))),
+                         "b": X[:, 2]})
+    want = booster.predict(xgb.DMatrix(rows, enable_categorical=True), output_margin=True)
+    np.testing.assert_array_equal(model.predict_raw(X)[:, 0], want)

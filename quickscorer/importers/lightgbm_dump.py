@@ -5,8 +5,8 @@ that one reader holds LightGBM's rules: the thresholds and values are doubles wr
 digits, which read back as themselves.
 
 Every field of the document, a tree and a node is read, or known to change no score
-(training statistics, feature infos and importances), or refused by name; linear trees
-(``leaf_const``, ``leaf_features``, ``leaf_coeff``) are refused: read the text model.
+(training statistics, feature infos and importances), or refused by name; a linear tree's
+leaves (``leaf_const``, ``leaf_features``, ``leaf_coeff``) are read too.
 """
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ _SPLIT = frozenset({"split_index", "split_feature", "split_gain", "threshold", "
                     "default_left", "missing_type", "internal_value", "internal_weight",
                     "internal_count", "left_child", "right_child"})
 _LEAF = frozenset({"leaf_index", "leaf_value", "leaf_weight", "leaf_count"})
+#: a linear tree's leaves: its linear model
+_LINEAR = frozenset({"leaf_const", "leaf_features", "leaf_coeff"})
 _MISSING = {"None": 0, "Zero": 1, "NaN": 2}
 
 
@@ -56,10 +58,6 @@ def _document(source: Any) -> dict:
 def _refuse(obj: dict, known: frozenset, where: str) -> None:
     unknown = sorted(set(obj) - known)
     if unknown:
-        lin = {"leaf_const", "leaf_features", "leaf_coeff"} & set(unknown)
-        if lin:
-            raise ModelFormatError(f"LightGBM dump: {where} holds a linear leaf "
-                                   f"({', '.join(sorted(lin))}): read the text model instead")
         raise ModelFormatError(f"LightGBM dump: {where} holds {unknown}, which this reader "
                                f"does not know, and which may change the scores")
 
@@ -85,7 +83,7 @@ def _tree_text(t: int, tree: dict) -> str:
         if not isinstance(node, dict):
             raise ModelFormatError(f"LightGBM dump: {where}: a node is not an object")
         if "leaf_value" in node:
-            _refuse(node, _LEAF, f"{where}, a leaf")
+            _refuse(node, _LEAF | _LINEAR, f"{where}, a leaf")
             leaves[int(node.get("leaf_index", 0))] = node
             continue
         _refuse(node, _SPLIT, f"{where}, a split")
@@ -152,6 +150,28 @@ def _tree_text(t: int, tree: dict) -> str:
         _number(leaves[j].get("leaf_value"), f"{where}, leaf {j}") for j in range(m + 1)))
     lines.append("leaf_count=" + " ".join(str(int(leaves[j].get("leaf_count", 0)))
                                           for j in range(m + 1)))
+    linear = [_LINEAR & set(leaves[j]) for j in range(m + 1)]
+    if any(linear):
+        if not all(s == _LINEAR for s in linear):
+            raise ModelFormatError(f"LightGBM dump: {where}: some leaves have a linear model "
+                                   f"and some do not")
+        feats, coeffs = [], []
+        for j in range(m + 1):
+            f, c = leaves[j]["leaf_features"], leaves[j]["leaf_coeff"]
+            if not isinstance(f, list) or not isinstance(c, list) or len(f) != len(c):
+                raise ModelFormatError(f"LightGBM dump: {where}, leaf {j}: leaf_features and "
+                                       f"leaf_coeff are not two lists of one length")
+            feats.append(f)
+            coeffs.append(c)
+        lines += ["is_linear=1",
+                  "leaf_const=" + " ".join(_number(leaves[j]["leaf_const"],
+                                                   f"{where}, leaf {j}: leaf_const")
+                                           for j in range(m + 1)),
+                  "num_features=" + " ".join(str(len(f)) for f in feats),
+                  "leaf_features=" + " ".join(_number(v, f"{where}: a leaf feature")
+                                              for f in feats for v in f),
+                  "leaf_coeff=" + " ".join(_number(v, f"{where}: a coefficient")
+                                           for c in coeffs for v in c)]
     return "\n".join(lines) + "\n\n"
 
 

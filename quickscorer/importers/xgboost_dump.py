@@ -25,7 +25,7 @@ import numpy as np
 
 from .._transforms import xgb_prob_to_margin
 from ..errors import ModelFormatError
-from ..ir.ensemble import MAX_NODES_PER_TREE, MISSING_NAN, Ensemble, build_tree
+from ..ir.ensemble import MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, Ensemble, build_tree
 from .xgboost import OBJECTIVES
 
 #: the fields of a dump's nodes: those read, and the statistics that change no score
@@ -94,7 +94,7 @@ def _tree(t: int, root: dict, names: dict | None, nan_to_no: bool = False) -> di
     """One tree's nodes, numbered in the order they are met (preorder)."""
     where = f"XGBoost dump: tree {t}"
     nodes = {"left": [], "right": [], "feature": [], "threshold": [], "default_left": [],
-             "value": [], "cover": [], "id": []}
+             "value": [], "cover": [], "id": [], "categories": {}}
     stack = [(root, None, None)]
     while stack:
         node, parent, side = stack.pop()
@@ -124,14 +124,22 @@ def _tree(t: int, root: dict, names: dict | None, nan_to_no: bool = False) -> di
         unknown = set(node) - _INNER
         if unknown:
             raise ModelFormatError(f"{at}: a split holds {sorted(unknown)}, which this reader "
-                                   f"does not know (categorical splits are not read)")
+                                   f"does not know")
         for key in ("split", "split_condition", "yes", "no", "missing", "children"):
             if key not in node:
                 raise ModelFormatError(f"{at}: a split without {key!r}")
         nodes["feature"][n] = _feature(node["split"], names, at)
-        cond = np.float32(_float32(node["split_condition"], f"{at}: split_condition"))
-        # x < cond in float32: x <= the float32 below it
-        nodes["threshold"][n] = float(np.nextafter(cond, np.float32(-np.inf)))
+        cond = node["split_condition"]
+        if isinstance(cond, list):          # a categorical split
+            if any(isinstance(c, bool) or not isinstance(c, int) or not 0 <= c <= MAX_CATEGORY
+                   for c in cond):
+                raise ModelFormatError(f"{at}: categories {cond!r:.60} are not integers in "
+                                       f"[0, {MAX_CATEGORY}]")
+            nodes["categories"][n] = cond
+        else:
+            cond = np.float32(_float32(cond, f"{at}: split_condition"))
+            # x < cond in float32: x <= the float32 below it
+            nodes["threshold"][n] = float(np.nextafter(cond, np.float32(-np.inf)))
         children = node["children"]
         if not isinstance(children, list) or len(children) != 2:
             raise ModelFormatError(f"{at}: a split's children are not two nodes")
@@ -192,7 +200,9 @@ def load_xgboost_dump(source, *, base_score: float | None = None,
         built.append(build_tree(
             left=p["left"], right=p["right"], root=0, feature=p["feature"],
             threshold=p["threshold"], default_left=p["default_left"],
-            missing_type=[MISSING_NAN] * n, is_categorical=[False] * n, categories=None,
+            missing_type=[MISSING_NAN] * n,
+            is_categorical=[j in p["categories"] for j in range(n)],
+            categories=p["categories"],
             value=p["value"], source_id=p["id"],
             cover=None if np.isnan(cover).any() else cover, n_features=width,
             where=f"XGBoost dump: tree {t}"))
