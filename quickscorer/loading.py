@@ -45,8 +45,7 @@ def load_ensemble(source, *, format: str | None = None, n_features: int | None =
     """
     if isinstance(source, Ensemble):
         return source
-    if format == "xgboost-dump" or (isinstance(source, list) and source
-                                    and isinstance(source[0], str)):
+    if isinstance(source, list) and source and isinstance(source[0], str):   # get_dump()
         return dump_imp.load_xgboost_dump(source, n_features=n_features, **dump)
     if dump and not isinstance(source, list) and not (
             isinstance(source, (str, bytes, bytearray, memoryview, os.PathLike))
@@ -97,7 +96,7 @@ def load_ensemble(source, *, format: str | None = None, n_features: int | None =
                         f"a string, bytes, a dict, a LightGBM/XGBoost Booster, a CatBoost model, "
                         f"an onnx.ModelProto or a scikit-learn tree estimator")
     raw = data.encode() if isinstance(data, str) else data
-    if dump_imp.looks_like_xgboost_dump(bytes(raw[:256])):
+    if format == "xgboost-dump" or dump_imp.looks_like_xgboost_dump(bytes(raw[:256])):
         try:
             return dump_imp.load_xgboost_dump(bytes(raw), n_features=n_features, **dump)
         finally:
