@@ -53,7 +53,7 @@ def load_ensemble(source, *, format: str | None = None, n_features: int | None =
         raise ValueError(f"{', '.join(sorted(dump))}: the options of an XGBoost JSON dump, "
                          f"which records none of them")
     if n_features is not None and not isinstance(source, (str, bytes, bytearray, memoryview,
-                                                          os.PathLike)):
+                                                          os.PathLike, list)):
         raise ValueError("n_features is for a model file that does not record its features "
                          "(a RankLib model)")
     if sk_imp.is_sklearn_estimator(source):          # a fitted scikit-learn tree estimator

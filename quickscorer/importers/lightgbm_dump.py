@@ -56,16 +56,30 @@ def _document(source: Any) -> dict:
 
 
 def _refuse(obj: dict, known: frozenset, where: str) -> None:
+    if not isinstance(obj, dict):
+        raise ModelFormatError(f"LightGBM dump: {where} is not an object")
     unknown = sorted(set(obj) - known)
     if unknown:
         raise ModelFormatError(f"LightGBM dump: {where} holds {unknown}, which this reader "
                                f"does not know, and which may change the scores")
 
 
+def _int(v: Any, where: str) -> int:
+    """An integer of the document, or a ModelFormatError naming it."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ModelFormatError(f"LightGBM dump: {where} is not an integer: {v!r:.40}")
+    return v
+
+
 def _number(v: Any, where: str) -> str:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise ModelFormatError(f"LightGBM dump: {where} is not a number: {v!r:.40}")
     return repr(float(v)) if isinstance(v, float) else str(v)
+
+
+def _count(v: Any) -> int:
+    """A training count (advisory: a damaged one is 0, which costs the covers only)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
 
 def _tree_text(t: int, tree: dict) -> str:
@@ -84,7 +98,10 @@ def _tree_text(t: int, tree: dict) -> str:
             raise ModelFormatError(f"LightGBM dump: {where}: a node is not an object")
         if "leaf_value" in node:
             _refuse(node, _LEAF | _LINEAR, f"{where}, a leaf")
-            leaves[int(node.get("leaf_index", 0))] = node
+            j = _int(node.get("leaf_index", 0), f"{where}: leaf_index")
+            if j in leaves:
+                raise ModelFormatError(f"LightGBM dump: {where}: two leaves numbered {j}")
+            leaves[j] = node
             continue
         _refuse(node, _SPLIT, f"{where}, a split")
         i = node.get("split_index")
@@ -108,7 +125,11 @@ def _tree_text(t: int, tree: dict) -> str:
         for i in range(m):
             s = splits[i]
             kind = s.get("decision_type")
-            missing = _MISSING.get(s.get("missing_type"))
+            mt = s.get("missing_type")
+            missing = _MISSING.get(mt) if isinstance(mt, str) else None
+            if not isinstance(s.get("default_left", False), bool):
+                raise ModelFormatError(f"LightGBM dump: {where}, split {i}: default_left is not "
+                                       f"true or false")
             if kind not in ("<=", "==") or missing is None:
                 raise ModelFormatError(f"LightGBM dump: {where}, split {i}: decision_type "
                                        f"{kind!r} / missing_type {s.get('missing_type')!r}")
@@ -117,7 +138,7 @@ def _tree_text(t: int, tree: dict) -> str:
                 values = str(s.get("threshold", "")).split("||")
                 try:
                     codes = sorted({int(v) for v in values if v != ""})
-                except ValueError:
+                except (ValueError, TypeError):
                     raise ModelFormatError(f"LightGBM dump: {where}, split {i}: categories "
                                            f"{s.get('threshold')!r:.40}") from None
                 if any(c < 0 or c > (1 << 20) for c in codes):
@@ -136,7 +157,7 @@ def _tree_text(t: int, tree: dict) -> str:
             decision.append(str(bits))
             left.append(str(ref(s["left_child"])))
             right.append(str(ref(s["right_child"])))
-            count.append(str(int(s.get("internal_count", 0))))
+            count.append(str(_count(s.get("internal_count"))))
         lines += [f"num_cat={len(cats)}", "split_feature=" + " ".join(feature),
                   "threshold=" + " ".join(thr), "decision_type=" + " ".join(decision),
                   "left_child=" + " ".join(left), "right_child=" + " ".join(right),
@@ -148,7 +169,7 @@ def _tree_text(t: int, tree: dict) -> str:
         lines.append("num_cat=0")
     lines.append("leaf_value=" + " ".join(
         _number(leaves[j].get("leaf_value"), f"{where}, leaf {j}") for j in range(m + 1)))
-    lines.append("leaf_count=" + " ".join(str(int(leaves[j].get("leaf_count", 0)))
+    lines.append("leaf_count=" + " ".join(str(_count(leaves[j].get("leaf_count")))
                                           for j in range(m + 1)))
     linear = [_LINEAR & set(leaves[j]) for j in range(m + 1)]
     if any(linear):
@@ -183,11 +204,16 @@ def lightgbm_text_of_dump(source: Any) -> str:
     if not isinstance(trees, list) or not trees:
         raise ModelFormatError("LightGBM dump: tree_info is not a list of trees")
     names = doc.get("feature_names") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n and " " not in n
+                                              for n in names):
+        raise ModelFormatError("LightGBM dump: feature_names is not a list of names")
     head = ["tree", f"version={doc.get('version', 'v4')}",
-            f"num_class={int(doc.get('num_class', 1))}",
-            f"num_tree_per_iteration={int(doc.get('num_tree_per_iteration', 1))}",
-            f"label_index={int(doc.get('label_index', 0))}",
-            f"max_feature_idx={int(doc.get('max_feature_idx', len(names) - 1))}",
+            f"num_class={_int(doc.get('num_class', 1), 'num_class')}",
+            f"num_tree_per_iteration="
+            f"{_int(doc.get('num_tree_per_iteration', 1), 'num_tree_per_iteration')}",
+            f"label_index={_int(doc.get('label_index', 0), 'label_index')}",
+            f"max_feature_idx="
+            f"{_int(doc.get('max_feature_idx', len(names) - 1), 'max_feature_idx')}",
             f"objective={doc.get('objective', 'regression')}"]
     if doc.get("average_output"):
         head.append("average_output")

@@ -49,7 +49,8 @@ def _float(text: bytes, what: str) -> float:
     except ValueError:
         raise ModelFormatError(f"RankLib model: {what} {text.strip()[:40]!r} is not a number"
                                ) from None
-    f = np.float32(value)
+    with np.errstate(over="ignore"):
+        f = np.float32(value)
     if not np.isfinite(f):
         raise ModelFormatError(f"RankLib model: {what} {text.strip()[:40]!r} is not finite "
                                f"in float")

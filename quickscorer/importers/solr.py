@@ -46,7 +46,8 @@ def _float(v: Any, what: str) -> np.float32:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise ModelFormatError(f"Solr model: {what} is not a number: {v!r:.40}")
     try:
-        f = np.float32(float(v.strip().rstrip("fFdD")) if isinstance(v, str) else float(v))
+        with np.errstate(over="ignore"):
+            f = np.float32(float(v.strip().rstrip("fFdD")) if isinstance(v, str) else float(v))
     except ValueError:
         raise ModelFormatError(f"Solr model: {what} {v!r:.40} is not a number") from None
     if not np.isfinite(f):

@@ -69,7 +69,8 @@ def _trees(source) -> list:
 def _float32(value, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ModelFormatError(f"{where} is not a number: {value!r:.40}")
-    f = np.float32(value)
+    with np.errstate(over="ignore"):
+        f = np.float32(value)
     if not np.isfinite(f):
         raise ModelFormatError(f"{where} is not finite in float32: {value!r}")
     return float(f)
@@ -143,9 +144,11 @@ def _tree(t: int, root: dict, names: dict | None, nan_to_no: bool = False) -> di
         children = node["children"]
         if not isinstance(children, list) or len(children) != 2:
             raise ModelFormatError(f"{at}: a split's children are not two nodes")
-        by_id = {c.get("nodeid") if isinstance(c, dict) else None: c for c in children}
+        by_id = {c.get("nodeid"): c for c in children
+                 if isinstance(c, dict) and type(c.get("nodeid")) is int}
         yes, no, missing = node["yes"], node["no"], node["missing"]
-        if yes not in by_id or no not in by_id or yes == no or missing not in (yes, no):
+        if (any(type(v) is not int for v in (yes, no, missing)) or yes not in by_id
+                or no not in by_id or yes == no or missing not in (yes, no)):
             raise ModelFormatError(f"{at}: yes={yes!r}, no={no!r}, missing={missing!r} do not "
                                    f"name its two children")
         nodes["default_left"][n] = missing == yes and not nan_to_no
