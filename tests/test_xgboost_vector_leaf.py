@@ -50,3 +50,21 @@ def test_vector_leaves_score_as_xgboost(params):
     theirs = booster.predict(d, pred_leaf=True).reshape(600, -1)
     for j in range(k):
         np.testing.assert_array_equal(leaves[:, j::k], theirs)
+
+
+def test_contributions_of_vector_leaves_are_xgboost_s():
+    """XGBoost 3.3 and later explain vector-leaf trees (``pred_contribs``): the source's
+    computation (``method="treeshap"``) gives its values bit for bit, the quadrature within
+    float32's rounding."""
+    if tuple(int(v) for v in xgb.__version__.split(".")[:2]) < (3, 3):
+        pytest.skip(f"XGBoost {xgb.__version__} gives no contributions of vector leaves "
+                    f"(3.3 does)")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    y = np.column_stack([X[:, 0] + X[:, 1], X[:, 2] * 2])
+    booster = xgb.train({"tree_method": "hist", "multi_strategy": "multi_output_tree",
+                         "max_depth": 3, "nthread": 1}, xgb.DMatrix(X, y), 6)
+    model = quickscorer.load(booster)
+    want = booster.predict(xgb.DMatrix(X[:60]), pred_contribs=True)
+    np.testing.assert_array_equal(model.contributions(X[:60], method="treeshap"), want)
+    np.testing.assert_allclose(model.contributions(X[:60]), want, rtol=0, atol=1e-5)
