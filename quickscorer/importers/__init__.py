@@ -15,7 +15,8 @@ through :func:`~quickscorer.ir.build_tree` (which validates and renumbers every 
 - ``flatbuffers``: a FlatBuffers table reader;
 - ``sklearn``: fitted scikit-learn tree estimators;
 - ``ranklib``: RankLib's MART, LambdaMART and random-forest models (the text it saves);
-- ``solr``: Solr LTR's ``MultipleAdditiveTreesModel`` JSON;
+- ``solr``: Solr LTR's ``MultipleAdditiveTreesModel`` JSON; ``json_document``: what the
+  JSON formats' readers share;
 - ``onnx``: ONNX tree ensembles; ``onnx_graph``: the graph around them (input, output path);
 - ``protobuf``: a protocol-buffers decoder of the ONNX messages;
 - ``model_file``: a model file's bytes, mapped, for every importer.

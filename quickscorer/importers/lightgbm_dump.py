@@ -18,6 +18,7 @@ import numpy as np
 
 from ..errors import ModelFormatError
 from ..ir.ensemble import Ensemble
+from .json_document import parsed, refuse_unknown
 from .lightgbm import load_lightgbm
 
 _DOCUMENT = frozenset({"name", "version", "num_class", "num_tree_per_iteration", "label_index",
@@ -43,25 +44,14 @@ def looks_like_lightgbm_dump(raw: bytes) -> bool:
 
 
 def _document(source: Any) -> dict:
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        source = bytes(source).decode("utf-8", errors="replace")
-    if isinstance(source, str):
-        try:
-            source = json.loads(source)
-        except ValueError as exc:
-            raise ModelFormatError(f"LightGBM dump: not JSON ({exc})") from None
+    source = parsed(source, "LightGBM dump")
     if not isinstance(source, dict) or source.get("name") != "tree":
         raise ModelFormatError("LightGBM dump: expected dump_model()'s object (name: tree)")
     return source
 
 
 def _refuse(obj: dict, known: frozenset, where: str) -> None:
-    if not isinstance(obj, dict):
-        raise ModelFormatError(f"LightGBM dump: {where} is not an object")
-    unknown = sorted(set(obj) - known)
-    if unknown:
-        raise ModelFormatError(f"LightGBM dump: {where} holds {unknown}, which this reader "
-                               f"does not know, and which may change the scores")
+    refuse_unknown(obj, known, where, "LightGBM dump")
 
 
 def _int(v: Any, where: str) -> int:

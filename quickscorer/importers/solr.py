@@ -15,13 +15,13 @@ refused, as is any other field that could change a score.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from ..errors import ModelFormatError
 from ..ir.ensemble import MAX_NODES_PER_TREE, MISSING_NAN, Ensemble, build_tree
+from .json_document import parsed, refuse_unknown
 
 #: the class this reads, and the fields of its document, feature, tree and node
 CLASS = "org.apache.solr.ltr.model.MultipleAdditiveTreesModel"
@@ -56,24 +56,13 @@ def _float(v: Any, what: str) -> np.float32:
 
 
 def _refuse(obj: dict, known: frozenset, where: str) -> None:
-    if not isinstance(obj, dict):
-        raise ModelFormatError(f"Solr model: {where} is not an object")
-    unknown = sorted(set(obj) - known)
-    if unknown:
-        raise ModelFormatError(f"Solr model: {where} holds {unknown}, which this reader does "
-                               f"not know, and which may change the scores")
+    refuse_unknown(obj, known, where, "Solr model")
 
 
 def load_solr(source: Any) -> Ensemble:
     """The ensemble of a Solr ``MultipleAdditiveTreesModel`` document (a dict, JSON text or
     bytes)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        source = bytes(source).decode("utf-8", errors="replace")
-    if isinstance(source, str):
-        try:
-            source = json.loads(source)
-        except ValueError as exc:
-            raise ModelFormatError(f"Solr model: not JSON ({exc})") from None
+    source = parsed(source, "Solr model")
     _refuse(source, _DOCUMENT, "the document")
     if source.get("class") != CLASS:
         raise ModelFormatError(f"Solr model: class {source.get('class')!r:.80} is not "

@@ -26,6 +26,7 @@ import numpy as np
 from .._transforms import xgb_prob_to_margin
 from ..errors import ModelFormatError
 from ..ir.ensemble import MAX_CATEGORY, MAX_NODES_PER_TREE, MISSING_NAN, Ensemble, build_tree
+from .json_document import parsed
 from .xgboost import OBJECTIVES
 
 #: the fields of a dump's nodes: those read, and the statistics that change no score
@@ -44,13 +45,7 @@ def looks_like_xgboost_dump(raw: bytes) -> bool:
 
 def _trees(source) -> list:
     """The dump's trees as parsed objects."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        source = bytes(source).decode("utf-8", errors="replace")
-    if isinstance(source, str):
-        try:
-            source = json.loads(source)
-        except ValueError as exc:
-            raise ModelFormatError(f"XGBoost dump: not JSON ({exc})") from None
+    source = parsed(source, "XGBoost dump")
     if not isinstance(source, list) or not source:
         raise ModelFormatError("XGBoost dump: expected a list of trees")
     out = []
