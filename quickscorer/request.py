@@ -11,7 +11,7 @@ import numpy as np
 from ._transforms import apply_transform
 from .errors import InputError
 from .explain import shaped
-from .ir.reference import FUSED_SUMS, fma_f32
+from .ir.sums import xgboost_sum
 from .parts import base_scores
 
 
@@ -53,25 +53,6 @@ def margins(ens, margin, n_rows: int) -> np.ndarray:
     return np.ascontiguousarray(m)
 
 
-def _xgboost_sum(ens, leaves: np.ndarray, margin: np.ndarray) -> np.ndarray:
-    """XGBoost's float32 sum of the exit leaves' values starting from each row's margin, tree
-    by tree in the model's order (``base_margin`` takes ``base_score``'s place), each DART
-    weight applied as the build applies it (``ir.reference.FUSED_SUMS``)."""
-    out = margin.astype(np.float32)
-    values = np.asarray(ens.trees.arrays["leaf_value"]).astype(np.float32)
-    offset = np.asarray(ens.trees.leaf_offset, np.int64)
-    weight = ens.tree_weight
-    for t, g in enumerate(np.asarray(ens.tree_group).tolist()):
-        v = values[offset[t] + leaves[:, t]]
-        if weight is None:
-            out[:, g] += v
-        elif FUSED_SUMS:
-            out[:, g] = fma_f32(v, np.float32(weight[t]), out[:, g])
-        else:
-            out[:, g] += v * np.float32(weight[t])
-    return out
-
-
 class Request(NamedTuple):
     """One call: ``model`` (the model called), ``part`` (the model of the iterations the call
     selects: ``model`` itself for all of them, None for a range of none), ``rows`` (read as
@@ -93,7 +74,7 @@ class Request(NamedTuple):
         if self.margin is not None and m.ensemble.family == "xgboost":
             if self.part is None:
                 return self.margin.astype(np.float32)
-            return _xgboost_sum(self.part.ensemble,
+            return xgboost_sum(self.part.ensemble,
                                 self.part.plan.leaves(self.rows, algorithm, self.n_threads),
                                 self.margin)
         if self.margin is not None:

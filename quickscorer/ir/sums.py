@@ -1,4 +1,5 @@
-"""Sums of exit leaves in arithmetic that no kernel carries: RankLib's Java ``float``
+"""Sums of exit leaves that no kernel carries: XGBoost's float32 sum from a per-row margin
+(``base_margin``; :func:`xgboost_sum`), and RankLib's Java ``float``
 (``Ensemble.leaf_sum == "ranklib"``), read in its source (``Ensemble.eval``, ``Split.eval``,
 ``RFRanker.eval`` of RankLib 2.3 and later).
 
@@ -13,6 +14,8 @@ sums below are RankLib's bit for bit.
 from __future__ import annotations
 
 import numpy as np
+
+from .reference import FUSED_SUMS, fma_f32
 
 
 def ranklib_sum(ens, leaves: np.ndarray) -> np.ndarray:
@@ -33,6 +36,25 @@ def ranklib_sum(ens, leaves: np.ndarray) -> np.ndarray:
     if ens.bag_offsets is not None:
         total /= bags.shape[0] - 1
     return (total + ens.base_score[0])[:, None]
+
+
+def xgboost_sum(ens, leaves: np.ndarray, margin: np.ndarray) -> np.ndarray:
+    """XGBoost's float32 sum of the exit leaves' values starting from each row's margin, tree
+    by tree in the model's order (``base_margin`` takes ``base_score``'s place), each DART
+    weight applied as the build applies it (``ir.reference.FUSED_SUMS``)."""
+    out = margin.astype(np.float32)
+    values = np.asarray(ens.trees.arrays["leaf_value"]).astype(np.float32)
+    offset = np.asarray(ens.trees.leaf_offset, np.int64)
+    weight = ens.tree_weight
+    for t, g in enumerate(np.asarray(ens.tree_group).tolist()):
+        v = values[offset[t] + leaves[:, t]]
+        if weight is None:
+            out[:, g] += v
+        elif FUSED_SUMS:
+            out[:, g] = fma_f32(v, np.float32(weight[t]), out[:, g])
+        else:
+            out[:, g] += v * np.float32(weight[t])
+    return out
 
 
 #: the sums by ``Ensemble.leaf_sum``
