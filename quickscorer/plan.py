@@ -61,6 +61,8 @@ class KernelPlan:
         #: calls of fewer rows take the low-latency entries: none where the leaves are summed
         #: in arithmetic of the model's own (``Ensemble.leaf_sum``), which those do not carry
         self._small_rows = 0 if ensemble.leaf_sum is not None else t.parallel_min_rows
+        #: that sum of the exit leaves (``ir.sums``), or None: the kernels sum them
+        self._leaf_sum = None if ensemble.leaf_sum is None else SUMS[ensemble.leaf_sum]
         self._lock = threading.Lock()
 
     # -- the automatic choice's inputs, computed on first use -----------------------------
@@ -152,9 +154,8 @@ class KernelPlan:
         """Raw scores of ``rows`` (read as the model's inputs), ``(n_rows, n_outputs)`` in the
         model's precision (float32 or float64; a sum of the model's own, ``ir.sums``, from the
         kernel's exit leaves)."""
-        if self.ensemble.leaf_sum is not None:
-            return SUMS[self.ensemble.leaf_sum](self.ensemble,
-                                                self.leaves(rows, algorithm, n_threads))
+        if self._leaf_sum is not None:
+            return self._leaf_sum(self.ensemble, self.leaves(rows, algorithm, n_threads))
         X, alg, n_threads = self._kernel(rows, algorithm, n_threads)
         n, k = X.shape[0], self.ensemble.n_outputs
         # the model's precision: one output full, the other empty
