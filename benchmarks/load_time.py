@@ -1,13 +1,15 @@
-"""Time to load a model, ours against the training library's own load of the same file.
+"""Time to load a model and score its first row, ours against the training library's own.
 
     python -m benchmarks.load_time                       # 100 / 1,000 / 20,000 trees, both
     python -m benchmarks.load_time --trees 1000 --repeat 7 --libraries xgboost
 
-In one process, interleaved, ``--repeat`` rounds: ``quickscorer.load(path)`` (read and
-validate; layouts are built on first use), the same with ``prepare=("rapidscorer",)`` (what a
-first call of 12 rows or more needs) and ``prepare=("auto",)`` (every layout the default
-``predict`` may pick), and ``lightgbm.Booster(model_file=...)`` / ``xgboost.Booster(
-model_file=...)``. Seconds, minimum / median, and the ratio of our minimum to the library's.
+In one process, interleaved, ``--repeat`` rounds, each a load and a first one-row call:
+``quickscorer.load(path)`` (read and validate; the call builds its layout), the same with
+``prepare=("auto",)`` (every layout the default ``predict`` may pick built at load), the
+prepared model file (``.qsm``, written once by ``Model.save`` before the rounds) opened with
+``quickscorer.load``, and ``lightgbm.Booster(model_file=...)`` / ``xgboost.Booster(
+model_file=...)`` with their ``predict``. Seconds, minimum / median, and the ratios of our
+minimums to the library's.
 
 Models: full 64-leaf LightGBM regression trees (``workloads.full``) and XGBoost depth-6 trees
 (``workloads.xgb_depth6``), 1,000 trees trained once; 100 trees are the first 100, 20,000 the
@@ -20,6 +22,8 @@ import argparse
 import statistics
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from benchmarks.workloads import prefix, repeated, xgb_variant
 from quickscorer.bench import interleaved
@@ -39,8 +43,8 @@ def main(argv=None) -> int:
     from quickscorer.bench import machine
 
     print(machine())
-    print("| model | library | `load` | + rapidscorer | + every default layout | library's "
-          "load | ours / library (load, + default layouts) |")
+    print("| model | library | `load` | `prepare=auto` | `.qsm` | library's load | ours / "
+          "library (`load`, `.qsm`) |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for lib in args.libraries.split(","):
         if lib == "lightgbm":
@@ -49,8 +53,8 @@ def main(argv=None) -> int:
             def variant(n, d, base=base):
                 return prefix(base, n, d) if n < 1000 else repeated(base, n // 1000, d)
 
-            def native(path):
-                return lightgbm.Booster(model_file=str(path))
+            def native(path, row):
+                return lightgbm.Booster(model_file=str(path)).predict(row)
             shape, ext = "x 64 leaves", ".txt"
         else:
             import xgboost
@@ -58,15 +62,17 @@ def main(argv=None) -> int:
             def variant(n, d, base=base):
                 return xgb_variant(base, n, d)
 
-            def native(path):
-                return xgboost.Booster(model_file=str(path))
+            def native(path, row):
+                return xgboost.Booster(model_file=str(path)).inplace_predict(row)
             shape, ext = "depth 6", ".json"
         for n in [int(v) for v in args.trees.split(",")]:
             path = base if n == 1000 else variant(n, base.parent / f"load_{lib}_{n}{ext}")
-            runs = {"load": lambda: quickscorer.load(path),
-                    "rs": lambda: quickscorer.load(path, prepare=("rapidscorer",)),
-                    "auto": lambda: quickscorer.load(path, prepare=("auto",)),
-                    "native": lambda: native(path)}
+            qsm = quickscorer.load(path).save(base.parent / f"load_{lib}_{n}.qsm")
+            row = np.zeros((1, quickscorer.load(qsm).n_features))
+            runs = {"load": lambda: quickscorer.load(path).predict(row),
+                    "auto": lambda: quickscorer.load(path, prepare=("auto",)).predict(row),
+                    "qsm": lambda: quickscorer.load(qsm).predict(row),
+                    "native": lambda: native(path, row)}
             reps = max(2, args.repeat if n <= 1000 else args.repeat // 2)
             def once(fn):
                 def run() -> None:              # one load a round: the sample is its time
@@ -77,9 +83,9 @@ def main(argv=None) -> int:
                 [once(fn) for fn in runs.values()], reps, warmup=False))}
             cell = {k: f"{min(v):.3f} / {statistics.median(v):.3f}" for k, v in times.items()}
             best = {k: min(v) for k, v in times.items()}
-            print(f"| {n} {shape} | {lib} | {cell['load']} | {cell['rs']} | {cell['auto']} | "
+            print(f"| {n} {shape} | {lib} | {cell['load']} | {cell['auto']} | {cell['qsm']} | "
                   f"{cell['native']} | {best['load'] / best['native']:.2f}x, "
-                  f"{best['auto'] / best['native']:.2f}x |", flush=True)
+                  f"{best['qsm'] / best['native']:.3f}x |", flush=True)
     return 0
 
 

@@ -21,7 +21,10 @@ what ``__all__`` lists. Its modules:
 - ``threads``: a call's rows split among a pool of Python threads, where the build has no
   OpenMP;
 - ``ranking``: :class:`Ranking`, each query's rows ordered by score;
-- ``errors``: :class:`ModelFormatError` and :class:`InputError`;
+- ``model_file``: the prepared model file (``.qsm``): written by ``Model.save``, mapped by
+  :func:`load` (docs/model-file.md);
+- ``prepared``: the layouts a model file holds, and how the algorithms find them;
+- ``errors``: :class:`ModelFormatError`, ``ModelFileError`` and :class:`InputError`;
 - ``config``: :func:`show_config`, the build and the path each kernel takes on this CPU;
 - ``_version``: the version;
 - ``export``: :func:`to_xgboost_json`, any XGBoost model as XGBoost JSON;
@@ -43,7 +46,9 @@ shares are here:
 - ``_forest``: input conversion, the node rule and the sums every kernel shares;
 - ``_kernel``: the ``Layout`` base class, argument checks, row loops, low-latency entries;
 - ``_transforms``: the output transforms (libm, as the libraries compute them);
-- ``_config``: how the build was compiled (compiler, OpenMP, the paths compiled in).
+- ``_config``: how the build was compiled (compiler, OpenMP, the paths compiled in);
+- ``_qsm``: the container of a prepared model file, checked and checksummed
+  (``src/quickscorer/qsm.h``).
 """
 from ._version import __version__
 from .algorithms.registry import available as available_algorithms

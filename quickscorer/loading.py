@@ -5,6 +5,7 @@ import mmap
 import os
 from pathlib import Path
 
+from . import model_file
 from .errors import ModelFormatError
 from .importers import catboost as cb_imp
 from .importers import lightgbm as lgb_imp
@@ -22,7 +23,7 @@ from .tuning import Tuning
 
 #: values of ``format=``: None detects the format from the content
 FORMATS = (None, "lightgbm", "xgboost", "catboost", "onnx", "ranklib", "xgboost-dump",
-           "solr-ltr")
+           "solr-ltr", "qsm")
 
 
 def load_ensemble(source, *, format: str | None = None, n_features: int | None = None,
@@ -45,6 +46,13 @@ def load_ensemble(source, *, format: str | None = None, n_features: int | None =
     """
     if isinstance(source, Ensemble):
         return source
+    if not dump and n_features is None:
+        opened = _prepared_file(source, format)
+        if opened is not None:
+            return opened.ensemble
+    if format == "qsm":
+        raise ValueError("n_features and a dump's options are not for a prepared model file, "
+                         "which records its own")
     if isinstance(source, list) and source and isinstance(source[0], str):   # get_dump()
         return dump_imp.load_xgboost_dump(source, n_features=n_features, **dump)
     if dump and not isinstance(source, list) and not (
@@ -164,11 +172,33 @@ def _load_data(data: bytes | str | mmap.mmap, format: str | None,
                            f"RankLib model (starts with {raw[:16]!r})")
 
 
+def _prepared_file(source, format: str | None):
+    """The opened prepared model file (``.qsm``) that ``source`` is, or None."""
+    if format not in (None, "qsm"):
+        return None
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        if model_file.looks_like_qsm(bytes(source[:8])):
+            return model_file.open_bytes(source)
+    elif isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source
+                                             and source.lstrip()[:1] not in ("{", "[")):
+        try:
+            with open(source, "rb") as fh:
+                head = fh.read(8)
+        except OSError:
+            return None
+        if model_file.looks_like_qsm(head):
+            return model_file.open_path(source)
+    if format == "qsm":
+        raise ModelFormatError("not a prepared model file (.qsm): no .qsm magic number")
+    return None
+
+
 def load(source, *, format: str | None = None, prepare: tuple[str, ...] = (),
          tuning: Tuning | None = None, n_features: int | None = None, **dump) -> Model:
     """Load a LightGBM, XGBoost (a model or its JSON dump), CatBoost, scikit-learn, ONNX or
-    RankLib model for scoring; see :func:`load_ensemble` (``prepare`` and ``tuning``: as for
-    :class:`Model`; ``dump``: an XGBoost dump's ``base_score``, ``objective``, ``num_class``
-    and ``feature_names``)."""
+    RankLib model for scoring, or a prepared model file (``.qsm``: mapped, its layouts taken
+    as written; docs/model-file.md); see :func:`load_ensemble` (``prepare`` and ``tuning``:
+    as for :class:`Model`; ``dump``: an XGBoost dump's ``base_score``, ``objective``,
+    ``num_class`` and ``feature_names``)."""
     return Model(load_ensemble(source, format=format, n_features=n_features, **dump),
                  prepare=prepare, tuning=tuning)

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from . import ranking
+from . import model_file, ranking
 from .algorithms.base import Algorithm
 from .errors import InputError
 from .explain import Explainer, calls
@@ -78,6 +78,13 @@ class Model:
         """The algorithms that can score this model (all but ``rapidscorer`` score every
         model; ``Algorithm.unsupported`` says why one cannot)."""
         return list(self.plan.supported)
+
+    def save(self, path, tuning: Tuning | None = None):
+        """Write this model's prepared model file (``.qsm``, docs/model-file.md): its trees
+        and every layout the automatic choice runs for it under ``tuning`` (default the
+        model's), which ``quickscorer.load(path)`` maps without building anything. Written
+        to a temporary file and renamed over ``path``. Returns the path."""
+        return model_file.save(self, path, tuning)
 
     def __reduce__(self):
         # the copy prepares the layouts this one had built

@@ -9,6 +9,7 @@ never take the lock.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from functools import cached_property
@@ -16,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
-from . import threads
+from . import prepared, threads
 from ._forest import Forest
-from .algorithms import autoselect, registry
+from .algorithms import autoselect, cpu, registry
 from .algorithms.base import Algorithm, distinct_bytes
 from .algorithms.forest import forest_arrays
+from .errors import ModelFileError
 from .inputs.arrays import as_rows
 from .ir.ensemble import Ensemble
 from .ir.sums import SUMS
@@ -38,6 +40,12 @@ def resolve_threads(n_threads: int | None) -> int:
     if n <= 0:
         return os.cpu_count() or 1
     return n
+
+
+def _algorithm_names(value) -> bool:
+    """Whether a model file's record of the algorithms that score it names known ones."""
+    return (isinstance(value, list) and all(isinstance(n, str) for n in value)
+            and set(value) <= set(registry.available()))
 
 
 class KernelPlan:
@@ -69,14 +77,22 @@ class KernelPlan:
     @cached_property
     def supported(self) -> tuple[str, ...]:
         """The algorithms that can score the model (``Algorithm.unsupported`` says why one
-        cannot)."""
-        return tuple(registry.supported(self.ensemble))
+        cannot; a model file's list where it holds one, each of which asks again when its
+        layout is built)."""
+        return tuple(prepared.built(self.ensemble, "supported", (),
+                                    lambda: list(registry.supported(self.ensemble)),
+                                    _algorithm_names))
 
     @cached_property
     def facts(self) -> autoselect.Facts:
         """What the kernel families' costs read of the model (``autoselect.facts``: one pass
-        over the node covers, the walk's complete trees)."""
-        return autoselect.facts(self.ensemble, self.tuning)
+        over the node covers, the walk's complete trees), for this table and this CPU's
+        instruction set (a model file's where it was written for both)."""
+        t = self.tuning
+        got = prepared.built(self.ensemble, "facts", (repr(t), cpu.isa_code(t.isa)),
+                             lambda: dataclasses.asdict(autoselect.facts(self.ensemble, t)),
+                             lambda v: isinstance(v, dict))
+        return autoselect.Facts.checked(got)
 
     @property
     def complete(self) -> bool:
@@ -135,9 +151,25 @@ class KernelPlan:
         with self._lock:
             alg = self.prepared.get(name)
             if alg is None:
-                alg = cls(self.ensemble, self.forest, tuning=self.tuning)
+                alg = self._build(cls)
                 self.prepared = {**self.prepared, name: alg}
         return alg
+
+    def _build(self, cls) -> Algorithm:
+        """A new layout of ``cls``; a layout a model file gave that its kernel's checks refuse
+        is a damaged file, and ModelFileError says so."""
+        store = prepared.store_of(self.ensemble)
+        try:
+            return cls(self.ensemble, self.forest, tuning=self.tuning)
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            # (a record without a field, or one of another type: what a hostile file gives)
+            if (store is None or store.recording or isinstance(exc, ModelFileError)
+                    or not store.taken):
+                raise
+            keys = ", ".join(sorted(store.taken))
+            raise ModelFileError(f"the model file's layout of {cls.name!r} is damaged (its "
+                                 f"records: {keys}): {type(exc).__name__}: {exc}", section=0,
+                                 section_name="records") from None
 
     def _kernel(self, rows: np.ndarray, algorithm: str | None, n_threads: int):
         """A call's rows with the CTR columns appended, the prepared algorithm that scores
@@ -220,6 +252,12 @@ class KernelPlan:
         switches = self.tuning.switches()
         if switches:
             d["switches"] = switches
+        store = prepared.store_of(self.ensemble)
+        if store is not None and not store.recording:
+            # the layouts a model file gave and those computed at open (its records lacked
+            # them: another CPU, table or release)
+            d["model_file_layouts"] = {"taken": sorted(store.taken),
+                                       "computed": sorted(store.computed)}
         d["layout_bytes"] = {name: alg.nbytes for name, alg in self.prepared.items()}
         return d
 

@@ -27,10 +27,12 @@ and which command re-measures it. A change to any of them is followed by a matri
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..errors import ModelFileError
 from ..tuning import Tuning, current
 from . import cpu, registry
 
@@ -69,6 +71,28 @@ class Facts:
     def complete(self) -> bool:
         """Whether the walk lays the trees out complete (eight trees a step)."""
         return self.steps is not None
+
+    @classmethod
+    def checked(cls, d) -> Facts:
+        """The facts of dict ``d`` (a model file's record), each field of its type
+        (ModelFileError otherwise)."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        if not isinstance(d, dict) or sorted(d) != sorted(names):
+            raise ModelFileError(f"the record of the model's facts has fields "
+                                 f"{sorted(d) if isinstance(d, dict) else d!r}")
+        ok = (all(isinstance(d[k], int) and not isinstance(d[k], bool) and d[k] >= 0
+                  for k in ("nodes", "n_trees"))
+              and isinstance(d["isa"], str) and isinstance(d["float32"], bool)
+              and all(isinstance(d[k], (int, float)) and not isinstance(d[k], bool)
+                      and math.isfinite(d[k])
+                      for k in ("mean_leaves",) if d[k] is not None)
+              and all(d[k] is None or (isinstance(d[k], (int, float))
+                                       and not isinstance(d[k], bool) and math.isfinite(d[k]))
+                      for k in ("path", "false", "steps")))
+        if not ok:
+            raise ModelFileError("the record of the model's facts holds a value of the "
+                                 "wrong type")
+        return cls(**d)
 
 
 def facts(ens, t: Tuning | None = None, isa: str | None = None,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import prepared
 from .._forest import Forest
 from ..ir.ensemble import MISSING_NONE, MISSING_ZERO, Ensemble
 from ..ir.float32 import float32_below, float32_boundary
@@ -250,7 +251,8 @@ class Oblivious(Algorithm):
         self.isa = isa_code(isa or self.tuning.isa)
         if self.isa == ISAS["avx512"]:      # no AVX-512 path of its own: AVX2's
             self.isa = ISAS["avx2"]
-        self._arrays = oblivious_arrays(ens)
+        self._arrays = prepared.built(ens, "oblivious_arrays", (),
+                                      lambda: oblivious_arrays(ens))
         self.layout = _oblivious.OblLayout(self._arrays, ens.n_features)
 
     @property

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import prepared
 from .._forest import Forest
 from ..ir.ensemble import Ensemble
 from ..tuning import Tuning
@@ -426,7 +427,9 @@ class Walk(Algorithm):
         # COMPLETE_MAX_SLOTS slots per node
         if complete is None:
             complete = t.walk_complete
-        arrays = walk_arrays(ens, None, complete)
+        # a copy: the record keeps walk_arrays' nodes, which the layout's table is made from
+        arrays = dict(prepared.built(ens, "walk_arrays", (complete,),
+                                     lambda: walk_arrays(ens, None, complete)))
         #: whether the chunks of rows walk complete trees (complete_arrays)
         self.complete = arrays["cdepth"].shape[0] > 0
         #: walk nodes per tree block of the calls of BLOCKED_MIN_ROWS rows a thread or more

@@ -550,6 +550,103 @@ class PackedTrees(Sequence):
                               for k, v in self.arrays.items()},))
 
 
+def _offsets(a, n: int, total: int, name: str) -> None:
+    """Refuse an offsets array that is not ``n`` + 1 values rising from 0 to ``total``."""
+    if a.shape != (n + 1,) or int(a[0]) != 0 or int(a[-1]) != total or (
+            n and (np.diff(a) < 0).any()):
+        raise ModelFormatError(f"trees field {name!r} is not {n + 1} offsets rising from 0 "
+                               f"to {total}")
+
+
+def check_packed(arrays: dict, n_features: int) -> None:
+    """Refuse packed tree arrays (``PackedTrees.arrays``) that are not trees as
+    :func:`build_tree` makes them: each field of its dtype and length, the offsets in order,
+    each tree one canonical tree, every feature, missing type, category and linear term in
+    range, every leaf value finite. For arrays that no importer has checked (a model file's);
+    ModelFormatError names the field, tree and node."""
+    fields = dict(PackedTrees.NODE_FIELDS + PackedTrees.LEAF_FIELDS,
+                  node_offset=np.int64, leaf_offset=np.int64, cat_offset=np.int64,
+                  cat_values=np.int32, lin_tree=np.bool_, lin_const=np.float64,
+                  lin_offset=np.int64, lin_feature=np.int32, lin_coeff=np.float64,
+                  node_cover=np.float64, leaf_cover=np.float64)
+    unknown = set(arrays) - set(fields)
+    if unknown:
+        raise ModelFormatError(f"unknown trees fields {sorted(unknown)}")
+    for name, dtype in fields.items():
+        a = arrays.get(name)
+        if a is None:
+            if name not in PackedTrees.OPTIONAL:
+                raise ModelFormatError(f"trees field {name!r} is missing")
+            continue
+        if not isinstance(a, np.ndarray) or a.dtype != dtype or a.ndim != 1:
+            raise ModelFormatError(f"trees field {name!r} is not a 1-D {np.dtype(dtype)} array")
+    node_offset, leaf_offset = arrays["node_offset"], arrays["leaf_offset"]
+    n_trees = node_offset.shape[0] - 1
+    if n_trees < 1:
+        raise ModelFormatError("trees field 'node_offset' holds no tree")
+    n_nodes, n_leaves = arrays["feature"].shape[0], arrays["leaf_value"].shape[0]
+    _offsets(node_offset, n_trees, n_nodes, "node_offset")
+    _offsets(leaf_offset, n_trees, n_leaves, "leaf_offset")
+    for name, _ in PackedTrees.NODE_FIELDS:
+        if arrays[name].shape[0] != n_nodes:
+            raise ModelFormatError(f"trees field {name!r} has {arrays[name].shape[0]} "
+                                   f"values for {n_nodes} nodes")
+    for name in ("leaf_source_id",) + (("leaf_cover",) if arrays.get("leaf_cover")
+                                       is not None else ()):
+        if arrays[name].shape[0] != n_leaves:
+            raise ModelFormatError(f"trees field {name!r} has {arrays[name].shape[0]} "
+                                   f"values for {n_leaves} leaves")
+    if arrays.get("node_cover") is not None and arrays["node_cover"].shape[0] != n_nodes:
+        raise ModelFormatError("trees field 'node_cover' is not one value a node")
+    bad = _build.check_packed(arrays["left"], arrays["right"], node_offset, leaf_offset)
+    if bad is not None:
+        t, n = bad
+        what = "has a leaf count that is not its node count plus one" if n < 0 else (
+            f"node {n} has a child out of place (not one canonical tree)")
+        raise ModelFormatError(f"tree {t} {what}")
+    feature = arrays["feature"]
+    if n_nodes and (int(feature.min()) < 0 or int(feature.max()) >= n_features):
+        raise ModelFormatError(f"trees field 'feature' names a feature outside [0, "
+                               f"{n_features})")
+    for name in ("default_left", "is_categorical"):
+        if n_nodes and int(arrays[name].view(np.uint8).max()) > 1:
+            raise ModelFormatError(f"trees field {name!r} holds a value that is not a bool")
+    if n_nodes and int(arrays["missing_type"].max()) > MISSING_NAN:
+        raise ModelFormatError("trees field 'missing_type' holds an unknown missing type")
+    if np.isnan(arrays["threshold"]).any():
+        raise ModelFormatError("trees field 'threshold' holds a NaN threshold")
+    if not np.isfinite(arrays["leaf_value"]).all():
+        raise ModelFormatError("trees field 'leaf_value' holds a value that is not finite")
+    cat_offset, cat_values = arrays.get("cat_offset"), arrays.get("cat_values")
+    if (cat_offset is None) != (cat_values is None):
+        raise ModelFormatError("trees fields 'cat_offset' and 'cat_values' come together")
+    if cat_offset is not None:
+        _offsets(cat_offset, n_nodes, cat_values.shape[0], "cat_offset")
+        if cat_values.shape[0] and int(cat_values.min()) < 0:
+            raise ModelFormatError("trees field 'cat_values' holds a negative category")
+    elif n_nodes and arrays["is_categorical"].any():
+        raise ModelFormatError("categorical nodes without 'cat_offset' and 'cat_values'")
+    lin = [arrays.get(k) for k in ("lin_tree", "lin_const", "lin_offset", "lin_feature",
+                                   "lin_coeff")]
+    if any(a is not None for a in lin):
+        if any(a is None for a in lin):
+            raise ModelFormatError("trees fields 'lin_*' come together")
+        lin_tree, lin_const, lin_offset, lin_feature, lin_coeff = lin
+        if lin_tree.shape[0] != n_trees or lin_const.shape[0] != n_leaves:
+            raise ModelFormatError("trees fields 'lin_tree' / 'lin_const' do not match the "
+                                   "trees and leaves")
+        _offsets(lin_offset, n_leaves, lin_feature.shape[0], "lin_offset")
+        if lin_coeff.shape[0] != lin_feature.shape[0]:
+            raise ModelFormatError("trees fields 'lin_feature' and 'lin_coeff' differ in length")
+        if lin_feature.shape[0] and (int(lin_feature.min()) < 0
+                                     or int(lin_feature.max()) >= n_features):
+            raise ModelFormatError("trees field 'lin_feature' names a feature outside the "
+                                   "model's")
+        if not (np.isfinite(lin_const).all() and np.isfinite(lin_coeff).all()):
+            raise ModelFormatError("trees fields 'lin_const' / 'lin_coeff' hold a value that "
+                                   "is not finite")
+
+
 def _checked_labels(labels, n_features: int) -> dict[int, dict[str, int]]:
     """A copy of ``category_labels`` with every column and number checked."""
     if not isinstance(labels, dict):

@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 
+from ... import prepared
 from ..._forest import Forest
 from ...ir.ensemble import Ensemble
 from ...tuning import Tuning
@@ -34,10 +35,11 @@ def shared_layout(ens: Ensemble) -> tuple[dict, _qs.QSLayout]:
     with _LAYOUTS_LOCK:
         got = _LAYOUTS.get(ens)
         if got is None:
-            arrays = kernel_arrays(quickscorer_arrays(ens))
+            arrays = prepared.built(ens, "quickscorer_arrays", (),
+                                    lambda: kernel_arrays(quickscorer_arrays(ens)))
             for a in arrays.values():
                 a.setflags(write=False)
-            got = (arrays, _qs.QSLayout(arrays, ens.n_features))
+            got = (arrays, _qs.QSLayout(arrays, ens.n_features, ens.n_leaves))
             _LAYOUTS[ens] = got
     return got
 

@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 
+from ... import prepared
 from ..._forest import Forest
 from ...ir.ensemble import Ensemble
 from ...tuning import Tuning
@@ -77,8 +78,9 @@ class VQuickScorer(QuickScorer):
         self._starts = self._tree_block_starts(ens)
         self.tree_blocks = len(self._starts) - 1
         if self.merge:        # the whole layout with its grouping of equal thresholds
-            self._block_arrays.append(with_merge(self._arrays))
-            whole = _qs.QSLayout(self._block_arrays[0], ens.n_features)
+            self._block_arrays.append(prepared.built(ens, "quickscorer_merge", (),
+                                                     lambda: with_merge(self._arrays)))
+            whole = _qs.QSLayout(self._block_arrays[0], ens.n_features, ens.n_leaves)
         else:
             whole = self.layout
         self._whole = _vqs.BlockedLayout([whole], [0, ens.n_trees])
@@ -115,13 +117,20 @@ class VQuickScorer(QuickScorer):
         if self._blocked is None:
             with self._lock:
                 if self._blocked is None:
-                    blocks = block_arrays(self.ens, self._arrays, self._starts,
-                                          merged=self.merge)
+                    params = (tuple(map(int, self._starts)), self.merge)
+                    blocks = prepared.built(
+                        self.ens, "quickscorer_blocks", params,
+                        lambda: block_arrays(self.ens, self._arrays, self._starts,
+                                             merged=self.merge), prepared.array_list)
                     layouts = []
-                    for arrays in blocks:
+                    if len(blocks) != len(self._starts) - 1:
+                        raise ValueError(f"vqs: {len(blocks)} tree blocks for "
+                                         f"{len(self._starts) - 1} block starts")
+                    for b, arrays in enumerate(blocks):
                         for arr in arrays.values():
                             arr.setflags(write=False)
-                        layouts.append(_qs.QSLayout(arrays, self.ens.n_features))
+                        leaves = self.ens.n_leaves[self._starts[b]:self._starts[b + 1]]
+                        layouts.append(_qs.QSLayout(arrays, self.ens.n_features, leaves))
                     self._block_arrays = self._block_arrays + blocks
                     self._blocked = _vqs.BlockedLayout(layouts, self._starts)
         return self._blocked

@@ -18,6 +18,7 @@ import weakref
 
 import numpy as np
 
+from ... import prepared
 from ..._forest import Forest
 from ...ir.ensemble import Ensemble
 from ...tuning import Tuning
@@ -84,6 +85,13 @@ def rs_isa_code(name: str | None = None) -> int:
             raise ValueError(f"this CPU cannot run the {name!r} RapidScorer path")
         code -= 1
     return code
+
+
+def _record_form(value) -> bool:
+    """Whether a model file's record of the layout has its form."""
+    return (isinstance(value, dict) and sorted(value) == ["arrays", "min_lanes"]
+            and prepared.arrays(value["arrays"]) and isinstance(value["min_lanes"], int)
+            and not isinstance(value["min_lanes"], bool) and 0 <= value["min_lanes"] <= 1 << 16)
 
 
 class RapidScorer(Algorithm):
@@ -168,7 +176,8 @@ class RapidScorer(Algorithm):
                                  f"{MAX_LEAVES} leaves: rapidscorer scores it level by "
                                  "level only (levels=False cannot be)")
             try:
-                arrays = levels_only_arrays(ens, self.lane_nodes)
+                arrays = prepared.built(ens, "rapidscorer_levels", (self.lane_nodes,),
+                                        lambda: levels_only_arrays(ens, self.lane_nodes))
             except ValueError as exc:
                 raise ValueError(f"rapidscorer cannot score this model: {exc}") from None
             self._finish(ens, arrays, 0, 1)
@@ -181,11 +190,18 @@ class RapidScorer(Algorithm):
         # trees of depth <= 10 level by level (rapidscorer.levels.level_arrays) instead of the
         # scans: None chooses (rapidscorer.levels.levels_choice), True walks every group of a
         # model it can, False keeps the scans
-        arrays = rapidscorer_arrays(ens, starts, mirror, levels is not False, self.lane_nodes)
-        min_lanes = levels_choice(arrays, levels)
-        if min_lanes == 0:
-            arrays.update(no_level_fields())
-        self._finish(ens, arrays, min_lanes, len(starts) - 1)
+        def build() -> dict:
+            arrays = rapidscorer_arrays(ens, starts, mirror, levels is not False,
+                                        self.lane_nodes)
+            min_lanes = levels_choice(arrays, levels)
+            if min_lanes == 0:
+                arrays.update(no_level_fields())
+            return {"arrays": arrays, "min_lanes": min_lanes}
+
+        got = prepared.built(ens, "rapidscorer_arrays",
+                             (tuple(map(int, starts)), mirror, levels, self.lane_nodes),
+                             build, _record_form)
+        self._finish(ens, got["arrays"], int(got["min_lanes"]), len(starts) - 1)
 
     def _finish(self, ens: Ensemble, arrays: dict, min_lanes: int, n_blocks: int):
         """Wrap the layout's arrays (read-only) for the kernel, the level path's trees in

@@ -34,6 +34,7 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
         double thr
         int32_t col
         int32_t kid[2]
+        int32_t pad
     void walk8(const walk_node* nodes, const int32_t* roots, int64_t n_trees,
                   const double* xr, int32_t* leaf)
     ctypedef struct walk_cnode:
@@ -187,17 +188,9 @@ cdef class WalkLayout(Layout):
         # is the self-loop sentinel
         if n_walk < 2 or n_walk >= 2 ** 31:
             raise ValueError(f"walk layout: {n_walk} nodes")
-        body = nodes[:n_walk - 1]
-        kid = body["kid"]
-        own = np.arange(n_walk - 1)[:, None]
         if offsets[n_trees] != n_walk - 2 or (n_trees and offsets[0] != 0):
             raise ValueError("walk layout: the walk's nodes do not match the canonical nodes")
-        # a leaf child ~l names leaf l of its tree, which has one leaf more than nodes
-        size = np.append(np.repeat(np.diff(offsets), np.diff(offsets)), 1)
-        if (np.any((kid >= 0) & ((kid <= own) | (kid >= n_walk - 1)))
-                or np.any((kid < 0) & (~kid > size[:, None]))
-                or np.any((body["col"] < 0) | (body["col"] >= n_cols))
-                or tuple(nodes[n_walk - 1]["kid"]) != (n_walk - 1, n_walk - 1)):
+        if not _nodes_in_place(raw, offsets, n_cols):
             raise ValueError("walk layout: a node's child or column is out of place")
         # the trees' roots, then the self-loop 8 times (a cursor past its last tree must
         # circle there, or it would walk on and write past the leaves' room)
@@ -430,6 +423,38 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
             xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
 
 
+cdef bint _nodes_in_place(const uint64_t[::1] raw, const int64_t[::1] offsets,
+                          int64_t n_cols) except -1:
+    """Whether every node of walk_arrays' table (children as indices) has its column in the
+    expanded row and its children below it: an internal child after the node and before the
+    sentinel, a leaf child ~l with l at most its tree's node count (the tree has one leaf
+    more than nodes), and the last node (the sentinel) its own two children."""
+    cdef Py_ssize_t n_walk = raw.shape[0] // 3, i, t = 0, side
+    cdef Py_ssize_t n_trees = offsets.shape[0] - 1
+    cdef const walk_node* nodes = <const walk_node*>&raw[0]
+    cdef int64_t size, c
+    cdef bint ok = True
+    with nogil:
+        for i in range(n_walk - 1):
+            while t < n_trees and offsets[t + 1] <= i:
+                t += 1
+            # a node past the trees' (the table's padding): its tree is one node
+            size = offsets[t + 1] - offsets[t] if t < n_trees and i >= offsets[t] else 1
+            if nodes[i].col < 0 or nodes[i].col >= n_cols:
+                ok = False
+                break
+            for side in range(2):
+                c = nodes[i].kid[side]
+                if (c >= 0 and (c <= i or c >= n_walk - 1)) or (c < 0 and ~c > size):
+                    ok = False
+                    break
+            if not ok:
+                break
+        if ok and (nodes[n_walk - 1].kid[0] != n_walk - 1 or nodes[n_walk - 1].kid[1] != n_walk - 1):
+            ok = False
+    return ok
+
+
 def walk_tables(walk_nodes, roots):
     """What walk8 reads, from a layout's ``walk_nodes`` and ``roots`` (walk.walk_arrays):
     the table with leaf l's record before it at index -1 - l for every leaf number of the
@@ -440,23 +465,51 @@ def walk_tables(walk_nodes, roots):
     is its byte offset from the first node, ``i * NODE_BYTES`` (walk.h). Returns ``(table,
     n_records, roots)``; the walk's nodes start at ``table`` row ``n_records``; ``to_indices``
     turns the nodes back."""
-    nodes = walk_nodes.view(NODE_DTYPE)
-    kid = nodes["kid"]
-    n_records = int((~kid[kid < 0]).max()) + 1 if np.any(kid < 0) else 1
-    if (n_records + nodes.shape[0]) * NODE_BYTES >= 2 ** 31:
-        raise ValueError(f"walk layout: {nodes.shape[0]} nodes and {n_records} leaf records, "
+    raw = np.ascontiguousarray(walk_nodes).view(np.uint64)
+    n_nodes = raw.shape[0] // 3
+    n_records = _leaf_records(raw)
+    if (n_records + n_nodes) * NODE_BYTES >= 2 ** 31:
+        raise ValueError(f"walk layout: {n_nodes} nodes and {n_records} leaf records, "
                          f"more than the walk's 32-bit byte offsets reach "
                          f"({2 ** 31 // NODE_BYTES - 1} in all)")
-    table = np.zeros(n_records + nodes.shape[0], NODE_DTYPE)
-    rec = table[:n_records]
-    rec["thr"] = np.inf
-    leaf = np.arange(n_records - 1, -1, -1, dtype=np.int32)
-    rec["kid"] = ((-1 - leaf) * NODE_BYTES)[:, None]
-    rec["pad"] = leaf
-    table[n_records:] = nodes
-    table["kid"][n_records:] *= NODE_BYTES
+    table = np.zeros(3 * (n_records + n_nodes), np.uint64)
+    _fill_table(table, raw, n_records)
     roots = np.append(roots, np.full(8, roots[roots.shape[0] - 1], np.int32)) * NODE_BYTES
-    return table.view(np.uint64), n_records, roots.astype(np.int32)
+    return table, n_records, roots.astype(np.int32)
+
+
+cdef Py_ssize_t _leaf_records(const uint64_t[::1] raw) noexcept:
+    """One more than the largest leaf number ~c of a child c < 0 of the nodes (1 if none)."""
+    cdef const walk_node* nodes = <const walk_node*>&raw[0] if raw.shape[0] else NULL
+    cdef Py_ssize_t i, n = raw.shape[0] // 3
+    cdef int64_t most = 0, c
+    cdef int side
+    with nogil:
+        for i in range(n):
+            for side in range(2):
+                c = nodes[i].kid[side]
+                if c < 0 and ~c + 1 > most:
+                    most = ~c + 1
+    return most if most > 0 else 1
+
+
+cdef void _fill_table(uint64_t[::1] table, const uint64_t[::1] raw, Py_ssize_t n_records):
+    """walk_tables's table: leaf l's record at row n_records - 1 - l, then the nodes with
+    their children as byte offsets from the first node."""
+    cdef walk_node* out = <walk_node*>&table[0]
+    cdef const walk_node* src = <const walk_node*>&raw[0] if raw.shape[0] else NULL
+    cdef Py_ssize_t i, l, n = raw.shape[0] // 3
+    with nogil:
+        for i in range(n_records):
+            l = n_records - 1 - i
+            out[i].thr = INFINITY
+            out[i].col = 0
+            out[i].kid[0] = out[i].kid[1] = <int32_t>((-1 - l) * sizeof(walk_node))
+            out[i].pad = <int32_t>l
+        for i in range(n):
+            out[n_records + i] = src[i]
+            out[n_records + i].kid[0] = src[i].kid[0] * <int32_t>sizeof(walk_node)
+            out[n_records + i].kid[1] = src[i].kid[1] * <int32_t>sizeof(walk_node)
 
 
 def to_indices(table_nodes):

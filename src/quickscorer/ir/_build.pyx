@@ -324,3 +324,79 @@ cdef object owning_array(pb_buf* b, int typenum):
     arr = cnp.PyArray_SimpleNewFromData(1, dims, typenum, p)
     cnp.set_array_base(arr, PyCapsule_New(p, NULL, _free_capsule))
     return arr
+
+
+def check_packed(const int32_t[::1] left, const int32_t[::1] right,
+                 const int64_t[::1] node_offset, const int64_t[::1] leaf_offset):
+    """Whether the child arrays of a packed ensemble make each tree one canonical tree (the
+    form ``build_tree`` gives, which a model file must hold: every child numbered after its
+    parent, every node but the root and every leaf a child exactly once, the leaves numbered
+    in order), for arrays read from a file that nothing else has checked.
+
+    Returns ``(tree, node)`` of the first node at fault, ``(tree, -1)`` for a tree whose leaf
+    count is not its node count plus one, or None. The offsets must already be sound
+    (non-decreasing from 0 to the arrays' lengths)."""
+    cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
+    if (right.shape[0] != n_nodes or n_trees < 0 or leaf_offset.shape[0] != n_trees + 1
+            or node_offset[n_trees] != n_nodes):
+        raise ValueError("check_packed: inconsistent node arrays")
+    cdef Py_ssize_t most = 1, t
+    for t in range(n_trees):
+        most = max(most, leaf_offset[t + 1] - leaf_offset[t])
+    seen_nodes = np.zeros(most, np.uint8)
+    seen_leaves = np.zeros(most, np.uint8)
+    lo_arr = np.zeros(most, np.int64)
+    hi_arr = np.zeros(most, np.int64)
+    cdef uint8_t[::1] sn = seen_nodes
+    cdef uint8_t[::1] sl = seen_leaves
+    cdef int64_t[::1] lo = lo_arr
+    cdef int64_t[::1] hi = hi_arr
+    cdef Py_ssize_t base, m, n_leaf, n, side
+    cdef int64_t c, l, bad_tree = -1, bad_node = -1, a0, a1, b0, b1
+    with nogil:
+        for t in range(n_trees):
+            base = node_offset[t]
+            m = node_offset[t + 1] - base
+            n_leaf = leaf_offset[t + 1] - leaf_offset[t]
+            if n_leaf != m + 1:
+                bad_tree = t
+                break
+            memset(&sn[0], 0, m + 1)
+            memset(&sl[0], 0, n_leaf)
+            for n in range(m):
+                for side in range(2):
+                    c = left[base + n] if side == 0 else right[base + n]
+                    if c >= 0:
+                        if c <= n or c >= m or sn[c]:
+                            bad_node = n
+                            break
+                        sn[c] = 1
+                    else:
+                        l = ~c
+                        if l >= n_leaf or sl[l]:
+                            bad_node = n
+                            break
+                        sl[l] = 1
+                if bad_node >= 0:
+                    break
+            if bad_node >= 0:
+                bad_tree = t
+                break
+            for n in range(m - 1, -1, -1):       # children first: each subtree's leaf range
+                c = left[base + n]
+                a0 = lo[c] if c >= 0 else ~c
+                a1 = hi[c] if c >= 0 else ~c
+                c = right[base + n]
+                b0 = lo[c] if c >= 0 else ~c
+                b1 = hi[c] if c >= 0 else ~c
+                if a1 + 1 != b0:
+                    bad_node = n
+                    break
+                lo[n] = a0
+                hi[n] = b1
+            if bad_node >= 0:
+                bad_tree = t
+                break
+    if bad_tree < 0:
+        return None
+    return int(bad_tree), int(bad_node)

@@ -63,6 +63,7 @@ cdef struct QSView:
 cdef class QSLayout(Layout):
     cdef QSView view
     cdef readonly bint merged         # holds the grouping of equal thresholds (NULL else)
+    cdef object _n_leaves             # the trees' leaf counts its contents were checked with
 
 
 cdef inline void apply_list(const QSView* q, int64_t j, uint64_t* v,

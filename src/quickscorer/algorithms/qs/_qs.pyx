@@ -12,7 +12,7 @@ once (V-QuickScorer) are in _vqs.pyx.
 import numpy as np
 
 cimport numpy as cnp
-from libc.math cimport isnan
+from libc.math cimport INFINITY, isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memset
 
@@ -42,7 +42,7 @@ cdef class QSLayout(Layout):
     grouping of equal thresholds (``scan_thresholds``, ``scan_segment_offsets``,
     ``scan_node_offsets``) is optional: only the merged scan of ``vqs`` reads it
     (``merged`` says whether the layout has it)."""
-    def __cinit__(self, dict a, int64_t n_features):
+    def __cinit__(self, dict a, int64_t n_features, n_leaves=None):
         self._keep = dict(a)
         F = n_features
         n_trees = a["tree_word_offsets"].shape[0] - 1
@@ -84,6 +84,11 @@ cdef class QSLayout(Layout):
             self.view.thresholds = <const double*>_data(a, "scan_thresholds")
             self.view.node_offsets = <const int64_t*>_data(a, "scan_node_offsets")
             self.view.segment_offsets = <const int64_t*>_data(a, "scan_segment_offsets")
+        # the trees' leaf counts: the contents are checked against them (a model file's
+        # layout is read, not built)
+        self._n_leaves = None if n_leaves is None else np.ascontiguousarray(n_leaves, np.int64)
+        if self._n_leaves is not None:
+            _check_contents(a, F, self._n_leaves, self.merged)
         self.view.n_features = F
         self.view.n_trees = n_trees
         self.view.n_used = a["used_features"].shape[0]
@@ -117,7 +122,98 @@ cdef class QSLayout(Layout):
         return self.view.total_words
 
     def __reduce__(self):
-        return (QSLayout, (self._keep, self.n_features))
+        return (QSLayout, (self._keep, self.n_features, self._n_leaves))
+
+
+cdef bint _rising(const int64_t[::1] off, int64_t lo, int64_t hi) noexcept:
+    """Whether off rises from at least lo to at most hi, never falling."""
+    cdef Py_ssize_t i, n = off.shape[0]
+    if n == 0 or off[0] < lo or off[n - 1] > hi:
+        return False
+    for i in range(1, n):
+        if off[i] < off[i - 1]:
+            return False
+    return True
+
+
+cdef bint _segments_closed(const int64_t[::1] seg, const double[::1] thr) noexcept:
+    """Whether every segment seg[s]..seg[s + 1] holds at least one threshold and ends with the
+    +inf sentinel that stops every scan inside it."""
+    cdef Py_ssize_t s
+    for s in range(seg.shape[0] - 1):
+        if seg[s + 1] <= seg[s] or thr[seg[s + 1] - 1] != INFINITY:
+            return False
+    return True
+
+
+cdef bint _masks_keep_last_leaf(const uint32_t[::1] words, const uint64_t[::1] masks,
+                                const int64_t[::1] last_bit, int64_t total) noexcept:
+    """Whether every (word, mask) entry names a word of the bitvectors and keeps the bit of
+    its tree's last leaf (last_bit[w]: that bit's mask in word w, 0 where w is not a tree's
+    last word): the last leaf is in no false node's left subtree, so a tree's bits never all
+    clear and its exit leaf is one of its leaves."""
+    cdef Py_ssize_t k
+    cdef uint32_t w
+    for k in range(words.shape[0]):
+        w = words[k]
+        if w >= total or (masks[k] & <uint64_t>last_bit[w]) != <uint64_t>last_bit[w]:
+            return False
+    return True
+
+
+cdef int _check_contents(dict a, int64_t F, const int64_t[::1] n_leaves,
+                         bint merged) except -1:
+    """Refuse a layout whose offsets, words or masks would send a scan or an exit-leaf search
+    outside its arrays (a model file's layout, read without being built): ValueError naming
+    the field."""
+    cdef Py_ssize_t t, n_trees = n_leaves.shape[0], n_entries = a["thresholds"].shape[0]
+    cdef const int64_t[::1] two = a["tree_word_offsets"]
+    if two.shape[0] != n_trees + 1 or two[0] != 0:
+        raise ValueError("quickscorer layout field 'tree_word_offsets' does not match the trees")
+    for t in range(n_trees):
+        if n_leaves[t] < 1 or two[t + 1] - two[t] != (n_leaves[t] + 63) // 64:
+            raise ValueError(f"quickscorer layout field 'tree_word_offsets': tree {t} does not "
+                             f"have a word for each 64 of its {n_leaves[t]} leaves")
+    cdef int64_t total = two[n_trees]
+    last = np.zeros(max(1, total), np.int64)
+    cdef int64_t[::1] last_bit = last
+    for t in range(n_trees):
+        last_bit[two[t + 1] - 1] = <int64_t>(<uint64_t>1 << ((n_leaves[t] - 1) & 63))
+    if not _masks_keep_last_leaf(a["words"], a["masks"], last_bit, total):
+        raise ValueError("quickscorer layout fields 'words' / 'masks': an entry names a word "
+                         "past the bitvectors or clears a tree's last leaf")
+    if not _masks_keep_last_leaf(a["list_words"], a["list_masks"], last_bit, total):
+        raise ValueError("quickscorer layout fields 'list_words' / 'list_masks': an entry "
+                         "names a word past the bitvectors or clears a tree's last leaf")
+    if not (_rising(a["segment_offsets"], 0, n_entries)
+            and _segments_closed(a["segment_offsets"], a["thresholds"])):
+        raise ValueError("quickscorer layout field 'segment_offsets': a segment is out of "
+                         "place or lacks its +inf sentinel")
+    if not _rising(a["list_offsets"], 0, a["list_words"].shape[0]):
+        raise ValueError("quickscorer layout field 'list_offsets' is out of order")
+    used = a["used_features"]
+    if used.shape[0] and (used.min() < 0 or used.max() >= F):
+        raise ValueError("quickscorer layout field 'used_features' names a feature outside "
+                         "the model's")
+    mode = a["category_mode"]
+    if mode.shape[0] and mode.max() > CATEGORY_MODE_DIRECT:
+        raise ValueError("quickscorer layout field 'category_mode' holds an unknown mode")
+    n_keys, n_direct = a["category_keys"].shape[0], a["category_node_bits_offset"].shape[0]
+    if not (_rising(a["category_key_offsets"], 0, n_keys)
+            and _rising(a["category_node_offsets"], 0, n_direct)):
+        raise ValueError("quickscorer layout fields 'category_key_offsets' / "
+                         "'category_node_offsets' are out of place")
+    bits_off, nwords = a["category_node_bits_offset"], a["category_node_nwords"]
+    if n_direct and (bits_off.min() < 0 or nwords.min() < 0
+                     or (bits_off + nwords).max() > a["category_bits"].shape[0]):
+        raise ValueError("quickscorer layout fields 'category_node_bits_offset' / "
+                         "'category_node_nwords' leave 'category_bits'")
+    if merged and not (_rising(a["scan_segment_offsets"], 0, a["scan_thresholds"].shape[0])
+                       and _segments_closed(a["scan_segment_offsets"], a["scan_thresholds"])
+                       and _rising(a["scan_node_offsets"], 0, n_entries)):
+        raise ValueError("quickscorer layout fields 'scan_*': a segment or threshold group is "
+                         "out of place or lacks its +inf sentinel")
+    return 0
 
 
 cdef inline void scan(const QSView* q, int64_t seg, double x, uint64_t* v) noexcept nogil:

@@ -202,6 +202,68 @@ _LV_FIELDS = {
 _LV_TABLE_AT = np.array([0, 16, 32, 48, 64, 80, 112, 176, 304], np.int64)
 
 
+def _last_leaf_bits(const int64_t[::1] tbo, const int64_t[::1] bs, const int64_t[::1] sizes):
+    """Per byte row of the layout (rows of a block from tbo[bs[b]]), the bit of the tree's
+    last leaf in layout order where the row holds it, else 0: no node has that leaf in the
+    subtree its masks clear, so a tree's bits never all clear and its exit is a leaf."""
+    keep = np.zeros(max(1, tbo[tbo.shape[0] - 1]), np.uint8)
+    cdef uint8_t[::1] k = keep
+    cdef Py_ssize_t t
+    for t in range(sizes.shape[0]):
+        k[tbo[t] + (sizes[t] - 1) // 8] = <uint8_t>(1 << ((sizes[t] - 1) % 8))
+    return keep
+
+
+cdef bint _scans_in_place(const uint32_t[::1] entries, const uint64_t[::1] seg,
+                          const int64_t[::1] bseg, const int64_t[::1] tbo,
+                          const int64_t[::1] bs, const uint8_t[::1] keep) noexcept:
+    """Whether each segment of each block runs to a sentinel (threshold byte 0x7F, which no
+    rank passes) inside the entries, every entry before it naming a byte row of the block and
+    keeping the bits of ``keep`` (_last_leaf_bits) in its mask."""
+    cdef Py_ssize_t b, j, k, n = entries.shape[0]
+    cdef int64_t base, rows
+    cdef uint32_t e, row
+    cdef uint8_t m
+    for b in range(bs.shape[0] - 1):
+        base = tbo[bs[b]]
+        rows = tbo[bs[b + 1]] - base
+        for j in range(bseg[b], bseg[b + 1]):
+            k = <Py_ssize_t>(seg[j] & 0xFFFFFFFFu)
+            while True:
+                if k >= n:
+                    return False
+                e = entries[k]
+                if ((e >> 16) & 0xFF) == 0x7F:
+                    break
+                row = e & 0xFFFF
+                m = (e >> 24) & 0xFF
+                if row >= rows or (m & keep[base + row]) != keep[base + row]:
+                    return False
+                k += 1
+    return True
+
+
+cdef bint _cat_entries_in_place(const uint32_t[::1] entries, const int64_t[::1] off,
+                                const int64_t[::1] bc, const int64_t[::1] tbo,
+                                const int64_t[::1] bs, const uint8_t[::1] keep) noexcept:
+    """Whether every categorical node's entries keep the bits of ``keep`` of its block (their
+    byte rows are checked by _check_categorical)."""
+    cdef Py_ssize_t b, d, k
+    cdef int64_t base
+    cdef uint32_t e
+    cdef uint8_t m, kp
+    for b in range(bc.shape[0] - 1):
+        base = tbo[bs[b]]
+        for d in range(bc[b], bc[b + 1]):
+            for k in range(off[d], off[d + 1]):
+                e = entries[k]
+                kp = keep[base + (e & 0xFFFF)]
+                m = (e >> 24) & 0xFF
+                if (m & kp) != kp:
+                    return False
+    return True
+
+
 cdef class RSLayout:
     """The RapidScorer arrays of one model, wrapped for the kernel without copying."""
     cdef RSView view
@@ -294,6 +356,21 @@ cdef class RSLayout:
                     or (order < 0).any() or (order >= size).any()):
                 raise ValueError("rapidscorer layout: the leaf order does not fit the trees")
         self._check_categorical(a, n_features, n_blocks, np.diff(tbo[bs]))
+        if not only:
+            if not np.array_equal(tree_bytes, (sizes + 7) // 8):
+                raise ValueError("rapidscorer layout: a tree's bytes are not one a 8 of its "
+                                 "leaves")
+            bsg = a["block_segments"]
+            if int(bsg[0]) != 0 or (np.diff(bsg) < 0).any():
+                raise ValueError("rapidscorer layout: block_segments are out of order")
+            keep = _last_leaf_bits(tbo, bs, sizes)
+            if not _scans_in_place(a["entries"], seg, bsg, tbo, bs, keep):
+                raise ValueError("rapidscorer layout: a scan's entries leave their block, "
+                                 "lack their sentinel or clear a tree's last leaf")
+            if not _cat_entries_in_place(a["cat_entries"], a["cat_entry_offsets"],
+                                         a["block_cat"], tbo, bs, keep):
+                raise ValueError("rapidscorer layout: a categorical entry clears a tree's "
+                                 "last leaf")
         self.view.n_features = n_features
         self.view.n_slots = F
         self.view.slot_column = <const int32_t*>cnp.PyArray_DATA(sc)

@@ -1,0 +1,230 @@
+"""Mutated prepared model files (``.qsm``), opened and scored: each must be refused with an
+error naming what is at fault, or score; none may crash, hang or read out of bounds.
+
+    python -m benchmarks.fuzz_model_file                  # 1,000 files
+    python -m benchmarks.fuzz_model_file --files 5000 --seed 7
+
+The files are mutations of two small prepared models (a LightGBM-family one with categorical
+and missing-value splits, an XGBoost-family one of two outputs), five kinds in turn:
+
+* ``byte``: a byte of the file set to a random value (the checksums catch it, or it lies in
+  the padding between sections that nothing reads);
+* ``truncate``: the file cut short;
+* ``array``: values of one array section replaced (small and huge integers, NaN, infinities,
+  other values of the array), the checksums written anew: what a hostile file is;
+* ``description``: one field of the JSON description changed (a shape, a dtype, a section
+  reference, a number of the ensemble, a record's key), checksums anew;
+* ``records``: two prepared layouts' records swapped, checksums anew.
+
+Each file is opened with ``quickscorer.load`` and, where that succeeds, scored through the
+default path at 1, 3, 40 and 300 rows on one and two threads, and its exit leaves read. The
+last line: ``files F: refused R, scored S, crashed 0``. Every refusal is a ``ValueError``
+(``ModelFileError`` for the file's own checks, ``ModelFormatError`` for the trees), and its
+message is printed where it names no section, field or layout. The suite runs it in a
+child process (tests/test_model_file.py), so that a crash fails the test instead of the run.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+
+import numpy as np
+
+import quickscorer
+from quickscorer import model_file
+from quickscorer.errors import ModelFileError, ModelFormatError
+from quickscorer.ir import MISSING_NAN, Ensemble, build_tree
+
+KINDS = ("byte", "truncate", "array", "description", "records")
+#: words a refusal names what is at fault with
+NAMED = ("section", "field", "layout", "tree", "record", "trees", "ensemble", "truncated",
+         "magic", "version", "header", "table", "checksum", "feature", "description")
+
+
+def _tree(rng, n_leaves: int, n_features: int, family: str):
+    left, right, leaves = [-1], [-1], [0]
+    while len(leaves) < n_leaves:
+        leaf = leaves.pop(int(rng.integers(len(leaves))))
+        a = len(left)
+        left[leaf], right[leaf] = a, a + 1
+        left += [-1, -1]
+        right += [-1, -1]
+        leaves += [a, a + 1]
+    k = len(left)
+    cat = rng.random(k) < (0.2 if family == "lightgbm" else 0.0)
+    missing = rng.integers(3, size=k) if family == "lightgbm" else np.full(k, MISSING_NAN)
+    return build_tree(left=left, right=right, root=0, feature=rng.integers(n_features, size=k),
+                      threshold=np.round(rng.normal(size=k), 2), default_left=rng.random(k) < .5,
+                      missing_type=missing, is_categorical=cat,
+                      categories={i: rng.choice(40, size=3, replace=False)
+                                  for i in range(k) if cat[i]},
+                      value=np.round(rng.normal(size=k), 3), n_features=n_features)
+
+
+def models(seed: int = 0) -> list[quickscorer.Model]:
+    """The two small models whose files are mutated."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for family, n_outputs in (("lightgbm", 1), ("xgboost", 2)):
+        trees = [_tree(rng, int(rng.integers(2, 33)), 6, family) for _ in range(24)]
+        out.append(quickscorer.Model(Ensemble(
+            trees=trees, tree_group=np.arange(24) % n_outputs, n_outputs=n_outputs,
+            n_features=6, family=family, base_score=np.zeros(n_outputs))))
+    return out
+
+
+def _mutate_array(rng, a: np.ndarray) -> np.ndarray:
+    """``a`` with a few values replaced by extremes, off-by-ones and its own other values."""
+    a = a.copy()
+    if a.size == 0:
+        return np.zeros(int(rng.integers(1, 4)), a.dtype)
+    flat = a.reshape(-1)
+    k = int(rng.integers(1, min(4, flat.size) + 1))
+    for at in rng.integers(flat.size, size=k):
+        if a.dtype.kind == "f":
+            flat[at] = rng.choice([np.nan, np.inf, -np.inf, 1e300, -1.0, 0.0])
+        elif a.dtype.kind == "b":
+            flat.view(np.uint8)[at] = int(rng.integers(2, 256))
+        else:
+            info = np.iinfo(a.dtype)
+            pick = [info.min, info.max, -1, 0, 1, flat.size, flat.size + 1,
+                    int(flat[rng.integers(flat.size)]) + int(rng.choice([-1, 1]))]
+            flat[at] = int(np.clip(pick[int(rng.integers(len(pick)))], info.min, info.max))
+    return a
+
+
+def _walk(v, path=()):
+    """Every (path, value) of a JSON value's leaves and containers."""
+    yield path, v
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from _walk(x, path + (k,))
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from _walk(x, path + (i,))
+
+
+def _set(meta, path, value):
+    for k in path[:-1]:
+        meta = meta[k]
+    meta[path[-1]] = value
+
+
+def _mutate_description(rng, meta: dict) -> str:
+    spots = [(p, v) for p, v in _walk(meta) if p]
+    path, v = spots[int(rng.integers(len(spots)))]
+    if isinstance(v, bool):
+        new = not v
+    elif isinstance(v, int):
+        new = int(rng.choice([v + 1, v - 1, -1, 0, 2 ** 40, v * 2]))
+    elif isinstance(v, float):
+        new = float(rng.choice([np.nan, -v, 1e308, 0.0]))
+    elif isinstance(v, str):
+        new = str(rng.choice(["", "<f8", "|u1", "<i4", "xgboost", "plain", v + "x"]))
+    elif isinstance(v, list):
+        new = v[:-1] if v and rng.random() < .5 else v + v[:1]
+    elif isinstance(v, dict):
+        new = {} if rng.random() < .3 else {**v, "unknown": 1}
+    else:
+        new = 1
+    _set(meta, path, new)
+    return "/".join(map(str, path))
+
+
+def mutant(rng, good: bytes, meta: dict, arrays: list, kind: str) -> tuple[bytes, str]:
+    """One mutation of kind ``kind`` of the file ``good`` (description ``meta`` and
+    ``arrays``, as ``model_file.unpack`` gives them) and what it changed."""
+    if kind == "byte":
+        data = bytearray(good)
+        i = int(rng.integers(len(data)))
+        data[i] = int(rng.integers(256))
+        return bytes(data), f"byte {i}"
+    if kind == "truncate":
+        n = int(rng.integers(len(good)))
+        return good[:n], f"{n} bytes"
+    meta = json.loads(json.dumps(meta))
+    arrays = list(arrays)
+    if kind == "array":
+        s = int(rng.integers(len(arrays)))
+        arrays[s] = _mutate_array(rng, arrays[s])
+        meta["arrays"][s][2] = list(arrays[s].shape)
+        what = f"section {s + 1} ({meta['arrays'][s][0]})"
+    elif kind == "description":
+        what = _mutate_description(rng, meta)
+    else:
+        keys = sorted(meta["records"])
+        a, b = rng.choice(len(keys), size=2, replace=len(keys) < 2)
+        ka, kb = keys[int(a)], keys[int(b)]
+        meta["records"][ka], meta["records"][kb] = meta["records"][kb], meta["records"][ka]
+        what = f"{ka} <-> {kb}"
+    try:
+        return model_file.pack(meta, arrays), what
+    except (TypeError, ValueError, OverflowError):   # a description json cannot write
+        return good, what + " (unwritable: the file unchanged)"
+
+
+def score(model) -> None:
+    rng = np.random.default_rng(1)
+    for rows in (1, 3, 40, 300):
+        X = rng.standard_normal((rows, model.n_features)) * 2
+        X[rng.random(X.shape) < 0.1] = np.nan
+        for n_threads in (1, 2):
+            model.predict(X, n_threads=n_threads)
+        model.predict_leaf(X)
+
+
+def run(files: int, seed: int, verbose: bool = False,
+        separate: bool = False) -> collections.Counter:
+    rng = np.random.default_rng(seed)
+    bases = []
+    for m in models(seed):
+        good = model_file.to_bytes(m)
+        bases.append((good, *model_file.unpack(good)))
+    counts: collections.Counter = collections.Counter()
+    for i in range(files):
+        good, meta, arrays = bases[i % len(bases)]
+        kind = KINDS[(i // len(bases)) % len(KINDS)]
+        data, what = mutant(rng, good, meta, arrays, kind)
+        if verbose:
+            print(f"file {i}: {kind} {what}", flush=True)
+        try:
+            if separate:      # every array its own allocation (for a memory checker)
+                model = quickscorer.Model(model_file.open_bytes(data, separate=True).ensemble)
+            else:
+                model = quickscorer.load(data)
+            score(model)
+        except (ModelFileError, ModelFormatError, ValueError) as exc:
+            counts["refused"] += 1
+            counts[f"refused {kind}"] += 1
+            if not any(w in str(exc) for w in NAMED):
+                counts["unnamed"] += 1
+                print(f"file {i} ({kind} {what}): refused without naming what: "
+                      f"{type(exc).__name__}: {exc}", flush=True)
+        else:
+            counts["scored"] += 1
+            counts[f"scored {kind}"] += 1
+    return counts
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--files", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--verbose", action="store_true", help="print each mutation before it runs")
+    p.add_argument("--separate", action="store_true",
+                   help="copy each array of a file into an allocation of its own, so that "
+                        "AddressSanitizer sees a read past one (LD_PRELOAD=libasan.so, on a "
+                        "build with CFLAGS=-fsanitize=address)")
+    args = p.parse_args(argv)
+    counts = run(args.files, args.seed, args.verbose, args.separate)
+    for kind in KINDS:
+        print(f"{kind}: refused {counts[f'refused {kind}']}, scored {counts[f'scored {kind}']}")
+    print(f"files {args.files}: refused {counts['refused']}, scored {counts['scored']}, "
+          f"unnamed {counts['unnamed']}, crashed 0")
+    return 1 if counts["unnamed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,393 @@
+"""The prepared model file (``.qsm``): a model's trees and every layout its automatic choice
+runs, written once (``quickscorer compile``, :meth:`Model.save`) and memory-mapped by every
+process that scores it (``quickscorer.load``).
+
+The container (``src/quickscorer/qsm.h``): a header, 64-byte aligned sections and a table of
+them, each checksummed. Section 0 is a JSON description: the name, dtype and shape of every
+other section (each one numpy array), the ensemble's fields, and the prepared results
+(:mod:`quickscorer.prepared`) by key. Opening checks the container, then the trees as
+:func:`~quickscorer.ir.ensemble.check_packed` does, then each layout as its kernel's
+constructor does when a call first needs it; a result whose key the running quickscorer
+would not compute (another CPU's cache size, another tuning) is computed instead. The layouts
+are taken from a file that this release of quickscorer wrote (``LAYOUTS_REVISION``); a file
+from another release is opened from its trees, its layouts rebuilt. docs/model-file.md.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import mmap
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _qsm, prepared
+from ._version import __version__
+from .algorithms import cpu
+from .errors import ModelFileError, ModelFormatError
+from .ir.ensemble import Ensemble, PackedTrees, check_packed
+
+SUFFIX = ".qsm"
+#: the container's format version (qsm.h QSM_VERSION): a file of a newer one is refused
+FORMAT_VERSION = _qsm.VERSION
+#: raised with any change to what a recorded layout holds, so that a file written before it
+#: is opened from its trees instead
+LAYOUTS_REVISION = 1
+#: the array types a section may hold (little-endian, as every integer of the file)
+DTYPES = ("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8")
+#: row counts of the calls a compile makes, so that every layout the automatic choice builds
+#: on a call's first need of it (tree blocks, the widest groups) is built and written
+WARM_ROWS = (1, 2, 3, 4, 5, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+
+
+def looks_like_qsm(head: bytes) -> bool:
+    """Whether ``head`` (a file's first bytes) starts a prepared model file."""
+    return bytes(head[:8]) == _qsm.MAGIC
+
+
+# -- values as JSON, their arrays as sections -----------------------------------------------
+class _Encoder:
+    """A value as JSON, each numpy array replaced by ``{"$a": section}`` and kept in
+    ``arrays``; tuples as ``{"$t": [...]}``, dicts with keys that are not plain strings as
+    ``{"$m": [[key, value], ...]}``."""
+
+    def __init__(self):
+        self.arrays: list[tuple[str, np.ndarray]] = []
+
+    def __call__(self, v: Any, name: str) -> Any:
+        if isinstance(v, np.ndarray):
+            a = np.ascontiguousarray(v)
+            if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and sys.byteorder == "big"):
+                a = a.astype(a.dtype.newbyteorder("<"))
+            if a.dtype.str not in DTYPES:
+                raise ModelFileError(f"cannot write {name}: arrays of {a.dtype} are not a "
+                                     f"section type")
+            self.arrays.append((name, a))
+            return {"$a": len(self.arrays)}
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, (bool, np.bool_)):
+            return bool(v)
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        if isinstance(v, (float, np.floating)):
+            return float(v)
+        if isinstance(v, tuple):
+            return {"$t": [self(x, f"{name}[{i}]") for i, x in enumerate(v)]}
+        if isinstance(v, list):
+            return [self(x, f"{name}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, dict):
+            if all(isinstance(k, str) and not k.startswith("$") for k in v):
+                return {k: self(x, f"{name}.{k}") for k, x in v.items()}
+            return {"$m": [[self(k, f"{name} key"), self(x, f"{name}[{k!r}]")]
+                           for k, x in v.items()]}
+        raise ModelFileError(f"cannot write {name}: a {type(v).__name__} value")
+
+
+def _decode(v: Any, arrays: list, where: str) -> Any:
+    """The value :class:`_Encoder` wrote (``arrays``: the sections' arrays, index 0 None)."""
+    if isinstance(v, list):
+        return [_decode(x, arrays, where) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if len(v) == 1:
+        (tag, body), = v.items()
+        if tag == "$a":
+            if not (isinstance(body, int) and not isinstance(body, bool)
+                    and 1 <= body < len(arrays)):
+                raise ModelFileError(f"{where}: names section {body!r}, which is not an array "
+                                     f"section", section=0, section_name="description")
+            return arrays[body]
+        if tag == "$t" and isinstance(body, list):
+            return tuple(_decode(x, arrays, where) for x in body)
+        if tag == "$m" and isinstance(body, list):
+            if not all(isinstance(p, list) and len(p) == 2 for p in body):
+                raise ModelFileError(f"{where}: a mapping that is not pairs", section=0,
+                                     section_name="description")
+            try:
+                return {_decode(k, arrays, where): _decode(x, arrays, where) for k, x in body}
+            except TypeError:           # an unhashable key
+                raise ModelFileError(f"{where}: a mapping's key is not a value", section=0,
+                                     section_name="description") from None
+    if any(k.startswith("$") for k in v):
+        raise ModelFileError(f"{where}: unknown tag in {sorted(v)}", section=0,
+                             section_name="description")
+    return {k: _decode(x, arrays, where) for k, x in v.items()}
+
+
+# -- writing --------------------------------------------------------------------------------
+def _ensemble_fields(ens: Ensemble) -> dict:
+    """Every field of ``ens`` as a value :class:`_Encoder` writes (the trees: their packed
+    arrays)."""
+    if ens.ctr is not None:
+        raise ModelFileError("a model with CatBoost CTR features cannot be written to a "
+                             ".qsm file (its CTR stage is not a section type yet); score "
+                             "its .cbm or JSON file")
+    out = {}
+    for f in dataclasses.fields(Ensemble):
+        value = getattr(ens, f.name)
+        if f.name == "trees":
+            value = {k: v for k, v in ens.trees.arrays.items() if v is not None}
+        out[f.name] = value
+    return out
+
+
+def compile_records(model, tuning=None) -> tuple[Ensemble, dict]:
+    """A copy of ``model``'s ensemble and the prepared results of every layout the automatic
+    choice runs for it under ``tuning`` (default the model's), each built by a call of one of
+    :data:`WARM_ROWS` rows (on one thread and on two) through a fresh model."""
+    ens = dataclasses.replace(model.ensemble)     # one no layout cache holds yet
+    store = prepared.Store(recording=True)
+    prepared.attach(ens, store)
+    fresh = type(model)(ens, prepare="auto", tuning=tuning or model.tuning)
+    rng = np.random.default_rng(0)
+    for rows in WARM_ROWS:
+        X = rng.standard_normal((rows, ens.n_inputs))
+        for n_threads in (1, 2):
+            fresh.predict_raw(X, n_threads=n_threads)
+    fresh.plan.facts, fresh.plan.supported    # noqa: B018  (computed, so recorded)
+    return ens, store.records
+
+
+def describe(model, tuning=None) -> tuple[dict, list[np.ndarray]]:
+    """The description (section 0) and the arrays (sections 1, 2, ...) of ``model``'s
+    prepared model file: its ensemble and the records :func:`compile_records` makes."""
+    ens, records = compile_records(model, tuning)
+    enc = _Encoder()
+    meta = {
+        "format": "quickscorer prepared model",
+        "quickscorer": __version__,
+        "layouts_revision": LAYOUTS_REVISION,
+        "ensemble": enc(_ensemble_fields(ens), "ensemble"),
+        "records": {k: enc(v, f"record {k}") for k, v in sorted(records.items())},
+        "compiled_on": {"isa": cpu.isa_name(cpu.isa_code(model.tuning.isa)),
+                        "l2_cache_bytes": cpu.l2_cache_bytes()},
+    }
+    meta["arrays"] = [[name, a.dtype.str, list(a.shape)] for name, a in enc.arrays]
+    return meta, [a for _, a in enc.arrays]
+
+
+def pack(meta: dict, arrays: list[np.ndarray]) -> bytes:
+    """The container (qsm.h) of a description and its arrays, in order, each checksummed."""
+    blobs = [json.dumps(meta, separators=(",", ":"), allow_nan=True).encode()]
+    blobs += [np.ascontiguousarray(a).view(np.uint8).reshape(-1).tobytes() if a.size else b""
+              for a in arrays]
+    align = _qsm.ALIGN
+    pos = _qsm.HEADER_BYTES
+    entries = []
+    for i, blob in enumerate(blobs):
+        pos = -(-pos // align) * align
+        entries.append((pos, len(blob), _qsm.checksum(np.frombuffer(blob, np.uint8)),
+                        0 if i == 0 else 1))
+        pos += len(blob)
+    table = -(-pos // 8) * 8
+    size = table + _qsm.ENTRY_BYTES * len(entries)
+    out = bytearray(size)
+    for (off, n, _, _), blob in zip(entries, blobs):
+        out[off:off + n] = blob
+    tab = bytearray()
+    for off, n, h, kind in entries:
+        tab += off.to_bytes(8, "little") + n.to_bytes(8, "little") + h.to_bytes(8, "little")
+        tab += kind.to_bytes(4, "little") + bytes(4)
+    out[table:] = tab
+    head = bytearray(_qsm.HEADER_BYTES)
+    head[0:8] = _qsm.MAGIC
+    head[8:12] = FORMAT_VERSION.to_bytes(4, "little")
+    head[12:16] = _qsm.HEADER_BYTES.to_bytes(4, "little")
+    head[16:24] = size.to_bytes(8, "little")
+    head[24:32] = table.to_bytes(8, "little")
+    head[32:36] = len(entries).to_bytes(4, "little")
+    head[40:48] = _qsm.checksum(np.frombuffer(bytes(tab), np.uint8)).to_bytes(8, "little")
+    head[56:64] = _qsm.checksum(np.frombuffer(bytes(head[:56]), np.uint8)).to_bytes(8, "little")
+    out[:_qsm.HEADER_BYTES] = head
+    return bytes(out)
+
+
+def unpack(data) -> tuple[dict, list[np.ndarray]]:
+    """The description and arrays of a container that passes its checks (copies; for tools
+    and tests that rewrite a file: :func:`pack` takes them back)."""
+    buf = memoryview(data).toreadonly()
+    sections = _qsm.check(np.frombuffer(buf, np.uint8), True)
+    meta = _description(buf, sections)
+    names = [spec[0] if isinstance(spec, list) and spec else "?" for spec in meta["arrays"]]
+    return meta, [_array(buf, s, sections[s], meta["arrays"][s - 1], names).copy()
+                  for s in range(1, len(sections))]
+
+
+def to_bytes(model, tuning=None) -> bytes:
+    """The prepared model file of ``model`` as bytes (:func:`save` writes them)."""
+    return pack(*describe(model, tuning))
+
+
+def save(model, path, tuning=None) -> Path:
+    """Write ``model``'s prepared model file to ``path``: to a temporary file beside it,
+    flushed to disk, then renamed over ``path``, so that a process mapping the old file
+    keeps it whole and a new open sees the new file whole (docs/model-file.md)."""
+    path = Path(path)
+    data = to_bytes(model, tuning)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+# -- reading --------------------------------------------------------------------------------
+class Opened:
+    """A prepared model file opened: its ensemble (views of the file), the store of its
+    prepared results, and what the file says of itself."""
+
+    def __init__(self, ensemble: Ensemble, store: prepared.Store, meta: dict):
+        self.ensemble = ensemble
+        self.store = store
+        self.meta = meta
+
+
+def _fail(message: str, section: int, names: list | None) -> ModelFileError:
+    name = None
+    if section == 0:
+        name = "description"
+    elif names is not None and 0 < section <= len(names):
+        name = str(names[section - 1])
+    where = f"section {section}" + (f" ({name})" if name else "")
+    if message.startswith(f"section {section}:"):
+        message = message[len(f"section {section}:"):].lstrip()
+    return ModelFileError(f"{where}: {message}" if section >= 0 else message, section=section,
+                          section_name=name)
+
+
+def _description(buf, sections) -> dict:
+    off, n, _ = sections[0]
+    try:
+        meta = json.loads(bytes(buf[off:off + n]).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _fail(f"not JSON ({exc})", 0, None) from None
+    if not isinstance(meta, dict) or meta.get("format") != "quickscorer prepared model":
+        raise _fail("not a quickscorer model description", 0, None)
+    arrays = meta.get("arrays")
+    if not isinstance(arrays, list) or len(arrays) != len(sections) - 1:
+        raise _fail(f"describes {len(arrays) if isinstance(arrays, list) else 'no'} arrays "
+                    f"for {len(sections) - 1} array sections", 0, None)
+    return meta
+
+
+def _array(buf, section: int, entry, spec, names) -> np.ndarray:
+    off, n, _ = entry
+    if (not isinstance(spec, list) or len(spec) != 3 or not isinstance(spec[0], str)
+            or spec[1] not in DTYPES or not isinstance(spec[2], list)
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
+                       for d in spec[2]) or len(spec[2]) > 8):
+        raise _fail(f"described as {str(spec)[:80]}, not (name, dtype, shape)", section, names)
+    dtype = np.dtype(spec[1])
+    count = 1
+    for d in spec[2]:
+        count *= d
+    if count * dtype.itemsize != n:
+        raise _fail(f"holds {n} bytes, not the {count} x {dtype.itemsize} of its shape "
+                    f"{tuple(spec[2])}", section, names)
+    if count == 0:
+        a = np.zeros(spec[2], dtype)
+        a.setflags(write=False)
+        return a
+    a = np.frombuffer(buf, dtype, count, off).reshape(spec[2])
+    if dtype.str != dtype.newbyteorder("=").str:     # a big-endian machine reads a copy
+        a = a.astype(dtype.newbyteorder("="))
+        a.setflags(write=False)
+    return a
+
+
+def _ensemble(fields: Any, arrays: list) -> Ensemble:
+    if not isinstance(fields, dict):
+        raise _fail("holds no ensemble", 0, None)
+    fields = _decode(fields, arrays, "ensemble")
+    known = {f.name for f in dataclasses.fields(Ensemble)}
+    unknown = set(fields) - known
+    if unknown:
+        raise ModelFileError(f"the ensemble has fields this quickscorer does not know: "
+                             f"{sorted(unknown)} (a newer writer; open it with a newer "
+                             f"quickscorer)")
+    trees = fields.pop("trees", None)
+    if not isinstance(trees, dict) or not all(isinstance(v, np.ndarray) for v in trees.values()):
+        raise ModelFileError("the ensemble's trees are not arrays")
+    n_features = fields.get("n_features")
+    if not isinstance(n_features, int) or isinstance(n_features, bool) or n_features < 1:
+        raise ModelFileError(f"the ensemble's n_features is {n_features!r}")
+    try:
+        check_packed(trees, n_features)
+        return Ensemble(trees=PackedTrees(trees), **fields)
+    except ModelFormatError as exc:
+        raise ModelFileError(f"the ensemble: {exc}") from None
+    except (TypeError, ValueError) as exc:
+        raise ModelFileError(f"the ensemble's fields do not make a model: {exc}") from None
+
+
+def open_buffer(buf, verify: bool = True, separate: bool = False) -> Opened:
+    """Open the prepared model file in ``buf`` (a read-only mapping or bytes-like object): its
+    arrays are views of ``buf``. ``verify``: check every section's checksum (the header's and
+    the table's are checked always). ``separate``: each array copied into an allocation of
+    its own, so that a memory checker sees a read past any one of them (the fuzz test)."""
+    data = np.frombuffer(buf, np.uint8)
+    sections = _qsm.check(data, verify)        # ModelFileError; a section's index named below
+    meta = _description(buf, sections)
+    names = [spec[0] if isinstance(spec, list) and spec else "?" for spec in meta["arrays"]]
+    arrays: list = [None]
+    for s in range(1, len(sections)):
+        a = _array(buf, s, sections[s], meta["arrays"][s - 1], names)
+        if separate:
+            a = a.copy()
+            a.setflags(write=False)
+        arrays.append(a)
+    ens = _ensemble(meta.get("ensemble"), arrays)
+    records: dict = {}
+    if (meta.get("quickscorer") == __version__
+            and meta.get("layouts_revision") == LAYOUTS_REVISION
+            and isinstance(meta.get("records"), dict)):
+        records = {k: _decode(v, arrays, f"record {k}") for k, v in meta["records"].items()}
+    store = prepared.Store(records)
+    prepared.attach(ens, store)
+    return Opened(ens, store, meta)
+
+
+def _checked_open(buf, verify: bool, separate: bool = False) -> Opened:
+    try:
+        return open_buffer(buf, verify, separate)
+    except ModelFileError as exc:
+        if exc.section > 0 and exc.section_name is None:       # name it from the description
+            try:
+                sections = _qsm.check(np.frombuffer(buf, np.uint8), False)
+                names = [spec[0] for spec in _description(buf, sections)["arrays"]]
+            except (ModelFileError, TypeError, IndexError, KeyError):
+                raise exc from None
+            raise _fail(str(exc), exc.section, names) from None
+        raise
+
+
+def open_path(path, verify: bool = True) -> Opened:
+    """Map the prepared model file at ``path`` read-only and open it (:func:`open_buffer`).
+    The mapping lives as long as any of its arrays: replace the file by renaming a new one
+    over it, never by writing into it (docs/model-file.md)."""
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size == 0:
+            raise ModelFileError(f"{path}: the file is empty")
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        return _checked_open(mm, verify)
+    except ModelFileError as exc:
+        raise ModelFileError(f"{path}: {exc}", section=exc.section, code=exc.code,
+                             section_name=exc.section_name) from None
+
+
+def open_bytes(data, verify: bool = True, separate: bool = False) -> Opened:
+    """Open a prepared model file held in memory (bytes, bytearray, memoryview)
+    (``separate``: as for :func:`open_buffer`)."""
+    return _checked_open(memoryview(data).toreadonly(), verify, separate)

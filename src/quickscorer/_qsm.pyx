@@ -1,0 +1,64 @@
+# cython: language_level=3
+"""The container of a prepared model file (``src/quickscorer/qsm.h``) for
+``quickscorer/model_file.py``: its checksum and its check, run on a buffer (a file's mapping)
+with the GIL released."""
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+
+from .errors import ModelFileError
+
+cdef extern from "quickscorer/qsm.h":
+    """
+    """
+    uint32_t QSM_VERSION
+    uint32_t QSM_HEADER_BYTES
+    uint32_t QSM_ENTRY_BYTES
+    uint32_t QSM_ALIGN
+    const char* QSM_MAGIC
+    ctypedef struct qsm_section:
+        uint64_t offset
+        uint64_t nbytes
+        uint64_t checksum
+        uint32_t kind
+    uint64_t qsm_checksum(const void* data, size_t n) nogil
+    int qsm_check(const uint8_t* base, uint64_t size, int verify, uint32_t* n_sections,
+                  int64_t* bad_section, char* err, size_t cap) nogil
+    qsm_section qsm_section_at(const uint8_t* base, uint64_t size, uint32_t s) nogil
+
+VERSION = QSM_VERSION
+HEADER_BYTES = QSM_HEADER_BYTES
+ENTRY_BYTES = QSM_ENTRY_BYTES
+ALIGN = QSM_ALIGN
+MAGIC = QSM_MAGIC[:8]
+
+
+def checksum(const uint8_t[::1] data):
+    """The container's 64-bit checksum of ``data`` (qsm.h ``qsm_checksum``)."""
+    cdef uint64_t h
+    cdef size_t n = data.shape[0]
+    cdef const uint8_t* p = &data[0] if n else NULL
+    with nogil:
+        h = qsm_checksum(p, n)
+    return h
+
+
+def check(const uint8_t[::1] data, bint verify=True):
+    """The sections ``(offset, nbytes, kind)`` of the container in ``data``, after its header,
+    table, places and (with ``verify``) checksums are checked; ModelFileError naming the
+    problem (its ``section`` the index at fault, or -1) otherwise."""
+    cdef char err[512]
+    cdef uint32_t n = 0, s
+    cdef int64_t bad = -1
+    cdef int rc
+    cdef uint64_t size = data.shape[0]
+    cdef const uint8_t* base = &data[0] if size else <const uint8_t*>""
+    err[0] = 0
+    with nogil:
+        rc = qsm_check(base, size, verify, &n, &bad, err, sizeof(err))
+    if rc != 0:
+        raise ModelFileError(err.decode("utf-8", "replace"), section=bad, code=rc)
+    cdef qsm_section sec
+    out = []
+    for s in range(n):
+        sec = qsm_section_at(base, size, s)
+        out.append((sec.offset, sec.nbytes, sec.kind))
+    return out

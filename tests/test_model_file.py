@@ -1,0 +1,137 @@
+"""The prepared model file (.qsm): the same scores bit for bit as the model it came from, its
+layouts taken as written, and a clear error for every damaged, newer or hostile file."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import random_ensemble, special_rows
+
+import quickscorer
+from quickscorer import model_file
+from quickscorer.errors import ModelFileError
+
+
+@pytest.mark.parametrize("family,n_outputs,max_leaves", [
+    ("lightgbm", 1, 40), ("xgboost", 1, 200), ("xgboost", 3, 20), ("plain", 1, 9),
+    ("lightgbm", 2, 255)])
+def test_a_prepared_file_scores_as_its_model_bit_for_bit(tmp_path, family, n_outputs,
+                                                          max_leaves):
+    rng = np.random.default_rng(len(family) + n_outputs)
+    ens = random_ensemble(rng, family, n_trees=60, n_outputs=n_outputs, max_leaves=max_leaves,
+                          p_categorical=0.15 if family == "lightgbm" else 0.0)
+    model = quickscorer.Model(ens)
+    path = model.save(tmp_path / "m.qsm")
+    opened = quickscorer.load(path)
+    X = special_rows(rng, 700, ens.n_features)
+    for n in (1, 2, 3, 7, 40, 700):
+        for n_threads in (1, 2):
+            assert np.array_equal(opened.predict(X[:n], n_threads=n_threads),
+                                  model.predict(X[:n], n_threads=n_threads))
+    assert np.array_equal(opened.predict_leaf(X), model.predict_leaf(X))
+    layouts = opened.info()["model_file_layouts"]
+    assert layouts["taken"] and layouts["computed"] == []   # nothing rebuilt at open
+
+
+def test_the_file_is_written_whole_and_the_same_each_time(tmp_path):
+    model = quickscorer.Model(random_ensemble(np.random.default_rng(0), "lightgbm"))
+    a = model_file.to_bytes(model)
+    assert a == model_file.to_bytes(model)
+    model.save(tmp_path / "m.qsm")
+    assert (tmp_path / "m.qsm").read_bytes() == a
+    assert [p.name for p in tmp_path.iterdir()] == ["m.qsm"]      # no temporary file left
+
+
+def test_another_release_s_file_is_opened_from_its_trees():
+    model = quickscorer.Model(random_ensemble(np.random.default_rng(1), "xgboost"))
+    meta, arrays = model_file.unpack(model_file.to_bytes(model))
+    meta["quickscorer"] = "0.0.0-other"
+    opened = quickscorer.load(model_file.pack(meta, arrays))
+    X = np.random.default_rng(2).standard_normal((300, 5))
+    assert np.array_equal(opened.predict(X), model.predict(X))
+    layouts = opened.info()["model_file_layouts"]
+    assert layouts["taken"] == [] and layouts["computed"]
+
+
+def test_damaged_newer_and_foreign_files_are_refused_by_name(tmp_path):
+    good = model_file.to_bytes(quickscorer.Model(
+        random_ensemble(np.random.default_rng(3), "lightgbm")))
+    with pytest.raises(ModelFileError, match="truncated"):
+        quickscorer.load(good[:len(good) // 2])
+    newer = bytearray(good)
+    newer[8] = 99
+    with pytest.raises(ModelFileError, match="format version 99, newer"):
+        quickscorer.load(bytes(newer))
+    meta, arrays = model_file.unpack(good)
+    at = max(range(len(arrays)), key=lambda i: arrays[i].nbytes)
+    name = meta["arrays"][at][0]
+    off = good.index(arrays[at].tobytes())
+    flipped = bytearray(good)
+    flipped[off + 3] ^= 0x10
+    with pytest.raises(ModelFileError,
+                       match=re.escape(f"section {at + 1} ({name}): checksum")):
+        quickscorer.load(bytes(flipped))
+    (tmp_path / "empty.qsm").write_bytes(b"")
+    (tmp_path / "short.qsm").write_bytes(good[:8])
+    with pytest.raises(ModelFileError, match="truncated"):
+        quickscorer.load(tmp_path / "short.qsm")
+    with pytest.raises(quickscorer.ModelFormatError, match="no .qsm magic"):
+        quickscorer.load(b"{}", format="qsm")
+
+
+def test_a_hostile_tree_or_layout_is_refused_before_any_kernel_reads_it():
+    good = model_file.to_bytes(quickscorer.Model(
+        random_ensemble(np.random.default_rng(4), "lightgbm", max_leaves=30)))
+    meta, arrays = model_file.unpack(good)
+    names = [a[0] for a in meta["arrays"]]
+    bad = list(arrays)
+    i = names.index("ensemble.trees.left")
+    bad[i] = bad[i].copy()
+    bad[i][0] = 10 ** 6
+    with pytest.raises(ModelFileError, match="child out of place"):
+        quickscorer.load(model_file.pack(meta, bad))
+    bad = list(arrays)
+    i = next(k for k, n in enumerate(names) if n.endswith(".words"))
+    bad[i] = bad[i].copy()
+    bad[i][0] = 2 ** 31
+    model = quickscorer.load(model_file.pack(meta, bad))
+    with pytest.raises(ModelFileError, match="damaged"):
+        model.predict(np.zeros((1, 5)), algorithm="quickscorer")
+
+
+def test_a_file_replaced_by_rename_while_mapped_keeps_scoring(tmp_path):
+    rng = np.random.default_rng(5)
+    first = quickscorer.Model(random_ensemble(rng, "lightgbm"))
+    second = quickscorer.Model(random_ensemble(rng, "lightgbm"))
+    path = first.save(tmp_path / "m.qsm")
+    opened = quickscorer.load(path)
+    X = rng.standard_normal((200, 5))
+    expected = first.predict(X)
+    for _ in range(5):
+        second.save(path)                 # a deploy: written beside, renamed over
+        assert np.array_equal(opened.predict(X), expected)
+    assert np.array_equal(quickscorer.load(path).predict(X), second.predict(X))
+
+
+def test_mutated_files_never_crash_and_every_refusal_names_its_place():
+    """benchmarks/fuzz_model_file.py in a child process (this process's working folder and
+    path, so that it imports the quickscorer under test): a crash fails this test."""
+    out = subprocess.run([sys.executable, "-m", "benchmarks.fuzz_model_file", "--files", "300",
+                          "--seed", "11"], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    last = out.stdout.strip().splitlines()[-1]
+    assert last.startswith("files 300:") and "unnamed 0" in last, out.stdout[-2000:]
+
+
+def test_the_description_is_json_naming_every_section():
+    good = model_file.to_bytes(quickscorer.Model(
+        random_ensemble(np.random.default_rng(6), "plain")))
+    meta, arrays = model_file.unpack(good)
+    assert json.loads(json.dumps(meta)) == meta
+    assert len(meta["arrays"]) == len(arrays)
+    assert all(np.dtype(d).str == d for _, d, _ in meta["arrays"])
