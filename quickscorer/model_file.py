@@ -69,7 +69,7 @@ class _Encoder:
             return {"$a": len(self.arrays)}
         if v is None or isinstance(v, (bool, str)):
             return v
-        if isinstance(v, (bool, np.bool_)):
+        if isinstance(v, np.bool_):
             return bool(v)
         if isinstance(v, (int, np.integer)):
             return int(v)
@@ -144,11 +144,10 @@ def compile_records(model, tuning=None) -> tuple[Ensemble, dict]:
     prepared.attach(ens, store)
     fresh = type(model)(ens, prepare="auto", tuning=tuning or model.tuning)
     rng = np.random.default_rng(0)
-    for rows in WARM_ROWS:
+    for rows in WARM_ROWS:      # (the choice's facts and algorithms are computed, so recorded)
         X = rng.standard_normal((rows, ens.n_inputs))
         for n_threads in (1, 2):
             fresh.predict_raw(X, n_threads=n_threads)
-    fresh.plan.facts, fresh.plan.supported    # noqa: B018  (computed, so recorded)
     return ens, store.records
 
 

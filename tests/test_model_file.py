@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -104,6 +105,8 @@ def test_a_hostile_tree_or_layout_is_refused_before_any_kernel_reads_it():
 
 
 def test_a_file_replaced_by_rename_while_mapped_keeps_scoring(tmp_path):
+    """A deploy (write beside, rename over) five times while a second thread scores the
+    mapped model in a loop: every one of its calls gives the first model's scores."""
     rng = np.random.default_rng(5)
     first = quickscorer.Model(random_ensemble(rng, "lightgbm"))
     second = quickscorer.Model(random_ensemble(rng, "lightgbm"))
@@ -111,9 +114,23 @@ def test_a_file_replaced_by_rename_while_mapped_keeps_scoring(tmp_path):
     opened = quickscorer.load(path)
     X = rng.standard_normal((200, 5))
     expected = first.predict(X)
-    for _ in range(5):
-        second.save(path)                 # a deploy: written beside, renamed over
-        assert np.array_equal(opened.predict(X), expected)
+    stop, calls, wrong = threading.Event(), [0], []
+
+    def score():
+        while not stop.is_set():
+            if not np.array_equal(opened.predict(X), expected):
+                wrong.append(calls[0])
+            calls[0] += 1
+
+    scorer = threading.Thread(target=score)
+    scorer.start()
+    try:
+        for _ in range(5):
+            second.save(path)
+    finally:
+        stop.set()
+        scorer.join()
+    assert calls[0] > 0 and wrong == []
     assert np.array_equal(quickscorer.load(path).predict(X), second.predict(X))
 
 

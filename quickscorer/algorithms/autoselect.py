@@ -80,15 +80,14 @@ class Facts:
         if not isinstance(d, dict) or sorted(d) != sorted(names):
             raise ModelFileError(f"the record of the model's facts has fields "
                                  f"{sorted(d) if isinstance(d, dict) else d!r}")
-        ok = (all(isinstance(d[k], int) and not isinstance(d[k], bool) and d[k] >= 0
+        def number(v) -> bool:
+            return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+        ok = (all(isinstance(d[k], int) and number(d[k]) and d[k] >= 0
                   for k in ("nodes", "n_trees"))
-              and isinstance(d["isa"], str) and isinstance(d["float32"], bool)
-              and all(isinstance(d[k], (int, float)) and not isinstance(d[k], bool)
-                      and math.isfinite(d[k])
-                      for k in ("mean_leaves",) if d[k] is not None)
-              and all(d[k] is None or (isinstance(d[k], (int, float))
-                                       and not isinstance(d[k], bool) and math.isfinite(d[k]))
-                      for k in ("path", "false", "steps")))
+              and number(d["mean_leaves"]) and isinstance(d["isa"], str)
+              and isinstance(d["float32"], bool)
+              and all(d[k] is None or number(d[k]) for k in ("path", "false", "steps")))
         if not ok:
             raise ModelFileError("the record of the model's facts holds a value of the "
                                  "wrong type")

@@ -7,8 +7,6 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from .errors import ModelFileError
 
 cdef extern from "quickscorer/qsm.h":
-    """
-    """
     uint32_t QSM_VERSION
     uint32_t QSM_HEADER_BYTES
     uint32_t QSM_ENTRY_BYTES
