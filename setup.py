@@ -6,7 +6,8 @@ Environment switches:
   QUICKSCORER_NATIVE=1  add -march=native (opt-in; wheels stay portable without it)
   QUICKSCORER_DEBUG=1   bounds and wraparound checks on, -O0 -g, for a debug test run
   QUICKSCORER_ANNOTATE=1  write cython -a HTML next to each .pyx
-  QUICKSCORER_ONLY=_vqs,_walk  build only these modules (a developer's quick rebuild)
+  QUICKSCORER_ONLY=_vqs,_walk  build only these modules (a developer's quick rebuild; "capi"
+                        names the C library)
   QUICKSCORER_JOBS=N    translate and compile N modules at a time (default: every core)
   QUICKSCORER_EMULATE_AVX512=1  a test build whose AVX2 and AVX-512 paths run on SIMDe's
                         portable C (Debian's libsimde-dev), every path available on any x86-64
@@ -15,12 +16,17 @@ Environment switches:
   QUICKSCORER_OPENMP=0  build without OpenMP even where the compiler has it (threads then come
                         from a pool of Python threads: quickscorer/threads.py)
 
+Beside the extension modules, the C library libquickscorer (src/quickscorer/capi/, docs/c-api.md)
+is built into the package's lib/ folder and its header copied into include/, where
+`python -m quickscorer.capi --cflags --libs` finds them (POSIX systems; not with MSVC yet).
+
 What each platform gets (docs/install.md): on x86-64 with gcc or clang, the AVX2 and AVX-512
 kernels by target attributes, chosen at run time; on AArch64 with gcc or clang, the NEON path
 (the AVX2 kernels through SIMDe, whose headers the simde-py build requirement brings); with
 MSVC, the portable C kernels. OpenMP where a test program compiles and links with it (gcc;
 not Apple's clang).
 """
+import copy
 import os
 import platform
 import sys
@@ -30,6 +36,7 @@ from pathlib import Path
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).parent
 DEBUG = os.environ.get("QUICKSCORER_DEBUG", "") not in ("", "0")
@@ -137,7 +144,52 @@ extensions = [
     if not ONLY or pyx.stem in ONLY
 ]
 
+CAPI = SRC / "quickscorer" / "capi"
+
+
+def version() -> str:
+    text = (HERE / "quickscorer" / "_version.py").read_text()
+    return text.split('__version__ = "', 1)[1].split('"', 1)[0]
+
+
+class BuildWithCLibrary(build_ext):
+    """build_ext, then the C library: compiled from capi/quickscorer.c with the kernels'
+    flags (no OpenMP: its threads are its own) and linked as lib/libquickscorer.so of the
+    package, beside the extension modules (in the source tree for an in-place build)."""
+
+    def run(self):
+        super().run()
+        if sys.platform == "win32" or (ONLY and "capi" not in ONLY):
+            return
+        package = Path(self.get_ext_fullpath("quickscorer._capi_probe")).parent
+        lib_dir, include_dir = package / "lib", package / "include"
+        lib_dir.mkdir(parents=True, exist_ok=True)
+        include_dir.mkdir(parents=True, exist_ok=True)
+        name = "libquickscorer.dylib" if sys.platform == "darwin" else "libquickscorer.so"
+        flags = [a for a in compile_args if "openmp" not in a]
+        flags += ["-std=gnu11", "-fvisibility=hidden", "-pthread"]
+        # the compiler as Python's build configured it, less the interpreter's library paths
+        # (the C library links no Python)
+        cc = copy.copy(self.compiler)
+        if getattr(cc, "linker_so", None):
+            cc.linker_so = [a for a in cc.linker_so
+                            if not a.startswith(("-L", "-Wl,-rpath", "-Wl,-R"))]
+        with tempfile.TemporaryDirectory() as tmp:
+            objects = cc.compile(
+                [str(CAPI / "quickscorer.c")], output_dir=tmp, include_dirs=["src"],
+                macros=[("QS_VERSION_STRING", f'"{version()}"')], extra_postargs=flags)
+            link = ["-pthread", "-lm"]
+            if sys.platform == "darwin":
+                link += ["-install_name", "@rpath/" + name]
+            else:
+                link += ["-Wl,-soname," + name]
+            cc.link_shared_object(objects, str(lib_dir / name),
+                                             extra_postargs=link)
+        (include_dir / "quickscorer.h").write_bytes((CAPI / "quickscorer.h").read_bytes())
+
+
 setup(
+    cmdclass={"build_ext": BuildWithCLibrary},
     ext_modules=cythonize(
         extensions,
         compiler_directives=DIRECTIVES,

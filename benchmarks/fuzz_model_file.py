@@ -3,6 +3,7 @@ error naming what is at fault, or score; none may crash, hang or read out of bou
 
     python -m benchmarks.fuzz_model_file                  # 1,000 files
     python -m benchmarks.fuzz_model_file --files 5000 --seed 7
+    python -m benchmarks.fuzz_model_file --c-library     # the C library opens each file too
 
 The files are mutations of two small prepared models (a LightGBM-family one with categorical
 and missing-value splits, an XGBoost-family one of two outputs), five kinds in turn:
@@ -17,7 +18,8 @@ and missing-value splits, an XGBoost-family one of two outputs), five kinds in t
 * ``records``: two prepared layouts' records swapped, checksums anew.
 
 Each file is opened with ``quickscorer.load`` and, where that succeeds, scored through the
-default path at 1, 3, 40 and 300 rows on one and two threads, and its exit leaves read. The
+default path at 1, 3, 40 and 300 rows on one and two threads, and its exit leaves read; with
+``--c-library``, opened and scored by the C library (libquickscorer) as well, on its own. The
 last line: ``files F: refused R, scored S, crashed 0``. Every refusal is a ``ValueError``
 (``ModelFileError`` for the file's own checks, ``ModelFormatError`` for the trees), and its
 message is printed where it names no section, field or layout. The suite runs it in a
@@ -33,7 +35,7 @@ import sys
 import numpy as np
 
 import quickscorer
-from quickscorer import model_file
+from quickscorer import capi, model_file
 from quickscorer.errors import ModelFileError, ModelFormatError
 from quickscorer.ir import MISSING_NAN, Ensemble, build_tree
 
@@ -165,7 +167,14 @@ def mutant(rng, good: bytes, meta: dict, arrays: list, kind: str) -> tuple[bytes
         return good, what + " (unwritable: the file unchanged)"
 
 
+#: the widest rows the scoring makes (a mutated width can claim 2^31 features: such a model
+#: opens, and is not scored here)
+MAX_WIDTH = 1 << 16
+
+
 def score(model) -> None:
+    if model.n_features > MAX_WIDTH:
+        return
     rng = np.random.default_rng(1)
     for rows in (1, 3, 40, 300):
         X = rng.standard_normal((rows, model.n_features)) * 2
@@ -175,8 +184,22 @@ def score(model) -> None:
         model.predict_leaf(X)
 
 
-def run(files: int, seed: int, verbose: bool = False,
-        separate: bool = False) -> collections.Counter:
+def score_c(data: bytes) -> None:
+    """The file opened and scored by the C library (quickscorer.capi), as a C service would."""
+    with capi.CModel(data) as c:
+        if c.n_features > MAX_WIDTH:
+            return
+        rng = np.random.default_rng(1)
+        for rows in (1, 3, 40):
+            X = rng.standard_normal((rows, c.n_features)) * 2
+            X[rng.random(X.shape) < 0.1] = np.nan
+            c.predict(X)
+            c.predict(X.astype(np.float32), raw_score=True, n_threads=2)
+            c.predict_leaf(X)
+
+
+def run(files: int, seed: int, verbose: bool = False, separate: bool = False,
+        c_library: bool = False) -> collections.Counter:
     rng = np.random.default_rng(seed)
     bases = []
     for m in models(seed):
@@ -205,6 +228,18 @@ def run(files: int, seed: int, verbose: bool = False,
         else:
             counts["scored"] += 1
             counts[f"scored {kind}"] += 1
+        if not c_library:
+            continue
+        try:
+            score_c(data)
+        except (ModelFileError, ValueError, RuntimeError) as exc:
+            counts["c refused"] += 1
+            if not any(w in str(exc) for w in NAMED):
+                counts["unnamed"] += 1
+                print(f"file {i} ({kind} {what}): the C library refused it without naming "
+                      f"what: {type(exc).__name__}: {exc}", flush=True)
+        else:
+            counts["c scored"] += 1
     return counts
 
 
@@ -217,10 +252,15 @@ def main(argv=None) -> int:
                    help="copy each array of a file into an allocation of its own, so that "
                         "AddressSanitizer sees a read past one (LD_PRELOAD=libasan.so, on a "
                         "build with CFLAGS=-fsanitize=address)")
+    p.add_argument("--c-library", action="store_true",
+                   help="open and score each file through the C library too (libquickscorer, "
+                        "by quickscorer.capi)")
     args = p.parse_args(argv)
-    counts = run(args.files, args.seed, args.verbose, args.separate)
+    counts = run(args.files, args.seed, args.verbose, args.separate, args.c_library)
     for kind in KINDS:
         print(f"{kind}: refused {counts[f'refused {kind}']}, scored {counts[f'scored {kind}']}")
+    if args.c_library:
+        print(f"C library: refused {counts['c refused']}, scored {counts['c scored']}")
     print(f"files {args.files}: refused {counts['refused']}, scored {counts['scored']}, "
           f"unnamed {counts['unnamed']}, crashed 0")
     return 1 if counts["unnamed"] else 0

@@ -24,6 +24,8 @@ what ``__all__`` lists. Its modules:
 - ``model_file``: the prepared model file (``.qsm``): written by ``Model.save``, mapped by
   :func:`load` (docs/model-file.md);
 - ``prepared``: the layouts a model file holds, and how the algorithms find them;
+- ``capi``: the C library libquickscorer (``python -m quickscorer.capi --cflags --libs``) and
+  :class:`~quickscorer.capi.CModel`, a model file scored through it (docs/c-api.md);
 - ``errors``: :class:`ModelFormatError`, ``ModelFileError`` and :class:`InputError`;
 - ``config``: :func:`show_config`, the build and the path each kernel takes on this CPU;
 - ``_version``: the version;

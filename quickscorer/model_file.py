@@ -25,8 +25,11 @@ from typing import Any
 import numpy as np
 
 from . import _qsm, prepared
+from ._transforms import TRANSFORM_CODES
 from ._version import __version__
 from .algorithms import cpu
+from .algorithms.forest import FAMILY_CODE, forest_arrays
+from .algorithms.traversal import node_arrays
 from .errors import ModelFileError, ModelFormatError
 from .ir.ensemble import Ensemble, PackedTrees, check_packed
 
@@ -45,7 +48,9 @@ WARM_ROWS = (1, 2, 3, 4, 5, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 
 def looks_like_qsm(head: bytes) -> bool:
     """Whether ``head`` (a file's first bytes) starts a prepared model file."""
-    return bytes(head[:8]) == _qsm.MAGIC
+    head = bytes(head[:8])
+    # a file cut inside the magic number is a truncated prepared model file
+    return head == _qsm.MAGIC or (len(head) >= 4 and _qsm.MAGIC.startswith(head))
 
 
 # -- values as JSON, their arrays as sections -----------------------------------------------
@@ -56,17 +61,29 @@ class _Encoder:
 
     def __init__(self):
         self.arrays: list[tuple[str, np.ndarray]] = []
+        #: the section of each array written, by its memory (kept alive in ``arrays``), so
+        #: that the trees' arrays the C index names again are written once
+        self._sections: dict[tuple, int] = {}
+
+    def section(self, v: np.ndarray, name: str) -> int:
+        """The section of array ``v``: a new one, or the one of an array written before that
+        is the same memory of the same type and shape."""
+        a = np.ascontiguousarray(v)
+        if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and sys.byteorder == "big"):
+            a = a.astype(a.dtype.newbyteorder("<"))
+        if a.dtype.str not in DTYPES:
+            raise ModelFileError(f"cannot write {name}: arrays of {a.dtype} are not a "
+                                 f"section type")
+        key = (a.__array_interface__["data"][0], a.dtype.str, a.shape)
+        if a.size and key in self._sections:
+            return self._sections[key]
+        self.arrays.append((name, a))
+        self._sections[key] = len(self.arrays)
+        return len(self.arrays)
 
     def __call__(self, v: Any, name: str) -> Any:
         if isinstance(v, np.ndarray):
-            a = np.ascontiguousarray(v)
-            if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and sys.byteorder == "big"):
-                a = a.astype(a.dtype.newbyteorder("<"))
-            if a.dtype.str not in DTYPES:
-                raise ModelFileError(f"cannot write {name}: arrays of {a.dtype} are not a "
-                                     f"section type")
-            self.arrays.append((name, a))
-            return {"$a": len(self.arrays)}
+            return {"$a": self.section(v, name)}
         if v is None or isinstance(v, (bool, str)):
             return v
         if isinstance(v, np.bool_):
@@ -151,6 +168,41 @@ def compile_records(model, tuning=None) -> tuple[Ensemble, dict]:
     return ens, store.records
 
 
+#: the C library's index (capi/quickscorer.c): its magic, version and array slots
+C_INDEX_MAGIC = b"QSCINDEX"
+C_INDEX_VERSION = 1
+C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
+                 "leaf_value_f32", "base_score", "lin_offset", "lin_const", "lin_feature",
+                 "lin_coeff", "feature", "threshold", "flags", "left", "right", "cat_offset",
+                 "cat_nwords", "cat_words", "node_offset")
+
+
+def c_index(ens: Ensemble, enc: _Encoder) -> np.ndarray:
+    """The C library's index of ``ens`` (the file's last section): the model's counts, its
+    output transform, and the section of each array the C library scores from (the forest's
+    and the reference walk's node table, :func:`~.algorithms.traversal.node_arrays`), which
+    ``enc`` writes where they are not written yet."""
+    arrays = {**forest_arrays(ens), **node_arrays(ens)}
+    unsupported = 2 if ens.bag_offsets is not None else 1 if ens.leaf_sum is not None else 0
+    head = [
+        int.from_bytes(C_INDEX_MAGIC, "little"), C_INDEX_VERSION, FAMILY_CODE[ens.family],
+        ens.n_features, ens.n_outputs, len(ens.trees), int(arrays["feature"].shape[0]),
+        int(arrays["leaf_value"].shape[0]),
+        0 if arrays["lin_feature"] is None else int(arrays["lin_feature"].shape[0]),
+        int(arrays["cat_words"].shape[0]), TRANSFORM_CODES[ens.transform],
+        _f64_bits(float(dict(ens.transform_params).get("sigmoid", 1.0))),
+        _f64_bits(float(ens.n_iterations) if ens.average_output else 1.0),
+        unsupported, len(C_INDEX_SLOTS),
+    ]
+    slots = [0 if arrays[k] is None else enc.section(arrays[k], f"c index {k}")
+             for k in C_INDEX_SLOTS]
+    return np.array(head + slots, np.uint64)
+
+
+def _f64_bits(x: float) -> int:
+    return int(np.array(x, np.float64).view(np.uint64))
+
+
 def describe(model, tuning=None) -> tuple[dict, list[np.ndarray]]:
     """The description (section 0) and the arrays (sections 1, 2, ...) of ``model``'s
     prepared model file: its ensemble and the records :func:`compile_records` makes."""
@@ -165,6 +217,8 @@ def describe(model, tuning=None) -> tuple[dict, list[np.ndarray]]:
         "compiled_on": {"isa": cpu.isa_name(cpu.isa_code(model.tuning.isa)),
                         "l2_cache_bytes": cpu.l2_cache_bytes()},
     }
+    # last: the C library finds its index there
+    meta["c_index"] = {"$a": enc.section(c_index(ens, enc), "c index")}
     meta["arrays"] = [[name, a.dtype.str, list(a.shape)] for name, a in enc.arrays]
     return meta, [a for _, a in enc.arrays]
 
@@ -284,8 +338,10 @@ def _array(buf, section: int, entry, spec, names) -> np.ndarray:
     if (not isinstance(spec, list) or len(spec) != 3 or not isinstance(spec[0], str)
             or spec[1] not in DTYPES or not isinstance(spec[2], list)
             or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                       for d in spec[2]) or len(spec[2]) > 8):
-        raise _fail(f"described as {str(spec)[:80]}, not (name, dtype, shape)", section, names)
+                       for d in spec[2]) or not 1 <= len(spec[2]) <= 8):
+        # (no array of ours has no dimensions: the kernels read shape[0] unchecked)
+        raise _fail(f"described as {str(spec)[:80]}, not (name, dtype, shape of 1 to 8 "
+                    f"dimensions)", section, names)
     dtype = np.dtype(spec[1])
     count = 1
     for d in spec[2]:
@@ -318,8 +374,15 @@ def _ensemble(fields: Any, arrays: list) -> Ensemble:
     if not isinstance(trees, dict) or not all(isinstance(v, np.ndarray) for v in trees.values()):
         raise ModelFileError("the ensemble's trees are not arrays")
     n_features = fields.get("n_features")
-    if not isinstance(n_features, int) or isinstance(n_features, bool) or n_features < 1:
+    if (not isinstance(n_features, int) or isinstance(n_features, bool) or n_features < 1
+            or n_features >= 2 ** 31):      # a node's feature is an int32
         raise ModelFileError(f"the ensemble's n_features is {n_features!r}")
+    n_outputs, base = fields.get("n_outputs"), fields.get("base_score")
+    # a written ensemble holds a base score per output: an output count alone sizes nothing
+    if not (isinstance(base, np.ndarray) and base.ndim == 1 and isinstance(n_outputs, int)
+            and base.shape[0] == n_outputs):
+        raise ModelFileError(f"the ensemble's n_outputs ({n_outputs!r}) is not the number of "
+                             f"its base scores")
     try:
         check_packed(trees, n_features)
         return Ensemble(trees=PackedTrees(trees), **fields)

@@ -13,7 +13,7 @@ import pytest
 from conftest import random_ensemble, special_rows
 
 import quickscorer
-from quickscorer import model_file
+from quickscorer import capi, model_file
 from quickscorer.errors import ModelFileError
 
 
@@ -137,12 +137,22 @@ def test_a_file_replaced_by_rename_while_mapped_keeps_scoring(tmp_path):
 def test_mutated_files_never_crash_and_every_refusal_names_its_place():
     """benchmarks/fuzz_model_file.py in a child process (this process's working folder and
     path, so that it imports the quickscorer under test): a crash fails this test."""
-    out = subprocess.run([sys.executable, "-m", "benchmarks.fuzz_model_file", "--files", "300",
-                          "--seed", "11"], capture_output=True, text=True,
-                         timeout=600)
+    args = ["--files", "1000", "--seed", "11"]
+    if capi_library():        # each file opened and scored by the C library too
+        args.append("--c-library")
+    out = subprocess.run([sys.executable, "-m", "benchmarks.fuzz_model_file", *args],
+                         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     last = out.stdout.strip().splitlines()[-1]
-    assert last.startswith("files 300:") and "unnamed 0" in last, out.stdout[-2000:]
+    assert last.startswith("files 1000:") and "unnamed 0" in last, out.stdout[-2000:]
+
+
+def capi_library() -> bool:
+    try:
+        capi.library_path()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def test_the_description_is_json_naming_every_section():

@@ -87,7 +87,10 @@ class Facts:
                   for k in ("nodes", "n_trees"))
               and number(d["mean_leaves"]) and isinstance(d["isa"], str)
               and isinstance(d["float32"], bool)
-              and all(d[k] is None or number(d[k]) for k in ("path", "false", "steps")))
+              and all(d[k] is None or (number(d[k]) and d[k] >= 0)
+                      for k in ("path", "false", "steps"))
+              # both come from the node covers, or neither
+              and (d["path"] is None) == (d["false"] is None))
         if not ok:
             raise ModelFileError("the record of the model's facts holds a value of the "
                                  "wrong type")

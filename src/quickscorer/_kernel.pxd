@@ -33,23 +33,21 @@ cdef class Layout:
     cdef object _keep                     # the arrays the views point into
 
 
-cdef struct NodeView:
-    const int32_t* feature
-    const double* threshold
-    const uint8_t* flags
-    const int64_t* cat_offset
-    const int64_t* cat_nwords
-    const uint32_t* cat_words
-    const int64_t* node_offset            # [n_trees + 1] first node of each tree
+cdef extern from "quickscorer/forest.h" nogil:
+    ctypedef struct NodeView "qs_nodes":
+        const int32_t* feature
+        const double* threshold
+        const uint8_t* flags
+        const int64_t* cat_offset
+        const int64_t* cat_nwords
+        const uint32_t* cat_words
+        const int64_t* node_offset            # [n_trees + 1] first node of each tree
+
+    bint node_goes_left "qs_node_goes_left"(const NodeView* v, int family, int64_t g,
+                                             const double* row)
 
 
 cdef int set_nodes(NodeView* v, dict a, str what, bint cat_optional=*) except -1
-
-cdef inline bint node_goes_left(const NodeView* v, int family, int64_t g,
-                                const double* row) noexcept nogil:
-    """The decision of global node g for a converted row (the shared rule of _forest.pxd)."""
-    return goes_left(family, v.flags[g], v.threshold[g], v.cat_words + v.cat_offset[g],
-                     v.cat_nwords[g], row[v.feature[g]])
 
 
 cdef const void* array_data(object arr, object dtype, str what, str name) except NULL
@@ -91,12 +89,9 @@ cdef inline void score_pointers(const ForestView* f, double[:, ::1] out64, float
 
 
 
-cdef inline void emit(const ForestView* f, int64_t t, int64_t leaf, const double* row,
-                      int32_t* leaves, double* o64, float* o32) noexcept nogil:
-    """Tree t's exit leaf: stored (leaves not NULL), or added to the scores in the source
-    library's precision. The kernel finds a leaf and emits it at once, so the additions of
-    the scores overlap with the search for the next tree's leaf."""
-    if leaves != NULL:
-        leaves[t] = <int32_t>leaf
-    else:
-        scores_add(f, t, leaf, row, o64, o32)
+cdef extern from "quickscorer/forest.h" nogil:
+    # tree t's exit leaf: stored (leaves not NULL), or added to the scores in the source
+    # library's precision; a kernel emits each leaf as it finds it, so the additions of the
+    # scores overlap with the search for the next tree's leaf
+    void emit "qs_emit"(const ForestView* f, int64_t t, int64_t leaf, const double* row,
+                        int32_t* leaves, double* o64, float* o32)

@@ -1,15 +1,16 @@
 # cython: language_level=3
 """Output transforms computed with libm, so they match LightGBM and XGBoost bit for bit.
 
-NumPy's vectorised exp differs from libm by an ulp on some inputs; these loops call the C
-functions the libraries call, in the same order and precision (docs/semantics.md). The
+NumPy's vectorised exp differs from libm by an ulp on some inputs; the loops (transforms.h,
+which the C library runs too) call the C functions the libraries call, in the same order and
+precision (docs/semantics.md). The
 ``numpy_*`` transforms are scikit-learn's, which calls NumPy: they call the same NumPy
 functions, so they agree with it on every CPU (NumPy's exp has its own AVX-512 code).
 """
 import numpy as np
 
-from libc.float cimport FLT_MAX
-from libc.math cimport exp, expf, fabsf, log1p, fmaxf, logf, sqrtf
+from libc.math cimport logf
+from libc.stdint cimport int64_t
 
 TRANSFORM_CODES = {
     "identity": 0, "sigmoid": 1, "softmax": 2, "ova_sigmoid": 3, "exp": 4, "log1p_exp": 5,
@@ -19,116 +20,20 @@ TRANSFORM_CODES = {
 }
 
 
-cdef inline float _onnx_probit(float p) noexcept nogil:
-    """ONNX Runtime's PROBIT of p in float32: sqrt(2) erfinv(2 p - 1), erfinv by Winitzki's
-    approximation (a = 0.147, pi rounded to float32), libm's logf and sqrtf."""
-    cdef float x = <float>2.0 * p - <float>1.0
-    cdef float sgn = <float>-1.0 if x < 0 else <float>1.0
-    cdef float a = <float>0.147
-    cdef float lg, v, v2
-    x = (<float>1.0 - x) * (<float>1.0 + x)
-    lg = logf(x)
-    v = <float>2.0 / (<float>3.141592653589793 * a) + <float>0.5 * lg
-    v2 = <float>1.0 / a * lg
-    return <float>1.4142135623730951 * (sgn * sqrtf(-v + sqrtf(v * v - v2)))
+cdef extern from "quickscorer/transforms.h" nogil:
+    void qs_transform_rows_f64(int code, double s, double divide_by, double* a, int64_t n,
+                               int64_t m)
+    void qs_transform_rows_f32(int code, float* a, int64_t n, int64_t m)
 
 
 cdef void _lgb(int code, double s, double divide_by, double[:, ::1] a) noexcept nogil:
-    cdef Py_ssize_t i, k, n = a.shape[0], m = a.shape[1]
-    cdef double x, wmax, wsum, sign
-    for i in range(n):
-        if divide_by != 1.0:
-            for k in range(m):
-                a[i, k] = a[i, k] / divide_by
-        if code == 1 or code == 3:
-            for k in range(m):
-                a[i, k] = 1.0 / (1.0 + exp(-s * a[i, k]))
-        elif code == 2:
-            wmax = a[i, 0]
-            for k in range(1, m):
-                if a[i, k] > wmax:
-                    wmax = a[i, k]
-            wsum = 0.0
-            for k in range(m):
-                a[i, k] = exp(a[i, k] - wmax)
-                wsum += a[i, k]
-            for k in range(m):
-                a[i, k] = a[i, k] / wsum
-        elif code == 4:
-            for k in range(m):
-                a[i, k] = exp(a[i, k])
-        elif code == 5:
-            for k in range(m):
-                a[i, k] = log1p(exp(a[i, k]))
-        elif code == 6:
-            for k in range(m):
-                x = a[i, k]
-                sign = <double>((x > 0.0) - (x < 0.0))
-                a[i, k] = sign * x * x
+    if a.shape[0] and a.shape[1]:
+        qs_transform_rows_f64(code, s, divide_by, &a[0, 0], a.shape[0], a.shape[1])
 
 
 cdef void _xgb(int code, float[:, ::1] a) noexcept nogil:
-    cdef Py_ssize_t i, k, n = a.shape[0], m = a.shape[1]
-    cdef float x, wmax, denom, fsum, v
-    cdef double wsum
-    cdef float eps = 1e-16
-    cdef float one = 1.0
-    for i in range(n):
-        if code == 7:
-            for k in range(m):
-                x = -a[i, k]
-                if x > 88.7:
-                    x = 88.7
-                denom = expf(x) + <float>1.0 + eps
-                a[i, k] = <float>1.0 / denom
-        elif code == 8:
-            wmax = a[i, 0]
-            for k in range(1, m):
-                wmax = fmaxf(a[i, k], wmax)
-            wsum = 0.0
-            for k in range(m):
-                a[i, k] = expf(a[i, k] - wmax)
-                wsum += a[i, k]
-            for k in range(m):
-                a[i, k] = a[i, k] / <float>wsum
-        elif code == 10:
-            for k in range(m):
-                a[i, k] = expf(a[i, k])
-        elif code == 11:    # ONNX Runtime's logistic, in float32
-            for k in range(m):
-                x = a[i, k]
-                v = one / (one + expf(-fabsf(x)))
-                a[i, k] = one - v if x < 0 else v
-        elif code == 13:
-            for k in range(m):
-                a[i, k] = _onnx_probit(a[i, k])
-        elif code == 14:    # ONNX Runtime's SOFTMAX_ZERO: a score within 1e-7 of 0 is not
-            wmax = -FLT_MAX  # exponentiated but scaled by exp(-max), and left out of the sum
-            for k in range(m):
-                if a[i, k] > wmax:
-                    wmax = a[i, k]
-            v = expf(-wmax)
-            fsum = 0.0
-            for k in range(m):
-                x = a[i, k]
-                if x > <float>1e-7 or x < <float>-1e-7:
-                    a[i, k] = expf(x - wmax)
-                    fsum = fsum + a[i, k]
-                else:
-                    a[i, k] = x * v
-            for k in range(m):
-                a[i, k] = a[i, k] / fsum
-        elif code == 12:    # ONNX Runtime's softmax: float32 maximum, exponents and sum
-            wmax = -FLT_MAX
-            for k in range(m):
-                if a[i, k] > wmax:
-                    wmax = a[i, k]
-            fsum = 0.0
-            for k in range(m):
-                a[i, k] = expf(a[i, k] - wmax)
-                fsum = fsum + a[i, k]
-            for k in range(m):
-                a[i, k] = a[i, k] / fsum
+    if a.shape[0] and a.shape[1]:
+        qs_transform_rows_f32(code, &a[0, 0], a.shape[0], a.shape[1])
 
 
 def apply_transform(str name, dict params, raw, double divide_by=1.0):

@@ -2,24 +2,30 @@
 """Reference kernel: a plain root-to-leaf walk per tree and row.
 
 It is the oracle the faster kernels are tested against, and it reproduces each library's
-arithmetic (docs/semantics.md) through the shared node rule of _forest.pxd. The row loops are the
-shared ones of _kernel.pyx.
+arithmetic (docs/semantics.md) through the shared node rule of forest.h, whose exit function
+the C library (capi/) runs too. The row loops are the shared ones of _kernel.pyx.
 """
 cimport numpy as cnp
 from libc.stdint cimport int32_t, int64_t, uint64_t
 
 from quickscorer._forest cimport ForestView
-from quickscorer._kernel cimport emit, Layout, NodeView, array_data, node_goes_left, set_nodes
+from quickscorer._kernel cimport Layout, NodeView, array_data, set_nodes
 
 import numpy as np
 
 cnp.import_array()
 
 
-cdef struct TraversalView:
-    NodeView nodes
-    const int32_t* left               # [n_nodes] children: c >= 0 internal, ~c leaf
-    const int32_t* right
+cdef extern from "quickscorer/forest.h" nogil:
+    ctypedef struct TraversalView "qs_traversal":
+        NodeView nodes
+        const int32_t* left               # [n_nodes] children: c >= 0 internal, ~c leaf
+        const int32_t* right
+
+    # the exit function, one copy for this module and the C library (forest.h)
+    void traversal_exits "qs_traversal_exits"(const void* ctx, const ForestView* f,
+                                               const double* row, uint64_t* scratch,
+                                               int32_t* leaves, double* o64, float* o32)
 
 
 cdef class TraversalLayout(Layout):
@@ -41,27 +47,3 @@ cdef class TraversalLayout(Layout):
 
     def __reduce__(self):
         return (TraversalLayout, (self._keep, self.n_features))
-
-
-cdef inline int64_t exit_leaf(const TraversalView* v, int family, int64_t t,
-                              const double* row) noexcept nogil:
-    cdef int64_t base = v.nodes.node_offset[t]
-    cdef int64_t n
-    if v.nodes.node_offset[t + 1] == base:
-        return 0  # single-leaf tree
-    n = 0
-    while n >= 0:
-        if node_goes_left(&v.nodes, family, base + n, row):
-            n = v.left[base + n]
-        else:
-            n = v.right[base + n]
-    return ~n
-
-
-cdef void traversal_exits(const void* ctx, const ForestView* f, const double* row,
-                          uint64_t* scratch, int32_t* leaves,
-                          double* o64, float* o32) noexcept nogil:
-    cdef const TraversalView* v = <const TraversalView*>ctx
-    cdef int64_t t
-    for t in range(f.n_trees):
-        emit(f, t, exit_leaf(v, f.family, t, row), row, leaves, o64, o32)

@@ -1,0 +1,837 @@
+/* libquickscorer (quickscorer.h): a prepared model file opened, checked and scored in C.
+ *
+ * The file's C index (its last section, written by quickscorer/model_file.py's c_index) names
+ * the sections of the forest (forest.h's qs_forest) and of the reference walk's node table
+ * (qs_traversal); every count, offset and index in them is checked here before a row is
+ * scored, so that a hostile file gives QS_E_FORMAT, never a read out of bounds or a walk
+ * that does not end. The rows run through forest.h's rules and exit function and
+ * transforms.h's transforms, the code the Python package's kernels run. */
+#include "quickscorer/capi/quickscorer.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if !defined(_WIN32)
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define QS_HAVE_MMAP 1
+#endif
+
+#include "quickscorer/algorithms/walk.h"
+#include "quickscorer/forest.h"
+#include "quickscorer/qsm.h"
+#include "quickscorer/transforms.h"
+
+#ifndef QS_VERSION_STRING
+#define QS_VERSION_STRING "unknown"
+#endif
+
+/* the C index: little-endian 64-bit words */
+#define QSC_MAGIC "QSCINDEX"
+#define QSC_VERSION 1u
+enum {
+    W_MAGIC, W_VERSION, W_FAMILY, W_FEATURES, W_OUTPUTS, W_TREES, W_NODES, W_LEAVES, W_TERMS,
+    W_CAT_WORDS, W_TRANSFORM, W_SIGMOID, W_DIVIDE_BY, W_UNSUPPORTED, W_SLOTS, W_HEAD
+};
+/* the arrays the index names, by slot */
+enum {
+    S_TREE_GROUP, S_TREE_WEIGHT, S_TREE_LEAF_OFFSET, S_LEAF_VALUE, S_LEAF_VALUE_F32,
+    S_BASE_SCORE, S_LIN_OFFSET, S_LIN_CONST, S_LIN_FEATURE, S_LIN_COEFF, S_FEATURE,
+    S_THRESHOLD, S_FLAGS, S_LEFT, S_RIGHT, S_CAT_OFFSET, S_CAT_NWORDS, S_CAT_WORDS,
+    S_NODE_OFFSET, S_COUNT
+};
+static const char* const SLOT_NAMES[S_COUNT] = {
+    "tree_group", "tree_weight", "tree_leaf_offset", "leaf_value", "leaf_value_f32",
+    "base_score", "lin_offset", "lin_const", "lin_feature", "lin_coeff", "feature",
+    "threshold", "flags", "left", "right", "cat_offset", "cat_nwords", "cat_words",
+    "node_offset"};
+/* why a model's scores are not this library's to give (W_UNSUPPORTED) */
+static const char* const UNSUPPORTED[] = {
+    NULL,
+    "the model sums its leaves in RankLib's Java arithmetic, which the C library does not "
+    "carry yet: score it from Python",
+    "the model is a RankLib random forest (a mean of bags), which the C library does not "
+    "carry yet: score it from Python",
+};
+
+/* The branch-free walk of walk.h (eight trees at once, no branch on the data) over a table
+ * this library builds at open from the checked node table: each numeric node reads a column
+ * of the expanded row that holds its feature as its missing-value rule sees it (NaN or zero
+ * mapped to the side they go), each node the rule cannot express (categorical, a NaN
+ * threshold, a +inf threshold that NaN must pass on the right) a column of its own, holding
+ * its decision. The table is this process's own memory; the file's arrays stay shared. */
+enum { R_NAN_AS_ZERO, R_NAN_LEFT, R_NAN_RIGHT, R_ZERO_LEFT, R_ZERO_RIGHT, R_COUNT };
+
+typedef struct {
+    walk_node* table;       /* the leaves' records, the nodes, the self-loop sentinel */
+    const walk_node* nodes; /* table + the leaves' records */
+    int32_t* roots;         /* [n_trees + 16] byte offsets: the roots, then the sentinel */
+    int64_t rule_col[R_COUNT]; /* first column of each rule's features, or -1 */
+    int32_t* special;       /* the node of each special column */
+    int64_t n_special, first_special, n_cols;
+} cwalk;
+
+struct qs_model {
+    qs_forest forest;
+    qs_traversal walk;
+    cwalk fast;             /* fast.table NULL: the reference walk scores */
+    int transform;
+    double sigmoid;
+    double divide_by;
+    int64_t n_leaves;
+    /* the bytes: a read-only mapping (mapped) or an aligned copy */
+    void* base;
+    size_t size;
+    int mapped;
+};
+
+static _Thread_local char qs_error[512];
+
+static int fail(int status, const char* fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(qs_error, sizeof qs_error, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+QS_API const char* qs_version(void) { return QS_VERSION_STRING; }
+
+QS_API const char* qs_last_error(void) { return qs_error; }
+
+/* -- opening ------------------------------------------------------------------------------ */
+typedef struct {
+    const uint8_t* base;
+    uint64_t size;
+    uint32_t n_sections;
+    const uint8_t* index;
+    uint64_t index_words;
+    uint32_t index_section;
+} reader;
+
+static uint64_t word(const reader* r, uint64_t i) { return qsm_load64(r->index + 8 * i); }
+
+/* The array of slot s: its section's data, checked to hold exactly count items of size
+ * bytes (NULL and no error where the slot is empty and optional). */
+static int slot_array(const reader* r, int s, uint64_t count, size_t size, int required,
+                      const void** out)
+{
+    uint64_t sec = word(r, W_HEAD + (uint64_t)s);
+    *out = NULL;
+    if (sec == 0) {
+        if (required)
+            return fail(QS_E_FORMAT, "section %u (C index): the array %s is missing",
+                        r->index_section, SLOT_NAMES[s]);
+        return QS_OK;
+    }
+    if (sec >= r->n_sections || sec == r->index_section)
+        return fail(QS_E_FORMAT, "section %u (C index): the array %s names section %llu, "
+                    "which is not an array section", r->index_section, SLOT_NAMES[s],
+                    (unsigned long long)sec);
+    qsm_section e = qsm_section_at(r->base, r->size, (uint32_t)sec);
+    if (e.kind != QSM_KIND_ARRAY || count > UINT64_MAX / size || e.nbytes != count * size)
+        return fail(QS_E_FORMAT, "section %llu (%s): holds %llu bytes, not the %llu x %zu "
+                    "of the model's counts", (unsigned long long)sec, SLOT_NAMES[s],
+                    (unsigned long long)e.nbytes, (unsigned long long)count, size);
+    static const uint64_t empty[1] = {0};
+    *out = count ? (const void*)(r->base + e.offset) : (const void*)empty;
+    return QS_OK;
+}
+
+/* the section of slot s, for a message */
+static unsigned long long slot_section(const reader* r, int s)
+{
+    return (unsigned long long)word(r, W_HEAD + (uint64_t)s);
+}
+
+/* a problem in the array of slot s: QS_E_FORMAT, the message naming its section */
+static int bad(const reader* r, int s, const char* fmt, ...)
+{
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return fail(QS_E_FORMAT, "section %llu (%s): %s", slot_section(r, s), SLOT_NAMES[s], what);
+}
+
+/* offsets[0] = 0, nondecreasing (strictly where strict), offsets[n] = total */
+static int check_offsets(const reader* r, int s, const int64_t* o, int64_t n, int64_t total,
+                         int strict)
+{
+    if (o[0] != 0 || o[n] != total)
+        return bad(r, s, "does not start at 0 and end at %lld", (long long)total);
+    for (int64_t i = 0; i < n; i++)
+        if (o[i + 1] < o[i] + (strict ? 1 : 0))
+            return bad(r, s, "entry %lld is out of order", (long long)(i + 1));
+    return QS_OK;
+}
+
+static int check_model(const reader* r, qs_model* m)
+{
+    const qs_forest* f = &m->forest;
+    const qs_nodes* v = &m->walk.nodes;
+    int64_t F = f->n_features, T = f->n_trees, n_nodes = (int64_t)word(r, W_NODES);
+    int64_t n_cat = (int64_t)word(r, W_CAT_WORDS), n_terms = (int64_t)word(r, W_TERMS);
+    int st;
+    for (int64_t t = 0; t < T; t++)
+        if (f->tree_group[t] < 0 || f->tree_group[t] >= f->n_outputs)
+            return bad(r, S_TREE_GROUP, "tree %lld's output %d is not one of the model's %lld",
+                       (long long)t, f->tree_group[t], (long long)f->n_outputs);
+    if ((st = check_offsets(r, S_TREE_LEAF_OFFSET, f->tree_leaf_offset, T, m->n_leaves, 1)))
+        return st;
+    if ((st = check_offsets(r, S_NODE_OFFSET, v->node_offset, T, n_nodes, 0)))
+        return st;
+    for (int64_t t = 0; t < T; t++) {
+        int64_t base = v->node_offset[t], k = v->node_offset[t + 1] - base;
+        if (f->tree_leaf_offset[t + 1] - f->tree_leaf_offset[t] != k + 1)
+            return bad(r, S_NODE_OFFSET, "tree %lld has %lld internal nodes and %lld leaves",
+                       (long long)t, (long long)k,
+                       (long long)(f->tree_leaf_offset[t + 1] - f->tree_leaf_offset[t]));
+        for (int64_t n = 0; n < k; n++) {
+            int64_t g = base + n;
+            int32_t kids[2] = {m->walk.left[g], m->walk.right[g]};
+            for (int side = 0; side < 2; side++) {
+                int32_t c = kids[side];
+                /* a child after its parent (the walk ends) and in its own tree */
+                if (c >= 0 ? (c <= n || c >= k) : ((int64_t)~c > k))
+                    return bad(r, side ? S_RIGHT : S_LEFT, "node %lld of tree %lld has child "
+                               "%d, outside its tree", (long long)n, (long long)t, c);
+            }
+            if (v->feature[g] < 0 || v->feature[g] >= F)
+                return bad(r, S_FEATURE, "node %lld of tree %lld reads feature %d of %lld",
+                           (long long)n, (long long)t, v->feature[g], (long long)F);
+            if (v->cat_offset[g] < 0 || v->cat_offset[g] > n_cat)
+                return bad(r, S_CAT_OFFSET, "node %lld of tree %lld: category words from %lld, "
+                           "of %lld", (long long)n, (long long)t, (long long)v->cat_offset[g],
+                           (long long)n_cat);
+            if (v->cat_nwords[g] < 0 || v->cat_nwords[g] > n_cat - v->cat_offset[g])
+                return bad(r, S_CAT_NWORDS, "node %lld of tree %lld: %lld category words past "
+                           "the table's end", (long long)n, (long long)t,
+                           (long long)v->cat_nwords[g]);
+        }
+    }
+    if (f->has_linear) {
+        if ((st = check_offsets(r, S_LIN_OFFSET, f->lin_offset, m->n_leaves, n_terms, 0)))
+            return st;
+        for (int64_t k = 0; k < n_terms; k++)
+            if (f->lin_feature[k] < 0 || f->lin_feature[k] >= F)
+                return bad(r, S_LIN_FEATURE, "term %lld reads feature %d of %lld", (long long)k,
+                           f->lin_feature[k], (long long)F);
+    }
+    return QS_OK;
+}
+
+static int read_index(const reader* r, qs_model* m)
+{
+    char head[96];
+    snprintf(head, sizeof head, "section %u (C index)", r->index_section);
+    if (r->index_words < W_HEAD || memcmp(r->index, QSC_MAGIC, 8) != 0)
+        return fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): it was "
+                    "written by a quickscorer before the C library; compile the model again");
+    if (word(r, W_VERSION) != QSC_VERSION)
+        return fail(QS_E_FORMAT, "%s: index version %llu, not the version %u this library "
+                    "reads: use the quickscorer that wrote the file", head,
+                    (unsigned long long)word(r, W_VERSION), QSC_VERSION);
+    uint64_t n_slots = word(r, W_SLOTS);
+    if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots)
+        return fail(QS_E_FORMAT, "%s: %llu arrays, not the %d this library reads", head,
+                    (unsigned long long)n_slots, S_COUNT);
+    uint64_t why = word(r, W_UNSUPPORTED);
+    if (why != 0)
+        return fail(QS_E_UNSUPPORTED, "%s: %s", head,
+                    why < sizeof UNSUPPORTED / sizeof UNSUPPORTED[0]
+                        ? UNSUPPORTED[why]
+                        : "the model needs a stage this library does not carry: score it "
+                          "from Python");
+    uint64_t family = word(r, W_FAMILY), F = word(r, W_FEATURES), K = word(r, W_OUTPUTS);
+    uint64_t T = word(r, W_TREES), nodes = word(r, W_NODES), leaves = word(r, W_LEAVES);
+    uint64_t terms = word(r, W_TERMS), cats = word(r, W_CAT_WORDS), code = word(r, W_TRANSFORM);
+    const uint64_t lim = (uint64_t)1 << 40;
+    if (family > QS_FAMILY_PLAIN || F < 1 || F >= INT32_MAX || K < 1 || K > lim || T < 1 ||
+        T > lim || nodes >= INT32_MAX || leaves > lim || terms > lim || cats > lim ||
+        code >= QS_T_COUNT)
+        return fail(QS_E_FORMAT, "%s: counts out of range (family %llu, %llu features, %llu "
+                    "outputs, %llu trees, %llu nodes, transform %llu)", head,
+                    (unsigned long long)family, (unsigned long long)F, (unsigned long long)K,
+                    (unsigned long long)T, (unsigned long long)nodes,
+                    (unsigned long long)code);
+    double sig, div;
+    uint64_t b = word(r, W_SIGMOID);
+    memcpy(&sig, &b, 8);
+    b = word(r, W_DIVIDE_BY);
+    memcpy(&div, &b, 8);
+    if (!isfinite(sig) || !isfinite(div) || !(div > 0))
+        return fail(QS_E_FORMAT, "%s: the transform's scale %g or divisor %g", head, sig, div);
+    qs_forest* f = &m->forest;
+    qs_nodes* v = &m->walk.nodes;
+    f->family = (int)family;
+    f->n_features = (int64_t)F;
+    f->n_outputs = (int64_t)K;
+    f->n_trees = (int64_t)T;
+    m->n_leaves = (int64_t)leaves;
+    m->transform = (int)code;
+    m->sigmoid = sig;
+    m->divide_by = div;
+    int st, xgb = family == QS_FAMILY_XGBOOST;
+    const void* p;
+#define SLOT(s, count, type, req, dst)                                                       \
+    if ((st = slot_array(r, s, count, sizeof(type), req, &p)) != QS_OK)                      \
+        return st;                                                                           \
+    dst = (const type*)p;
+    SLOT(S_TREE_GROUP, T, int32_t, 1, f->tree_group)
+    SLOT(S_TREE_WEIGHT, T, float, 0, f->tree_weight)
+    SLOT(S_TREE_LEAF_OFFSET, T + 1, int64_t, 1, f->tree_leaf_offset)
+    SLOT(S_LEAF_VALUE, leaves, double, 1, f->leaf_value)
+    SLOT(S_LEAF_VALUE_F32, leaves, float, xgb, f->leaf_value_f32)
+    SLOT(S_BASE_SCORE, K, double, 1, f->base_score)
+    SLOT(S_LIN_OFFSET, leaves + 1, int64_t, 0, f->lin_offset)
+    f->has_linear = f->lin_offset != NULL;
+    SLOT(S_LIN_CONST, leaves, double, f->has_linear, f->lin_const)
+    SLOT(S_LIN_FEATURE, terms, int32_t, f->has_linear, f->lin_feature)
+    SLOT(S_LIN_COEFF, terms, double, f->has_linear, f->lin_coeff)
+    SLOT(S_FEATURE, nodes, int32_t, 1, v->feature)
+    SLOT(S_THRESHOLD, nodes, double, 1, v->threshold)
+    SLOT(S_FLAGS, nodes, uint8_t, 1, v->flags)
+    SLOT(S_LEFT, nodes, int32_t, 1, m->walk.left)
+    SLOT(S_RIGHT, nodes, int32_t, 1, m->walk.right)
+    SLOT(S_CAT_OFFSET, nodes, int64_t, 1, v->cat_offset)
+    SLOT(S_CAT_NWORDS, nodes, int64_t, 1, v->cat_nwords)
+    SLOT(S_CAT_WORDS, cats, uint32_t, 1, v->cat_words)
+    SLOT(S_NODE_OFFSET, T + 1, int64_t, 1, v->node_offset)
+#undef SLOT
+    if (!xgb)
+        f->leaf_value_f32 = NULL;
+    /* the transforms of float32 raw scores (XGBoost's), and of float64 ones: LightGBM's,
+     * ONNX Runtime's (in float32) and scikit-learn's (NumPy's) */
+    if (xgb ? !(code == QS_T_IDENTITY || qs_transform_f32((int)code))
+            : !(qs_transform_f64((int)code) || code >= QS_T_ONNX_LOGISTIC))
+        return fail(QS_E_FORMAT, "%s: transform %llu does not fit the model's scores", head,
+                    (unsigned long long)code);
+    return check_model(r, m);
+}
+
+/* The missing-value rule of a numeric node (forest.h's qs_goes_left, case by case). */
+static int node_rule(int family, uint8_t flags)
+{
+    int left = (flags & QS_NODE_DEFAULT_LEFT) != 0, mt = (flags >> 2) & 3;
+    if (family == QS_FAMILY_XGBOOST)
+        return left ? R_NAN_LEFT : R_NAN_RIGHT;
+    if (mt == QS_MISSING_NONE)
+        return R_NAN_AS_ZERO;
+    if (mt == QS_MISSING_ZERO && family == QS_FAMILY_LIGHTGBM)
+        return left ? R_ZERO_LEFT : R_ZERO_RIGHT;
+    return left ? R_NAN_LEFT : R_NAN_RIGHT;
+}
+
+/* Whether node g needs a column of its own: "go right when the rule's value > threshold"
+ * is its decision for every value only where the threshold is a number and, for a rule that
+ * sends missing values right as +inf, below +inf. */
+static int node_special(const qs_model* m, int64_t g)
+{
+    const qs_nodes* v = &m->walk.nodes;
+    double thr = v->threshold[g];
+    if ((v->flags[g] & QS_NODE_CATEGORICAL) || isnan(thr))
+        return 1;
+    int rule = node_rule(m->forest.family, v->flags[g]);
+    return (rule == R_NAN_RIGHT || rule == R_ZERO_RIGHT) && thr >= INFINITY;
+}
+
+static void free_walk(cwalk* w)
+{
+    free(w->table);
+    free(w->roots);
+    free(w->special);
+    memset(w, 0, sizeof *w);
+}
+
+/* The walk's table of a model whose node table check_model passed; QS_OK with no table
+ * where the offsets would not fit the walk's int32 (the reference walk then scores). */
+static int build_walk(qs_model* m)
+{
+    const qs_forest* f = &m->forest;
+    const qs_nodes* v = &m->walk.nodes;
+    cwalk* w = &m->fast;
+    int64_t F = f->n_features, T = f->n_trees, n_nodes = v->node_offset[T], max_leaves = 1;
+    int used[R_COUNT] = {0};
+    for (int64_t g = 0; g < n_nodes; g++) {
+        if (node_special(m, g))
+            w->n_special++;
+        else
+            used[node_rule(f->family, v->flags[g])] = 1;
+    }
+    int64_t col = 0;
+    for (int r = 0; r < R_COUNT; r++) {
+        w->rule_col[r] = used[r] ? col : -1;
+        col += used[r] ? F : 0;
+    }
+    w->first_special = col;
+    w->n_cols = col + w->n_special > 0 ? col + w->n_special : 1;
+    for (int64_t t = 0; t < T; t++)
+        if (f->tree_leaf_offset[t + 1] - f->tree_leaf_offset[t] > max_leaves)
+            max_leaves = f->tree_leaf_offset[t + 1] - f->tree_leaf_offset[t];
+    int64_t records = max_leaves + n_nodes + 1;
+    if (records >= INT32_MAX / (int64_t)sizeof(walk_node) || w->n_cols >= INT32_MAX) {
+        memset(w, 0, sizeof *w);
+        return QS_OK;
+    }
+    w->table = (walk_node*)malloc(sizeof(walk_node) * (size_t)records);
+    w->roots = (int32_t*)malloc(sizeof(int32_t) * (size_t)(T + 16));
+    w->special = (int32_t*)malloc(sizeof(int32_t) * (size_t)(w->n_special ? w->n_special : 1));
+    if (w->table == NULL || w->roots == NULL || w->special == NULL) {
+        free_walk(w);
+        return fail(QS_E_MEMORY, "no memory for the walk's table of %lld nodes",
+                    (long long)n_nodes);
+    }
+    const int32_t B = (int32_t)sizeof(walk_node);
+    walk_node* nodes = w->table + max_leaves;
+    w->nodes = nodes;
+    for (int64_t l = 0; l < max_leaves; l++) { /* leaf l's record steps on the spot */
+        walk_node* r = nodes - 1 - l;
+        r->thr = INFINITY;
+        r->col = 0;
+        r->kid[0] = r->kid[1] = (int32_t)(-1 - l) * B;
+        r->pad = (int32_t)l;
+    }
+    walk_node* loop = nodes + n_nodes; /* the sentinel: a cursor past its trees circles */
+    loop->thr = INFINITY;
+    loop->col = 0;
+    loop->kid[0] = loop->kid[1] = (int32_t)n_nodes * B;
+    loop->pad = 0;
+    int64_t k_special = 0;
+    for (int64_t t = 0; t < T; t++) {
+        int64_t base = v->node_offset[t], k = v->node_offset[t + 1] - base;
+        w->roots[t] = k ? (int32_t)base * B : -B; /* a one-leaf tree: leaf 0's record */
+        for (int64_t n = 0; n < k; n++) {
+            int64_t g = base + n;
+            walk_node* p = nodes + g;
+            if (node_special(m, g)) {
+                p->thr = 0.0;
+                p->col = (int32_t)(w->first_special + k_special);
+                w->special[k_special++] = (int32_t)g;
+            } else {
+                p->thr = v->threshold[g];
+                p->col = (int32_t)(w->rule_col[node_rule(f->family, v->flags[g])] +
+                                   v->feature[g]);
+            }
+            int32_t kids[2] = {m->walk.left[g], m->walk.right[g]};
+            for (int side = 0; side < 2; side++)
+                p->kid[side] = kids[side] >= 0 ? (int32_t)(base + kids[side]) * B
+                                               : (int32_t)(-1 - (int64_t)~kids[side]) * B;
+            p->pad = 0;
+        }
+    }
+    for (int64_t t = T; t < T + 16; t++)
+        w->roots[t] = (int32_t)n_nodes * B;
+    return QS_OK;
+}
+
+/* A converted row's columns as the walk's nodes read them. */
+static void expand_row(const qs_model* m, const double* row, double* xr)
+{
+    const cwalk* w = &m->fast;
+    int64_t F = m->forest.n_features;
+    for (int r = 0; r < R_COUNT; r++) {
+        if (w->rule_col[r] < 0)
+            continue;
+        double* out = xr + w->rule_col[r];
+        for (int64_t j = 0; j < F; j++) {
+            double x = row[j];
+            if (isnan(x))
+                x = r == R_NAN_AS_ZERO ? 0.0
+                    : (r == R_NAN_LEFT || r == R_ZERO_LEFT) ? -INFINITY : INFINITY;
+            else if (x == 0.0 && r >= R_ZERO_LEFT)
+                x = r == R_ZERO_LEFT ? -INFINITY : INFINITY;
+            out[j] = x;
+        }
+    }
+    for (int64_t i = 0; i < w->n_special; i++)
+        xr[w->first_special + i] =
+            qs_node_goes_left(&m->walk.nodes, m->forest.family, w->special[i], row) ? -INFINITY
+                                                                                    : INFINITY;
+    if (w->n_cols == 1 && w->first_special == 0 && w->n_special == 0)
+        xr[0] = 0.0; /* the column the leaves' records and the sentinel read */
+}
+
+static int open_bytes(qs_model* m)
+{
+    reader r;
+    char err[256];
+    int64_t bad;
+    memset(&r, 0, sizeof r);
+    r.base = (const uint8_t*)m->base;
+    r.size = m->size;
+    int st = qsm_check(r.base, r.size, 1, &r.n_sections, &bad, err, sizeof err);
+    if (st != QSM_OK)
+        return fail(QS_E_FORMAT, "%s", err);
+    if (r.n_sections < 2)
+        return fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): compile "
+                    "the model again");
+    r.index_section = r.n_sections - 1;
+    qsm_section e = qsm_section_at(r.base, r.size, r.index_section);
+    if (e.kind != QSM_KIND_ARRAY || e.nbytes % 8)
+        return fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): compile "
+                    "the model again");
+    r.index = r.base + e.offset;
+    r.index_words = e.nbytes / 8;
+    int st2 = read_index(&r, m);
+    return st2 != QS_OK ? st2 : build_walk(m);
+}
+
+static void release(qs_model* m)
+{
+    if (m == NULL)
+        return;
+#ifdef QS_HAVE_MMAP
+    if (m->mapped && m->base != NULL)
+        munmap(m->base, m->size);
+#endif
+    if (!m->mapped)
+        free(m->base);
+    free_walk(&m->fast);
+    free(m);
+}
+
+static void* aligned_copy(const void* data, size_t size)
+{
+    void* p = NULL;
+#ifdef QS_HAVE_MMAP
+    if (posix_memalign(&p, QSM_ALIGN, size ? size : 1) != 0)
+        return NULL;
+#else
+    p = malloc(size ? size : 1); /* malloc's alignment: 16 bytes, which every array needs */
+    if (p == NULL)
+        return NULL;
+#endif
+    memcpy(p, data, size);
+    return p;
+}
+
+QS_API int qs_open_memory(const void* data, size_t size, qs_model** out)
+{
+    if (out == NULL || (data == NULL && size))
+        return fail(QS_E_ARGUMENT, "qs_open_memory: NULL %s", out == NULL ? "out" : "data");
+    *out = NULL;
+    qs_model* m = (qs_model*)calloc(1, sizeof *m);
+    if (m == NULL || (m->base = aligned_copy(data, size)) == NULL) {
+        free(m);
+        return fail(QS_E_MEMORY, "qs_open_memory: no memory for %zu bytes", size);
+    }
+    m->size = size;
+    int st = open_bytes(m);
+    if (st != QS_OK) {
+        release(m);
+        return st;
+    }
+    *out = m;
+    qs_error[0] = 0;
+    return QS_OK;
+}
+
+QS_API int qs_open(const char* path, qs_model** out)
+{
+    if (out == NULL || path == NULL)
+        return fail(QS_E_ARGUMENT, "qs_open: NULL %s", out == NULL ? "out" : "path");
+    *out = NULL;
+    qs_model* m = (qs_model*)calloc(1, sizeof *m);
+    if (m == NULL)
+        return fail(QS_E_MEMORY, "qs_open: no memory");
+#ifdef QS_HAVE_MMAP
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        free(m);
+        return fail(QS_E_IO, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode) || sb.st_size <= 0) {
+        close(fd);
+        free(m);
+        return fail(QS_E_FORMAT, "%s: %s", path,
+                    S_ISREG(sb.st_mode) ? "the file is empty" : "not a regular file");
+    }
+    m->size = (size_t)sb.st_size;
+    m->base = mmap(NULL, m->size, PROT_READ, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (m->base == MAP_FAILED) {
+        free(m);
+        return fail(QS_E_IO, "%s: cannot map the file: %s", path, strerror(e));
+    }
+    m->mapped = 1;
+#else
+    FILE* fh = fopen(path, "rb");
+    if (fh == NULL) {
+        free(m);
+        return fail(QS_E_IO, "%s: %s", path, strerror(errno));
+    }
+    fseek(fh, 0, SEEK_END);
+    long n = ftell(fh);
+    fseek(fh, 0, SEEK_SET);
+    m->size = n > 0 ? (size_t)n : 0;
+    m->base = malloc(m->size ? m->size : 1);
+    if (m->base == NULL || fread(m->base, 1, m->size, fh) != m->size) {
+        fclose(fh);
+        release(m);
+        return fail(QS_E_IO, "%s: cannot read the file", path);
+    }
+    fclose(fh);
+#endif
+    int st = open_bytes(m);
+    if (st != QS_OK) {
+        char msg[sizeof qs_error];
+        snprintf(msg, sizeof msg, "%s", qs_error);
+        release(m);
+        return fail(st, "%s: %s", path, msg);
+    }
+    *out = m;
+    qs_error[0] = 0;
+    return QS_OK;
+}
+
+QS_API int qs_close(qs_model* model)
+{
+    release(model);
+    return QS_OK;
+}
+
+QS_API int qs_num_features(const qs_model* model, int64_t* out)
+{
+    if (model == NULL || out == NULL)
+        return fail(QS_E_ARGUMENT, "qs_num_features: NULL argument");
+    *out = model->forest.n_features;
+    return QS_OK;
+}
+
+QS_API int qs_num_outputs(const qs_model* model, int flags, int64_t* out)
+{
+    if (model == NULL || out == NULL)
+        return fail(QS_E_ARGUMENT, "qs_num_outputs: NULL argument");
+    *out = (!(flags & QS_RAW_SCORE) && model->transform == QS_T_XGB_SOFTMAX_ARGMAX)
+               ? 1
+               : model->forest.n_outputs;
+    return QS_OK;
+}
+
+QS_API int qs_num_trees(const qs_model* model, int64_t* out)
+{
+    if (model == NULL || out == NULL)
+        return fail(QS_E_ARGUMENT, "qs_num_trees: NULL argument");
+    *out = model->forest.n_trees;
+    return QS_OK;
+}
+
+/* -- scoring ------------------------------------------------------------------------------ */
+typedef struct {
+    const qs_model* m;
+    const char* rows;
+    size_t row_bytes;
+    int is32;
+    int raw;
+    int64_t begin, end;
+    double* out;      /* scores, out_width a row */
+    int64_t out_width;
+    int32_t* leaves;  /* or exit leaves, n_trees a row */
+    int status;
+} job;
+
+/* One row's outputs from its raw scores (o64 for float64 forests, o32 for float32 ones), as
+ * quickscorer.request's outputs: the transform and averaging, unless raw. */
+static void finish_row(const qs_model* m, int raw, double* o64, float* o32, double* out)
+{
+    const qs_forest* f = &m->forest;
+    int64_t K = f->n_outputs, k;
+    int code = m->transform;
+    if (f->family == QS_FAMILY_XGBOOST) {
+        if (!raw && code == QS_T_XGB_SOFTMAX_ARGMAX) {
+            /* numpy.argmax: the first largest, or the first NaN */
+            int64_t best = 0;
+            for (k = 0; k < K; k++) {
+                if (isnan(o32[k])) {
+                    best = k;
+                    break;
+                }
+                if (o32[k] > o32[best])
+                    best = k;
+            }
+            out[0] = (double)(float)best;
+            return;
+        }
+        if (!raw && code != QS_T_IDENTITY)
+            qs_transform_rows_f32(code, o32, 1, K);
+        for (k = 0; k < K; k++) out[k] = (double)o32[k];
+        return;
+    }
+    if (!raw && qs_transform_f32(code)) {
+        /* ONNX Runtime's transforms of a float64 model: in float32, returned as float64 */
+        for (k = 0; k < K; k++) o32[k] = (float)o64[k];
+        qs_transform_rows_f32(code, o32, 1, K);
+        for (k = 0; k < K; k++) out[k] = (double)o32[k];
+        return;
+    }
+    if (!raw && (code != QS_T_IDENTITY || m->divide_by != 1.0))
+        qs_transform_rows_f64(code, m->sigmoid, m->divide_by, o64, 1, K);
+    for (k = 0; k < K; k++) out[k] = o64[k];
+}
+
+static void* run_job(void* arg)
+{
+    job* j = (job*)arg;
+    const qs_model* m = j->m;
+    const qs_forest* f = &m->forest;
+    const cwalk* w = &m->fast;
+    int64_t F = f->n_features, K = f->n_outputs, T = f->n_trees;
+    /* a converted row, its scores in float64, the walk's expanded row, its exit leaves
+     * (n_trees + 8), its scores in float32 */
+    size_t words = (size_t)(F + K) + (w->table ? (size_t)w->n_cols : 0);
+    double* buf = (double*)malloc(sizeof(double) * words + sizeof(int32_t) * (size_t)(T + 8) +
+                                  sizeof(float) * (size_t)K);
+    if (buf == NULL) {
+        j->status = QS_E_MEMORY;
+        return NULL;
+    }
+    double* o64 = buf + F;
+    double* xr = o64 + K;
+    int32_t* lf = (int32_t*)(buf + words);
+    float* o32 = (float*)(lf + T + 8);
+    for (int64_t i = j->begin; i < j->end; i++) {
+        qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, buf);
+        int32_t* leaves = j->leaves != NULL ? j->leaves + i * T : NULL;
+        if (leaves == NULL)
+            qs_scores_init(f, o64, o32);
+        if (w->table != NULL) {
+            expand_row(m, buf, xr);
+            walk8(w->nodes, w->roots, T, xr, lf);
+            for (int64_t t = 0; t < T; t++) /* in tree order: the source library's sum */
+                qs_emit(f, t, lf[t], buf, leaves, o64, o32);
+        } else {
+            qs_traversal_exits(&m->walk, f, buf, NULL, leaves, o64, o32);
+        }
+        if (leaves == NULL)
+            finish_row(m, j->raw, o64, o32, j->out + i * j->out_width);
+    }
+    free(buf);
+    j->status = QS_OK;
+    return NULL;
+}
+
+#define QS_MAX_THREADS 1024
+
+static int run(const qs_model* m, const void* rows, int is32, int64_t n_rows, int flags,
+               int n_threads, double* out, int32_t* leaves, const char* what)
+{
+    if (m == NULL || (n_rows > 0 && (rows == NULL || (out == NULL && leaves == NULL))))
+        return fail(QS_E_ARGUMENT, "%s: NULL argument", what);
+    if (n_rows < 0)
+        return fail(QS_E_ARGUMENT, "%s: %lld rows", what, (long long)n_rows);
+    if (flags & ~QS_RAW_SCORE)
+        return fail(QS_E_ARGUMENT, "%s: unknown flags %#x", what, flags);
+    int raw = (flags & QS_RAW_SCORE) != 0;
+    if (!raw && leaves == NULL && m->transform >= QS_T_NUMPY_EXP)
+        return fail(QS_E_UNSUPPORTED, "%s: the model's output transform is scikit-learn's, "
+                    "computed by NumPy, which only NumPy reproduces: ask for raw scores "
+                    "(QS_RAW_SCORE) and apply it", what);
+    size_t width = is32 ? sizeof(float) : sizeof(double);
+    if ((uint64_t)n_rows > (uint64_t)PTRDIFF_MAX / width / (uint64_t)m->forest.n_features)
+        return fail(QS_E_ARGUMENT, "%s: %lld rows are more than memory holds", what,
+                    (long long)n_rows);
+    if (n_rows == 0)
+        return QS_OK;
+    if (n_threads <= 0) {
+#ifdef QS_HAVE_MMAP
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n_threads = c > 0 ? (int)c : 1;
+#else
+        n_threads = 1;
+#endif
+    }
+    if (n_threads > QS_MAX_THREADS)
+        n_threads = QS_MAX_THREADS;
+    if ((int64_t)n_threads > n_rows)
+        n_threads = (int)n_rows;
+    int64_t width_out = 0;
+    qs_num_outputs(m, flags, &width_out);
+    job jobs_local[8];
+    job* jobs = n_threads <= 8 ? jobs_local : (job*)calloc((size_t)n_threads, sizeof(job));
+    if (jobs == NULL)
+        return fail(QS_E_MEMORY, "%s: no memory for %d threads", what, n_threads);
+    int64_t per = n_rows / n_threads, extra = n_rows % n_threads, at = 0;
+    for (int t = 0; t < n_threads; t++) {
+        job* j = &jobs[t];
+        j->m = m;
+        j->rows = (const char*)rows;
+        j->row_bytes = width * (size_t)m->forest.n_features;
+        j->is32 = is32;
+        j->raw = raw;
+        j->begin = at;
+        at += per + (t < extra ? 1 : 0);
+        j->end = at;
+        j->out = out;
+        j->out_width = width_out;
+        j->leaves = leaves;
+        j->status = QS_E_THREAD;
+    }
+    int status = QS_OK;
+#ifdef QS_HAVE_MMAP
+    pthread_t tids_local[8];
+    pthread_t* tids = n_threads <= 8 ? tids_local
+                                     : (pthread_t*)calloc((size_t)n_threads, sizeof(pthread_t));
+    int started = 1;
+    if (tids == NULL) {
+        status = QS_E_MEMORY;
+        n_threads = 1;
+    }
+    for (int t = 1; t < n_threads && tids != NULL; t++, started++)
+        if (pthread_create(&tids[t], NULL, run_job, &jobs[t]) != 0)
+            break;
+    run_job(&jobs[0]);
+    for (int t = 1; t < started; t++)
+        pthread_join(tids[t], NULL);
+    /* rows a thread that did not start left: scored here */
+    for (int t = started; t < n_threads; t++)
+        run_job(&jobs[t]);
+    if (tids != tids_local)
+        free(tids);
+#else
+    for (int t = 0; t < n_threads; t++)
+        run_job(&jobs[t]);
+#endif
+    for (int t = 0; t < n_threads && status == QS_OK; t++)
+        status = jobs[t].status;
+    if (jobs != jobs_local)
+        free(jobs);
+    if (status == QS_E_MEMORY)
+        return fail(status, "%s: no memory for a thread's row", what);
+    if (status != QS_OK)
+        return fail(status, "%s: a thread failed", what);
+    return QS_OK;
+}
+
+QS_API int qs_predict(const qs_model* model, const float* rows, int64_t n_rows, int flags,
+                      int n_threads, double* out)
+{
+    return run(model, rows, 1, n_rows, flags, n_threads, out, NULL, "qs_predict");
+}
+
+QS_API int qs_predict_f64(const qs_model* model, const double* rows, int64_t n_rows, int flags,
+                          int n_threads, double* out)
+{
+    return run(model, rows, 0, n_rows, flags, n_threads, out, NULL, "qs_predict_f64");
+}
+
+QS_API int qs_predict_leaf(const qs_model* model, const float* rows, int64_t n_rows,
+                           int n_threads, int32_t* out)
+{
+    return run(model, rows, 1, n_rows, QS_RAW_SCORE, n_threads, NULL, out, "qs_predict_leaf");
+}

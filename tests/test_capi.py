@@ -1,0 +1,234 @@
+"""The C library (libquickscorer, quickscorer.h): a prepared model file opened and scored with no
+Python, called here through its own entry points (quickscorer.capi, ctypes) and by a C program
+built against the installed header and library. Its scores are ``Model.predict``'s bit for
+bit; a damaged or hostile file is refused with a message naming its section."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import category_rows, random_ensemble, special_rows
+
+import quickscorer
+from quickscorer import capi, model_file
+from quickscorer.errors import InputError, ModelFileError
+
+LEGACY = Path(__file__).parent / "legacy"
+EXAMPLE = Path(__file__).parents[1] / "docs" / "examples" / "score.c"
+
+try:
+    capi.library_path()
+except FileNotFoundError as exc:          # a build without it (MSVC): every test says so
+    pytest.skip(str(exc), allow_module_level=True)
+
+
+def _same(c_model: capi.CModel, model, X, **kw) -> None:
+    """The C library's scores of X (float64 and float32 rows, raw and not, 1 and 3 threads)
+    are the model's, bit for bit, and so are its exit leaves."""
+    for rows in (X, X.astype(np.float32)):
+        for raw in (False, True):
+            want = model.predict(rows, raw_score=raw, **kw)
+            want = np.asarray(want, np.float64).reshape(rows.shape[0], -1)
+            for n_threads in (1, 3):
+                got = c_model.predict(rows, raw_score=raw, n_threads=n_threads)
+                np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(c_model.predict_leaf(X, n_threads=2),
+                                  model.predict_leaf(X.astype(np.float32)))
+
+
+@pytest.mark.parametrize("family,n_outputs,transform", [
+    ("lightgbm", 1, "identity"), ("lightgbm", 1, "sigmoid"), ("lightgbm", 3, "softmax"),
+    ("xgboost", 1, "xgb_logistic"), ("xgboost", 3, "xgb_softmax"),
+    ("xgboost", 3, "xgb_softmax_argmax"), ("plain", 1, "identity"),
+    ("plain", 2, "onnx_softmax"), ("lightgbm", 1, "exp")])
+def test_the_c_library_scores_as_predict_bit_for_bit(tmp_path, family, n_outputs, transform):
+    rng = np.random.default_rng(n_outputs + len(transform))
+    ens = random_ensemble(rng, family, n_trees=48, n_outputs=n_outputs, max_leaves=30,
+                          p_categorical=0.0 if family == "xgboost" else 0.2)
+    ens = dataclasses.replace(ens, transform=transform)
+    model = quickscorer.Model(ens)
+    path = model.save(tmp_path / "m.qsm")
+    X = category_rows(rng, 500, ens.n_features)
+    with capi.CModel(path) as c:
+        assert (c.n_features, c.n_trees) == (ens.n_features, len(ens.trees))
+        assert c.n_outputs(raw_score=True) == n_outputs
+        _same(c, model, X)
+        # one row, and no rows
+        np.testing.assert_array_equal(c.predict(X[:1]).reshape(-1),
+                                      np.asarray(model.predict(X[:1])).reshape(-1))
+        assert c.predict(X[:0]).shape == (0, c.n_outputs())
+    # the same from memory, and through the file Python opens
+    with capi.CModel(path.read_bytes()) as c:
+        _same(c, quickscorer.load(path), X[:100])
+
+
+@pytest.mark.parametrize("release,kind", [
+    ("lightgbm-2.1.2", "binary"), ("lightgbm-2.1.2", "multiclass"),
+    ("lightgbm-2.1.2", "categorical"), ("lightgbm-2.1.2", "dart"),
+    ("lightgbm-2.1.2", "random_forest"), ("lightgbm-2.1.2", "poisson"),
+    ("lightgbm-2.1.2", "leaves_255"), ("xgboost-1.7.6", "binary"),
+    ("xgboost-1.7.6", "softmax"), ("xgboost-1.7.6", "softprob"), ("xgboost-1.7.6", "dart")])
+def test_real_models_files_score_in_c_as_in_python(tmp_path, release, kind):
+    ext = ".txt" if release.startswith("lightgbm") else ".json"
+    model = quickscorer.load(LEGACY / release / f"{kind}{ext}")
+    path = model.save(tmp_path / "m.qsm")
+    rng = np.random.default_rng(7)
+    X = special_rows(rng, 400, model.n_features)
+    with capi.CModel(path) as c:
+        _same(c, model, X)
+
+
+def test_a_linear_tree_model_scores_in_c(tmp_path):
+    lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((600, 4))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    y = X[:, 0] * 2 + np.nan_to_num(X[:, 1]) + rng.normal(size=600) * 0.1
+    booster = lgb.train({"objective": "regression", "linear_tree": True, "num_leaves": 8,
+                         "verbose": -1}, lgb.Dataset(X, y), 12)
+    model = quickscorer.load(booster)
+    path = model.save(tmp_path / "lin.qsm")
+    with capi.CModel(path) as c:
+        _same(c, model, X)
+    np.testing.assert_array_equal(capi.CModel(path).predict(X)[:, 0], booster.predict(X))
+
+
+def test_what_the_c_library_does_not_score_is_refused_by_name(tmp_path):
+    ranklib = quickscorer.load(LEGACY / "ranklib-2.3" / "mart.txt")
+    path = ranklib.save(tmp_path / "ranklib.qsm")
+    with pytest.raises(RuntimeError, match="RankLib's Java arithmetic"):
+        capi.CModel(path)
+    # scikit-learn's NumPy transforms: raw scores only
+    ens = dataclasses.replace(random_ensemble(np.random.default_rng(0), "plain"),
+                              transform="numpy_exp")
+    model = quickscorer.Model(ens)
+    with capi.CModel(model_file.to_bytes(model)) as c:
+        X = np.random.default_rng(1).standard_normal((20, ens.n_features))
+        np.testing.assert_array_equal(c.predict(X, raw_score=True),
+                                      model.predict(X, raw_score=True).reshape(20, 1))
+        with pytest.raises(RuntimeError, match="NumPy"):
+            c.predict(X)
+
+
+def test_damaged_old_and_newer_files_are_refused_naming_the_section(tmp_path):
+    model = quickscorer.Model(random_ensemble(np.random.default_rng(4), "lightgbm"))
+    good = model_file.to_bytes(model)
+    with pytest.raises(ModelFileError, match="No such file"):
+        capi.CModel(tmp_path / "absent.qsm")
+    (tmp_path / "empty.qsm").write_bytes(b"")
+    with pytest.raises(ModelFileError, match="empty"):
+        capi.CModel(tmp_path / "empty.qsm")
+    with pytest.raises(ModelFileError, match="truncated"):
+        capi.CModel(good[:len(good) - 40])
+    meta, arrays = model_file.unpack(good)
+    index = arrays[-1]
+    slots = dict(zip(model_file.C_INDEX_SLOTS, index[len(index) - len(model_file.C_INDEX_SLOTS):]))
+    left = int(slots["left"])               # the section the C library reads children from
+    off = good.index(arrays[left - 1].tobytes())
+    flipped = bytearray(good)
+    flipped[off] ^= 1
+    with pytest.raises(ModelFileError, match=f"section {left}: checksum mismatch"):
+        capi.CModel(bytes(flipped))
+    # a hostile file: sound checksums, a child outside its tree
+    hostile = [a.copy() for a in arrays]
+    hostile[left - 1][0] = 10 ** 6
+    with pytest.raises(ModelFileError, match=rf"section {left} \(left\): node 0 of tree 0 has "
+                                             "child 1000000, outside its tree"):
+        capi.CModel(model_file.pack(meta, hostile))
+    # a file of a writer before the C index: told to compile again
+    old = dict(meta)
+    del old["c_index"]
+    with pytest.raises(RuntimeError, match="no C index"):
+        capi.CModel(model_file.pack({**old, "arrays": meta["arrays"][:-1]}, arrays[:-1]))
+    # an index of a newer version
+    newer = [a.copy() for a in arrays]
+    newer[-1][1] = 2
+    with pytest.raises(ModelFileError, match="index version 2"):
+        capi.CModel(model_file.pack(meta, newer))
+
+
+def test_bad_calls_give_a_status_and_a_message():
+    lib = capi.library()
+    model = quickscorer.Model(random_ensemble(np.random.default_rng(5), "xgboost"))
+    with capi.CModel(model_file.to_bytes(model)) as c:
+        out = np.empty(4)
+        assert lib.qs_predict(c._h, None, 4, 0, 1, out.ctypes.data) == 1
+        assert "NULL argument" in lib.qs_last_error().decode()
+        X = np.zeros((4, c.n_features), np.float32)
+        assert lib.qs_predict(c._h, X.ctypes.data, -1, 0, 1, out.ctypes.data) == 1
+        assert lib.qs_predict(c._h, X.ctypes.data, 4, 8, 1, out.ctypes.data) == 1
+        assert "unknown flags" in lib.qs_last_error().decode()
+        assert lib.qs_predict(c._h, X.ctypes.data, 4, 0, 1, out.ctypes.data) == 0
+        with pytest.raises(InputError):
+            c.predict(np.zeros((2, c.n_features + 1)))
+    assert lib.qs_close(None) == 0
+    assert capi.version() == quickscorer.__version__
+
+
+def test_one_handle_scores_from_many_threads_while_its_file_is_replaced(tmp_path):
+    """Deploying by rename under load: a handle keeps scoring the file it opened, a new open
+    gets the new one, and nothing crashes."""
+    rng = np.random.default_rng(6)
+    a = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=80))
+    b = quickscorer.Model(random_ensemble(rng, "lightgbm", n_trees=80))
+    path = tmp_path / "live.qsm"
+    a.save(path)
+    X = rng.standard_normal((64, 5))
+    want_a = a.predict(X).reshape(64, 1)
+    c = capi.CModel(path)
+    errors = []
+
+    def score():
+        try:
+            for _ in range(150):
+                np.testing.assert_array_equal(c.predict(X, n_threads=2), want_a)
+        except Exception as exc:      # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=score) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for i in range(20):
+        (b if i % 2 == 0 else a).save(path)
+    b.save(path)
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    with capi.CModel(path) as fresh:
+        np.testing.assert_array_equal(fresh.predict(X), b.predict(X).reshape(64, 1))
+    c.close()
+
+
+def test_the_flags_printed_build_the_c_example(tmp_path):
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler on the PATH to build docs/examples/score.c with")
+    run = [sys.executable, "-m", "quickscorer.capi"]
+    cflags = subprocess.run(run + ["--cflags"], capture_output=True, text=True, check=True)
+    libs = subprocess.run(run + ["--libs"], capture_output=True, text=True, check=True)
+    assert (Path(cflags.stdout.split()[0][2:]) / "quickscorer.h").is_file()
+    exe = tmp_path / "score"
+    subprocess.run([cc, *cflags.stdout.split(), str(EXAMPLE), "-o", str(exe),
+                    *libs.stdout.split(), "-lm"], check=True, capture_output=True)
+    model = quickscorer.load(LEGACY / "lightgbm-2.1.2" / "multiclass.txt")
+    path = model.save(tmp_path / "m.qsm")
+    rng = np.random.default_rng(8)
+    X = special_rows(rng, 1500, model.n_features)
+    X[X == np.inf] = 1e300          # (the example reads decimal text)
+    X[X == -np.inf] = -1e300
+    text = "\n".join(",".join("" if np.isnan(v) else repr(float(v)) for v in row)
+                     for row in X) + "\n"
+    out = subprocess.run([str(exe), str(path)], input=text, capture_output=True, text=True,
+                         check=True)
+    got = np.array([[float(v) for v in line.split()] for line in out.stdout.splitlines()])
+    np.testing.assert_array_equal(got, model.predict(X))
+    bad = subprocess.run([str(exe), str(tmp_path / "absent.qsm")], capture_output=True,
+                         text=True)
+    assert bad.returncode == 1 and "No such file" in bad.stderr
