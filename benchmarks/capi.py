@@ -9,7 +9,9 @@ about ``--rows`` rows each: Python's ``predict`` of float32 rows, a call per ``b
 and ``qs_predict`` of the same rows, called in a loop in C (benchmarks/capi_bench.c, built
 here against the installed header and library) so that no Python is timed. One thread.
 Microseconds a row, the median of the rounds, and C's throughput over Python's. Before the
-rounds every C score is checked equal to Python's, bit for bit.
+rounds every C score is checked equal to Python's, bit for bit. With ``--java``, the same
+calls from Java (``org.quickscorer.Model.predict``, benchmarks/java/CallCost.java, in a JVM of
+its own after two rounds of warm-up) and what a Java call costs over the C call.
 """
 from __future__ import annotations
 
@@ -49,21 +51,52 @@ def build_harness(out: Path) -> ctypes.CDLL:
     return h
 
 
+def build_java(out: Path) -> list[str]:
+    """The Java binding (src/java/) and benchmarks/java/CallCost.java built into ``out``: the
+    command line that runs CallCost."""
+    javac = shutil.which("javac")
+    if javac is None:
+        raise SystemExit("benchmarks.capi --java: no javac (Debian: openjdk-17-jdk-headless)")
+    home = Path(javac).resolve().parents[1]
+    tree = HERE.parent
+    subprocess.run(["cc", "-O2", "-fPIC", "-shared", f"-I{home / 'include'}",
+                    f"-I{home / 'include' / 'linux'}", *capi.cflags().split(),
+                    str(tree / "src" / "java" / "quickscorer_jni.c"), "-o",
+                    str(out / "libquickscorer_jni.so"), *capi.libs().split()], check=True)
+    sources = sorted((tree / "src" / "java" / "org" / "quickscorer").glob("*.java"))
+    subprocess.run([javac, "-d", str(out / "classes"), *map(str, sources),
+                    str(HERE / "java" / "CallCost.java")], check=True)
+    return ["java", f"-Djava.library.path={out}", "-cp", str(out / "classes"), "CallCost"]
+
+
+def java_call(cmd: list[str], qsm: Path, rows: Path, batch: int, calls: int,
+              rounds: int) -> float:
+    """The median seconds of a Java predict call of ``batch`` rows."""
+    out = subprocess.run([*cmd, str(qsm), str(rows), str(batch), str(calls), str(rounds)],
+                         capture_output=True, text=True, check=True)
+    return float(np.median([float(v) for v in out.stdout.split()]))
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", default=SHAPES)
     p.add_argument("--batch", default="1,100,10000")
     p.add_argument("--rows", type=int, default=10_000, help="rows a round scores")
     p.add_argument("--repeat", type=int, default=7)
+    p.add_argument("--java", action="store_true",
+                   help="also time a call from Java (src/java/, a JVM of its own), and what "
+                        "it adds to the same call from C")
     args = p.parse_args(argv)
     batches = [int(b) for b in args.batch.split(",")]
     print(f"# {platform.processor() or platform.machine()}, {matrix.cpu_flags()}; "
           f"quickscorer {quickscorer.__version__}, one thread")
+    java_cols = " Java predict (us/row) | Java's cost over C (us/call) |" if args.java else ""
     print("| model | rows a call | Python predict (us/row) | qs_predict (us/row) | "
-          "C / Python throughput |")
-    print("| --- | ---: | ---: | ---: | ---: |")
+          f"C / Python throughput |{java_cols}")
+    print("| --- | ---: | ---: | ---: | ---: |" + (" ---: | ---: |" if args.java else ""))
     with tempfile.TemporaryDirectory() as tmp:
         harness = build_harness(Path(tmp))
+        java = build_java(Path(tmp)) if args.java else None
         for shape in args.shapes.split(","):
             wl = matrix.workload(shape, max(args.rows, max(batches)))
             source = wl.xgb_path if shape.startswith("xgb") else wl.lgb_path
@@ -93,8 +126,14 @@ def main(argv=None) -> int:
 
                 tp, tc = interleaved([python, c_loop], args.repeat)
                 py_us, c_us = 1e6 * tp.median, 1e6 * tc.median
+                more = ""
+                if java is not None:
+                    rows = Path(tmp) / "rows.f32"
+                    X.astype("<f4").tofile(rows)
+                    j_us = 1e6 * java_call(java, path, rows, batch, calls, args.repeat) / batch
+                    more = f" {j_us:.3f} | {(j_us - c_us) * batch:+.3f} |"
                 print(f"| {shape} | {batch:,} | {py_us:.3f} | {c_us:.3f} | "
-                      f"{py_us / c_us:.2f}x |", flush=True)
+                      f"{py_us / c_us:.2f}x |{more}", flush=True)
             c.close()
     return 0
 

@@ -2,6 +2,7 @@
 
     python -m benchmarks.memory                                  # 100 / 1,000 / 20,000 trees x 64
     python -m benchmarks.memory --trees 1000 --leaves 64 --engines quickscorer,lightgbm
+    python -m benchmarks.memory --shared 8 --trees 1000       # 8 processes mapping one .qsm
 
 Per model and engine, a new Python process imports the engine, collects garbage and trims the
 heap (``malloc_trim(0)``), reads its resident set (``/proc/self/statm``), loads the model and
@@ -96,6 +97,77 @@ print(json.dumps(out))
 """
 
 
+_SHARED_CHILD = r"""
+import ctypes, gc, json, sys
+import numpy as np
+engine, path, width = sys.argv[1], sys.argv[2], int(sys.argv[3])
+import quickscorer
+from quickscorer import capi
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+X = np.random.default_rng(0).random((1000, width))
+gc.collect(); ctypes.CDLL("libc.so.6").malloc_trim(0)
+before = rss()
+m = quickscorer.load(path) if engine == "python" else capi.CModel(path)
+m.predict(X)
+gc.collect(); ctypes.CDLL("libc.so.6").malloc_trim(0)
+print(json.dumps({"added": rss() - before}), flush=True)
+sys.stdin.readline()          # held until the parent has read the mappings
+"""
+
+
+def mapping_kib(pid: int, path: str) -> dict:
+    """Rss, Pss and private kB of the mappings of ``path`` in process ``pid``
+    (``/proc/PID/smaps``)."""
+    out = {"Rss": 0, "Pss": 0, "Private_Clean": 0, "Private_Dirty": 0}
+    inside = False
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            head = line.split()
+            if head and "-" in head[0] and len(head) >= 5 and ":" in head[3]:
+                inside = len(head) >= 6 and head[5] == path
+            elif inside and head and head[0].rstrip(":") in out:
+                out[head[0].rstrip(":")] += int(head[1])
+    return out
+
+
+def shared(processes: int, trees: int, leaves: int) -> None:
+    """``processes`` processes opening one prepared model file (``.qsm``) and scoring 1,000
+    rows, through Python and through the C library: what the file's mapping costs them
+    together (the sum of its proportional set size, PSS) against one process's resident set
+    of it, and what each process adds of its own."""
+    import tempfile
+
+    import quickscorer
+    from benchmarks import workloads as W
+
+    base = Path(W.full(trees, leaves).lgb_path)
+    with tempfile.TemporaryDirectory() as tmp:
+        qsm = str(quickscorer.load(base).save(Path(tmp) / "model.qsm").resolve())
+        size = Path(qsm).stat().st_size
+        print(f"{trees} x {leaves} leaves: the .qsm is {size / 2**20:.1f} MiB; "
+              f"{processes} processes, each opening it and scoring 1,000 rows")
+        print("| engine | one process's mapping (Rss) | all processes' mapping (sum of Pss) | "
+              "sum / one | each process's own (median) |")
+        print("| --- | ---: | ---: | ---: | ---: |")
+        for engine in ("python", "c"):
+            procs = [subprocess.Popen([sys.executable, "-c", _SHARED_CHILD, engine, qsm, "136"],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                     for _ in range(processes)]
+            try:
+                added = [json.loads(p.stdout.readline())["added"] for p in procs]
+                maps = [mapping_kib(p.pid, qsm) for p in procs]
+            finally:
+                for p in procs:
+                    p.communicate("\n")
+            one = max(m["Rss"] for m in maps)
+            pss = sum(m["Pss"] for m in maps)
+            own = sorted(a / 1024 - m["Rss"] for a, m in zip(added, maps))[processes // 2]
+            print(f"| {engine} | {one / 1024:.1f} MiB | {pss / 1024:.1f} MiB | "
+                  f"{pss / max(one, 1):.2f}x | {own / 1024:.1f} MiB |", flush=True)
+
+
 def compile_lleaves(path: Path) -> Path:
     """The compiled lleaves object of a model file, compiled into the benchmark cache once."""
     cached = compiled_path(path, ".lleaves.o")
@@ -116,8 +188,15 @@ def main(argv=None) -> int:
                    help="models of which libraries (XGBoost: depth-6 JSON models)")
     p.add_argument("--lleaves-max-trees", type=int, default=1000,
                    help="measure lleaves on LightGBM models of at most this many trees")
+    p.add_argument("--shared", type=int, default=0, metavar="N",
+                   help="instead: N processes mapping one .qsm of a --trees x --leaves model "
+                        "(the first of --trees), the sum of their PSS of it against one's")
     args = p.parse_args(argv)
     from benchmarks import workloads as W
+
+    if args.shared:
+        shared(args.shared, int(args.trees.split(",")[0]), args.leaves)
+        return 0
 
     base = W.full(1000, args.leaves).lgb_path
     cache = Path(base).parent

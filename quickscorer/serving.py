@@ -41,8 +41,8 @@ from .ir.ensemble import MISSING_NONE
 from .loading import load
 
 #: files a model folder is searched for, in this order, when the URI names a folder
-WELL_KNOWN_FILES = ["model.txt", "model.json", "model.ubj", "model.bst", "model.bin",
-                    "model.lgb", "model.deprecated"]
+WELL_KNOWN_FILES = ["model.qsm", "model.txt", "model.json", "model.ubj", "model.bst",
+                    "model.bin", "model.lgb", "model.deprecated"]
 
 #: V2 datatypes read as features (numbers only; BOOL and BYTES are refused)
 NUMERIC = {"FP16", "FP32", "FP64", "INT8", "INT16", "INT32", "INT64",

@@ -178,7 +178,10 @@ def server(tmp_path_factory, data):
     # a folder URI, as mlserver-lightgbm users have it: the runtime finds model.bst inside
     shutil.copy(files / "model.txt", files / "model.bst")
     write_model(folder, "infolder", files / "model.bst", parameters={"uri": "."})
-    names = ["ranker", "nanmodel", "xgb", "batched", "swap", "infolder"]
+    # a prepared model file, which every worker maps
+    qs.load(files / "model.txt").save(files / "model.qsm")
+    write_model(folder, "prepared", files / "model.qsm")
+    names = ["ranker", "nanmodel", "xgb", "batched", "swap", "infolder", "prepared"]
     boosters = {"ranker": ranker, "nanmodel": nan_model, "xgb": booster, "other": other}
     try:
         import catboost
@@ -265,6 +268,13 @@ def test_rest_scores_equal_lightgbm_and_model_predict(server, data):
         assert meta["datatype"] == "FP64"
         assert np.array_equal(got, model.predict(X.astype(dt)))
         assert np.array_equal(got, server.boosters["ranker"].predict(X.astype(dt)))
+
+
+def test_a_prepared_model_file_serves_lightgbms_scores(server, data):
+    X = data[0][:40]
+    code, body = server.infer("prepared", {"inputs": [tensor("x", X)]})
+    assert code == 200, body
+    assert np.array_equal(output(body, "predict")[0], server.boosters["ranker"].predict(X))
 
 
 def test_a_folder_uri_loads_the_well_known_file_inside(server, data):
