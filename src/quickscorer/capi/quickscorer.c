@@ -77,7 +77,19 @@ typedef struct {
     int64_t rule_col[R_COUNT]; /* first column of each rule's features, or -1 */
     int32_t* special;       /* the node of each special column */
     int64_t n_special, first_special, n_cols;
+    /* the trees laid out complete, in groups of eight of one depth (walk.h walk_groups):
+     * cnodes NULL where some tree is deeper than QS_COMPLETE_DEPTH */
+    walk_cnode* cnodes;
+    int32_t* slot_leaf;
+    int64_t* cnode_offset;  /* [groups * 8] the group's first slot, at its first tree */
+    int64_t* cslot_offset;  /* [groups * 8] the group's first end slot */
+    uint8_t* cdepth;        /* [groups * 8] the group's depth */
 } cwalk;
+
+/* the deepest trees laid out complete: 2^8 end slots a tree at most (4 KiB of slots and 1 KiB
+ * of leaves), where the walk takes the same steps in eight trees at once with no child loaded
+ * (python -m benchmarks.capi measures it against walk8) */
+#define QS_COMPLETE_DEPTH 8
 
 struct qs_model {
     qs_forest forest;
@@ -351,7 +363,128 @@ static void free_walk(cwalk* w)
     free(w->table);
     free(w->roots);
     free(w->special);
+    free(w->cnodes);
+    free(w->slot_leaf);
+    free(w->cnode_offset);
+    free(w->cslot_offset);
+    free(w->cdepth);
     memset(w, 0, sizeof *w);
+}
+
+/* The depth of tree t (0 for one leaf): children come after their parent, so one pass
+ * in node order gives every node's level. */
+static int tree_depth(const qs_model* m, int64_t t, uint8_t* level)
+{
+    const qs_nodes* v = &m->walk.nodes;
+    int64_t base = v->node_offset[t], k = v->node_offset[t + 1] - base;
+    int depth = 0;
+    if (k == 0)
+        return 0;
+    level[0] = 0;
+    for (int64_t n = 0; n < k; n++) {
+        int32_t kids[2] = {m->walk.left[base + n], m->walk.right[base + n]};
+        for (int side = 0; side < 2; side++) {
+            int d = level[n] + 1;
+            if (kids[side] >= 0)
+                level[kids[side]] = (uint8_t)(d < 255 ? d : 255);
+            else if (d > depth)
+                depth = d;
+        }
+    }
+    return depth;
+}
+
+/* The complete layout of every tree (walk.h WALK_GROUPS) where none is deeper than
+ * QS_COMPLETE_DEPTH: slot h (1-based, heap order) of tree k of a group holds the node at its
+ * place, or below a leaf reached early a node every row passes on the left (+inf), down to
+ * the end slot that names the leaf. The slots a row cannot reach hold that too. */
+static int build_complete(qs_model* m)
+{
+    const qs_forest* f = &m->forest;
+    const qs_nodes* v = &m->walk.nodes;
+    cwalk* w = &m->fast;
+    int64_t T = f->n_trees, groups = (T + 7) / 8, max_k = 0;
+    for (int64_t t = 0; t < T; t++)
+        if (v->node_offset[t + 1] - v->node_offset[t] > max_k)
+            max_k = v->node_offset[t + 1] - v->node_offset[t];
+    if (groups < 1)
+        return QS_OK;
+    uint8_t* level = (uint8_t*)malloc((size_t)(max_k ? max_k : 1));
+    w->cdepth = (uint8_t*)calloc((size_t)(groups * 8), 1);
+    w->cnode_offset = (int64_t*)calloc((size_t)(groups * 8), sizeof(int64_t));
+    w->cslot_offset = (int64_t*)calloc((size_t)(groups * 8), sizeof(int64_t));
+    if (level == NULL || w->cdepth == NULL || w->cnode_offset == NULL || w->cslot_offset == NULL)
+        goto no_memory;
+    int64_t n_slots = 0, n_ends = 0;
+    for (int64_t g = 0; g < groups; g++) {
+        int d = 0;
+        for (int64_t t = 8 * g; t < 8 * g + 8 && t < T; t++) {
+            int dt = tree_depth(m, t, level);
+            if (dt > QS_COMPLETE_DEPTH) { /* the walk of walk8 scores */
+                free(level);
+                free(w->cdepth);
+                free(w->cnode_offset);
+                free(w->cslot_offset);
+                w->cdepth = NULL;
+                w->cnode_offset = w->cslot_offset = NULL;
+                return QS_OK;
+            }
+            d = dt > d ? dt : d;
+        }
+        w->cdepth[8 * g] = (uint8_t)d;
+        w->cnode_offset[8 * g] = n_slots;
+        w->cslot_offset[8 * g] = n_ends;
+        n_slots += 8 * (((int64_t)1 << d) - 1);
+        n_ends += 8 * ((int64_t)1 << d);
+    }
+    w->cnodes = (walk_cnode*)malloc(sizeof(walk_cnode) * (size_t)(n_slots ? n_slots : 1));
+    w->slot_leaf = (int32_t*)calloc((size_t)(n_ends ? n_ends : 1), sizeof(int32_t));
+    if (w->cnodes == NULL || w->slot_leaf == NULL)
+        goto no_memory;
+    for (int64_t i = 0; i < n_slots; i++) {
+        w->cnodes[i].thr = INFINITY;
+        w->cnodes[i].col = 0;
+        w->cnodes[i].pad = 0;
+    }
+    /* (slot, node) pairs still to place: the node an internal local index, or ~leaf */
+    int64_t cap = 2 * (((int64_t)1 << QS_COMPLETE_DEPTH) + 1);
+    int64_t* stack = (int64_t*)malloc(sizeof(int64_t) * (size_t)(2 * cap));
+    if (stack == NULL)
+        goto no_memory;
+    for (int64_t t = 0; t < T; t++) {
+        int64_t g = t / 8, k = t % 8, d = w->cdepth[8 * g], span = ((int64_t)1 << d) - 1;
+        walk_cnode* slots = w->cnodes + w->cnode_offset[8 * g] + k * span - 1; /* [1..span] */
+        int32_t* ends = w->slot_leaf + w->cslot_offset[8 * g] + k * (span + 1) - (span + 1);
+        int64_t base = v->node_offset[t], top = 0;
+        stack[top++] = 1;
+        stack[top++] = v->node_offset[t + 1] > base ? 0 : ~(int64_t)0;
+        while (top) {
+            int64_t node = stack[--top], h = stack[--top];
+            if (h > span) { /* an end slot: the leaf its path reaches */
+                ends[h] = (int32_t)(node < 0 ? ~node : 0);
+                continue;
+            }
+            if (node < 0) { /* a leaf reached early: every row on to the left */
+                stack[top++] = 2 * h;
+                stack[top++] = node;
+                continue;
+            }
+            int64_t gn = base + node;
+            slots[h].thr = w->nodes[gn].thr; /* the test walk8's table has for the node */
+            slots[h].col = w->nodes[gn].col;
+            stack[top++] = 2 * h;
+            stack[top++] = m->walk.left[gn];  /* (a leaf's ~l stays ~l) */
+            stack[top++] = 2 * h + 1;
+            stack[top++] = m->walk.right[gn];
+        }
+    }
+    free(stack);
+    free(level);
+    return QS_OK;
+no_memory:
+    free(level);
+    free_walk(w);
+    return fail(QS_E_MEMORY, "no memory for the walk's complete trees");
 }
 
 /* The walk's table of a model whose node table check_model passed; QS_OK with no table
@@ -432,7 +565,7 @@ static int build_walk(qs_model* m)
     }
     for (int64_t t = T; t < T + 16; t++)
         w->roots[t] = (int32_t)n_nodes * B;
-    return QS_OK;
+    return build_complete(m);
 }
 
 /* A converted row's columns as the walk's nodes read them. */
@@ -712,7 +845,11 @@ static void* run_job(void* arg)
             qs_scores_init(f, o64, o32);
         if (w->table != NULL) {
             expand_row(m, buf, xr);
-            walk8(w->nodes, w->roots, T, xr, lf);
+            if (w->cnodes != NULL)
+                walk_groups(w->cnodes, w->cnode_offset, w->cdepth, w->slot_leaf,
+                            w->cslot_offset, T, xr, lf);
+            else
+                walk8(w->nodes, w->roots, T, xr, lf);
             for (int64_t t = 0; t < T; t++) /* in tree order: the source library's sum */
                 qs_emit(f, t, lf[t], buf, leaves, o64, o32);
         } else {
