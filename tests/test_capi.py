@@ -23,10 +23,8 @@ from quickscorer.errors import InputError, ModelFileError
 LEGACY = Path(__file__).parent / "legacy"
 EXAMPLE = Path(__file__).parents[1] / "docs" / "examples" / "score.c"
 
-try:
-    capi.library_path()
-except FileNotFoundError as exc:          # a build without it (MSVC): every test says so
-    pytest.skip(str(exc), allow_module_level=True)
+if sys.platform == "win32":                # setup.py builds the library on POSIX systems
+    pytest.skip("no C library in a Windows build yet (docs/c-api.md)", allow_module_level=True)
 
 
 def _same(c_model: capi.CModel, model, X, **kw) -> None:
