@@ -86,10 +86,11 @@ typedef struct {
     uint8_t* cdepth;        /* [groups * 8] the group's depth */
 } cwalk;
 
-/* the deepest trees laid out complete: 2^8 end slots a tree at most (4 KiB of slots and 1 KiB
- * of leaves), where the walk takes the same steps in eight trees at once with no child loaded
- * (python -m benchmarks.capi measures it against walk8) */
-#define QS_COMPLETE_DEPTH 8
+/* trees laid out complete where none is deeper than this and their slots are at most
+ * QS_COMPLETE_SLOTS a node of the model: the bounds of Python's walk (walk.py
+ * COMPLETE_MAX_DEPTH, COMPLETE_MAX_SLOTS), so that both walk the same trees complete */
+#define QS_COMPLETE_DEPTH 10
+#define QS_COMPLETE_SLOTS 4
 
 struct qs_model {
     qs_forest forest;
@@ -415,20 +416,13 @@ static int build_complete(qs_model* m)
     w->cslot_offset = (int64_t*)calloc((size_t)(groups * 8), sizeof(int64_t));
     if (level == NULL || w->cdepth == NULL || w->cnode_offset == NULL || w->cslot_offset == NULL)
         goto no_memory;
-    int64_t n_slots = 0, n_ends = 0;
-    for (int64_t g = 0; g < groups; g++) {
+    int64_t n_slots = 0, n_ends = 0, real_slots = 0;
+    int deep = 0;
+    for (int64_t g = 0; g < groups && !deep; g++) {
         int d = 0;
         for (int64_t t = 8 * g; t < 8 * g + 8 && t < T; t++) {
             int dt = tree_depth(m, t, level);
-            if (dt > QS_COMPLETE_DEPTH) { /* the walk of walk8 scores */
-                free(level);
-                free(w->cdepth);
-                free(w->cnode_offset);
-                free(w->cslot_offset);
-                w->cdepth = NULL;
-                w->cnode_offset = w->cslot_offset = NULL;
-                return QS_OK;
-            }
+            deep |= dt > QS_COMPLETE_DEPTH;
             d = dt > d ? dt : d;
         }
         w->cdepth[8 * g] = (uint8_t)d;
@@ -436,6 +430,17 @@ static int build_complete(qs_model* m)
         w->cslot_offset[8 * g] = n_ends;
         n_slots += 8 * (((int64_t)1 << d) - 1);
         n_ends += 8 * ((int64_t)1 << d);
+        real_slots += (T - 8 * g < 8 ? T - 8 * g : 8) * (((int64_t)1 << d) - 1);
+    }
+    int64_t n_nodes = v->node_offset[T];
+    if (deep || real_slots > QS_COMPLETE_SLOTS * (n_nodes > 1 ? n_nodes : 1)) {
+        free(level); /* walk8 scores */
+        free(w->cdepth);
+        free(w->cnode_offset);
+        free(w->cslot_offset);
+        w->cdepth = NULL;
+        w->cnode_offset = w->cslot_offset = NULL;
+        return QS_OK;
     }
     w->cnodes = (walk_cnode*)malloc(sizeof(walk_cnode) * (size_t)(n_slots ? n_slots : 1));
     w->slot_leaf = (int32_t*)calloc((size_t)(n_ends ? n_ends : 1), sizeof(int32_t));
@@ -447,7 +452,7 @@ static int build_complete(qs_model* m)
         w->cnodes[i].pad = 0;
     }
     /* (slot, node) pairs still to place: the node an internal local index, or ~leaf */
-    int64_t cap = 2 * (((int64_t)1 << QS_COMPLETE_DEPTH) + 1);
+    int64_t cap = 2 * (QS_COMPLETE_DEPTH + 2); /* a depth-first walk: two pairs a level */
     int64_t* stack = (int64_t*)malloc(sizeof(int64_t) * (size_t)(2 * cap));
     if (stack == NULL)
         goto no_memory;
@@ -818,6 +823,32 @@ static void finish_row(const qs_model* m, int raw, double* o64, float* o32, doub
     for (k = 0; k < K; k++) out[k] = o64[k];
 }
 
+/* Tree t's exit leaves lf[0 .. n_trees) added to a row's scores in tree order, in the source
+ * library's precision: forest.h's qs_emit, tree by tree, or for a model of one output and
+ * plain leaves the same additions in one loop (no branch a tree). */
+static void add_leaves(const qs_forest* f, const int32_t* lf, const double* row, double* o64,
+                       float* o32)
+{
+    const int64_t* off = f->tree_leaf_offset;
+    int64_t T = f->n_trees;
+    if (f->n_outputs == 1 && !f->has_linear) {
+        if (f->family == QS_FAMILY_XGBOOST && f->tree_weight == NULL) {
+            float acc = o32[0];
+            for (int64_t t = 0; t < T; t++) acc = acc + f->leaf_value_f32[off[t] + lf[t]];
+            o32[0] = acc;
+            return;
+        }
+        if (f->family != QS_FAMILY_XGBOOST) {
+            double acc = o64[0];
+            for (int64_t t = 0; t < T; t++) acc = acc + f->leaf_value[off[t] + lf[t]];
+            o64[0] = acc;
+            return;
+        }
+    }
+    for (int64_t t = 0; t < T; t++)
+        qs_emit(f, t, lf[t], row, NULL, o64, o32);
+}
+
 static void* run_job(void* arg)
 {
     job* j = (job*)arg;
@@ -825,11 +856,11 @@ static void* run_job(void* arg)
     const qs_forest* f = &m->forest;
     const cwalk* w = &m->fast;
     int64_t F = f->n_features, K = f->n_outputs, T = f->n_trees;
-    /* a converted row, its scores in float64, the walk's expanded row, its exit leaves
-     * (n_trees + 8), its scores in float32 */
+    /* two rows' scratch, each: a converted row, its scores in float64, the walk's expanded
+     * row, its exit leaves (n_trees + 8), its scores in float32 */
     size_t words = (size_t)(F + K) + (w->table ? (size_t)w->n_cols : 0);
-    double* buf = (double*)malloc(sizeof(double) * words + sizeof(int32_t) * (size_t)(T + 8) +
-                                  sizeof(float) * (size_t)K);
+    size_t row_words = words + ((size_t)(T + 8) + (size_t)K + 1) / 2;
+    double* buf = (double*)malloc(2 * sizeof(double) * row_words);
     if (buf == NULL) {
         j->status = QS_E_MEMORY;
         return NULL;
@@ -838,7 +869,31 @@ static void* run_job(void* arg)
     double* xr = o64 + K;
     int32_t* lf = (int32_t*)(buf + words);
     float* o32 = (float*)(lf + T + 8);
-    for (int64_t i = j->begin; i < j->end; i++) {
+    int64_t i = j->begin;
+    if (w->cnodes != NULL && j->leaves == NULL) {
+        /* two rows through the complete trees together: sixteen chains of loads a group of
+         * eight trees, the slots read once for both (walk.h WALK_GROUPS2) */
+        double* buf_b = buf + row_words;
+        double* o64_b = buf_b + F;
+        double* xr_b = o64_b + K;
+        int32_t* lf_b = (int32_t*)(buf_b + words);
+        float* o32_b = (float*)(lf_b + T + 8);
+        for (; i + 1 < j->end; i += 2) {
+            qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, buf);
+            qs_load_row_ptr(f, j->rows + (size_t)(i + 1) * j->row_bytes, j->is32, buf_b);
+            qs_scores_init(f, o64, o32);
+            qs_scores_init(f, o64_b, o32_b);
+            expand_row(m, buf, xr);
+            expand_row(m, buf_b, xr_b);
+            walk_groups_pair(w->cnodes, w->cnode_offset, w->cdepth, w->slot_leaf,
+                             w->cslot_offset, T, xr, xr_b, lf, lf_b);
+            add_leaves(f, lf, buf, o64, o32);
+            add_leaves(f, lf_b, buf_b, o64_b, o32_b);
+            finish_row(m, j->raw, o64, o32, j->out + i * j->out_width);
+            finish_row(m, j->raw, o64_b, o32_b, j->out + (i + 1) * j->out_width);
+        }
+    }
+    for (; i < j->end; i++) {
         qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, buf);
         int32_t* leaves = j->leaves != NULL ? j->leaves + i * T : NULL;
         if (leaves == NULL)
@@ -850,8 +905,10 @@ static void* run_job(void* arg)
                             w->cslot_offset, T, xr, lf);
             else
                 walk8(w->nodes, w->roots, T, xr, lf);
-            for (int64_t t = 0; t < T; t++) /* in tree order: the source library's sum */
-                qs_emit(f, t, lf[t], buf, leaves, o64, o32);
+            if (leaves != NULL)
+                memcpy(leaves, lf, sizeof(int32_t) * (size_t)T);
+            else
+                add_leaves(f, lf, buf, o64, o32);
         } else {
             qs_traversal_exits(&m->walk, f, buf, NULL, leaves, o64, o32);
         }
