@@ -7,7 +7,8 @@ In one process, interleaved, ``--repeat`` rounds, each a load and a first one-ro
 ``quickscorer.load(path)`` (read and validate; the call builds its layout), the same with
 ``prepare=("auto",)`` (every layout the default ``predict`` may pick built at load), the
 prepared model file (``.qsm``, written once by ``Model.save`` before the rounds) opened with
-``quickscorer.load``, and ``lightgbm.Booster(model_file=...)`` / ``xgboost.Booster(
+``quickscorer.load`` and by the C library (``qs_open`` and ``qs_predict``, through
+``quickscorer.capi``), and ``lightgbm.Booster(model_file=...)`` / ``xgboost.Booster(
 model_file=...)`` with their ``predict``. Seconds, minimum / median, and the ratios of our
 minimums to the library's.
 
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.workloads import prefix, repeated, xgb_variant
+from quickscorer import capi
 from quickscorer.bench import interleaved
 
 HERE = Path(__file__).resolve().parent
@@ -43,9 +45,9 @@ def main(argv=None) -> int:
     from quickscorer.bench import machine
 
     print(machine())
-    print("| model | library | `load` | `prepare=auto` | `.qsm` | library's load | ours / "
-          "library (`load`, `.qsm`) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| model | library | `load` | `prepare=auto` | `.qsm` | `.qsm` by `qs_open` | "
+          "library's load | ours / library (`load`, `.qsm`) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for lib in args.libraries.split(","):
         if lib == "lightgbm":
             import lightgbm
@@ -72,6 +74,7 @@ def main(argv=None) -> int:
             runs = {"load": lambda: quickscorer.load(path).predict(row),
                     "auto": lambda: quickscorer.load(path, prepare=("auto",)).predict(row),
                     "qsm": lambda: quickscorer.load(qsm).predict(row),
+                    "c": lambda: capi.CModel(qsm).predict(row),
                     "native": lambda: native(path, row)}
             reps = max(2, args.repeat if n <= 1000 else args.repeat // 2)
             def once(fn):
@@ -84,7 +87,7 @@ def main(argv=None) -> int:
             cell = {k: f"{min(v):.3f} / {statistics.median(v):.3f}" for k, v in times.items()}
             best = {k: min(v) for k, v in times.items()}
             print(f"| {n} {shape} | {lib} | {cell['load']} | {cell['auto']} | {cell['qsm']} | "
-                  f"{cell['native']} | {best['load'] / best['native']:.2f}x, "
+                  f"{cell['c']} | {cell['native']} | {best['load'] / best['native']:.2f}x, "
                   f"{best['qsm'] / best['native']:.3f}x |", flush=True)
     return 0
 
