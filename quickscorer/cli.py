@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import bench
+from . import bench, capi
 from .algorithms import registry
 from .batch import output_path, score_file, score_files
 from .config import show_config
@@ -172,13 +172,35 @@ def _compile(args) -> int:
         print(f"quickscorer: error: {out} scores differently from {args.model}; removed it",
               file=sys.stderr)
         return 1
+    c_note = _c_library_check(out, model, rows)
+    if c_note is None:
+        out.unlink()
+        print(f"quickscorer: error: the C library scores {out} differently from "
+              f"{args.model}; removed it", file=sys.stderr)
+        return 1
     layouts = opened.info()["model_file_layouts"]
     print(f"wrote {out} ({out.stat().st_size:,} bytes, {seconds:.2f} s): {model.n_trees} "
           f"trees and {len(opened.plan.candidates())} prepared layout(s) for "
           f"{', '.join(opened.plan.candidates())}; scores identical on 256 generated rows"
           + (f" ({len(layouts['computed'])} result(s) computed at open)"
-             if layouts["computed"] else ""))
+             if layouts["computed"] else "") + f"; {c_note}")
     return 0
+
+
+def _c_library_check(path: Path, model, rows: np.ndarray) -> str | None:
+    """What the C library makes of the file: a note for the report, or None where its raw
+    scores differ from the model's."""
+    try:
+        c = capi.CModel(path)
+    except FileNotFoundError:
+        return "no C library in this build"
+    except (ModelFormatError, RuntimeError) as exc:     # a model the library refuses
+        return f"the C library does not score it ({exc})"
+    with c:
+        want = np.asarray(model.predict_raw(rows), np.float64).reshape(rows.shape[0], -1)
+        if not np.array_equal(c.predict(rows, raw_score=True), want):
+            return None
+    return "the C library's identical too"
 
 
 def _dcg(labels: np.ndarray, k: int) -> float:

@@ -233,3 +233,21 @@ def test_the_flags_printed_build_the_c_example(tmp_path):
     bad = subprocess.run([str(exe), str(tmp_path / "absent.qsm")], capture_output=True,
                          text=True)
     assert bad.returncode == 1 and "No such file" in bad.stderr
+
+
+def test_compile_checks_the_file_through_python_and_the_c_library(tmp_path):
+    out = tmp_path / "m.qsm"
+    r = subprocess.run([sys.executable, "-m", "quickscorer.cli", "compile",
+                        str(LEGACY / "xgboost-1.7.6" / "softprob.json"), "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "identical on 256 generated rows" in r.stdout
+    assert "the C library's identical too" in r.stdout
+    model = quickscorer.load(LEGACY / "xgboost-1.7.6" / "softprob.json")
+    X = np.random.default_rng(9).standard_normal((50, model.n_features))
+    with capi.CModel(out) as c:
+        np.testing.assert_array_equal(c.predict(X), model.predict(X))
+    r = subprocess.run([sys.executable, "-m", "quickscorer.cli", "compile",
+                        str(LEGACY / "ranklib-2.3" / "mart.txt"), "-o", str(tmp_path / "r.qsm")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "the C library does not score it" in r.stdout, r.stdout
