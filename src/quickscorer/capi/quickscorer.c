@@ -84,6 +84,13 @@ typedef struct {
     int64_t* cnode_offset;  /* [groups * 8] the group's first slot, at its first tree */
     int64_t* cslot_offset;  /* [groups * 8] the group's first end slot */
     uint8_t* cdepth;        /* [groups * 8] the group's depth */
+    /* the slots as float32 order keys (walk.h walk_cnode32: half the bytes), for an XGBoost
+     * model whose thresholds are all float32 values; else NULL */
+    walk_cnode32* cnodes32;
+    /* each end slot's leaf value, for a model of one output and plain leaves (one of the
+     * two, in its scores' precision): the walk adds them group by group; else NULL */
+    double* cvalue64;
+    float* cvalue32;
 } cwalk;
 
 /* trees laid out complete where none is deeper than this and their slots are at most
@@ -369,6 +376,9 @@ static void free_walk(cwalk* w)
     free(w->cnode_offset);
     free(w->cslot_offset);
     free(w->cdepth);
+    free(w->cnodes32);
+    free(w->cvalue64);
+    free(w->cvalue32);
     memset(w, 0, sizeof *w);
 }
 
@@ -393,6 +403,53 @@ static int tree_depth(const qs_model* m, int64_t t, uint8_t* level)
         }
     }
     return depth;
+}
+
+/* The float32 keys of the complete slots and the end slots' values, where the model allows
+ * them (cwalk's cnodes32, cvalue64, cvalue32): the forms Python's walk takes for one and two
+ * rows (walk.py float32_keys, WalkLayout.attach_values). */
+static int complete_extras(qs_model* m, int64_t n_slots, int64_t n_ends)
+{
+    const qs_forest* f = &m->forest;
+    cwalk* w = &m->fast;
+    int xgb = f->family == QS_FAMILY_XGBOOST;
+    int exact = xgb;
+    for (int64_t i = 0; i < n_slots && exact; i++)
+        exact = (double)(float)w->cnodes[i].thr == w->cnodes[i].thr;
+    if (exact) {
+        w->cnodes32 = (walk_cnode32*)malloc(sizeof(walk_cnode32) * (size_t)(n_slots ? n_slots : 1));
+        if (w->cnodes32 == NULL)
+            goto no_memory;
+        for (int64_t i = 0; i < n_slots; i++) {
+            w->cnodes32[i].key = walk_key32((float)w->cnodes[i].thr);
+            w->cnodes32[i].col = w->cnodes[i].col;
+        }
+    }
+    /* a DART weight's product rounded on its own equals the sum's only where the sums are
+     * not fused (forest.h qs_leaf_f32) */
+    if (f->n_outputs != 1 || f->has_linear || (f->tree_weight != NULL && QS_FUSED_SUMS))
+        return QS_OK;
+    if (xgb)
+        w->cvalue32 = (float*)calloc((size_t)(n_ends ? n_ends : 1), sizeof(float));
+    else
+        w->cvalue64 = (double*)calloc((size_t)(n_ends ? n_ends : 1), sizeof(double));
+    if (w->cvalue32 == NULL && w->cvalue64 == NULL)
+        goto no_memory;
+    for (int64_t t = 0; t < f->n_trees; t++) {
+        int64_t g = t / 8, k = t % 8, span = ((int64_t)1 << w->cdepth[8 * g]) - 1;
+        int64_t e0 = w->cslot_offset[8 * g] + k * (span + 1);
+        for (int64_t e = e0; e < e0 + span + 1; e++) {
+            int64_t gl = f->tree_leaf_offset[t] + w->slot_leaf[e];
+            if (xgb)
+                w->cvalue32[e] = qs_leaf_f32(f, t, gl);
+            else
+                w->cvalue64[e] = f->leaf_value[gl];
+        }
+    }
+    return QS_OK;
+no_memory:
+    free_walk(w);
+    return fail(QS_E_MEMORY, "no memory for the walk's complete trees");
 }
 
 /* The complete layout of every tree (walk.h WALK_GROUPS) where none is deeper than
@@ -485,7 +542,7 @@ static int build_complete(qs_model* m)
     }
     free(stack);
     free(level);
-    return QS_OK;
+    return complete_extras(m, n_slots, n_ends);
 no_memory:
     free(level);
     free_walk(w);
@@ -849,6 +906,98 @@ static void add_leaves(const qs_forest* f, const int32_t* lf, const double* row,
         qs_emit(f, t, lf[t], row, NULL, o64, o32);
 }
 
+/* One row through the complete trees: its scores (slot values added group by group where
+ * the layout holds them), or its exit leaves into leaves (not NULL) or lf then summed. kr:
+ * room for the row's float32 keys. */
+static void complete_one(const qs_model* m, const double* row, const double* xr, uint32_t* kr,
+                         int32_t* lf, int32_t* leaves, double* o64, float* o32)
+{
+    const cwalk* w = &m->fast;
+    int64_t T = m->forest.n_trees;
+    if (w->cnodes32 != NULL)
+        for (int64_t c = 0; c < w->n_cols; c++) kr[c] = walk_key32((float)xr[c]);
+    if (leaves == NULL && w->cnodes32 != NULL && w->cvalue32 != NULL) {
+        o32[0] = walk_groups_sum32(w->cnodes32, w->cnode_offset, w->cdepth, w->cvalue32,
+                                   w->cslot_offset, T, kr, o32[0]);
+        return;
+    }
+    if (leaves == NULL && w->cvalue32 != NULL) {
+        o32[0] = walk_groups_sum_f(w->cnodes, w->cnode_offset, w->cdepth, w->cvalue32,
+                                   w->cslot_offset, T, xr, o32[0]);
+        return;
+    }
+    if (leaves == NULL && w->cvalue64 != NULL) {
+        o64[0] = walk_groups_sum(w->cnodes, w->cnode_offset, w->cdepth, w->cvalue64,
+                                 w->cslot_offset, T, xr, o64[0]);
+        return;
+    }
+    if (w->cnodes32 != NULL)
+        walk_groups32(w->cnodes32, w->cnode_offset, w->cdepth, w->slot_leaf, w->cslot_offset,
+                      T, kr, lf);
+    else
+        walk_groups(w->cnodes, w->cnode_offset, w->cdepth, w->slot_leaf, w->cslot_offset, T,
+                    xr, lf);
+    if (leaves != NULL)
+        memcpy(leaves, lf, sizeof(int32_t) * (size_t)T);
+    else
+        add_leaves(&m->forest, lf, row, o64, o32);
+}
+
+/* Two rows' scores through the complete trees together: sixteen chains of loads a group of
+ * eight trees, the slots read once for both (walk.h WALK_GROUPS2, WALK_GROUPS2_SUM). */
+static void complete_two(const qs_model* m, const double* row_a, const double* row_b,
+                         const double* xa, const double* xb, uint32_t* ka, uint32_t* kb,
+                         int32_t* la, int32_t* lb, double* oa64, float* oa32, double* ob64,
+                         float* ob32)
+{
+    const cwalk* w = &m->fast;
+    int64_t T = m->forest.n_trees;
+    if (w->cnodes32 != NULL)
+        for (int64_t c = 0; c < w->n_cols; c++) {
+            ka[c] = walk_key32((float)xa[c]);
+            kb[c] = walk_key32((float)xb[c]);
+        }
+    if (w->cvalue32 != NULL) {
+        float acc[2] = {oa32[0], ob32[0]};
+        if (w->cnodes32 != NULL)
+            walk_groups_pair_sum32(w->cnodes32, w->cnode_offset, w->cdepth, w->cvalue32,
+                                   w->cslot_offset, T, ka, kb, acc);
+        else
+            walk_groups_pair_sum_f(w->cnodes, w->cnode_offset, w->cdepth, w->cvalue32,
+                                   w->cslot_offset, T, xa, xb, acc);
+        oa32[0] = acc[0];
+        ob32[0] = acc[1];
+        return;
+    }
+    if (w->cvalue64 != NULL) {
+        double acc[2] = {oa64[0], ob64[0]};
+        walk_groups_pair_sum(w->cnodes, w->cnode_offset, w->cdepth, w->cvalue64,
+                             w->cslot_offset, T, xa, xb, acc);
+        oa64[0] = acc[0];
+        ob64[0] = acc[1];
+        return;
+    }
+    if (w->cnodes32 != NULL)
+        walk_groups_pair32(w->cnodes32, w->cnode_offset, w->cdepth, w->slot_leaf,
+                           w->cslot_offset, T, ka, kb, la, lb);
+    else
+        walk_groups_pair(w->cnodes, w->cnode_offset, w->cdepth, w->slot_leaf,
+                         w->cslot_offset, T, xa, xb, la, lb);
+    add_leaves(&m->forest, la, row_a, oa64, oa32);
+    add_leaves(&m->forest, lb, row_b, ob64, ob32);
+}
+
+/* A thread's rows: scratch for two (each a converted row, its scores in float64, the
+ * expanded row, its float32 keys, its exit leaves, its scores in float32). */
+typedef struct {
+    double* row;
+    double* o64;
+    double* xr;
+    uint32_t* kr;
+    int32_t* lf;
+    float* o32;
+} row_scratch;
+
 static void* run_job(void* arg)
 {
     job* j = (job*)arg;
@@ -856,64 +1005,61 @@ static void* run_job(void* arg)
     const qs_forest* f = &m->forest;
     const cwalk* w = &m->fast;
     int64_t F = f->n_features, K = f->n_outputs, T = f->n_trees;
-    /* two rows' scratch, each: a converted row, its scores in float64, the walk's expanded
-     * row, its exit leaves (n_trees + 8), its scores in float32 */
-    size_t words = (size_t)(F + K) + (w->table ? (size_t)w->n_cols : 0);
-    size_t row_words = words + ((size_t)(T + 8) + (size_t)K + 1) / 2;
+    size_t cols = w->table ? (size_t)w->n_cols : 0;
+    size_t row_words = (size_t)(F + K) + cols + (cols + 1) / 2 + ((size_t)(T + 8) + (size_t)K + 1) / 2;
     double* buf = (double*)malloc(2 * sizeof(double) * row_words);
     if (buf == NULL) {
         j->status = QS_E_MEMORY;
         return NULL;
     }
-    double* o64 = buf + F;
-    double* xr = o64 + K;
-    int32_t* lf = (int32_t*)(buf + words);
-    float* o32 = (float*)(lf + T + 8);
+    row_scratch rs[2];
+    for (int r = 0; r < 2; r++) {
+        double* b = buf + (size_t)r * row_words;
+        rs[r].row = b;
+        rs[r].o64 = b + F;
+        rs[r].xr = rs[r].o64 + K;
+        rs[r].kr = (uint32_t*)(rs[r].xr + cols);
+        rs[r].lf = (int32_t*)(rs[r].xr + cols + (cols + 1) / 2);
+        rs[r].o32 = (float*)(rs[r].lf + T + 8);
+    }
+    row_scratch* a = &rs[0];
+    row_scratch* b = &rs[1];
     int64_t i = j->begin;
     if (w->cnodes != NULL && j->leaves == NULL) {
-        /* two rows through the complete trees together: sixteen chains of loads a group of
-         * eight trees, the slots read once for both (walk.h WALK_GROUPS2) */
-        double* buf_b = buf + row_words;
-        double* o64_b = buf_b + F;
-        double* xr_b = o64_b + K;
-        int32_t* lf_b = (int32_t*)(buf_b + words);
-        float* o32_b = (float*)(lf_b + T + 8);
         for (; i + 1 < j->end; i += 2) {
-            qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, buf);
-            qs_load_row_ptr(f, j->rows + (size_t)(i + 1) * j->row_bytes, j->is32, buf_b);
-            qs_scores_init(f, o64, o32);
-            qs_scores_init(f, o64_b, o32_b);
-            expand_row(m, buf, xr);
-            expand_row(m, buf_b, xr_b);
-            walk_groups_pair(w->cnodes, w->cnode_offset, w->cdepth, w->slot_leaf,
-                             w->cslot_offset, T, xr, xr_b, lf, lf_b);
-            add_leaves(f, lf, buf, o64, o32);
-            add_leaves(f, lf_b, buf_b, o64_b, o32_b);
-            finish_row(m, j->raw, o64, o32, j->out + i * j->out_width);
-            finish_row(m, j->raw, o64_b, o32_b, j->out + (i + 1) * j->out_width);
+            qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, a->row);
+            qs_load_row_ptr(f, j->rows + (size_t)(i + 1) * j->row_bytes, j->is32, b->row);
+            qs_scores_init(f, a->o64, a->o32);
+            qs_scores_init(f, b->o64, b->o32);
+            expand_row(m, a->row, a->xr);
+            expand_row(m, b->row, b->xr);
+            complete_two(m, a->row, b->row, a->xr, b->xr, a->kr, b->kr, a->lf, b->lf, a->o64,
+                         a->o32, b->o64, b->o32);
+            finish_row(m, j->raw, a->o64, a->o32, j->out + i * j->out_width);
+            finish_row(m, j->raw, b->o64, b->o32, j->out + (i + 1) * j->out_width);
         }
     }
     for (; i < j->end; i++) {
-        qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, buf);
+        qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, a->row);
         int32_t* leaves = j->leaves != NULL ? j->leaves + i * T : NULL;
         if (leaves == NULL)
-            qs_scores_init(f, o64, o32);
+            qs_scores_init(f, a->o64, a->o32);
         if (w->table != NULL) {
-            expand_row(m, buf, xr);
-            if (w->cnodes != NULL)
-                walk_groups(w->cnodes, w->cnode_offset, w->cdepth, w->slot_leaf,
-                            w->cslot_offset, T, xr, lf);
-            else
-                walk8(w->nodes, w->roots, T, xr, lf);
-            if (leaves != NULL)
-                memcpy(leaves, lf, sizeof(int32_t) * (size_t)T);
-            else
-                add_leaves(f, lf, buf, o64, o32);
+            expand_row(m, a->row, a->xr);
+            if (w->cnodes != NULL) {
+                complete_one(m, a->row, a->xr, a->kr, a->lf, leaves, a->o64, a->o32);
+            } else {
+                walk8(w->nodes, w->roots, T, a->xr, a->lf);
+                if (leaves != NULL)
+                    memcpy(leaves, a->lf, sizeof(int32_t) * (size_t)T);
+                else
+                    add_leaves(f, a->lf, a->row, a->o64, a->o32);
+            }
         } else {
-            qs_traversal_exits(&m->walk, f, buf, NULL, leaves, o64, o32);
+            qs_traversal_exits(&m->walk, f, a->row, NULL, leaves, a->o64, a->o32);
         }
         if (leaves == NULL)
-            finish_row(m, j->raw, o64, o32, j->out + i * j->out_width);
+            finish_row(m, j->raw, a->o64, a->o32, j->out + i * j->out_width);
     }
     free(buf);
     j->status = QS_OK;
