@@ -174,7 +174,9 @@ C_INDEX_VERSION = 1
 C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
                  "leaf_value_f32", "base_score", "lin_offset", "lin_const", "lin_feature",
                  "lin_coeff", "feature", "threshold", "flags", "left", "right", "cat_offset",
-                 "cat_nwords", "cat_words", "node_offset")
+                 "cat_nwords", "cat_words", "node_offset", "sum_weight", "bag_offset")
+#: the sums of the exit leaves the C library carries (``Ensemble.leaf_sum``; 0: the family's)
+C_INDEX_SUMS = {None: 0, "ranklib": 1}
 
 
 def c_index(ens: Ensemble, enc: _Encoder) -> np.ndarray:
@@ -183,7 +185,13 @@ def c_index(ens: Ensemble, enc: _Encoder) -> np.ndarray:
     and the reference walk's node table, :func:`~.algorithms.traversal.node_arrays`), which
     ``enc`` writes where they are not written yet."""
     arrays = {**forest_arrays(ens), **node_arrays(ens)}
-    unsupported = 2 if ens.bag_offsets is not None else 1 if ens.leaf_sum is not None else 0
+    # RankLib's sum reads each tree's weight as the double its file gives, and its forest's
+    # bags (ir/sums.py ranklib_sum)
+    ranklib = ens.leaf_sum == "ranklib"
+    arrays["sum_weight"] = (np.ones(len(ens.trees)) if ens.tree_weight is None
+                            else np.asarray(ens.tree_weight, np.float64)) if ranklib else None
+    arrays["bag_offset"] = (None if ens.bag_offsets is None
+                            else np.asarray(ens.bag_offsets, np.int64))
     head = [
         int.from_bytes(C_INDEX_MAGIC, "little"), C_INDEX_VERSION, FAMILY_CODE[ens.family],
         ens.n_features, ens.n_outputs, len(ens.trees), int(arrays["feature"].shape[0]),
@@ -192,7 +200,8 @@ def c_index(ens: Ensemble, enc: _Encoder) -> np.ndarray:
         int(arrays["cat_words"].shape[0]), TRANSFORM_CODES[ens.transform],
         _f64_bits(float(dict(ens.transform_params).get("sigmoid", 1.0))),
         _f64_bits(float(ens.n_iterations) if ens.average_output else 1.0),
-        unsupported, len(C_INDEX_SLOTS),
+        0, C_INDEX_SUMS[ens.leaf_sum],
+        0 if ens.bag_offsets is None else int(len(ens.bag_offsets)) - 1, len(C_INDEX_SLOTS),
     ]
     slots = [0 if arrays[k] is None else enc.section(arrays[k], f"c index {k}")
              for k in C_INDEX_SLOTS]

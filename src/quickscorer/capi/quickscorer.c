@@ -39,28 +39,25 @@
 #define QSC_VERSION 1u
 enum {
     W_MAGIC, W_VERSION, W_FAMILY, W_FEATURES, W_OUTPUTS, W_TREES, W_NODES, W_LEAVES, W_TERMS,
-    W_CAT_WORDS, W_TRANSFORM, W_SIGMOID, W_DIVIDE_BY, W_UNSUPPORTED, W_SLOTS, W_HEAD
+    W_CAT_WORDS, W_TRANSFORM, W_SIGMOID, W_DIVIDE_BY, W_UNSUPPORTED, W_LEAF_SUM, W_BAGS,
+    W_SLOTS, W_HEAD
 };
+/* the sums of the exit leaves (W_LEAF_SUM): the family's (forest.h), or RankLib's */
+enum { SUM_FAMILY = 0, SUM_RANKLIB = 1 };
 /* the arrays the index names, by slot */
 enum {
     S_TREE_GROUP, S_TREE_WEIGHT, S_TREE_LEAF_OFFSET, S_LEAF_VALUE, S_LEAF_VALUE_F32,
     S_BASE_SCORE, S_LIN_OFFSET, S_LIN_CONST, S_LIN_FEATURE, S_LIN_COEFF, S_FEATURE,
     S_THRESHOLD, S_FLAGS, S_LEFT, S_RIGHT, S_CAT_OFFSET, S_CAT_NWORDS, S_CAT_WORDS,
-    S_NODE_OFFSET, S_COUNT
+    S_NODE_OFFSET, S_SUM_WEIGHT, S_BAG_OFFSET, S_COUNT
 };
 static const char* const SLOT_NAMES[S_COUNT] = {
     "tree_group", "tree_weight", "tree_leaf_offset", "leaf_value", "leaf_value_f32",
     "base_score", "lin_offset", "lin_const", "lin_feature", "lin_coeff", "feature",
     "threshold", "flags", "left", "right", "cat_offset", "cat_nwords", "cat_words",
-    "node_offset"};
-/* why a model's scores are not this library's to give (W_UNSUPPORTED) */
-static const char* const UNSUPPORTED[] = {
-    NULL,
-    "the model sums its leaves in RankLib's Java arithmetic, which the C library does not "
-    "carry yet: score it from Python",
-    "the model is a RankLib random forest (a mean of bags), which the C library does not "
-    "carry yet: score it from Python",
-};
+    "node_offset", "sum_weight", "bag_offset"};
+/* why a model's scores are not this library's to give (W_UNSUPPORTED; 0: they are) */
+static const char* const UNSUPPORTED[] = {NULL};
 
 /* The branch-free walk of walk.h (eight trees at once, no branch on the data) over a table
  * this library builds at open from the checked node table: each numeric node reads a column
@@ -100,6 +97,10 @@ typedef struct {
 #define QS_COMPLETE_SLOTS 4
 
 struct qs_model {
+    int leaf_sum;           /* SUM_FAMILY or SUM_RANKLIB */
+    const double* sum_weight;  /* RankLib's: [n_trees] each tree's weight */
+    const int64_t* bag_offset; /* [n_bags + 1] a RankLib forest's bags, or NULL */
+    int64_t n_bags;
     qs_forest forest;
     qs_traversal walk;
     cwalk fast;             /* fast.table NULL: the reference walk scores */
@@ -285,6 +286,13 @@ static int read_index(const reader* r, qs_model* m)
                     (unsigned long long)family, (unsigned long long)F, (unsigned long long)K,
                     (unsigned long long)T, (unsigned long long)nodes,
                     (unsigned long long)code);
+    uint64_t leaf_sum = word(r, W_LEAF_SUM), bags = word(r, W_BAGS);
+    if (leaf_sum > SUM_RANKLIB || bags > T || (leaf_sum == SUM_RANKLIB && K != 1))
+        return fail(QS_E_FORMAT, "%s: leaf sum %llu of %llu bags for %llu outputs", head,
+                    (unsigned long long)leaf_sum, (unsigned long long)bags,
+                    (unsigned long long)K);
+    m->leaf_sum = (int)leaf_sum;
+    m->n_bags = (int64_t)bags;
     double sig, div;
     uint64_t b = word(r, W_SIGMOID);
     memcpy(&sig, &b, 8);
@@ -292,6 +300,10 @@ static int read_index(const reader* r, qs_model* m)
     memcpy(&div, &b, 8);
     if (!isfinite(sig) || !isfinite(div) || !(div > 0))
         return fail(QS_E_FORMAT, "%s: the transform's scale %g or divisor %g", head, sig, div);
+    if (leaf_sum == SUM_RANKLIB && (code != QS_T_IDENTITY || div != 1.0))
+        return fail(QS_E_UNSUPPORTED, "%s: a RankLib sum followed by transform %llu or an "
+                    "average, which RankLib's models do not have", head,
+                    (unsigned long long)code);
     qs_forest* f = &m->forest;
     qs_nodes* v = &m->walk.nodes;
     f->family = (int)family;
@@ -328,7 +340,22 @@ static int read_index(const reader* r, qs_model* m)
     SLOT(S_CAT_NWORDS, nodes, int64_t, 1, v->cat_nwords)
     SLOT(S_CAT_WORDS, cats, uint32_t, 1, v->cat_words)
     SLOT(S_NODE_OFFSET, T + 1, int64_t, 1, v->node_offset)
+    SLOT(S_SUM_WEIGHT, T, double, leaf_sum == SUM_RANKLIB, m->sum_weight)
+    SLOT(S_BAG_OFFSET, bags + 1, int64_t, bags > 0, m->bag_offset)
 #undef SLOT
+    if (bags == 0)
+        m->bag_offset = NULL;
+    if (leaf_sum != SUM_RANKLIB)
+        m->sum_weight = NULL;
+    if (bags > 0) { /* bags of trees in order, none empty, covering every tree */
+        if (m->bag_offset[0] != 0 || m->bag_offset[bags] != (int64_t)T)
+            return bad(r, S_BAG_OFFSET, "the bags do not cover the %llu trees",
+                       (unsigned long long)T);
+        for (uint64_t i = 0; i < bags; i++)
+            if (m->bag_offset[i + 1] <= m->bag_offset[i])
+                return bad(r, S_BAG_OFFSET, "bag %llu is empty or out of order",
+                           (unsigned long long)i);
+    }
     if (!xgb)
         f->leaf_value_f32 = NULL;
     /* the transforms of float32 raw scores (XGBoost's), and of float64 ones: LightGBM's,
@@ -880,6 +907,29 @@ static void finish_row(const qs_model* m, int raw, double* o64, float* o32, doub
     for (k = 0; k < K; k++) out[k] = o64[k];
 }
 
+/* RankLib's score of a row's exit leaves (ir/sums.py ranklib_sum, read in RankLib's source):
+ * each bag a Java float s, to which each tree adds leaf * weight as (float)((double)s +
+ * product); a forest's score the double mean of its bags; then the base score. */
+static double ranklib_score(const qs_model* m, const int32_t* lf)
+{
+    const qs_forest* f = &m->forest;
+    int64_t n_bags = m->bag_offset != NULL ? m->n_bags : 1;
+    double total = 0.0;
+    for (int64_t bag = 0; bag < n_bags; bag++) {
+        int64_t t0 = m->bag_offset != NULL ? m->bag_offset[bag] : 0;
+        int64_t t1 = m->bag_offset != NULL ? m->bag_offset[bag + 1] : f->n_trees;
+        float s = 0.0f;
+        for (int64_t t = t0; t < t1; t++) {
+            double product = f->leaf_value[f->tree_leaf_offset[t] + lf[t]] * m->sum_weight[t];
+            s = (float)((double)s + product);
+        }
+        total += (double)s;
+    }
+    if (m->bag_offset != NULL)
+        total /= (double)n_bags;
+    return total + f->base_score[0];
+}
+
 /* Tree t's exit leaves lf[0 .. n_trees) added to a row's scores in tree order, in the source
  * library's precision: forest.h's qs_emit, tree by tree, or for a model of one output and
  * plain leaves the same additions in one loop (no branch a tree). */
@@ -937,9 +987,9 @@ static void complete_one(const qs_model* m, const double* row, const double* xr,
     else
         walk_groups(w->cnodes, w->cnode_offset, w->cdepth, w->slot_leaf, w->cslot_offset, T,
                     xr, lf);
-    if (leaves != NULL)
+    if (leaves != NULL && leaves != lf)
         memcpy(leaves, lf, sizeof(int32_t) * (size_t)T);
-    else
+    else if (leaves == NULL)
         add_leaves(&m->forest, lf, row, o64, o32);
 }
 
@@ -1025,7 +1075,7 @@ static void* run_job(void* arg)
     row_scratch* a = &rs[0];
     row_scratch* b = &rs[1];
     int64_t i = j->begin;
-    if (w->cnodes != NULL && j->leaves == NULL) {
+    if (w->cnodes != NULL && j->leaves == NULL && m->leaf_sum == SUM_FAMILY) {
         for (; i + 1 < j->end; i += 2) {
             qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, a->row);
             qs_load_row_ptr(f, j->rows + (size_t)(i + 1) * j->row_bytes, j->is32, b->row);
@@ -1042,6 +1092,10 @@ static void* run_job(void* arg)
     for (; i < j->end; i++) {
         qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, a->row);
         int32_t* leaves = j->leaves != NULL ? j->leaves + i * T : NULL;
+        /* RankLib's sum reads the exit leaves (ranklib_score) */
+        int ranklib = leaves == NULL && m->leaf_sum == SUM_RANKLIB;
+        if (ranklib)
+            leaves = a->lf;
         if (leaves == NULL)
             qs_scores_init(f, a->o64, a->o32);
         if (w->table != NULL) {
@@ -1050,15 +1104,17 @@ static void* run_job(void* arg)
                 complete_one(m, a->row, a->xr, a->kr, a->lf, leaves, a->o64, a->o32);
             } else {
                 walk8(w->nodes, w->roots, T, a->xr, a->lf);
-                if (leaves != NULL)
+                if (leaves != NULL && leaves != a->lf)
                     memcpy(leaves, a->lf, sizeof(int32_t) * (size_t)T);
-                else
+                else if (leaves == NULL)
                     add_leaves(f, a->lf, a->row, a->o64, a->o32);
             }
         } else {
             qs_traversal_exits(&m->walk, f, a->row, NULL, leaves, a->o64, a->o32);
         }
-        if (leaves == NULL)
+        if (ranklib) /* (its transform is the identity: the score is the output) */
+            j->out[i * j->out_width] = ranklib_score(m, a->lf);
+        else if (leaves == NULL)
             finish_row(m, j->raw, a->o64, a->o32, j->out + i * j->out_width);
     }
     free(buf);
