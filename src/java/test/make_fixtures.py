@@ -1,6 +1,7 @@
 """The Java binding's test data: prepared model files of the repository's test models and, for
 each, rows and the scores Python gives them, in little-endian binary (rows float32, scores
 float64, leaves int32), one folder each. The JUnit tests (``ModelTest``) compare against them.
+(RankLib's scores are Python's, which the suite checks against RankLib's own.)
 
     python src/java/test/make_fixtures.py OUT_DIR
 """
@@ -20,6 +21,9 @@ MODELS = {
     "lightgbm-categorical": TESTS / "legacy" / "lightgbm-2.1.2" / "categorical.txt",
     "xgboost-softprob": TESTS / "legacy" / "xgboost-1.7.6" / "softprob.json",
     "xgboost-dart": TESTS / "legacy" / "xgboost-1.7.6" / "dart.json",
+    # RankLib's own Java float sum, as the LTR plugins' JVMs score these files
+    "ranklib-lambdamart": TESTS / "legacy" / "ranklib-2.3" / "lambdamart.txt",
+    "ranklib-rf": TESTS / "legacy" / "ranklib-2.3" / "rf.txt",
 }
 
 
