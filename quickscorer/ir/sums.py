@@ -7,35 +7,32 @@ A tree's value is its leaf's ``float`` output (read from the file by ``Float.par
 as a ``double``; the ensemble's score is a ``float`` ``s`` to which each tree adds, in
 order, ``s += leaf * weight``: the product in ``double`` (exact: two floats), ``s`` widened
 to ``double``, the sum rounded to ``double`` and then to ``float``. A random forest's score
-is the mean, in ``double``, of its bags' ``float`` scores. numpy's float64 and float32
-operations are those of Java (IEEE 754, round to nearest, no fused multiply-add), so the
-sums below are RankLib's bit for bit.
+is the mean, in ``double``, of its bags' ``float`` scores. That sum is C
+(``src/quickscorer/forest.h``'s ``qs_ranklib_score``, which the C library runs too), built
+without fused multiply-adds: IEEE 754 arithmetic as Java's, RankLib's scores bit for bit.
+XGBoost's margin sum below is NumPy's float32, which is XGBoost's.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from .._forest import ranklib_scores
 from .reference import FUSED_SUMS, fma_f32
 
 
 def ranklib_sum(ens, leaves: np.ndarray) -> np.ndarray:
     """RankLib's scores, ``(n_rows, 1)`` float64, of the exit leaves ``leaves`` (rows x
-    trees, in-order leaf numbers) of ``ens``."""
-    values = np.asarray(ens.trees.arrays["leaf_value"], np.float64)
-    offset = np.asarray(ens.trees.leaf_offset, np.int64)
+    trees, in-order leaf numbers, from the kernels) of ``ens``: forest.h's
+    ``qs_ranklib_score``, the C library's too."""
+    values = np.ascontiguousarray(ens.trees.arrays["leaf_value"], np.float64)
+    offset = np.ascontiguousarray(ens.trees.leaf_offset, np.int64)
     weight = (np.ones(ens.n_trees) if ens.tree_weight is None
-              else np.asarray(ens.tree_weight, np.float64))
-    bags = ens.bag_offsets if ens.bag_offsets is not None else np.array([0, ens.n_trees])
-    total = np.zeros(leaves.shape[0], np.float64)
-    for b in range(bags.shape[0] - 1):
-        s = np.zeros(leaves.shape[0], np.float32)
-        for t in range(int(bags[b]), int(bags[b + 1])):
-            product = values[offset[t] + leaves[:, t]] * weight[t]
-            s = (s.astype(np.float64) + product).astype(np.float32)
-        total += s
-    if ens.bag_offsets is not None:
-        total /= bags.shape[0] - 1
-    return (total + ens.base_score[0])[:, None]
+              else np.ascontiguousarray(ens.tree_weight, np.float64))
+    bags = (None if ens.bag_offsets is None
+            else np.ascontiguousarray(ens.bag_offsets, np.int64))
+    out = ranklib_scores(values, offset, weight, bags,
+                         np.ascontiguousarray(leaves, np.int32), float(ens.base_score[0]))
+    return out[:, None]
 
 
 def xgboost_sum(ens, leaves: np.ndarray, margin: np.ndarray) -> np.ndarray:

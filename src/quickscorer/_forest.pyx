@@ -74,3 +74,38 @@ cdef class Forest:
 
     def __reduce__(self):
         return (Forest, (self._keep,))
+
+
+cdef extern from "quickscorer/forest.h" nogil:
+    double qs_ranklib_score(const double* leaf_value, const int64_t* leaf_offset,
+                            const double* weight, const int64_t* bag_offset, int64_t n_bags,
+                            int64_t n_trees, const int32_t* lf, double base)
+
+
+def ranklib_scores(const double[::1] leaf_value, const int64_t[::1] leaf_offset,
+                   const double[::1] weight, object bag_offset, const int32_t[:, ::1] leaves,
+                   double base):
+    """RankLib's score of each row of exit leaves ``leaves`` (rows x trees, in-order leaf
+    numbers, as the kernels give them): forest.h's qs_ranklib_score, which the C library
+    runs too. ``bag_offset``: a random forest's bags (int64, n_bags + 1), or None."""
+    cdef Py_ssize_t n = leaves.shape[0], T = leaves.shape[1], i
+    if weight.shape[0] != T or leaf_offset.shape[0] != T + 1 or T < 1:
+        raise ValueError("RankLib sum: the weights or leaf offsets do not match the trees")
+    cdef const int64_t[::1] bags
+    cdef const int64_t* bp = NULL
+    cdef int64_t n_bags = 0
+    if bag_offset is not None:
+        bags = bag_offset
+        n_bags = bags.shape[0] - 1
+        if n_bags < 1 or bags[0] != 0 or bags[n_bags] != T:
+            raise ValueError("RankLib sum: the bags do not cover the trees")
+        bp = &bags[0]
+    out = np.empty(n, np.float64)
+    if n == 0:
+        return out
+    cdef double[::1] o = out
+    with nogil:
+        for i in range(n):
+            o[i] = qs_ranklib_score(&leaf_value[0], &leaf_offset[0], &weight[0], bp, n_bags,
+                                    T, &leaves[i, 0], base)
+    return out

@@ -221,6 +221,34 @@ static inline void qs_emit(const qs_forest* f, int64_t t, int64_t leaf, const do
         qs_scores_add(f, t, leaf, row, o64, o32);
 }
 
+/* RankLib's score of one row's exit leaves lf[t] (in-order leaf numbers within tree t), read
+ * in RankLib's source (Ensemble.eval, RFRanker.eval): each bag a Java float s, to which each
+ * tree adds leaf * weight as (float)((double)s + product), the product in double (exact:
+ * two floats); a forest's score (bag_offset not NULL: n_bags bags of trees in order) the
+ * double mean of its bags' scores; then the base score. Python's RankLib sum (ir/sums.py)
+ * and the C library run it. */
+static inline double qs_ranklib_score(const double* leaf_value, const int64_t* leaf_offset,
+                                      const double* weight, const int64_t* bag_offset,
+                                      int64_t n_bags, int64_t n_trees, const int32_t* lf,
+                                      double base)
+{
+    int64_t bags = bag_offset != NULL ? n_bags : 1;
+    double total = 0.0;
+    for (int64_t b = 0; b < bags; b++) {
+        int64_t t0 = bag_offset != NULL ? bag_offset[b] : 0;
+        int64_t t1 = bag_offset != NULL ? bag_offset[b + 1] : n_trees;
+        float s = 0.0f;
+        for (int64_t t = t0; t < t1; t++) {
+            double product = leaf_value[leaf_offset[t] + lf[t]] * weight[t];
+            s = (float)((double)s + product);
+        }
+        total += (double)s;
+    }
+    if (bag_offset != NULL)
+        total /= (double)bags;
+    return total + base;
+}
+
 /* The concatenated node table (feature, threshold, flags, category bitsets) of the kernels
  * that evaluate nodes one at a time, global node g of tree t in [node_offset[t],
  * node_offset[t + 1]). */

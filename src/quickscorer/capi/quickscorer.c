@@ -907,27 +907,12 @@ static void finish_row(const qs_model* m, int raw, double* o64, float* o32, doub
     for (k = 0; k < K; k++) out[k] = o64[k];
 }
 
-/* RankLib's score of a row's exit leaves (ir/sums.py ranklib_sum, read in RankLib's source):
- * each bag a Java float s, to which each tree adds leaf * weight as (float)((double)s +
- * product); a forest's score the double mean of its bags; then the base score. */
+/* RankLib's score of a row's exit leaves (forest.h qs_ranklib_score). */
 static double ranklib_score(const qs_model* m, const int32_t* lf)
 {
     const qs_forest* f = &m->forest;
-    int64_t n_bags = m->bag_offset != NULL ? m->n_bags : 1;
-    double total = 0.0;
-    for (int64_t bag = 0; bag < n_bags; bag++) {
-        int64_t t0 = m->bag_offset != NULL ? m->bag_offset[bag] : 0;
-        int64_t t1 = m->bag_offset != NULL ? m->bag_offset[bag + 1] : f->n_trees;
-        float s = 0.0f;
-        for (int64_t t = t0; t < t1; t++) {
-            double product = f->leaf_value[f->tree_leaf_offset[t] + lf[t]] * m->sum_weight[t];
-            s = (float)((double)s + product);
-        }
-        total += (double)s;
-    }
-    if (m->bag_offset != NULL)
-        total /= (double)n_bags;
-    return total + f->base_score[0];
+    return qs_ranklib_score(f->leaf_value, f->tree_leaf_offset, m->sum_weight, m->bag_offset,
+                            m->n_bags, f->n_trees, lf, f->base_score[0]);
 }
 
 /* Tree t's exit leaves lf[0 .. n_trees) added to a row's scores in tree order, in the source
