@@ -1107,6 +1107,8 @@ static void* run_job(void* arg)
     return NULL;
 }
 
+/* the most threads one call starts (a larger n_threads is read as this many): far more than
+ * any machine has cores, short of what a stray value could exhaust */
 #define QS_MAX_THREADS 1024
 
 static int run(const qs_model* m, const void* rows, int is32, int64_t n_rows, int flags,
