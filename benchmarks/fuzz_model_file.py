@@ -198,6 +198,15 @@ def score_c(data: bytes) -> None:
             c.predict_leaf(X)
 
 
+def _refused(counts: collections.Counter, key: str, exc: Exception, where: str) -> None:
+    """Count a refusal under ``key``, and as unnamed (printed) where its message names no
+    place at fault."""
+    counts[key] += 1
+    if not any(w in str(exc) for w in NAMED):
+        counts["unnamed"] += 1
+        print(f"{where} without naming what: {type(exc).__name__}: {exc}", flush=True)
+
+
 def run(files: int, seed: int, verbose: bool = False, separate: bool = False,
         c_library: bool = False) -> collections.Counter:
     rng = np.random.default_rng(seed)
@@ -219,12 +228,8 @@ def run(files: int, seed: int, verbose: bool = False, separate: bool = False,
                 model = quickscorer.load(data)
             score(model)
         except (ModelFileError, ModelFormatError, ValueError) as exc:
-            counts["refused"] += 1
             counts[f"refused {kind}"] += 1
-            if not any(w in str(exc) for w in NAMED):
-                counts["unnamed"] += 1
-                print(f"file {i} ({kind} {what}): refused without naming what: "
-                      f"{type(exc).__name__}: {exc}", flush=True)
+            _refused(counts, "refused", exc, f"file {i} ({kind} {what}): refused")
         else:
             counts["scored"] += 1
             counts[f"scored {kind}"] += 1
@@ -233,11 +238,8 @@ def run(files: int, seed: int, verbose: bool = False, separate: bool = False,
         try:
             score_c(data)
         except (ModelFileError, ValueError, RuntimeError) as exc:
-            counts["c refused"] += 1
-            if not any(w in str(exc) for w in NAMED):
-                counts["unnamed"] += 1
-                print(f"file {i} ({kind} {what}): the C library refused it without naming "
-                      f"what: {type(exc).__name__}: {exc}", flush=True)
+            _refused(counts, "c refused", exc,
+                     f"file {i} ({kind} {what}): the C library refused it")
         else:
             counts["c scored"] += 1
     return counts

@@ -2,7 +2,6 @@
 # leaves become scores. The rules are C (forest.h), so the Cython kernels and the C library
 # (capi/) run one copy of them; load_row reads a typed memoryview, which C cannot.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.math cimport isnan, fabs
 
 ctypedef fused floating:
     float

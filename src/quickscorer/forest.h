@@ -60,29 +60,28 @@ static inline double qs_convert(int family, double v)
     return fabs(v) <= QS_K_ZERO ? 0.0 : v; /* false for NaN, which is kept */
 }
 
-/* A row of float32 (is32) or float64 values, converted into buf (n_features doubles). */
+/* A row of float32 (is32) or float64 values, converted into buf (n_features doubles): one
+ * loop per family and input type, each qs_convert with its family a constant. */
+#define QS_LOAD_ROW(FAMILY)                                                                  \
+    {                                                                                        \
+        if (is32)                                                                            \
+            for (j = 0; j < n; j++) buf[j] = qs_convert((FAMILY), (double)x32[j]);           \
+        else                                                                                 \
+            for (j = 0; j < n; j++) buf[j] = qs_convert((FAMILY), x64[j]);                   \
+    }
 static inline void qs_load_row_ptr(const qs_forest* f, const void* x, int is32, double* buf)
 {
     const float* x32 = (const float*)x;
     const double* x64 = (const double*)x;
     int64_t j, n = f->n_features;
-    if (f->family == QS_FAMILY_XGBOOST) {
-        if (is32)
-            for (j = 0; j < n; j++) buf[j] = (double)x32[j];
-        else
-            for (j = 0; j < n; j++) buf[j] = (double)(float)x64[j];
-    } else if (f->family == QS_FAMILY_PLAIN) {
-        if (is32)
-            for (j = 0; j < n; j++) buf[j] = (double)x32[j];
-        else
-            for (j = 0; j < n; j++) buf[j] = x64[j];
-    } else {
-        for (j = 0; j < n; j++) {
-            double v = is32 ? (double)x32[j] : x64[j];
-            buf[j] = fabs(v) <= QS_K_ZERO ? 0.0 : v;
-        }
-    }
+    if (f->family == QS_FAMILY_XGBOOST)
+        QS_LOAD_ROW(QS_FAMILY_XGBOOST)
+    else if (f->family == QS_FAMILY_PLAIN)
+        QS_LOAD_ROW(QS_FAMILY_PLAIN)
+    else
+        QS_LOAD_ROW(QS_FAMILY_LIGHTGBM)
 }
+#undef QS_LOAD_ROW
 
 /* The category named by x, or -1 where it names none (NaN handled by the caller). */
 static inline int64_t qs_category_of(int family, double x)

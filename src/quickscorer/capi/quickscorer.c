@@ -56,8 +56,6 @@ static const char* const SLOT_NAMES[S_COUNT] = {
     "base_score", "lin_offset", "lin_const", "lin_feature", "lin_coeff", "feature",
     "threshold", "flags", "left", "right", "cat_offset", "cat_nwords", "cat_words",
     "node_offset", "sum_weight", "bag_offset"};
-/* why a model's scores are not this library's to give (W_UNSUPPORTED; 0: they are) */
-static const char* const UNSUPPORTED[] = {NULL};
 
 /* The branch-free walk of walk.h (eight trees at once, no branch on the data) over a table
  * this library builds at open from the checked node table: each numeric node reads a column
@@ -267,13 +265,10 @@ static int read_index(const reader* r, qs_model* m)
     if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots)
         return fail(QS_E_FORMAT, "%s: %llu arrays, not the %d this library reads", head,
                     (unsigned long long)n_slots, S_COUNT);
-    uint64_t why = word(r, W_UNSUPPORTED);
-    if (why != 0)
-        return fail(QS_E_UNSUPPORTED, "%s: %s", head,
-                    why < sizeof UNSUPPORTED / sizeof UNSUPPORTED[0]
-                        ? UNSUPPORTED[why]
-                        : "the model needs a stage this library does not carry: score it "
-                          "from Python");
+    /* (0 from this release's writer: a later one names a stage this library lacks) */
+    if (word(r, W_UNSUPPORTED) != 0)
+        return fail(QS_E_UNSUPPORTED, "%s: the model needs a stage this library does not "
+                    "carry: score it from Python", head);
     uint64_t family = word(r, W_FAMILY), F = word(r, W_FEATURES), K = word(r, W_OUTPUTS);
     uint64_t T = word(r, W_TREES), nodes = word(r, W_NODES), leaves = word(r, W_LEAVES);
     uint64_t terms = word(r, W_TERMS), cats = word(r, W_CAT_WORDS), code = word(r, W_TRANSFORM);
@@ -393,11 +388,9 @@ static int node_special(const qs_model* m, int64_t g)
     return (rule == R_NAN_RIGHT || rule == R_ZERO_RIGHT) && thr >= INFINITY;
 }
 
-static void free_walk(cwalk* w)
+/* The complete layout let go (walk8 scores without it). */
+static void drop_complete(cwalk* w)
 {
-    free(w->table);
-    free(w->roots);
-    free(w->special);
     free(w->cnodes);
     free(w->slot_leaf);
     free(w->cnode_offset);
@@ -406,6 +399,21 @@ static void free_walk(cwalk* w)
     free(w->cnodes32);
     free(w->cvalue64);
     free(w->cvalue32);
+    w->cnodes = NULL;
+    w->cnodes32 = NULL;
+    w->slot_leaf = NULL;
+    w->cnode_offset = w->cslot_offset = NULL;
+    w->cdepth = NULL;
+    w->cvalue64 = NULL;
+    w->cvalue32 = NULL;
+}
+
+static void free_walk(cwalk* w)
+{
+    free(w->table);
+    free(w->roots);
+    free(w->special);
+    drop_complete(w);
     memset(w, 0, sizeof *w);
 }
 
@@ -518,12 +526,8 @@ static int build_complete(qs_model* m)
     }
     int64_t n_nodes = v->node_offset[T];
     if (deep || real_slots > QS_COMPLETE_SLOTS * (n_nodes > 1 ? n_nodes : 1)) {
-        free(level); /* walk8 scores */
-        free(w->cdepth);
-        free(w->cnode_offset);
-        free(w->cslot_offset);
-        w->cdepth = NULL;
-        w->cnode_offset = w->cslot_offset = NULL;
+        free(level);
+        drop_complete(w);
         return QS_OK;
     }
     w->cnodes = (walk_cnode*)malloc(sizeof(walk_cnode) * (size_t)(n_slots ? n_slots : 1));
