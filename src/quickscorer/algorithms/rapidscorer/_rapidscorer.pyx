@@ -16,12 +16,9 @@ import numpy as np
 
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel, threadid
-from libc.math cimport isnan
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memset
 
-from quickscorer._forest cimport (Forest, ForestView, floating, load_row, load_row_ptr,
-                       scores_add_strided, category_code, CAT_NONE, FAMILY_XGBOOST)
+from quickscorer._forest cimport Forest, ForestView, floating, FAMILY_XGBOOST
 from quickscorer._kernel cimport (SmallCall, array_data, check_leaves, check_scores, scratch_data,
                        small_call)
 
@@ -38,37 +35,12 @@ cdef extern from "quickscorer/algorithms/rapidscorer/scan.h":
         RS_ISA_AVX2_WIDE
     int rs_lanes(int isa) noexcept nogil
     int rs_isa_available(int isa) noexcept nogil
-    void rs_exits(int isa, const uint8_t* p, int nb, uint8_t* idx) noexcept nogil
-    void rs_block_scan(int isa, const uint64_t* seg, int64_t n_seg, const rs_entry* entries,
-                       const uint8_t* ranks, const uint64_t* out, uint8_t* state) noexcept nogil
-    int rs_ctz64(uint64_t x) noexcept nogil
-    void rs_add_f64(int isa, const uint8_t* idx, const double* v, int n,
-                    double* acc) noexcept nogil
-    void rs_add_f32(int isa, const uint8_t* idx, const float* v, int n, float* acc,
-                    int weighted, float w) noexcept nogil
-    int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off, int64_t t0,
-                         int64_t t1, const double* leaf_value, const int64_t* leaf_off,
-                         double* acc, int n_lanes) noexcept nogil
-    int rs_block_add_f32(int isa, const uint8_t* state, const int64_t* byte_off, int64_t t0,
-                         int64_t t1, const float* leaf_value, const int64_t* leaf_off,
-                         const float* tree_weight, float* acc, int n_lanes) noexcept nogil
-    void rs_group_ranks(int isa, const double* rows, int64_t F, int n_lanes,
-                        const int32_t* used, int64_t n_used, const int32_t* column,
-                        const double* piv, const double* bkt, const float* piv32,
-                        const float* bkt32, const int64_t* bkt_off, const uint8_t* rank_zero,
-                        uint8_t* ranks, uint64_t* skip) noexcept nogil
-    void rs_block_cat(int isa, const uint8_t* codes, const int32_t* node_slot,
-                      const uint8_t* tables, const int64_t* eoff, const rs_entry* entries,
-                      int64_t k0, int64_t k1, uint8_t* state) noexcept nogil
 
 cdef extern from "quickscorer/algorithms/rapidscorer/levels.h":
     ctypedef struct rs_lv_node:
         uint16_t col
         uint8_t thr
         uint8_t pos
-    void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int64_t S,
-                       const int32_t* combos, int64_t n_combos, int lanes,
-                       uint8_t* cols) noexcept nogil
     ctypedef struct rs_lv_model:
         const rs_lv_node* nodes
         const int64_t* node_off
@@ -84,18 +56,77 @@ cdef extern from "quickscorer/algorithms/rapidscorer/levels.h":
         int halves
     int rs_lv_vbmi_available() noexcept nogil
     int rs_lv_halves_default() noexcept nogil
-    void rs_lv_tree(int isa, const rs_lv_model* m, int64_t t, const uint8_t* cols,
-                    uint8_t* idx, uint16_t* slot, int n) noexcept nogil
-    void rs_lv_add_f64(const uint16_t* slot, const double* v, double* acc,
-                       int lanes) noexcept nogil
-    void rs_lv_add_f32(const uint16_t* slot, const float* v, float* acc, int lanes,
-                       int weighted, float w) noexcept nogil
-    int rs_lv_fused(int isa) noexcept nogil
-    int rs_lv_sum_f32(int isa, const rs_lv_model* m, const float* value,
-                      const float* tree_weight, int64_t t0, int64_t t1, const uint8_t* cols,
-                      float* acc, int n_lanes) noexcept nogil
-    int rs_lv_sum_f64(int isa, const rs_lv_model* m, const double* value, int64_t t0,
-                      int64_t t1, const uint8_t* cols, double* acc, int n_lanes) noexcept nogil
+
+cdef extern from "quickscorer/algorithms/rapidscorer/view.h":
+    # the layout as the row loops read it (view.h: what each field holds)
+    ctypedef struct RSView "rs_view":
+        int64_t n_features
+        int64_t n_slots
+        const int32_t* slot_column
+        int64_t n_trees
+        int64_t n_blocks
+        int64_t n_leaves
+        const double* rank_pivots
+        const double* rank_buckets
+        const float* rank_pivots32
+        const float* rank_buckets32
+        const int64_t* rank_bucket_offsets
+        const uint8_t* rank_zero
+        int64_t n_model_used
+        const int32_t* model_used
+        const int64_t* tree_byte_offsets
+        const int64_t* block_starts
+        const rs_entry* entries
+        const uint64_t* segments
+        const int64_t* block_segments
+        int64_t max_block_bytes
+        const uint8_t* leaf_order
+        const double* leaf_value
+        const float* leaf_value_f32
+        int64_t n_cat_slots
+        const int32_t* cat_slot_column
+        const int32_t* cat_node_slot
+        const uint8_t* cat_tables
+        const int64_t* cat_entry_offsets
+        const rs_entry* cat_entries
+        const int64_t* block_cat
+        bint lv_on
+        int64_t lv_min_lanes
+        rs_lv_model lv
+        int64_t lv_chunk
+        int64_t n_lv_blocks
+        const int64_t* lv_block_starts
+        const uint16_t* lv_slot_leaf
+        const double* lv_value
+        const float* lv_value_f32
+        const int32_t* lv_combos
+        int64_t n_lv_combos
+
+cdef extern from "quickscorer/algorithms/rapidscorer/run.h" nogil:
+    ctypedef struct rs_bufs:
+        pass
+    ctypedef struct rs_rows:
+        const char* base
+        int64_t row_stride
+        int64_t col_stride
+        int is32
+        int64_t n_rows
+    ctypedef struct rs_plan:
+        int isa
+        int64_t lanes
+        int64_t n_rows
+        int64_t n_groups
+        int chunked
+        int64_t per_chunk
+        int64_t n_items
+    int64_t rs_chunk_stride(int64_t lanes, int64_t n_cols)
+    int64_t rs_scratch_need(const RSView* r, int isa, int64_t n_outputs)
+    rs_bufs rs_carve(const RSView* r, uint8_t* base, int64_t lanes, int64_t n_outputs)
+    rs_plan rs_plan_call(const ForestView* f, const RSView* r, int isa, int64_t n_rows,
+                         int n_threads, int may_chunk)
+    void rs_item_rows(const rs_plan* p, int64_t k, int64_t* first, int64_t* last)
+    void rs_run_item(const rs_plan* p, const ForestView* f, const RSView* r, const rs_rows* X,
+                     int64_t k, const rs_bufs* b, double* out64, float* out32, int32_t* leaves)
 
 cdef enum:
     N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
@@ -124,56 +155,6 @@ def lv_halves_default():
 def lanes_of(int isa):
     """Documents per group on path isa."""
     return rs_lanes(isa)
-
-
-cdef struct RSView:
-    # S: the rank slots (rapidscorer/layout.py), ranked and scanned as features; F: the input's columns
-    int64_t n_features
-    int64_t n_slots
-    const int32_t* slot_column        # [S] the column each slot reads
-    int64_t n_trees
-    int64_t n_blocks
-    const double* rank_pivots         # [16 S]
-    const double* rank_buckets
-    const float* rank_pivots32        # the two in float32 (XGBoost models: _check), else NULL
-    const float* rank_buckets32
-    const int64_t* rank_bucket_offsets  # [S + 1]
-    const uint8_t* rank_zero          # [S] rank of 0.0
-    int64_t n_model_used
-    const int32_t* model_used
-    const int64_t* tree_byte_offsets  # [n_trees + 1]
-    const int64_t* block_starts       # [n_blocks + 1]
-    const rs_entry* entries
-    const uint64_t* segments          # (3 s + kind) << 32 | first entry, per block
-    const int64_t* block_segments     # [n_blocks + 1]
-    int64_t max_block_bytes           # byte rows of the largest block
-    # mirrored nodes (rapidscorer.layout.half_arrays): leaf positions are not the tree's own leaf
-    # numbers; NULL where they are
-    const uint8_t* leaf_order         # [n_leaves] the tree's own number of each position
-    const double* leaf_value          # [n_leaves] float64 values by position
-    const float* leaf_value_f32       # [n_leaves] float32 (XGBoost) values by position
-    # categorical nodes (rapidscorer.categorical.categorical_nodes), applied per block after its scan
-    int64_t n_cat_slots
-    const int32_t* cat_slot_column    # [C] the column each categorical slot reads
-    const int32_t* cat_node_slot      # [N] each node's slot
-    const uint8_t* cat_tables         # [32 N] each node's codes that leave it away
-    const int64_t* cat_entry_offsets  # [N + 1]
-    const rs_entry* cat_entries
-    const int64_t* block_cat          # [n_blocks + 1] each block's first node
-    # the level-by-level path (rapidscorer.levels.level_arrays), used instead of the scans where on
-    bint lv_on
-    int64_t lv_min_lanes              # groups of fewer lanes take the scans
-    rs_lv_model lv                    # nodes, ends, depths, splits, deep records, slots
-    # calls of several groups a thread walk chunks of lv_chunk groups through the tree
-    # blocks lv_block_starts (one-output models, on the paths that sum in registers)
-    int64_t lv_chunk
-    int64_t n_lv_blocks
-    const int64_t* lv_block_starts    # [n_lv_blocks + 1]
-    const uint16_t* lv_slot_leaf      # each slot's leaf, the tree's own number
-    const double* lv_value            # each slot's leaf value
-    const float* lv_value_f32         # the same in float32 (XGBoost models)
-    const int32_t* lv_combos
-    int64_t n_lv_combos
 
 
 _FIELDS = {
@@ -376,6 +357,7 @@ cdef class RSLayout:
         self.view.slot_column = <const int32_t*>cnp.PyArray_DATA(sc)
         self.view.n_trees = n_trees
         self.view.n_blocks = n_blocks
+        self.view.n_leaves = n_leaves
         self.view.rank_pivots = <const double*>cnp.PyArray_DATA(a["rank_pivots"])
         self.view.rank_buckets = <const double*>array_data(a["rank_buckets"], np.float64,
                                                            "rapidscorer", "rank_buckets")
@@ -557,19 +539,7 @@ cdef class RSLayout:
         return self._scratch_need(isa, n_outputs)
 
     cdef Py_ssize_t _scratch_need(self, int isa, int64_t n_outputs):
-        cdef int64_t lanes = rs_lanes(isa)
-        cdef int64_t F = self.n_features, S = self.n_slots
-        total = (lanes * F * 8              # the group's converted rows (float64)
-                 + S * 24                   # lanes each segment kind of a slot skips
-                 + lanes * S                # ranks
-                 + lanes                    # exit leaves of one tree
-                 + lanes * self.view.n_cat_slots  # categorical codes
-                 + n_outputs * lanes * 8    # the group's scores
-                 + self.max_block_bytes * lanes
-                 + (lanes * (S + self.view.n_lv_combos) + 64 + 2 * lanes
-                    + self.levels_chunk * _chunk_stride(lanes, S + self.view.n_lv_combos)
-                    if self.view.lv_on else 0))
-        return (total + 64 * 8 + 63) // 64 * 64
+        return rs_scratch_need(&self.view, isa, n_outputs)
 
     def __reduce__(self):
         return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None,
@@ -577,340 +547,55 @@ cdef class RSLayout:
                            self._halves_asked))
 
 
-cdef inline uint8_t* _align64(uint8_t* p) noexcept nogil:
-    return <uint8_t*>((<size_t>p + 63) & ~(<size_t>63))
-
-
-cdef inline int64_t _chunk_stride(int64_t lanes, int64_t n_cols) noexcept nogil:
-    """Scratch bytes of one group of a level chunk: its columns, then its scores."""
-    return (lanes * n_cols + 63) // 64 * 64 + lanes * 8
-
-
 def chunk_group_bytes(int64_t lanes, int64_t n_cols):
     """Scratch bytes one group of ``lanes`` lanes takes in a level chunk of a layout of
     ``n_cols`` level columns (rank slots and combos): what sizes the chunks
     (Tuning.rs_lv_chunk_bytes)."""
-    return _chunk_stride(lanes, n_cols)
+    return rs_chunk_stride(lanes, n_cols)
 
 
-cdef struct RSBufs:
-    # one thread's scratch (RSLayout.scratch_bytes), carved as _run and predict_small use it
-    uint8_t* state       # the byte-transposed bitvectors of a block
-    double* rows         # the group's converted rows
-    double* acc64        # its scores (acc32 over the same bytes)
-    uint64_t* skip
-    uint8_t* ranks
-    uint8_t* idx
-    uint8_t* codes
-    uint8_t* cols        # the level path's columns
-    uint8_t* chunk       # level_chunk's groups
-
-
-cdef inline RSBufs _carve(const RSView* r, uint8_t* base, int64_t lanes, int64_t F,
-                          int64_t K) noexcept nogil:
-    cdef RSBufs b
-    b.state = _align64(base)
-    b.rows = <double*>_align64(b.state + r.max_block_bytes * lanes)
-    b.acc64 = b.rows + lanes * F
-    b.skip = <uint64_t*>(b.acc64 + K * lanes)
-    b.ranks = _align64(<uint8_t*>(b.skip + N_SEGMENT_KINDS * r.n_slots))
-    b.idx = b.ranks + lanes * r.n_slots
-    b.codes = b.idx + lanes
-    b.cols = _align64(b.codes + lanes * r.n_cat_slots)
-    b.chunk = _align64(b.cols + lanes * (r.n_slots + r.n_lv_combos) + 2 * lanes)
-    return b
-
-
-cdef inline void block_bits(const RSView* r, int isa, int64_t b, int64_t lanes,
-                            const uint8_t* ranks, const uint64_t* skip, const uint8_t* codes,
-                            uint8_t* state) noexcept nogil:
-    """Leave in state the byte rows of block b's trees for the group (missing values take
-    their default sides in the scan: rapidscorer.layout's half-features; then the categorical
-    nodes, on the group's codes)."""
-    cdef int64_t t0 = r.block_starts[b]
-    cdef int64_t n_bytes = r.tree_byte_offsets[r.block_starts[b + 1]] - r.tree_byte_offsets[t0]
-    memset(state, 0xFF, n_bytes * lanes)
-    rs_block_scan(isa, r.segments + r.block_segments[b],
-                  r.block_segments[b + 1] - r.block_segments[b], r.entries, ranks, skip, state)
-    rs_block_cat(isa, codes, r.cat_node_slot, r.cat_tables, r.cat_entry_offsets, r.cat_entries,
-                 r.block_cat[b], r.block_cat[b + 1], state)
-
-
-cdef inline int32_t leaf_number(const RSView* r, int64_t base, uint8_t position) noexcept nogil:
-    """The tree's own number of the leaf at a position of the layout's order."""
-    return r.leaf_order[base + position] if r.leaf_order != NULL else position
-
-
-cdef inline void add_leaves(const ForestView* f, const RSView* r, int isa, int64_t t,
-                            const uint8_t* idx, int64_t lanes, int64_t n_lanes,
-                            const double* rows, const double* lv64, const float* lv32,
-                            double* acc64, float* acc32) noexcept nogil:
-    """Add tree t's exit leaves idx (positions) to the group's scores (acc[g * lanes + l]),
-    tree order; lv64 / lv32: the leaf values by position (score_group's)."""
-    cdef int64_t l
-    cdef int64_t g = f.tree_group[t]
-    cdef int64_t base = f.tree_leaf_offset[t]
-    cdef int n = <int>(f.tree_leaf_offset[t + 1] - base)
-    if f.has_linear:
-        for l in range(n_lanes):
-            scores_add_strided(f, t, leaf_number(r, base, idx[l]), rows + l * f.n_features,
-                               acc64 + l, acc32 + l, lanes)
-    elif f.family == FAMILY_XGBOOST:
-        rs_add_f32(isa, idx, lv32 + base, n, acc32 + g * lanes,
-                   f.tree_weight != NULL, f.tree_weight[t] if f.tree_weight != NULL else 1.0)
-    else:
-        rs_add_f64(isa, idx, lv64 + base, n, acc64 + g * lanes)
-
-cdef inline void level_group(const ForestView* f, const RSView* r, int isa, int64_t n_lanes,
-                             const uint8_t* ranks, const uint64_t* skip, uint8_t* cols,
-                             uint8_t* idx, double* acc64, float* acc32, int32_t* leaves,
-                             int64_t leaf_stride) noexcept nogil:
-    """score_group's trees level by level (rapidscorer.levels.level_arrays), once the ranks are in;
-    the slots of trees walked lane by lane below their split (uint16) go past the group's
-    columns."""
-    cdef int64_t lanes = rs_lanes(isa)
-    cdef int64_t t, l, so, g
-    cdef int n
-    cdef bint deep
-    cdef uint16_t* slot = <uint16_t*>(cols + lanes * (r.n_slots + r.n_lv_combos))
-    rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>lanes, cols)
-    if leaves == NULL and f.n_outputs == 1:     # the sums in registers, where the path can
-        if f.family == FAMILY_XGBOOST:
-            if rs_lv_sum_f32(isa, &r.lv, r.lv_value_f32, f.tree_weight, 0, f.n_trees, cols,
-                             acc32, <int>n_lanes):
-                return
-        elif rs_lv_sum_f64(isa, &r.lv, r.lv_value, 0, f.n_trees, cols, acc64, <int>n_lanes):
-            return
-    for t in range(f.n_trees):
-        # every lane's slot: the adds below read all of them
-        rs_lv_tree(isa, &r.lv, t, cols, idx, slot, <int>lanes)
-        deep = r.lv.split[t] < r.lv.depth[t]
-        so = r.lv.slot_off[t]
-        if leaves != NULL:
-            for l in range(n_lanes):
-                leaves[l * leaf_stride + t] = r.lv_slot_leaf[so + (slot[l] if deep else idx[l])]
-            continue
-        g = f.tree_group[t]
-        n = <int>(r.lv.slot_off[t + 1] - so)
-        if f.family == FAMILY_XGBOOST and deep:
-            rs_lv_add_f32(slot, r.lv_value_f32 + so, acc32 + g * lanes, <int>lanes,
-                          f.tree_weight != NULL,
-                          f.tree_weight[t] if f.tree_weight != NULL else 1.0)
-        elif f.family == FAMILY_XGBOOST:
-            rs_add_f32(isa, idx, r.lv_value_f32 + so, n, acc32 + g * lanes,
-                       f.tree_weight != NULL,
-                       f.tree_weight[t] if f.tree_weight != NULL else 1.0)
-        elif deep:
-            rs_lv_add_f64(slot, r.lv_value + so, acc64 + g * lanes, <int>lanes)
-        else:
-            rs_add_f64(isa, idx, r.lv_value + so, n, acc64 + g * lanes)
-
-
-cdef inline void score_group(const ForestView* f, const RSView* r, int isa,
-                             int64_t n_lanes, const double* rows, uint8_t* state,
-                             uint8_t* ranks, uint64_t* skip, uint8_t* idx, uint8_t* codes,
-                             double* acc64, float* acc32, int32_t* leaves,
-                             int64_t leaf_stride, uint8_t* cols) noexcept nogil:
-    """Exit leaves of every tree for the group's n_lanes converted rows: into
-    leaves[l * leaf_stride + t] when leaves is not NULL, else added to acc (set to the base
-    scores here) in tree order."""
-    cdef int64_t lanes = rs_lanes(isa)
-    cdef int64_t l, k, b, t, t0
-    if leaves == NULL:
-        for k in range(f.n_outputs):
-            for l in range(lanes):
-                if f.family == FAMILY_XGBOOST:
-                    acc32[k * lanes + l] = <float>f.base_score[k]
-                else:
-                    acc64[k * lanes + l] = f.base_score[k]
-    rs_group_ranks(isa, rows, f.n_features, <int>n_lanes, r.model_used, r.n_model_used,
-                   r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_pivots32,
-                   r.rank_buckets32, r.rank_bucket_offsets, r.rank_zero, ranks, skip)
-    if r.lv_on and lanes >= r.lv_min_lanes:
-        level_group(f, r, isa, n_lanes, ranks, skip, cols, idx, acc64, acc32, leaves,
-                    leaf_stride)
-        return
-    for k in range(r.n_cat_slots):       # each categorical slot's code per lane
-        for l in range(n_lanes):
-            codes[k * lanes + l] = <uint8_t>category_code(
-                f.family, rows[l * f.n_features + r.cat_slot_column[k]])
-        for l in range(n_lanes, lanes):
-            codes[k * lanes + l] = CAT_NONE
-    # one output, no linear leaves: a block's trees in one C call (scores in registers)
-    cdef bint fused = leaves == NULL and f.n_outputs == 1 and not f.has_linear
-    cdef const double* lv64 = r.leaf_value if r.leaf_order != NULL else f.leaf_value
-    cdef const float* lv32 = r.leaf_value_f32 if r.leaf_order != NULL else f.leaf_value_f32
-    for b in range(r.n_blocks):
-        block_bits(r, isa, b, lanes, ranks, skip, codes, state)
-        t0 = r.block_starts[b]
-        if fused:
-            if f.family == FAMILY_XGBOOST:
-                if rs_block_add_f32(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
-                                    lv32, f.tree_leaf_offset, f.tree_weight, acc32,
-                                    <int>n_lanes):
-                    continue
-            elif rs_block_add_f64(isa, state, r.tree_byte_offsets, t0, r.block_starts[b + 1],
-                                  lv64, f.tree_leaf_offset, acc64, <int>n_lanes):
-                continue
-        for t in range(t0, r.block_starts[b + 1]):
-            rs_exits(isa, state + (r.tree_byte_offsets[t] - r.tree_byte_offsets[t0]) * lanes,
-                     <int>(r.tree_byte_offsets[t + 1] - r.tree_byte_offsets[t]), idx)
-            if leaves != NULL:
-                for l in range(n_lanes):
-                    leaves[l * leaf_stride + t] = leaf_number(r, f.tree_leaf_offset[t], idx[l])
-            else:
-                add_leaves(f, r, isa, t, idx, lanes, n_lanes, rows, lv64, lv32, acc64, acc32)
-
-
-cdef inline int _group_isa(int isa, int64_t n_lanes) noexcept nogil:
-    """The path of a group of n_lanes rows: on the 64-lane paths, a group of at most 32
-    rows runs on the 32-lane AVX2 path."""
-    if (isa == RS_ISA_AVX512 or isa == RS_ISA_AVX2_WIDE) and n_lanes <= 32:
-        return RS_ISA_AVX2
-    return isa
-
-
-cdef void level_chunk(const ForestView* f, const RSView* r, int isa, const floating[:, :] X,
-                      Py_ssize_t g0, Py_ssize_t g1, int64_t lanes, double* rows,
-                      uint8_t* ranks, uint64_t* skip, uint8_t* chunk, double[:, ::1] out64,
-                      float[:, ::1] out32) noexcept nogil:
-    """Groups g0 .. g1 - 1 of a one-output model (every group on the level path, in
-    registers: _run checks): each group's columns and base scores into chunk, then every
-    block of trees for each group in turn (the block's level fields stay in cache for the
-    chunk), the trees of each group in order: the same sums as one group at a time."""
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef int64_t F = f.n_features
-    cdef int64_t n_cols = r.n_slots + r.n_lv_combos
-    cdef int64_t stride = _chunk_stride(lanes, n_cols)
-    cdef int64_t acc_at = stride - lanes * 8        # a group's scores after its columns
-    cdef int64_t gl, n_lanes, l, b, i
-    cdef Py_ssize_t gi
-    cdef int gisa
-    cdef uint8_t* cg
-    cdef double* acc64
-    cdef float* acc32
-    for gi in range(g0, g1):
-        i = gi * lanes
-        n_lanes = min(lanes, n_rows - i)
-        gisa = _group_isa(isa, n_lanes)
-        gl = rs_lanes(gisa)
-        cg = chunk + (gi - g0) * stride
-        acc64 = <double*>(cg + acc_at)
-        acc32 = <float*>acc64
-        for l in range(n_lanes):
-            load_row(f, X, i + l, rows + l * F)
-        for l in range(gl):
-            if f.family == FAMILY_XGBOOST:
-                acc32[l] = <float>f.base_score[0]
-            else:
-                acc64[l] = f.base_score[0]
-        rs_group_ranks(gisa, rows, F, <int>n_lanes, r.model_used, r.n_model_used,
-                       r.slot_column, r.rank_pivots, r.rank_buckets, r.rank_pivots32,
-                       r.rank_buckets32, r.rank_bucket_offsets, r.rank_zero, ranks, skip)
-        rs_lv_columns(ranks, skip, r.n_slots, r.lv_combos, r.n_lv_combos, <int>gl, cg)
-    for b in range(r.n_lv_blocks):
-        for gi in range(g0, g1):
-            n_lanes = min(lanes, n_rows - gi * lanes)
-            gisa = _group_isa(isa, n_lanes)
-            cg = chunk + (gi - g0) * stride
-            acc64 = <double*>(cg + acc_at)
-            if f.family == FAMILY_XGBOOST:
-                rs_lv_sum_f32(gisa, &r.lv, r.lv_value_f32, f.tree_weight,
-                              r.lv_block_starts[b], r.lv_block_starts[b + 1], cg,
-                              <float*>acc64, <int>n_lanes)
-            else:
-                rs_lv_sum_f64(gisa, &r.lv, r.lv_value, r.lv_block_starts[b],
-                              r.lv_block_starts[b + 1], cg, acc64, <int>n_lanes)
-    for gi in range(g0, g1):
-        i = gi * lanes
-        n_lanes = min(lanes, n_rows - i)
-        acc64 = <double*>(chunk + (gi - g0) * stride + acc_at)
-        acc32 = <float*>acc64
-        for l in range(n_lanes):
-            if f.family == FAMILY_XGBOOST:
-                out32[i + l, 0] = acc32[l]
-            else:
-                out64[i + l, 0] = acc64[l]
+cdef inline rs_rows _rows_of(const floating[:, :] X) noexcept nogil:
+    """X as run.h reads it: its first value, strides and type."""
+    cdef rs_rows x
+    x.base = <const char*>&X[0, 0] if X.shape[0] and X.shape[1] else NULL
+    x.row_stride = X.strides[0]
+    x.col_stride = X.strides[1]
+    x.is32 = floating is float
+    x.n_rows = X.shape[0]
+    return x
 
 
 cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::1] out64,
                float[:, ::1] out32, int32_t[:, ::1] leaves, uint8_t[:, ::1] scratch,
                int n_threads, int isa) noexcept:
-    """Groups of rs_lanes(isa) rows; on the 64-lane paths (AVX-512, AVX2 wide), a last
-    group of at most 32 rows runs on the 32-lane AVX2 path (measured faster than a 64-lane
-    group that is half empty)."""
+    """The call as run.h plans it (rs_plan_call: groups of rs_lanes(isa) rows, or chunks of
+    groups through the level path's tree blocks), its items on OpenMP's threads."""
     cdef const ForestView* f = &forest.view
     cdef const RSView* r = &lay.view
+    cdef rs_rows x = _rows_of(X)
     cdef bint want_leaves = leaves.shape[0] != 0
-    cdef int64_t lanes = rs_lanes(isa)         # the widest group, which sizes the scratch
-    cdef int64_t F = f.n_features, K = f.n_outputs
-    cdef Py_ssize_t n_rows = X.shape[0]
-    cdef Py_ssize_t n_groups = (n_rows + lanes - 1) // lanes
-    cdef Py_ssize_t gi, i
-    cdef int64_t l, k, n_lanes, gl
-    cdef int gisa
-    cdef uint8_t* state
-    cdef uint8_t* ranks
-    cdef uint8_t* idx
-    cdef uint8_t* codes
-    cdef uint8_t* cols
-    cdef uint8_t* chunk
-    cdef Py_ssize_t ci
-    # one-output calls of several groups a thread on the level path, summed in registers:
-    # chunks of groups through the tree blocks (level_chunk), at most lv_chunk groups each,
-    # as many chunks as a multiple of the threads and of equal sizes (within a group), so
-    # that no thread is left with a short last chunk while the others wait
-    cdef Py_ssize_t most = max(1, r.lv_chunk)     # 0 where the layout has no levels
-    cdef Py_ssize_t n_chunks = (n_groups + most - 1) // most
-    n_chunks = (n_chunks + n_threads - 1) // n_threads * n_threads
-    cdef Py_ssize_t per_chunk = (n_groups + n_chunks - 1) // n_chunks if n_chunks else 0
-    n_chunks = (n_groups + per_chunk - 1) // per_chunk if per_chunk else 0
-    cdef bint chunked = (not want_leaves and K == 1 and r.lv_on and r.lv_min_lanes <= 32
-                         and rs_lv_fused(isa) and r.n_lv_blocks > 1 and per_chunk > 1)
-    cdef double* rows
-    cdef double* acc64
-    cdef float* acc32
-    cdef uint64_t* skip
-    cdef RSBufs bufs
+    cdef rs_plan p = rs_plan_call(f, r, isa, X.shape[0], n_threads, not want_leaves)
+    cdef int64_t K = f.n_outputs, T = f.n_trees
+    cdef double* o64 = &out64[0, 0] if out64.shape[0] and out64.shape[1] else NULL
+    cdef float* o32 = &out32[0, 0] if out32.shape[0] and out32.shape[1] else NULL
+    cdef int32_t* lf = &leaves[0, 0] if want_leaves and leaves.shape[1] else NULL
+    cdef Py_ssize_t k
+    cdef int64_t first, last
+    cdef rs_bufs bufs
+    if want_leaves and T == 0:
+        return
     with nogil, parallel(num_threads=n_threads):
-        bufs = _carve(r, &scratch[threadid(), 0], lanes, F, K)
-        state = bufs.state
-        rows = bufs.rows
-        acc64 = bufs.acc64
-        acc32 = <float*>acc64
-        skip = bufs.skip
-        ranks = bufs.ranks
-        idx = bufs.idx
-        codes = bufs.codes
-        cols = bufs.cols
-        chunk = bufs.chunk
-        if chunked:
-            for ci in prange(n_chunks, schedule="dynamic"):
-                level_chunk(f, r, isa, X, ci * per_chunk, min(n_groups, (ci + 1) * per_chunk),
-                            lanes, rows, ranks, skip, chunk, out64, out32)
-        else:
-            # groups handed out one by one, not split in equal shares up front: a thread
-            # slowed by another process then takes fewer groups (python
-            # benchmarks/scaling.py with a second process on one core)
-            for gi in prange(n_groups, schedule="dynamic"):
-                i = gi * lanes
-                n_lanes = min(lanes, n_rows - i)
-                gisa = _group_isa(isa, n_lanes)
-                gl = rs_lanes(gisa)
-                for l in range(n_lanes):
-                    load_row(f, X, i + l, rows + l * F)
-                if want_leaves:
-                    score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes,
-                                acc64, acc32, &leaves[i, 0], f.n_trees, cols)
-                else:
-                    score_group(f, r, gisa, n_lanes, rows, state, ranks, skip, idx, codes,
-                                acc64, acc32, NULL, 0, cols)
-                    for l in range(n_lanes):
-                        for k in range(K):
-                            if f.family == FAMILY_XGBOOST:
-                                out32[i + l, k] = acc32[k * gl + l]
-                            else:
-                                out64[i + l, k] = acc64[k * gl + l]
+        bufs = rs_carve(r, &scratch[threadid(), 0], p.lanes, K)
+        # items handed out one by one, not split in equal shares up front: a thread slowed
+        # by another process then takes fewer of them (python benchmarks/scaling.py with a
+        # second process on one core)
+        for k in prange(p.n_items, schedule="dynamic"):
+            rs_item_rows(&p, k, &first, &last)
+            rs_run_item(&p, f, r, &x, k, &bufs,
+                        o64 + first * K if o64 != NULL else NULL,
+                        o32 + first * K if o32 != NULL else NULL,
+                        lf + first * T if lf != NULL else NULL)
+
 
 
 cdef int _check(Forest forest, RSLayout lay, Py_ssize_t n_cols, uint8_t[:, ::1] scratch,
@@ -972,7 +657,7 @@ def predict_small(Forest forest, RSLayout lay, object X, bint squeeze, int isa,
                   object scratch):
     """Raw scores of a call of a few rows on one thread, the low-latency entry (rows and
     scores as _kernel.small_call takes them, None for anything else): groups as _run makes
-    them, each scored with score_group (the same sums in the same order). scratch: at least
+    them, a group at a time (run.h rs_run_item: the same sums in the same order). scratch: at least
     lay.scratch_bytes(isa, n_outputs) bytes (a Python thread's, as predict_raw's first row)."""
     _check_layout(forest, lay, isa)
     cdef SmallCall c
@@ -981,27 +666,21 @@ def predict_small(Forest forest, RSLayout lay, object X, bint squeeze, int isa,
         return None
     cdef const ForestView* f = &forest.view
     cdef const RSView* r = &lay.view
-    cdef int64_t lanes = rs_lanes(isa), F = f.n_features, K = f.n_outputs
-    cdef RSBufs b = _carve(r, <uint8_t*>scratch_data(scratch, lay._scratch_need(isa, K)),
-                           lanes, F, K)
-    cdef float* acc32 = <float*>b.acc64
-    cdef Py_ssize_t g, i
-    cdef int64_t l, k, n_lanes, gl
-    cdef int gisa
+    cdef int64_t K = f.n_outputs
+    cdef rs_bufs b = rs_carve(r, <uint8_t*>scratch_data(scratch, lay._scratch_need(isa, K)),
+                              rs_lanes(isa), K)
+    cdef rs_rows x
+    x.base = <const char*>c.x
+    x.row_stride = c.row_bytes
+    x.col_stride = 4 if c.is32 else 8
+    x.is32 = c.is32
+    x.n_rows = c.n
+    cdef rs_plan p = rs_plan_call(f, r, isa, c.n, 1, False)
+    cdef Py_ssize_t k
+    cdef int64_t first, last
     with nogil:
-        for g in range((c.n + lanes - 1) // lanes):
-            i = g * lanes
-            n_lanes = min(lanes, c.n - i)
-            gisa = _group_isa(isa, n_lanes)
-            gl = rs_lanes(gisa)
-            for l in range(n_lanes):
-                load_row_ptr(f, c.x + (i + l) * c.row_bytes, c.is32, b.rows + l * F)
-            score_group(f, r, gisa, n_lanes, b.rows, b.state, b.ranks, b.skip, b.idx, b.codes,
-                        b.acc64, acc32, NULL, 0, b.cols)
-            for l in range(n_lanes):
-                for k in range(K):
-                    if c.o32 != NULL:
-                        c.o32[(i + l) * K + k] = acc32[k * gl + l]
-                    else:
-                        c.o64[(i + l) * K + k] = b.acc64[k * gl + l]
+        for k in range(p.n_items):
+            rs_item_rows(&p, k, &first, &last)
+            rs_run_item(&p, f, r, &x, k, &b, c.o64 + first * K if c.o64 != NULL else NULL,
+                        c.o32 + first * K if c.o32 != NULL else NULL, NULL)
     return out

@@ -1,0 +1,118 @@
+/* The RapidScorer layout of one model as its kernel reads it (rapidscorer/layout.py writes
+ * the arrays): rs_arrays names each array and its length as given, rs_view the checked
+ * pointers the row loops of run.h read. check.h's rs_check makes the one from the other,
+ * for the Python extension and the C library alike. */
+#ifndef QUICKSCORER_ALGORITHMS_RAPIDSCORER_VIEW_H
+#define QUICKSCORER_ALGORITHMS_RAPIDSCORER_VIEW_H
+
+#include <stdint.h>
+
+#include "quickscorer/algorithms/rapidscorer/levels.h"   /* rs_lv_model, rs_entry */
+
+#define RS_SEGMENT_KINDS 3   /* segments per slot and node variant (none, zero, NaN missing) */
+#define RS_LV_MAX_DEPTH 10   /* rapidscorer.levels.LEVELS_MAX_DEPTH */
+#define RS_MAX_LEAVES 256    /* a scanned tree's leaves: 32 bytes of bitvector */
+
+/* one array: its first item and its number of items (data may be NULL where n is 0) */
+typedef struct {
+    const void* data;
+    int64_t n;
+} rs_span;
+
+/* the layout's arrays, named as rapidscorer/layout.py names them, with their item types */
+typedef struct {
+    rs_span rank_pivots;          /* double [16 S] */
+    rs_span rank_buckets;         /* double */
+    rs_span rank_bucket_offsets;  /* int64 [S + 1] */
+    rs_span rank_zero;            /* uint8 [S] */
+    rs_span slot_column;          /* int32 [S] */
+    rs_span model_used;           /* int32 */
+    rs_span tree_byte_offsets;    /* int64 [T + 1] */
+    rs_span block_starts;         /* int64 [B + 1] */
+    rs_span entries;              /* uint32 (rs_entry) */
+    rs_span segments;             /* uint64 */
+    rs_span block_segments;       /* int64 [B + 1] */
+    rs_span leaf_offset;          /* int64 [T + 1] */
+    rs_span leaf_order;           /* uint8, empty where no node is mirrored */
+    rs_span leaf_value;           /* double */
+    rs_span leaf_value_f32;       /* float */
+    rs_span cat_slot_column;      /* int32 [C] */
+    rs_span cat_node_slot;        /* int32 [N] */
+    rs_span cat_tables;           /* uint8 [32 N] */
+    rs_span cat_entry_offsets;    /* int64 [N + 1] */
+    rs_span cat_entries;          /* uint32 (rs_entry) */
+    rs_span block_cat;            /* int64 [B + 1] */
+    int lv_only;                  /* a layout of the level path alone (no scans) */
+    /* the level path's fields (rapidscorer.levels.level_arrays): lv_depth empty, not used */
+    rs_span lv_nodes;             /* uint32 (rs_lv_node) */
+    rs_span lv_node_offset;       /* int64 [T + 1] */
+    rs_span lv_level_end;         /* uint16 [RS_LV_ENDS T] */
+    rs_span lv_depth;             /* uint8 [T] */
+    rs_span lv_slot_offset;       /* int64 [T + 1] */
+    rs_span lv_slot_leaf;         /* uint16 */
+    rs_span lv_split;             /* uint8 [T] */
+    rs_span lv_deep;              /* uint32 (rs_lv_node) */
+    rs_span lv_deep_offset;       /* int64 [T + 1] */
+    rs_span lv_block_starts;      /* int64 */
+    rs_span lv_value;             /* double, or empty */
+    rs_span lv_value_f32;         /* float, or empty */
+    rs_span lv_combos;            /* int32 */
+    rs_span lv_table;             /* uint8 */
+    rs_span lv_table_offset;      /* int64 [T + 1] */
+} rs_arrays;
+
+typedef struct {
+    /* S: the rank slots (rapidscorer/layout.py), ranked and scanned as features; F: the
+     * input's columns */
+    int64_t n_features;
+    int64_t n_slots;
+    const int32_t* slot_column;        /* [S] the column each slot reads */
+    int64_t n_trees;
+    int64_t n_blocks;
+    int64_t n_leaves;
+    const double* rank_pivots;         /* [16 S] */
+    const double* rank_buckets;
+    const float* rank_pivots32;        /* the two in float32 (XGBoost rows), else NULL */
+    const float* rank_buckets32;
+    const int64_t* rank_bucket_offsets; /* [S + 1] */
+    const uint8_t* rank_zero;          /* [S] rank of 0.0 */
+    int64_t n_model_used;
+    const int32_t* model_used;
+    const int64_t* tree_byte_offsets;  /* [n_trees + 1] */
+    const int64_t* block_starts;       /* [n_blocks + 1] */
+    const rs_entry* entries;
+    const uint64_t* segments;          /* (3 s + kind) << 32 | first entry, per block */
+    const int64_t* block_segments;     /* [n_blocks + 1] */
+    int64_t max_block_bytes;           /* byte rows of the largest block */
+    /* mirrored nodes (rapidscorer.layout.half_arrays): leaf positions are not the tree's
+     * own leaf numbers; NULL where they are */
+    const uint8_t* leaf_order;         /* [n_leaves] the tree's own number of each position */
+    const double* leaf_value;          /* [n_leaves] float64 values by position */
+    const float* leaf_value_f32;       /* [n_leaves] float32 (XGBoost) values by position */
+    /* categorical nodes (rapidscorer.categorical.categorical_nodes), applied per block
+     * after its scan */
+    int64_t n_cat_slots;
+    const int32_t* cat_slot_column;    /* [C] the column each categorical slot reads */
+    const int32_t* cat_node_slot;      /* [N] each node's slot */
+    const uint8_t* cat_tables;         /* [32 N] each node's codes that leave it away */
+    const int64_t* cat_entry_offsets;  /* [N + 1] */
+    const rs_entry* cat_entries;
+    const int64_t* block_cat;          /* [n_blocks + 1] each block's first node */
+    /* the level-by-level path (rapidscorer.levels.level_arrays), used instead of the scans
+     * where on */
+    int lv_on;
+    int64_t lv_min_lanes;              /* groups of fewer lanes take the scans */
+    rs_lv_model lv;                    /* nodes, ends, depths, splits, deep records, slots */
+    /* calls of several groups a thread walk chunks of lv_chunk groups through the tree
+     * blocks lv_block_starts (one-output models, on the paths that sum in registers) */
+    int64_t lv_chunk;
+    int64_t n_lv_blocks;
+    const int64_t* lv_block_starts;    /* [n_lv_blocks + 1] */
+    const uint16_t* lv_slot_leaf;      /* each slot's leaf, the tree's own number */
+    const double* lv_value;            /* each slot's leaf value */
+    const float* lv_value_f32;         /* the same in float32 (XGBoost models) */
+    const int32_t* lv_combos;
+    int64_t n_lv_combos;
+} rs_view;
+
+#endif
