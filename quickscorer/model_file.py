@@ -152,10 +152,11 @@ def _ensemble_fields(ens: Ensemble) -> dict:
     return out
 
 
-def compile_records(model, tuning=None) -> tuple[Ensemble, dict]:
-    """A copy of ``model``'s ensemble and the prepared results of every layout the automatic
+def compile_records(model, tuning=None) -> tuple[Ensemble, dict, Any]:
+    """A copy of ``model``'s ensemble, the prepared results of every layout the automatic
     choice runs for it under ``tuning`` (default the model's), each built by a call of one of
-    :data:`WARM_ROWS` rows (on one thread and on two) through a fresh model."""
+    :data:`WARM_ROWS` rows (on one thread and on two) through a fresh model, and that fresh
+    model."""
     ens = dataclasses.replace(model.ensemble)     # one no layout cache holds yet
     store = prepared.Store(recording=True)
     prepared.attach(ens, store)
@@ -165,25 +166,40 @@ def compile_records(model, tuning=None) -> tuple[Ensemble, dict]:
         X = rng.standard_normal((rows, ens.n_inputs))
         for n_threads in (1, 2):
             fresh.predict_raw(X, n_threads=n_threads)
-    return ens, store.records
+    return ens, store.records, fresh
 
 
-#: the C library's index (capi/quickscorer.c): its magic, version and array slots
+#: the C library's index (capi/quickscorer.c): its magic, version, words before the array
+#: slots and array slots
 C_INDEX_MAGIC = b"QSCINDEX"
-C_INDEX_VERSION = 1
+C_INDEX_VERSION = 2
+C_INDEX_HEAD = 17
 C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
                  "leaf_value_f32", "base_score", "lin_offset", "lin_const", "lin_feature",
                  "lin_coeff", "feature", "threshold", "flags", "left", "right", "cat_offset",
                  "cat_nwords", "cat_words", "node_offset", "sum_weight", "bag_offset")
+#: the RapidScorer layout's arrays the index names after the forest's, in the order of
+#: rapidscorer/view.h's rs_arrays (version 2 on; the C library scores calls of many rows
+#: with them)
+C_INDEX_RS_SLOTS = (
+    "rank_pivots", "rank_buckets", "rank_bucket_offsets", "rank_zero", "slot_column",
+    "model_used", "tree_byte_offsets", "block_starts", "entries", "segments", "block_segments",
+    "leaf_offset", "leaf_order", "leaf_value", "leaf_value_f32", "cat_slot_column",
+    "cat_node_slot", "cat_tables", "cat_entry_offsets", "cat_entries", "block_cat",
+    "lv_nodes", "lv_node_offset", "lv_level_end", "lv_depth", "lv_slot_offset",
+    "lv_slot_leaf", "lv_split", "lv_deep", "lv_deep_offset", "lv_block_starts", "lv_value",
+    "lv_value_f32", "lv_combos", "lv_table", "lv_table_offset")
 #: the sums of the exit leaves the C library carries (``Ensemble.leaf_sum``; 0: the family's)
 C_INDEX_SUMS = {None: 0, "ranklib": 1}
 
 
-def c_index(ens: Ensemble, enc: _Encoder) -> np.ndarray:
+def c_index(ens: Ensemble, enc: _Encoder, plan=None) -> np.ndarray:
     """The C library's index of ``ens`` (the file's last section): the model's counts, its
     output transform, and the section of each array the C library scores from (the forest's
     and the reference walk's node table, :func:`~.algorithms.traversal.node_arrays`), which
-    ``enc`` writes where they are not written yet."""
+    ``enc`` writes where they are not written yet; then, where ``plan`` (the compiled
+    model's :class:`~.plan.KernelPlan`) runs RapidScorer for calls of many rows, the rows a
+    thread from which it does, its layout's switches and arrays (0: none)."""
     arrays = {**forest_arrays(ens), **node_arrays(ens)}
     # RankLib's sum reads each tree's weight as the double its file gives, and its forest's
     # bags (ir/sums.py ranklib_sum)
@@ -205,7 +221,23 @@ def c_index(ens: Ensemble, enc: _Encoder) -> np.ndarray:
     ]
     slots = [0 if arrays[k] is None else enc.section(arrays[k], f"c index {k}")
              for k in C_INDEX_SLOTS]
-    return np.array(head + slots, np.uint64)
+    assert len(head) == C_INDEX_HEAD
+    return np.array(head + slots + _c_index_rs(plan, enc), np.uint64)
+
+
+def _c_index_rs(plan, enc: _Encoder) -> list[int]:
+    """The index's RapidScorer part: the rows a thread from which the automatic choice runs
+    it (0: it does not, and nothing follows but the zero words), the layout's least lanes of
+    a level walk, its groups a level chunk, whether it is of the level path alone, the number
+    of arrays, then their sections (the records' own, written once)."""
+    n = len(C_INDEX_RS_SLOTS)
+    rs = None if plan is None else plan.prepared.get("rapidscorer")
+    if rs is None or plan.bounds[-1] != "rapidscorer" or plan.bounds[0] is not None:
+        return [0, 0, 0, 0, n] + [0] * n
+    a = rs._arrays
+    return ([int(plan.rs_from), int(rs.layout.levels_min_lanes), int(rs.level_chunk),
+             int(rs.levels_only), n]
+            + [enc.section(np.asarray(a[k]), f"c index {k}") for k in C_INDEX_RS_SLOTS])
 
 
 def _f64_bits(x: float) -> int:
@@ -215,7 +247,7 @@ def _f64_bits(x: float) -> int:
 def describe(model, tuning=None) -> tuple[dict, list[np.ndarray]]:
     """The description (section 0) and the arrays (sections 1, 2, ...) of ``model``'s
     prepared model file: its ensemble and the records :func:`compile_records` makes."""
-    ens, records = compile_records(model, tuning)
+    ens, records, fresh = compile_records(model, tuning)
     enc = _Encoder()
     meta = {
         "format": "quickscorer prepared model",
@@ -227,7 +259,7 @@ def describe(model, tuning=None) -> tuple[dict, list[np.ndarray]]:
                         "l2_cache_bytes": cpu.l2_cache_bytes()},
     }
     # last: the C library finds its index there
-    meta["c_index"] = {"$a": enc.section(c_index(ens, enc), "c index")}
+    meta["c_index"] = {"$a": enc.section(c_index(ens, enc, fresh.plan), "c index")}
     meta["arrays"] = [[name, a.dtype.str, list(a.shape)] for name, a in enc.arrays]
     return meta, [a for _, a in enc.arrays]
 

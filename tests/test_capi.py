@@ -149,7 +149,7 @@ def test_damaged_old_and_newer_files_are_refused_naming_the_section(tmp_path):
         capi.CModel(good[:len(good) - 40])
     meta, arrays = model_file.unpack(good)
     index = arrays[-1]
-    slots = dict(zip(model_file.C_INDEX_SLOTS, index[len(index) - len(model_file.C_INDEX_SLOTS):]))
+    slots = dict(zip(model_file.C_INDEX_SLOTS, index[model_file.C_INDEX_HEAD:]))
     left = int(slots["left"])               # the section the C library reads children from
     off = good.index(arrays[left - 1].tobytes())
     flipped = bytearray(good)
@@ -169,9 +169,68 @@ def test_damaged_old_and_newer_files_are_refused_naming_the_section(tmp_path):
         capi.CModel(model_file.pack({**old, "arrays": meta["arrays"][:-1]}, arrays[:-1]))
     # an index of a newer version
     newer = [a.copy() for a in arrays]
-    newer[-1][1] = 2
-    with pytest.raises(ModelFileError, match="index version 2"):
+    newer[-1][1] = model_file.C_INDEX_VERSION + 1
+    with pytest.raises(ModelFileError, match=f"index version {model_file.C_INDEX_VERSION + 1}"):
         capi.CModel(model_file.pack(meta, newer))
+
+
+def _rs_part(arrays) -> tuple[np.ndarray, int]:
+    """A file's C index and where its RapidScorer part starts."""
+    index = arrays[-1]
+    return index, model_file.C_INDEX_HEAD + len(model_file.C_INDEX_SLOTS)
+
+
+def test_calls_of_many_rows_run_rapidscorer_in_c_as_python_does(tmp_path):
+    """The index names RapidScorer's layout and the rows a thread from which Python's choice
+    runs it; the C library's calls from there score as Python's, on every path a call size
+    takes (32 and 64 lanes, chunks of groups, threads), and a file of the index's first
+    version (no RapidScorer part) opens and scores the same through the walk."""
+    rng = np.random.default_rng(11)
+    for family, leaves, n_outputs in (("lightgbm", 40, 1), ("xgboost", 16, 1),
+                                      ("lightgbm", 200, 1), ("xgboost", 12, 3)):
+        ens = random_ensemble(rng, family, n_trees=60, max_leaves=leaves, n_outputs=n_outputs,
+                              p_categorical=0.0 if family == "xgboost" else 0.2)
+        model = quickscorer.Model(ens)
+        data = model_file.to_bytes(model)
+        meta, arrays = model_file.unpack(data)
+        index, w0 = _rs_part(arrays)
+        rs_from = model.plan.rs_from
+        assert model.plan.choose(2000, 1) == "rapidscorer"
+        assert int(index[w0]) == rs_from > 0
+        with capi.CModel(data) as c:
+            for n in sorted({max(1, rs_from - 1), rs_from, 33, 47, 48, 64, 65, 200, 2000}):
+                X = category_rows(rng, n, ens.n_features)
+                for n_threads in (1, 2, 3):
+                    want = model.predict(X, raw_score=True, n_threads=n_threads)
+                    got = c.predict(X, raw_score=True, n_threads=n_threads)
+                    np.testing.assert_array_equal(got, np.asarray(want).reshape(n, -1))
+                np.testing.assert_array_equal(c.predict_leaf(X, n_threads=2),
+                                              model.predict_leaf(X.astype(np.float32)))
+        first = [a.copy() for a in arrays]
+        first[-1] = index[:w0].copy()
+        first[-1][1] = 1
+        X = category_rows(rng, 300, ens.n_features)
+        with capi.CModel(model_file.pack(meta, first)) as c:
+            np.testing.assert_array_equal(c.predict(X), np.asarray(model.predict(X)).reshape(300, -1))
+
+
+def test_a_damaged_rapidscorer_layout_is_refused_by_the_c_library(tmp_path):
+    model = quickscorer.Model(random_ensemble(np.random.default_rng(12), "lightgbm",
+                                              n_trees=40, max_leaves=30))
+    meta, arrays = model_file.unpack(model_file.to_bytes(model))
+    index, w0 = _rs_part(arrays)
+    section = dict(zip(model_file.C_INDEX_RS_SLOTS, index[w0 + 5:]))
+    for name, change, message in (
+            ("block_starts", lambda a: a.__setitem__(-1, a[-1] + 1), "block_starts"),
+            ("tree_byte_offsets", lambda a: a.__setitem__(1, 10 ** 9), "RapidScorer layout"),
+            ("rank_pivots", lambda a: None, "RapidScorer array rank_pivots")):
+        hostile = [a.copy() for a in arrays]
+        if name == "rank_pivots":      # an index naming a section that is not an array
+            hostile[-1][w0 + 5] = len(arrays) + 5
+        else:
+            change(hostile[int(section[name]) - 1])
+        with pytest.raises(ModelFileError, match=message):
+            capi.CModel(model_file.pack(meta, hostile))
 
 
 def test_bad_calls_give_a_status_and_a_message():

@@ -9,6 +9,7 @@
 #include "quickscorer/capi/quickscorer.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -25,6 +26,8 @@
 #define QS_HAVE_MMAP 1
 #endif
 
+#include "quickscorer/algorithms/rapidscorer/check.h"
+#include "quickscorer/algorithms/rapidscorer/run.h"
 #include "quickscorer/algorithms/walk.h"
 #include "quickscorer/forest.h"
 #include "quickscorer/qsm.h"
@@ -34,14 +37,35 @@
 #define QS_VERSION_STRING "unknown"
 #endif
 
-/* the C index: little-endian 64-bit words */
+/* the C index: little-endian 64-bit words; version 1 ends after the forest's slots,
+ * version 2 adds the RapidScorer part (R_*) */
 #define QSC_MAGIC "QSCINDEX"
-#define QSC_VERSION 1u
+#define QSC_VERSION 2u
 enum {
     W_MAGIC, W_VERSION, W_FAMILY, W_FEATURES, W_OUTPUTS, W_TREES, W_NODES, W_LEAVES, W_TERMS,
     W_CAT_WORDS, W_TRANSFORM, W_SIGMOID, W_DIVIDE_BY, W_UNSUPPORTED, W_LEAF_SUM, W_BAGS,
     W_SLOTS, W_HEAD
 };
+/* the RapidScorer part, after the forest's slots: the rows a thread from which calls take it
+ * (0: none), the layout's least lanes of a level walk, its groups a level chunk, whether it is
+ * of the level path alone, and the number of its arrays (RS_COUNT), then their sections in
+ * the order of rapidscorer/view.h's rs_arrays (model_file.py C_INDEX_RS_SLOTS) */
+enum { R_FROM, R_MIN_LANES, R_CHUNK, R_ONLY, R_SLOTS, R_HEAD };
+#define RS_COUNT 36
+static const char* const RS_NAMES[RS_COUNT] = {
+    "rank_pivots", "rank_buckets", "rank_bucket_offsets", "rank_zero", "slot_column",
+    "model_used", "tree_byte_offsets", "block_starts", "entries", "segments", "block_segments",
+    "leaf_offset", "leaf_order", "leaf_value", "leaf_value_f32", "cat_slot_column",
+    "cat_node_slot", "cat_tables", "cat_entry_offsets", "cat_entries", "block_cat",
+    "lv_nodes", "lv_node_offset", "lv_level_end", "lv_depth", "lv_slot_offset",
+    "lv_slot_leaf", "lv_split", "lv_deep", "lv_deep_offset", "lv_block_starts", "lv_value",
+    "lv_value_f32", "lv_combos", "lv_table", "lv_table_offset"};
+/* the item size of each, in that order */
+static const uint8_t RS_SIZES[RS_COUNT] = {8, 8, 8, 1, 4, 4, 8, 8, 4, 8, 8, 8, 1, 8, 4, 4, 4, 1,
+                                           8, 4, 8, 4, 8, 2, 1, 8, 2, 1, 4, 8, 8, 8, 4, 4, 1, 8};
+/* the most groups a level chunk (the writer's is at most 64: rapidscorer.py LEVEL_CHUNK) */
+#define QS_RS_MAX_CHUNK 1024
+
 /* the sums of the exit leaves (W_LEAF_SUM): the family's (forest.h), or RankLib's */
 enum { SUM_FAMILY = 0, SUM_RANKLIB = 1 };
 /* the arrays the index names, by slot */
@@ -94,6 +118,25 @@ typedef struct {
 #define QS_COMPLETE_DEPTH 10
 #define QS_COMPLETE_SLOTS 4
 
+/* RapidScorer (rapidscorer/run.h) over the file's layout, for calls of rs.from rows a thread
+ * or more, as Python's automatic choice runs it: view.lv_on etc. as the layout gives them,
+ * the float32 ranks this library's own (XGBoost models), the paths as Python picks them
+ * (rapidscorer.py isa_for) */
+typedef struct {
+    int64_t from;       /* 0: calls walk the trees whatever their size */
+    rs_view view;
+    int isa;            /* the widest RS_ISA_* path this CPU runs (or QUICKSCORER_ISA names) */
+    int fixed;          /* QUICKSCORER_ISA named it: every call takes it */
+    int wide;           /* on AVX2: 64-lane groups from RS_AVX2_WIDE_MIN_ROWS rows a thread */
+    float* ranks32;     /* owned: the rank pivots then buckets in float32, or NULL */
+} rscore;
+
+/* on AVX-512, calls of fewer rows a thread run on the 32-lane path; on AVX2, calls of this
+ * many rows a thread or more run 64-lane groups (rapidscorer.py WIDE_MIN_ROWS,
+ * AVX2_WIDE_MIN_ROWS) */
+#define RS_WIDE_MIN_ROWS 48
+#define RS_AVX2_WIDE_MIN_ROWS 33
+
 struct qs_model {
     int leaf_sum;           /* SUM_FAMILY or SUM_RANKLIB */
     const double* sum_weight;  /* RankLib's: [n_trees] each tree's weight */
@@ -102,6 +145,7 @@ struct qs_model {
     qs_forest forest;
     qs_traversal walk;
     cwalk fast;             /* fast.table NULL: the reference walk scores */
+    rscore rs;
     int transform;
     double sigmoid;
     double divide_by;
@@ -250,6 +294,119 @@ static int check_model(const reader* r, qs_model* m)
     return QS_OK;
 }
 
+/* The RapidScorer path of QUICKSCORER_ISA where it names one ("scalar", "avx2", "avx512"),
+ * else the widest this CPU runs; -1 where it names one this CPU cannot run or none known. */
+static int rs_isa_asked(int* fixed)
+{
+    const char* name = getenv("QUICKSCORER_ISA");
+    *fixed = name != NULL && *name != '\0';
+    if (!*fixed) {
+        int isa = RS_ISA_AVX512;
+        while (isa > RS_ISA_SCALAR && !rs_isa_available(isa)) isa--;
+        return isa;
+    }
+    int isa = strcmp(name, "scalar") == 0 ? RS_ISA_SCALAR
+              : strcmp(name, "avx2") == 0 || strcmp(name, "neon") == 0 ? RS_ISA_AVX2
+              : strcmp(name, "avx512") == 0 ? RS_ISA_AVX512 : -1;
+    return isa >= 0 && rs_isa_available(isa) ? isa : -1;
+}
+
+/* The index's RapidScorer part from word w0 (read_index's version 2), checked as Python's
+ * RSLayout checks it (check.h rs_check) and against the forest. */
+static int read_rs(const reader* r, qs_model* m, uint64_t w0)
+{
+    rscore* s = &m->rs;
+    const qs_forest* f = &m->forest;
+    uint64_t from = word(r, w0 + R_FROM), min_lanes = word(r, w0 + R_MIN_LANES);
+    uint64_t chunk = word(r, w0 + R_CHUNK), only = word(r, w0 + R_ONLY);
+    char head[96];
+    snprintf(head, sizeof head, "section %u (C index)", r->index_section);
+    if (word(r, w0 + R_SLOTS) != RS_COUNT)
+        return fail(QS_E_FORMAT, "%s: %llu RapidScorer arrays, not the %d this library reads",
+                    head, (unsigned long long)word(r, w0 + R_SLOTS), RS_COUNT);
+    if (from == 0)
+        return QS_OK;
+    if (from > ((uint64_t)1 << 40) || min_lanes > 64 || chunk < 1 || chunk > QS_RS_MAX_CHUNK ||
+        only > 1)
+        return fail(QS_E_FORMAT, "%s: RapidScorer from %llu rows, %llu lanes, chunks of %llu, "
+                    "levels alone %llu: out of range", head, (unsigned long long)from,
+                    (unsigned long long)min_lanes, (unsigned long long)chunk,
+                    (unsigned long long)only);
+    if (m->leaf_sum != SUM_FAMILY)
+        return QS_OK; /* RankLib's sums: the walk, which gives the leaves they read */
+    rs_span spans[RS_COUNT];
+    for (int k = 0; k < RS_COUNT; k++) {
+        uint64_t sec = word(r, w0 + R_HEAD + (uint64_t)k);
+        if (sec == 0 || sec >= r->n_sections || sec == r->index_section)
+            return fail(QS_E_FORMAT, "%s: the RapidScorer array %s names section %llu, which "
+                        "is not an array section", head, RS_NAMES[k],
+                        (unsigned long long)sec);
+        qsm_section e = qsm_section_at(r->base, r->size, (uint32_t)sec);
+        if (e.kind != QSM_KIND_ARRAY || e.nbytes % RS_SIZES[k])
+            return fail(QS_E_FORMAT, "section %llu (%s): %llu bytes, not items of %d bytes",
+                        (unsigned long long)sec, RS_NAMES[k], (unsigned long long)e.nbytes,
+                        RS_SIZES[k]);
+        spans[k].data = e.nbytes ? (const void*)(r->base + e.offset) : NULL;
+        spans[k].n = (int64_t)(e.nbytes / RS_SIZES[k]);
+    }
+    rs_arrays a;
+    memset(&a, 0, sizeof a);
+    rs_span* const dst[RS_COUNT] = {
+        &a.rank_pivots, &a.rank_buckets, &a.rank_bucket_offsets, &a.rank_zero, &a.slot_column,
+        &a.model_used, &a.tree_byte_offsets, &a.block_starts, &a.entries, &a.segments,
+        &a.block_segments, &a.leaf_offset, &a.leaf_order, &a.leaf_value, &a.leaf_value_f32,
+        &a.cat_slot_column, &a.cat_node_slot, &a.cat_tables, &a.cat_entry_offsets,
+        &a.cat_entries, &a.block_cat, &a.lv_nodes, &a.lv_node_offset, &a.lv_level_end,
+        &a.lv_depth, &a.lv_slot_offset, &a.lv_slot_leaf, &a.lv_split, &a.lv_deep,
+        &a.lv_deep_offset, &a.lv_block_starts, &a.lv_value, &a.lv_value_f32, &a.lv_combos,
+        &a.lv_table, &a.lv_table_offset};
+    for (int k = 0; k < RS_COUNT; k++) *dst[k] = spans[k];
+    a.lv_only = (int)only;
+    rs_view* v = &s->view;
+    const char* why = rs_check(&a, f->n_features, v);
+    if (why != NULL)
+        return fail(QS_E_FORMAT, "%s: the RapidScorer layout: %s", head, why);
+    int xgb = f->family == QS_FAMILY_XGBOOST;
+    if (v->n_trees != f->n_trees || v->n_leaves != m->n_leaves ||
+        (v->leaf_order != NULL && xgb && v->leaf_value_f32 == NULL) ||
+        (v->lv_on && xgb && v->lv_value_f32 == NULL) ||
+        (v->lv_on && !xgb && v->lv_value == NULL))
+        return fail(QS_E_FORMAT, "%s: the RapidScorer layout and the forest disagree on the "
+                    "model's shape", head);
+    for (int64_t t = 0; t <= f->n_trees; t++)
+        if (((const int64_t*)a.leaf_offset.data)[t] != f->tree_leaf_offset[t])
+            return fail(QS_E_FORMAT, "%s: the RapidScorer layout's tree %lld has other leaves "
+                        "than the forest's", head, (long long)t);
+    s->isa = rs_isa_asked(&s->fixed);
+    if (s->isa < 0)
+        return fail(QS_E_UNSUPPORTED, "QUICKSCORER_ISA=%s: not an instruction set this CPU "
+                    "runs RapidScorer on (scalar, avx2, avx512)", getenv("QUICKSCORER_ISA"));
+    s->wide = s->isa == RS_ISA_AVX2;
+    v->lv_min_lanes = only ? 0 : (int64_t)(min_lanes > 32 ? min_lanes : 32);
+    v->lv_chunk = v->lv_on ? (int64_t)chunk : 1;
+    v->lv.vbmi = rs_lv_vbmi_available();
+    v->lv.halves = rs_lv_halves_default();
+    /* XGBoost's rows are float32 values: the rank search compares in float32 where every
+     * threshold is one (as Python's RSLayout float32_ranks) */
+    int64_t n_piv = a.rank_pivots.n, n_bkt = a.rank_buckets.n;
+    int exact = xgb;
+    for (int64_t i = 0; exact && i < n_piv; i++)
+        exact = (double)(float)v->rank_pivots[i] == v->rank_pivots[i];
+    for (int64_t i = 0; exact && i < n_bkt; i++)
+        exact = (double)(float)v->rank_buckets[i] == v->rank_buckets[i];
+    if (exact) {
+        s->ranks32 = (float*)malloc(sizeof(float) * (size_t)(n_piv + n_bkt + 1));
+        if (s->ranks32 == NULL)
+            return fail(QS_E_MEMORY, "no memory for the RapidScorer ranks");
+        for (int64_t i = 0; i < n_piv; i++) s->ranks32[i] = (float)v->rank_pivots[i];
+        for (int64_t i = 0; i < n_bkt; i++) s->ranks32[n_piv + i] = (float)v->rank_buckets[i];
+        v->rank_pivots32 = s->ranks32;
+        v->rank_buckets32 = s->ranks32 + n_piv;
+    }
+    s->from = (int64_t)from;
+    return QS_OK;
+}
+
 static int read_index(const reader* r, qs_model* m)
 {
     char head[96];
@@ -257,12 +414,14 @@ static int read_index(const reader* r, qs_model* m)
     if (r->index_words < W_HEAD || memcmp(r->index, QSC_MAGIC, 8) != 0)
         return fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): it was "
                     "written by a quickscorer before the C library; compile the model again");
-    if (word(r, W_VERSION) != QSC_VERSION)
-        return fail(QS_E_FORMAT, "%s: index version %llu, not the version %u this library "
-                    "reads: use the quickscorer that wrote the file", head,
-                    (unsigned long long)word(r, W_VERSION), QSC_VERSION);
+    uint64_t version = word(r, W_VERSION);
+    if (version < 1 || version > QSC_VERSION)
+        return fail(QS_E_FORMAT, "%s: index version %llu, not one of the versions 1 to %u "
+                    "this library reads: use the quickscorer that wrote the file", head,
+                    (unsigned long long)version, QSC_VERSION);
     uint64_t n_slots = word(r, W_SLOTS);
-    if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots)
+    uint64_t rs_words = version >= 2 ? R_HEAD + RS_COUNT : 0;
+    if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots + rs_words)
         return fail(QS_E_FORMAT, "%s: %llu arrays, not the %d this library reads", head,
                     (unsigned long long)n_slots, S_COUNT);
     /* (0 from this release's writer: a later one names a stage this library lacks) */
@@ -359,7 +518,9 @@ static int read_index(const reader* r, qs_model* m)
             : !(qs_transform_f64((int)code) || code >= QS_T_ONNX_LOGISTIC))
         return fail(QS_E_FORMAT, "%s: transform %llu does not fit the model's scores", head,
                     (unsigned long long)code);
-    return check_model(r, m);
+    if ((st = check_model(r, m)) != QS_OK)
+        return st;
+    return version >= 2 ? read_rs(r, m, W_HEAD + n_slots) : QS_OK;
 }
 
 /* The missing-value rule of a numeric node (forest.h's qs_goes_left, case by case). */
@@ -724,6 +885,7 @@ static void release(qs_model* m)
     if (!m->mapped)
         free(m->base);
     free_walk(&m->fast);
+    free(m->rs.ranks32);
     free(m);
 }
 
@@ -1114,6 +1276,146 @@ static void* run_job(void* arg)
 /* the most threads one call starts (a larger n_threads is read as this many): far more than
  * any machine has cores, short of what a stray value could exhaust */
 #define QS_MAX_THREADS 1024
+/* calls of fewer rows run on one thread, and a thread gets at least QS_THREAD_MIN_ROWS rows
+ * (Python's autoselect.threads_for, Tuning.parallel_min_rows: no thread start-up for less) */
+#define QS_PARALLEL_MIN_ROWS 64
+#define QS_THREAD_MIN_ROWS 8
+
+/* a call through RapidScorer: its plan (run.h), the next item to take, and a thread's part */
+typedef struct {
+    const qs_model* m;
+    const rs_plan* plan;
+    rs_rows rows;
+    atomic_llong* next;
+    int raw;
+    double* out;      /* scores, out_width a row */
+    int64_t out_width;
+    int32_t* leaves;  /* or exit leaves, n_trees a row */
+    int status;
+} rs_job;
+
+/* A thread's items of an RapidScorer call, taken one at a time until none is left (a thread
+ * slowed by another process takes fewer), each item's raw scores finished row by row. */
+static void* run_rs_job(void* arg)
+{
+    rs_job* j = (rs_job*)arg;
+    const qs_model* m = j->m;
+    const rscore* s = &m->rs;
+    const qs_forest* f = &m->forest;
+    const rs_plan* p = j->plan;
+    int64_t K = f->n_outputs;
+    int xgb = f->family == QS_FAMILY_XGBOOST;
+    size_t need = (size_t)rs_scratch_need(&s->view, s->wide ? RS_ISA_AVX2_WIDE : s->isa, K);
+    size_t item_rows = (size_t)(p->per_chunk * p->lanes);
+    size_t scores = item_rows * (size_t)K;
+    uint8_t* buf = (uint8_t*)malloc(need + 64 + scores * (sizeof(double) + sizeof(float)));
+    if (buf == NULL) {
+        j->status = QS_E_MEMORY;
+        return NULL;
+    }
+    rs_bufs b = rs_carve(&s->view, buf, p->lanes, K);
+    double* t64 = (double*)(rs_align64(buf) + need);
+    float* t32 = (float*)(t64 + scores);
+    for (;;) {
+        int64_t k = (int64_t)atomic_fetch_add(j->next, 1);
+        if (k >= p->n_items)
+            break;
+        int64_t first, last;
+        rs_item_rows(p, k, &first, &last);
+        if (j->leaves != NULL) {
+            rs_run_item(p, f, &s->view, &j->rows, k, &b, NULL, NULL,
+                        j->leaves + first * f->n_trees);
+            continue;
+        }
+        rs_run_item(p, f, &s->view, &j->rows, k, &b, xgb ? NULL : t64, xgb ? t32 : NULL, NULL);
+        for (int64_t i = first; i < last; i++)
+            finish_row(m, j->raw, t64 + (i - first) * K, t32 + (i - first) * K,
+                       j->out + i * j->out_width);
+    }
+    free(buf);
+    j->status = QS_OK;
+    return NULL;
+}
+
+/* Start n_threads - 1 threads on fn(arg + t * size) and run t = 0 here; the parts of threads
+ * that did not start run here too. */
+static void run_parts(void* (*fn)(void*), void* parts, size_t size, int n_threads)
+{
+    char* at = (char*)parts;
+#ifdef QS_HAVE_MMAP
+    pthread_t tids_local[8];
+    pthread_t* tids = n_threads <= 8 ? tids_local
+                                     : (pthread_t*)calloc((size_t)n_threads, sizeof(pthread_t));
+    int started = 1;
+    for (int t = 1; t < n_threads && tids != NULL; t++, started++)
+        if (pthread_create(&tids[t], NULL, fn, at + (size_t)t * size) != 0)
+            break;
+    fn(at);
+    for (int t = 1; t < started; t++)
+        pthread_join(tids[t], NULL);
+    for (int t = started; t < n_threads; t++)
+        fn(at + (size_t)t * size);
+    if (tids != tids_local)
+        free(tids);
+#else
+    for (int t = 0; t < n_threads; t++)
+        fn(at + (size_t)t * size);
+#endif
+}
+
+/* A call of rs.from rows a thread or more through RapidScorer, on the path Python's
+ * rapidscorer.py isa_for takes for it. */
+static int run_rs(const qs_model* m, const void* rows, int is32, int64_t n_rows, int raw,
+                  int n_threads, double* out, int64_t out_width, int32_t* leaves)
+{
+    const rscore* s = &m->rs;
+    int isa = s->isa;
+    if (isa == RS_ISA_AVX512 && !s->fixed && n_rows < (int64_t)RS_WIDE_MIN_ROWS * n_threads)
+        isa = RS_ISA_AVX2;
+    else if (s->wide && n_rows >= (int64_t)RS_AVX2_WIDE_MIN_ROWS * n_threads)
+        isa = RS_ISA_AVX2_WIDE;
+    rs_plan plan = rs_plan_call(&m->forest, &s->view, isa, n_rows, n_threads, leaves == NULL);
+    if ((int64_t)n_threads > plan.n_items)
+        n_threads = (int)plan.n_items;
+    atomic_llong next;
+    atomic_init(&next, 0);
+    size_t width = is32 ? sizeof(float) : sizeof(double);
+    rs_job local[8];
+    rs_job* jobs = n_threads <= 8 ? local : (rs_job*)calloc((size_t)n_threads, sizeof(rs_job));
+    if (jobs == NULL)
+        return QS_E_MEMORY;
+    for (int t = 0; t < n_threads; t++) {
+        rs_job* j = &jobs[t];
+        j->m = m;
+        j->plan = &plan;
+        j->rows.base = (const char*)rows;
+        j->rows.row_stride = (int64_t)width * m->forest.n_features;
+        j->rows.col_stride = (int64_t)width;
+        j->rows.is32 = is32;
+        j->rows.n_rows = n_rows;
+        j->next = &next;
+        j->raw = raw;
+        j->out = out;
+        j->out_width = out_width;
+        j->leaves = leaves;
+        j->status = QS_E_THREAD;
+    }
+    run_parts(run_rs_job, jobs, sizeof(rs_job), n_threads);
+    int status = QS_OK;
+    for (int t = 0; t < n_threads && status == QS_OK; t++)
+        status = jobs[t].status;
+    /* (a thread without memory leaves its items to the others; one that ran none is not a
+     * failure where every item was taken) */
+    if (status != QS_OK && atomic_load(&next) >= plan.n_items) {
+        int any = 0;
+        for (int t = 0; t < n_threads; t++) any |= jobs[t].status == QS_OK;
+        if (any)
+            status = QS_OK;
+    }
+    if (jobs != local)
+        free(jobs);
+    return status;
+}
 
 static int run(const qs_model* m, const void* rows, int is32, int64_t n_rows, int flags,
                int n_threads, double* out, int32_t* leaves, const char* what)
@@ -1145,10 +1447,20 @@ static int run(const qs_model* m, const void* rows, int is32, int64_t n_rows, in
     }
     if (n_threads > QS_MAX_THREADS)
         n_threads = QS_MAX_THREADS;
-    if ((int64_t)n_threads > n_rows)
-        n_threads = (int)n_rows;
+    if (n_rows < QS_PARALLEL_MIN_ROWS)
+        n_threads = 1;
+    else if ((int64_t)n_threads > n_rows / QS_THREAD_MIN_ROWS)
+        n_threads = (int)(n_rows / QS_THREAD_MIN_ROWS);
     int64_t width_out = 0;
     qs_num_outputs(m, flags, &width_out);
+    if (m->rs.from > 0 && n_rows >= m->rs.from * n_threads) {
+        int st = run_rs(m, rows, is32, n_rows, raw, n_threads, out, width_out, leaves);
+        if (st == QS_E_MEMORY)
+            return fail(st, "%s: no memory for a thread's rows", what);
+        if (st != QS_OK)
+            return fail(st, "%s: a thread failed", what);
+        return QS_OK;
+    }
     job jobs_local[8];
     job* jobs = n_threads <= 8 ? jobs_local : (job*)calloc((size_t)n_threads, sizeof(job));
     if (jobs == NULL)
@@ -1170,30 +1482,7 @@ static int run(const qs_model* m, const void* rows, int is32, int64_t n_rows, in
         j->status = QS_E_THREAD;
     }
     int status = QS_OK;
-#ifdef QS_HAVE_MMAP
-    pthread_t tids_local[8];
-    pthread_t* tids = n_threads <= 8 ? tids_local
-                                     : (pthread_t*)calloc((size_t)n_threads, sizeof(pthread_t));
-    int started = 1;
-    if (tids == NULL) {
-        status = QS_E_MEMORY;
-        n_threads = 1;
-    }
-    for (int t = 1; t < n_threads && tids != NULL; t++, started++)
-        if (pthread_create(&tids[t], NULL, run_job, &jobs[t]) != 0)
-            break;
-    run_job(&jobs[0]);
-    for (int t = 1; t < started; t++)
-        pthread_join(tids[t], NULL);
-    /* rows a thread that did not start left: scored here */
-    for (int t = started; t < n_threads; t++)
-        run_job(&jobs[t]);
-    if (tids != tids_local)
-        free(tids);
-#else
-    for (int t = 0; t < n_threads; t++)
-        run_job(&jobs[t]);
-#endif
+    run_parts(run_job, jobs, sizeof(job), n_threads);
     for (int t = 0; t < n_threads && status == QS_OK; t++)
         status = jobs[t].status;
     if (jobs != jobs_local)
