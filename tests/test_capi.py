@@ -211,7 +211,8 @@ def test_calls_of_many_rows_run_rapidscorer_in_c_as_python_does(tmp_path):
         first[-1][1] = 1
         X = category_rows(rng, 300, ens.n_features)
         with capi.CModel(model_file.pack(meta, first)) as c:
-            np.testing.assert_array_equal(c.predict(X), np.asarray(model.predict(X)).reshape(300, -1))
+            np.testing.assert_array_equal(c.predict(X),
+                                          np.asarray(model.predict(X)).reshape(300, -1))
 
 
 def test_a_damaged_rapidscorer_layout_is_refused_by_the_c_library(tmp_path):
