@@ -80,12 +80,13 @@ cdef object small_call(Forest forest, object X, int64_t n_trees, int64_t n_featu
 cdef void* scratch_data(object buf, Py_ssize_t nbytes) except NULL
 
 
-cdef inline void score_pointers(const ForestView* f, double[:, ::1] out64, float[:, ::1] out32,
-                                Py_ssize_t i, double** o64, float** o32) noexcept nogil:
-    """The scores of row i (in out64 or out32, whichever is in use), set to the base scores."""
-    o64[0] = &out64[i, 0] if out64.shape[0] else NULL
-    o32[0] = &out32[i, 0] if out32.shape[0] else NULL
-    scores_init(f, o64[0], o32[0])
+cdef inline void init_scores(const ForestView* f, double[:, ::1] out64, float[:, ::1] out32,
+                             Py_ssize_t i) noexcept nogil:
+    """Row i's scores (in out64 or out32, whichever is in use) set to the base scores. It hands
+    back no pointer: a variable a prange body sets only through its address is shared by the
+    threads (Cython makes a variable private where the body assigns it)."""
+    scores_init(f, &out64[i, 0] if out64.shape[0] else NULL,
+                &out32[i, 0] if out32.shape[0] else NULL)
 
 
 

@@ -136,7 +136,10 @@ cdef void _run_rows(Forest forest, Layout lay, const floating[:, :] X, double[:,
             if want_leaves:
                 exits(ctx, f, row, s, &leaves[i, 0], NULL, NULL)
             else:
-                score_pointers(f, out64, out32, i, &o64, &o32)
+                # assigned in the loop body: each thread's own (not through their addresses)
+                o64 = &out64[i, 0] if out64.shape[0] else NULL
+                o32 = &out32[i, 0] if out32.shape[0] else NULL
+                scores_init(f, o64, o32)
                 exits(ctx, f, row, s, NULL, o64, o32)
 
 

@@ -19,7 +19,7 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from quickscorer._forest cimport (Forest, ForestView, FAMILY_XGBOOST, QS_FUSED_SUMS,
                                   add_leaf_f32, category_code, floating, leaf_f32, load_row)
 from quickscorer._kernel cimport (emit, Layout, NodeView, array_data, check_call, check_leaves,
-                       check_scores, node_goes_left, score_pointers, set_nodes)
+                       check_scores, node_goes_left, init_scores, set_nodes)
 
 import numpy as np
 
@@ -738,7 +738,7 @@ cdef void _walk_chunks(Forest forest, WalkLayout lay, const floating[:, :] X,
                            xr32 + r * x32_width if f32 else NULL)
             if not want_leaves:
                 for r in range(n):
-                    score_pointers(f, out64, out32, i0 + r, &o64, &o32)
+                    init_scores(f, out64, out32, i0 + r)
             for b in range(v.n_blocks):
                 t0 = v.block_starts[b]
                 t1 = v.block_starts[b + 1]

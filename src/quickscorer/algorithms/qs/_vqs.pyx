@@ -19,7 +19,7 @@ from libc.stdlib cimport malloc, free
 
 from quickscorer._forest cimport (Forest, ForestView, floating, load_row, load_row_ptr, scores_add,
                        scores_init, FAMILY_XGBOOST)
-from quickscorer._kernel cimport (SmallCall, check_call, check_leaves, check_scores, score_pointers,
+from quickscorer._kernel cimport (SmallCall, check_call, check_leaves, check_scores, init_scores,
                        small_call)
 from quickscorer.algorithms.qs._qs cimport (QSLayout, QSView, apply_list, categorical, qs_ctz64,
                             N_SEGMENT_KINDS, SEGMENT_NONE, SEGMENT_ZERO, SEGMENT_NAN,
@@ -265,7 +265,7 @@ cdef void _run_groups(Forest forest, BlockedLayout bl, const floating[:, :] X,
                 for l in range(n_lanes):
                     load_row(f, X, i + l, rows + ((g - g0) * lanes + l) * F)
                     if not want_leaves:
-                        score_pointers(f, out64, out32, i + l, &o64, &o32)
+                        init_scores(f, out64, out32, i + l)
             for tb in range(bl.n_blocks):
                 q = &bl.views[tb]
                 for g in range(g0, g1):

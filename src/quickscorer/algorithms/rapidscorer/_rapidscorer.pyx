@@ -124,6 +124,7 @@ cdef extern from "quickscorer/algorithms/rapidscorer/run.h" nogil:
     rs_bufs rs_carve(const RSView* r, uint8_t* base, int64_t lanes, int64_t n_outputs)
     rs_plan rs_plan_call(const ForestView* f, const RSView* r, int isa, int64_t n_rows,
                          int n_threads, int may_chunk)
+    int64_t rs_item_first(const rs_plan* p, int64_t k)
     void rs_item_rows(const rs_plan* p, int64_t k, int64_t* first, int64_t* last)
     void rs_run_item(const rs_plan* p, const ForestView* f, const RSView* r, const rs_rows* X,
                      int64_t k, const rs_bufs* b, double* out64, float* out32, int32_t* leaves)
@@ -580,7 +581,7 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
     cdef float* o32 = &out32[0, 0] if out32.shape[0] and out32.shape[1] else NULL
     cdef int32_t* lf = &leaves[0, 0] if want_leaves and leaves.shape[1] else NULL
     cdef Py_ssize_t k
-    cdef int64_t first, last
+    cdef int64_t first
     cdef rs_bufs bufs
     if want_leaves and T == 0:
         return
@@ -590,7 +591,7 @@ cdef void _run(Forest forest, RSLayout lay, const floating[:, :] X, double[:, ::
         # by another process then takes fewer of them (python benchmarks/scaling.py with a
         # second process on one core)
         for k in prange(p.n_items, schedule="dynamic"):
-            rs_item_rows(&p, k, &first, &last)
+            first = rs_item_first(&p, k)        # assigned here: private to the thread
             rs_run_item(&p, f, r, &x, k, &bufs,
                         o64 + first * K if o64 != NULL else NULL,
                         o32 + first * K if o32 != NULL else NULL,

@@ -367,10 +367,17 @@ static inline rs_plan rs_plan_call(const qs_forest* f, const rs_view* r, int isa
     return p;
 }
 
+/* the first row of item k (a value, not through a pointer: Cython's prange makes a variable
+ * private to each thread only where the loop assigns it) */
+static inline int64_t rs_item_first(const rs_plan* p, int64_t k)
+{
+    return k * p->per_chunk * p->lanes;
+}
+
 /* the rows of item k: [*first, *last) */
 static inline void rs_item_rows(const rs_plan* p, int64_t k, int64_t* first, int64_t* last)
 {
-    *first = k * p->per_chunk * p->lanes;
+    *first = rs_item_first(p, k);
     *last = rs_min64(p->n_rows, (k + 1) * p->per_chunk * p->lanes);
 }
 
