@@ -48,21 +48,9 @@ enum {
 };
 /* the RapidScorer part, after the forest's slots: the rows a thread from which calls take it
  * (0: none), the layout's least lanes of a level walk, its groups a level chunk, whether it is
- * of the level path alone, and the number of its arrays (RS_COUNT), then their sections in
+ * of the level path alone, and the number of its arrays (RS_ARRAY_COUNT), then their sections in
  * the order of rapidscorer/view.h's rs_arrays (model_file.py C_INDEX_RS_SLOTS) */
 enum { R_FROM, R_MIN_LANES, R_CHUNK, R_ONLY, R_SLOTS, R_HEAD };
-#define RS_COUNT 36
-static const char* const RS_NAMES[RS_COUNT] = {
-    "rank_pivots", "rank_buckets", "rank_bucket_offsets", "rank_zero", "slot_column",
-    "model_used", "tree_byte_offsets", "block_starts", "entries", "segments", "block_segments",
-    "leaf_offset", "leaf_order", "leaf_value", "leaf_value_f32", "cat_slot_column",
-    "cat_node_slot", "cat_tables", "cat_entry_offsets", "cat_entries", "block_cat",
-    "lv_nodes", "lv_node_offset", "lv_level_end", "lv_depth", "lv_slot_offset",
-    "lv_slot_leaf", "lv_split", "lv_deep", "lv_deep_offset", "lv_block_starts", "lv_value",
-    "lv_value_f32", "lv_combos", "lv_table", "lv_table_offset"};
-/* the item size of each, in that order */
-static const uint8_t RS_SIZES[RS_COUNT] = {8, 8, 8, 1, 4, 4, 8, 8, 4, 8, 8, 8, 1, 8, 4, 4, 4, 1,
-                                           8, 4, 8, 4, 8, 2, 1, 8, 2, 1, 4, 8, 8, 8, 4, 4, 1, 8};
 /* the most groups a level chunk (the writer's is at most 64: rapidscorer.py LEVEL_CHUNK) */
 #define QS_RS_MAX_CHUNK 1024
 
@@ -321,9 +309,9 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0)
     uint64_t chunk = word(r, w0 + R_CHUNK), only = word(r, w0 + R_ONLY);
     char head[96];
     snprintf(head, sizeof head, "section %u (C index)", r->index_section);
-    if (word(r, w0 + R_SLOTS) != RS_COUNT)
+    if (word(r, w0 + R_SLOTS) != RS_ARRAY_COUNT)
         return fail(QS_E_FORMAT, "%s: %llu RapidScorer arrays, not the %d this library reads",
-                    head, (unsigned long long)word(r, w0 + R_SLOTS), RS_COUNT);
+                    head, (unsigned long long)word(r, w0 + R_SLOTS), RS_ARRAY_COUNT);
     if (from == 0)
         return QS_OK;
     if (from > ((uint64_t)1 << 40) || min_lanes > 64 || chunk < 1 || chunk > QS_RS_MAX_CHUNK ||
@@ -334,33 +322,22 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0)
                     (unsigned long long)only);
     if (m->leaf_sum != SUM_FAMILY)
         return QS_OK; /* RankLib's sums: the walk, which gives the leaves they read */
-    rs_span spans[RS_COUNT];
-    for (int k = 0; k < RS_COUNT; k++) {
+    rs_arrays a;
+    memset(&a, 0, sizeof a);
+    for (int k = 0; k < RS_ARRAY_COUNT; k++) {
         uint64_t sec = word(r, w0 + R_HEAD + (uint64_t)k);
         if (sec == 0 || sec >= r->n_sections || sec == r->index_section)
             return fail(QS_E_FORMAT, "%s: the RapidScorer array %s names section %llu, which "
-                        "is not an array section", head, RS_NAMES[k],
+                        "is not an array section", head, RS_ARRAY_NAMES[k],
                         (unsigned long long)sec);
         qsm_section e = qsm_section_at(r->base, r->size, (uint32_t)sec);
-        if (e.kind != QSM_KIND_ARRAY || e.nbytes % RS_SIZES[k])
+        if (e.kind != QSM_KIND_ARRAY || e.nbytes % RS_ARRAY_SIZES[k])
             return fail(QS_E_FORMAT, "section %llu (%s): %llu bytes, not items of %d bytes",
-                        (unsigned long long)sec, RS_NAMES[k], (unsigned long long)e.nbytes,
-                        RS_SIZES[k]);
-        spans[k].data = e.nbytes ? (const void*)(r->base + e.offset) : NULL;
-        spans[k].n = (int64_t)(e.nbytes / RS_SIZES[k]);
+                        (unsigned long long)sec, RS_ARRAY_NAMES[k], (unsigned long long)e.nbytes,
+                        RS_ARRAY_SIZES[k]);
+        rs_array_at(&a, k)->data = e.nbytes ? (const void*)(r->base + e.offset) : NULL;
+        rs_array_at(&a, k)->n = (int64_t)(e.nbytes / RS_ARRAY_SIZES[k]);
     }
-    rs_arrays a;
-    memset(&a, 0, sizeof a);
-    rs_span* const dst[RS_COUNT] = {
-        &a.rank_pivots, &a.rank_buckets, &a.rank_bucket_offsets, &a.rank_zero, &a.slot_column,
-        &a.model_used, &a.tree_byte_offsets, &a.block_starts, &a.entries, &a.segments,
-        &a.block_segments, &a.leaf_offset, &a.leaf_order, &a.leaf_value, &a.leaf_value_f32,
-        &a.cat_slot_column, &a.cat_node_slot, &a.cat_tables, &a.cat_entry_offsets,
-        &a.cat_entries, &a.block_cat, &a.lv_nodes, &a.lv_node_offset, &a.lv_level_end,
-        &a.lv_depth, &a.lv_slot_offset, &a.lv_slot_leaf, &a.lv_split, &a.lv_deep,
-        &a.lv_deep_offset, &a.lv_block_starts, &a.lv_value, &a.lv_value_f32, &a.lv_combos,
-        &a.lv_table, &a.lv_table_offset};
-    for (int k = 0; k < RS_COUNT; k++) *dst[k] = spans[k];
     a.lv_only = (int)only;
     rs_view* v = &s->view;
     const char* why = rs_check(&a, f->n_features, v);
@@ -420,7 +397,7 @@ static int read_index(const reader* r, qs_model* m)
                     "this library reads: use the quickscorer that wrote the file", head,
                     (unsigned long long)version, QSC_VERSION);
     uint64_t n_slots = word(r, W_SLOTS);
-    uint64_t rs_words = version >= 2 ? R_HEAD + RS_COUNT : 0;
+    uint64_t rs_words = version >= 2 ? R_HEAD + RS_ARRAY_COUNT : 0;
     if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots + rs_words)
         return fail(QS_E_FORMAT, "%s: %llu arrays, not the %d this library reads", head,
                     (unsigned long long)n_slots, S_COUNT);

@@ -17,6 +17,7 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel, threadid
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memset
 
 from quickscorer._forest cimport Forest, ForestView, floating, FAMILY_XGBOOST
 from quickscorer._kernel cimport (SmallCall, array_data, check_leaves, check_scores, scratch_data,
@@ -102,6 +103,19 @@ cdef extern from "quickscorer/algorithms/rapidscorer/view.h":
         const int32_t* lv_combos
         int64_t n_lv_combos
 
+cdef extern from "quickscorer/algorithms/rapidscorer/check.h" nogil:
+    # the layout's arrays by number (view.h RS_ARRAY_NAMES), checked into a view by rs_check
+    ctypedef struct rs_span:
+        const void* data
+        int64_t n
+    ctypedef struct rs_arrays:
+        int lv_only
+    enum:
+        RS_ARRAY_COUNT
+    const char* const RS_ARRAY_NAMES[]
+    rs_span* rs_array_at(rs_arrays* a, int k)
+    const char* rs_check(const rs_arrays* a, int64_t n_features, RSView* v)
+
 cdef extern from "quickscorer/algorithms/rapidscorer/run.h" nogil:
     ctypedef struct rs_bufs:
         pass
@@ -128,13 +142,6 @@ cdef extern from "quickscorer/algorithms/rapidscorer/run.h" nogil:
     void rs_item_rows(const rs_plan* p, int64_t k, int64_t* first, int64_t* last)
     void rs_run_item(const rs_plan* p, const ForestView* f, const RSView* r, const rs_rows* X,
                      int64_t k, const rs_bufs* b, double* out64, float* out32, int32_t* leaves)
-
-cdef enum:
-    N_SEGMENT_KINDS = 3     # segments per slot and node variant (none, zero, NaN missing)
-    LV_MAX_DEPTH = 10       # rapidscorer.levels.LEVELS_MAX_DEPTH
-    LV_BYTE_LEVELS = 8      # rapidscorer/levels.h RS_LV_BYTE_LEVELS: a tree's split is at most this
-    LV_ENDS = 10            # rapidscorer/levels.h RS_LV_ENDS: level ends a tree
-
 
 def isa_available(int isa):
     """Whether this CPU runs the RapidScorer path isa (0 portable, 1 AVX2, 2 AVX-512 with BW,
@@ -179,71 +186,10 @@ _LV_FIELDS = {
     "lv_table": np.uint8, "lv_table_offset": np.int64,
 }
 
-# where level l's threshold table starts among a tree's (rapidscorer.levels.LEVEL_TABLE_AT: tables of
-# max(16, 2^l) bytes); a tree of split s has _LV_TABLE_AT[s] bytes of tables
-_LV_TABLE_AT = np.array([0, 16, 32, 48, 64, 80, 112, 176, 304], np.int64)
-
-
-def _last_leaf_bits(const int64_t[::1] tbo, const int64_t[::1] bs, const int64_t[::1] sizes):
-    """Per byte row of the layout (rows of a block from tbo[bs[b]]), the bit of the tree's
-    last leaf in layout order where the row holds it, else 0: no node has that leaf in the
-    subtree its masks clear, so a tree's bits never all clear and its exit is a leaf."""
-    keep = np.zeros(max(1, tbo[tbo.shape[0] - 1]), np.uint8)
-    cdef uint8_t[::1] k = keep
-    cdef Py_ssize_t t
-    for t in range(sizes.shape[0]):
-        k[tbo[t] + (sizes[t] - 1) // 8] = <uint8_t>(1 << ((sizes[t] - 1) % 8))
-    return keep
-
-
-cdef bint _scans_in_place(const uint32_t[::1] entries, const uint64_t[::1] seg,
-                          const int64_t[::1] bseg, const int64_t[::1] tbo,
-                          const int64_t[::1] bs, const uint8_t[::1] keep) noexcept:
-    """Whether each segment of each block runs to a sentinel (threshold byte 0x7F, which no
-    rank passes) inside the entries, every entry before it naming a byte row of the block and
-    keeping the bits of ``keep`` (_last_leaf_bits) in its mask."""
-    cdef Py_ssize_t b, j, k, n = entries.shape[0]
-    cdef int64_t base, rows
-    cdef uint32_t e, row
-    cdef uint8_t m
-    for b in range(bs.shape[0] - 1):
-        base = tbo[bs[b]]
-        rows = tbo[bs[b + 1]] - base
-        for j in range(bseg[b], bseg[b + 1]):
-            k = <Py_ssize_t>(seg[j] & 0xFFFFFFFFu)
-            while True:
-                if k >= n:
-                    return False
-                e = entries[k]
-                if ((e >> 16) & 0xFF) == 0x7F:
-                    break
-                row = e & 0xFFFF
-                m = (e >> 24) & 0xFF
-                if row >= rows or (m & keep[base + row]) != keep[base + row]:
-                    return False
-                k += 1
-    return True
-
-
-cdef bint _cat_entries_in_place(const uint32_t[::1] entries, const int64_t[::1] off,
-                                const int64_t[::1] bc, const int64_t[::1] tbo,
-                                const int64_t[::1] bs, const uint8_t[::1] keep) noexcept:
-    """Whether every categorical node's entries keep the bits of ``keep`` of its block (their
-    byte rows are checked by _check_categorical)."""
-    cdef Py_ssize_t b, d, k
-    cdef int64_t base
-    cdef uint32_t e
-    cdef uint8_t m, kp
-    for b in range(bc.shape[0] - 1):
-        base = tbo[bs[b]]
-        for d in range(bc[b], bc[b + 1]):
-            for k in range(off[d], off[d + 1]):
-                e = entries[k]
-                kp = keep[base + (e & 0xFFFF)]
-                m = (e >> 24) & 0xFF
-                if (m & kp) != kp:
-                    return False
-    return True
+# every array of the layout and its item type, as rs_check reads them
+_DTYPES = {**_FIELDS, **_LV_FIELDS}
+if [RS_ARRAY_NAMES[k].decode() for k in range(RS_ARRAY_COUNT)] != list(_DTYPES):
+    raise ImportError("rapidscorer/view.h names other arrays than _rapidscorer's fields")
 
 
 cdef class RSLayout:
@@ -279,92 +225,22 @@ cdef class RSLayout:
         self.levels_halves = (rs_lv_halves_default() != 0 if levels_halves < 0
                               else levels_halves != 0)
         self._keep = dict(a)
-        for name, dtype in _FIELDS.items():
-            array_data(a[name], dtype, "rapidscorer", name)
-        F = a["slot_column"].shape[0]      # the checks below are of the slots
-        sc = a["slot_column"]
-        if F < n_features or (F and (int(sc.min()) < 0 or int(sc.max()) >= n_features)):
-            raise ValueError("rapidscorer layout: slot_column names a column outside the input")
-        if a["model_used"].shape[0] and (int(a["model_used"].min()) < 0
-                                         or int(a["model_used"].max()) >= F):
-            raise ValueError("rapidscorer layout: model_used names a slot out of range")
-        n_trees = a["tree_byte_offsets"].shape[0] - 1
-        n_blocks = a["block_starts"].shape[0] - 1
-        checks = {"rank_pivots": 16 * F, "rank_bucket_offsets": F + 1, "rank_zero": F,
-                  "block_segments": n_blocks + 1}
-        for name, n in checks.items():
-            if a[name].shape[0] != n:
-                raise ValueError(f"rapidscorer layout field {name!r} has {a[name].shape[0]} "
-                                 f"entries, expected {n}")
-        if n_blocks < 1 or int(a["block_starts"][0]) != 0 or int(a["block_starts"][a["block_starts"].shape[0] - 1]) != n_trees:
-            raise ValueError("rapidscorer layout: block_starts do not cover the trees")
-        if int(a["block_segments"][n_blocks]) != a["segments"].shape[0]:
-            raise ValueError("rapidscorer layout: block_segments do not cover the segments")
-        seg = a["segments"]
-        if seg.shape[0] and (int((seg & 0xFFFFFFFF).max()) >= a["entries"].shape[0]
-                             or int(((seg >> 32) & 0x3FFFFFFF).max()) >= N_SEGMENT_KINDS * F):
-            raise ValueError("rapidscorer layout: a segment is out of range")
-        bo = a["rank_bucket_offsets"]
-        if int(bo[F]) != a["rank_buckets"].shape[0] or (np.diff(bo) < 16).any():
-            raise ValueError("rapidscorer layout: rank_bucket_offsets do not fit the buckets")
-        tbo = a["tree_byte_offsets"]
-        bs = a["block_starts"]
-        tree_bytes = np.diff(tbo)
-        # a layout of the level path alone (rapidscorer.layout.levels_only_arrays) has no scans: no
-        # bitvector bytes, entries or categorical nodes, and trees of up to 1,024 leaves
-        only = "lv_only" in a and a["lv_only"].shape[0] == 1 and bool(a["lv_only"][0])
-        max_leaves = 1 << LV_MAX_DEPTH if only else 256
-        if only and (tree_bytes.any() or a["entries"].shape[0] or a["segments"].shape[0]
-                     or a["cat_node_slot"].shape[0] or a["cat_slot_column"].shape[0]
-                     or a["leaf_order"].shape[0]):
-            raise ValueError("rapidscorer layout: a layout of the level path alone holds "
-                             "scan fields")
-        if not only and tree_bytes.size and (tree_bytes.min() < 1 or tree_bytes.max() > 32):
-            raise ValueError("rapidscorer layout: a tree has fewer than 1 or more than 32 bytes")
-        block_bytes = np.diff(tbo[bs])
-        if block_bytes.size and block_bytes.max() > 65536:
-            raise ValueError("rapidscorer layout: a tree block of more than 65,536 byte rows")
-        lof, order = a["leaf_offset"], a["leaf_order"]
-        sizes = np.diff(lof)
-        if lof.shape[0] != n_trees + 1 or (n_trees and (int(lof[0]) != 0 or (sizes < 1).any()
-                                                        or (sizes > max_leaves).any())):
-            raise ValueError(f"rapidscorer layout: leaf_offset does not give each tree 1 to "
-                             f"{max_leaves} leaves")
-        n_leaves = int(lof[n_trees]) if n_trees else 0
-        if order.shape[0]:
-            size = np.repeat(sizes, sizes)
-            if (order.shape[0] != n_leaves or a["leaf_value"].shape[0] != n_leaves
-                    or a["leaf_value_f32"].shape[0] not in (0, n_leaves)
-                    or (order < 0).any() or (order >= size).any()):
-                raise ValueError("rapidscorer layout: the leaf order does not fit the trees")
-        self._check_categorical(a, n_features, n_blocks, np.diff(tbo[bs]))
-        if not only:
-            if not np.array_equal(tree_bytes, (sizes + 7) // 8):
-                raise ValueError("rapidscorer layout: a tree's bytes are not one a 8 of its "
-                                 "leaves")
-            bsg = a["block_segments"]
-            if int(bsg[0]) != 0 or (np.diff(bsg) < 0).any():
-                raise ValueError("rapidscorer layout: block_segments are out of order")
-            keep = _last_leaf_bits(tbo, bs, sizes)
-            if not _scans_in_place(a["entries"], seg, bsg, tbo, bs, keep):
-                raise ValueError("rapidscorer layout: a scan's entries leave their block, "
-                                 "lack their sentinel or clear a tree's last leaf")
-            if not _cat_entries_in_place(a["cat_entries"], a["cat_entry_offsets"],
-                                         a["block_cat"], tbo, bs, keep):
-                raise ValueError("rapidscorer layout: a categorical entry clears a tree's "
-                                 "last leaf")
-        self.view.n_features = n_features
-        self.view.n_slots = F
-        self.view.slot_column = <const int32_t*>cnp.PyArray_DATA(sc)
-        self.view.n_trees = n_trees
-        self.view.n_blocks = n_blocks
-        self.view.n_leaves = n_leaves
-        self.view.rank_pivots = <const double*>cnp.PyArray_DATA(a["rank_pivots"])
-        self.view.rank_buckets = <const double*>array_data(a["rank_buckets"], np.float64,
-                                                           "rapidscorer", "rank_buckets")
-        self.view.rank_bucket_offsets = <const int64_t*>cnp.PyArray_DATA(bo)
-        self.view.rank_pivots32 = NULL
-        self.view.rank_buckets32 = NULL
+        cdef rs_arrays arr
+        cdef rs_span* span
+        memset(&arr, 0, sizeof(arr))
+        levels = "lv_depth" in a and a["lv_depth"].shape[0] != 0
+        for k in range(RS_ARRAY_COUNT):
+            name = RS_ARRAY_NAMES[k].decode()
+            if name in _LV_FIELDS and not levels:
+                continue                  # no level fields: the spans stay empty
+            span = rs_array_at(&arr, k)
+            span.data = array_data(a[name], _DTYPES[name], "rapidscorer", name)
+            span.n = a[name].shape[0]
+        # a layout of the level path alone (rapidscorer.layout.levels_only_arrays) has no scans
+        arr.lv_only = "lv_only" in a and a["lv_only"].shape[0] == 1 and bool(a["lv_only"][0])
+        cdef const char* why = rs_check(&arr, n_features, &self.view)
+        if why != NULL:
+            raise ValueError(why.decode())
         self.float32_ranks = False
         if float32_ranks:
             piv, bkt = a["rank_pivots"], a["rank_buckets"]
@@ -372,168 +248,25 @@ cdef class RSLayout:
             if (np.array_equal(piv32.astype(np.float64), piv)
                     and np.array_equal(bkt32.astype(np.float64), bkt)):
                 self._ranks32 = (piv32, bkt32)
-                self.view.rank_pivots32 = <const float*>cnp.PyArray_DATA(piv32)
-                self.view.rank_buckets32 = <const float*>cnp.PyArray_DATA(bkt32)
+                self.view.rank_pivots32 = <const float*>array_data(piv32, np.float32,
+                                                                   "rapidscorer", "ranks32")
+                self.view.rank_buckets32 = <const float*>array_data(bkt32, np.float32,
+                                                                    "rapidscorer", "ranks32")
                 self.float32_ranks = True
-        self.view.rank_zero = <const uint8_t*>array_data(a["rank_zero"], np.uint8,
-                                                         "rapidscorer", "rank_zero")
-        self.view.n_model_used = a["model_used"].shape[0]
-        self.view.model_used = <const int32_t*>array_data(a["model_used"], np.int32,
-                                                          "rapidscorer", "model_used")
-        self.view.tree_byte_offsets = <const int64_t*>cnp.PyArray_DATA(tbo)
-        self.view.block_starts = <const int64_t*>cnp.PyArray_DATA(bs)
-        self.view.entries = <const rs_entry*>array_data(a["entries"], np.uint32,
-                                                        "rapidscorer", "entries")
-        self.view.segments = <const uint64_t*>array_data(a["segments"], np.uint64,
-                                                         "rapidscorer", "segments")
-        self.view.block_segments = <const int64_t*>cnp.PyArray_DATA(a["block_segments"])
-        self.view.max_block_bytes = max(1, int(block_bytes.max()))
-        self.view.leaf_order = NULL
-        self.view.leaf_value = NULL
-        self.view.leaf_value_f32 = NULL
-        if order.shape[0]:
-            self.view.leaf_order = <const uint8_t*>cnp.PyArray_DATA(order)
-            self.view.leaf_value = <const double*>cnp.PyArray_DATA(a["leaf_value"])
-            if a["leaf_value_f32"].shape[0]:
-                self.view.leaf_value_f32 = <const float*>cnp.PyArray_DATA(a["leaf_value_f32"])
-        self.view.n_cat_slots = a["cat_slot_column"].shape[0]
-        self.view.cat_slot_column = <const int32_t*>array_data(
-            a["cat_slot_column"], np.int32, "rapidscorer", "cat_slot_column")
-        self.view.cat_node_slot = <const int32_t*>array_data(
-            a["cat_node_slot"], np.int32, "rapidscorer", "cat_node_slot")
-        self.view.cat_tables = <const uint8_t*>array_data(a["cat_tables"], np.uint8,
-                                                          "rapidscorer", "cat_tables")
-        self.view.cat_entry_offsets = <const int64_t*>cnp.PyArray_DATA(a["cat_entry_offsets"])
-        self.view.cat_entries = <const rs_entry*>array_data(a["cat_entries"], np.uint32,
-                                                            "rapidscorer", "cat_entries")
-        self.view.block_cat = <const int64_t*>cnp.PyArray_DATA(a["block_cat"])
-        self._set_levels(a, n_trees, F)
-        if only:
-            if not self.levels:
-                raise ValueError("rapidscorer layout: a layout of the level path alone has no "
-                                 "level fields")
-            self.levels_min_lanes = 0
-            self.view.lv_min_lanes = 0       # every group walks the levels
-        self.n_leaves = n_leaves
-        self.reordered = order.shape[0] != 0
-        self.has_f32 = a["leaf_value_f32"].shape[0] != 0
-        self.n_features = n_features
-        self.n_slots = F
-        self.n_trees = n_trees
-        self.max_block_bytes = self.view.max_block_bytes
-
-    def _set_levels(self, dict a, int64_t n_trees, int64_t S):
-        """The level-by-level fields, checked against each other and the model: on where
-        they hold every tree, off where absent or empty."""
-        self.view.lv_on = False
-        self.levels = False
-        if "lv_depth" not in a or a["lv_depth"].shape[0] == 0:
-            return
-        for name, dtype in _LV_FIELDS.items():
-            array_data(a[name], dtype, "rapidscorer", name)
-        depth = a["lv_depth"].astype(np.int64)
-        split = a["lv_split"].astype(np.int64)
-        deep, doff = a["lv_deep"], a["lv_deep_offset"]
-        noff, soff = a["lv_node_offset"], a["lv_slot_offset"]
-        ends = a["lv_level_end"].reshape(-1)
-        combos = a["lv_combos"]
-        nodes = a["lv_nodes"]
-        if (depth.shape[0] != n_trees or noff.shape[0] != n_trees + 1
-                or soff.shape[0] != n_trees + 1 or ends.shape[0] != LV_ENDS * n_trees
-                or split.shape[0] != n_trees or doff.shape[0] != n_trees + 1
-                or (depth > LV_MAX_DEPTH).any() or (split > depth).any()
-                or (split > LV_BYTE_LEVELS).any()):
-            raise ValueError("rapidscorer layout: the level fields do not fit the trees")
-        n_slots = np.left_shift(1, depth)
-        if (int(doff[0]) != 0 or (np.diff(doff) != n_slots - np.left_shift(1, split)).any()
-                or int(doff[n_trees]) != deep.shape[0]
-                or (deep.shape[0] and int((deep & 0xFFFF).max()) >= S + combos.shape[0])):
-            raise ValueError("rapidscorer layout: the deep level records do not fit the trees")
-        if (int(noff[0]) != 0 or int(soff[0]) != 0 or (np.diff(soff) != n_slots).any()
-                or int(noff[n_trees]) != nodes.shape[0]
-                or a["lv_slot_leaf"].shape[0] != int(soff[n_trees])
-                or a["lv_value"].shape[0] not in (0, int(soff[n_trees]))
-                or a["lv_value_f32"].shape[0] not in (0, int(soff[n_trees]))
-                or a["lv_value"].shape[0] + a["lv_value_f32"].shape[0] == 0):
-            raise ValueError("rapidscorer layout: the level offsets do not fit the trees")
-        toff, table = a["lv_table_offset"], a["lv_table"]
-        if (toff.shape[0] != n_trees + 1 or int(toff[0]) != 0
-                or (np.diff(toff) != _LV_TABLE_AT[split]).any()
-                or int(toff[n_trees]) != table.shape[0]):
-            raise ValueError("rapidscorer layout: the level tables do not fit the trees")
-        bst = a["lv_block_starts"]
-        if (bst.shape[0] < 2 or int(bst[0]) != 0 or int(bst[bst.shape[0] - 1]) != n_trees
-                or (np.diff(bst) < 0).any()):
-            raise ValueError("rapidscorer layout: the level blocks do not cover the trees")
-        per_tree = np.diff(noff)
-        e = ends.astype(np.int64).reshape(n_trees, LV_ENDS)
-        if n_trees and ((np.diff(e, axis=1) < 0).any() or (e[:, -1] != per_tree).any()):
-            raise ValueError("rapidscorer layout: the level ends do not fit the trees' nodes")
-        if nodes.shape[0]:
-            tree = np.repeat(np.arange(n_trees), per_tree)
-            rank = np.arange(nodes.shape[0]) - noff[tree]
-            level = np.zeros(nodes.shape[0], np.int64)
-            for k in range(LV_ENDS):      # the levels whose nodes come before each
-                level += rank >= e[tree, k]
-            col = (nodes & 0xFFFF).astype(np.int64)
-            pos = (nodes >> 24).astype(np.int64)
-            if ((level >= split[tree]).any() or (pos >= np.left_shift(1, level)).any()
-                    or (col >= S + combos.shape[0]).any()):
-                raise ValueError("rapidscorer layout: a level node is out of range")
-        kind = (combos >> 24) & 3
-        if combos.shape[0] and (((combos & 0xFFFFFF) >= S) | (kind == 0) | (kind > 2)).any():
-            raise ValueError("rapidscorer layout: a level column is out of range")
-        self.view.lv.nodes = <const rs_lv_node*>cnp.PyArray_DATA(nodes)
-        self.view.lv.node_off = <const int64_t*>cnp.PyArray_DATA(noff)
-        self.view.lv.lend = <const uint16_t*>cnp.PyArray_DATA(a["lv_level_end"])
-        self.view.lv.depth = <const uint8_t*>cnp.PyArray_DATA(a["lv_depth"])
-        self.view.lv.split = <const uint8_t*>cnp.PyArray_DATA(a["lv_split"])
-        self.view.lv.deep = <const rs_lv_node*>cnp.PyArray_DATA(deep)
-        self.view.lv.deep_off = <const int64_t*>cnp.PyArray_DATA(doff)
-        self.view.lv.slot_off = <const int64_t*>cnp.PyArray_DATA(soff)
-        self.view.lv.table = <const uint8_t*>cnp.PyArray_DATA(table)
-        self.view.lv.table_off = <const int64_t*>cnp.PyArray_DATA(toff)
+        self.levels = self.view.lv_on != 0
         self.view.lv.vbmi = self.levels_vbmi
         self.view.lv.halves = self.levels_halves
-        self.view.lv_block_starts = <const int64_t*>cnp.PyArray_DATA(bst)
-        self.view.n_lv_blocks = bst.shape[0] - 1
-        self.view.lv_chunk = self.levels_chunk
-        self.view.lv_slot_leaf = <const uint16_t*>cnp.PyArray_DATA(a["lv_slot_leaf"])
-        self.view.lv_value = (<const double*>cnp.PyArray_DATA(a["lv_value"])
-                              if a["lv_value"].shape[0] else NULL)
-        self.view.lv_value_f32 = (<const float*>cnp.PyArray_DATA(a["lv_value_f32"])
-                                  if a["lv_value_f32"].shape[0] else NULL)
-        self.view.lv_combos = <const int32_t*>cnp.PyArray_DATA(combos)
-        self.view.n_lv_combos = combos.shape[0]
-        self.view.lv_on = True
+        self.view.lv_chunk = self.levels_chunk if self.levels else 1
+        if arr.lv_only:
+            self.levels_min_lanes = 0        # every group walks the levels
         self.view.lv_min_lanes = self.levels_min_lanes
-        self.levels = True
-
-    @staticmethod
-    def _check_categorical(dict a, int64_t n_features, int64_t n_blocks, block_bytes):
-        """The categorical fields fit each other, the input and the blocks: every node's
-        slot, table and entries in range, every entry's byte row inside its block."""
-        col, slot, off = a["cat_slot_column"], a["cat_node_slot"], a["cat_entry_offsets"]
-        bc, ent = a["block_cat"], a["cat_entries"]
-        n = slot.shape[0]
-        if (col.shape[0] and (int(col.min()) < 0 or int(col.max()) >= n_features)) or (
-                n and (int(slot.min()) < 0 or int(slot.max()) >= col.shape[0])):
-            raise ValueError("rapidscorer layout: a categorical slot or its column is out "
-                             "of range")
-        if (a["cat_tables"].shape[0] != 32 * n or off.shape[0] != n + 1 or int(off[0]) != 0
-                or int(off[n]) != ent.shape[0] or (np.diff(off) < 0).any()):
-            raise ValueError("rapidscorer layout: the categorical tables or entry offsets "
-                             "do not fit the nodes")
-        if (bc.shape[0] != n_blocks + 1 or int(bc[0]) != 0 or int(bc[n_blocks]) != n
-                or (np.diff(bc) < 0).any()):
-            raise ValueError("rapidscorer layout: block_cat does not cover the categorical "
-                             "nodes")
-        if ent.shape[0]:
-            node = np.repeat(np.arange(n), np.diff(off))
-            block = np.searchsorted(bc, node, side="right") - 1
-            if ((ent & 0xFFFF).astype(np.int64) >= block_bytes[block]).any():
-                raise ValueError("rapidscorer layout: a categorical entry's byte row is "
-                                 "outside its block")
+        self.n_leaves = self.view.n_leaves
+        self.reordered = self.view.leaf_order != NULL
+        self.has_f32 = a["leaf_value_f32"].shape[0] != 0
+        self.n_features = n_features
+        self.n_slots = self.view.n_slots
+        self.n_trees = self.view.n_trees
+        self.max_block_bytes = self.view.max_block_bytes
 
     def scratch_bytes(self, int isa, int64_t n_outputs):
         """Scratch bytes one thread needs on path isa (a multiple of 64)."""

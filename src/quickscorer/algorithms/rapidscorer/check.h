@@ -2,8 +2,8 @@
  * them, for layouts a file gave: every length against the counts, every offset in order and
  * inside its array, every index inside what it names, every scan segment ending in its
  * sentinel inside its block, and no mask clearing a tree's last leaf (so that a tree's exit
- * is a leaf). The same checks as Python's RSLayout (_rapidscorer.pyx), in C for the C
- * library. rs_check gives NULL and fills the view, or a message. */
+ * is a leaf). The one copy of these checks: Python's RSLayout (_rapidscorer.pyx) and the C
+ * library's open both call rs_check, which gives NULL and fills the view, or a message. */
 #ifndef QUICKSCORER_ALGORITHMS_RAPIDSCORER_CHECK_H
 #define QUICKSCORER_ALGORITHMS_RAPIDSCORER_CHECK_H
 

@@ -61,6 +61,36 @@ typedef struct {
     rs_span lv_table_offset;      /* int64 [T + 1] */
 } rs_arrays;
 
+/* the arrays of rs_arrays by number, in the order of its fields (the C index's, model_file.py
+ * C_INDEX_RS_SLOTS), with each one's item size in bytes */
+#define RS_ARRAY_COUNT 36
+static const char* const RS_ARRAY_NAMES[RS_ARRAY_COUNT] = {
+    "rank_pivots", "rank_buckets", "rank_bucket_offsets", "rank_zero", "slot_column",
+    "model_used", "tree_byte_offsets", "block_starts", "entries", "segments", "block_segments",
+    "leaf_offset", "leaf_order", "leaf_value", "leaf_value_f32", "cat_slot_column",
+    "cat_node_slot", "cat_tables", "cat_entry_offsets", "cat_entries", "block_cat",
+    "lv_nodes", "lv_node_offset", "lv_level_end", "lv_depth", "lv_slot_offset",
+    "lv_slot_leaf", "lv_split", "lv_deep", "lv_deep_offset", "lv_block_starts", "lv_value",
+    "lv_value_f32", "lv_combos", "lv_table", "lv_table_offset"};
+static const uint8_t RS_ARRAY_SIZES[RS_ARRAY_COUNT] = {
+    8, 8, 8, 1, 4, 4, 8, 8, 4, 8, 8, 8, 1, 8, 4, 4, 4, 1, 8, 4, 8, 4, 8, 2, 1, 8, 2, 1, 4, 8,
+    8, 8, 4, 4, 1, 8};
+
+/* array k of a (0 <= k < RS_ARRAY_COUNT) */
+static inline rs_span* rs_array_at(rs_arrays* a, int k)
+{
+    rs_span* const at[RS_ARRAY_COUNT] = {
+        &a->rank_pivots, &a->rank_buckets, &a->rank_bucket_offsets, &a->rank_zero,
+        &a->slot_column, &a->model_used, &a->tree_byte_offsets, &a->block_starts, &a->entries,
+        &a->segments, &a->block_segments, &a->leaf_offset, &a->leaf_order, &a->leaf_value,
+        &a->leaf_value_f32, &a->cat_slot_column, &a->cat_node_slot, &a->cat_tables,
+        &a->cat_entry_offsets, &a->cat_entries, &a->block_cat, &a->lv_nodes,
+        &a->lv_node_offset, &a->lv_level_end, &a->lv_depth, &a->lv_slot_offset,
+        &a->lv_slot_leaf, &a->lv_split, &a->lv_deep, &a->lv_deep_offset, &a->lv_block_starts,
+        &a->lv_value, &a->lv_value_f32, &a->lv_combos, &a->lv_table, &a->lv_table_offset};
+    return at[k];
+}
+
 typedef struct {
     /* S: the rank slots (rapidscorer/layout.py), ranked and scanned as features; F: the
      * input's columns */
