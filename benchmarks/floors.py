@@ -105,7 +105,8 @@ def _leaf_class(n: np.ndarray) -> np.ndarray:
 
 def counts(model, X: np.ndarray) -> dict[str, dict[str, float]]:
     """Each stage's units a document, by unit (a group stage's per 64 documents already),
-    for a call of full groups."""
+    for a call of full groups; and under ``walk`` the instruction set whose level-walk units
+    the layout's walk takes (None: the call's)."""
     ens = model.ensemble
     alg = model.prepare("rapidscorer")
     rs = alg.arrays()
@@ -135,6 +136,8 @@ def counts(model, X: np.ndarray) -> dict[str, dict[str, float]]:
                        "lv_level": float(split.sum()) / LANES,
                        "lv_deep": float((depth - split).sum())}
         c["slots"] = leaves(np.left_shift(1, depth))
+        # the walk of the AVX-512 path in two 256-bit halves is the AVX2 wide path's
+        c["walk"] = "avx2" if alg.layout.levels_halves else None
     return c
 
 
@@ -156,7 +159,8 @@ def floors(c: dict[str, dict[str, float]], cost: dict[tuple[str, str], float], i
             continue
         row = {}
         for s in stages:
-            row[s] = sum(n * cost[(u, isa) if (u, isa) in cost else (u, "scalar")]
+            at = (c.get("walk") or isa) if s == "levels" else isa
+            row[s] = sum(n * cost[(u, at) if (u, at) in cost else (u, "scalar")]
                          * (groups if u in GROUP_UNITS else 1.0) for u, n in c[s].items())
         out[way] = row
     return out
@@ -192,7 +196,7 @@ def main(argv=None) -> int:
         ens = model.ensemble
         print(f"\n{shape}: {ens.n_trees} trees, {ens.n_features} features; units a "
               "document: " + "; ".join(f"{s} " + ", ".join(f"{u} {n:.0f}" for u, n in d.items())
-                                       for s, d in c.items()))
+                                       for s, d in c.items() if isinstance(d, dict)))
         print("| rows | predict runs | way | stages, us a document | floor | predict | "
               "predict / least floor |")
         print("| ---: | --- | --- | --- | ---: | ---: | ---: |")

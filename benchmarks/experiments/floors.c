@@ -20,13 +20,16 @@
  *   exit_row    one byte row of a tree for a group's exit search (rs_exits, 8 rows a tree)
  *   leaf_n<n>   one document and tree of n leaves (at most): its exit leaf's value added to its
  *               sum (rs_add_f64); leaf32_n<n> in float32 (rs_add_f32)
- * The level walk's units are loops of this file, the operations rapidscorer/levels.h executes:
+ * The level walk's units time rapidscorer/levels.h's own walks too (rs_lv_tree, on AVX-512
+ * by byte permutations, on avx2 as the AVX2 wide path, which is also AVX-512's walk in
+ * halves; rs_lv_deep), on 64 complete trees:
  *   lv_node     one node above a tree's split, for a group: the lanes at its position take its
- *               column (a load, a compare of positions, a masked move)
- *   lv_level    one level above the split, for a group: each lane's threshold from the level's
- *               table by its position (a byte permutation), a compare, the positions doubled
- *   lv_deep     one level below the split, for one lane: the record at its position, its
- *               column's value, a compare, the position doubled (scalar)
+ *               column; lv_level one level above the split, for a group: each lane's threshold
+ *               by its position, a compare, the positions doubled (and the tree's share of its
+ *               call): from trees of 8 and of 4 such levels
+ *   lv_deep     one level below the split, for one lane (eight lanes' chains at a time)
+ * For llvm-mca, this file's own loops of the same operations stand for them (the regions
+ * lv_node, lv_level and lv_deep: one lane's chain, not eight).
  * and so is a walk no kernel of this library runs:
  *   heap        one document, tree and level of a complete heap walk in the manner of oneDAL's
  *               GBT inference (node i goes to 2i + 1 + (x > t)): gathers of the node's
@@ -40,7 +43,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "quickscorer/algorithms/rapidscorer/scan.h"
+#include "quickscorer/algorithms/rapidscorer/levels.h"   /* and scan.h */
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
 #define MCA_END() __asm__ volatile("# LLVM-MCA-END" ::: "memory")
@@ -176,6 +179,70 @@ static void k_leaf32(void)
 {
     for (int t = 0; t < 64; t++)
         rs_add_f32(k_isa, idxs + 64 * t, (const float*)values + 256 * t, k_leaves, acc32, 0, 1.0f);
+}
+
+/* ---- the level walk by the kernel's own functions (rs_lv_tree, rs_lv_deep): 64 complete
+ * trees of lv_levels levels (8 or 4) above their split, every position a node; and two
+ * levels below a split of 8 ---- */
+enum { LV_TREES = 64 };
+static rs_lv_node kv_nodes[LV_TREES * 255];
+static int64_t kv_node_off[LV_TREES + 1], kv_deep_off[LV_TREES + 1], kv_slot_off[LV_TREES + 1];
+static int64_t kv_table_off[LV_TREES + 1];
+static uint16_t kv_lend[LV_TREES * RS_LV_ENDS];
+static uint8_t kv_depth[LV_TREES], kv_split[LV_TREES];
+static uint8_t kv_table[LV_TREES * 304];
+static rs_lv_node kv_deep[768];
+static uint8_t kv_idx[64] __attribute__((aligned(64)));
+static uint16_t kv_slot[64];
+static rs_lv_model kv;
+
+static void set_levels(int levels, int vbmi)
+{
+    int per = (1 << levels) - 1;
+    for (int t = 0; t < LV_TREES; t++) {
+        kv_node_off[t + 1] = kv_node_off[t] + per;
+        kv_table_off[t + 1] = kv_table_off[t] + RS_LV_TABLE_AT(levels);
+        kv_slot_off[t + 1] = kv_slot_off[t] + (1 << levels);
+        kv_deep_off[t + 1] = 0;
+        kv_depth[t] = kv_split[t] = (uint8_t)levels;
+        for (int l = 0; l < RS_LV_ENDS; l++)
+            kv_lend[RS_LV_ENDS * t + l] = (uint16_t)(l < levels ? (2 << l) - 1 : per);
+        for (int k = 0; k < per; k++) {
+            int l = 31 - __builtin_clz((unsigned)k + 1);
+            rs_lv_node* nd = kv_nodes + kv_node_off[t] + k;
+            nd->col = (uint16_t)(rnd() % S);
+            nd->thr = (uint8_t)(rnd() % 255);
+            nd->pos = (uint8_t)(k + 1 - (1 << l));
+        }
+    }
+    for (int i = 0; i < LV_TREES * 304; i++) kv_table[i] = (uint8_t)((rnd() % 255) ^ 0x80);
+    for (int i = 0; i < 768; i++) {
+        kv_deep[i].col = (uint16_t)(rnd() % S);
+        kv_deep[i].thr = (uint8_t)(rnd() % 255);
+    }
+    kv.nodes = kv_nodes;
+    kv.node_off = kv_node_off;
+    kv.lend = kv_lend;
+    kv.depth = kv_depth;
+    kv.split = kv_split;
+    kv.deep = kv_deep;
+    kv.deep_off = kv_deep_off;
+    kv.slot_off = kv_slot_off;
+    kv.table = kv_table;
+    kv.table_off = kv_table_off;
+    kv.vbmi = vbmi;
+    kv.halves = 0;
+}
+
+static void k_levels(void)          /* units: LV_TREES trees */
+{
+    for (int t = 0; t < LV_TREES; t++) rs_lv_tree(k_isa, &kv, t, ranks, kv_idx, kv_slot, 64);
+}
+
+static void k_deep(void)            /* units: 64 lanes x 2 levels */
+{
+    for (int l = 0; l < 64; l++) kv_idx[l] = (uint8_t)(l * 37);
+    rs_lv_deep(kv_deep, 8, 10, ranks, 64, 64, kv_idx, kv_slot);
 }
 
 /* ---- lv_node and lv_level: a tree of lv_levels levels above its split (8 or 4), every
@@ -494,19 +561,23 @@ int main(int argc, char** argv)
             snprintf(name, sizeof name, "leaf32_n%d", k_leaves);
             print(name, isa, k_leaf32, 64 * 64, rounds);
         }
-        /* the level walk: 255 nodes and 8 levels a call, then 15 and 4; a node's and a
+        /* the level walk: 255 nodes and 8 levels a tree, then 15 and 4; a node's and a
          * level's cost from the two */
-        void (*lv)(void) = w == 0 ? levels_avx512 : levels_avx2;
-        lv_levels = 8;
-        double t8 = best_ns(lv, 1.0, rounds);
-        lv_levels = 4;
-        double t4 = best_ns(lv, 1.0, rounds);
+        set_levels(8, w == 0 && rs_lv_vbmi_available());
+        double t8 = best_ns(k_levels, LV_TREES, rounds);
+        set_levels(4, w == 0 && rs_lv_vbmi_available());
+        double t4 = best_ns(k_levels, LV_TREES, rounds);
         double level = (255 * t4 - 15 * t8) / (255 * 4 - 15 * 8);
         printf("lv_node %s %.4f\n", isa, (t8 - 8 * level) / 255);
         printf("lv_level %s %.4f\n", isa, level);
         print("heap", isa, w == 0 ? heap_avx512 : heap_avx2, (double)ROWS * TREES * DEPTH, rounds);
     }
-    print("lv_deep", "scalar", deep_scalar, LANES * 2, rounds);
+    print("lv_deep", "scalar", k_deep, LANES * 2, rounds);
+    if (argc > 3) {                   /* never: keeps the llvm-mca sequences in the build */
+        levels_avx512();
+        levels_avx2();
+        deep_scalar();
+    }
     if (argc > 2)                     /* never: keeps the llvm-mca sequences in the build */
         mca_units(X, X32, atoi(argv[2]));
     return 0;
