@@ -187,8 +187,8 @@ class Tuning:
         "python -m benchmarks.tuning.rs_level_sweep --setting rs_vbmi --values 0,1",
         "QUICKSCORER_RS_VBMI", _BOOL)
     rs_halves: bool | None = _f(
-        None, "on AVX-512, the level walk in two 256-bit registers a column; None: where the "
-        "CPU splits 512-bit operations",
+        None, "on AVX-512, the level walk in two 256-bit registers a column; None: on AMD Zen "
+        "4 (which splits 512-bit operations) and Zen 5",
         "python -m benchmarks.tuning.rs_level_sweep --setting rs_halves --values 0,1",
         "QUICKSCORER_RS_HALVES", _BOOL)
     rs_lv_block_bytes: int | None = _f(
