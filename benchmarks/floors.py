@@ -20,7 +20,10 @@ must execute in three ways of scoring it, each a sum of stages:
 Each operation's cost is that of its loop alone in ``benchmarks/experiments/floors.c``,
 compiled and run here, state in L1, no branch missed; a stage's floor is its count times
 that cost, a way's floor the sum of its stages, and the floor of the call the least of the
-three. ``predict`` (the default, one thread) is timed interleaved on the same rows. With
+three. ``predict`` (the default, one thread) is timed on every model and call size in the
+same interleaved rounds, the fastest of ``--repeat``; the harness runs once before them and
+once a model after, each unit's least cost kept (this project's guests stall for whole
+rounds). With
 ``--mca``, llvm-mca's steady-state throughput of the same loops (Block RThroughput: no
 dependency between iterations, every load an L1 hit) gives the floor in cycles a document
 on each named core, which this machine need not be. The last line is ``worst predict /
@@ -39,9 +42,9 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import matrix as M
-from benchmarks.experiments.op_count import path_steps, predict_times, scan_visits
+from benchmarks.experiments.op_count import path_steps, predict_calls, scan_visits
 from benchmarks.experiments.rs_scan_mca import AVX512_CPUS
-from quickscorer.bench import machine
+from quickscorer.bench import interleaved, machine
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -179,20 +182,30 @@ def main(argv=None) -> int:
 
     isa = "avx512" if "avx512" in C.available_isas() else "avx2"
     batches = [int(b) for b in args.batch.split(",")]
-    ns = unit_costs()
     names = [name for name in args.mca.split(",") if name]
     if set(names) - set(AVX512_CPUS):
         raise SystemExit(f"--mca: floors.c writes llvm-mca's sequences for AVX-512 only: one "
                          f"of {', '.join(AVX512_CPUS)}")
+    # the harness runs before each model's timing and after the last, each unit keeping its
+    # least cost; every model's calls are timed in the same interleaved rounds: a guest whose
+    # host is busy for a while slows some rounds of each, not all of one
+    loaded = []
+    for shape in args.shapes.split(","):
+        wl = M.workload(shape, 10_000)
+        model, X = quickscorer.load(wl.lgb_path), np.ascontiguousarray(wl.X)
+        loaded.append((shape, model, X, counts(model, X)))
+    ns = unit_costs()
+    calls = [predict_calls(model, X, batches) for _, model, X, _ in loaded]
+    timings = interleaved([f for fs in calls for f in fs], args.repeat)
+    for _ in loaded:
+        ns = {k: min(v, ns.get(k, v)) for k, v in unit_costs().items()}
+    it = iter(t.minimum * 1e6 for t in timings)
+    models = [(shape, model, c, [next(it) for _ in batches]) for shape, model, _, c in loaded]
     mca = {name: mca_costs(name, ns) for name in names}
     print(machine())
     print("unit costs here, ns: " + ", ".join(f"{u}.{i} {v:.3f}" for (u, i), v in ns.items()))
     worst = 0.0
-    for shape in args.shapes.split(","):
-        wl = M.workload(shape, 10_000)
-        model, X = quickscorer.load(wl.lgb_path), np.ascontiguousarray(wl.X)
-        c = counts(model, X)
-        times = predict_times(model, X, batches, args.repeat)
+    for shape, model, c, times in models:
         ens = model.ensemble
         print(f"\n{shape}: {ens.n_trees} trees, {ens.n_features} features; units a "
               "document: " + "; ".join(f"{s} " + ", ".join(f"{u} {n:.0f}" for u, n in d.items())

@@ -112,20 +112,20 @@ def entry_ns() -> dict[str, float]:
     return best
 
 
-def predict_times(model, X: np.ndarray, sizes: list[int], repeat: int) -> list[float]:
-    """us a document of the default predict on one thread at each call size, the median of
-    ``repeat`` interleaved rounds."""
+def predict_calls(model, X: np.ndarray, sizes: list[int]) -> list:
+    """For :func:`interleaved`: one round of the default predict on one thread at each call
+    size, at least 20,000 rows a round (the rows it scored)."""
     calls = []
     for n in sizes:
         rows = np.ascontiguousarray(X[:n])
-        reps = max(1, 20_000 // n)
+        reps = max(1, -(-20_000 // n))
 
         def run(rows=rows, reps=reps):
             for _ in range(reps):
                 model.predict(rows, n_threads=1)
             return rows.shape[0] * reps
         calls.append(run)
-    return [t.median * 1e6 for t in interleaved(calls, repeat)]
+    return calls
 
 
 def main(argv=None) -> int:
@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     print(f"rapidscorer, one row: {one:.0f} entries visited")
     print(f"ranks: {rs['model_used'].shape[0]} a document; exit leaves and leaf values: "
           f"{ens.n_trees} a document")
-    times = predict_times(model, X, sizes, args.repeat)
+    times = [t.median * 1e6 for t in interleaved(predict_calls(model, X, sizes), args.repeat)]
     print("default predict, us/doc, median of", args.repeat, "rounds:")
     for n, t in zip(sizes, times):
         print(f"  {n} rows: {t:.2f}")
