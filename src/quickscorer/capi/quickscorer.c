@@ -222,7 +222,7 @@ static int check_offsets(const reader* r, int s, const int64_t* o, int64_t n, in
     if (o[0] != 0 || o[n] != total)
         return bad(r, s, "does not start at 0 and end at %lld", (long long)total);
     for (int64_t i = 0; i < n; i++)
-        if (o[i + 1] < o[i] + (strict ? 1 : 0))
+        if (strict ? o[i + 1] <= o[i] : o[i + 1] < o[i])
             return bad(r, s, "entry %lld is out of order", (long long)(i + 1));
     return QS_OK;
 }

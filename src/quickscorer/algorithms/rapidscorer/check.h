@@ -34,6 +34,18 @@ static inline int rs_offsets_ok(rs_span o, int64_t n, int64_t total, int exact)
     return exact ? RS_I64(o)[n] == total : RS_I64(o)[n] <= total;
 }
 
+/* o[0 .. n] from 0, nondecreasing: every difference of two of them then fits an int64 (the
+ * checks compare lengths as differences of offsets a hostile file sets) */
+static inline int rs_rising(const int64_t* o, int64_t n)
+{
+    if (o[0] != 0)
+        return 0;
+    for (int64_t i = 0; i < n; i++)
+        if (o[i + 1] < o[i])
+            return 0;
+    return 1;
+}
+
 static inline const void* rs_data(rs_span s) { return s.n ? s.data : (const void*)rs_empty_words; }
 
 static inline const char* rs_check_levels(const rs_arrays* a, rs_view* v, int64_t T, int64_t S)
@@ -52,7 +64,7 @@ static inline const char* rs_check_levels(const rs_arrays* a, rs_view* v, int64_
     const int64_t* doff = RS_I64(a->lv_deep_offset);
     const int64_t* noff = RS_I64(a->lv_node_offset);
     const int64_t* soff = RS_I64(a->lv_slot_offset);
-    if (doff[0] != 0 || doff[T] != a->lv_deep.n)
+    if (!rs_rising(doff, T) || doff[T] != a->lv_deep.n)
         return "rapidscorer layout: the deep level records do not fit the trees";
     for (int64_t t = 0; t < T; t++)
         if (doff[t + 1] - doff[t] != ((int64_t)1 << depth[t]) - ((int64_t)1 << split[t]))
@@ -61,7 +73,7 @@ static inline const char* rs_check_levels(const rs_arrays* a, rs_view* v, int64_
         if ((int64_t)(RS_U32(a->lv_deep)[i] & 0xFFFF) >= S + C)
             return "rapidscorer layout: the deep level records do not fit the trees";
     const char* offs = "rapidscorer layout: the level offsets do not fit the trees";
-    if (noff[0] != 0 || soff[0] != 0 || noff[T] != a->lv_nodes.n)
+    if (!rs_rising(noff, T) || !rs_rising(soff, T) || noff[T] != a->lv_nodes.n)
         return offs;
     for (int64_t t = 0; t < T; t++)
         if (soff[t + 1] - soff[t] != ((int64_t)1 << depth[t]) || noff[t + 1] < noff[t])
@@ -72,7 +84,7 @@ static inline const char* rs_check_levels(const rs_arrays* a, rs_view* v, int64_
         a->lv_value.n + a->lv_value_f32.n == 0)
         return offs;
     const int64_t* toff = RS_I64(a->lv_table_offset);
-    if (a->lv_table_offset.n != T + 1 || toff[0] != 0 || toff[T] != a->lv_table.n)
+    if (a->lv_table_offset.n != T + 1 || !rs_rising(toff, T) || toff[T] != a->lv_table.n)
         return "rapidscorer layout: the level tables do not fit the trees";
     for (int64_t t = 0; t < T; t++)
         if (toff[t + 1] - toff[t] != RS_LV_TABLE_SIZES[split[t]])
@@ -163,12 +175,12 @@ static inline const char* rs_check(const rs_arrays* a, int64_t n_features, rs_vi
     if (bo[0] < 0 || bo[S] != a->rank_buckets.n)
         return "rapidscorer layout: rank_bucket_offsets do not fit the buckets";
     for (int64_t s = 0; s < S; s++)
-        if (bo[s + 1] - bo[s] < 16)
+        if (bo[s + 1] < bo[s] || bo[s + 1] - bo[s] < 16)   /* bo[s] >= 0: no overflow */
             return "rapidscorer layout: rank_bucket_offsets do not fit the buckets";
     const int64_t* tbo = RS_I64(a->tree_byte_offsets);
     int only = a->lv_only;
     int64_t max_leaves = only ? (int64_t)1 << RS_LV_MAX_DEPTH : RS_MAX_LEAVES;
-    if (tbo[0] != 0)
+    if (!rs_rising(tbo, T))
         return "rapidscorer layout: a tree has fewer than 1 or more than 32 bytes";
     for (int64_t t = 0; t < T; t++) {
         int64_t nb = tbo[t + 1] - tbo[t];
@@ -189,7 +201,7 @@ static inline const char* rs_check(const rs_arrays* a, int64_t n_features, rs_vi
             max_block = n;
     }
     const int64_t* lof = RS_I64(a->leaf_offset);
-    if (a->leaf_offset.n != T + 1 || lof[0] != 0)
+    if (a->leaf_offset.n != T + 1 || !rs_rising(lof, T))
         return "rapidscorer layout: leaf_offset does not give each tree its leaves";
     for (int64_t t = 0; t < T; t++) {
         int64_t n = lof[t + 1] - lof[t];
