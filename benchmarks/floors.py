@@ -2,7 +2,7 @@
 
     python -m benchmarks.floors                                # the models of the targets
     python -m benchmarks.floors --shapes xgb-depth8-uniform-300 --batch 100,10000
-    python -m benchmarks.floors --mca sapphirerapids,icelake-server,znver3
+    python -m benchmarks.floors --mca sapphirerapids,icelake-server
 
 For each model (a ``benchmarks/matrix.py`` shape) and call size, the operations a document
 must execute in three ways of scoring it, each a sum of stages:
@@ -12,22 +12,23 @@ must execute in three ways of scoring it, each a sum of stages:
   levels; a step a document for each level below the split; a leaf value a document and tree;
 * ``scan``, RapidScorer's scan: the ranks; the scan entries a group of 64 visits (a
   segment's scan stops at the first threshold no lane's rank passes, simulated on the rows'
-  ranks); each byte row of each tree's bitvector for the exit search; the leaf values;
+  ranks); each byte row of each tree's bitvector, set at its block's start and read by the
+  exit search; the leaf values;
 * ``heap``, a walk in oneDAL's manner (each tree a complete heap, the rows walked together by
   gathers, float32 values): a step a document, tree and level of its exit leaf's depth; the
   leaf values.
 
-Each operation's cost is that of its loop alone in ``benchmarks/experiments/floors.c``,
-compiled and run here, state in L1, no branch missed; a stage's floor is its count times
-that cost, a way's floor the sum of its stages, and the floor of the call the least of the
-three. ``predict`` (the default, one thread) is timed on every model and call size in the
-same interleaved rounds, the fastest of ``--repeat``; the harness runs once before them and
-once a model after, each unit's least cost kept (this project's guests stall for whole
-rounds). With
-``--mca``, llvm-mca's steady-state throughput of the same loops (Block RThroughput: no
-dependency between iterations, every load an L1 hit) gives the floor in cycles a document
-on each named core, which this machine need not be. The last line is ``worst predict /
-floor: R.RRx`` over the calls measured.
+Each operation's cost is that of its loop alone in ``benchmarks/experiments/floors.c``
+(the kernel's own function where it has one), compiled and run here, state in L1, no branch
+missed. A stage's floor is its count times that cost, a way's floor the sum of its stages,
+and the call's floor the least of the three. ``predict`` (the default, one thread) is timed
+on every model and call size in the same interleaved rounds, the fastest of ``--repeat``;
+the harness runs once before them and once a model after, each unit keeping its least cost
+(this project's guests stall for whole rounds). With ``--mca``, llvm-mca's steady-state
+throughput of the same operations (Block RThroughput: no dependency between iterations,
+every load an L1 hit) gives the floor in cycles a document on each named AVX-512 core, which
+this machine need not be. The last line is ``worst predict / floor: R.RRx`` over the calls
+measured.
 """
 from __future__ import annotations
 
