@@ -181,7 +181,11 @@ def main(argv=None) -> int:
     import quickscorer
     from quickscorer.algorithms import cpu as C
 
-    isa = "avx512" if "avx512" in C.available_isas() else "avx2"
+    # the path predict takes: Tuning.isa where it is forced (QUICKSCORER_ISA=avx2 on an AVX-512
+    # CPU), else this CPU's best
+    forced = quickscorer.current_tuning().isa
+    isa = forced if forced in ("avx2", "avx512") else (
+        "avx512" if "avx512" in C.available_isas() else "avx2")
     batches = [int(b) for b in args.batch.split(",")]
     names = [name for name in args.mca.split(",") if name]
     if set(names) - set(AVX512_CPUS):
@@ -203,7 +207,7 @@ def main(argv=None) -> int:
     it = iter(t.minimum * 1e6 for t in timings)
     models = [(shape, model, c, [next(it) for _ in batches]) for shape, model, _, c in loaded]
     mca = {name: mca_costs(name, ns) for name in names}
-    print(machine())
+    print(f"{machine()}; units of the {isa} path")
     print("unit costs here, ns: " + ", ".join(f"{u}.{i} {v:.3f}" for (u, i), v in ns.items()))
     worst = 0.0
     for shape, model, c, times in models:
