@@ -20,7 +20,7 @@ static inline int rs_lv_vbmi_available(void)
  * AVX-512), by default: where the CPU runs a 512-bit operation as two halves (cpu.h
  * cpu_splits_512: Zen 4), a 512-bit register is no wider than two 256-bit ones and the walk
  * by byte permutations gains nothing for its 512-bit operations; on Zen 5 (AMD family 0x1A),
- * whose 512-bit operations are whole, the wide walk still took 4% to 15% less time at 100
+ * whose 512-bit operations are whole, the wide walk still took 3% to 16% less time at 100
  * and 10,000 rows on XGBoost depth 6 to 10 (its nodes cost 0.49 ns a group against 0.63 by
  * benchmarks.floors' count). python -m benchmarks.tuning.rs_level_sweep --setting rs_halves
  * --values 0,1 --models xgb-depth6-uniform-1000,xgb-depth8-uniform-1000,
