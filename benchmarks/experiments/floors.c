@@ -71,36 +71,23 @@ static uint64_t rnd(void)
 
 /* the state every unit reads: small enough for L1 and L2 */
 static double X[LANES * S];                   /* a group's rows, row-major */
-static double pivots[16 * S] __attribute__((aligned(64)));
+static double pivots[16 * S] __attribute__((aligned(64)));   /* set_buckets sets these */
 static float pivots32[16 * S] __attribute__((aligned(64)));
-static float buckets32[256 * S] __attribute__((aligned(64)));
 static float X32[LANES * S];
-static double buckets[256 * S] __attribute__((aligned(64)));
 static uint8_t ranks[S * LANES] __attribute__((aligned(64)));   /* column-major */
 static uint8_t state[512 * LANES] __attribute__((aligned(64)));  /* byte rows of a block */
-static uint32_t entries[4096];                /* byte row | thr << 16 | mask << 24 */
 static uint8_t table[16 * 64] __attribute__((aligned(64)));
 static uint32_t deep[1024];                   /* col | thr << 16 */
 static double values[TREES * 256];
 static float xf[ROWS * S];                    /* rows for the heap walk, float32 */
 static int32_t hfeat[TREES * NODES];
 static float hthr[TREES * NODES];
-static volatile double sink;
 
 static void fill(void)
 {
     for (int i = 0; i < LANES * S; i++) X[i] = (double)(rnd() % 1000) / 1000.0;
-    for (int s = 0; s < S; s++) {
-        for (int k = 0; k < 16; k++) pivots[16 * s + k] = (k + 1) / 17.0;
-        for (int k = 0; k < 256; k++) buckets[256 * s + k] = k / 256.0;
-        for (int k = 0; k < 16; k++) pivots32[16 * s + k] = (float)pivots[16 * s + k];
-        for (int k = 0; k < 256; k++) buckets32[256 * s + k] = (float)buckets[256 * s + k];
-    }
     for (int i = 0; i < LANES * S; i++) X32[i] = (float)X[i];
     for (int i = 0; i < S * LANES; i++) ranks[i] = (uint8_t)rnd();
-    for (int i = 0; i < 4096; i++)
-        entries[i] = (uint32_t)(rnd() % 512) | (uint32_t)(rnd() % 255) << 16 |
-                     (uint32_t)(rnd() & 0xFF) << 24;
     for (int i = 0; i < 16 * 64; i++) table[i] = (uint8_t)(rnd() % 255);
     for (int i = 0; i < 1024; i++) deep[i] = (uint32_t)(rnd() % S) | (uint32_t)(rnd() % 255) << 16;
     for (int i = 0; i < TREES * 256; i++) values[i] = (double)(rnd() % 1000) / 7.0;
