@@ -29,6 +29,7 @@ from ._transforms import TRANSFORM_CODES
 from ._version import __version__
 from .algorithms import cpu
 from .algorithms.forest import FAMILY_CODE, forest_arrays
+from .algorithms.rapidscorer import _rapidscorer
 from .algorithms.traversal import node_arrays
 from .errors import ModelFileError, ModelFormatError
 from .ir.ensemble import Ensemble, PackedTrees, check_packed
@@ -181,14 +182,7 @@ C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
 #: the RapidScorer layout's arrays the index names after the forest's, in the order of
 #: rapidscorer/view.h's rs_arrays (version 2 on; the C library scores calls of many rows
 #: with them)
-C_INDEX_RS_SLOTS = (
-    "rank_pivots", "rank_buckets", "rank_bucket_offsets", "rank_zero", "slot_column",
-    "model_used", "tree_byte_offsets", "block_starts", "entries", "segments", "block_segments",
-    "leaf_offset", "leaf_order", "leaf_value", "leaf_value_f32", "cat_slot_column",
-    "cat_node_slot", "cat_tables", "cat_entry_offsets", "cat_entries", "block_cat",
-    "lv_nodes", "lv_node_offset", "lv_level_end", "lv_depth", "lv_slot_offset",
-    "lv_slot_leaf", "lv_split", "lv_deep", "lv_deep_offset", "lv_block_starts", "lv_value",
-    "lv_value_f32", "lv_combos", "lv_table", "lv_table_offset")
+C_INDEX_RS_SLOTS = _rapidscorer.ARRAY_NAMES
 #: the sums of the exit leaves the C library carries (``Ensemble.leaf_sum``; 0: the family's)
 C_INDEX_SUMS = {None: 0, "ranklib": 1}
 

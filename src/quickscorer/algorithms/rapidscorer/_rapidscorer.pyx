@@ -186,9 +186,12 @@ _LV_FIELDS = {
     "lv_table": np.uint8, "lv_table_offset": np.int64,
 }
 
+#: the layout's arrays in the order of rapidscorer/view.h's rs_arrays (RS_ARRAY_NAMES), which
+#: the C index names them in (model_file.C_INDEX_RS_SLOTS)
+ARRAY_NAMES = tuple(RS_ARRAY_NAMES[k].decode() for k in range(RS_ARRAY_COUNT))
 # every array of the layout and its item type, as rs_check reads them
 _DTYPES = {**_FIELDS, **_LV_FIELDS}
-if [RS_ARRAY_NAMES[k].decode() for k in range(RS_ARRAY_COUNT)] != list(_DTYPES):
+if set(ARRAY_NAMES) != set(_DTYPES):
     raise ImportError("rapidscorer/view.h names other arrays than _rapidscorer's fields")
 
 
