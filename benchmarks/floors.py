@@ -109,8 +109,7 @@ def _leaf_class(n: np.ndarray) -> np.ndarray:
 
 def counts(model, X: np.ndarray) -> dict[str, dict[str, float]]:
     """Each stage's units a document, by unit (a group stage's per 64 documents already),
-    for a call of full groups; and under ``walk`` the instruction set whose level-walk units
-    the layout's walk takes (None: the call's)."""
+    for a call of full groups."""
     ens = model.ensemble
     alg = model.prepare("rapidscorer")
     rs = alg.arrays()
@@ -140,9 +139,14 @@ def counts(model, X: np.ndarray) -> dict[str, dict[str, float]]:
                        "lv_level": float(split.sum()) / LANES,
                        "lv_deep": float((depth - split).sum())}
         c["slots"] = leaves(np.left_shift(1, depth))
-        # the walk of the AVX-512 path in two 256-bit halves is the AVX2 wide path's
-        c["walk"] = "avx2" if alg.layout.levels_halves else None
     return c
+
+
+def walk_isa(model, isa: str) -> str:
+    """The instruction set whose level-walk units the model's walk on path ``isa`` takes: the
+    AVX-512 walk in two 256-bit halves (rapidscorer/levels.h) is the AVX2 wide path's."""
+    return "avx2" if isa == "avx512" and model.prepare("rapidscorer").layout.levels_halves \
+        else isa
 
 
 #: each way's stages (a leaf value a document and tree in each; the level walk's by the
@@ -153,9 +157,10 @@ GROUP_UNITS = ("lv_node", "lv_level", "entry", "reset_row", "exit_row")
 
 
 def floors(c: dict[str, dict[str, float]], cost: dict[tuple[str, str], float], isa: str,
-           n_rows: int) -> dict[str, dict[str, float]]:
+           n_rows: int, walk: str | None = None) -> dict[str, dict[str, float]]:
     """Each way's stages, in the cost's unit a document, for a call of n_rows rows (a
-    partial group costs a full one); a way whose stages the model lacks is left out."""
+    partial group costs a full one), the level walk's on ``walk``'s units (None: ``isa``'s);
+    a way whose stages the model lacks is left out."""
     groups = -(-n_rows // LANES) * LANES / n_rows
     out = {}
     for way, stages in WAYS.items():
@@ -163,7 +168,7 @@ def floors(c: dict[str, dict[str, float]], cost: dict[tuple[str, str], float], i
             continue
         row = {}
         for s in stages:
-            at = (c.get("walk") or isa) if s == "levels" else isa
+            at = (walk or isa) if s == "levels" else isa
             row[s] = sum(n * cost[(u, at) if (u, at) in cost else (u, "scalar")]
                          * (groups if u in GROUP_UNITS else 1.0) for u, n in c[s].items())
         out[way] = row
@@ -214,12 +219,12 @@ def main(argv=None) -> int:
         ens = model.ensemble
         print(f"\n{shape}: {ens.n_trees} trees, {ens.n_features} features; units a "
               "document: " + "; ".join(f"{s} " + ", ".join(f"{u} {n:.0f}" for u, n in d.items())
-                                       for s, d in c.items() if isinstance(d, dict)))
+                                       for s, d in c.items()))
         print("| rows | predict runs | way | stages, us a document | floor | predict | "
               "predict / least floor |")
         print("| ---: | --- | --- | --- | ---: | ---: | ---: |")
         for n, t in zip(batches, times):
-            ways = floors(c, ns, isa, n)
+            ways = floors(c, ns, isa, n, walk_isa(model, isa))
             totals = {w: sum(v.values()) / 1000 for w, v in ways.items()}
             least = min(totals.values())
             worst = max(worst, t / least)
@@ -232,7 +237,7 @@ def main(argv=None) -> int:
         for name, cyc in mca.items():
             for n in batches:
                 # Intel's AVX-512 level walk is the one by byte permutations, not in halves
-                ways = floors(dict(c, walk=None), cyc, "avx512", n)
+                ways = floors(c, cyc, "avx512", n)
                 print(f"llvm-mca -mcpu={name}, {n} rows, kilocycles a document: " + ", ".join(
                     f"{w} {sum(v.values()) / 1000:.2f}" for w, v in ways.items()))
     print(f"\nworst predict / floor: {worst:.2f}x")

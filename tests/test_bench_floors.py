@@ -52,6 +52,11 @@ def test_a_floor_is_each_stages_count_times_its_cost_a_partial_group_a_whole_one
     assert full["heap"] == {"heap": 14.0, "leaves": 2.5}
     half = FL.floors(c, cost, "avx2", 32)                 # a group of 64 for 32 documents
     assert half["levels"]["levels"] == 2 * (20.0 + 100.0) + 3000.0
+    # the AVX-512 path whose level walk runs in halves: the walk on AVX2's units, the rest not
+    wide = {**cost, ("rank16", "avx512"): 3.0, ("lv_node", "avx512"): 1e6,
+            ("leaf_n64", "avx512"): 0.5, ("heap", "avx512"): 2.0}
+    halves = FL.floors(c, wide, "avx512", 64, walk="avx2")
+    assert halves["levels"] == {"ranks": 30.0, "levels": 3120.0, "slots": 2.5}
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc to build floors.c")
@@ -63,7 +68,6 @@ def test_the_harness_builds_runs_and_names_every_unit_a_way_needs():
     isa = "avx512" if "avx512" in cpu.available_isas() else "avx2"
     names = {u for u, i in costs if i in (isa, "scalar")}
     model, X = _model(family="lightgbm")
-    needed = {u for stage in FL.counts(model, X).values() if isinstance(stage, dict)
-              for u in stage}
+    needed = {u for stage in FL.counts(model, X).values() for u in stage}
     assert needed <= names, needed - names
     assert all(v > 0 for v in costs.values())

@@ -559,7 +559,7 @@ def test_a_layout_of_the_level_path_alone_is_checked():
             _rapidscorer.RSLayout(bad, ens.n_features)
     with pytest.raises(ValueError, match="no level fields"):
         _rapidscorer.RSLayout(dict(a, **no_level_fields()), ens.n_features)
-    with pytest.raises(ValueError, match="32 bytes|1 to 256 leaves"):     # the scans
+    with pytest.raises(ValueError, match="32 bytes"):     # the scans
         _rapidscorer.RSLayout(dict(a, lv_only=np.zeros(1, np.uint8)), ens.n_features)
 
 
