@@ -5,7 +5,7 @@
     python -m benchmarks.floors --mca sapphirerapids,icelake-server
 
 For each model (a ``benchmarks/matrix.py`` shape) and call size, the operations a document
-must execute in three ways of scoring it, each a sum of stages:
+must execute in four ways of scoring it, each a sum of stages:
 
 * ``levels``, RapidScorer's level path (depth-wise trees): a rank a document and used slot;
   for each group of 64 documents and tree, each node above the tree's split and each of those
@@ -14,6 +14,8 @@ must execute in three ways of scoring it, each a sum of stages:
   segment's scan stops at the first threshold no lane's rank passes, simulated on the rows'
   ranks); each byte row of each tree's bitvector, set at its block's start and read by the
   exit search; the leaf values;
+* ``gathered``, RapidScorer's gathered walk (one output of float64 sums): the ranks; a step
+  a document, tree and level of its exit leaf's depth, and one for the leaf (AVX-512 only);
 * ``heap``, a walk in oneDAL's manner (each tree a complete heap, the rows walked together by
   gathers, float32 values): a step a document, tree and level of its exit leaf's depth; the
   leaf values.
@@ -21,7 +23,7 @@ must execute in three ways of scoring it, each a sum of stages:
 Each operation's cost is that of its loop alone in ``benchmarks/experiments/floors.c``
 (the kernel's own function where it has one), compiled and run here, state in L1, no branch
 missed. A stage's floor is its count times that cost, a way's floor the sum of its stages,
-and the call's floor the least of the three. ``predict`` (the default, one thread) is timed
+and the call's floor the least of them. ``predict`` (the default, one thread) is timed
 on every model and call size in the same interleaved rounds, the fastest of ``--repeat``;
 the harness runs once before them and once a model after, each unit keeping its least cost
 (this project's guests stall for whole rounds). With ``--mca``, llvm-mca's steady-state
@@ -45,6 +47,7 @@ import numpy as np
 from benchmarks import matrix as M
 from benchmarks.experiments.op_count import path_steps, predict_calls, scan_visits
 from benchmarks.experiments.rs_scan_mca import AVX512_CPUS
+from quickscorer.algorithms.rapidscorer.walks import walk_refusal
 from quickscorer.bench import interleaved, machine
 
 HERE = Path(__file__).resolve().parent
@@ -128,7 +131,10 @@ def counts(model, X: np.ndarray) -> dict[str, dict[str, float]]:
         cls, k = np.unique(_leaf_class(n), return_counts=True)
         return {f"{leaf}{c}": float(v) for c, v in zip(cls, k)}
     rows = float(np.diff(rs["tree_byte_offsets"]).sum()) / LANES
-    c = {"ranks": ranks, "leaves": leaves(sizes), "heap": {"heap": path_steps(model, X[:2000])}}
+    steps = path_steps(model, X[:2000])
+    c = {"ranks": ranks, "leaves": leaves(sizes), "heap": {"heap": steps}}
+    if walk_refusal(ens) is None:           # a step a level of the exit leaf, and the leaf's
+        c["gathered"] = {"gw_step": steps + ens.n_trees}
     if rs["entries"].shape[0]:
         visits, _ = scan_visits(rs, X, LANES, groups=4)
         c["scan"] = {"reset_row": rows, "entry": visits / LANES, "exit_row": rows}
@@ -152,7 +158,7 @@ def walk_isa(model, isa: str) -> str:
 #: each way's stages (a leaf value a document and tree in each; the level walk's by the
 #: tree's slots, 2^depth)
 WAYS = {"levels": ("ranks", "levels", "slots"), "scan": ("ranks", "scan", "leaves"),
-        "heap": ("heap", "leaves")}
+        "gathered": ("ranks", "gathered"), "heap": ("heap", "leaves")}
 GROUP_UNITS = ("lv_node", "lv_level", "entry", "reset_row", "exit_row")
 
 
@@ -160,7 +166,8 @@ def floors(c: dict[str, dict[str, float]], cost: dict[tuple[str, str], float], i
            n_rows: int, walk: str | None = None) -> dict[str, dict[str, float]]:
     """Each way's stages, in the cost's unit a document, for a call of n_rows rows (a
     partial group costs a full one), the level walk's on ``walk``'s units (None: ``isa``'s);
-    a way whose stages the model lacks is left out."""
+    a way whose stages the model lacks, or whose units have no cost on the path (the gathered
+    walk's off AVX-512, and on llvm-mca's models), is left out."""
     groups = -(-n_rows // LANES) * LANES / n_rows
     out = {}
     for way, stages in WAYS.items():
@@ -169,9 +176,14 @@ def floors(c: dict[str, dict[str, float]], cost: dict[tuple[str, str], float], i
         row = {}
         for s in stages:
             at = (walk or isa) if s == "levels" else isa
-            row[s] = sum(n * cost[(u, at) if (u, at) in cost else (u, "scalar")]
-                         * (groups if u in GROUP_UNITS else 1.0) for u, n in c[s].items())
-        out[way] = row
+            units = [(n, (u, at) if (u, at) in cost else (u, "scalar"), u)
+                     for u, n in c[s].items()]
+            if any(key not in cost for _, key, _ in units):
+                break
+            row[s] = sum(n * cost[key] * (groups if u in GROUP_UNITS else 1.0)
+                         for n, key, u in units)
+        else:
+            out[way] = row
     return out
 
 

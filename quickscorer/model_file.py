@@ -39,7 +39,7 @@ SUFFIX = ".qsm"
 FORMAT_VERSION = _qsm.VERSION
 #: raised with any change to what a recorded layout holds, so that a file written before it
 #: is opened from its trees instead
-LAYOUTS_REVISION = 1
+LAYOUTS_REVISION = 2
 #: the array types a section may hold (little-endian, as every integer of the file)
 DTYPES = ("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8")
 #: row counts of the calls a compile makes, so that every layout the automatic choice builds
@@ -173,15 +173,15 @@ def compile_records(model, tuning=None) -> tuple[Ensemble, dict, Any]:
 #: the C library's index (capi/quickscorer.c): its magic, version, words before the array
 #: slots and array slots
 C_INDEX_MAGIC = b"QSCINDEX"
-C_INDEX_VERSION = 2
+C_INDEX_VERSION = 3
 C_INDEX_HEAD = 17
 C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
                  "leaf_value_f32", "base_score", "lin_offset", "lin_const", "lin_feature",
                  "lin_coeff", "feature", "threshold", "flags", "left", "right", "cat_offset",
                  "cat_nwords", "cat_words", "node_offset", "sum_weight", "bag_offset")
 #: the RapidScorer layout's arrays the index names after the forest's, in the order of
-#: rapidscorer/view.h's rs_arrays (version 2 on; the C library scores calls of many rows
-#: with them)
+#: rapidscorer/view.h's rs_arrays (version 2 on, the gathered walk's from version 3; the C
+#: library scores calls of many rows with them)
 C_INDEX_RS_SLOTS = _rapidscorer.ARRAY_NAMES
 #: the sums of the exit leaves the C library carries (``Ensemble.leaf_sum``; 0: the family's)
 C_INDEX_SUMS = {None: 0, "ranklib": 1}

@@ -191,6 +191,11 @@ class Tuning:
         "4 (which splits 512-bit operations) and Zen 5",
         "python -m benchmarks.tuning.rs_level_sweep --setting rs_halves --values 0,1",
         "QUICKSCORER_RS_HALVES", _BOOL)
+    rs_gathered: bool | None = _f(
+        None, "on AVX-512, groups of 64 documents take RapidScorer's gathered walk where the "
+        "model has its fields (trees of 100 leaves or more on average); None: on Intel cores",
+        "python -m benchmarks.tuning.rs_level_sweep --setting rs_gathered --values 0,1",
+        "QUICKSCORER_RS_GATHERED", _BOOL)
     rs_lv_block_bytes: int | None = _f(
         None, "bytes of level fields per tree block of the level path; None: a quarter of the "
         "L2 cache", "python -m benchmarks.tuning.rs_level_chunks",

@@ -79,6 +79,16 @@ def special_rows(rng, n: int, n_features: int) -> np.ndarray:
     return X
 
 
+def missing_rows(rng, n: int, n_features: int = 8):
+    """Normal rows with 15% NaN and 15% zeros, and a target that NaN and zeros in the first
+    columns move: data that trains LightGBM's missing types on both default sides."""
+    X = rng.normal(size=(n, n_features))
+    X[rng.random(X.shape) < 0.15] = np.nan
+    X[rng.random(X.shape) < 0.15] = 0.0
+    y = np.nan_to_num(X[:, 0]) - 2 * (X[:, 1] == 0) + np.isnan(X[:, 2]) + rng.normal(size=n)
+    return X, y
+
+
 def category_rows(rng, n: int, n_features: int) -> np.ndarray:
     """special_rows, a third of them category-like: small integers and their neighbours
     (fractions that truncate to them, -0.5, -1), categories past the codes (254, 300, 2**24),

@@ -26,6 +26,7 @@ from quickscorer.algorithms.rapidscorer.ranks import (
     slot_table,
     unfold,
 )
+from quickscorer.algorithms.rapidscorer.walks import no_walk_fields
 from quickscorer.errors import ModelFormatError
 from quickscorer.ir.ensemble import Ensemble
 
@@ -145,6 +146,7 @@ def rapidscorer_arrays_reference(ens: Ensemble, block_starts: np.ndarray,
     return {
         **fields,
         **no_level_fields(),        # (the level fields have one builder, level_arrays)
+        **no_walk_fields(),         # (and the gathered walk's, walk_arrays)
         "model_used": np.unique(feat % S).astype(np.int32),
         "slot_column": slot_column,
         "tree_byte_offsets": tree_byte_offsets,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import linear_tree, random_ensemble, run_kernel, special_rows
+from conftest import linear_tree, missing_rows, random_ensemble, run_kernel, special_rows
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,10 +110,7 @@ def test_level_path_on_lightgbm_missing_types(isa, missing):
     """LightGBM's three missing types, each default side, on rows of NaN and zeros."""
     lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
     rng = np.random.default_rng(7)
-    X = rng.normal(size=(3000, 8))
-    X[rng.random(X.shape) < 0.15] = np.nan
-    X[rng.random(X.shape) < 0.15] = 0.0
-    y = np.nan_to_num(X[:, 0]) - 2 * (X[:, 1] == 0) + np.isnan(X[:, 2]) + rng.normal(size=3000)
+    X, y = missing_rows(rng, 3000)
     params = dict(objective="regression", num_leaves=40, max_depth=7, verbose=-1,
                   num_threads=1, seed=3, use_missing=missing != "none",
                   zero_as_missing=missing == "zero", min_data_in_leaf=5)

@@ -30,6 +30,10 @@
  *   lv_deep     one level below the split, for one lane (eight lanes' chains at a time)
  * For llvm-mca, this file's own loops of the same operations stand for them (the regions
  * lv_node, lv_level and lv_deep: one lane's chain, not eight).
+ * The gathered walk's unit times rapidscorer/gw.h's own walk (rs_gw_trees), on 16 complete
+ * trees of depth 6 whose records stay in L1:
+ *   gw_step     one lane's step: its record and its rank gathered, a node's child or a
+ *               leaf's value added and the next tree's root taken (AVX-512)
  * and so is a walk no kernel of this library runs:
  *   heap        one document, tree and level of a complete heap walk in the manner of oneDAL's
  *               GBT inference (node i goes to 2i + 1 + (x > t)): gathers of the node's
@@ -43,6 +47,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "quickscorer/algorithms/rapidscorer/gw.h"
 #include "quickscorer/algorithms/rapidscorer/levels.h"   /* and scan.h */
 
 #define MCA_BEGIN(name) __asm__ volatile("# LLVM-MCA-BEGIN " name ::: "memory")
@@ -387,6 +392,39 @@ AVX2 static void heap_avx2(void)
     }
 }
 
+/* ---- gw_step: rs_gw_trees on GW_TREES complete trees of GW_DEPTH levels, breadth first with
+ * a node's children side by side; units = 64 lanes * GW_TREES * (GW_DEPTH + 1) a call ---- */
+enum { GW_TREES = 16, GW_DEPTH = 6, GW_TREE_RECORDS = (2 << GW_DEPTH) - 1 };
+static uint64_t gw_records[GW_TREES * GW_TREE_RECORDS + 1];
+static int32_t gw_roots[GW_TREES];
+static uint8_t gw_cols[S * 64 + 64] __attribute__((aligned(64)));
+static double gw_acc[64] __attribute__((aligned(64)));
+
+static void set_gw(void)
+{
+    for (int t = 0; t < GW_TREES; t++) {
+        int base = t * GW_TREE_RECORDS;
+        gw_roots[t] = base;
+        for (int k = 0; k < GW_TREE_RECORDS; k++) {
+            if (k < (1 << GW_DEPTH) - 1) {    /* node k's children: 2k + 1 and 2k + 2 */
+                uint32_t up = RS_GW_INNER | (uint32_t)(rnd() % 255) << 12 | (uint32_t)(rnd() % S);
+                gw_records[base + k] = (uint64_t)up << 32 | (uint32_t)(base + 2 * k + 1);
+            } else {
+                double v = (double)(rnd() % 1000) / 7.0;
+                memcpy(&gw_records[base + k], &v, 8);
+            }
+        }
+    }
+    int park = GW_TREES * GW_TREE_RECORDS;
+    gw_records[park] = (uint64_t)(RS_GW_INNER | 255u << 12) << 32 | (uint32_t)park;
+    for (int i = 0; i < S * 64; i++) gw_cols[i] = (uint8_t)rnd();
+}
+
+static void k_gw(void)
+{
+    rs_gw_trees(gw_records, gw_roots, GW_TREES * GW_TREE_RECORDS, 0, GW_TREES, gw_cols, gw_acc);
+}
+
 static double best_ns(void (*run)(void), double units, int rounds)
 {
     int calls = 1;
@@ -558,6 +596,10 @@ int main(int argc, char** argv)
         printf("lv_node %s %.4f\n", isa, (t8 - 8 * level) / 255);
         printf("lv_level %s %.4f\n", isa, level);
         print("heap", isa, w == 0 ? heap_avx512 : heap_avx2, (double)ROWS * TREES * DEPTH, rounds);
+        if (w == 0) {
+            set_gw();
+            print("gw_step", isa, k_gw, 64.0 * GW_TREES * (GW_DEPTH + 1), rounds);
+        }
     }
     print("lv_deep", "scalar", k_deep, LANES * 2, rounds);
     if (argc > 3) {                   /* never: keeps the llvm-mca sequences in the build */

@@ -210,8 +210,17 @@ static inline unsigned int cpu_amd_family(void)
         family += (a >> 20) & 0xFF;
     return family;
 }
+
+/* whether the CPU is an Intel one ("GenuineIntel") */
+static inline int cpu_is_intel(void)
+{
+    unsigned int a, b, c, d;
+    return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756E6547u && d == 0x49656E69u &&
+           c == 0x6C65746Eu;
+}
 #else
 static inline unsigned int cpu_amd_family(void) { return 0; }
+static inline int cpu_is_intel(void) { return 0; }
 #endif
 
 /* whether the CPU runs a 512-bit operation as two 256-bit halves: AMD family 0x19 with

@@ -74,6 +74,13 @@ from .ranks import (
     slot_table,
     unfold,
 )
+from .walks import (
+    GW_MAX_RATIO,
+    no_walk_fields,
+    walk_arrays,
+    walk_cost_ratio,
+    walk_refusal,
+)
 
 #: exit leaves are found as bytes: a tree may have this many leaves
 MAX_LEAVES = 256
@@ -255,14 +262,17 @@ def levels_only_arrays(ens: Ensemble, lane_nodes: int = LEVELS_LANE_NODES) -> di
         **leaf_arrays(ens, None),
         **categorical_fields(None, tree_byte_offsets, block_starts),
         "lv_only": np.ones(1, np.uint8),
+        **no_walk_fields(),
     }
 
 def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = True,
-                       levels: bool = False, lane_nodes: int = LEVELS_LANE_NODES) -> dict:
+                       levels: bool = False, lane_nodes: int = LEVELS_LANE_NODES,
+                       walk: bool | None = False) -> dict:
     """The layout (see the module docstring) of ``ens`` in tree blocks ``block_starts``
-    (``mirror``: with mirrored nodes where they pay), its sorting and byte splitting in C
-    (``src/quickscorer/algorithms/_layout.pyx``); the same arrays as
-    :func:`rapidscorer_arrays_reference`."""
+    (``mirror``: with mirrored nodes where they pay; ``walk``: with the gathered walk's
+    fields where the model can take them, None where they pay too, rapidscorer.walks), its
+    sorting and byte splitting in C (``src/quickscorer/algorithms/_layout.pyx``); the same
+    arrays as :func:`rapidscorer_arrays_reference`."""
     qs, order, slot_column, (rank_offsets, rank_thresholds, rank), S, cat = folded(
         ens, mirror, fold_halves)
     n_trees = ens.n_trees
@@ -283,8 +293,16 @@ def rapidscorer_arrays(ens: Ensemble, block_starts: np.ndarray, mirror: bool = T
                               LEVELS_SCANS_MAX_DEPTH)
         except ValueError:      # a model the level path cannot score: the scans alone
             pass
+    gw = no_walk_fields()
+    if walk or (walk is None and walk_refusal(ens) is None
+                and walk_cost_ratio(ens, entries.shape[0]) < GW_MAX_RATIO):
+        try:
+            gw = walk_arrays(ens, slot_column, rank_offsets, rank_thresholds)
+        except ValueError:      # a model the walk does not take
+            pass
     return {
         **lv,
+        **gw,
         **rank_fields(rank_offsets, rank_thresholds),
         "slot_column": slot_column,
         "tree_byte_offsets": tree_byte_offsets,

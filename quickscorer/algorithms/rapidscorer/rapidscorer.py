@@ -35,6 +35,7 @@ from .layout import (
     unsupported,
 )
 from .levels import levels_choice, no_level_fields
+from .walks import no_walk_fields
 
 
 def default_block_bytes() -> int:
@@ -141,7 +142,8 @@ class RapidScorer(Algorithm):
     def __init__(self, ens: Ensemble, forest: Forest, tuning: Tuning | None = None,
                  isa: str | None = None, block_bytes: int | None = None, wide: bool = True,
                  mirror: bool | None = None, levels: bool | None = None,
-                 vbmi: bool | None = None, halves: bool | None = None):
+                 vbmi: bool | None = None, halves: bool | None = None,
+                 gathered: bool | None = None):
         super().__init__(ens, forest, tuning)
         t = self.tuning
         self.isa = rs_isa_code(isa or t.isa)
@@ -166,6 +168,10 @@ class RapidScorer(Algorithm):
         #: which splits 512-bit operations, and Zen 5, rapidscorer/levels.h
         #: rs_lv_halves_default)
         self.halves = t.rs_halves if halves is None else halves
+        #: on AVX-512, whether groups of 64 lanes take the gathered walk where the layout has
+        #: its fields (rapidscorer.walks): True, False, or None (on an Intel core,
+        #: rapidscorer/gw.h rs_gw_default)
+        self.gathered = t.rs_gathered if gathered is None else gathered
         # trees of more than 256 leaves: the level path alone (no scans; levels=False cannot
         # apply)
         self.levels_only = ens.n_trees > 0 and int(ens.n_leaves.max()) > MAX_LEAVES
@@ -191,16 +197,22 @@ class RapidScorer(Algorithm):
         # trees of depth <= 10 level by level (rapidscorer.levels.level_arrays) instead of the
         # scans: None chooses (rapidscorer.levels.levels_choice), True walks every group of a
         # model it can, False keeps the scans
+        # the gathered walk's fields where they pay (None), where the model can take them
+        # (True) or none (False), and never beside a level walk (rapidscorer.walks)
+        walk = self.gathered
+
         def build() -> dict:
             arrays = rapidscorer_arrays(ens, starts, mirror, levels is not False,
-                                        self.lane_nodes)
+                                        self.lane_nodes, walk)
             min_lanes = levels_choice(arrays, levels)
             if min_lanes == 0:
                 arrays.update(no_level_fields())
+            else:
+                arrays.update(no_walk_fields())
             return {"arrays": arrays, "min_lanes": min_lanes}
 
         got = prepared.built(ens, "rapidscorer_arrays",
-                             (tuple(map(int, starts)), mirror, levels, self.lane_nodes),
+                             (tuple(map(int, starts)), mirror, levels, self.lane_nodes, walk),
                              build, _record_form)
         self._finish(ens, got["arrays"], int(got["min_lanes"]), len(starts) - 1)
 
@@ -232,7 +244,9 @@ class RapidScorer(Algorithm):
                                             levels_chunk=self.level_chunk,
                                             levels_vbmi=self.vbmi,
                                             levels_halves=-1 if self.halves is None
-                                            else int(bool(self.halves)))
+                                            else int(bool(self.halves)),
+                                            gathered=-1 if self.gathered is None
+                                            else int(bool(self.gathered)))
         self.tree_blocks = n_blocks
         #: whether calls walk the trees level by level (every tree at most 10 deep, numeric;
         #: groups of fewer than ``layout.levels_min_lanes`` lanes scan, unless
@@ -267,6 +281,9 @@ class RapidScorer(Algorithm):
         elif self.levels:
             text += ("; trees walked level by level in groups of "
                      f"{self.layout.levels_min_lanes} lanes or more")
+        if self.layout.gathered and self.isa == ISAS["avx512"]:
+            text += ("; groups of 64 walk each row down the trees by AVX-512 gathers (the "
+                     "gathered walk)")
         if (self.levels or self.levels_only) and self.isa == ISAS["avx512"]:
             if self.layout.levels_halves:
                 text += ", on AVX-512 in two 256-bit registers a column, as on AVX2"

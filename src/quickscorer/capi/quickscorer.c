@@ -38,9 +38,10 @@
 #endif
 
 /* the C index: little-endian 64-bit words; version 1 ends after the forest's slots,
- * version 2 adds the RapidScorer part (R_*) */
+ * version 2 adds the RapidScorer part (R_*) of RS_ARRAY_COUNT_V2 arrays, version 3 that of
+ * RS_ARRAY_COUNT (the gathered walk's fields after the others) */
 #define QSC_MAGIC "QSCINDEX"
-#define QSC_VERSION 2u
+#define QSC_VERSION 3u
 enum {
     W_MAGIC, W_VERSION, W_FAMILY, W_FEATURES, W_OUTPUTS, W_TREES, W_NODES, W_LEAVES, W_TERMS,
     W_CAT_WORDS, W_TRANSFORM, W_SIGMOID, W_DIVIDE_BY, W_UNSUPPORTED, W_LEAF_SUM, W_BAGS,
@@ -301,7 +302,7 @@ static int rs_isa_asked(int* fixed)
 
 /* The index's RapidScorer part from word w0 (read_index's version 2), checked as Python's
  * RSLayout checks it (check.h rs_check) and against the forest. */
-static int read_rs(const reader* r, qs_model* m, uint64_t w0)
+static int read_rs(const reader* r, qs_model* m, uint64_t w0, int n_arrays)
 {
     rscore* s = &m->rs;
     const qs_forest* f = &m->forest;
@@ -309,9 +310,9 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0)
     uint64_t chunk = word(r, w0 + R_CHUNK), only = word(r, w0 + R_ONLY);
     char head[96];
     snprintf(head, sizeof head, "section %u (C index)", r->index_section);
-    if (word(r, w0 + R_SLOTS) != RS_ARRAY_COUNT)
-        return fail(QS_E_FORMAT, "%s: %llu RapidScorer arrays, not the %d this library reads",
-                    head, (unsigned long long)word(r, w0 + R_SLOTS), RS_ARRAY_COUNT);
+    if (word(r, w0 + R_SLOTS) != (uint64_t)n_arrays)
+        return fail(QS_E_FORMAT, "%s: %llu RapidScorer arrays, not the %d its version has",
+                    head, (unsigned long long)word(r, w0 + R_SLOTS), n_arrays);
     if (from == 0)
         return QS_OK;
     if (from > ((uint64_t)1 << 40) || min_lanes > 64 || chunk < 1 || chunk > QS_RS_MAX_CHUNK ||
@@ -324,7 +325,7 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0)
         return QS_OK; /* RankLib's sums: the walk, which gives the leaves they read */
     rs_arrays a;
     memset(&a, 0, sizeof a);
-    for (int k = 0; k < RS_ARRAY_COUNT; k++) {
+    for (int k = 0; k < n_arrays; k++) {
         uint64_t sec = word(r, w0 + R_HEAD + (uint64_t)k);
         if (sec == 0 || sec >= r->n_sections || sec == r->index_section)
             return fail(QS_E_FORMAT, "%s: the RapidScorer array %s names section %llu, which "
@@ -397,7 +398,8 @@ static int read_index(const reader* r, qs_model* m)
                     "this library reads: use the quickscorer that wrote the file", head,
                     (unsigned long long)version, QSC_VERSION);
     uint64_t n_slots = word(r, W_SLOTS);
-    uint64_t rs_words = version >= 2 ? R_HEAD + RS_ARRAY_COUNT : 0;
+    int n_rs = version >= 3 ? RS_ARRAY_COUNT : RS_ARRAY_COUNT_V2;
+    uint64_t rs_words = version >= 2 ? R_HEAD + (uint64_t)n_rs : 0;
     if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots + rs_words)
         return fail(QS_E_FORMAT, "%s: %llu arrays, not the %d this library reads", head,
                     (unsigned long long)n_slots, S_COUNT);
@@ -497,7 +499,7 @@ static int read_index(const reader* r, qs_model* m)
                     (unsigned long long)code);
     if ((st = check_model(r, m)) != QS_OK)
         return st;
-    return version >= 2 ? read_rs(r, m, W_HEAD + n_slots) : QS_OK;
+    return version >= 2 ? read_rs(r, m, W_HEAD + n_slots, n_rs) : QS_OK;
 }
 
 /* The missing-value rule of a numeric node (forest.h's qs_goes_left, case by case). */

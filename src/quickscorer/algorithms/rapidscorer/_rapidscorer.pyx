@@ -102,6 +102,10 @@ cdef extern from "quickscorer/algorithms/rapidscorer/view.h":
         const float* lv_value_f32
         const int32_t* lv_combos
         int64_t n_lv_combos
+        int gw_on
+
+cdef extern from "quickscorer/algorithms/rapidscorer/gw.h" nogil:
+    int rs_gw_default()
 
 cdef extern from "quickscorer/algorithms/rapidscorer/check.h" nogil:
     # the layout's arrays by number (view.h RS_ARRAY_NAMES), checked into a view by rs_check
@@ -160,6 +164,12 @@ def lv_halves_default():
     return bool(rs_lv_halves_default())
 
 
+def gw_default():
+    """Whether the AVX-512 path takes the gathered walk by default where the layout has it
+    (rapidscorer/gw.h rs_gw_default: an Intel core with AVX-512)."""
+    return bool(rs_gw_default())
+
+
 def lanes_of(int isa):
     """Documents per group on path isa."""
     return rs_lanes(isa)
@@ -186,11 +196,14 @@ _LV_FIELDS = {
     "lv_table": np.uint8, "lv_table_offset": np.int64,
 }
 
+# the gathered walk's fields (rapidscorer.walks.walk_arrays; absent or empty: not used)
+_GW_FIELDS = {"gw_nodes": np.uint64, "gw_roots": np.int32, "gw_combos": np.int32}
+
 #: the layout's arrays in the order of rapidscorer/view.h's rs_arrays (RS_ARRAY_NAMES), which
 #: the C index names them in (model_file.C_INDEX_RS_SLOTS)
 ARRAY_NAMES = tuple(RS_ARRAY_NAMES[k].decode() for k in range(RS_ARRAY_COUNT))
 # every array of the layout and its item type, as rs_check reads them
-_DTYPES = {**_FIELDS, **_LV_FIELDS}
+_DTYPES = {**_FIELDS, **_LV_FIELDS, **_GW_FIELDS}
 if set(ARRAY_NAMES) != set(_DTYPES):
     raise ImportError("rapidscorer/view.h names other arrays than _rapidscorer's fields")
 
@@ -201,12 +214,13 @@ cdef class RSLayout:
     cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
     cdef readonly bint reordered, has_f32, float32_ranks, levels, levels_vbmi, levels_halves
+    cdef readonly bint gathered
     cdef readonly int64_t levels_min_lanes, levels_chunk
-    cdef int _halves_asked
+    cdef int _halves_asked, _gathered_asked
 
     def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False,
                   int64_t levels_min_lanes=32, int64_t levels_chunk=8, bint levels_vbmi=True,
-                  int levels_halves=-1):
+                  int levels_halves=-1, int gathered=-1):
         """float32_ranks: also keep the rank search's thresholds in float32, for a model
         whose rows the kernel reads as float32 values (XGBoost's), where the AVX2 and
         AVX-512 searches then compare 8 or 16 thresholds a register; ignored where a
@@ -218,7 +232,9 @@ cdef class RSLayout:
         node at a time, as on AVX-512 CPUs without them). levels_halves: the AVX-512 level
         walk runs as the AVX2 wide path's, two 256-bit registers a column (1), or in 512-bit
         registers (0); -1: as this CPU is best served (lv_halves_default), decided where the
-        layout is made or unpickled."""
+        layout is made or unpickled. gathered: the AVX-512 path takes the gathered walk
+        where the layout has its fields (1), or the scans (0); -1: as this CPU is best
+        served (gw_default)."""
         if levels_chunk < 1:
             raise ValueError(f"levels_chunk must be >= 1, got {levels_chunk}")
         self.levels_min_lanes = levels_min_lanes
@@ -232,10 +248,13 @@ cdef class RSLayout:
         cdef rs_span* span
         memset(&arr, 0, sizeof(arr))
         levels = "lv_depth" in a and a["lv_depth"].shape[0] != 0
+        walk = "gw_nodes" in a and a["gw_nodes"].shape[0] != 0
         for k in range(RS_ARRAY_COUNT):
             name = RS_ARRAY_NAMES[k].decode()
             if name in _LV_FIELDS and not levels:
                 continue                  # no level fields: the spans stay empty
+            if name in _GW_FIELDS and not walk:
+                continue
             span = rs_array_at(&arr, k)
             span.data = array_data(a[name], _DTYPES[name], "rapidscorer", name)
             span.n = a[name].shape[0]
@@ -263,6 +282,10 @@ cdef class RSLayout:
         if arr.lv_only:
             self.levels_min_lanes = 0        # every group walks the levels
         self.view.lv_min_lanes = self.levels_min_lanes
+        self._gathered_asked = gathered
+        if gathered >= 0:
+            self.view.gw_on = walk and gathered != 0
+        self.gathered = self.view.gw_on != 0
         self.n_leaves = self.view.n_leaves
         self.reordered = self.view.leaf_order != NULL
         self.has_f32 = a["leaf_value_f32"].shape[0] != 0
@@ -281,7 +304,7 @@ cdef class RSLayout:
     def __reduce__(self):
         return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None,
                            self.levels_min_lanes, self.levels_chunk, self.levels_vbmi,
-                           self._halves_asked))
+                           self._halves_asked, self._gathered_asked))
 
 
 def chunk_group_bytes(int64_t lanes, int64_t n_cols):

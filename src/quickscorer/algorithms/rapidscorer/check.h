@@ -48,6 +48,18 @@ static inline int rs_rising(const int64_t* o, int64_t n)
 
 static inline const void* rs_data(rs_span s) { return s.n ? s.data : (const void*)rs_empty_words; }
 
+/* the combos of a level or gathered walk's columns: slot | kind << 24 | right << 30 */
+static inline int rs_combos_fit(rs_span combos, int64_t S)
+{
+    for (int64_t i = 0; i < combos.n; i++) {
+        int32_t c = RS_I32(combos)[i];
+        int kind = (c >> 24) & 3;
+        if ((c & 0xFFFFFF) >= S || kind == 0 || kind > 2)
+            return 0;
+    }
+    return 1;
+}
+
 static inline const char* rs_check_levels(const rs_arrays* a, rs_view* v, int64_t T, int64_t S)
 {
     const char* fit = "rapidscorer layout: the level fields do not fit the trees";
@@ -113,12 +125,8 @@ static inline const char* rs_check_levels(const rs_arrays* a, rs_view* v, int64_
                 return "rapidscorer layout: a level node is out of range";
         }
     }
-    for (int64_t i = 0; i < C; i++) {
-        int32_t c = RS_I32(a->lv_combos)[i];
-        int kind = (c >> 24) & 3;
-        if ((c & 0xFFFFFF) >= S || kind == 0 || kind > 2)
-            return "rapidscorer layout: a level column is out of range";
-    }
+    if (!rs_combos_fit(a->lv_combos, S))
+        return "rapidscorer layout: a level column is out of range";
     v->lv.nodes = (const rs_lv_node*)rs_data(a->lv_nodes);
     v->lv.node_off = noff;
     v->lv.lend = ends;
@@ -137,6 +145,41 @@ static inline const char* rs_check_levels(const rs_arrays* a, rs_view* v, int64_
     v->lv_combos = (const int32_t*)rs_data(a->lv_combos);
     v->n_lv_combos = C;
     v->lv_on = 1;
+    return NULL;
+}
+
+/* The gathered walk's fields (gw.h): every walk ends. A root and an internal record's
+ * children lie after it and before the park record (the last, its own left child with
+ * threshold 255), so that a lane's record rises until a leaf; columns name the ranks or a
+ * combo. */
+static inline const char* rs_check_walk(const rs_arrays* a, rs_view* v, int64_t T, int64_t S)
+{
+    int64_t N = a->gw_nodes.n, C = a->gw_combos.n;
+    const char* fit = "rapidscorer layout: the gathered walk's records do not fit the trees";
+    if (a->gw_roots.n != T || N < 2 || N > INT32_MAX || S + C > RS_GW_COLS)
+        return fit;
+    const uint64_t* nodes = RS_U64(a->gw_nodes);
+    uint64_t park = nodes[N - 1];
+    if ((uint32_t)(park >> 32) != (RS_GW_INNER | 255u << 12) || (int64_t)(uint32_t)park != N - 1)
+        return "rapidscorer layout: the gathered walk's last record is not its park record";
+    for (int64_t t = 0; t < T; t++)
+        if (RS_I32(a->gw_roots)[t] < 0 || RS_I32(a->gw_roots)[t] >= N - 1)
+            return "rapidscorer layout: a root of the gathered walk is out of range";
+    for (int64_t i = 0; i + 1 < N; i++) {
+        uint32_t up = (uint32_t)(nodes[i] >> 32), left = (uint32_t)nodes[i];
+        if (up < RS_GW_INNER)
+            continue;                                       /* a leaf's value */
+        if ((int64_t)left <= i || (int64_t)left + 1 >= N - 1 || (int64_t)(up & 0xFFF) >= S + C)
+            return "rapidscorer layout: a record of the gathered walk is out of range";
+    }
+    if (!rs_combos_fit(a->gw_combos, S))
+        return "rapidscorer layout: a column of the gathered walk is out of range";
+    v->gw_nodes = nodes;
+    v->gw_roots = RS_I32(a->gw_roots);
+    v->gw_park = (int32_t)(N - 1);
+    v->gw_combos = (const int32_t*)rs_data(a->gw_combos);
+    v->n_gw_combos = C;
+    v->gw_on = rs_gw_default();
     return NULL;
 }
 
@@ -325,6 +368,11 @@ static inline const char* rs_check(const rs_arrays* a, int64_t n_features, rs_vi
     v->lv_min_lanes = 32;
     if (a->lv_depth.n) {
         const char* why = rs_check_levels(a, v, T, S);
+        if (why != NULL)
+            return why;
+    }
+    if (a->gw_nodes.n) {
+        const char* why = rs_check_walk(a, v, T, S);
         if (why != NULL)
             return why;
     }

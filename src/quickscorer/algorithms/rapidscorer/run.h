@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "quickscorer/algorithms/rapidscorer/gw.h"
 #include "quickscorer/algorithms/rapidscorer/levels.h"
 #include "quickscorer/algorithms/rapidscorer/scan.h"
 #include "quickscorer/algorithms/rapidscorer/view.h"
@@ -28,6 +29,21 @@ static inline int64_t rs_chunk_stride(int64_t lanes, int64_t n_cols)
     return (lanes * n_cols + 63) / 64 * 64 + lanes * 8;
 }
 
+/* the columns of a group's level or gathered walk (levels.h rs_lv_columns): the ranks, then
+ * the combos of the one or the other */
+static inline int64_t rs_walk_cols(const rs_view* r)
+{
+    return r->n_slots + (r->n_lv_combos > r->n_gw_combos ? r->n_lv_combos : r->n_gw_combos);
+}
+
+/* whether the gathered walk scores a call's groups of 64 lanes on path isa: one output of
+ * float64 sums, no linear leaves, no exit leaves asked */
+static inline int rs_gw_runs(const qs_forest* f, const rs_view* r, int isa)
+{
+    return RS_GW_COMPILED && r->gw_on && isa == RS_ISA_AVX512 && f->n_outputs == 1 && !f->has_linear &&
+           f->family != QS_FAMILY_XGBOOST;
+}
+
 /* Scratch bytes one thread needs on path isa (a multiple of 64). */
 static inline int64_t rs_scratch_need(const rs_view* r, int isa, int64_t n_outputs)
 {
@@ -40,9 +56,12 @@ static inline int64_t rs_scratch_need(const rs_view* r, int isa, int64_t n_outpu
                     + lanes * r->n_cat_slots      /* categorical codes */
                     + n_outputs * lanes * 8       /* the group's scores */
                     + r->max_block_bytes * lanes;
+    if (r->lv_on || r->gw_on)
+        total += lanes * rs_walk_cols(r) + 64 + 2 * lanes;
     if (r->lv_on)
-        total += lanes * (S + r->n_lv_combos) + 64 + 2 * lanes
-                 + r->lv_chunk * rs_chunk_stride(lanes, S + r->n_lv_combos);
+        total += r->lv_chunk * rs_chunk_stride(lanes, S + r->n_lv_combos);
+    if (r->gw_on)
+        total += RS_GW_GROUPS * rs_chunk_stride(lanes, S + r->n_gw_combos);
     return (total + 64 * 8 + 63) / 64 * 64;
 }
 
@@ -71,7 +90,7 @@ static inline rs_bufs rs_carve(const rs_view* r, uint8_t* base, int64_t lanes,
     b.idx = b.ranks + lanes * r->n_slots;
     b.codes = b.idx + lanes;
     b.cols = rs_align64(b.codes + lanes * r->n_cat_slots);
-    b.chunk = rs_align64(b.cols + lanes * (r->n_slots + r->n_lv_combos) + 2 * lanes);
+    b.chunk = rs_align64(b.cols + lanes * rs_walk_cols(r) + 2 * lanes);
     return b;
 }
 
@@ -190,6 +209,13 @@ static inline void rs_score_group(const qs_forest* f, const rs_view* r, int isa,
     rs_group_ranks(isa, rows, f->n_features, (int)n_lanes, r->model_used, r->n_model_used,
                    r->slot_column, r->rank_pivots, r->rank_buckets, r->rank_pivots32,
                    r->rank_buckets32, r->rank_bucket_offsets, r->rank_zero, b->ranks, b->skip);
+    if (leaves == NULL && rs_gw_runs(f, r, isa)) {
+        rs_lv_columns(b->ranks, b->skip, r->n_slots, r->gw_combos, r->n_gw_combos, 64, b->cols);
+        for (int64_t t0 = 0; t0 < f->n_trees; t0 += RS_GW_TREES)
+            rs_gw_trees(r->gw_nodes, r->gw_roots, r->gw_park, t0,
+                        rs_min64(f->n_trees, t0 + RS_GW_TREES), b->cols, acc64);
+        return;
+    }
     if (r->lv_on && lanes >= r->lv_min_lanes) {
         rs_level_group(f, r, isa, n_lanes, b->ranks, b->skip, b->cols, b->idx, acc64, acc32,
                        leaves, leaf_stride);
@@ -330,6 +356,43 @@ static inline void rs_level_chunk(const qs_forest* f, const rs_view* r, int isa,
     }
 }
 
+/* Groups g0 .. g1 - 1 of 64 lanes on the gathered walk (rs_gw_runs): each group's columns and
+ * base score into the chunk, then each RS_GW_TREES trees for every group in turn (their
+ * records stay in cache for the chunk), each group's trees in order: the same sums as one
+ * group at a time. The scores go to out64[i - g0 * 64] for row i. */
+static inline void rs_gw_chunk(const qs_forest* f, const rs_view* r, const rs_rows* X,
+                               int64_t g0, int64_t g1, const rs_bufs* b, double* out64)
+{
+    int64_t F = f->n_features;
+    int64_t stride = rs_chunk_stride(64, r->n_slots + r->n_gw_combos);
+    int64_t acc_at = stride - 64 * 8;
+    for (int64_t gi = g0; gi < g1; gi++) {
+        int64_t i = gi * 64;
+        int64_t n_lanes = rs_min64(64, X->n_rows - i);
+        uint8_t* cg = b->chunk + (gi - g0) * stride;
+        double* acc = (double*)(cg + acc_at);
+        for (int64_t l = 0; l < n_lanes; l++) rs_load_row(f, X, i + l, b->rows + l * F);
+        for (int64_t l = 0; l < 64; l++) acc[l] = f->base_score[0];
+        rs_group_ranks(RS_ISA_AVX512, b->rows, F, (int)n_lanes, r->model_used, r->n_model_used,
+                       r->slot_column, r->rank_pivots, r->rank_buckets, r->rank_pivots32,
+                       r->rank_buckets32, r->rank_bucket_offsets, r->rank_zero, b->ranks,
+                       b->skip);
+        rs_lv_columns(b->ranks, b->skip, r->n_slots, r->gw_combos, r->n_gw_combos, 64, cg);
+    }
+    for (int64_t t0 = 0; t0 < f->n_trees; t0 += RS_GW_TREES)
+        for (int64_t gi = g0; gi < g1; gi++) {
+            uint8_t* cg = b->chunk + (gi - g0) * stride;
+            rs_gw_trees(r->gw_nodes, r->gw_roots, r->gw_park, t0,
+                        rs_min64(f->n_trees, t0 + RS_GW_TREES), cg, (double*)(cg + acc_at));
+        }
+    for (int64_t gi = g0; gi < g1; gi++) {
+        int64_t i = gi * 64;
+        int64_t n_lanes = rs_min64(64, X->n_rows - i);
+        const double* acc = (const double*)(b->chunk + (gi - g0) * stride + acc_at);
+        for (int64_t l = 0; l < n_lanes; l++) out64[i - g0 * 64 + l] = acc[l];
+    }
+}
+
 /* A call of n_rows rows on n_threads threads as items: groups of rs_lanes(isa) rows, or
  * for one-output calls of several groups a thread on the level path, summed in registers,
  * chunks of groups through the tree blocks (rs_level_chunk), at most lv_chunk groups each,
@@ -342,6 +405,7 @@ typedef struct {
     int64_t n_rows;
     int64_t n_groups;
     int chunked;
+    int gw;              /* the chunks are the gathered walk's (rs_gw_chunk) */
     int64_t per_chunk;   /* groups an item, where chunked */
     int64_t n_items;
 } rs_plan;
@@ -354,14 +418,17 @@ static inline rs_plan rs_plan_call(const qs_forest* f, const rs_view* r, int isa
     p.lanes = rs_lanes(isa);
     p.n_rows = n_rows;
     p.n_groups = (n_rows + p.lanes - 1) / p.lanes;
-    int64_t most = r->lv_chunk > 1 ? r->lv_chunk : 1;
+    int gw = rs_gw_runs(f, r, isa);
+    int64_t most = gw ? RS_GW_GROUPS : r->lv_chunk > 1 ? r->lv_chunk : 1;
     int64_t nt = n_threads > 1 ? n_threads : 1;
     int64_t n_chunks = (p.n_groups + most - 1) / most;
     n_chunks = (n_chunks + nt - 1) / nt * nt;
     int64_t per_chunk = n_chunks ? (p.n_groups + n_chunks - 1) / n_chunks : 0;
     n_chunks = per_chunk ? (p.n_groups + per_chunk - 1) / per_chunk : 0;
-    p.chunked = may_chunk && f->n_outputs == 1 && r->lv_on && r->lv_min_lanes <= 32
-                && rs_lv_fused(isa) && r->n_lv_blocks > 1 && per_chunk > 1;
+    p.gw = gw;
+    p.chunked = may_chunk && f->n_outputs == 1 && per_chunk > 1
+                && (gw || (r->lv_on && r->lv_min_lanes <= 32 && rs_lv_fused(isa)
+                           && r->n_lv_blocks > 1));
     p.per_chunk = p.chunked ? per_chunk : 1;
     p.n_items = p.chunked ? n_chunks : p.n_groups;
     return p;
@@ -388,6 +455,11 @@ static inline void rs_run_item(const rs_plan* p, const qs_forest* f, const rs_vi
                                const rs_rows* X, int64_t k, const rs_bufs* b, double* out64,
                                float* out32, int32_t* leaves)
 {
+    if (p->chunked && p->gw) {
+        rs_gw_chunk(f, r, X, k * p->per_chunk, rs_min64(p->n_groups, (k + 1) * p->per_chunk), b,
+                    out64);
+        return;
+    }
     if (p->chunked) {
         rs_level_chunk(f, r, p->isa, X, k * p->per_chunk,
                        rs_min64(p->n_groups, (k + 1) * p->per_chunk), p->lanes, b, out64, out32);

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "quickscorer/algorithms/rapidscorer/gw.h"       /* RS_GW_* */
 #include "quickscorer/algorithms/rapidscorer/levels.h"   /* rs_lv_model, rs_entry */
 
 #define RS_SEGMENT_KINDS 3   /* segments per slot and node variant (none, zero, NaN missing) */
@@ -59,11 +60,16 @@ typedef struct {
     rs_span lv_combos;            /* int32 */
     rs_span lv_table;             /* uint8 */
     rs_span lv_table_offset;      /* int64 [T + 1] */
+    /* the gathered walk's fields (rapidscorer.walks.walk_arrays): gw_nodes empty, not used */
+    rs_span gw_nodes;             /* uint64 (gw.h's records), the park record last */
+    rs_span gw_roots;             /* int32 [T] */
+    rs_span gw_combos;            /* int32, as lv_combos */
 } rs_arrays;
 
 /* the arrays of rs_arrays by number, in the order of its fields (the C index's, model_file.py
  * C_INDEX_RS_SLOTS), with each one's item size in bytes */
-#define RS_ARRAY_COUNT 36
+#define RS_ARRAY_COUNT 39
+#define RS_ARRAY_COUNT_V2 36   /* the arrays of the C index's version 2: the first ones */
 static const char* const RS_ARRAY_NAMES[RS_ARRAY_COUNT] = {
     "rank_pivots", "rank_buckets", "rank_bucket_offsets", "rank_zero", "slot_column",
     "model_used", "tree_byte_offsets", "block_starts", "entries", "segments", "block_segments",
@@ -71,10 +77,11 @@ static const char* const RS_ARRAY_NAMES[RS_ARRAY_COUNT] = {
     "cat_node_slot", "cat_tables", "cat_entry_offsets", "cat_entries", "block_cat",
     "lv_nodes", "lv_node_offset", "lv_level_end", "lv_depth", "lv_slot_offset",
     "lv_slot_leaf", "lv_split", "lv_deep", "lv_deep_offset", "lv_block_starts", "lv_value",
-    "lv_value_f32", "lv_combos", "lv_table", "lv_table_offset"};
+    "lv_value_f32", "lv_combos", "lv_table", "lv_table_offset", "gw_nodes", "gw_roots",
+    "gw_combos"};
 static const uint8_t RS_ARRAY_SIZES[RS_ARRAY_COUNT] = {
     8, 8, 8, 1, 4, 4, 8, 8, 4, 8, 8, 8, 1, 8, 4, 4, 4, 1, 8, 4, 8, 4, 8, 2, 1, 8, 2, 1, 4, 8,
-    8, 8, 4, 4, 1, 8};
+    8, 8, 4, 4, 1, 8, 8, 4, 4};
 
 /* array k of a (0 <= k < RS_ARRAY_COUNT) */
 static inline rs_span* rs_array_at(rs_arrays* a, int k)
@@ -87,7 +94,8 @@ static inline rs_span* rs_array_at(rs_arrays* a, int k)
         &a->cat_entry_offsets, &a->cat_entries, &a->block_cat, &a->lv_nodes,
         &a->lv_node_offset, &a->lv_level_end, &a->lv_depth, &a->lv_slot_offset,
         &a->lv_slot_leaf, &a->lv_split, &a->lv_deep, &a->lv_deep_offset, &a->lv_block_starts,
-        &a->lv_value, &a->lv_value_f32, &a->lv_combos, &a->lv_table, &a->lv_table_offset};
+        &a->lv_value, &a->lv_value_f32, &a->lv_combos, &a->lv_table, &a->lv_table_offset,
+        &a->gw_nodes, &a->gw_roots, &a->gw_combos};
     return at[k];
 }
 
@@ -143,6 +151,14 @@ typedef struct {
     const float* lv_value_f32;         /* the same in float32 (XGBoost models) */
     const int32_t* lv_combos;
     int64_t n_lv_combos;
+    /* the gathered walk (gw.h), used instead of the scans on the AVX-512 path where on (its
+     * fields present, rs_gw_default or the caller's choice) */
+    int gw_on;
+    const uint64_t* gw_nodes;
+    const int32_t* gw_roots;           /* [n_trees] */
+    int32_t gw_park;                   /* the park record: the last */
+    const int32_t* gw_combos;
+    int64_t n_gw_combos;
 } rs_view;
 
 #endif
