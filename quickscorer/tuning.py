@@ -187,8 +187,8 @@ class Tuning:
         "python -m benchmarks.tuning.rs_level_sweep --setting rs_vbmi --values 0,1",
         "QUICKSCORER_RS_VBMI", _BOOL)
     rs_halves: bool | None = _f(
-        None, "on AVX-512, the level walk in two 256-bit registers a column; None: on AMD Zen "
-        "4 (which splits 512-bit operations) and Zen 5",
+        None, "on AVX-512, the level walk in two 256-bit registers a column (False: by byte "
+        "permutations in 512-bit registers); None: on every AVX-512 CPU",
         "python -m benchmarks.tuning.rs_level_sweep --setting rs_halves --values 0,1",
         "QUICKSCORER_RS_HALVES", _BOOL)
     rs_gathered: bool | None = _f(

@@ -191,27 +191,9 @@ static inline int cpu_isa_available(int isa)
 static inline int cpu_isa_available(int isa) { return isa == CPU_ISA_SCALAR; }
 #endif
 
-/* the CPU's family where it is an AMD one ("AuthenticAMD"), else 0: 0x19 is Zen 3 and Zen 4,
- * 0x1A Zen 5 */
+/* whether the CPU is an Intel one ("GenuineIntel") */
 #if CPU_NATIVE_X86
 #include <cpuid.h>
-static inline unsigned int cpu_amd_family(void)
-{
-    unsigned int a, b, c, d;
-    if (!__get_cpuid(0, &a, &b, &c, &d))
-        return 0;
-    /* "AuthenticAMD" in ebx, edx, ecx */
-    if (b != 0x68747541u || d != 0x69746E65u || c != 0x444D4163u)
-        return 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d))
-        return 0;
-    unsigned int family = (a >> 8) & 0xF;
-    if (family == 0xF)
-        family += (a >> 20) & 0xFF;
-    return family;
-}
-
-/* whether the CPU is an Intel one ("GenuineIntel") */
 static inline int cpu_is_intel(void)
 {
     unsigned int a, b, c, d;
@@ -219,18 +201,8 @@ static inline int cpu_is_intel(void)
            c == 0x6C65746Eu;
 }
 #else
-static inline unsigned int cpu_amd_family(void) { return 0; }
 static inline int cpu_is_intel(void) { return 0; }
 #endif
-
-/* whether the CPU runs a 512-bit operation as two 256-bit halves: AMD family 0x19 with
- * AVX-512 (Zen 4). There an AVX-512 loop is no wider than an AVX2 loop of two registers, and
- * may cost more (rapidscorer/levels.h's level walk; the command above rs_lv_halves_default
- * re-measures it). */
-static inline int cpu_splits_512(void)
-{
-    return cpu_amd_family() == 0x19 && cpu_isa_available(CPU_ISA_AVX512);
-}
 
 static inline int cpu_best_isa(void)
 {

@@ -164,9 +164,8 @@ class RapidScorer(Algorithm):
         #: time
         self.vbmi = t.rs_vbmi if vbmi is None else bool(vbmi)
         #: on AVX-512, whether the level walk runs as the AVX2 wide path's, two 256-bit
-        #: registers a column: True, False, or None (as the CPU is best served: on AMD Zen 4,
-        #: which splits 512-bit operations, and Zen 5, rapidscorer/levels.h
-        #: rs_lv_halves_default)
+        #: registers a column: True, False, or None (as the CPU is best served: on every
+        #: AVX-512 CPU measured, rapidscorer/levels.h rs_lv_halves_default)
         self.halves = t.rs_halves if halves is None else halves
         #: on AVX-512, whether groups of 64 lanes take the gathered walk where the layout has
         #: its fields (rapidscorer.walks): True, False, or None (on an Intel core,

@@ -160,7 +160,7 @@ def lv_vbmi_available():
 
 def lv_halves_default():
     """Whether this CPU's AVX-512 level walk runs as the AVX2 wide path's, two 256-bit
-    registers a column, by default (a CPU that splits 512-bit operations: Zen 4)."""
+    registers a column, by default (every AVX-512 CPU: rapidscorer/levels.h)."""
     return bool(rs_lv_halves_default())
 
 

@@ -17,17 +17,16 @@ static inline int rs_lv_vbmi_available(void)
 
 /* whether the level path's AVX-512 calls walk their trees as the AVX2 wide path does, two
  * 256-bit registers a column of 64 lanes (the same columns; the ranks and the rest stay on
- * AVX-512), by default: where the CPU runs a 512-bit operation as two halves (cpu.h
- * cpu_splits_512: Zen 4), a 512-bit register is no wider than two 256-bit ones and the walk
- * by byte permutations gains nothing for its 512-bit operations; on Zen 5 (AMD family 0x1A),
- * whose 512-bit operations are whole, the wide walk still took 3% to 16% less time at 100
- * and 10,000 rows on XGBoost depth 6 to 10 (its nodes cost 0.49 ns a group against 0.63 by
- * benchmarks.floors' count). python -m benchmarks.tuning.rs_level_sweep --setting rs_halves
- * --values 0,1 --models xgb-depth6-uniform-1000,xgb-depth8-uniform-1000,
- * xgb-depth9-uniform-1000,xgb-depth10-uniform-1000 --rows 100,10000 re-measures it. */
+ * AVX-512), by default: on every AVX-512 core measured the wide walk took less time than
+ * the walk by byte permutations in 512-bit registers at 100 and 10,000 rows on XGBoost depth
+ * 6 to 10: 9% to 18% on Zen 4 (which runs a 512-bit operation as two halves), 3% to 16% on
+ * Zen 5 and 1% to 10% on an Intel Xeon (family 6, model 167 as its guest reports it).
+ * python -m benchmarks.tuning.rs_level_sweep --setting rs_halves --values 0,1 --models
+ * xgb-depth6-uniform-1000,xgb-depth8-uniform-1000,xgb-depth9-uniform-1000,
+ * xgb-depth10-uniform-1000 --rows 100,10000 re-measures it. */
 static inline int rs_lv_halves_default(void)
 {
-    return rs_isa_available(RS_ISA_AVX512) && (cpu_splits_512() || cpu_amd_family() == 0x1A);
+    return rs_isa_available(RS_ISA_AVX512);
 }
 #else
 static inline int rs_lv_vbmi_available(void) { return 0; }
