@@ -159,7 +159,7 @@ def walk_isa(model, isa: str) -> str:
 #: tree's slots, 2^depth)
 WAYS = {"levels": ("ranks", "levels", "slots"), "scan": ("ranks", "scan", "leaves"),
         "gathered": ("ranks", "gathered"), "heap": ("heap", "leaves")}
-GROUP_UNITS = ("lv_node", "lv_level", "entry", "reset_row", "exit_row")
+GROUP_UNITS = ("lv_node", "lv_level", "entry", "reset_row", "exit_row", "gw_step")
 
 
 def floors(c: dict[str, dict[str, float]], cost: dict[tuple[str, str], float], isa: str,
