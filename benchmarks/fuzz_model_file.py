@@ -5,8 +5,10 @@ error naming what is at fault, or score; none may crash, hang or read out of bou
     python -m benchmarks.fuzz_model_file --files 5000 --seed 7
     python -m benchmarks.fuzz_model_file --c-library     # the C library opens each file too
 
-The files are mutations of two small prepared models (a LightGBM-family one with categorical
-and missing-value splits, an XGBoost-family one of two outputs), five kinds in turn:
+The files are mutations of three small prepared models (a LightGBM-family one with categorical
+and missing-value splits, an XGBoost-family one of two outputs, and one of deep numeric trees
+whose RapidScorer layout has the gathered walk's records, each opened with the tuning it was
+compiled with), five kinds in turn:
 
 * ``byte``: a byte of the file set to a random value (the checksums catch it, or it lies in
   the padding between sections that nothing reads);
@@ -41,11 +43,14 @@ from quickscorer.ir import MISSING_NAN, Ensemble, build_tree
 
 KINDS = ("byte", "truncate", "array", "description", "records")
 #: words a refusal names what is at fault with
+#: the deep model's tuning: its layout has the gathered walk's fields whatever their cost
+GATHERED = quickscorer.current_tuning().replace(rs_gathered=True)
 NAMED = ("section", "field", "layout", "tree", "record", "trees", "ensemble", "truncated",
          "magic", "version", "header", "table", "checksum", "feature", "description")
 
 
-def _tree(rng, n_leaves: int, n_features: int, family: str):
+def _tree(rng, n_leaves: int, n_features: int, family: str, numeric: bool = False):
+    """A random tree (a random leaf split each time); ``numeric``: no categorical split."""
     left, right, leaves = [-1], [-1], [0]
     while len(leaves) < n_leaves:
         leaf = leaves.pop(int(rng.integers(len(leaves))))
@@ -55,7 +60,7 @@ def _tree(rng, n_leaves: int, n_features: int, family: str):
         right += [-1, -1]
         leaves += [a, a + 1]
     k = len(left)
-    cat = rng.random(k) < (0.2 if family == "lightgbm" else 0.0)
+    cat = rng.random(k) < (0.2 if family == "lightgbm" and not numeric else 0.0)
     missing = rng.integers(3, size=k) if family == "lightgbm" else np.full(k, MISSING_NAN)
     return build_tree(left=left, right=right, root=0, feature=rng.integers(n_features, size=k),
                       threshold=np.round(rng.normal(size=k), 2), default_left=rng.random(k) < .5,
@@ -66,14 +71,18 @@ def _tree(rng, n_leaves: int, n_features: int, family: str):
 
 
 def models(seed: int = 0) -> list[quickscorer.Model]:
-    """The two small models whose files are mutated."""
+    """The three small models whose files are mutated."""
     rng = np.random.default_rng(seed)
     out = []
-    for family, n_outputs in (("lightgbm", 1), ("xgboost", 2)):
-        trees = [_tree(rng, int(rng.integers(2, 33)), 6, family) for _ in range(24)]
+    for family, n_outputs, n_trees, deep in (("lightgbm", 1, 24, False),
+                                             ("xgboost", 2, 24, False),
+                                             ("lightgbm", 1, 12, True)):
+        trees = [_tree(rng, 200 if deep else int(rng.integers(2, 33)), 6, family, deep)
+                 for _ in range(n_trees)]
         out.append(quickscorer.Model(Ensemble(
-            trees=trees, tree_group=np.arange(24) % n_outputs, n_outputs=n_outputs,
-            n_features=6, family=family, base_score=np.zeros(n_outputs))))
+            trees=trees, tree_group=np.arange(n_trees) % n_outputs, n_outputs=n_outputs,
+            n_features=6, family=family, base_score=np.zeros(n_outputs)),
+            tuning=GATHERED if deep else None))
     return out
 
 
@@ -213,19 +222,20 @@ def run(files: int, seed: int, verbose: bool = False, separate: bool = False,
     bases = []
     for m in models(seed):
         good = model_file.to_bytes(m)
-        bases.append((good, *model_file.unpack(good)))
+        bases.append((good, m.tuning, *model_file.unpack(good)))
     counts: collections.Counter = collections.Counter()
     for i in range(files):
-        good, meta, arrays = bases[i % len(bases)]
+        good, tuning, meta, arrays = bases[i % len(bases)]
         kind = KINDS[(i // len(bases)) % len(KINDS)]
         data, what = mutant(rng, good, meta, arrays, kind)
         if verbose:
             print(f"file {i}: {kind} {what}", flush=True)
         try:
             if separate:      # every array its own allocation (for a memory checker)
-                model = quickscorer.Model(model_file.open_bytes(data, separate=True).ensemble)
+                model = quickscorer.Model(model_file.open_bytes(data, separate=True).ensemble,
+                                          tuning=tuning)
             else:
-                model = quickscorer.load(data)
+                model = quickscorer.load(data, tuning=tuning)
             score(model)
         except (ModelFileError, ModelFormatError, ValueError) as exc:
             counts[f"refused {kind}"] += 1

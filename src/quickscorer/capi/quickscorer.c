@@ -657,6 +657,8 @@ static int build_complete(qs_model* m)
             deep |= dt > QS_COMPLETE_DEPTH;
             d = dt > d ? dt : d;
         }
+        if (deep)
+            break;                      /* no complete trees: 2^d is not taken */
         w->cdepth[8 * g] = (uint8_t)d;
         w->cnode_offset[8 * g] = n_slots;
         w->cslot_offset[8 * g] = n_ends;
