@@ -422,7 +422,8 @@ static void set_gw(void)
 
 static void k_gw(void)
 {
-    rs_gw_trees(gw_records, gw_roots, GW_TREES * GW_TREE_RECORDS, 0, GW_TREES, gw_cols, gw_acc);
+    rs_gw_trees(gw_records, gw_roots, GW_TREES * GW_TREE_RECORDS, 0, GW_TREES, gw_cols, gw_acc,
+                NULL, 0);
 }
 
 static double best_ns(void (*run)(void), double units, int rounds)

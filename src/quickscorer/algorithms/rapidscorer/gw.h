@@ -30,11 +30,26 @@
 #define RS_GW_TREES 63            /* trees a chunk: their roots and the park record, 64 */
 #define RS_GW_GROUPS 16           /* groups a thread walks through each chunk of trees */
 
+/* The records of the chunk of trees from t (none past the last tree): where they start and
+ * their bytes, *bytes. */
+static inline const char* rs_gw_chunk_records(const uint64_t* nodes, const int32_t* roots,
+                                              int32_t park, int64_t t, int64_t n_trees,
+                                              int64_t* bytes)
+{
+    if (t >= n_trees) {
+        *bytes = 0;
+        return (const char*)nodes;
+    }
+    int64_t end = t + RS_GW_TREES < n_trees ? roots[t + RS_GW_TREES] : park;
+    *bytes = (end - roots[t]) * 8;
+    return (const char*)(nodes + roots[t]);
+}
+
 #if RS_HAVE_X86 && CPU_NATIVE_X86
 #define RS_GW_COMPILED 1
 /* whether the gathered walk runs by default where the layout has it: AVX-512 on an Intel
- * core, where it took 1.8x less time than the scans on 1,000 full 255-leaf LightGBM trees at
- * 10,000 rows and 1.5x at 100 (python -m benchmarks.tuning.rs_level_sweep --setting
+ * core, where it took 1.9x less time than the scans on 1,000 full 255-leaf LightGBM trees at
+ * 100 and 10,000 rows (python -m benchmarks.tuning.rs_level_sweep --setting
  * rs_gathered --values 0,1 --models full-uniform-1000x127,full-uniform-1000x255 --rows
  * 100,10000 re-measures it); AMD cores gather more slowly and keep the scans unless
  * Tuning.rs_gathered says otherwise */
@@ -44,10 +59,13 @@ static inline int rs_gw_default(void)
 }
 
 /* Trees t0 .. t1 - 1 (at most RS_GW_TREES) for the 64 lanes of a group whose columns are
- * cols (column c of lane l at cols[64 c + l]): their leaves added to acc[l] in tree order. */
+ * cols (column c of lane l at cols[64 c + l]): their leaves added to acc[l] in tree order.
+ * pf, pf_bytes: records the next walk reads, brought towards L2 four lines a round of steps
+ * while this one walks (a call of a few groups reads every record from L3 once). */
 CPU_TARGET("avx512f,avx512bw,avx512dq")
 static void rs_gw_trees(const uint64_t* nodes, const int32_t* roots, int32_t park, int64_t t0,
-                        int64_t t1, const uint8_t* cols, double* acc)
+                        int64_t t1, const uint8_t* cols, double* acc, const char* pf,
+                        int64_t pf_bytes)
 {
     const __m512i one = _mm512_set1_epi32(1);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
@@ -74,8 +92,16 @@ static void rs_gw_trees(const uint64_t* nodes, const int32_t* roots, int32_t par
         hi[v] = _mm512_loadu_pd(acc + 16 * v + 8);
     }
     __mmask16 live;
+    int64_t pf_at = 0;
     do {
         live = 0;
+        if (pf_at < pf_bytes) {
+            _mm_prefetch(pf + pf_at, _MM_HINT_T1);
+            _mm_prefetch(pf + pf_at + 64, _MM_HINT_T1);
+            _mm_prefetch(pf + pf_at + 128, _MM_HINT_T1);
+            _mm_prefetch(pf + pf_at + 192, _MM_HINT_T1);
+            pf_at += 256;
+        }
         for (int v = 0; v < 4; v++) {   /* four independent chains of gathers */
             __m512i n0 = _mm512_i32gather_epi64(_mm512_castsi512_si256(at[v]),
                                                 (const long long*)nodes, 8);
@@ -113,9 +139,11 @@ static void rs_gw_trees(const uint64_t* nodes, const int32_t* roots, int32_t par
 #define RS_GW_COMPILED 0
 static inline int rs_gw_default(void) { return 0; }
 static inline void rs_gw_trees(const uint64_t* nodes, const int32_t* roots, int32_t park,
-                               int64_t t0, int64_t t1, const uint8_t* cols, double* acc)
+                               int64_t t0, int64_t t1, const uint8_t* cols, double* acc,
+                               const char* pf, int64_t pf_bytes)
 {
-    (void)nodes, (void)roots, (void)park, (void)t0, (void)t1, (void)cols, (void)acc;
+    (void)nodes, (void)roots, (void)park, (void)t0, (void)t1, (void)cols, (void)acc, (void)pf,
+        (void)pf_bytes;
 }
 #endif
 

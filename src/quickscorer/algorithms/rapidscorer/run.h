@@ -211,9 +211,13 @@ static inline void rs_score_group(const qs_forest* f, const rs_view* r, int isa,
                    r->rank_buckets32, r->rank_bucket_offsets, r->rank_zero, b->ranks, b->skip);
     if (leaves == NULL && rs_gw_runs(f, r, isa)) {
         rs_lv_columns(b->ranks, b->skip, r->n_slots, r->gw_combos, r->n_gw_combos, 64, b->cols);
-        for (int64_t t0 = 0; t0 < f->n_trees; t0 += RS_GW_TREES)
+        for (int64_t t0 = 0; t0 < f->n_trees; t0 += RS_GW_TREES) {
+            int64_t pf_bytes;
+            const char* pf = rs_gw_chunk_records(r->gw_nodes, r->gw_roots, r->gw_park,
+                                                 t0 + RS_GW_TREES, f->n_trees, &pf_bytes);
             rs_gw_trees(r->gw_nodes, r->gw_roots, r->gw_park, t0,
-                        rs_min64(f->n_trees, t0 + RS_GW_TREES), b->cols, acc64);
+                        rs_min64(f->n_trees, t0 + RS_GW_TREES), b->cols, acc64, pf, pf_bytes);
+        }
         return;
     }
     if (r->lv_on && lanes >= r->lv_min_lanes) {
@@ -379,12 +383,20 @@ static inline void rs_gw_chunk(const qs_forest* f, const rs_view* r, const rs_ro
                        b->skip);
         rs_lv_columns(b->ranks, b->skip, r->n_slots, r->gw_combos, r->n_gw_combos, 64, cg);
     }
-    for (int64_t t0 = 0; t0 < f->n_trees; t0 += RS_GW_TREES)
+    for (int64_t t0 = 0; t0 < f->n_trees; t0 += RS_GW_TREES) {
+        /* the next chunk's records, a share a group */
+        int64_t pf_bytes;
+        const char* pf = rs_gw_chunk_records(r->gw_nodes, r->gw_roots, r->gw_park,
+                                             t0 + RS_GW_TREES, f->n_trees, &pf_bytes);
+        int64_t share = (pf_bytes / (g1 - g0) + 255) / 256 * 256;
         for (int64_t gi = g0; gi < g1; gi++) {
             uint8_t* cg = b->chunk + (gi - g0) * stride;
+            int64_t from = rs_min64(pf_bytes, (gi - g0) * share);
             rs_gw_trees(r->gw_nodes, r->gw_roots, r->gw_park, t0,
-                        rs_min64(f->n_trees, t0 + RS_GW_TREES), cg, (double*)(cg + acc_at));
+                        rs_min64(f->n_trees, t0 + RS_GW_TREES), cg, (double*)(cg + acc_at),
+                        pf + from, rs_min64(pf_bytes - from, share));
         }
+    }
     for (int64_t gi = g0; gi < g1; gi++) {
         int64_t i = gi * 64;
         int64_t n_lanes = rs_min64(64, X->n_rows - i);
