@@ -162,8 +162,9 @@ def test_hostile_walk_fields_are_refused_by_name():
 
 def test_the_walk_travels_in_the_model_file_to_the_c_library(tmp_path):
     """A compiled file holds the walk's fields (the C index's version 3 names them); the
-    model it opens and the C library score as the model it came from; a damaged record is
-    refused by the C library, naming the layout."""
+    model it opens and the C library score as the model it came from, and so does the C
+    library from an index of version 2; a damaged record is refused by the C library, naming
+    the layout."""
     lgb = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
     rng = np.random.default_rng(8)
     X = rng.normal(size=(6000, 8))
@@ -191,6 +192,16 @@ def test_the_walk_travels_in_the_model_file_to_the_c_library(tmp_path):
         for n_threads in (1, 3):
             np.testing.assert_array_equal(c.predict(X, raw_score=True, n_threads=n_threads),
                                           np.asarray(want).reshape(-1, 1))
+    # an index of version 2 (no gathered walk: its first 36 RapidScorer arrays) still opens,
+    # and scores the same through the scans
+    n2 = len(model_file.C_INDEX_RS_SLOTS) - 3
+    older = [a.copy() for a in arrays]
+    older[-1] = index[:w0 + 5 + n2].copy()
+    older[-1][1] = 2
+    older[-1][w0 + 4] = n2
+    with capi.CModel(model_file.pack(meta, older)) as c:
+        np.testing.assert_array_equal(c.predict(X, raw_score=True),
+                                      np.asarray(want).reshape(-1, 1))
     hostile = [a.copy() for a in arrays]
     roots = hostile[int(section["gw_roots"]) - 1]
     roots[0] = hostile[int(section["gw_nodes"]) - 1].shape[0] - 1
