@@ -84,6 +84,58 @@ def test_damaged_newer_and_foreign_files_are_refused_by_name(tmp_path):
         quickscorer.load(b"{}", format="qsm")
 
 
+def _first_fault(left, right, n_leaf):
+    """The rule check_packed enforces on one tree, in plain Python: the first node with a
+    child before it, outside the tree or seen before, else the first (from the last) whose
+    left subtree's leaves do not end just before its right's; None for a canonical tree."""
+    m = len(left)
+    seen_n, seen_l = set(), set()
+    for n in range(m):
+        for c in (left[n], right[n]):
+            if c >= 0:
+                if c <= n or c >= m or c in seen_n:
+                    return n
+                seen_n.add(c)
+            else:
+                if ~c >= n_leaf or ~c in seen_l:
+                    return n
+                seen_l.add(~c)
+    lo, hi = [0] * m, [0] * m
+    for n in range(m - 1, -1, -1):
+        (a0, a1), (b0, b1) = ((lo[c], hi[c]) if c >= 0 else (~c, ~c)
+                              for c in (left[n], right[n]))
+        if a1 + 1 != b0:
+            return n
+        lo[n], hi[n] = a0, b1
+    return None
+
+
+def test_the_trees_check_names_the_first_node_at_fault():
+    """_build.check_packed (a file's trees, before anything reads them) on trees damaged at
+    random: the tree and node the plain rule names, and None for the undamaged ones."""
+    from quickscorer.ir import _build
+    rng = np.random.default_rng(9)
+    ens = random_ensemble(rng, "lightgbm", n_trees=30, max_leaves=40)
+    a = ens.trees.arrays
+    no, lo = a["node_offset"], a["leaf_offset"]
+    assert _build.check_packed(a["left"], a["right"], no, lo) is None
+    for _ in range(400):
+        left, right = a["left"].copy(), a["right"].copy()
+        for _ in range(int(rng.integers(1, 3))):
+            side = left if rng.random() < 0.5 else right
+            i = int(rng.integers(side.shape[0]))
+            side[i] = int(rng.choice([side[i] + 1, side[i] - 1, ~side[i], 0, -1, 10 ** 6,
+                                      -10 ** 6, side[int(rng.integers(side.shape[0]))]]))
+        want = None
+        for t in range(len(no) - 1):
+            n = _first_fault(list(left[no[t]:no[t + 1]]), list(right[no[t]:no[t + 1]]),
+                             int(lo[t + 1] - lo[t]))
+            if n is not None:
+                want = (t, n)
+                break
+        assert _build.check_packed(left, right, no, lo) == want
+
+
 def test_a_hostile_tree_or_layout_is_refused_before_any_kernel_reads_it():
     good = model_file.to_bytes(quickscorer.Model(
         random_ensemble(np.random.default_rng(4), "lightgbm", max_leaves=30)))

@@ -429,27 +429,34 @@ cdef bint _nodes_in_place(const uint64_t[::1] raw, const int64_t[::1] offsets,
     expanded row and its children below it: an internal child after the node and before the
     sentinel, a leaf child ~l with l at most its tree's node count (the tree has one leaf
     more than nodes), and the last node (the sentinel) its own two children."""
-    cdef Py_ssize_t n_walk = raw.shape[0] // 3, i, t = 0, side
+    cdef Py_ssize_t n_walk = raw.shape[0] // 3, i, t = 0, side, end
     cdef Py_ssize_t n_trees = offsets.shape[0] - 1
     cdef const walk_node* nodes = <const walk_node*>&raw[0]
-    cdef int64_t size, c
+    cdef int64_t size, c, neg, bad = 0
     cdef bint ok = True
     with nogil:
-        for i in range(n_walk - 1):
+        # tree by tree (then the padding past the trees, a tree of one node each), each node
+        # checked by arithmetic, with no branch on the data
+        i = 0
+        while i < n_walk - 1:
             while t < n_trees and offsets[t + 1] <= i:
                 t += 1
-            # a node past the trees' (the table's padding): its tree is one node
-            size = offsets[t + 1] - offsets[t] if t < n_trees and i >= offsets[t] else 1
-            if nodes[i].col < 0 or nodes[i].col >= n_cols:
-                ok = False
-                break
-            for side in range(2):
-                c = nodes[i].kid[side]
-                if (c >= 0 and (c <= i or c >= n_walk - 1)) or (c < 0 and ~c > size):
-                    ok = False
-                    break
-            if not ok:
-                break
+            if t < n_trees and i >= offsets[t]:
+                size = offsets[t + 1] - offsets[t]
+                end = min(<Py_ssize_t>offsets[t + 1], n_walk - 1)
+            else:
+                size = 1
+                end = i + 1
+            while i < end:
+                c = nodes[i].col
+                bad |= <int64_t>(c < 0) | <int64_t>(c >= n_cols)
+                for side in range(2):
+                    c = nodes[i].kid[side]
+                    neg = c >> 63
+                    bad |= ((~neg) & (<int64_t>(c <= i) | <int64_t>(c >= n_walk - 1))) | (
+                        neg & <int64_t>(~c > size))
+                i += 1
+        ok = bad == 0
         if ok and (nodes[n_walk - 1].kid[0] != n_walk - 1 or nodes[n_walk - 1].kid[1] != n_walk - 1):
             ok = False
     return ok
