@@ -1,7 +1,8 @@
 /* RapidScorer's gathered walk: each lane of a group walks its own row down the trees in
  * tree order, one node a step, its node and its rank read by AVX-512 gathers, on the columns
  * of the level path (levels.h rs_lv_columns: the ranks, then the columns whose missing lanes
- * are sent to a side). The C prefix is `rs_gw_`; the layout is rapidscorer/walks.py's walk_arrays.
+ * are sent to a side). The C prefix is `rs_gw_`; the layout is rapidscorer/walks.py's
+ * walk_arrays.
  *
  * A record of gw_nodes is 64 bits. An internal node's upper word is RS_GW_INNER | thr << 12 |
  * col (a NaN pattern no finite leaf value has) and its lower word the index of its left
@@ -46,8 +47,8 @@ static inline const char* rs_gw_chunk_records(const uint64_t* nodes, const int32
     return (const char*)(nodes + roots[t]);
 }
 
-/* The walk lane by lane in portable C: the same records, steps and sums (the AVX-512 build's
- * reference, and the walk of a build whose intrinsics SIMDe emulates, which has no gathers) */
+/* The walk lane by lane in portable C: the same records, steps and sums, for a build whose
+ * intrinsics SIMDe emulates (it has no gathers) */
 static inline void rs_gw_trees_c(const uint64_t* nodes, const int32_t* roots, int64_t t0,
                                  int64_t t1, const uint8_t* cols, double* acc)
 {
