@@ -89,8 +89,8 @@ static inline void rs_gw_trees(const uint64_t* nodes, const int32_t* roots, int3
  * core, where it took 1.9x less time than the scans on 1,000 full 255-leaf LightGBM trees at
  * 100 and 10,000 rows (python -m benchmarks.tuning.rs_level_sweep --setting
  * rs_gathered --values 0,1 --models full-uniform-1000x127,full-uniform-1000x255 --rows
- * 100,10000 re-measures it); AMD cores gather more slowly and keep the scans unless
- * Tuning.rs_gathered says otherwise */
+ * 100,10000 re-measures it); it has been measured on no AMD core, which keeps the scans
+ * unless Tuning.rs_gathered says otherwise */
 static inline int rs_gw_default(void)
 {
     return rs_isa_available(RS_ISA_AVX512) && cpu_is_intel();

@@ -40,8 +40,30 @@ static inline int64_t rs_walk_cols(const rs_view* r)
  * float64 sums, no linear leaves, no exit leaves asked */
 static inline int rs_gw_runs(const qs_forest* f, const rs_view* r, int isa)
 {
-    return RS_GW_COMPILED && r->gw_on && isa == RS_ISA_AVX512 && f->n_outputs == 1 && !f->has_linear &&
-           f->family != QS_FAMILY_XGBOOST;
+    return RS_GW_COMPILED && r->gw_on && isa == RS_ISA_AVX512 && f->n_outputs == 1 &&
+           !f->has_linear && f->family != QS_FAMILY_XGBOOST;
+}
+
+/* n groups of 64 lanes on the gathered walk, group k's columns at cols + k * stride and its
+ * scores at (double*)(acc + k * stride): every group through each chunk of RS_GW_TREES trees
+ * in turn (the chunk's records stay in cache), each group's trees in order, and while the
+ * groups walk a chunk each brings its share of the next chunk's records towards L2. */
+static inline void rs_gw_groups(const rs_view* r, int64_t n_trees, uint8_t* cols, char* acc,
+                                int64_t stride, int64_t n)
+{
+    for (int64_t t0 = 0; t0 < n_trees; t0 += RS_GW_TREES) {
+        int64_t pf_bytes;
+        const char* pf = rs_gw_chunk_records(r->gw_nodes, r->gw_roots, r->gw_park,
+                                             t0 + RS_GW_TREES, n_trees, &pf_bytes);
+        int64_t share = (pf_bytes / n + 255) / 256 * 256;
+        for (int64_t k = 0; k < n; k++) {
+            int64_t from = rs_min64(pf_bytes, k * share);
+            rs_gw_trees(r->gw_nodes, r->gw_roots, r->gw_park, t0,
+                        rs_min64(n_trees, t0 + RS_GW_TREES), cols + k * stride,
+                        (double*)(acc + k * stride), pf + from,
+                        rs_min64(pf_bytes - from, share));
+        }
+    }
 }
 
 /* Scratch bytes one thread needs on path isa (a multiple of 64). */
@@ -60,7 +82,7 @@ static inline int64_t rs_scratch_need(const rs_view* r, int isa, int64_t n_outpu
         total += lanes * rs_walk_cols(r) + 64 + 2 * lanes;
     if (r->lv_on)
         total += r->lv_chunk * rs_chunk_stride(lanes, S + r->n_lv_combos);
-    if (r->gw_on)
+    if (r->gw_on && isa == RS_ISA_AVX512)    /* the only path that walks them (rs_gw_runs) */
         total += RS_GW_GROUPS * rs_chunk_stride(lanes, S + r->n_gw_combos);
     return (total + 64 * 8 + 63) / 64 * 64;
 }
@@ -211,13 +233,7 @@ static inline void rs_score_group(const qs_forest* f, const rs_view* r, int isa,
                    r->rank_buckets32, r->rank_bucket_offsets, r->rank_zero, b->ranks, b->skip);
     if (leaves == NULL && rs_gw_runs(f, r, isa)) {
         rs_lv_columns(b->ranks, b->skip, r->n_slots, r->gw_combos, r->n_gw_combos, 64, b->cols);
-        for (int64_t t0 = 0; t0 < f->n_trees; t0 += RS_GW_TREES) {
-            int64_t pf_bytes;
-            const char* pf = rs_gw_chunk_records(r->gw_nodes, r->gw_roots, r->gw_park,
-                                                 t0 + RS_GW_TREES, f->n_trees, &pf_bytes);
-            rs_gw_trees(r->gw_nodes, r->gw_roots, r->gw_park, t0,
-                        rs_min64(f->n_trees, t0 + RS_GW_TREES), b->cols, acc64, pf, pf_bytes);
-        }
+        rs_gw_groups(r, f->n_trees, b->cols, (char*)acc64, 0, 1);
         return;
     }
     if (r->lv_on && lanes >= r->lv_min_lanes) {
@@ -361,9 +377,8 @@ static inline void rs_level_chunk(const qs_forest* f, const rs_view* r, int isa,
 }
 
 /* Groups g0 .. g1 - 1 of 64 lanes on the gathered walk (rs_gw_runs): each group's columns and
- * base score into the chunk, then each RS_GW_TREES trees for every group in turn (their
- * records stay in cache for the chunk), each group's trees in order: the same sums as one
- * group at a time. The scores go to out64[i - g0 * 64] for row i. */
+ * base score into the chunk, then the groups walked together (rs_gw_groups): the same sums
+ * as one group at a time. The scores go to out64[i - g0 * 64] for row i. */
 static inline void rs_gw_chunk(const qs_forest* f, const rs_view* r, const rs_rows* X,
                                int64_t g0, int64_t g1, const rs_bufs* b, double* out64)
 {
@@ -383,20 +398,7 @@ static inline void rs_gw_chunk(const qs_forest* f, const rs_view* r, const rs_ro
                        b->skip);
         rs_lv_columns(b->ranks, b->skip, r->n_slots, r->gw_combos, r->n_gw_combos, 64, cg);
     }
-    for (int64_t t0 = 0; t0 < f->n_trees; t0 += RS_GW_TREES) {
-        /* the next chunk's records, a share a group */
-        int64_t pf_bytes;
-        const char* pf = rs_gw_chunk_records(r->gw_nodes, r->gw_roots, r->gw_park,
-                                             t0 + RS_GW_TREES, f->n_trees, &pf_bytes);
-        int64_t share = (pf_bytes / (g1 - g0) + 255) / 256 * 256;
-        for (int64_t gi = g0; gi < g1; gi++) {
-            uint8_t* cg = b->chunk + (gi - g0) * stride;
-            int64_t from = rs_min64(pf_bytes, (gi - g0) * share);
-            rs_gw_trees(r->gw_nodes, r->gw_roots, r->gw_park, t0,
-                        rs_min64(f->n_trees, t0 + RS_GW_TREES), cg, (double*)(cg + acc_at),
-                        pf + from, rs_min64(pf_bytes - from, share));
-        }
-    }
+    rs_gw_groups(r, f->n_trees, b->chunk, (char*)b->chunk + acc_at, stride, g1 - g0);
     for (int64_t gi = g0; gi < g1; gi++) {
         int64_t i = gi * 64;
         int64_t n_lanes = rs_min64(64, X->n_rows - i);
