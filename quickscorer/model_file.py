@@ -258,8 +258,9 @@ def describe(model, tuning=None) -> tuple[dict, list[np.ndarray]]:
     return meta, [a for _, a in enc.arrays]
 
 
-def pack(meta: dict, arrays: list[np.ndarray]) -> bytes:
-    """The container (qsm.h) of a description and its arrays, in order, each checksummed."""
+def pack(meta: dict, arrays: list[np.ndarray], version: int = FORMAT_VERSION) -> bytes:
+    """The container (qsm.h) of a description and its arrays, in order, each checksummed;
+    ``version`` 1 (the older checksums, qsm.h) for the tests of an older file."""
     blobs = [json.dumps(meta, separators=(",", ":"), allow_nan=True).encode()]
     blobs += [np.ascontiguousarray(a).view(np.uint8).reshape(-1).tobytes() if a.size else b""
               for a in arrays]
@@ -268,7 +269,7 @@ def pack(meta: dict, arrays: list[np.ndarray]) -> bytes:
     entries = []
     for i, blob in enumerate(blobs):
         pos = -(-pos // align) * align
-        entries.append((pos, len(blob), _qsm.checksum(np.frombuffer(blob, np.uint8)),
+        entries.append((pos, len(blob), _qsm.checksum(np.frombuffer(blob, np.uint8), version),
                         0 if i == 0 else 1))
         pos += len(blob)
     table = -(-pos // 8) * 8
@@ -283,13 +284,14 @@ def pack(meta: dict, arrays: list[np.ndarray]) -> bytes:
     out[table:] = tab
     head = bytearray(_qsm.HEADER_BYTES)
     head[0:8] = _qsm.MAGIC
-    head[8:12] = FORMAT_VERSION.to_bytes(4, "little")
+    head[8:12] = version.to_bytes(4, "little")
     head[12:16] = _qsm.HEADER_BYTES.to_bytes(4, "little")
     head[16:24] = size.to_bytes(8, "little")
     head[24:32] = table.to_bytes(8, "little")
     head[32:36] = len(entries).to_bytes(4, "little")
-    head[40:48] = _qsm.checksum(np.frombuffer(bytes(tab), np.uint8)).to_bytes(8, "little")
-    head[56:64] = _qsm.checksum(np.frombuffer(bytes(head[:56]), np.uint8)).to_bytes(8, "little")
+    head[40:48] = _qsm.checksum(np.frombuffer(bytes(tab), np.uint8), version).to_bytes(8, "little")
+    head[56:64] = _qsm.checksum(np.frombuffer(bytes(head[:56]), np.uint8),
+                                 version).to_bytes(8, "little")
     out[:_qsm.HEADER_BYTES] = head
     return bytes(out)
 

@@ -230,7 +230,7 @@ class KernelPlan:
         if algorithm is None or algorithm == AUTO:
             entry = self.small_entries[rows]
             if entry is None:
-                entry = self.prepare(self.small_kernels[rows]).small_entry(rows)
+                entry = self.prepare(self.choose(rows, 1)).small_entry(rows)
                 self.small_entries[rows] = entry
             return entry(X, squeeze)
         if not registry.get(algorithm).small_calls:

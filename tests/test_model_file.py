@@ -58,6 +58,84 @@ def test_another_release_s_file_is_opened_from_its_trees():
     assert layouts["taken"] == [] and layouts["computed"]
 
 
+M64 = (1 << 64) - 1
+
+
+def _rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def _checksum2(data: bytes, key: list[int]) -> int:
+    """Format version 2's checksum (qsm.h qsm_checksum2) word by word in plain Python."""
+    p1, p2, p3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
+    acc = [k ^ p3 for k in key[:8]]
+    n, whole = len(data), len(data) // 1024 * 1024
+    padded = data + bytes(-n % 64)
+
+    def stripe(at, s):
+        for j in range(8):
+            x = int.from_bytes(padded[at + 8 * j:at + 8 * j + 8], "little")
+            k = x ^ key[s + j]
+            acc[j ^ 1] = (acc[j ^ 1] + x) & M64
+            acc[j] = (acc[j] + (k & 0xFFFFFFFF) * (k >> 32)) & M64
+
+    for b in range(0, whole, 1024):
+        for s in range(16):
+            stripe(b + 64 * s, s)
+        acc[:] = [((a ^ (a >> 47) ^ key[24 + j]) * 0x9E3779B1) & M64 for j, a in enumerate(acc)]
+    for s, at in enumerate(range(whole, len(padded), 64)):
+        stripe(at, s)
+    h = n * p1 & M64
+    for a in acc:
+        r = (_rotl((a * p2) & M64, 31) * p1) & M64
+        h = (_rotl(h ^ r, 27) * p1 + p3) & M64
+    for shift, prime in ((33, p2), (29, p3)):
+        h = ((h ^ (h >> shift)) * prime) & M64
+    return h ^ (h >> 32)
+
+
+def test_the_checksum_is_its_definition_on_every_path():
+    """The checksum the container writes (qsm.h, AVX2 where the CPU has it) against its
+    definition word by word: whole 1 KiB blocks, whole stripes after them and a last
+    partial stripe, and a moved stripe or block changes it."""
+    import pathlib
+    text = (pathlib.Path(quickscorer.__file__).parent.parent / "src" / "quickscorer"
+            / "qsm.h").read_text()
+    table = text[text.index("QSM2_KEY[32] = {"):]
+    key = [int(w, 16) for w in re.findall(r"0x([0-9A-F]{16})ull", table[:table.index("};")])]
+    assert len(key) == 32
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    for n in (0, 1, 8, 63, 64, 65, 1023, 1024, 1025, 2048 + 64 * 5 + 17, 5000):
+        assert model_file._qsm.checksum(np.frombuffer(data[:n], np.uint8)) == \
+            _checksum2(data[:n], key), n
+    h = model_file._qsm.checksum(np.frombuffer(data[:4096], np.uint8))
+    for a, b, size in ((0, 64, 64), (64, 1024 + 64, 64), (0, 1024, 1024)):
+        moved = bytearray(data[:4096])
+        moved[a:a + size], moved[b:b + size] = data[b:b + size], data[a:a + size]
+        assert model_file._qsm.checksum(np.frombuffer(bytes(moved), np.uint8)) != h
+    zeros = np.zeros(2048, np.uint8)
+    assert model_file._qsm.checksum(zeros) != model_file._qsm.checksum(zeros[:2040])
+
+
+def test_a_file_of_format_version_1_is_still_read():
+    """A file written with version 1's checksums opens and scores as the model, in Python
+    and through the C library."""
+    model = quickscorer.Model(random_ensemble(np.random.default_rng(4), "lightgbm"))
+    meta, arrays = model_file.unpack(model_file.to_bytes(model))
+    old = model_file.pack(meta, arrays, version=1)
+    assert int.from_bytes(old[8:12], "little") == 1
+    X = np.random.default_rng(5).standard_normal((50, model.n_features))
+    assert np.array_equal(quickscorer.load(old).predict(X), model.predict(X))
+    if capi_library():
+        with capi.CModel(old) as c:
+            np.testing.assert_array_equal(c.predict(X)[:, 0], model.predict(X))
+    damaged = bytearray(old)
+    damaged[-40] ^= 1                   # a byte of the table: version 1's checksum sees it
+    with pytest.raises(ModelFileError, match="checksum"):
+        quickscorer.load(bytes(damaged))
+
+
 def test_damaged_newer_and_foreign_files_are_refused_by_name(tmp_path):
     good = model_file.to_bytes(quickscorer.Model(
         random_ensemble(np.random.default_rng(3), "lightgbm")))

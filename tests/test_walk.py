@@ -814,3 +814,21 @@ def test_a_table_past_the_walk_s_byte_offsets_is_refused():
     with pytest.raises(ValueError, match="32-bit byte offsets"):     # the nodes count too
         _walk.walk_tables(nodes.view(np.uint64), a["roots"])
 
+
+
+def test_block_starts_match_the_greedy_rule_on_random_trees():
+    """_walk.block_starts against the rule in plain Python: a tree opens a new block where
+    the block holds nodes already and the tree would take it past the budget."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        nodes = rng.integers(0, 40, rng.integers(0, 30))
+        budget = int(rng.integers(1, 1200))
+        starts, size = [0], 0
+        for t, n in enumerate(nodes.tolist()):
+            if size and size + 24 * n > budget:
+                starts.append(t)
+                size = 0
+            size += 24 * n
+        starts.append(len(nodes))
+        offsets = np.concatenate([[0], np.cumsum(nodes)]).astype(np.int64)
+        assert walk_block_starts(offsets, budget).tolist() == starts

@@ -11,6 +11,8 @@ registers for each 256-bit one), named ``neon`` there (:data:`NAMES`).
 """
 from __future__ import annotations
 
+import functools
+
 from .. import _config
 from .qs import _vqs
 
@@ -29,8 +31,10 @@ NAMES = {"scalar": 0, "neon": 1} if NEON else dict(ISAS)
 MAX_LANES = {"scalar": 8, "avx2": 16, "avx512": 32, "neon": 16}
 
 
+@functools.cache
 def l2_cache_bytes() -> int:
-    """This CPU's per-core L2 cache size (sysfs), 512 KiB where it cannot be read."""
+    """This CPU's per-core L2 cache size (sysfs, read once), 512 KiB where it cannot be
+    read."""
     try:
         with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as fh:
             text = fh.read().strip().upper()

@@ -256,19 +256,9 @@ def row_costs(ens: Ensemble, t: Tuning) -> dict:
 def walk_block_starts(node_offset: np.ndarray, budget_bytes: int) -> np.ndarray:
     """Consecutive trees whose walk nodes (``NODE_DTYPE``, 24 bytes each) fit in
     ``budget_bytes``, at least one tree a block: the first tree of each block, then the
-    number of trees."""
-    nodes = np.diff(np.asarray(node_offset, np.int64))
-    starts = [0]
-    size = 0
-    for t, n in enumerate(nodes.tolist()):
-        if size and size + n * NODE_DTYPE.itemsize > budget_bytes:
-            starts.append(t)
-            size = 0
-        size += n * NODE_DTYPE.itemsize
-    starts.append(nodes.shape[0])
-    if len(starts) > 2 and starts[-1] == starts[-2]:
-        starts.pop()
-    return np.asarray(starts, np.int64)
+    number of trees (``_walk.block_starts``, one pass in C: it runs on a model file's first
+    call)."""
+    return _walk.block_starts(node_offset, int(budget_bytes))
 
 
 def walk_arrays(ens: Ensemble, block_bytes: int | None = None,

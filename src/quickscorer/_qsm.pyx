@@ -17,7 +17,7 @@ cdef extern from "quickscorer/qsm.h":
         uint64_t nbytes
         uint64_t checksum
         uint32_t kind
-    uint64_t qsm_checksum(const void* data, size_t n) nogil
+    uint64_t qsm_checksum_of(uint32_t version, const void* data, size_t n) nogil
     int qsm_check(const uint8_t* base, uint64_t size, int verify, uint32_t* n_sections,
                   int64_t* bad_section, char* err, size_t cap) nogil
     qsm_section qsm_section_at(const uint8_t* base, uint64_t size, uint32_t s) nogil
@@ -29,13 +29,16 @@ ALIGN = QSM_ALIGN
 MAGIC = QSM_MAGIC[:8]
 
 
-def checksum(const uint8_t[::1] data):
-    """The container's 64-bit checksum of ``data`` (qsm.h ``qsm_checksum``)."""
+def checksum(const uint8_t[::1] data, uint32_t version=QSM_VERSION):
+    """The container's 64-bit checksum of ``data`` in format ``version`` (qsm.h
+    ``qsm_checksum_of``: 2, the written one, or 1)."""
     cdef uint64_t h
     cdef size_t n = data.shape[0]
     cdef const uint8_t* p = &data[0] if n else NULL
+    if version < 1 or version > QSM_VERSION:
+        raise ValueError(f"no checksum of format version {version}")
     with nogil:
-        h = qsm_checksum(p, n)
+        h = qsm_checksum_of(version, p, n)
     return h
 
 

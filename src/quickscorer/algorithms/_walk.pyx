@@ -807,3 +807,24 @@ def predict_leaf_blocked(Forest forest, WalkLayout lay, const floating[:, :] X,
     if X.shape[0]:
         _walk_chunks(forest, lay, X, no64, no32, out, scratch, n_threads, chunk,
                      complete)
+
+
+def block_starts(node_offset, int64_t budget_bytes):
+    """walk.walk_block_starts: each block's first tree, then the number of trees; a block
+    is consecutive trees whose nodes fit in ``budget_bytes``, at least one tree."""
+    cdef const int64_t[::1] off = np.ascontiguousarray(node_offset, np.int64)
+    cdef Py_ssize_t t, n_trees = off.shape[0] - 1, k = 1
+    cdef int64_t size = 0, n
+    out = np.empty(max(n_trees, 0) + 2, np.int64)
+    cdef int64_t[::1] s = out
+    s[0] = 0
+    with nogil:
+        for t in range(n_trees):
+            n = (off[t + 1] - off[t]) * <int64_t>sizeof(walk_node)
+            if size and size + n > budget_bytes:
+                s[k] = t
+                k += 1
+                size = 0
+            size += n
+        s[k] = n_trees if n_trees > 0 else 0
+    return out[:k + 1].copy()
