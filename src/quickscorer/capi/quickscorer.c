@@ -168,7 +168,25 @@ typedef struct {
     const uint8_t* index;
     uint64_t index_words;
     uint32_t index_section;
+    uint32_t version;  /* the file's format version: its checksums' */
+    uint8_t* verified; /* [n_sections] whose checksum section_read has checked */
 } reader;
+
+/* Section sec, which the library is about to read: its checksum checked once (qsm_check
+ * checked the container without them, so that a section no path of this library reads,
+ * such as Python's own layouts and the trees' covers, costs nothing to open). */
+static int section_read(const reader* r, uint32_t sec, qsm_section* out)
+{
+    qsm_section e = qsm_section_at(r->base, r->size, sec);
+    if (!r->verified[sec]) {
+        if (qsm_checksum_of(r->version, r->base + e.offset, (size_t)e.nbytes) != e.checksum)
+            return fail(QS_E_FORMAT, "section %u: checksum mismatch (the file is damaged)",
+                        sec);
+        r->verified[sec] = 1;
+    }
+    *out = e;
+    return QS_OK;
+}
 
 static uint64_t word(const reader* r, uint64_t i) { return qsm_load64(r->index + 8 * i); }
 
@@ -189,7 +207,9 @@ static int slot_array(const reader* r, int s, uint64_t count, size_t size, int r
         return fail(QS_E_FORMAT, "section %u (C index): the array %s names section %llu, "
                     "which is not an array section", r->index_section, SLOT_NAMES[s],
                     (unsigned long long)sec);
-    qsm_section e = qsm_section_at(r->base, r->size, (uint32_t)sec);
+    qsm_section e;
+    if (section_read(r, (uint32_t)sec, &e) != QS_OK)
+        return QS_E_FORMAT;
     if (e.kind != QSM_KIND_ARRAY || count > UINT64_MAX / size || e.nbytes != count * size)
         return fail(QS_E_FORMAT, "section %llu (%s): holds %llu bytes, not the %llu x %zu "
                     "of the model's counts", (unsigned long long)sec, SLOT_NAMES[s],
@@ -228,6 +248,33 @@ static int check_offsets(const reader* r, int s, const int64_t* o, int64_t n, in
     return QS_OK;
 }
 
+/* Whether any tree of a model whose offsets check_model passed breaks one of the rules its
+ * node loop names: a pass by arithmetic, with no branch on a node (the loop, which branches
+ * at every child, then runs only to name the fault; this pass is most of an open's check). */
+static int nodes_fault(const qs_model* m, int64_t F, int64_t n_cat)
+{
+    const qs_forest* f = &m->forest;
+    const qs_nodes* v = &m->walk.nodes;
+    int64_t bad = 0;
+    for (int64_t t = 0; t < f->n_trees; t++) {
+        int64_t base = v->node_offset[t], k = v->node_offset[t + 1] - base;
+        bad |= f->tree_leaf_offset[t + 1] - f->tree_leaf_offset[t] != k + 1;
+        for (int64_t n = 0; n < k; n++) {
+            int64_t g = base + n;
+            for (int side = 0; side < 2; side++) {
+                int64_t c = side ? m->walk.right[g] : m->walk.left[g], neg = c >> 63;
+                /* a node: after this one, inside the tree; a leaf ~l: l at most k */
+                bad |= (~neg & ((int64_t)(c <= n) | (int64_t)(c >= k))) |
+                       (neg & (int64_t)(~c > k));
+            }
+            int64_t ft = v->feature[g], co = v->cat_offset[g], cn = v->cat_nwords[g];
+            bad |= (int64_t)(ft < 0) | (int64_t)(ft >= F) | (int64_t)(co < 0) |
+                   (int64_t)(co > n_cat) | (int64_t)(cn < 0) | (int64_t)(cn > n_cat - co);
+        }
+    }
+    return bad != 0;
+}
+
 static int check_model(const reader* r, qs_model* m)
 {
     const qs_forest* f = &m->forest;
@@ -243,7 +290,8 @@ static int check_model(const reader* r, qs_model* m)
         return st;
     if ((st = check_offsets(r, S_NODE_OFFSET, v->node_offset, T, n_nodes, 0)))
         return st;
-    for (int64_t t = 0; t < T; t++) {
+    int fault = nodes_fault(m, F, n_cat);
+    for (int64_t t = 0; fault && t < T; t++) {
         int64_t base = v->node_offset[t], k = v->node_offset[t + 1] - base;
         if (f->tree_leaf_offset[t + 1] - f->tree_leaf_offset[t] != k + 1)
             return bad(r, S_NODE_OFFSET, "tree %lld has %lld internal nodes and %lld leaves",
@@ -272,6 +320,8 @@ static int check_model(const reader* r, qs_model* m)
                            (long long)v->cat_nwords[g]);
         }
     }
+    if (fault) /* the pass and the loop check one set of rules: never reached */
+        return bad(r, S_NODE_OFFSET, "a node is out of place");
     if (f->has_linear) {
         if ((st = check_offsets(r, S_LIN_OFFSET, f->lin_offset, m->n_leaves, n_terms, 0)))
             return st;
@@ -331,7 +381,9 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0, int n_arrays)
             return fail(QS_E_FORMAT, "%s: the RapidScorer array %s names section %llu, which "
                         "is not an array section", head, RS_ARRAY_NAMES[k],
                         (unsigned long long)sec);
-        qsm_section e = qsm_section_at(r->base, r->size, (uint32_t)sec);
+        qsm_section e;
+        if (section_read(r, (uint32_t)sec, &e) != QS_OK)
+            return QS_E_FORMAT;
         if (e.kind != QSM_KIND_ARRAY || e.nbytes % RS_ARRAY_SIZES[k])
             return fail(QS_E_FORMAT, "section %llu (%s): %llu bytes, not items of %d bytes",
                         (unsigned long long)sec, RS_ARRAY_NAMES[k], (unsigned long long)e.nbytes,
@@ -513,19 +565,6 @@ static int node_rule(int family, uint8_t flags)
     if (mt == QS_MISSING_ZERO && family == QS_FAMILY_LIGHTGBM)
         return left ? R_ZERO_LEFT : R_ZERO_RIGHT;
     return left ? R_NAN_LEFT : R_NAN_RIGHT;
-}
-
-/* Whether node g needs a column of its own: "go right when the rule's value > threshold"
- * is its decision for every value only where the threshold is a number and, for a rule that
- * sends missing values right as +inf, below +inf. */
-static int node_special(const qs_model* m, int64_t g)
-{
-    const qs_nodes* v = &m->walk.nodes;
-    double thr = v->threshold[g];
-    if ((v->flags[g] & QS_NODE_CATEGORICAL) || isnan(thr))
-        return 1;
-    int rule = node_rule(m->forest.family, v->flags[g]);
-    return (rule == R_NAN_RIGHT || rule == R_ZERO_RIGHT) && thr >= INFINITY;
 }
 
 /* The complete layout let go (walk8 scores without it). */
@@ -730,13 +769,24 @@ static int build_walk(qs_model* m)
     const qs_nodes* v = &m->walk.nodes;
     cwalk* w = &m->fast;
     int64_t F = f->n_features, T = f->n_trees, n_nodes = v->node_offset[T], max_leaves = 1;
-    int used[R_COUNT] = {0};
-    for (int64_t g = 0; g < n_nodes; g++) {
-        if (node_special(m, g))
-            w->n_special++;
-        else
-            used[node_rule(f->family, v->flags[g])] = 1;
+    /* A node needs a column of its own (is special) unless "go right when the rule's value
+     * > threshold" is its decision for every value: where the threshold is a number and, for
+     * a rule that sends missing values right as +inf, below +inf. Each flags byte's rule and
+     * whether +inf makes it special, from a table, so that no branch is taken on a node. */
+    uint8_t rule_of[256], inf_special[256];
+    for (int b = 0; b < 256; b++) {
+        rule_of[b] = (uint8_t)node_rule(f->family, (uint8_t)b);
+        inf_special[b] = rule_of[b] == R_NAN_RIGHT || rule_of[b] == R_ZERO_RIGHT;
     }
+    int64_t used[R_COUNT + 1] = {0}; /* [R_COUNT]: the special nodes */
+    for (int64_t g = 0; g < n_nodes; g++) {
+        uint8_t fl = v->flags[g];
+        double thr = v->threshold[g];
+        int sp = (fl & QS_NODE_CATEGORICAL) != 0 || isnan(thr) ||
+                 (inf_special[fl] && thr >= INFINITY);
+        used[sp ? R_COUNT : rule_of[fl]]++;
+    }
+    w->n_special = used[R_COUNT];
     int64_t col = 0;
     for (int r = 0; r < R_COUNT; r++) {
         w->rule_col[r] = used[r] ? col : -1;
@@ -754,7 +804,8 @@ static int build_walk(qs_model* m)
     }
     w->table = (walk_node*)malloc(sizeof(walk_node) * (size_t)records);
     w->roots = (int32_t*)malloc(sizeof(int32_t) * (size_t)(T + 16));
-    w->special = (int32_t*)malloc(sizeof(int32_t) * (size_t)(w->n_special ? w->n_special : 1));
+    /* one more than the special nodes: the node loop writes a slot for every node */
+    w->special = (int32_t*)malloc(sizeof(int32_t) * (size_t)(w->n_special + 1));
     if (w->table == NULL || w->roots == NULL || w->special == NULL) {
         free_walk(w);
         return fail(QS_E_MEMORY, "no memory for the walk's table of %lld nodes",
@@ -782,19 +833,21 @@ static int build_walk(qs_model* m)
         for (int64_t n = 0; n < k; n++) {
             int64_t g = base + n;
             walk_node* p = nodes + g;
-            if (node_special(m, g)) {
-                p->thr = 0.0;
-                p->col = (int32_t)(w->first_special + k_special);
-                w->special[k_special++] = (int32_t)g;
-            } else {
-                p->thr = v->threshold[g];
-                p->col = (int32_t)(w->rule_col[node_rule(f->family, v->flags[g])] +
-                                   v->feature[g]);
+            uint8_t fl = v->flags[g];
+            double thr = v->threshold[g];
+            int sp = (fl & QS_NODE_CATEGORICAL) != 0 || isnan(thr) ||
+                     (inf_special[fl] && thr >= INFINITY);
+            p->thr = sp ? 0.0 : thr;
+            p->col = sp ? (int32_t)(w->first_special + k_special)
+                        : (int32_t)(w->rule_col[rule_of[fl]] + v->feature[g]);
+            w->special[k_special] = (int32_t)g;
+            k_special += sp;
+            /* a node child c of the tree: its byte offset from the first node; a leaf ~l:
+             * its record's, -1 - l = c */
+            for (int side = 0; side < 2; side++) {
+                int32_t c = side ? m->walk.right[g] : m->walk.left[g];
+                p->kid[side] = (int32_t)(c + (base & ~(int64_t)(c >> 31))) * B;
             }
-            int32_t kids[2] = {m->walk.left[g], m->walk.right[g]};
-            for (int side = 0; side < 2; side++)
-                p->kid[side] = kids[side] >= 0 ? (int32_t)(base + kids[side]) * B
-                                               : (int32_t)(-1 - (int64_t)~kids[side]) * B;
             p->pad = 0;
         }
     }
@@ -838,21 +891,30 @@ static int open_bytes(qs_model* m)
     memset(&r, 0, sizeof r);
     r.base = (const uint8_t*)m->base;
     r.size = m->size;
-    int st = qsm_check(r.base, r.size, 1, &r.n_sections, &bad, err, sizeof err);
+    int st = qsm_check(r.base, r.size, 0, &r.n_sections, &bad, err, sizeof err);
     if (st != QSM_OK)
         return fail(QS_E_FORMAT, "%s", err);
     if (r.n_sections < 2)
         return fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): compile "
                     "the model again");
+    r.version = qsm_load32(r.base + 8);
+    r.verified = (uint8_t*)calloc(r.n_sections, 1);
+    if (r.verified == NULL)
+        return fail(QS_E_MEMORY, "no memory for %u sections", r.n_sections);
     r.index_section = r.n_sections - 1;
-    qsm_section e = qsm_section_at(r.base, r.size, r.index_section);
-    if (e.kind != QSM_KIND_ARRAY || e.nbytes % 8)
-        return fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): compile "
-                    "the model again");
-    r.index = r.base + e.offset;
-    r.index_words = e.nbytes / 8;
-    int st2 = read_index(&r, m);
-    return st2 != QS_OK ? st2 : build_walk(m);
+    qsm_section e;
+    if ((st = section_read(&r, r.index_section, &e)) == QS_OK) {
+        if (e.kind != QSM_KIND_ARRAY || e.nbytes % 8)
+            st = fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): compile "
+                      "the model again");
+    }
+    if (st == QS_OK) {
+        r.index = r.base + e.offset;
+        r.index_words = e.nbytes / 8;
+        st = read_index(&r, m);
+    }
+    free(r.verified);
+    return st != QS_OK ? st : build_walk(m);
 }
 
 static void release(qs_model* m)
