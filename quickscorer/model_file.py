@@ -39,7 +39,7 @@ SUFFIX = ".qsm"
 FORMAT_VERSION = _qsm.VERSION
 #: raised with any change to what a recorded layout holds, so that a file written before it
 #: is opened from its trees instead
-LAYOUTS_REVISION = 2
+LAYOUTS_REVISION = 3
 #: the array types a section may hold (little-endian, as every integer of the file)
 DTYPES = ("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8")
 #: row counts of the calls a compile makes, so that every layout the automatic choice builds

@@ -28,6 +28,19 @@ T = quickscorer.current_tuning()
 COMPLETE = T.replace(walk_complete=True)
 
 
+
+def _index_nodes(a: dict) -> np.ndarray:
+    """walk_arrays' nodes (after the table's leaf records) with children as indices
+    (``_walk.to_indices``): a leaf child ~l, a node its row."""
+    table = a["walk_table"]
+    return _walk.to_indices(table[3 * (int(table.view(NODE_DTYPE)[0]["pad"]) + 1):])
+
+
+def _with_nodes(a: dict, nodes: np.ndarray) -> dict:
+    """walk_arrays' fields with the table made anew from ``nodes`` (children as indices)."""
+    return dict(a, walk_table=_walk.walk_tables(nodes.view(np.uint64), a["roots"])[0])
+
+
 def _model(family, n_trees=40, n_outputs=1, seed=3):
     rng = np.random.default_rng(seed)
     ens = random_ensemble(rng, family, n_trees=n_trees, n_outputs=n_outputs, n_features=7)
@@ -66,7 +79,7 @@ def test_rules_and_special_columns():
     canon = node_arrays(model.ensemble)
     F = model.n_features
     # the table's rows in canonical order
-    nodes = a["walk_nodes"].view(NODE_DTYPE)[
+    nodes = _index_nodes(a).view(NODE_DTYPE)[
         _walk.preorder(canon["left"], canon["right"], canon["node_offset"])]
     n = canon["feature"].shape[0]
     special = (((canon["flags"] & 1) == 1) | np.isnan(canon["threshold"])
@@ -98,7 +111,7 @@ def test_each_tree_is_laid_out_in_preorder(family):
     place = _walk.preorder(canon["left"], canon["right"], offsets)
     n = canon["feature"].shape[0]
     assert np.array_equal(np.sort(place), np.arange(n))
-    nodes = walk_arrays(model.ensemble)["walk_nodes"].view(NODE_DTYPE)
+    nodes = _index_nodes(walk_arrays(model.ensemble)).view(NODE_DTYPE)
     for t in range(offsets.shape[0] - 1):
         lo, hi = int(offsets[t]), int(offsets[t + 1])
         if hi == lo:
@@ -138,24 +151,40 @@ def test_preorder_refuses_children_above_their_parent():
 def test_a_layout_the_walk_cannot_follow_is_refused():
     model = _model("xgboost", seed=6)
     a = walk_arrays(model.ensemble)
-    nodes = a["walk_nodes"].view(NODE_DTYPE).copy()
+    nodes = _index_nodes(a).view(NODE_DTYPE).copy()
     internal = np.flatnonzero(nodes["kid"][:, 0] >= 0)
     g = int(internal[internal < nodes.shape[0] - 2][-1])
     nodes["kid"][g, 0] = g                     # a child that is its parent: a walk never ends
-    bad = dict(a, walk_nodes=nodes.view(np.uint64))
     with pytest.raises(ValueError, match="out of place"):
-        _walk.WalkLayout(bad, model.n_features)
-    cols = a["walk_nodes"].view(NODE_DTYPE).copy()
+        _walk.WalkLayout(_with_nodes(a, nodes), model.n_features)
+    cols = _index_nodes(a).view(NODE_DTYPE).copy()
     cols["col"][0] = 10 ** 6
     with pytest.raises(ValueError, match="out of place"):
-        _walk.WalkLayout(dict(a, walk_nodes=cols.view(np.uint64)), model.n_features)
-    leaves = a["walk_nodes"].view(NODE_DTYPE).copy()
+        _walk.WalkLayout(_with_nodes(a, cols), model.n_features)
+    leaves = _index_nodes(a).view(NODE_DTYPE).copy()
     g = int(np.flatnonzero(leaves["kid"][:-2, 1] < 0)[0])
     leaves["kid"][g, 1] = ~1000                # a leaf its tree does not have
     with pytest.raises(ValueError, match="out of place"):
-        _walk.WalkLayout(dict(a, walk_nodes=leaves.view(np.uint64)), model.n_features)
+        _walk.WalkLayout(_with_nodes(a, leaves), model.n_features)
     with pytest.raises(ValueError, match="do not match the canonical nodes"):
-        _walk.WalkLayout(dict(a, walk_nodes=a["walk_nodes"][3:].copy()), model.n_features)
+        _walk.WalkLayout(_with_nodes(a, _index_nodes(a)[3:].copy()), model.n_features)
+    # the table as a file holds it: a child between two rows, a leaf record that names
+    # another leaf or steps away, a leaf child past the records
+    rows = a["walk_table"].view(NODE_DTYPE)
+    n = int(rows[0]["pad"]) + 1
+    for field, at, value, match in (("kid", (n + 2, 0), 7 * 24 + 5, "out of place"),
+                                    ("pad", (n - 1,), 3, "leaf records"),
+                                    ("kid", (0, 1), 0, "leaf records"),
+                                    ("thr", (1,), 0.5, "leaf records")):
+        t = rows.copy()
+        t[field][at] = value
+        with pytest.raises(ValueError, match=match):
+            _walk.WalkLayout(dict(a, walk_table=t.view(np.uint64)), model.n_features)
+    t = rows.copy()
+    g = int(np.flatnonzero(t["kid"][n:-2, 1] < 0)[0]) + n
+    t["kid"][g, 1] = -(n + 1) * 24             # the record before the first: not a record
+    with pytest.raises(ValueError, match="out of place"):
+        _walk.WalkLayout(dict(a, walk_table=t.view(np.uint64)), model.n_features)
     with pytest.raises(ValueError, match="roots"):
         _walk.WalkLayout(dict(a, roots=a["roots"][:-1].copy()), model.n_features)
     # a root where the self-loop belongs: a cursor past its last tree would walk on
@@ -766,30 +795,30 @@ def test_walk_tables_put_each_leaf_number_s_record_before_the_table():
     every leaf number; children and roots are byte offsets, which to_indices undoes."""
     model = _model("lightgbm", seed=3)
     a = walk_arrays(model.ensemble)
-    table, n, roots = _walk.walk_tables(a["walk_nodes"], a["roots"])
+    index = _index_nodes(a)
+    table, n, roots = _walk.walk_tables(index, a["roots"])
+    assert np.array_equal(table, a["walk_table"])           # walk_arrays' table is this one
     size = _walk.NODE_BYTES
     assert size == 24
     # leaf numbers are in-order numbers within a tree: one record per leaf of the largest
     assert model.info()["max_leaves"] > 1 and n == model.info()["max_leaves"]
     rec = table.view(NODE_DTYPE)
-    want = a["walk_nodes"].view(NODE_DTYPE)
+    want = index.view(NODE_DTYPE)
     got = rec[n:]
     assert np.array_equal(got["thr"], want["thr"]) and np.array_equal(got["col"], want["col"])
     assert np.array_equal(got["kid"], want["kid"] * size)
-    assert np.array_equal(_walk.to_indices(table[3 * n:]), a["walk_nodes"])
     for leaf in range(n):
         r = rec[n - 1 - leaf]                  # index -1 - leaf from the table's start
         assert r["thr"] == np.inf and r["pad"] == leaf
         assert tuple(r["kid"]) == ((-1 - leaf) * size, (-1 - leaf) * size)
     assert np.array_equal(roots[:a["roots"].shape[0]], a["roots"] * size)
     assert roots.shape[0] == model.ensemble.n_trees + 16
-    assert np.all(roots[model.ensemble.n_trees:] == (a["walk_nodes"].shape[0] // 3 - 1) * size)
+    assert np.all(roots[model.ensemble.n_trees:] == (index.shape[0] // 3 - 1) * size)
 
 
 def test_walk_layout_survives_pickling_with_its_byte_offsets():
-    """A pickled walk layout is rebuilt from its nodes as indices (to_indices), which the
-    layout converts to byte offsets again: the copy's table is the original's, not scaled
-    twice."""
+    """A pickled walk layout is rebuilt from its table, byte offsets as they were: the copy's
+    table is the original's."""
     import pickle
     model = _model("lightgbm", seed=5)
     layout = model.prepare("walk").layout
@@ -805,7 +834,7 @@ def test_a_table_past_the_walk_s_byte_offsets_is_refused():
     allocated."""
     model = _model("lightgbm", seed=3)
     a = walk_arrays(model.ensemble)
-    nodes = a["walk_nodes"].copy().view(NODE_DTYPE)
+    nodes = _index_nodes(a).copy().view(NODE_DTYPE)
     nodes["kid"][0, 0] = ~(2 ** 31 // NODE_DTYPE.itemsize)
     with pytest.raises(ValueError, match="32-bit byte offsets"):
         _walk.walk_tables(nodes.view(np.uint64), a["roots"])

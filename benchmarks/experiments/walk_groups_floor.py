@@ -59,7 +59,10 @@ def run(shape: str, n_rows: int, rounds: int, exe: Path) -> None:
     a = walk_arrays(ens, None, complete=True)
     complete = int(a["cdepth"].shape[0] > 0)
     # the table with its leaf records and the padded roots, as _walk.WalkLayout has them
-    table, n_records, roots = _walk.walk_tables(a["walk_nodes"], a["roots"])
+    table = a["walk_table"]
+    n_records = int(table[2] >> 32) + 1            # row 0's pad: the last leaf record's number
+    roots = (np.append(a["roots"], np.full(8, a["roots"][-1], np.int32))
+             * _walk.NODE_BYTES).astype(np.int32)
     a = dict(a, walk_nodes=table, roots=roots)
     X = np.asarray(X)[:n_rows]
     if ens.family == "xgboost":

@@ -265,16 +265,20 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
                 complete: bool | None = False) -> dict:
     """The walk's layout:
 
-    - ``walk_nodes``: ``NODE_DTYPE`` records viewed as uint64 (3 words a node), the trees'
-      nodes one tree after the other (tree ``t``'s from ``node_offset[t]``, its root first),
-      each tree's in depth-first preorder (``_walk.preorder``): a node tests
-      ``xr[col] > thr`` and goes to ``kid[1]`` if so, else ``kid[0]``; a child is a node
-      (>= 0, always later in the table) or ``~leaf`` (the leaf's in-order number in its
-      tree). Preorder rather than the canonical breadth-first order keeps a subtree in one
-      run of memory, which pays where the table outgrows the L2 cache (full 255-leaf trees;
-      ``python -m benchmarks.tuning.one_row``). Then two sentinels: a
-      node whose children are both leaf 0 (the root of a tree that is one leaf) and the last
-      node, whose children are itself (where a cursor with no trees left circles);
+    - ``walk_table``: ``NODE_DTYPE`` records viewed as uint64 (3 words a row), the table
+      the kernels read as it is (``_walk.walk_tables``; a model file's mapped, not copied):
+      first a record for every leaf number of the trees (leaf ``l``'s ``l + 1`` rows before
+      the first node: threshold +inf, both children itself, ``l`` in ``pad``, where a
+      cursor that reached leaf ``l`` stays), then the trees' nodes one tree after the other
+      (tree ``t``'s from node ``node_offset[t]``, its root first), each tree's in
+      depth-first preorder (``_walk.preorder``): a node tests ``xr[col] > thr`` and goes to
+      ``kid[1]`` if so, else ``kid[0]``; a child is the byte offset of its row from the
+      first node's: a node's (always later in the table), or leaf ``l``'s record (``(-1 -
+      l) * 24``). Preorder rather than the canonical breadth-first order keeps a subtree in
+      one run of memory, which pays where the table outgrows the L2 cache (full 255-leaf
+      trees; ``python -m benchmarks.tuning.one_row``). Then two sentinels: a node whose
+      children are both leaf 0 (the root of a tree that is one leaf) and the last node,
+      whose children are itself (where a cursor with no trees left circles);
     - ``roots`` (int32, n_trees + 8): each tree's root, then the last node eight times
       (``_walk.WalkLayout`` appends eight more: a cursor on tree ``t`` reads its next
       tree's root, ``roots[t + 8]``, before each step, up to index n_trees + 15);
@@ -347,7 +351,7 @@ def walk_arrays(ens: Ensemble, block_bytes: int | None = None,
         special_tables=np.packbits(goes_right, axis=1, bitorder="little").reshape(-1),
         cat_words=a["cat_words"],
         node_offset=offsets,
-        walk_nodes=nodes.view(np.uint64),
+        walk_table=_walk.walk_tables(nodes.view(np.uint64), roots)[0],
         roots=roots,
         fill_cols=fill_cols.astype(np.int32),
         block_starts=(np.array([0, n_trees], np.int64) if block_bytes is None
@@ -417,7 +421,7 @@ class Walk(Algorithm):
         # COMPLETE_MAX_SLOTS slots per node
         if complete is None:
             complete = t.walk_complete
-        # a copy: the record keeps walk_arrays' nodes, which the layout's table is made from
+        # a copy: the record's own dict stays as it was
         arrays = dict(prepared.built(ens, "walk_arrays", (complete,),
                                      lambda: walk_arrays(ens, None, complete)))
         #: whether the chunks of rows walk complete trees (complete_arrays)
@@ -428,7 +432,6 @@ class Walk(Algorithm):
         arrays["block_starts"] = walk_block_starts(arrays["node_offset"], self.block_bytes)
         self._arrays = arrays
         self.layout = _walk.WalkLayout(arrays, ens.n_features)
-        arrays["walk_nodes"] = self.layout.walk_nodes()     # one copy of the nodes, not two
         # one or two rows add their leaves' values group by group (one output, no linear
         # leaves): the layout takes each end slot's value from this forest
         self.layout.attach_values(forest)

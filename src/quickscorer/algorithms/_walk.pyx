@@ -152,6 +152,7 @@ cdef class WalkLayout(Layout):
     cdef object _block_roots
     cdef object _roots
     cdef object _walk_table
+    cdef Py_ssize_t _n_records
     #: tree blocks of the calls of many rows (_walk_chunks)
     cdef readonly int64_t n_blocks
     #: whether _walk_chunks walks complete trees, and whether in float32
@@ -174,11 +175,16 @@ cdef class WalkLayout(Layout):
         if offsets.dtype != np.int64 or offsets.ndim != 1 or offsets.shape[0] < 1:
             raise ValueError("walk layout field 'node_offset' is not the trees' offsets")
         n_trees = offsets.shape[0] - 1
-        raw = a["walk_nodes"]
-        if raw.shape[0] % 3:
-            raise ValueError("walk layout field 'walk_nodes' is not a whole number of nodes")
-        n_walk = raw.shape[0] // 3
-        nodes = raw.view(NODE_DTYPE)
+        table = a["walk_table"]
+        array_data(table, np.uint64, "walk", "walk_table")     # its type and layout checked
+        if table.shape[0] % 3:
+            raise ValueError("walk layout field 'walk_table' is not a whole number of rows")
+        # the leaf records first (walk_tables), as many as row 0's leaf number + 1
+        n_records = _leaf_records_in_place(table)
+        if n_records < 1:
+            raise ValueError("walk layout field 'walk_table': the leaf records are not in "
+                             "place")
+        n_walk = table.shape[0] // 3 - n_records
         n_special = a["feature"].shape[0]
         # the expanded row: the fill columns, then the special nodes' (at least one column,
         # which the sentinels read)
@@ -186,11 +192,11 @@ cdef class WalkLayout(Layout):
         # every step must stay in the table and move down (children follow their parent: the
         # table is laid out in preorder, algorithms.walk), so that a walk ends; the last node
         # is the self-loop sentinel
-        if n_walk < 2 or n_walk >= 2 ** 31:
-            raise ValueError(f"walk layout: {n_walk} nodes")
+        if n_walk < 2 or (n_records + n_walk) * NODE_BYTES >= 2 ** 31:
+            raise ValueError(f"walk layout: {n_walk} nodes and {n_records} leaf records")
         if offsets[n_trees] != n_walk - 2 or (n_trees and offsets[0] != 0):
             raise ValueError("walk layout: the walk's nodes do not match the canonical nodes")
-        if not _nodes_in_place(raw, offsets, n_cols):
+        if not _nodes_in_place(table, n_records, offsets, n_cols):
             raise ValueError("walk layout: a node's child or column is out of place")
         # the trees' roots, then the self-loop 8 times (a cursor past its last tree must
         # circle there, or it would walk on and write past the leaves' room)
@@ -203,13 +209,13 @@ cdef class WalkLayout(Layout):
                               or np.any(np.diff(fill) <= 0)):
             # increasing: expand reads each rule's columns as one run
             raise ValueError("walk layout field 'fill_cols' is out of range or out of order")
-        array_data(raw, np.uint64, "walk", "walk_nodes")      # its type and layout checked
-        self._walk_table, n_records, self._roots = walk_tables(raw, a["roots"])
-        # the table holds the nodes after the leaves' records: keep those rows, not the
-        # second copy the caller passed (a 255-leaf model's nodes are 6 MB a 1,000 trees)
-        self._keep["walk_nodes"] = self._walk_table[3 * n_records:]
-        self.view.walk = (<const walk_node*>array_data(self._walk_table, np.uint64, "walk",
-                                                          "walk_nodes")) + <Py_ssize_t>n_records
+        # the table read in place (a model file's mapping): no copy
+        self._walk_table = table
+        self._n_records = n_records
+        self._roots = (np.append(a["roots"], np.full(8, n_walk - 1, np.int32))
+                       * NODE_BYTES).astype(np.int32)
+        self.view.walk = (<const walk_node*>array_data(table, np.uint64, "walk",
+                                                       "walk_table")) + <Py_ssize_t>n_records
         self.view.roots = <const int32_t*>array_data(self._roots, np.int32, "walk", "roots")
         self.view.fill_cols = <const int32_t*>array_data(fill, np.int32, "walk", "fill_cols")
         # fill_cols is rule * F + feature in increasing order: each rule's columns in one run
@@ -268,9 +274,9 @@ cdef class WalkLayout(Layout):
             self.exits2 = walk_exits2
 
     def walk_nodes(self):
-        """The nodes of the table the kernels read (a view, not a copy; children as byte
-        offsets, walk_tables), for the layout's arrays."""
-        return self._keep["walk_nodes"]
+        """The nodes of the table the kernels read, after its leaf records (a view; children
+        as byte offsets, walk_tables)."""
+        return self._walk_table[3 * self._n_records:]
 
     def attach_values(self, Forest forest):
         """Take each end slot's leaf value from ``forest`` (the model these trees are
@@ -381,9 +387,7 @@ cdef class WalkLayout(Layout):
         return 0
 
     def __reduce__(self):
-        # the nodes as walk.walk_arrays gives them, which __cinit__ checks and converts
-        return (WalkLayout, (dict(self._keep, walk_nodes=to_indices(self._keep["walk_nodes"])),
-                             self.n_features))
+        return (WalkLayout, (self._keep, self.n_features))
 
 
 cdef inline void expand(const WalkView* v, int family, const double* row,
@@ -423,16 +427,40 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
             xr[c + j] = -INFINITY if node_goes_left(&v.nodes, family, j, row) else INFINITY
 
 
-cdef bint _nodes_in_place(const uint64_t[::1] raw, const int64_t[::1] offsets,
-                          int64_t n_cols) except -1:
-    """Whether every node of walk_arrays' table (children as indices) has its column in the
-    expanded row and its children below it: an internal child after the node and before the
-    sentinel, a leaf child ~l with l at most its tree's node count (the tree has one leaf
-    more than nodes), and the last node (the sentinel) its own two children."""
-    cdef Py_ssize_t n_walk = raw.shape[0] // 3, i, t = 0, side, end
+cdef Py_ssize_t _leaf_records_in_place(const uint64_t[::1] table) except -2:
+    """The number of leaf records at the head of a walk table (walk_tables: leaf l's at row
+    n - 1 - l, threshold +inf, column 0, both children itself, its number in ``pad``), or -1
+    where those rows are not exactly that."""
+    cdef Py_ssize_t rows = table.shape[0] // 3, i, n, l
+    cdef const walk_node* r = <const walk_node*>&table[0] if rows else NULL
+    cdef int64_t bad = 0, off
+    if rows < 3:
+        return -1
+    n = <Py_ssize_t>r[0].pad + 1
+    if n < 1 or n > rows - 2:
+        return -1
+    with nogil:
+        for i in range(n):
+            l = n - 1 - i
+            off = (-1 - l) * <int64_t>sizeof(walk_node)
+            bad |= (<int64_t>(not (r[i].thr >= INFINITY)) | <int64_t>(r[i].col != 0)
+                    | <int64_t>(r[i].kid[0] != off) | <int64_t>(r[i].kid[1] != off)
+                    | <int64_t>(r[i].pad != l))
+    return -1 if bad else n
+
+
+cdef bint _nodes_in_place(const uint64_t[::1] table, Py_ssize_t n_records,
+                          const int64_t[::1] offsets, int64_t n_cols) except -1:
+    """Whether every node of a walk table (walk_tables: children as byte offsets from the
+    first node, which follows n_records leaf records) has its column in the expanded row and
+    its children below it: an internal child after the node and before the sentinel, a leaf
+    child (record -1 - l) with l at most its tree's node count (the tree has one leaf more
+    than nodes) and among the records, and the last node (the sentinel) its own two
+    children."""
+    cdef Py_ssize_t n_walk = table.shape[0] // 3 - n_records, i, t = 0, side, end
     cdef Py_ssize_t n_trees = offsets.shape[0] - 1
-    cdef const walk_node* nodes = <const walk_node*>&raw[0]
-    cdef int64_t size, c, neg, bad = 0
+    cdef const walk_node* nodes = (<const walk_node*>&table[0]) + n_records
+    cdef int64_t size, c, k, neg, bad = 0, B = sizeof(walk_node)
     cdef bint ok = True
     with nogil:
         # tree by tree (then the padding past the trees, a tree of one node each), each node
@@ -452,12 +480,15 @@ cdef bint _nodes_in_place(const uint64_t[::1] raw, const int64_t[::1] offsets,
                 bad |= <int64_t>(c < 0) | <int64_t>(c >= n_cols)
                 for side in range(2):
                     c = nodes[i].kid[side]
+                    k = c // B                  # (floor: a leaf's -1 - l exactly)
                     neg = c >> 63
-                    bad |= ((~neg) & (<int64_t>(c <= i) | <int64_t>(c >= n_walk - 1))) | (
-                        neg & <int64_t>(~c > size))
+                    bad |= <int64_t>(k * B != c) | ((~neg) & (
+                        <int64_t>(k <= i) | <int64_t>(k >= n_walk - 1))) | (neg & (
+                        <int64_t>(-1 - k > size) | <int64_t>(-1 - k >= n_records)))
                 i += 1
         ok = bad == 0
-        if ok and (nodes[n_walk - 1].kid[0] != n_walk - 1 or nodes[n_walk - 1].kid[1] != n_walk - 1):
+        if ok and (nodes[n_walk - 1].kid[0] != (n_walk - 1) * B
+                   or nodes[n_walk - 1].kid[1] != (n_walk - 1) * B):
             ok = False
     return ok
 
@@ -479,8 +510,8 @@ def walk_tables(walk_nodes, roots):
         raise ValueError(f"walk layout: {n_nodes} nodes and {n_records} leaf records, "
                          f"more than the walk's 32-bit byte offsets reach "
                          f"({2 ** 31 // NODE_BYTES - 1} in all)")
-    table = np.zeros(3 * (n_records + n_nodes), np.uint64)
-    _fill_table(table, raw, n_records)
+    table = np.empty(3 * (n_records + n_nodes), np.uint64)
+    _fill_table(table, raw, n_records)        # every field of every row
     roots = np.append(roots, np.full(8, roots[roots.shape[0] - 1], np.int32)) * NODE_BYTES
     return table, n_records, roots.astype(np.int32)
 
@@ -489,14 +520,14 @@ cdef Py_ssize_t _leaf_records(const uint64_t[::1] raw) noexcept:
     """One more than the largest leaf number ~c of a child c < 0 of the nodes (1 if none)."""
     cdef const walk_node* nodes = <const walk_node*>&raw[0] if raw.shape[0] else NULL
     cdef Py_ssize_t i, n = raw.shape[0] // 3
-    cdef int64_t most = 0, c
+    cdef int64_t most = 0, c, l
     cdef int side
     with nogil:
         for i in range(n):
             for side in range(2):
                 c = nodes[i].kid[side]
-                if c < 0 and ~c + 1 > most:
-                    most = ~c + 1
+                l = (~c + 1) & (c >> 63)        # a leaf child's number + 1, else 0
+                most = l if l > most else most
     return most if most > 0 else 1
 
 
