@@ -9,7 +9,7 @@ In one process, interleaved, ``--repeat`` rounds, each a load and a first one-ro
 prepared model file (``.qsm``, written once by ``Model.save`` before the rounds) opened with
 ``quickscorer.load`` and by the C library (``qs_open`` and ``qs_predict``, through
 ``quickscorer.capi``), and ``lightgbm.Booster(model_file=...)`` / ``xgboost.Booster(
-model_file=...)`` with their ``predict``. Seconds, minimum / median, and the ratios of our
+model_file=...)`` with their ``predict``. Milliseconds, minimum / median, and the ratios of our
 minimums to the library's.
 
 Models: full 64-leaf LightGBM regression trees (``workloads.full``) and XGBoost depth-6 trees
@@ -84,7 +84,8 @@ def main(argv=None) -> int:
 
             times = {k: t.samples for k, t in zip(runs, interleaved(
                 [once(fn) for fn in runs.values()], reps, warmup=False))}
-            cell = {k: f"{min(v):.3f} / {statistics.median(v):.3f}" for k, v in times.items()}
+            cell = {k: f"{1e3 * min(v):.2f} / {1e3 * statistics.median(v):.2f}"
+                    for k, v in times.items()}
             best = {k: min(v) for k, v in times.items()}
             print(f"| {n} {shape} | {lib} | {cell['load']} | {cell['auto']} | {cell['qsm']} | "
                   f"{cell['c']} | {cell['native']} | {best['load'] / best['native']:.2f}x, "

@@ -15,6 +15,7 @@ from another release is opened from its trees, its layouts rebuilt. docs/model-f
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import mmap
 import os
@@ -40,8 +41,14 @@ FORMAT_VERSION = _qsm.VERSION
 #: raised with any change to what a recorded layout holds, so that a file written before it
 #: is opened from its trees instead
 LAYOUTS_REVISION = 3
+#: arrays of at least this many bytes are written once where another holds the same bytes
+_SHARED_MIN_BYTES = 4096
 #: the array types a section may hold (little-endian, as every integer of the file)
 DTYPES = ("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8")
+#: each section type as this machine reads it in place, or None where it reads a copy (a
+#: big-endian machine's multi-byte types)
+_IN_PLACE = {d: (np.dtype(d) if np.dtype(d).isnative or np.dtype(d).itemsize == 1 else None)
+             for d in DTYPES}
 #: row counts of the calls a compile makes, so that every layout the automatic choice builds
 #: on a call's first need of it (tree blocks, the widest groups) is built and written
 WARM_ROWS = (1, 2, 3, 4, 5, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -65,10 +72,14 @@ class _Encoder:
         #: the section of each array written, by its memory (kept alive in ``arrays``), so
         #: that the trees' arrays the C index names again are written once
         self._sections: dict[tuple, int] = {}
+        #: and by its bytes, so that two equal arrays (a model's missing types and its
+        #: categorical flags, both all zeros) are one section: fewer pages to check and map
+        self._contents: dict[tuple, int] = {}
 
     def section(self, v: np.ndarray, name: str) -> int:
         """The section of array ``v``: a new one, or the one of an array written before that
-        is the same memory of the same type and shape."""
+        is the same memory, or holds the same bytes, of the same type and shape (the
+        description names a section by its first array's name)."""
         a = np.ascontiguousarray(v)
         if a.dtype.byteorder == ">" or (a.dtype.byteorder == "=" and sys.byteorder == "big"):
             a = a.astype(a.dtype.newbyteorder("<"))
@@ -78,8 +89,19 @@ class _Encoder:
         key = (a.__array_interface__["data"][0], a.dtype.str, a.shape)
         if a.size and key in self._sections:
             return self._sections[key]
+        content = None
+        if a.nbytes >= _SHARED_MIN_BYTES:
+            digest = hashlib.blake2b(a.view(np.uint8).reshape(-1), digest_size=16).digest()
+            content = (a.dtype.str, a.shape, digest)
+            same = self._contents.get(content)
+            if same is not None and np.array_equal(self.arrays[same - 1][1].view(np.uint8),
+                                                   a.view(np.uint8)):
+                self._sections[key] = same
+                return same
         self.arrays.append((name, a))
         self._sections[key] = len(self.arrays)
+        if content is not None:
+            self._contents.setdefault(content, len(self.arrays))
         return len(self.arrays)
 
     def __call__(self, v: Any, name: str) -> Any:
@@ -379,7 +401,10 @@ def _array(buf, section: int, entry, spec, names) -> np.ndarray:
         # (no array of ours has no dimensions: the kernels read shape[0] unchecked)
         raise _fail(f"described as {str(spec)[:80]}, not (name, dtype, shape of 1 to 8 "
                     f"dimensions)", section, names)
-    dtype = np.dtype(spec[1])
+    dtype = _IN_PLACE[spec[1]]
+    native = dtype is not None
+    if not native:
+        dtype = np.dtype(spec[1])
     count = 1
     for d in spec[2]:
         count *= d
@@ -390,8 +415,10 @@ def _array(buf, section: int, entry, spec, names) -> np.ndarray:
         a = np.zeros(spec[2], dtype)
         a.setflags(write=False)
         return a
-    a = np.frombuffer(buf, dtype, count, off).reshape(spec[2])
-    if dtype.str != dtype.newbyteorder("=").str:     # a big-endian machine reads a copy
+    a = np.frombuffer(buf, dtype, count, off)
+    if len(spec[2]) > 1:
+        a = a.reshape(spec[2])
+    if not native:                                   # a big-endian machine reads a copy
         a = a.astype(dtype.newbyteorder("="))
         a.setflags(write=False)
     return a

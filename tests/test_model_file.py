@@ -292,3 +292,18 @@ def test_the_description_is_json_naming_every_section():
     assert json.loads(json.dumps(meta)) == meta
     assert len(meta["arrays"]) == len(arrays)
     assert all(np.dtype(d).str == d for _, d, _ in meta["arrays"])
+
+
+def test_equal_arrays_are_written_once():
+    """Two arrays of one type, shape and bytes are one section; a zero's sign, a type or a
+    shape makes them two."""
+    enc = model_file._Encoder()
+    zeros = np.zeros(1000, np.int64)
+    first = enc.section(zeros, "a")
+    assert enc.section(np.zeros(1000, np.int64), "b") == first
+    assert enc.section(np.zeros(1000, np.float64), "c") != first
+    negative = np.zeros(1000, np.float64)
+    negative[7] = -0.0
+    assert enc.section(negative, "d") != enc.section(np.zeros(1000, np.float64), "e")
+    assert enc.section(np.zeros((500, 2), np.int64), "f") != first
+    assert [name for name, _ in enc.arrays] == ["a", "c", "d", "f"]
