@@ -670,7 +670,7 @@ no_memory:
  * QS_COMPLETE_DEPTH: slot h (1-based, heap order) of tree k of a group holds the node at its
  * place, or below a leaf reached early a node every row passes on the left (+inf), down to
  * the end slot that names the leaf. The slots a row cannot reach hold that too. */
-static int build_complete(qs_model* m, const int32_t* place)
+static int build_complete(qs_model* m)
 {
     const qs_forest* f = &m->forest;
     const qs_nodes* v = &m->walk.nodes;
@@ -744,9 +744,8 @@ static int build_complete(qs_model* m, const int32_t* place)
                 continue;
             }
             int64_t gn = base + node;
-            /* the test walk8's table has for the node */
-            slots[h].thr = w->nodes[place[gn]].thr;
-            slots[h].col = w->nodes[place[gn]].col;
+            slots[h].thr = w->nodes[gn].thr; /* the test walk8's table has for the node */
+            slots[h].col = w->nodes[gn].col;
             stack[top++] = 2 * h;
             stack[top++] = m->walk.left[gn];  /* (a leaf's ~l stays ~l) */
             stack[top++] = 2 * h + 1;
@@ -827,60 +826,13 @@ static int build_walk(qs_model* m)
     loop->col = 0;
     loop->kid[0] = loop->kid[1] = (int32_t)n_nodes * B;
     loop->pad = 0;
-    /* Each tree's nodes in depth-first preorder (a node, its left subtree, its right), as
-     * Python's walk lays them out (walk.py walk_arrays): a path that goes left reads the next
-     * row, and a subtree is one run of memory, which pays where the table outgrows the L2
-     * cache (full 255-leaf trees: python -m benchmarks.capi --batch 1). place[g]: canonical
-     * node g's row; the root keeps its row (base). */
-    int32_t* place = (int32_t*)malloc(sizeof(int32_t) * (size_t)(n_nodes ? n_nodes : 1));
-    int32_t* stack = (int32_t*)malloc(sizeof(int32_t) * (size_t)(n_nodes + 1));
-    if (place == NULL || stack == NULL) {
-        free(place);
-        free(stack);
-        free_walk(w);
-        return fail(QS_E_MEMORY, "no memory for the walk's table of %lld nodes",
-                    (long long)n_nodes);
-    }
-    for (int64_t g = 0; g < n_nodes; g++)
-        place[g] = -1;
-    int64_t twice = -1; /* a tree where a node is two nodes' child: no preorder */
-    for (int64_t t = 0; t < T && twice < 0; t++) {
-        int64_t base = v->node_offset[t], k = v->node_offset[t + 1] - base, next = base;
-        int64_t top = 0;
-        if (k)
-            stack[top++] = 0;
-        /* check_model: every child is a node of the tree after its parent; each placed once,
-         * so at most k pops and at most k + 1 on the stack */
-        while (top) {
-            int32_t n = stack[--top];
-            if (place[base + n] >= 0) {
-                twice = t;
-                break;
-            }
-            place[base + n] = (int32_t)next++;
-            int32_t l = m->walk.left[base + n], r = m->walk.right[base + n];
-            if (r >= 0)
-                stack[top++] = r;
-            if (l >= 0)
-                stack[top++] = l;
-        }
-        if (twice < 0 && next - base != k)
-            twice = t; /* (a node no path reaches) */
-    }
-    free(stack);
-    if (twice >= 0) {
-        free(place);
-        free_walk(w);
-        return fail(QS_E_FORMAT, "tree %lld is not a tree: a node is the child of two or of "
-                    "none", (long long)twice);
-    }
     int64_t k_special = 0;
     for (int64_t t = 0; t < T; t++) {
         int64_t base = v->node_offset[t], k = v->node_offset[t + 1] - base;
         w->roots[t] = k ? (int32_t)base * B : -B; /* a one-leaf tree: leaf 0's record */
         for (int64_t n = 0; n < k; n++) {
             int64_t g = base + n;
-            walk_node* p = nodes + place[g];
+            walk_node* p = nodes + g;
             uint8_t fl = v->flags[g];
             double thr = v->threshold[g];
             int sp = (fl & QS_NODE_CATEGORICAL) != 0 || isnan(thr) ||
@@ -890,21 +842,18 @@ static int build_walk(qs_model* m)
                         : (int32_t)(w->rule_col[rule_of[fl]] + v->feature[g]);
             w->special[k_special] = (int32_t)g;
             k_special += sp;
-            /* a node child c of the tree: its row's byte offset from the first node; a leaf
-             * ~l: its record's, -1 - l = c */
+            /* a node child c of the tree: its byte offset from the first node; a leaf ~l:
+             * its record's, -1 - l = c */
             for (int side = 0; side < 2; side++) {
                 int32_t c = side ? m->walk.right[g] : m->walk.left[g];
-                int32_t row = place[(base + c) & ~(int64_t)(c >> 31)];
-                p->kid[side] = (c < 0 ? c : row) * B;
+                p->kid[side] = (int32_t)(c + (base & ~(int64_t)(c >> 31))) * B;
             }
             p->pad = 0;
         }
     }
     for (int64_t t = T; t < T + 16; t++)
         w->roots[t] = (int32_t)n_nodes * B;
-    int st = build_complete(m, place);
-    free(place);
-    return st;
+    return build_complete(m);
 }
 
 /* A converted row's columns as the walk's nodes read them. */
