@@ -861,3 +861,18 @@ def test_block_starts_match_the_greedy_rule_on_random_trees():
         starts.append(len(nodes))
         offsets = np.concatenate([[0], np.cumsum(nodes)]).astype(np.int64)
         assert walk_block_starts(offsets, budget).tolist() == starts
+
+
+def test_a_special_node_reading_outside_the_row_is_refused():
+    """The special nodes' fields are a model file's to give: a feature past the row or a
+    category run past the category words is refused, never read."""
+    model = _model("lightgbm", seed=4)
+    a = walk_arrays(model.ensemble)
+    assert a["feature"].shape[0] > 0
+    for name, value in (("feature", model.n_features), ("feature", -1),
+                        ("cat_offset", a["cat_words"].shape[0] + 1),
+                        ("cat_nwords", a["cat_words"].shape[0] + 1)):
+        bad = a[name].copy()
+        bad[0] = value
+        with pytest.raises(ValueError, match="special node's feature or categories"):
+            _walk.WalkLayout(dict(a, **{name: bad}), model.n_features)

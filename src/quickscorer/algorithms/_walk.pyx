@@ -228,6 +228,14 @@ cdef class WalkLayout(Layout):
                 or np.any((a["flags"][table >= 0] & 1) == 0)))):
             raise ValueError("walk layout fields 'special_table' / 'special_tables' do not "
                              "fit the special nodes")
+        # the special nodes' own fields, which expand reads for every row: each feature a
+        # column of the row, each category run inside the category words
+        sp, co, cn = a["feature"], a["cat_offset"], a["cat_nwords"]
+        n_cat = a["cat_words"].shape[0]
+        if n_special and (sp.min() < 0 or sp.max() >= F or co.min() < 0 or co.max() > n_cat
+                          or cn.min() < 0 or np.any(cn > n_cat - co)):
+            raise ValueError("walk layout: a special node's feature or categories are out of "
+                             "range")
         self.view.special_table = <const int32_t*>array_data(table, np.int32, "walk",
                                                              "special_table")
         self.view.tables = <const uint8_t*>array_data(tables, np.uint8, "walk",
