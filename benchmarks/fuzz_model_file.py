@@ -5,10 +5,11 @@ error naming what is at fault, or score; none may crash, hang or read out of bou
     python -m benchmarks.fuzz_model_file --files 5000 --seed 7
     python -m benchmarks.fuzz_model_file --c-library     # the C library opens each file too
 
-The files are mutations of three small prepared models (a LightGBM-family one with categorical
-and missing-value splits, an XGBoost-family one of two outputs, and one of deep numeric trees
-whose RapidScorer layout has the gathered walk's records, each opened with the tuning it was
-compiled with), five kinds in turn:
+The files are mutations of four small prepared models (a LightGBM-family one with categorical
+and missing-value splits, an XGBoost-family one of two outputs, one of deep numeric trees
+whose RapidScorer layout has the gathered walk's records, and one with node covers whose
+one-row walk the C library reads from the file; each opened with the tuning it was compiled
+with), five kinds in turn:
 
 * ``byte``: a byte of the file set to a random value (the checksums catch it, or it lies in
   the padding between sections that nothing reads);
@@ -45,12 +46,15 @@ KINDS = ("byte", "truncate", "array", "description", "records")
 #: words a refusal names what is at fault with
 #: the deep model's tuning: its layout has the gathered walk's fields whatever their cost
 GATHERED = quickscorer.current_tuning().replace(rs_gathered=True)
+WALKED = quickscorer.current_tuning().replace(walk_complete=False, walk_min_ratio=0.0)
 NAMED = ("section", "field", "layout", "tree", "record", "trees", "ensemble", "truncated",
          "magic", "version", "header", "table", "checksum", "feature", "description")
 
 
-def _tree(rng, n_leaves: int, n_features: int, family: str, numeric: bool = False):
-    """A random tree (a random leaf split each time); ``numeric``: no categorical split."""
+def _tree(rng, n_leaves: int, n_features: int, family: str, numeric: bool = False,
+          covers: bool = False):
+    """A random tree (a random leaf split each time); ``numeric``: no categorical split;
+    ``covers``: node covers (which let the one-row call walk the trees)."""
     left, right, leaves = [-1], [-1], [0]
     while len(leaves) < n_leaves:
         leaf = leaves.pop(int(rng.integers(len(leaves))))
@@ -67,22 +71,24 @@ def _tree(rng, n_leaves: int, n_features: int, family: str, numeric: bool = Fals
                       missing_type=missing, is_categorical=cat,
                       categories={i: rng.choice(40, size=3, replace=False)
                                   for i in range(k) if cat[i]},
-                      value=np.round(rng.normal(size=k), 3), n_features=n_features)
+                      value=np.round(rng.normal(size=k), 3), n_features=n_features,
+                      cover=rng.integers(1, 100, size=k).astype(float) if covers else None)
 
 
 def models(seed: int = 0) -> list[quickscorer.Model]:
-    """The three small models whose files are mutated."""
+    """The four small models whose files are mutated: the last with covers and a walk for
+    one row that the C library reads from the file (its index's walk part)."""
     rng = np.random.default_rng(seed)
     out = []
-    for family, n_outputs, n_trees, deep in (("lightgbm", 1, 24, False),
-                                             ("xgboost", 2, 24, False),
-                                             ("lightgbm", 1, 12, True)):
-        trees = [_tree(rng, 200 if deep else int(rng.integers(2, 33)), 6, family, deep)
-                 for _ in range(n_trees)]
+    for family, n_outputs, n_trees, deep, tuning in (("lightgbm", 1, 24, False, None),
+                                                     ("xgboost", 2, 24, False, None),
+                                                     ("lightgbm", 1, 12, True, GATHERED),
+                                                     ("lightgbm", 1, 16, False, WALKED)):
+        trees = [_tree(rng, 200 if deep else int(rng.integers(2, 33)), 6, family, deep,
+                       covers=tuning is WALKED) for _ in range(n_trees)]
         out.append(quickscorer.Model(Ensemble(
             trees=trees, tree_group=np.arange(n_trees) % n_outputs, n_outputs=n_outputs,
-            n_features=6, family=family, base_score=np.zeros(n_outputs)),
-            tuning=GATHERED if deep else None))
+            n_features=6, family=family, base_score=np.zeros(n_outputs)), tuning=tuning))
     return out
 
 

@@ -195,7 +195,7 @@ def compile_records(model, tuning=None) -> tuple[Ensemble, dict, Any]:
 #: the C library's index (capi/quickscorer.c): its magic, version, words before the array
 #: slots and array slots
 C_INDEX_MAGIC = b"QSCINDEX"
-C_INDEX_VERSION = 3
+C_INDEX_VERSION = 4
 C_INDEX_HEAD = 17
 C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
                  "leaf_value_f32", "base_score", "lin_offset", "lin_const", "lin_feature",
@@ -205,6 +205,10 @@ C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
 #: rapidscorer/view.h's rs_arrays (version 2 on, the gathered walk's from version 3; the C
 #: library scores calls of many rows with them)
 C_INDEX_RS_SLOTS = _rapidscorer.ARRAY_NAMES
+#: from version 4: the walk's layout as Python's walk reads it (walk.walk_arrays: its table in
+#: the kernels' form, the roots, the expanded row's columns and the special nodes' fields)
+C_INDEX_WALK_SLOTS = ("walk_table", "roots", "fill_cols", "feature", "threshold", "flags",
+                      "cat_offset", "cat_nwords")
 #: the sums of the exit leaves the C library carries (``Ensemble.leaf_sum``; 0: the family's)
 C_INDEX_SUMS = {None: 0, "ranklib": 1}
 
@@ -238,7 +242,8 @@ def c_index(ens: Ensemble, enc: _Encoder, plan=None) -> np.ndarray:
     slots = [0 if arrays[k] is None else enc.section(arrays[k], f"c index {k}")
              for k in C_INDEX_SLOTS]
     assert len(head) == C_INDEX_HEAD
-    return np.array(head + slots + _c_index_rs(plan, enc), np.uint64)
+    return np.array(head + slots + _c_index_rs(plan, enc) + _c_index_walk(plan, enc),
+                    np.uint64)
 
 
 def _c_index_rs(plan, enc: _Encoder) -> list[int]:
@@ -254,6 +259,19 @@ def _c_index_rs(plan, enc: _Encoder) -> list[int]:
     return ([int(plan.rs_from), int(rs.layout.levels_min_lanes), int(rs.level_chunk),
              int(rs.levels_only), n]
             + [enc.section(np.asarray(a[k]), f"c index {k}") for k in C_INDEX_RS_SLOTS])
+
+
+def _c_index_walk(plan, enc: _Encoder) -> list[int]:
+    """The index's walk part: the number of arrays, then their sections (the record's own),
+    where the compiled model's walk lays its trees out without complete trees (the C library
+    then walks that table in place, preorder and all, instead of building its own); zeros
+    otherwise."""
+    n = len(C_INDEX_WALK_SLOTS)
+    walk = None if plan is None else plan.prepared.get("walk")
+    if walk is None or walk.complete:
+        return [n] + [0] * n
+    a = walk._arrays
+    return [n] + [enc.section(np.asarray(a[k]), f"c index walk {k}") for k in C_INDEX_WALK_SLOTS]
 
 
 def _f64_bits(x: float) -> int:

@@ -326,3 +326,58 @@ def test_compile_checks_the_file_through_python_and_the_c_library(tmp_path):
     X = np.random.default_rng(9).standard_normal((50, model.n_features))
     with capi.CModel(out) as c:
         np.testing.assert_array_equal(c.predict(X), model.predict(X))
+
+
+def _walk_part(arrays) -> tuple[np.ndarray, int]:
+    """A file's C index and where its walk part (version 4) starts."""
+    index, w0 = _rs_part(arrays)
+    return index, w0 + 5 + len(model_file.C_INDEX_RS_SLOTS)
+
+
+def test_the_c_library_walks_the_file_s_walk_table_in_place(tmp_path):
+    """Where the file holds Python's walk layout without complete trees, the index names it
+    and the library walks that table (preorder, Python's columns and special nodes: here a
+    LightGBM model's categorical splits) with Python's scores bit for bit; an index that
+    names none gets the library's own table, the same scores; a damaged table, root, column
+    or special node is refused by name."""
+    tuning = quickscorer.current_tuning().replace(walk_complete=False, walk_min_ratio=0.0)
+    model = quickscorer.load(LEGACY / "lightgbm-2.1.2" / "categorical.txt", tuning=tuning)
+    path = model.save(tmp_path / "walk.qsm")
+    meta, arrays = model_file.unpack(path.read_bytes())
+    index, w0 = _walk_part(arrays)
+    assert int(index[w0]) == len(model_file.C_INDEX_WALK_SLOTS) and all(index[w0 + 1:])
+    slot = dict(zip(model_file.C_INDEX_WALK_SLOTS, (int(s) for s in index[w0 + 1:])))
+    assert arrays[slot["feature"] - 1].shape[0] > 0            # special nodes to decide
+    assert arrays[slot["fill_cols"] - 1].shape[0] > 1
+    rng = np.random.default_rng(8)
+    X = np.vstack([special_rows(rng, 200, model.n_features),
+                   category_rows(rng, 200, model.n_features)])
+    with capi.CModel(path) as c:
+        _same(c, model, X)
+    own = [a.copy() for a in arrays]
+    own[-1][w0 + 1:] = 0
+    with capi.CModel(model_file.pack(meta, own)) as c:
+        _same(c, model, X)
+
+    def hostile(name, change):
+        out = [a.copy() for a in arrays]
+        change(out[slot[name] - 1])
+        return model_file.pack(meta, out)
+
+    def rows(a):            # a walk table's rows: thr (two words), col, left, right, pad
+        return a.view(np.int32).reshape(-1, 6)
+
+    table = rows(arrays[slot["walk_table"] - 1])
+    n = int(table[0, 5]) + 1                                   # row 0's pad + 1: the records
+    leaf = n + int(np.flatnonzero(table[n:-2, 4] < 0)[0])       # a node whose right is a leaf
+    for name, change, message in (
+            ("walk_table", lambda a: rows(a).__setitem__((1, 5), 7), "the leaf records"),
+            ("walk_table", lambda a: rows(a).__setitem__((leaf, 4), -(n + 1) * 24),
+             "a node's child"),
+            ("walk_table", lambda a: rows(a).__setitem__((n, 3), 7), "a node's child"),
+            ("walk_table", lambda a: rows(a).__setitem__((n, 2), 10 ** 6), "a node's child"),
+            ("roots", lambda a: a.__setitem__(0, 10 ** 6), "a root"),
+            ("fill_cols", lambda a: a.__setitem__(slice(None), a[::-1].copy()), "the columns"),
+            ("feature", lambda a: a.__setitem__(0, 10 ** 6), "a special node")):
+        with pytest.raises(ModelFileError, match=rf"section {slot[name]} \({name}\): {message}"):
+            capi.CModel(hostile(name, change))

@@ -41,7 +41,7 @@
  * version 2 adds the RapidScorer part (R_*) of RS_ARRAY_COUNT_V2 arrays, version 3 that of
  * RS_ARRAY_COUNT (the gathered walk's fields after the others) */
 #define QSC_MAGIC "QSCINDEX"
-#define QSC_VERSION 3u
+#define QSC_VERSION 4u
 enum {
     W_MAGIC, W_VERSION, W_FAMILY, W_FEATURES, W_OUTPUTS, W_TREES, W_NODES, W_LEAVES, W_TERMS,
     W_CAT_WORDS, W_TRANSFORM, W_SIGMOID, W_DIVIDE_BY, W_UNSUPPORTED, W_LEAF_SUM, W_BAGS,
@@ -70,17 +70,27 @@ static const char* const SLOT_NAMES[S_COUNT] = {
     "threshold", "flags", "left", "right", "cat_offset", "cat_nwords", "cat_words",
     "node_offset", "sum_weight", "bag_offset"};
 
-/* The branch-free walk of walk.h (eight trees at once, no branch on the data) over a table
- * this library builds at open from the checked node table: each numeric node reads a column
- * of the expanded row that holds its feature as its missing-value rule sees it (NaN or zero
- * mapped to the side they go), each node the rule cannot express (categorical, a NaN
- * threshold, a +inf threshold that NaN must pass on the right) a column of its own, holding
- * its decision. The table is this process's own memory; the file's arrays stay shared. */
+/* The branch-free walk of walk.h (eight trees at once, no branch on the data) over the
+ * file's table (Python's, read_walk) or a table this library builds at open from the checked
+ * node table: each numeric node reads a column of the expanded row that holds its feature as
+ * its missing-value rule sees it (NaN or zero mapped to the side they go), each node the rule
+ * cannot express (categorical, a NaN threshold, a +inf threshold that NaN must pass on the
+ * right) a column of its own, holding its decision. A built table is this process's own
+ * memory; the file's stay shared. */
 enum { R_NAN_AS_ZERO, R_NAN_LEFT, R_NAN_RIGHT, R_ZERO_LEFT, R_ZERO_RIGHT, R_COUNT };
 
 typedef struct {
-    walk_node* table;       /* the leaves' records, the nodes, the self-loop sentinel */
-    const walk_node* nodes; /* table + the leaves' records */
+    walk_node* table;       /* the leaves' records, the nodes, the self-loop sentinel (this
+                             * library's: NULL where the walk reads the file's) */
+    const walk_node* nodes; /* after the leaves' records; NULL: the reference walk scores */
+    /* from an index of version 4 that names Python's walk layout (model_file.py
+     * C_INDEX_WALK_SLOTS): its table read in place, the expanded row's columns as Python's
+     * (fill_cols, rule * n_features + feature in increasing order, each rule's run from
+     * rule_start), the special nodes' canonical fields in column order (sp) */
+    int in_file;
+    const int32_t* fill_cols;
+    int64_t n_fill, rule_start[R_COUNT + 1];
+    qs_nodes sp;
     int32_t* roots;         /* [n_trees + 16] byte offsets: the roots, then the sentinel */
     int64_t rule_col[R_COUNT]; /* first column of each rule's features, or -1 */
     int32_t* special;       /* the node of each special column */
@@ -133,7 +143,7 @@ struct qs_model {
     int64_t n_bags;
     qs_forest forest;
     qs_traversal walk;
-    cwalk fast;             /* fast.table NULL: the reference walk scores */
+    cwalk fast;             /* fast.nodes NULL: the reference walk scores */
     rscore rs;
     int transform;
     double sigmoid;
@@ -437,6 +447,158 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0, int n_arrays)
     return QS_OK;
 }
 
+/* The index's walk part (version 4): Python's walk layout (model_file.py C_INDEX_WALK_SLOTS),
+ * whose table the walk reads in place where it is named, checked as Python's WalkLayout
+ * checks it: the leaf records exactly as walk_tables writes them, every node's column in the
+ * expanded row and its children rows of its own tree below it (so that every walk ends
+ * inside the table), the roots, the columns in increasing order, the special nodes' fields
+ * in range. */
+enum { WK_TABLE, WK_ROOTS, WK_FILL, WK_FEATURE, WK_THRESHOLD, WK_FLAGS, WK_CAT_OFFSET,
+       WK_CAT_NWORDS, WK_COUNT };
+static const char* const WK_NAMES[WK_COUNT] = {"walk_table", "roots", "fill_cols", "feature",
+                                               "threshold", "flags", "cat_offset",
+                                               "cat_nwords"};
+static const int WK_SIZES[WK_COUNT] = {8, 4, 4, 4, 8, 1, 8, 8};
+
+static int read_walk(const reader* r, qs_model* m, uint64_t w0)
+{
+    cwalk* w = &m->fast;
+    const qs_forest* f = &m->forest;
+    const qs_nodes* v = &m->walk.nodes;
+    char head[96];
+    snprintf(head, sizeof head, "section %u (C index)", r->index_section);
+    if (word(r, w0) != WK_COUNT)
+        return fail(QS_E_FORMAT, "%s: %llu walk arrays, not the %d its version has", head,
+                    (unsigned long long)word(r, w0), WK_COUNT);
+    if (word(r, w0 + 1) == 0)
+        return QS_OK; /* no walk layout written: the library builds its own */
+    const void* data[WK_COUNT];
+    int64_t count[WK_COUNT];
+    uint64_t sec[WK_COUNT];
+    for (int k = 0; k < WK_COUNT; k++) {
+        sec[k] = word(r, w0 + 1 + (uint64_t)k);
+        if (sec[k] == 0 || sec[k] >= r->n_sections || sec[k] == r->index_section)
+            return fail(QS_E_FORMAT, "%s: the walk array %s names section %llu, which is not "
+                        "an array section", head, WK_NAMES[k], (unsigned long long)sec[k]);
+        qsm_section e;
+        if (section_read(r, (uint32_t)sec[k], &e) != QS_OK)
+            return QS_E_FORMAT;
+        if (e.kind != QSM_KIND_ARRAY || e.nbytes % (uint64_t)WK_SIZES[k])
+            return fail(QS_E_FORMAT, "section %llu (%s): %llu bytes, not items of %d bytes",
+                        (unsigned long long)sec[k], WK_NAMES[k], (unsigned long long)e.nbytes,
+                        WK_SIZES[k]);
+        static const uint64_t none[1] = {0};
+        data[k] = e.nbytes ? (const void*)(r->base + e.offset) : (const void*)none;
+        count[k] = (int64_t)(e.nbytes / (uint64_t)WK_SIZES[k]);
+    }
+#define WBAD(k, ...) fail(QS_E_FORMAT, "section %llu (%s): " __VA_ARGS__)
+    int64_t T = f->n_trees, F = f->n_features, n_sp = count[WK_FEATURE];
+    int64_t n_cat = (int64_t)word(r, W_CAT_WORDS);
+    const int64_t B = (int64_t)sizeof(walk_node);
+    for (int k = WK_THRESHOLD; k <= WK_CAT_NWORDS; k++)
+        if (count[k] != n_sp)
+            return WBAD(k, "%lld values for %lld special nodes", (unsigned long long)sec[k],
+                        WK_NAMES[k], (long long)count[k], (long long)n_sp);
+    /* the leaf records: as many as row 0's leaf number + 1, each exactly as written */
+    int64_t rows = count[WK_TABLE] / 3;
+    const walk_node* table = (const walk_node*)data[WK_TABLE];
+    int64_t n_records = rows >= 3 ? (int64_t)table[0].pad + 1 : 0;
+    if (count[WK_TABLE] % 3 || n_records < 1 || n_records > rows - 2 ||
+        (n_records + rows) * B >= INT32_MAX)
+        return WBAD(WK_TABLE, "the leaf records are not in place",
+                    (unsigned long long)sec[WK_TABLE], WK_NAMES[WK_TABLE]);
+    int64_t bad = 0;
+    for (int64_t i = 0; i < n_records; i++) {
+        int64_t l = n_records - 1 - i, off = (-1 - l) * B;
+        bad |= (int64_t)!(table[i].thr >= INFINITY) | (int64_t)(table[i].col != 0) |
+               (int64_t)(table[i].kid[0] != off) | (int64_t)(table[i].kid[1] != off) |
+               (int64_t)(table[i].pad != l);
+    }
+    if (bad)
+        return WBAD(WK_TABLE, "the leaf records are not in place",
+                    (unsigned long long)sec[WK_TABLE], WK_NAMES[WK_TABLE]);
+    const walk_node* nodes = table + n_records;
+    int64_t n_walk = rows - n_records, n_fill = count[WK_FILL];
+    int64_t n_cols = n_fill + n_sp > 0 ? n_fill + n_sp : 1;
+    if (n_walk < 2 || v->node_offset[T] != n_walk - 2)
+        return WBAD(WK_TABLE, "%lld nodes, not the trees' %lld and two sentinels",
+                    (unsigned long long)sec[WK_TABLE], WK_NAMES[WK_TABLE],
+                    (long long)n_walk, (long long)v->node_offset[T]);
+    /* each node tree by tree (then the two sentinels, a tree of one node each), by
+     * arithmetic, with no branch on a node */
+    for (int64_t t = 0, i = 0; i < n_walk - 1; t++) {
+        int64_t size = t < T ? v->node_offset[t + 1] - v->node_offset[t] : 1;
+        int64_t end = t < T ? v->node_offset[t + 1] : i + 1;
+        for (; i < end; i++) {
+            int64_t c = nodes[i].col;
+            bad |= (int64_t)(c < 0) | (int64_t)(c >= n_cols);
+            for (int side = 0; side < 2; side++) {
+                int64_t o = nodes[i].kid[side], neg = o >> 63;
+                int64_t q = (o - (neg & (B - 1))) / B; /* (floor) */
+                bad |= (int64_t)(q * B != o) |
+                       (~neg & ((int64_t)(q <= i) | (int64_t)(q >= n_walk - 1))) |
+                       (neg & ((int64_t)(-1 - q > size) | (int64_t)(-1 - q >= n_records)));
+            }
+        }
+    }
+    if (bad || nodes[n_walk - 1].kid[0] != (n_walk - 1) * B ||
+        nodes[n_walk - 1].kid[1] != (n_walk - 1) * B)
+        return WBAD(WK_TABLE, "a node's child or column is out of place",
+                    (unsigned long long)sec[WK_TABLE], WK_NAMES[WK_TABLE]);
+    const int32_t* roots = (const int32_t*)data[WK_ROOTS];
+    if (count[WK_ROOTS] != T + 8)
+        return WBAD(WK_ROOTS, "%lld roots for %lld trees", (unsigned long long)sec[WK_ROOTS],
+                    WK_NAMES[WK_ROOTS], (long long)count[WK_ROOTS], (long long)T);
+    for (int64_t t = 0; t < T + 8; t++)
+        bad |= (int64_t)(roots[t] < 0) | (int64_t)(roots[t] >= n_walk) |
+               (int64_t)(t >= T && roots[t] != n_walk - 1);
+    if (bad)
+        return WBAD(WK_ROOTS, "a root is not a node of the table",
+                    (unsigned long long)sec[WK_ROOTS], WK_NAMES[WK_ROOTS]);
+    const int32_t* fill = (const int32_t*)data[WK_FILL];
+    for (int64_t j = 0; j < n_fill; j++)
+        bad |= (int64_t)(fill[j] < 0) | (int64_t)(fill[j] >= R_COUNT * F) |
+               (int64_t)(j > 0 && fill[j] <= fill[j - 1]);
+    if (bad)
+        return WBAD(WK_FILL, "the columns are out of range or out of order",
+                    (unsigned long long)sec[WK_FILL], WK_NAMES[WK_FILL]);
+    const int32_t* sf = (const int32_t*)data[WK_FEATURE];
+    const int64_t* so = (const int64_t*)data[WK_CAT_OFFSET];
+    const int64_t* sn = (const int64_t*)data[WK_CAT_NWORDS];
+    for (int64_t j = 0; j < n_sp; j++)
+        bad |= (int64_t)(sf[j] < 0) | (int64_t)(sf[j] >= F) | (int64_t)(so[j] < 0) |
+               (int64_t)(so[j] > n_cat) | (int64_t)(sn[j] < 0) | (int64_t)(sn[j] > n_cat - so[j]);
+    if (bad)
+        return WBAD(WK_FEATURE, "a special node's feature or categories are out of range",
+                    (unsigned long long)sec[WK_FEATURE], WK_NAMES[WK_FEATURE]);
+#undef WBAD
+    w->roots = (int32_t*)malloc(sizeof(int32_t) * (size_t)(T + 16));
+    if (w->roots == NULL)
+        return fail(QS_E_MEMORY, "no memory for the walk's roots");
+    for (int64_t t = 0; t < T + 16; t++)
+        w->roots[t] = (int32_t)((t < T + 8 ? roots[t] : n_walk - 1) * B);
+    for (int rule = 0, j = 0; rule <= R_COUNT; rule++) {
+        while (j < n_fill && fill[j] < (int64_t)rule * F)
+            j++;
+        w->rule_start[rule] = rule == R_COUNT ? n_fill : j;
+    }
+    w->in_file = 1;
+    w->nodes = nodes;
+    w->fill_cols = fill;
+    w->n_fill = n_fill;
+    w->n_cols = n_cols;
+    w->n_special = n_sp;
+    w->first_special = n_fill;
+    w->sp.feature = sf;
+    w->sp.threshold = (const double*)data[WK_THRESHOLD];
+    w->sp.flags = (const uint8_t*)data[WK_FLAGS];
+    w->sp.cat_offset = so;
+    w->sp.cat_nwords = sn;
+    w->sp.cat_words = v->cat_words;
+    w->sp.node_offset = NULL;
+    return QS_OK;
+}
+
 static int read_index(const reader* r, qs_model* m)
 {
     char head[96];
@@ -452,7 +614,8 @@ static int read_index(const reader* r, qs_model* m)
     uint64_t n_slots = word(r, W_SLOTS);
     int n_rs = version >= 3 ? RS_ARRAY_COUNT : RS_ARRAY_COUNT_V2;
     uint64_t rs_words = version >= 2 ? R_HEAD + (uint64_t)n_rs : 0;
-    if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots + rs_words)
+    uint64_t walk_words = version >= 4 ? 1 + WK_COUNT : 0;
+    if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots + rs_words + walk_words)
         return fail(QS_E_FORMAT, "%s: %llu arrays, not the %d this library reads", head,
                     (unsigned long long)n_slots, S_COUNT);
     /* (0 from this release's writer: a later one names a stage this library lacks) */
@@ -551,7 +714,9 @@ static int read_index(const reader* r, qs_model* m)
                     (unsigned long long)code);
     if ((st = check_model(r, m)) != QS_OK)
         return st;
-    return version >= 2 ? read_rs(r, m, W_HEAD + n_slots, n_rs) : QS_OK;
+    if (version >= 2 && (st = read_rs(r, m, W_HEAD + n_slots, n_rs)) != QS_OK)
+        return st;
+    return version >= 4 ? read_walk(r, m, W_HEAD + n_slots + rs_words) : QS_OK;
 }
 
 /* The missing-value rule of a numeric node (forest.h's qs_goes_left, case by case). */
@@ -857,10 +1022,40 @@ static int build_walk(qs_model* m)
 }
 
 /* A converted row's columns as the walk's nodes read them. */
+/* expand_row for the file's walk layout: each rule's columns as one run of fill_cols (walk.py
+ * walk_arrays), then the special nodes' decisions. */
+static void expand_row_file(const qs_model* m, const double* row, double* xr)
+{
+    const cwalk* w = &m->fast;
+    int64_t F = m->forest.n_features;
+    for (int r = 0; r < R_COUNT; r++) {
+        const int32_t* fill = w->fill_cols;
+        const double* x0 = row - (int64_t)r * F;
+        for (int64_t j = w->rule_start[r]; j < w->rule_start[r + 1]; j++) {
+            double x = x0[fill[j]];
+            if (isnan(x))
+                x = r == R_NAN_AS_ZERO ? 0.0
+                    : (r == R_NAN_LEFT || r == R_ZERO_LEFT) ? -INFINITY : INFINITY;
+            else if (x == 0.0 && r >= R_ZERO_LEFT)
+                x = r == R_ZERO_LEFT ? -INFINITY : INFINITY;
+            xr[j] = x;
+        }
+    }
+    for (int64_t i = 0; i < w->n_special; i++)
+        xr[w->n_fill + i] =
+            qs_node_goes_left(&w->sp, m->forest.family, i, row) ? -INFINITY : INFINITY;
+    if (w->n_fill + w->n_special == 0)
+        xr[0] = 0.0; /* the column the leaves' records and the sentinels read */
+}
+
 static void expand_row(const qs_model* m, const double* row, double* xr)
 {
     const cwalk* w = &m->fast;
     int64_t F = m->forest.n_features;
+    if (w->in_file) {
+        expand_row_file(m, row, xr);
+        return;
+    }
     for (int r = 0; r < R_COUNT; r++) {
         if (w->rule_col[r] < 0)
             continue;
@@ -914,7 +1109,9 @@ static int open_bytes(qs_model* m)
         st = read_index(&r, m);
     }
     free(r.verified);
-    return st != QS_OK ? st : build_walk(m);
+    if (st != QS_OK)
+        return st;
+    return m->fast.in_file ? QS_OK : build_walk(m);
 }
 
 static void release(qs_model* m)
@@ -1249,7 +1446,7 @@ static void* run_job(void* arg)
     const qs_forest* f = &m->forest;
     const cwalk* w = &m->fast;
     int64_t F = f->n_features, K = f->n_outputs, T = f->n_trees;
-    size_t cols = w->table ? (size_t)w->n_cols : 0;
+    size_t cols = w->nodes ? (size_t)w->n_cols : 0;
     size_t row_words = (size_t)(F + K) + cols + (cols + 1) / 2 + ((size_t)(T + 8) + (size_t)K + 1) / 2;
     double* buf = (double*)malloc(2 * sizeof(double) * row_words);
     if (buf == NULL) {
@@ -1292,7 +1489,7 @@ static void* run_job(void* arg)
             leaves = a->lf;
         if (leaves == NULL)
             qs_scores_init(f, a->o64, a->o32);
-        if (w->table != NULL) {
+        if (w->nodes != NULL) {
             expand_row(m, a->row, a->xr);
             if (w->cnodes != NULL) {
                 complete_one(m, a->row, a->xr, a->kr, a->lf, leaves, a->o64, a->o32);
