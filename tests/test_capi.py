@@ -358,6 +358,11 @@ def test_the_c_library_walks_the_file_s_walk_table_in_place(tmp_path):
     own[-1][w0 + 1:] = 0
     with capi.CModel(model_file.pack(meta, own)) as c:
         _same(c, model, X)
+    older = [a.copy() for a in arrays]                  # an index of version 3: no walk part
+    older[-1] = index[:w0].copy()
+    older[-1][1] = 3
+    with capi.CModel(model_file.pack(meta, older)) as c:
+        _same(c, model, X)
 
     def hostile(name, change):
         out = [a.copy() for a in arrays]
