@@ -8,7 +8,9 @@ In one process, interleaved, ``--repeat`` rounds, each a load and a first one-ro
 ``prepare=("auto",)`` (every layout the default ``predict`` may pick built at load), the
 prepared model file (``.qsm``, written once by ``Model.save`` before the rounds) opened with
 ``quickscorer.load`` and by the C library (``qs_open`` and ``qs_predict``, through
-``quickscorer.capi``), and ``lightgbm.Booster(model_file=...)`` / ``xgboost.Booster(
+``quickscorer.capi`` in this process, and in a process of its own for each round:
+``benchmarks/open_once.c``, built here, timed from ``qs_open`` to the score, as a C service
+starts), and ``lightgbm.Booster(model_file=...)`` / ``xgboost.Booster(
 model_file=...)`` with their ``predict``. Milliseconds, minimum / median, and the ratios of our
 minimums to the library's.
 
@@ -20,18 +22,33 @@ values).
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.workloads import prefix, repeated, xgb_variant
 from quickscorer import capi
-from quickscorer.bench import interleaved
+from quickscorer.bench import Measured, interleaved
 
 HERE = Path(__file__).resolve().parent
 
+
+
+def open_once_command(out: Path) -> list[str]:
+    """benchmarks/open_once.c built against the installed libquickscorer: the command that
+    opens a file in a process of its own (its path appended)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        raise SystemExit("benchmarks.load_time: no C compiler to build open_once.c with")
+    exe = out / "open_once"
+    subprocess.run([cc, "-O2", *capi.cflags().split(), str(HERE / "open_once.c"), "-o",
+                    str(exe), *capi.libs().split()], check=True)
+    return [str(exe)]
 
 
 def main(argv=None) -> int:
@@ -46,8 +63,11 @@ def main(argv=None) -> int:
 
     print(machine())
     print("| model | library | `load` | `prepare=auto` | `.qsm` | `.qsm` by `qs_open` | "
-          "library's load | ours / library (`load`, `.qsm`) |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "`.qsm` by `qs_open`, a process of its own | library's load | "
+          "ours / library (`load`, `.qsm`) |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    tmp = tempfile.TemporaryDirectory()
+    open_once = open_once_command(Path(tmp.name))
     for lib in args.libraries.split(","):
         if lib == "lightgbm":
             import lightgbm
@@ -75,11 +95,15 @@ def main(argv=None) -> int:
                     "auto": lambda: quickscorer.load(path, prepare=("auto",)).predict(row),
                     "qsm": lambda: quickscorer.load(qsm).predict(row),
                     "c": lambda: capi.CModel(qsm).predict(row),
+                    "fresh": lambda: Measured(float(subprocess.run(
+                        [*open_once, str(qsm)], capture_output=True, text=True,
+                        check=True).stdout)),
                     "native": lambda: native(path, row)}
             reps = max(2, args.repeat if n <= 1000 else args.repeat // 2)
             def once(fn):
-                def run() -> None:              # one load a round: the sample is its time
-                    fn()
+                def run() -> Measured | None:   # one load a round: the sample is its time
+                    got = fn()
+                    return got if isinstance(got, Measured) else None
                 return run
 
             times = {k: t.samples for k, t in zip(runs, interleaved(
@@ -88,8 +112,10 @@ def main(argv=None) -> int:
                     for k, v in times.items()}
             best = {k: min(v) for k, v in times.items()}
             print(f"| {n} {shape} | {lib} | {cell['load']} | {cell['auto']} | {cell['qsm']} | "
-                  f"{cell['c']} | {cell['native']} | {best['load'] / best['native']:.2f}x, "
+                  f"{cell['c']} | {cell['fresh']} | {cell['native']} | "
+                  f"{best['load'] / best['native']:.2f}x, "
                   f"{best['qsm'] / best['native']:.3f}x |", flush=True)
+    tmp.cleanup()
     return 0
 
 
