@@ -78,6 +78,17 @@ static inline uint64_t qsm_rotl(uint64_t x, int r) { return (x << r) | (x >> (64
 #define QSM_P2 0xC2B2AE3D27D4EB4Full
 #define QSM_P3 0x165667B19E3779F9ull
 
+/* the last mix of both versions: every bit of h moves every bit of the result */
+static inline uint64_t qsm_avalanche(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= QSM_P2;
+    h ^= h >> 29;
+    h *= QSM_P3;
+    h ^= h >> 32;
+    return h;
+}
+
 static inline uint64_t qsm_round(uint64_t acc, uint64_t word)
 {
     return qsm_rotl(acc + word * QSM_P2, 31) * QSM_P1;
@@ -112,12 +123,7 @@ static uint64_t qsm_checksum(const void* data, size_t n)
         h = qsm_rotl(h ^ qsm_round(0, qsm_load64(p + i)), 27) * QSM_P1 + QSM_P3;
     for (; i < n; i++)
         h = qsm_rotl(h ^ (p[i] * QSM_P3), 11) * QSM_P1;
-    h ^= h >> 33;
-    h *= QSM_P2;
-    h ^= h >> 29;
-    h *= QSM_P3;
-    h ^= h >> 32;
-    return h;
+    return qsm_avalanche(h);
 }
 
 /* Version 2's checksum: eight 64-bit lanes over 64-byte stripes. A word is mixed with a key
@@ -236,12 +242,7 @@ static uint64_t qsm_checksum2(const void* data, size_t n)
     uint64_t h = (uint64_t)n * QSM_P1;
     for (int j = 0; j < 8; j++)
         h = qsm_rotl(h ^ qsm_round(0, acc[j]), 27) * QSM_P1 + QSM_P3;
-    h ^= h >> 33;
-    h *= QSM_P2;
-    h ^= h >> 29;
-    h *= QSM_P3;
-    h ^= h >> 32;
-    return h;
+    return qsm_avalanche(h);
 }
 
 /* The checksum of a file of format `version` (1 or 2). */

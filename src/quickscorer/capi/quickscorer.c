@@ -1022,6 +1022,17 @@ static int build_walk(qs_model* m)
 }
 
 /* A converted row's columns as the walk's nodes read them. */
+/* A value as a column of rule r holds it: NaN or zero sent to the side the rule sends it. */
+static inline double rule_value(int r, double x)
+{
+    if (isnan(x))
+        return r == R_NAN_AS_ZERO ? 0.0
+               : (r == R_NAN_LEFT || r == R_ZERO_LEFT) ? -INFINITY : INFINITY;
+    if (x == 0.0 && r >= R_ZERO_LEFT)
+        return r == R_ZERO_LEFT ? -INFINITY : INFINITY;
+    return x;
+}
+
 /* expand_row for the file's walk layout: each rule's columns as one run of fill_cols (walk.py
  * walk_arrays), then the special nodes' decisions. */
 static void expand_row_file(const qs_model* m, const double* row, double* xr)
@@ -1032,13 +1043,7 @@ static void expand_row_file(const qs_model* m, const double* row, double* xr)
         const int32_t* fill = w->fill_cols;
         const double* x0 = row - (int64_t)r * F;
         for (int64_t j = w->rule_start[r]; j < w->rule_start[r + 1]; j++) {
-            double x = x0[fill[j]];
-            if (isnan(x))
-                x = r == R_NAN_AS_ZERO ? 0.0
-                    : (r == R_NAN_LEFT || r == R_ZERO_LEFT) ? -INFINITY : INFINITY;
-            else if (x == 0.0 && r >= R_ZERO_LEFT)
-                x = r == R_ZERO_LEFT ? -INFINITY : INFINITY;
-            xr[j] = x;
+            xr[j] = rule_value(r, x0[fill[j]]);
         }
     }
     for (int64_t i = 0; i < w->n_special; i++)
@@ -1061,13 +1066,7 @@ static void expand_row(const qs_model* m, const double* row, double* xr)
             continue;
         double* out = xr + w->rule_col[r];
         for (int64_t j = 0; j < F; j++) {
-            double x = row[j];
-            if (isnan(x))
-                x = r == R_NAN_AS_ZERO ? 0.0
-                    : (r == R_NAN_LEFT || r == R_ZERO_LEFT) ? -INFINITY : INFINITY;
-            else if (x == 0.0 && r >= R_ZERO_LEFT)
-                x = r == R_ZERO_LEFT ? -INFINITY : INFINITY;
-            out[j] = x;
+            out[j] = rule_value(r, row[j]);
         }
     }
     for (int64_t i = 0; i < w->n_special; i++)
