@@ -173,8 +173,9 @@ static void qsm2_blocks_base(uint64_t* acc, const uint8_t* p, size_t n_blocks)
     }
 }
 
+/* (not in the SIMDe-emulated test build, whose x86 names are SIMDe's: the portable loop) */
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__BYTE_ORDER__) &&                    \
-    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && !defined(QS_EMULATE_AVX512)
 #include <immintrin.h>
 /* qsm2_blocks_base in AVX2: lanes 0-3 and 4-7 in two registers; a lane's neighbour j ^ 1 is
  * the other half of its 128-bit pair */
