@@ -18,6 +18,7 @@ cdef extern from "quickscorer/qsm.h":
         uint64_t checksum
         uint32_t kind
     uint64_t qsm_checksum_of(uint32_t version, const void* data, size_t n) nogil
+    const uint64_t QSM2_KEY[32]
     int qsm_check(const uint8_t* base, uint64_t size, int verify, uint32_t* n_sections,
                   int64_t* bad_section, char* err, size_t cap) nogil
     qsm_section qsm_section_at(const uint8_t* base, uint64_t size, uint32_t s) nogil
@@ -27,6 +28,8 @@ HEADER_BYTES = QSM_HEADER_BYTES
 ENTRY_BYTES = QSM_ENTRY_BYTES
 ALIGN = QSM_ALIGN
 MAGIC = QSM_MAGIC[:8]
+#: format version 2's key words (qsm.h QSM2_KEY): 24 for the stripes, 8 for the blocks' scramble
+CHECKSUM2_KEY = tuple([QSM2_KEY[i] for i in range(32)])
 
 
 def checksum(const uint8_t[::1] data, uint32_t version=QSM_VERSION):
