@@ -178,25 +178,7 @@ typedef struct {
     const uint8_t* index;
     uint64_t index_words;
     uint32_t index_section;
-    uint32_t version;  /* the file's format version: its checksums' */
-    uint8_t* verified; /* [n_sections] whose checksum section_read has checked */
 } reader;
-
-/* Section sec, which the library is about to read: its checksum checked once (qsm_check
- * checked the container without them, so that a section no path of this library reads,
- * such as Python's own layouts and the trees' covers, costs nothing to open). */
-static int section_read(const reader* r, uint32_t sec, qsm_section* out)
-{
-    qsm_section e = qsm_section_at(r->base, r->size, sec);
-    if (!r->verified[sec]) {
-        if (qsm_checksum_of(r->version, r->base + e.offset, (size_t)e.nbytes) != e.checksum)
-            return fail(QS_E_FORMAT, "section %u: checksum mismatch (the file is damaged)",
-                        sec);
-        r->verified[sec] = 1;
-    }
-    *out = e;
-    return QS_OK;
-}
 
 static uint64_t word(const reader* r, uint64_t i) { return qsm_load64(r->index + 8 * i); }
 
@@ -217,9 +199,7 @@ static int slot_array(const reader* r, int s, uint64_t count, size_t size, int r
         return fail(QS_E_FORMAT, "section %u (C index): the array %s names section %llu, "
                     "which is not an array section", r->index_section, SLOT_NAMES[s],
                     (unsigned long long)sec);
-    qsm_section e;
-    if (section_read(r, (uint32_t)sec, &e) != QS_OK)
-        return QS_E_FORMAT;
+    qsm_section e = qsm_section_at(r->base, r->size, (uint32_t)sec);
     if (e.kind != QSM_KIND_ARRAY || count > UINT64_MAX / size || e.nbytes != count * size)
         return fail(QS_E_FORMAT, "section %llu (%s): holds %llu bytes, not the %llu x %zu "
                     "of the model's counts", (unsigned long long)sec, SLOT_NAMES[s],
@@ -391,9 +371,7 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0, int n_arrays)
             return fail(QS_E_FORMAT, "%s: the RapidScorer array %s names section %llu, which "
                         "is not an array section", head, RS_ARRAY_NAMES[k],
                         (unsigned long long)sec);
-        qsm_section e;
-        if (section_read(r, (uint32_t)sec, &e) != QS_OK)
-            return QS_E_FORMAT;
+        qsm_section e = qsm_section_at(r->base, r->size, (uint32_t)sec);
         if (e.kind != QSM_KIND_ARRAY || e.nbytes % RS_ARRAY_SIZES[k])
             return fail(QS_E_FORMAT, "section %llu (%s): %llu bytes, not items of %d bytes",
                         (unsigned long long)sec, RS_ARRAY_NAMES[k], (unsigned long long)e.nbytes,
@@ -480,9 +458,7 @@ static int read_walk(const reader* r, qs_model* m, uint64_t w0)
         if (sec[k] == 0 || sec[k] >= r->n_sections || sec[k] == r->index_section)
             return fail(QS_E_FORMAT, "%s: the walk array %s names section %llu, which is not "
                         "an array section", head, WK_NAMES[k], (unsigned long long)sec[k]);
-        qsm_section e;
-        if (section_read(r, (uint32_t)sec[k], &e) != QS_OK)
-            return QS_E_FORMAT;
+        qsm_section e = qsm_section_at(r->base, r->size, (uint32_t)sec[k]);
         if (e.kind != QSM_KIND_ARRAY || e.nbytes % (uint64_t)WK_SIZES[k])
             return fail(QS_E_FORMAT, "section %llu (%s): %llu bytes, not items of %d bytes",
                         (unsigned long long)sec[k], WK_NAMES[k], (unsigned long long)e.nbytes,
@@ -1085,29 +1061,20 @@ static int open_bytes(qs_model* m)
     memset(&r, 0, sizeof r);
     r.base = (const uint8_t*)m->base;
     r.size = m->size;
-    int st = qsm_check(r.base, r.size, 0, &r.n_sections, &bad, err, sizeof err);
+    int st = qsm_check(r.base, r.size, 1, &r.n_sections, &bad, err, sizeof err);
     if (st != QSM_OK)
         return fail(QS_E_FORMAT, "%s", err);
     if (r.n_sections < 2)
         return fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): compile "
                     "the model again");
-    r.version = qsm_load32(r.base + 8);
-    r.verified = (uint8_t*)calloc(r.n_sections, 1);
-    if (r.verified == NULL)
-        return fail(QS_E_MEMORY, "no memory for %u sections", r.n_sections);
     r.index_section = r.n_sections - 1;
-    qsm_section e;
-    if ((st = section_read(&r, r.index_section, &e)) == QS_OK) {
-        if (e.kind != QSM_KIND_ARRAY || e.nbytes % 8)
-            st = fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): compile "
-                      "the model again");
-    }
-    if (st == QS_OK) {
-        r.index = r.base + e.offset;
-        r.index_words = e.nbytes / 8;
-        st = read_index(&r, m);
-    }
-    free(r.verified);
+    qsm_section e = qsm_section_at(r.base, r.size, r.index_section);
+    if (e.kind != QSM_KIND_ARRAY || e.nbytes % 8)
+        return fail(QS_E_UNSUPPORTED, "the file has no C index (its last section): compile "
+                    "the model again");
+    r.index = r.base + e.offset;
+    r.index_words = e.nbytes / 8;
+    st = read_index(&r, m);
     if (st != QS_OK)
         return st;
     return m->fast.in_file ? QS_OK : build_walk(m);
