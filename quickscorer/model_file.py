@@ -45,10 +45,6 @@ LAYOUTS_REVISION = 3
 _SHARED_MIN_BYTES = 4096
 #: the array types a section may hold (little-endian, as every integer of the file)
 DTYPES = ("|b1", "|i1", "|u1", "<i2", "<u2", "<i4", "<u4", "<i8", "<u8", "<f4", "<f8")
-#: each section type as this machine reads it in place, or None where it reads a copy (a
-#: big-endian machine's multi-byte types)
-_IN_PLACE = {d: (np.dtype(d) if np.dtype(d).isnative or np.dtype(d).itemsize == 1 else None)
-             for d in DTYPES}
 #: row counts of the calls a compile makes, so that every layout the automatic choice builds
 #: on a call's first need of it (tree blocks, the widest groups) is built and written
 WARM_ROWS = (1, 2, 3, 4, 5, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -419,10 +415,7 @@ def _array(buf, section: int, entry, spec, names) -> np.ndarray:
         # (no array of ours has no dimensions: the kernels read shape[0] unchecked)
         raise _fail(f"described as {str(spec)[:80]}, not (name, dtype, shape of 1 to 8 "
                     f"dimensions)", section, names)
-    dtype = _IN_PLACE[spec[1]]
-    native = dtype is not None
-    if not native:
-        dtype = np.dtype(spec[1])
+    dtype = np.dtype(spec[1])
     count = 1
     for d in spec[2]:
         count *= d
@@ -433,10 +426,8 @@ def _array(buf, section: int, entry, spec, names) -> np.ndarray:
         a = np.zeros(spec[2], dtype)
         a.setflags(write=False)
         return a
-    a = np.frombuffer(buf, dtype, count, off)
-    if len(spec[2]) > 1:
-        a = a.reshape(spec[2])
-    if not native:                                   # a big-endian machine reads a copy
+    a = np.frombuffer(buf, dtype, count, off).reshape(spec[2])
+    if dtype.str != dtype.newbyteorder("=").str:     # a big-endian machine reads a copy
         a = a.astype(dtype.newbyteorder("="))
         a.setflags(write=False)
     return a

@@ -37,6 +37,9 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
         int32_t pad
     void walk8(const walk_node* nodes, const int32_t* roots, int64_t n_trees,
                   const double* xr, int32_t* leaf)
+    int64_t walk_table_records(const walk_node* table, int64_t rows)
+    bint walk_table_sound(const walk_node* table, int64_t rows, int64_t n_records,
+                          const int64_t* offsets, int64_t n_trees, int64_t n_cols)
     ctypedef struct walk_cnode:
         double thr
         int32_t col
@@ -436,68 +439,24 @@ cdef inline void expand(const WalkView* v, int family, const double* row,
 
 
 cdef Py_ssize_t _leaf_records_in_place(const uint64_t[::1] table) except -2:
-    """The number of leaf records at the head of a walk table (walk_tables: leaf l's at row
-    n - 1 - l, threshold +inf, column 0, both children itself, its number in ``pad``), or -1
-    where those rows are not exactly that."""
-    cdef Py_ssize_t rows = table.shape[0] // 3, i, n, l
-    cdef const walk_node* r = <const walk_node*>&table[0] if rows else NULL
-    cdef int64_t bad = 0, off
+    """The number of leaf records at the head of a walk table, or -1 where those rows are
+    not exactly walk_tables's (walk.h walk_table_records)."""
+    cdef int64_t rows = table.shape[0] // 3
     if rows < 3:
         return -1
-    n = <Py_ssize_t>r[0].pad + 1
-    if n < 1 or n > rows - 2:
-        return -1
     with nogil:
-        for i in range(n):
-            l = n - 1 - i
-            off = (-1 - l) * <int64_t>sizeof(walk_node)
-            bad |= (<int64_t>(not (r[i].thr >= INFINITY)) | <int64_t>(r[i].col != 0)
-                    | <int64_t>(r[i].kid[0] != off) | <int64_t>(r[i].kid[1] != off)
-                    | <int64_t>(r[i].pad != l))
-    return -1 if bad else n
+        rows = walk_table_records(<const walk_node*>&table[0], rows)
+    return rows
 
 
 cdef bint _nodes_in_place(const uint64_t[::1] table, Py_ssize_t n_records,
                           const int64_t[::1] offsets, int64_t n_cols) except -1:
-    """Whether every node of a walk table (walk_tables: children as byte offsets from the
-    first node, which follows n_records leaf records) has its column in the expanded row and
-    its children below it: an internal child after the node and before the sentinel, a leaf
-    child (record -1 - l) with l at most its tree's node count (the tree has one leaf more
-    than nodes) and among the records, and the last node (the sentinel) its own two
-    children."""
-    cdef Py_ssize_t n_walk = table.shape[0] // 3 - n_records, i, t = 0, side, end
-    cdef Py_ssize_t n_trees = offsets.shape[0] - 1
-    cdef const walk_node* nodes = (<const walk_node*>&table[0]) + n_records
-    cdef int64_t size, c, k, neg, bad = 0, B = sizeof(walk_node)
-    cdef bint ok = True
+    """Whether every node of a walk table after its n_records leaf records has its column in
+    the expanded row and its children rows of its tree below it (walk.h walk_table_sound)."""
+    cdef bint ok
     with nogil:
-        # tree by tree (then the padding past the trees, a tree of one node each), each node
-        # checked by arithmetic, with no branch on the data
-        i = 0
-        while i < n_walk - 1:
-            while t < n_trees and offsets[t + 1] <= i:
-                t += 1
-            if t < n_trees and i >= offsets[t]:
-                size = offsets[t + 1] - offsets[t]
-                end = min(<Py_ssize_t>offsets[t + 1], n_walk - 1)
-            else:
-                size = 1
-                end = i + 1
-            while i < end:
-                c = nodes[i].col
-                bad |= <int64_t>(c < 0) | <int64_t>(c >= n_cols)
-                for side in range(2):
-                    c = nodes[i].kid[side]
-                    k = c // B                  # (floor: a leaf's -1 - l exactly)
-                    neg = c >> 63
-                    bad |= <int64_t>(k * B != c) | ((~neg) & (
-                        <int64_t>(k <= i) | <int64_t>(k >= n_walk - 1))) | (neg & (
-                        <int64_t>(-1 - k > size) | <int64_t>(-1 - k >= n_records)))
-                i += 1
-        ok = bad == 0
-        if ok and (nodes[n_walk - 1].kid[0] != (n_walk - 1) * B
-                   or nodes[n_walk - 1].kid[1] != (n_walk - 1) * B):
-            ok = False
+        ok = walk_table_sound(<const walk_node*>&table[0], table.shape[0] // 3, n_records,
+                              &offsets[0], offsets.shape[0] - 1, n_cols)
     return ok
 
 

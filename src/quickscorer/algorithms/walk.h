@@ -23,6 +23,7 @@
 #ifndef WALK_H
 #define WALK_H
 
+#include <math.h>
 #include <stdint.h>
 
 typedef struct {
@@ -31,6 +32,66 @@ typedef struct {
     int32_t kid[2];      /* [0]: left (xr[col] <= thr), [1]: right; byte offsets */
     int32_t pad;         /* a leaf's record: its leaf number */
 } walk_node;
+
+/* The number of leaf records at the head of a table of `rows` rows in walk_tables' form
+ * (leaf l's at row n - 1 - l: threshold +inf, column 0, both children itself, l in pad), as
+ * many as row 0's leaf number + 1; -1 where those rows are not exactly that. A model file's
+ * table is checked by this and walk_table_sound before any walk reads it (Python's
+ * _walk.WalkLayout and the C library's read_walk). */
+static inline int64_t walk_table_records(const walk_node* table, int64_t rows)
+{
+    if (rows < 3)
+        return -1;
+    int64_t n = (int64_t)table[0].pad + 1, bad = 0;
+    if (n < 1 || n > rows - 2)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t l = n - 1 - i, off = (-1 - l) * (int64_t)sizeof(walk_node);
+        bad |= (int64_t)!(table[i].thr >= (double)INFINITY) | (int64_t)(table[i].col != 0) |
+               (int64_t)(table[i].kid[0] != off) | (int64_t)(table[i].kid[1] != off) |
+               (int64_t)(table[i].pad != l);
+    }
+    return bad ? -1 : n;
+}
+
+/* Whether every node after the n_records leaf records of a table of `rows` rows has its
+ * column among the expanded row's n_cols and its children below it, so that every walk ends
+ * inside the table: a child is a byte offset of a whole row, a node's after its parent and
+ * before the self-loop sentinel, or leaf l's record with l at most its tree's node count
+ * (the tree has one leaf more) and among the records; the last row (the sentinel) is its
+ * own two children. Tree by tree as `offsets` gives them (the rows past the trees: a tree of
+ * one node each), each node checked by arithmetic, with no branch on the data. */
+static inline int walk_table_sound(const walk_node* table, int64_t rows, int64_t n_records,
+                                   const int64_t* offsets, int64_t n_trees, int64_t n_cols)
+{
+    const walk_node* nodes = table + n_records;
+    const int64_t B = (int64_t)sizeof(walk_node), n_walk = rows - n_records;
+    int64_t bad = 0, i = 0, t = 0;
+    if (n_walk < 2)
+        return 0;
+    while (i < n_walk - 1) {
+        while (t < n_trees && offsets[t + 1] <= i)
+            t++;
+        int64_t size = 1, end = i + 1;
+        if (t < n_trees && i >= offsets[t]) {
+            size = offsets[t + 1] - offsets[t];
+            end = offsets[t + 1] < n_walk - 1 ? offsets[t + 1] : n_walk - 1;
+        }
+        for (; i < end; i++) {
+            int64_t c = nodes[i].col;
+            bad |= (int64_t)(c < 0) | (int64_t)(c >= n_cols);
+            for (int side = 0; side < 2; side++) {
+                int64_t o = nodes[i].kid[side], neg = o >> 63;
+                int64_t q = (o - (neg & (B - 1))) / B; /* the row, rounded down */
+                bad |= (int64_t)(q * B != o) |
+                       (~neg & ((int64_t)(q <= i) | (int64_t)(q >= n_walk - 1))) |
+                       (neg & ((int64_t)(-1 - q > size) | (int64_t)(-1 - q >= n_records)));
+            }
+        }
+    }
+    return !bad && nodes[n_walk - 1].kid[0] == (n_walk - 1) * B &&
+           nodes[n_walk - 1].kid[1] == (n_walk - 1) * B;
+}
 
 /* the record at byte offset q from the table's first node */
 #define WALK_AT(q) ((const walk_node*)((const char*)nodes + (q)))

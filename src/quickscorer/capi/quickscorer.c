@@ -475,22 +475,11 @@ static int read_walk(const reader* r, qs_model* m, uint64_t w0)
         if (count[k] != n_sp)
             return WBAD(k, "%lld values for %lld special nodes", (unsigned long long)sec[k],
                         WK_NAMES[k], (long long)count[k], (long long)n_sp);
-    /* the leaf records: as many as row 0's leaf number + 1, each exactly as written */
+    /* the leaf records and the nodes (walk.h, the checks Python's WalkLayout makes) */
     int64_t rows = count[WK_TABLE] / 3;
     const walk_node* table = (const walk_node*)data[WK_TABLE];
-    int64_t n_records = rows >= 3 ? (int64_t)table[0].pad + 1 : 0;
-    if (count[WK_TABLE] % 3 || n_records < 1 || n_records > rows - 2 ||
-        (n_records + rows) * B >= INT32_MAX)
-        return WBAD(WK_TABLE, "the leaf records are not in place",
-                    (unsigned long long)sec[WK_TABLE], WK_NAMES[WK_TABLE]);
-    int64_t bad = 0;
-    for (int64_t i = 0; i < n_records; i++) {
-        int64_t l = n_records - 1 - i, off = (-1 - l) * B;
-        bad |= (int64_t)!(table[i].thr >= INFINITY) | (int64_t)(table[i].col != 0) |
-               (int64_t)(table[i].kid[0] != off) | (int64_t)(table[i].kid[1] != off) |
-               (int64_t)(table[i].pad != l);
-    }
-    if (bad)
+    int64_t n_records = count[WK_TABLE] % 3 ? -1 : walk_table_records(table, rows);
+    if (n_records < 1 || (n_records + rows) * B >= INT32_MAX)
         return WBAD(WK_TABLE, "the leaf records are not in place",
                     (unsigned long long)sec[WK_TABLE], WK_NAMES[WK_TABLE]);
     const walk_node* nodes = table + n_records;
@@ -500,27 +489,10 @@ static int read_walk(const reader* r, qs_model* m, uint64_t w0)
         return WBAD(WK_TABLE, "%lld nodes, not the trees' %lld and two sentinels",
                     (unsigned long long)sec[WK_TABLE], WK_NAMES[WK_TABLE],
                     (long long)n_walk, (long long)v->node_offset[T]);
-    /* each node tree by tree (then the two sentinels, a tree of one node each), by
-     * arithmetic, with no branch on a node */
-    for (int64_t t = 0, i = 0; i < n_walk - 1; t++) {
-        int64_t size = t < T ? v->node_offset[t + 1] - v->node_offset[t] : 1;
-        int64_t end = t < T ? v->node_offset[t + 1] : i + 1;
-        for (; i < end; i++) {
-            int64_t c = nodes[i].col;
-            bad |= (int64_t)(c < 0) | (int64_t)(c >= n_cols);
-            for (int side = 0; side < 2; side++) {
-                int64_t o = nodes[i].kid[side], neg = o >> 63;
-                int64_t q = (o - (neg & (B - 1))) / B; /* (floor) */
-                bad |= (int64_t)(q * B != o) |
-                       (~neg & ((int64_t)(q <= i) | (int64_t)(q >= n_walk - 1))) |
-                       (neg & ((int64_t)(-1 - q > size) | (int64_t)(-1 - q >= n_records)));
-            }
-        }
-    }
-    if (bad || nodes[n_walk - 1].kid[0] != (n_walk - 1) * B ||
-        nodes[n_walk - 1].kid[1] != (n_walk - 1) * B)
+    if (!walk_table_sound(table, rows, n_records, v->node_offset, T, n_cols))
         return WBAD(WK_TABLE, "a node's child or column is out of place",
                     (unsigned long long)sec[WK_TABLE], WK_NAMES[WK_TABLE]);
+    int64_t bad = 0;
     const int32_t* roots = (const int32_t*)data[WK_ROOTS];
     if (count[WK_ROOTS] != T + 8)
         return WBAD(WK_ROOTS, "%lld roots for %lld trees", (unsigned long long)sec[WK_ROOTS],
