@@ -159,21 +159,22 @@ def test_damaged_newer_and_foreign_files_are_refused_by_name(tmp_path):
 
 
 def _first_fault(left, right, n_leaf):
-    """The rule check_packed enforces on one tree, in plain Python: the first node with a
-    child before it, outside the tree or seen before, else the first (from the last) whose
-    left subtree's leaves do not end just before its right's; None for a canonical tree."""
+    """The rule check_packed enforces on one tree, in plain Python: the internal nodes
+    numbered breadth-first (read node by node, left child before right, the internal children
+    are 1, 2, ... in turn, each node below the count of children seen before it), then the
+    leaves left to right (each subtree's leaves end just before its right sibling's, the
+    root's are 0 .. n_leaf - 1). The first node at fault by the first rule, else the last by
+    the second, else the root; None for a canonical tree."""
     m = len(left)
-    seen_n, seen_l = set(), set()
+    nxt = 1
     for n in range(m):
+        if nxt <= n:
+            return n
         for c in (left[n], right[n]):
             if c >= 0:
-                if c <= n or c >= m or c in seen_n:
+                if c != nxt or c >= m:
                     return n
-                seen_n.add(c)
-            else:
-                if ~c >= n_leaf or ~c in seen_l:
-                    return n
-                seen_l.add(~c)
+                nxt += 1
     lo, hi = [0] * m, [0] * m
     for n in range(m - 1, -1, -1):
         (a0, a1), (b0, b1) = ((lo[c], hi[c]) if c >= 0 else (~c, ~c)
@@ -181,7 +182,7 @@ def _first_fault(left, right, n_leaf):
         if a1 + 1 != b0:
             return n
         lo[n], hi[n] = a0, b1
-    return None
+    return None if m == 0 or (lo[0], hi[0]) == (0, n_leaf - 1) else 0
 
 
 def test_the_trees_check_names_the_first_node_at_fault():

@@ -602,7 +602,8 @@ def check_packed(arrays: dict, n_features: int) -> None:
     if bad is not None:
         t, n = bad
         what = "has a leaf count that is not its node count plus one" if n < 0 else (
-            f"node {n} has a child out of place (not one canonical tree)")
+            f"node {n} has a child out of place or is out of place itself (not one tree in "
+            f"canonical order: nodes breadth-first, leaves left to right)")
         raise ModelFormatError(f"tree {t} {what}")
     feature = arrays["feature"]
     if n_nodes and (int(feature.min()) < 0 or int(feature.max()) >= n_features):

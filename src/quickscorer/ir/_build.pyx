@@ -4,7 +4,7 @@ is validated and renumbered in milliseconds instead of a Python loop per node.""
 import numpy as np
 
 cimport numpy as cnp
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memset
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_New
@@ -326,53 +326,51 @@ cdef object owning_array(pb_buf* b, int typenum):
     return arr
 
 
-cdef bint _tree_sound(const int32_t* left, const int32_t* right, int64_t m, int64_t n_leaf,
-                      uint32_t* seen, int64_t* lo, int64_t* hi) noexcept nogil:
-    """Whether one tree's children make one canonical tree (as the loop of check_packed that
-    names the node checks it), by arithmetic, with no branch on the data: each child's order
-    and range, each node but the root and each leaf a child once, each subtree's leaves one
-    run just before its right sibling's. seen: m + n_leaf words, lo and hi m each."""
-    cdef int64_t n, c, neg, kid, lf, okn, okl, ok = 1, a0, a1, b0, b1
-    cdef int side
-    memset(seen, 0, <size_t>(m + n_leaf) * sizeof(uint32_t))
+cdef bint _tree_sound(const int32_t* left, const int32_t* right, int64_t m,
+                      uint64_t* span) noexcept nogil:
+    """Whether one tree's m internal nodes and m + 1 leaves make one canonical tree, by the
+    rules of the loop of check_packed that names the node at fault, here by arithmetic with
+    no branch on the data. Forward, node by node, left child before right: the internal
+    children are 1, 2, ..., m - 1 in turn, each node numbered below the count of children
+    seen before it (breadth-first order: every node but the root a child once, after its
+    parent). Backward, children first: each subtree's leaves one run just before its right
+    sibling's, the root's 0 .. m (every leaf a child once, numbered left to right). span: m
+    words, a node's first leaf in the high half and its last in the low."""
+    cdef int64_t n, c, neg, nxt = 1, bad = 0
+    cdef uint64_t l, pl, pr
     for n in range(m):
-        for side in range(2):
-            c = left[n] if side == 0 else right[n]
-            neg = c >> 63                       # -1 for a leaf child, else 0
-            lf = ~c & neg
-            okn = <int64_t>(c > n) & <int64_t>(c < m)
-            okl = (neg & 1) & <int64_t>(lf < n_leaf)
-            ok &= okn | okl
-            seen[(c & -okn) + ((m + lf) & -okl)] += 1
-    if not ok or seen[0] != 0:
-        return False
-    for n in range(1, m + n_leaf):
-        ok &= <int64_t>(seen[n] == 1)
-    if not ok:
-        return False
-    for n in range(m - 1, -1, -1):              # children first: each subtree's leaf range
+        bad |= <int64_t>(nxt <= n)
         c = left[n]
         neg = c >> 63
-        kid = c & ~neg
-        a0 = (lo[kid] & ~neg) | (~c & neg)
-        a1 = (hi[kid] & ~neg) | (~c & neg)
+        bad |= ~neg & <int64_t>(c != nxt)
+        nxt += 1 + neg
         c = right[n]
         neg = c >> 63
-        kid = c & ~neg
-        b0 = (lo[kid] & ~neg) | (~c & neg)
-        b1 = (hi[kid] & ~neg) | (~c & neg)
-        ok &= <int64_t>(a1 + 1 == b0)
-        lo[n] = a0
-        hi[n] = b1
-    return ok != 0
+        bad |= ~neg & <int64_t>(c != nxt)
+        nxt += 1 + neg
+    if bad or nxt != m:
+        return False
+    for n in range(m - 1, -1, -1):
+        c = left[n]
+        neg = c >> 63
+        l = <uint32_t>~c
+        pl = (span[c & ~neg] & ~<uint64_t>neg) | (((l << 32) | l) & <uint64_t>neg)
+        c = right[n]
+        neg = c >> 63
+        l = <uint32_t>~c
+        pr = (span[c & ~neg] & ~<uint64_t>neg) | (((l << 32) | l) & <uint64_t>neg)
+        bad |= <int64_t>((pl & 0xffffffffu) + 1 != (pr >> 32))
+        span[n] = (pl & 0xffffffff00000000u) | (pr & 0xffffffffu)
+    return bad == 0 and span[0] == <uint64_t>m
 
 
 def check_packed(const int32_t[::1] left, const int32_t[::1] right,
                  const int64_t[::1] node_offset, const int64_t[::1] leaf_offset):
     """Whether the child arrays of a packed ensemble make each tree one canonical tree (the
-    form ``build_tree`` gives, which a model file must hold: every child numbered after its
-    parent, every node but the root and every leaf a child exactly once, the leaves numbered
-    in order), for arrays read from a file that nothing else has checked.
+    form ``build_tree`` gives, which a model file must hold: the internal nodes numbered
+    breadth-first, left child before right, so every child after its parent and every node
+    but the root a child exactly once; every leaf a child exactly once, the leaves numbered
+    left to right), for arrays read from a file that nothing else has checked.
 
     Returns ``(tree, node)`` of the first node at fault, ``(tree, -1)`` for a tree whose leaf
     count is not its node count plus one, or None. The offsets must already be sound
@@ -384,18 +382,14 @@ def check_packed(const int32_t[::1] left, const int32_t[::1] right,
     cdef Py_ssize_t most = 1, t
     for t in range(n_trees):
         most = max(most, leaf_offset[t + 1] - leaf_offset[t])
-    seen_words = np.zeros(2 * most, np.uint32)
-    seen_nodes = np.zeros(most, np.uint8)
-    seen_leaves = np.zeros(most, np.uint8)
+    span_arr = np.zeros(most, np.uint64)
     lo_arr = np.zeros(most, np.int64)
     hi_arr = np.zeros(most, np.int64)
-    cdef uint32_t[::1] sw = seen_words
-    cdef uint8_t[::1] sn = seen_nodes
-    cdef uint8_t[::1] sl = seen_leaves
+    cdef uint64_t[::1] span = span_arr
     cdef int64_t[::1] lo = lo_arr
     cdef int64_t[::1] hi = hi_arr
     cdef Py_ssize_t base, m, n_leaf, n, side
-    cdef int64_t c, l, bad_tree = -1, bad_node = -1, a0, a1, b0, b1
+    cdef int64_t c, nxt, bad_tree = -1, bad_node = -1, a0, a1, b0, b1
     with nogil:
         for t in range(n_trees):
             base = node_offset[t]
@@ -404,46 +398,41 @@ def check_packed(const int32_t[::1] left, const int32_t[::1] right,
             if n_leaf != m + 1:
                 bad_tree = t
                 break
-            if m == 0 or _tree_sound(&left[base], &right[base], m, n_leaf, &sw[0], &lo[0],
-                                     &hi[0]):
+            if m == 0 or _tree_sound(&left[base], &right[base], m, &span[0]):
                 continue
-            # the tree is not sound: the loop below names its first node at fault
-            memset(&sn[0], 0, m + 1)
-            memset(&sl[0], 0, n_leaf)
+            # the tree is not sound: the loops below name its first node at fault by the
+            # forward rules, else the last by the leaf runs', else its root
+            nxt = 1
             for n in range(m):
+                if nxt <= n:                    # no node before it has it as a child
+                    bad_node = n
+                    break
                 for side in range(2):
                     c = left[base + n] if side == 0 else right[base + n]
                     if c >= 0:
-                        if c <= n or c >= m or sn[c]:
+                        if c != nxt or c >= m:
                             bad_node = n
                             break
-                        sn[c] = 1
-                    else:
-                        l = ~c
-                        if l >= n_leaf or sl[l]:
-                            bad_node = n
-                            break
-                        sl[l] = 1
+                        nxt += 1
                 if bad_node >= 0:
                     break
-            if bad_node >= 0:
-                bad_tree = t
-                break
-            for n in range(m - 1, -1, -1):       # children first: each subtree's leaf range
-                c = left[base + n]
-                a0 = lo[c] if c >= 0 else ~c
-                a1 = hi[c] if c >= 0 else ~c
-                c = right[base + n]
-                b0 = lo[c] if c >= 0 else ~c
-                b1 = hi[c] if c >= 0 else ~c
-                if a1 + 1 != b0:
-                    bad_node = n
-                    break
-                lo[n] = a0
-                hi[n] = b1
-            if bad_node >= 0:
-                bad_tree = t
-                break
+            if bad_node < 0:
+                for n in range(m - 1, -1, -1):   # children first: each subtree's leaf run
+                    c = left[base + n]
+                    a0 = lo[c] if c >= 0 else ~c
+                    a1 = hi[c] if c >= 0 else ~c
+                    c = right[base + n]
+                    b0 = lo[c] if c >= 0 else ~c
+                    b1 = hi[c] if c >= 0 else ~c
+                    if a1 + 1 != b0:
+                        bad_node = n
+                        break
+                    lo[n] = a0
+                    hi[n] = b1
+            bad_tree = t
+            if bad_node < 0:                    # the root's leaves are not 0 .. m
+                bad_node = 0
+            break
     if bad_tree < 0:
         return None
     return int(bad_tree), int(bad_node)
