@@ -148,6 +148,75 @@ def test_preorder_refuses_children_above_their_parent():
                        np.array([0, 2], np.int64))
 
 
+def _table_fault(rows, n_records, offsets, n_cols):
+    """walk.h walk_table_sound's rule in plain Python: the first walk row (counted after the
+    leaf records) whose column is outside the expanded row or whose child is not a whole
+    row below it (a node's after it and before the sentinel, or leaf l's record with l at
+    most its tree's node count and among the records), "sentinel" where the last row is not
+    its own two children, else None."""
+    nodes = rows[n_records:]
+    n_walk = nodes.shape[0]
+    for i in range(n_walk - 1):
+        t = np.searchsorted(offsets, i, side="right") - 1
+        size = int(offsets[t + 1] - offsets[t]) if t < offsets.shape[0] - 1 else 1
+        if not 0 <= int(nodes["col"][i]) < n_cols:
+            return i
+        for o in (int(k) for k in nodes["kid"][i]):
+            if o % 24:
+                return i
+            if o >= 0 and not i < o // 24 < n_walk - 1:
+                return i
+            if o < 0 and not (-o // 24 - 1 <= size and -o // 24 - 1 < n_records):
+                return i
+    if list(nodes["kid"][n_walk - 1]) != [(n_walk - 1) * 24] * 2:
+        return "sentinel"
+    return None
+
+
+def test_the_walk_table_check_is_its_rule_at_every_edge():
+    """The table check's unsigned 32-bit compares and its test of a whole row against the
+    rule in plain Python, on children and columns damaged at random and at each rule's
+    edges (the next row, the sentinel, the tree's last leaf, the last record, a row and a
+    byte past them, the int32 extremes): refused exactly where the rule finds a fault."""
+    model = _model("lightgbm", n_trees=12, seed=8)
+    a = walk_arrays(model.ensemble)
+    n_cols = max(1, a["fill_cols"].shape[0] + a["feature"].shape[0])
+    good = a["walk_table"].view(NODE_DTYPE)
+    n_records = int(good[0]["pad"]) + 1
+    n_walk = good.shape[0] - n_records
+    offsets = a["node_offset"]
+    assert _table_fault(good, n_records, offsets, n_cols) is None
+    rng = np.random.default_rng(12)
+    refused = 0
+    for _ in range(600):
+        t = good.copy()
+        i = int(rng.integers(n_walk - 1))
+        tree = np.searchsorted(offsets, i, side="right") - 1
+        size = int(offsets[tree + 1] - offsets[tree]) if tree < offsets.shape[0] - 1 else 1
+        if rng.random() < 0.15:
+            t["col"][n_records + i] = int(rng.choice([-1, n_cols - 1, n_cols, 2 ** 31 - 1,
+                                                      -2 ** 31]))
+        else:
+            old = int(t["kid"][n_records + i, side := int(rng.integers(2))])
+            edges = [(i + 1) * 24, i * 24, (n_walk - 2) * 24, (n_walk - 1) * 24, -24,
+                     -24 * (size + 1), -24 * (size + 2), -24 * n_records,
+                     -24 * (n_records + 1), 2 ** 31 - 1, -2 ** 31, -2147483640, 2147483640,
+                     -2147483616, int(rng.integers(-2 ** 31, 2 ** 31))]
+            value = int(rng.choice(edges)) + int(rng.choice([0, 0, 0, 1, -1, 8, -8, 24, -24]))
+            t["kid"][n_records + i, side] = max(-2 ** 31, min(2 ** 31 - 1, value)) \
+                if rng.random() < 0.9 else old
+        want = _table_fault(t, n_records, offsets, n_cols)
+        try:
+            _walk.WalkLayout(dict(a, walk_table=t.view(np.uint64)), model.n_features)
+            got = None
+        except ValueError as exc:
+            assert "out of place" in str(exc), exc
+            got = "refused"
+        assert (got is None) == (want is None), (i, want)
+        refused += got is not None
+    assert 100 < refused < 600          # both sides of the rule were met
+
+
 def test_a_layout_the_walk_cannot_follow_is_refused():
     model = _model("xgboost", seed=6)
     a = walk_arrays(model.ensemble)
