@@ -123,6 +123,10 @@ class _Encoder:
         raise ModelFileError(f"cannot write {name}: a {type(v).__name__} value")
 
 
+#: the JSON values a description holds that decode to themselves
+_PLAIN = frozenset((str, int, float, bool, type(None)))
+
+
 def _decode(v: Any, arrays: list, where: str) -> Any:
     """The value :class:`_Encoder` wrote (``arrays``: the sections' arrays, index 0 None)."""
     if isinstance(v, list):
@@ -138,6 +142,8 @@ def _decode(v: Any, arrays: list, where: str) -> Any:
                                      f"section", section=0, section_name="description")
             return arrays[body]
         if tag == "$t" and isinstance(body, list):
+            if _PLAIN.issuperset(map(type, body)):      # names, numbers: nothing to decode
+                return tuple(body)
             return tuple(_decode(x, arrays, where) for x in body)
         if tag == "$m" and isinstance(body, list):
             if not all(isinstance(p, list) and len(p) == 2 for p in body):
@@ -406,28 +412,37 @@ def _description(buf, sections) -> dict:
     return meta
 
 
+#: each written dtype as this machine reads it: (dtype, whether a copy in native order is
+#: needed: a big-endian machine's)
+_READ_DTYPES = {name: (np.dtype(name), np.dtype(name).str != np.dtype(name).newbyteorder(
+    "=").str) for name in DTYPES}
+
+
 def _array(buf, section: int, entry, spec, names) -> np.ndarray:
     off, n, _ = entry
-    if (not isinstance(spec, list) or len(spec) != 3 or not isinstance(spec[0], str)
-            or spec[1] not in DTYPES or not isinstance(spec[2], list)
-            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0
-                       for d in spec[2]) or not 1 <= len(spec[2]) <= 8):
-        # (no array of ours has no dimensions: the kernels read shape[0] unchecked)
+    shape = spec[2] if type(spec) is list and len(spec) == 3 else None
+    read = _READ_DTYPES.get(spec[1]) if shape is not None and type(spec[1]) is str else None
+    # (no array of ours has no dimensions: the kernels read shape[0] unchecked)
+    if (read is None or type(spec[0]) is not str or type(shape) is not list
+            or not 1 <= len(shape) <= 8 or not {int}.issuperset(map(type, shape))
+            or min(shape) < 0):
         raise _fail(f"described as {str(spec)[:80]}, not (name, dtype, shape of 1 to 8 "
                     f"dimensions)", section, names)
-    dtype = np.dtype(spec[1])
+    dtype, swapped = read
     count = 1
-    for d in spec[2]:
+    for d in shape:
         count *= d
     if count * dtype.itemsize != n:
         raise _fail(f"holds {n} bytes, not the {count} x {dtype.itemsize} of its shape "
-                    f"{tuple(spec[2])}", section, names)
+                    f"{tuple(shape)}", section, names)
     if count == 0:
-        a = np.zeros(spec[2], dtype)
+        a = np.zeros(shape, dtype)
         a.setflags(write=False)
         return a
-    a = np.frombuffer(buf, dtype, count, off).reshape(spec[2])
-    if dtype.str != dtype.newbyteorder("=").str:     # a big-endian machine reads a copy
+    a = np.frombuffer(buf, dtype, count, off)
+    if len(shape) > 1:
+        a = a.reshape(shape)
+    if swapped:                                   # a big-endian machine reads a copy
         a = a.astype(dtype.newbyteorder("="))
         a.setflags(write=False)
     return a

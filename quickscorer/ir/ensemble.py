@@ -805,7 +805,7 @@ class Ensemble:
                                      self.ctr.n_inputs + self.ctr.n_columns != self.n_features):
             raise ModelFormatError("the CTR stage does not fill the model's features")
         if self.feature_names is not None:
-            names = tuple(str(s) for s in self.feature_names)
+            names = tuple(map(str, self.feature_names))
             if len(names) != self.n_inputs:
                 raise ModelFormatError(
                     f"{len(names)} feature names for {self.n_inputs} features")
