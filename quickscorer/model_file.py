@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import mmap
+import operator
 import os
 import sys
 from pathlib import Path
@@ -125,6 +126,7 @@ class _Encoder:
 
 #: the JSON values a description holds that decode to themselves
 _PLAIN = frozenset((str, int, float, bool, type(None)))
+_TAGGED = operator.methodcaller("startswith", "$")
 
 
 def _decode(v: Any, arrays: list, where: str) -> Any:
@@ -154,10 +156,17 @@ def _decode(v: Any, arrays: list, where: str) -> Any:
             except TypeError:           # an unhashable key
                 raise ModelFileError(f"{where}: a mapping's key is not a value", section=0,
                                      section_name="description") from None
-    if any(k.startswith("$") for k in v):
+    if any(map(_TAGGED, v)):
         raise ModelFileError(f"{where}: unknown tag in {sorted(v)}", section=0,
                              section_name="description")
-    return {k: _decode(x, arrays, where) for k, x in v.items()}
+    out = {}
+    for k, x in v.items():
+        if type(x) is dict and len(x) == 1 and type(x.get("$a")) is int \
+                and 0 < x["$a"] < len(arrays):          # an array: a layout's field
+            out[k] = arrays[x["$a"]]
+        else:
+            out[k] = _decode(x, arrays, where)
+    return out
 
 
 # -- writing --------------------------------------------------------------------------------
@@ -418,6 +427,10 @@ _READ_DTYPES = {name: (np.dtype(name), np.dtype(name).str != np.dtype(name).newb
     "=").str) for name in DTYPES}
 
 
+#: the dtypes this machine reads in place, for _qsm.views (none that a copy must swap)
+_VIEW_DTYPES = {name: dt for name, (dt, swapped) in _READ_DTYPES.items() if not swapped}
+
+
 def _array(buf, section: int, entry, spec, names) -> np.ndarray:
     off, n, _ = entry
     shape = spec[2] if type(spec) is list and len(spec) == 3 else None
@@ -488,14 +501,17 @@ def open_buffer(buf, verify: bool = True, separate: bool = False) -> Opened:
     data = np.frombuffer(buf, np.uint8)
     sections = _qsm.check(data, verify)        # ModelFileError; a section's index named below
     meta = _description(buf, sections)
-    names = [spec[0] if isinstance(spec, list) and spec else "?" for spec in meta["arrays"]]
-    arrays: list = [None]
-    for s in range(1, len(sections)):
-        a = _array(buf, s, sections[s], meta["arrays"][s - 1], names)
-        if separate:
-            a = a.copy()
-            a.setflags(write=False)
-        arrays.append(a)
+    arrays = _qsm.views(data, sections, meta["arrays"], _VIEW_DTYPES) if not separate else None
+    if arrays is None:          # a big-endian machine, a separate copy, or a spec at fault
+        names = [spec[0] if isinstance(spec, list) and spec else "?"
+                 for spec in meta["arrays"]]
+        arrays = [None]
+        for s in range(1, len(sections)):
+            a = _array(buf, s, sections[s], meta["arrays"][s - 1], names)
+            if separate:
+                a = a.copy()
+                a.setflags(write=False)
+            arrays.append(a)
     ens = _ensemble(meta.get("ensemble"), arrays)
     records: dict = {}
     if (meta.get("quickscorer") == __version__

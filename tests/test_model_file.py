@@ -304,3 +304,45 @@ def test_equal_arrays_are_written_once():
     assert enc.section(negative, "d") != enc.section(np.zeros(1000, np.float64), "e")
     assert enc.section(np.zeros((500, 2), np.int64), "f") != first
     assert [name for name, _ in enc.arrays] == ["a", "c", "d", "f"]
+
+
+def test_the_sections_views_are_the_arrays_the_loop_reads():
+    """_qsm.views (every section's view at once, in C) and model_file._array (the loop that
+    names a fault) give the same arrays: type, shape, bytes, read-only, in the file's
+    memory; and a spec the views cannot take leaves the naming to the loop."""
+    from quickscorer import _qsm
+    model = quickscorer.Model(random_ensemble(np.random.default_rng(11), "lightgbm",
+                                              p_categorical=0.2))
+    meta, arrays = model_file.unpack(model_file.to_bytes(model))
+    # and arrays of two and three dimensions, which no layout of this model holds
+    grid = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    meta["arrays"] += [["grid", "<f4", [2, 3, 4]], ["pairs", "<i8", [5, 2]],
+                       ["none", "<u2", [0, 3]]]
+    good = model_file.pack(meta, [*arrays, grid, np.arange(10).reshape(5, 2),
+                                  np.zeros((0, 3), np.uint16)])
+    data = np.frombuffer(good, np.uint8)
+    sections = _qsm.check(data, True)
+    meta = model_file._description(good, sections)
+    views = _qsm.views(data, sections, meta["arrays"], model_file._VIEW_DTYPES)
+    names = [spec[0] for spec in meta["arrays"]]
+    assert len(views) == len(sections) and views[0] is None
+    shapes = set()
+    for s in range(1, len(sections)):
+        want = model_file._array(good, s, sections[s], meta["arrays"][s - 1], names)
+        got = views[s]
+        assert got.dtype == want.dtype and got.shape == want.shape, names[s - 1]
+        assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+        assert not got.flags.writeable and got.flags.c_contiguous and got.flags.aligned
+        if got.size:
+            assert np.shares_memory(got, data)
+        shapes.add((got.ndim, got.size == 0))
+    assert {(1, True), (1, False), (2, True), (2, False), (3, False)} <= shapes
+    assert np.array_equal(views[-3], grid)
+    for bad in (["x", "<f2", [1]], ["x", "<i4", [True]], ["x", "<i4", [-1]], ["x", "<i4"],
+                ["x", "<i4", [2 ** 62]], ["x", "<i4", []], ("x", "<i4", [1])):
+        specs = list(meta["arrays"])
+        specs[0] = bad
+        assert _qsm.views(data, sections, specs, model_file._VIEW_DTYPES) is None
+    specs = list(meta["arrays"])
+    specs[0] = [specs[0][0], specs[0][1], [specs[0][2][0] + 1]]     # one value too many
+    assert _qsm.views(data, sections, specs, model_file._VIEW_DTYPES) is None

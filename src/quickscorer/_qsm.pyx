@@ -4,7 +4,20 @@
 with the GIL released."""
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 
+cimport numpy as cnp
+from cpython.ref cimport Py_INCREF
+
+import numpy as np
+
 from .errors import ModelFileError
+
+cnp.import_array()
+
+cdef extern from "numpy/arrayobject.h":
+    # steals a reference to descr
+    object PyArray_NewFromDescr(void* subtype, cnp.dtype descr, int nd, cnp.npy_intp* dims,
+                                cnp.npy_intp* strides, void* data, int flags, object obj)
+    void* PyArray_Type_ptr "(&PyArray_Type)"
 
 cdef extern from "quickscorer/qsm.h":
     uint32_t QSM_VERSION
@@ -65,4 +78,58 @@ def check(const uint8_t[::1] data, bint verify=True):
     for s in range(n):
         sec = qsm_section_at(base, size, s)
         out.append((sec.offset, sec.nbytes, sec.kind))
+    return out
+
+
+def views(cnp.ndarray data, list sections, list specs, dict dtypes):
+    """Each array section's read-only view of ``data`` (the file's bytes, ``check``'s
+    ``sections``), as its description's ``specs`` ((name, dtype, shape) lists) and
+    ``dtypes`` (each written dtype's name to its dtype, on a little-endian machine) give it,
+    the views' base ``data``; an empty section's a read-only zeros array. None where any
+    spec is not one of these or a section's size is not its shape's, for the caller's own
+    loop to name it: the one loop of an open that runs once per array, in C."""
+    cdef Py_ssize_t s, n = len(sections), d, nd
+    cdef cnp.npy_intp dims[8]
+    cdef int64_t count, nbytes, off
+    cdef object spec, shape, dim, entry
+    cdef cnp.dtype dtype
+    cdef cnp.ndarray a
+    cdef char* base = <char*>cnp.PyArray_DATA(data)
+    if len(specs) != n - 1 or not cnp.PyArray_IS_C_CONTIGUOUS(data) \
+            or data.dtype.itemsize != 1:
+        return None
+    out = [None]
+    for s in range(1, n):
+        spec = specs[s - 1]
+        if type(spec) is not list or len(spec) != 3 or type(spec[0]) is not str:
+            return None
+        shape = spec[2]
+        dtype = dtypes.get(spec[1]) if type(spec[1]) is str else None
+        if dtype is None or type(shape) is not list or not 1 <= len(shape) <= 8:
+            return None
+        nd = len(shape)
+        count = 1
+        for d in range(nd):
+            dim = shape[d]
+            if type(dim) is not int or dim < 0 or dim >= 2 ** 40:
+                return None
+            dims[d] = <cnp.npy_intp>dim
+            count *= dims[d]
+            if count >= 2 ** 40:
+                return None
+        entry = sections[s]
+        off = entry[0]
+        nbytes = entry[1]
+        if count * dtype.itemsize != nbytes:
+            return None
+        if count == 0:
+            a = np.zeros(shape, dtype)
+            a.setflags(write=False)
+        else:
+            Py_INCREF(dtype)            # the reference NewFromDescr takes
+            # flags 0: read-only (numpy sets the contiguity and alignment flags itself)
+            a = PyArray_NewFromDescr(PyArray_Type_ptr, dtype, <int>nd, dims, NULL,
+                                     <void*>(base + off), 0, None)
+            cnp.set_array_base(a, data)
+        out.append(a)
     return out
