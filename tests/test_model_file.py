@@ -211,6 +211,31 @@ def test_the_trees_check_names_the_first_node_at_fault():
         assert _build.check_packed(left, right, no, lo) == want
 
 
+@pytest.mark.parametrize("field,value,match", [
+    ("feature", -1, "'feature' names a feature outside"),
+    ("feature", 5, "'feature' names a feature outside"),
+    ("default_left", 2, "'default_left' holds a value that is not a bool"),
+    ("is_categorical", 7, "'is_categorical' holds a value that is not a bool"),
+    ("missing_type", 3, "'missing_type' holds an unknown missing type"),
+    ("threshold", np.nan, "NaN threshold"),
+    ("leaf_value", np.inf, "'leaf_value' holds a value that is not finite"),
+    ("leaf_value", np.nan, "'leaf_value' holds a value that is not finite")])
+def test_a_node_or_leaf_value_out_of_range_is_refused_by_name(field, value, match):
+    """One value of the trees' fields, written wrong into a file (the last node's or leaf's,
+    the first's for a feature): the open refuses it, naming the field."""
+    good = model_file.to_bytes(quickscorer.Model(
+        random_ensemble(np.random.default_rng(4), "lightgbm", max_leaves=30, n_features=5)))
+    meta, arrays = model_file.unpack(good)
+    names = [a[0] for a in meta["arrays"]]
+    bad = list(arrays)
+    i = names.index(f"ensemble.trees.{field}")
+    bad[i] = bad[i].copy()
+    bad[i].view(np.uint8 if bad[i].dtype == np.bool_ else bad[i].dtype)[
+        0 if field == "feature" else -1] = value
+    with pytest.raises(ModelFileError, match=re.escape(match)):
+        quickscorer.load(model_file.pack(meta, bad))
+
+
 def test_a_hostile_tree_or_layout_is_refused_before_any_kernel_reads_it():
     good = model_file.to_bytes(quickscorer.Model(
         random_ensemble(np.random.default_rng(4), "lightgbm", max_leaves=30)))
