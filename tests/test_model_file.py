@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -371,3 +372,22 @@ def test_the_sections_views_are_the_arrays_the_loop_reads():
     specs = list(meta["arrays"])
     specs[0] = [specs[0][0], specs[0][1], [specs[0][2][0] + 1]]     # one value too many
     assert _qsm.views(data, sections, specs, model_file._VIEW_DTYPES) is None
+
+
+def test_a_walk_record_of_other_trees_than_the_ensemble_s_is_refused():
+    """The walk's record names its own trees' offsets (the ensemble's section, as written):
+    a description that points them elsewhere, so that the table's check would bound a leaf
+    by a tree's nodes the ensemble does not have, is refused at the call that needs the
+    walk, never walked."""
+    tuning = quickscorer.current_tuning().replace(walk_complete=False, walk_min_ratio=0.0)
+    model = quickscorer.load(Path(__file__).parent / "legacy" / "lightgbm-2.1.2" /
+                             "categorical.txt", tuning=tuning)
+    meta, arrays = model_file.unpack(model_file.to_bytes(model, tuning))
+    key = next(k for k in meta["records"] if k.startswith("walk_arrays"))
+    offsets = arrays[meta["records"][key]["node_offset"]["$a"] - 1].copy()
+    offsets[1:-1] = offsets[:-2]          # tree 0 empty, the last tree with two trees' nodes
+    meta["records"][key]["node_offset"] = {"$a": len(arrays) + 1}
+    meta["arrays"].append(["hostile offsets", "<i8", [offsets.shape[0]]])
+    opened = quickscorer.load(model_file.pack(meta, [*arrays, offsets]), tuning=tuning)
+    with pytest.raises((ModelFileError, ValueError), match="node_offset"):
+        opened.predict(np.zeros((1, opened.n_features)), algorithm="walk")

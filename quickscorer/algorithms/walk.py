@@ -424,6 +424,10 @@ class Walk(Algorithm):
         # a copy: the record's own dict stays as it was
         arrays = dict(prepared.built(ens, "walk_arrays", (complete,),
                                      lambda: walk_arrays(ens, None, complete)))
+        # a model file's record: its trees must be the ensemble's, whose leaves the walk's
+        # leaf numbers index (the table's check bounds each leaf by its tree's nodes)
+        if not np.array_equal(arrays["node_offset"], ens.trees.node_offset):
+            raise ValueError("walk layout field 'node_offset' is not the trees' offsets")
         #: whether the chunks of rows walk complete trees (complete_arrays)
         self.complete = arrays["cdepth"].shape[0] > 0
         #: walk nodes per tree block of the calls of BLOCKED_MIN_ROWS rows a thread or more
