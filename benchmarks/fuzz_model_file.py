@@ -47,6 +47,9 @@ KINDS = ("byte", "truncate", "array", "description", "records")
 #: the deep model's tuning: its layout has the gathered walk's fields whatever their cost
 GATHERED = quickscorer.current_tuning().replace(rs_gathered=True)
 WALKED = quickscorer.current_tuning().replace(walk_complete=False, walk_min_ratio=0.0)
+#: and the complete model's: its one-row walk lays the trees out complete
+COMPLETE = quickscorer.current_tuning().replace(walk_complete=True, walk_min_ratio=0.0,
+                                                group_few_rows_ratio=0.0)
 NAMED = ("section", "field", "layout", "tree", "record", "trees", "ensemble", "truncated",
          "magic", "version", "header", "table", "checksum", "feature", "description")
 
@@ -76,16 +79,19 @@ def _tree(rng, n_leaves: int, n_features: int, family: str, numeric: bool = Fals
 
 
 def models(seed: int = 0) -> list[quickscorer.Model]:
-    """The four small models whose files are mutated: the last with covers and a walk for
-    one row that the C library reads from the file (its index's walk part)."""
+    """The five small models whose files are mutated: the last two with covers and a walk
+    for one row that the C library reads from the file (its index's walk part), the last
+    one's trees laid out complete."""
     rng = np.random.default_rng(seed)
     out = []
     for family, n_outputs, n_trees, deep, tuning in (("lightgbm", 1, 24, False, None),
                                                      ("xgboost", 2, 24, False, None),
                                                      ("lightgbm", 1, 12, True, GATHERED),
-                                                     ("lightgbm", 1, 16, False, WALKED)):
-        trees = [_tree(rng, 200 if deep else int(rng.integers(2, 33)), 6, family, deep,
-                       covers=tuning is WALKED) for _ in range(n_trees)]
+                                                     ("lightgbm", 1, 16, False, WALKED),
+                                                     ("xgboost", 1, 16, False, COMPLETE)):
+        trees = [_tree(rng, 200 if deep else int(rng.integers(2, 17 if tuning is COMPLETE
+                                                               else 33)), 6, family, deep,
+                       covers=tuning in (WALKED, COMPLETE)) for _ in range(n_trees)]
         out.append(quickscorer.Model(Ensemble(
             trees=trees, tree_group=np.arange(n_trees) % n_outputs, n_outputs=n_outputs,
             n_features=6, family=family, base_score=np.zeros(n_outputs)), tuning=tuning))

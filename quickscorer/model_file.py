@@ -206,7 +206,7 @@ def compile_records(model, tuning=None) -> tuple[Ensemble, dict, Any]:
 #: the C library's index (capi/quickscorer.c): its magic, version, words before the array
 #: slots and array slots
 C_INDEX_MAGIC = b"QSCINDEX"
-C_INDEX_VERSION = 4
+C_INDEX_VERSION = 5
 C_INDEX_HEAD = 17
 C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
                  "leaf_value_f32", "base_score", "lin_offset", "lin_const", "lin_feature",
@@ -217,9 +217,11 @@ C_INDEX_SLOTS = ("tree_group", "tree_weight", "tree_leaf_offset", "leaf_value",
 #: library scores calls of many rows with them)
 C_INDEX_RS_SLOTS = _rapidscorer.ARRAY_NAMES
 #: from version 4: the walk's layout as Python's walk reads it (walk.walk_arrays: its table in
-#: the kernels' form, the roots, the expanded row's columns and the special nodes' fields)
+#: the kernels' form, the roots, the expanded row's columns and the special nodes' fields;
+#: from version 5 its complete trees too: slots, offsets, depths and end slots' leaves)
 C_INDEX_WALK_SLOTS = ("walk_table", "roots", "fill_cols", "feature", "threshold", "flags",
-                      "cat_offset", "cat_nwords")
+                      "cat_offset", "cat_nwords", "cnodes", "cnode_offset", "cdepth",
+                      "cslot_offset", "cslot_leaf")
 #: the sums of the exit leaves the C library carries (``Ensemble.leaf_sum``; 0: the family's)
 C_INDEX_SUMS = {None: 0, "ranklib": 1}
 
@@ -274,12 +276,12 @@ def _c_index_rs(plan, enc: _Encoder) -> list[int]:
 
 def _c_index_walk(plan, enc: _Encoder) -> list[int]:
     """The index's walk part: the number of arrays, then their sections (the record's own),
-    where the compiled model's walk lays its trees out without complete trees (the C library
-    then walks that table in place, preorder and all, instead of building its own); zeros
-    otherwise."""
+    where the compiled model's walk is prepared: the C library then walks its table and,
+    where it has them, its complete trees in place (preorder, columns, slots and all)
+    instead of building its own; zeros otherwise."""
     n = len(C_INDEX_WALK_SLOTS)
     walk = None if plan is None else plan.prepared.get("walk")
-    if walk is None or walk.complete:
+    if walk is None:
         return [n] + [0] * n
     a = walk._arrays
     return [n] + [enc.section(np.asarray(a[k]), f"c index walk {k}") for k in C_INDEX_WALK_SLOTS]

@@ -334,6 +334,76 @@ def _walk_part(arrays) -> tuple[np.ndarray, int]:
     return index, w0 + 5 + len(model_file.C_INDEX_RS_SLOTS)
 
 
+def _complete_model(kind: str):
+    """A model whose one-row walk lays its trees out complete, with its tuning: XGBoost's
+    float32 slots with slot values (one output) or with exit leaves (three), or LightGBM's
+    float64 slots (a small model trained here: the node covers the choice reads)."""
+    tuning = quickscorer.current_tuning().replace(walk_complete=True, walk_min_ratio=0.0,
+                                                  group_few_rows_ratio=0.0)
+    if kind != "lightgbm":
+        name = "deep_hist.json" if kind == "xgboost" else "softmax.json"
+        return quickscorer.load(LEGACY / "xgboost-3.4.1" / name, tuning=tuning), tuning
+    import lightgbm
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(600, 6))
+    X[rng.random(X.shape) < 0.05] = np.nan
+    booster = lightgbm.train({"num_leaves": 8, "max_depth": 3, "min_data_in_leaf": 5,
+                              "verbose": -1}, lightgbm.Dataset(X, X[:, 0] - X[:, 1] ** 2),
+                             num_boost_round=19)
+    return quickscorer.load(booster, tuning=tuning), tuning
+
+
+@pytest.mark.parametrize("kind", ["xgboost", "xgboost-multiclass", "lightgbm"])
+def test_the_c_library_walks_the_file_s_complete_trees_in_place(tmp_path, kind):
+    """Where the file's walk lays the trees out complete, the index (version 5) names its
+    slots, offsets, depths and end slots, and the library walks them in place with Python's
+    scores and leaves bit for bit; an index of version 4 (no complete part) gets the
+    library's own complete trees, the same scores; a damaged slot, depth or end slot is
+    refused by name."""
+    model, tuning = _complete_model(kind)
+    path = model.save(tmp_path / "complete.qsm")
+    meta, arrays = model_file.unpack(path.read_bytes())
+    index, w0 = _walk_part(arrays)
+    assert int(index[w0]) == len(model_file.C_INDEX_WALK_SLOTS) and all(index[w0 + 1:])
+    slot = dict(zip(model_file.C_INDEX_WALK_SLOTS, (int(s) for s in index[w0 + 1:])))
+    cnodes, depth = arrays[slot["cnodes"] - 1], arrays[slot["cdepth"] - 1]
+    assert depth.shape[0] == model.ensemble.n_trees and cnodes.shape[0] > 0
+    words = 2 if kind == "lightgbm" else 1           # float64 slots, or float32 keys
+    assert cnodes.shape[0] == words * int(((1 << depth.astype(np.int64)) - 1).sum()
+                                          + (-len(depth) % 8) * ((1 << int(depth[-1])) - 1))
+    rng = np.random.default_rng(5)
+    X = special_rows(rng, 300, model.n_features)
+    with capi.CModel(path) as c:
+        _same(c, model, X)
+    older = [a.copy() for a in arrays]                 # version 4: the walk's first 8 arrays
+    older[-1] = index[:w0 + 9].copy()
+    older[-1][1], older[-1][w0] = 4, 8
+    with capi.CModel(model_file.pack(meta, older)) as c:
+        _same(c, model, X)
+
+    def hostile(name, change):
+        out = [a.copy() for a in arrays]
+        change(out[slot[name] - 1])
+        return model_file.pack(meta, out)
+
+    col = 2 if kind == "lightgbm" else 1               # a slot's column: int32 word 2 or 1
+    for name, change, message in (
+            ("cnodes", lambda a: a.view(np.int32).reshape(-1, 2 * words).__setitem__(
+                (0, col), 10 ** 6), "a complete tree's column or threshold"),
+            ("cnodes", lambda a: a.view(np.int32).reshape(-1, 2 * words).__setitem__(
+                (-1, col), -1), "a complete tree's column or threshold"),
+            ("cdepth", lambda a: a.__setitem__(0, a[0] + 1), "the complete trees. offsets"),
+            ("cslot_leaf", lambda a: a.__setitem__(0, 10 ** 6), "an end slot names a leaf"),
+            ("cslot_leaf", lambda a: a.__setitem__(-1, -1), "an end slot names a leaf")):
+        with pytest.raises(ModelFileError, match=rf"\(({name}|cdepth)\): {message}"):
+            capi.CModel(hostile(name, change))
+    if kind == "lightgbm":
+        nan = [a.copy() for a in arrays]
+        nan[slot["cnodes"] - 1].view(np.float64).reshape(-1, 2)[0, 0] = np.nan
+        with pytest.raises(ModelFileError, match="a complete tree's column or threshold"):
+            capi.CModel(model_file.pack(meta, nan))
+
+
 def test_the_c_library_walks_the_file_s_walk_table_in_place(tmp_path):
     """Where the file holds Python's walk layout without complete trees, the index names it
     and the library walks that table (preorder, Python's columns and special nodes: here a

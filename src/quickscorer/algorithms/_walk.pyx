@@ -40,6 +40,14 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
     int64_t walk_table_records(const walk_node* table, int64_t rows)
     bint walk_table_sound(const walk_node* table, int64_t rows, int64_t n_records,
                           const int64_t* offsets, int64_t n_trees, int64_t n_cols)
+    enum:
+        WALK_COMPLETE_SOUND, WALK_COMPLETE_NONE, WALK_COMPLETE_STRAY, WALK_COMPLETE_SHAPE,
+        WALK_COMPLETE_SLOT, WALK_COMPLETE_LEAF
+    int walk_complete_fault(const uint64_t* cnodes, int64_t n_words, const int64_t* off,
+                            int64_t n_off, const uint8_t* depth, int64_t n_depth,
+                            const int64_t* soff, int64_t n_soff, const int32_t* ends,
+                            int64_t n_ends, const int64_t* node_offset, int64_t n_trees,
+                            int64_t n_cols, int* cfloat)
     ctypedef struct walk_cnode:
         double thr
         int32_t col
@@ -266,7 +274,7 @@ cdef class WalkLayout(Layout):
         self._block_roots = block_roots
         self.view.block_roots = <const int32_t*>array_data(block_roots, np.int32, "walk",
                                                            "block_roots")
-        self._set_complete(a, n_trees, n_cols, np.diff(offsets) + 1)
+        self._set_complete(a, n_trees, n_cols, offsets)
         # _walk_chunks: a converted row, its expanded row and its exit leaves in a block
         self.lf_words = (int(np.diff(starts).max(initial=0)) + 8 + 1) // 2
         # and with float32 slots the keys of the expanded row in float32
@@ -341,9 +349,10 @@ cdef class WalkLayout(Layout):
         return True
 
     cdef int _set_complete(self, dict a, int64_t n_trees, int64_t n_cols,
-                           object n_leaves) except -1:
+                           object node_offset) except -1:
         """The complete trees (none where cnode_offset is a single 0), checked so that every
-        walk stays in its tree's slots and ends at one of its leaves."""
+        walk stays in its tree's slots and ends at one of its leaves (walk.h
+        walk_complete_fault: tree t has node_offset[t + 1] - node_offset[t] + 1 leaves)."""
         off, depth = a["cnode_offset"], a["cdepth"]
         soff, leaf = a["cslot_offset"], a["cslot_leaf"]
         raw = a["cnodes"]
@@ -356,43 +365,28 @@ cdef class WalkLayout(Layout):
         self.view.cslot_offset = <const int64_t*>array_data(soff, np.int64, "walk",
                                                             "cslot_offset")
         self.view.cslot_leaf = <const int32_t*>array_data(leaf, np.int32, "walk", "cslot_leaf")
-        if off.shape[0] == 1 and depth.shape[0] == 0:
-            if raw.shape[0] or soff.shape[0] != 1 or leaf.shape[0] or off[0] != 0:
-                raise ValueError("walk layout: complete-tree fields without trees")
+        cdef int cfloat = 0, fault
+        cdef const int64_t[::1] tree_offsets = node_offset
+        cdef int64_t n_words = raw.shape[0], n_off = off.shape[0], n_depth = depth.shape[0]
+        cdef int64_t n_soff = soff.shape[0], n_ends = leaf.shape[0]
+        with nogil:
+            fault = walk_complete_fault(
+                <const uint64_t*>self.view.cnodes, n_words, self.view.cnode_offset, n_off,
+                self.view.cdepth, n_depth, self.view.cslot_offset, n_soff,
+                self.view.cslot_leaf, n_ends, &tree_offsets[0], n_trees, n_cols, &cfloat)
+        if fault == WALK_COMPLETE_NONE:
             self.complete = self.view.complete = False
             return 0
-        d = depth.astype(np.int64)
-        bad = (depth.shape[0] != n_trees or off.shape[0] != n_trees + 1
-               or soff.shape[0] != n_trees + 1 or d.max(initial=0) > 30)
-        if not bad:
-            # the groups of eight trees of one depth that one row walks together (walk.h
-            # WALK_GROUPS), the last one filled up with trees past n_trees
-            n_fill = (8 - n_trees % 8) % 8
-            last = int(d[n_trees - 1]) if n_trees else 0     # the fill trees' depth
-            dg = np.append(d, np.full(n_fill, last))
-            slots = int(off[n_trees]) + n_fill * ((1 << last) - 1)
-            ends = int(soff[n_trees]) + n_fill * (1 << last)
-            bad = (off[0] != 0 or np.any(np.diff(off) != (1 << d) - 1)
-                   or soff[0] != 0 or np.any(np.diff(soff) != 1 << d)
-                   or np.any(dg.reshape(-1, 8) != dg[::8, None])
-                   or raw.shape[0] not in (slots, 2 * slots) or leaf.shape[0] != ends)
-        if bad:
+        if fault == WALK_COMPLETE_STRAY:
+            raise ValueError("walk layout: complete-tree fields without trees")
+        if fault == WALK_COMPLETE_SHAPE:
             raise ValueError("walk layout: the complete trees' offsets do not match their "
                              "depths, or a group of eight trees has two depths")
-        # one word a slot: float32 slots (walk.py CNODE32_DTYPE); two: float64
-        self.cfloat = self.view.cfloat = raw.shape[0] == slots and slots > 0
-        cn = raw.view(np.dtype([("key", "<u4"), ("col", "<i4")] if self.cfloat else
-                               [("thr", "<f8"), ("col", "<i4"), ("pad", "<i4")]))
-        # a key above +inf's or below -inf's is a NaN's (walk.h walk_key32)
-        nan = ((cn["key"] > walk_key32(INFINITY)) | (cn["key"] < walk_key32(-INFINITY))
-               if self.cfloat else np.isnan(cn["thr"]))
-        # the fill trees' end slots name leaf 0 of a one-leaf tree (they are never emitted)
-        tree_of_slot = np.repeat(np.arange(n_trees + n_fill), 1 << dg)
-        size = np.append(np.asarray(n_leaves), np.ones(n_fill, np.int64))
-        if (np.any((cn["col"] < 0) | (cn["col"] >= n_cols)) or np.any(nan)
-                or np.any((leaf < 0) | (leaf >= size[tree_of_slot]))):
+        if fault == WALK_COMPLETE_SLOT or fault == WALK_COMPLETE_LEAF:
             raise ValueError("walk layout: a complete tree's column, threshold or leaf is out "
                              "of place")
+        # one word a slot: float32 slots (walk.py CNODE32_DTYPE); two: float64
+        self.cfloat = self.view.cfloat = cfloat != 0
         self.complete = self.view.complete = True
         self.n_cslots = leaf.shape[0]
         return 0

@@ -237,6 +237,79 @@ static inline uint32_t walk_key32(float f)
     return c.u ^ ((0u - (c.u >> 31)) | 0x80000000u);
 }
 
+/* The faults walk_complete_fault finds, in the order it looks for them. */
+enum {
+    WALK_COMPLETE_SOUND = 0,     /* complete trees every walk stays inside */
+    WALK_COMPLETE_NONE = 1,      /* no complete trees: every field empty */
+    WALK_COMPLETE_STRAY = 2,     /* fields of complete trees that say there are none */
+    WALK_COMPLETE_SHAPE = 3,     /* offsets not their depths', two depths in a group of 8 */
+    WALK_COMPLETE_SLOT = 4,      /* a slot's column or threshold */
+    WALK_COMPLETE_LEAF = 5       /* an end slot's leaf */
+};
+
+/* Whether a layout's complete trees (walk.py complete_arrays, as a model file holds them)
+ * keep every walk inside its tree's slots and end it at one of its leaves: cnode_offset,
+ * cdepth and cslot_offset per tree (n_off, n_depth, n_soff values), the slots (n_words
+ * 64-bit words: two a walk_cnode, or one a walk_cnode32, which *cfloat then says), the end
+ * slots' leaves (n_ends). Tree t's slots are cnode_offset[t] .. + 2^d - 1 and its end slots
+ * cslot_offset[t] .. + 2^d for its depth d (at most 30); the trees of a group of eight
+ * share one depth, the last group filled up to eight with trees of its last tree's depth,
+ * whose slots follow the real trees' and whose end slots name leaf 0 of a one-leaf tree.
+ * Every slot reads a column of the expanded row's n_cols and holds no NaN threshold; every
+ * end slot names a leaf of its tree (tree t's node_offset[t + 1] - node_offset[t] + 1).
+ * Python's WalkLayout and the C library's read_walk check a file's trees by this. */
+static inline int walk_complete_fault(const uint64_t* cnodes, int64_t n_words,
+                                      const int64_t* off, int64_t n_off, const uint8_t* depth,
+                                      int64_t n_depth, const int64_t* soff, int64_t n_soff,
+                                      const int32_t* ends, int64_t n_ends,
+                                      const int64_t* node_offset, int64_t n_trees,
+                                      int64_t n_cols, int* cfloat)
+{
+    *cfloat = 0;
+    if (n_off == 1 && n_depth == 0)
+        return n_words == 0 && n_soff == 1 && n_ends == 0 && off[0] == 0 ? WALK_COMPLETE_NONE
+                                                                          : WALK_COMPLETE_STRAY;
+    if (n_trees < 1 || n_depth != n_trees || n_off != n_trees + 1 || n_soff != n_trees + 1 ||
+        off[0] != 0 || soff[0] != 0)
+        return WALK_COMPLETE_SHAPE;
+    int64_t bad = 0;
+    for (int64_t t = 0; t < n_trees; t++) {
+        int64_t d = depth[t] <= 30 ? depth[t] : 30;
+        bad |= (int64_t)(depth[t] > 30) | (int64_t)(depth[t] != depth[t & ~(int64_t)7]) |
+               (int64_t)(off[t + 1] - off[t] != ((int64_t)1 << d) - 1) |
+               (int64_t)(soff[t + 1] - soff[t] != (int64_t)1 << d);
+    }
+    if (bad)
+        return WALK_COMPLETE_SHAPE;
+    const int64_t fill = (8 - n_trees % 8) % 8, last = depth[n_trees - 1];
+    const int64_t slots = off[n_trees] + fill * (((int64_t)1 << last) - 1);
+    const int64_t n_end = soff[n_trees] + fill * ((int64_t)1 << last);
+    if ((n_words != slots && n_words != 2 * slots) || n_ends != n_end)
+        return WALK_COMPLETE_SHAPE;
+    *cfloat = n_words == slots && slots > 0;
+    if (*cfloat) {
+        const walk_cnode32* c = (const walk_cnode32*)cnodes;
+        const uint32_t most = walk_key32(INFINITY), least = walk_key32(-INFINITY);
+        for (int64_t i = 0; i < slots; i++)
+            bad |= (int64_t)((uint64_t)(uint32_t)c[i].col >= (uint64_t)n_cols) |
+                   (int64_t)(c[i].key > most) | (int64_t)(c[i].key < least);
+    } else {
+        const walk_cnode* c = (const walk_cnode*)cnodes;
+        for (int64_t i = 0; i < slots; i++)
+            bad |= (int64_t)((uint64_t)(uint32_t)c[i].col >= (uint64_t)n_cols) |
+                   (int64_t)(c[i].thr != c[i].thr);
+    }
+    if (bad)
+        return WALK_COMPLETE_SLOT;
+    for (int64_t t = 0, e = 0; t < n_trees + fill; t++) {
+        const int64_t leaves = t < n_trees ? node_offset[t + 1] - node_offset[t] + 1 : 1;
+        const int64_t stop = e + ((int64_t)1 << (t < n_trees ? depth[t] : last));
+        for (; e < stop; e++)
+            bad |= (int64_t)((uint64_t)(uint32_t)ends[e] >= (uint64_t)leaves);
+    }
+    return bad ? WALK_COMPLETE_LEAF : WALK_COMPLETE_SOUND;
+}
+
 /* The exit leaf of one complete tree of depth `depth` for n_rows expanded rows (row r's at
  * xr + r * xr_stride) into leaf[r * leaf_stride]: QS_CWALK_ROWS rows step together, each
  * step a load of the node, a load of the value, a compare and two additions, so the rows'

@@ -41,7 +41,7 @@
  * version 2 adds the RapidScorer part (R_*) of RS_ARRAY_COUNT_V2 arrays, version 3 that of
  * RS_ARRAY_COUNT (the gathered walk's fields after the others) */
 #define QSC_MAGIC "QSCINDEX"
-#define QSC_VERSION 4u
+#define QSC_VERSION 5u
 enum {
     W_MAGIC, W_VERSION, W_FAMILY, W_FEATURES, W_OUTPUTS, W_TREES, W_NODES, W_LEAVES, W_TERMS,
     W_CAT_WORDS, W_TRANSFORM, W_SIGMOID, W_DIVIDE_BY, W_UNSUPPORTED, W_LEAF_SUM, W_BAGS,
@@ -96,7 +96,12 @@ typedef struct {
     int32_t* special;       /* the node of each special column */
     int64_t n_special, first_special, n_cols;
     /* the trees laid out complete, in groups of eight of one depth (walk.h walk_groups):
-     * cnodes NULL where some tree is deeper than QS_COMPLETE_DEPTH */
+     * cnodes and cnodes32 NULL where there are none (some tree deeper than
+     * QS_COMPLETE_DEPTH, or a file whose walk has none). complete_in_file: the slots,
+     * offsets, depths and end slots are the file's (read_walk, version 5), which the
+     * kernels only read and release does not free; cvalue64 and cvalue32 are always this
+     * library's own. */
+    int complete_in_file;
     walk_cnode* cnodes;
     int32_t* slot_leaf;
     int64_t* cnode_offset;  /* [groups * 8] the group's first slot, at its first tree */
@@ -432,28 +437,78 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0, int n_arrays)
  * inside the table), the roots, the columns in increasing order, the special nodes' fields
  * in range. */
 enum { WK_TABLE, WK_ROOTS, WK_FILL, WK_FEATURE, WK_THRESHOLD, WK_FLAGS, WK_CAT_OFFSET,
-       WK_CAT_NWORDS, WK_COUNT };
+       WK_CAT_NWORDS, WK_V4_COUNT, WK_CNODES = WK_V4_COUNT, WK_CNODE_OFFSET, WK_CDEPTH,
+       WK_CSLOT_OFFSET, WK_CSLOT_LEAF, WK_COUNT };
 static const char* const WK_NAMES[WK_COUNT] = {"walk_table", "roots", "fill_cols", "feature",
                                                "threshold", "flags", "cat_offset",
-                                               "cat_nwords"};
-static const int WK_SIZES[WK_COUNT] = {8, 4, 4, 4, 8, 1, 8, 8};
+                                               "cat_nwords", "cnodes", "cnode_offset",
+                                               "cdepth", "cslot_offset", "cslot_leaf"};
+static const int WK_SIZES[WK_COUNT] = {8, 4, 4, 4, 8, 1, 8, 8, 8, 8, 1, 8, 4};
 
-static int read_walk(const reader* r, qs_model* m, uint64_t w0)
+static int complete_values(qs_model* m, int64_t n_ends);
+
+/* The index's complete trees (version 5): Python's walk layout laid out complete, read in
+ * place where it has them, checked as Python's WalkLayout checks them (walk.h
+ * walk_complete_fault); the end slots' values this library's own (complete_values). */
+static int read_complete(const reader* r, qs_model* m, const void* const* data,
+                         const int64_t* count, const uint64_t* sec)
+{
+    cwalk* w = &m->fast;
+    const qs_nodes* v = &m->walk.nodes;
+    int cfloat = 0;
+    int fault = walk_complete_fault(
+        (const uint64_t*)data[WK_CNODES], count[WK_CNODES],
+        (const int64_t*)data[WK_CNODE_OFFSET], count[WK_CNODE_OFFSET],
+        (const uint8_t*)data[WK_CDEPTH], count[WK_CDEPTH],
+        (const int64_t*)data[WK_CSLOT_OFFSET], count[WK_CSLOT_OFFSET],
+        (const int32_t*)data[WK_CSLOT_LEAF], count[WK_CSLOT_LEAF], v->node_offset,
+        m->forest.n_trees, w->n_cols, &cfloat);
+    if (fault == WALK_COMPLETE_NONE)
+        return QS_OK;
+    int k = fault == WALK_COMPLETE_SLOT   ? WK_CNODES
+            : fault == WALK_COMPLETE_LEAF ? WK_CSLOT_LEAF
+                                          : WK_CDEPTH;
+    const char* why = fault == WALK_COMPLETE_STRAY ? "complete-tree fields without trees"
+                      : fault == WALK_COMPLETE_SHAPE
+                          ? "the complete trees' offsets do not match their depths, or a group "
+                            "of eight trees has two depths"
+                      : fault == WALK_COMPLETE_SLOT ? "a complete tree's column or threshold is "
+                                                      "out of place"
+                                                    : "an end slot names a leaf its tree does "
+                                                      "not have";
+    if (fault != WALK_COMPLETE_SOUND)
+        return fail(QS_E_FORMAT, "section %llu (%s): %s", (unsigned long long)sec[k],
+                    WK_NAMES[k], why);
+    /* the file's arrays, which the kernels only read (complete_in_file: never freed) */
+    w->complete_in_file = 1;
+    if (cfloat)
+        w->cnodes32 = (walk_cnode32*)data[WK_CNODES];
+    else
+        w->cnodes = (walk_cnode*)data[WK_CNODES];
+    w->cnode_offset = (int64_t*)data[WK_CNODE_OFFSET];
+    w->cdepth = (uint8_t*)data[WK_CDEPTH];
+    w->cslot_offset = (int64_t*)data[WK_CSLOT_OFFSET];
+    w->slot_leaf = (int32_t*)data[WK_CSLOT_LEAF];
+    return complete_values(m, count[WK_CSLOT_LEAF]);
+}
+
+static int read_walk(const reader* r, qs_model* m, uint64_t w0, uint64_t version)
 {
     cwalk* w = &m->fast;
     const qs_forest* f = &m->forest;
     const qs_nodes* v = &m->walk.nodes;
     char head[96];
     snprintf(head, sizeof head, "section %u (C index)", r->index_section);
-    if (word(r, w0) != WK_COUNT)
+    const int n_wk = version >= 5 ? WK_COUNT : WK_V4_COUNT;
+    if (word(r, w0) != (uint64_t)n_wk)
         return fail(QS_E_FORMAT, "%s: %llu walk arrays, not the %d its version has", head,
-                    (unsigned long long)word(r, w0), WK_COUNT);
+                    (unsigned long long)word(r, w0), n_wk);
     if (word(r, w0 + 1) == 0)
         return QS_OK; /* no walk layout written: the library builds its own */
     const void* data[WK_COUNT];
     int64_t count[WK_COUNT];
     uint64_t sec[WK_COUNT];
-    for (int k = 0; k < WK_COUNT; k++) {
+    for (int k = 0; k < n_wk; k++) {
         sec[k] = word(r, w0 + 1 + (uint64_t)k);
         if (sec[k] == 0 || sec[k] >= r->n_sections || sec[k] == r->index_section)
             return fail(QS_E_FORMAT, "%s: the walk array %s names section %llu, which is not "
@@ -544,7 +599,7 @@ static int read_walk(const reader* r, qs_model* m, uint64_t w0)
     w->sp.cat_nwords = sn;
     w->sp.cat_words = v->cat_words;
     w->sp.node_offset = NULL;
-    return QS_OK;
+    return n_wk > WK_V4_COUNT ? read_complete(r, m, data, count, sec) : QS_OK;
 }
 
 static int read_index(const reader* r, qs_model* m)
@@ -562,7 +617,7 @@ static int read_index(const reader* r, qs_model* m)
     uint64_t n_slots = word(r, W_SLOTS);
     int n_rs = version >= 3 ? RS_ARRAY_COUNT : RS_ARRAY_COUNT_V2;
     uint64_t rs_words = version >= 2 ? R_HEAD + (uint64_t)n_rs : 0;
-    uint64_t walk_words = version >= 4 ? 1 + WK_COUNT : 0;
+    uint64_t walk_words = version >= 5 ? 1 + WK_COUNT : version == 4 ? 1 + WK_V4_COUNT : 0;
     if (n_slots != S_COUNT || r->index_words != W_HEAD + n_slots + rs_words + walk_words)
         return fail(QS_E_FORMAT, "%s: %llu arrays, not the %d this library reads", head,
                     (unsigned long long)n_slots, S_COUNT);
@@ -664,7 +719,7 @@ static int read_index(const reader* r, qs_model* m)
         return st;
     if (version >= 2 && (st = read_rs(r, m, W_HEAD + n_slots, n_rs)) != QS_OK)
         return st;
-    return version >= 4 ? read_walk(r, m, W_HEAD + n_slots + rs_words) : QS_OK;
+    return version >= 4 ? read_walk(r, m, W_HEAD + n_slots + rs_words, version) : QS_OK;
 }
 
 /* The missing-value rule of a numeric node (forest.h's qs_goes_left, case by case). */
@@ -683,12 +738,15 @@ static int node_rule(int family, uint8_t flags)
 /* The complete layout let go (walk8 scores without it). */
 static void drop_complete(cwalk* w)
 {
-    free(w->cnodes);
-    free(w->slot_leaf);
-    free(w->cnode_offset);
-    free(w->cslot_offset);
-    free(w->cdepth);
-    free(w->cnodes32);
+    if (!w->complete_in_file) {
+        free(w->cnodes);
+        free(w->slot_leaf);
+        free(w->cnode_offset);
+        free(w->cslot_offset);
+        free(w->cdepth);
+        free(w->cnodes32);
+    }
+    w->complete_in_file = 0;
     free(w->cvalue64);
     free(w->cvalue32);
     w->cnodes = NULL;
@@ -735,23 +793,36 @@ static int tree_depth(const qs_model* m, int64_t t, uint8_t* level)
 /* The float32 keys of the complete slots and the end slots' values, where the model allows
  * them (cwalk's cnodes32, cvalue64, cvalue32): the forms Python's walk takes for one and two
  * rows (walk.py float32_keys, WalkLayout.attach_values). */
+static int complete_values(qs_model* m, int64_t n_ends);
+
 static int complete_extras(qs_model* m, int64_t n_slots, int64_t n_ends)
 {
     const qs_forest* f = &m->forest;
     cwalk* w = &m->fast;
-    int xgb = f->family == QS_FAMILY_XGBOOST;
-    int exact = xgb;
+    int exact = f->family == QS_FAMILY_XGBOOST;
     for (int64_t i = 0; i < n_slots && exact; i++)
         exact = (double)(float)w->cnodes[i].thr == w->cnodes[i].thr;
     if (exact) {
         w->cnodes32 = (walk_cnode32*)malloc(sizeof(walk_cnode32) * (size_t)(n_slots ? n_slots : 1));
-        if (w->cnodes32 == NULL)
-            goto no_memory;
+        if (w->cnodes32 == NULL) {
+            free_walk(w);
+            return fail(QS_E_MEMORY, "no memory for the walk's complete trees");
+        }
         for (int64_t i = 0; i < n_slots; i++) {
             w->cnodes32[i].key = walk_key32((float)w->cnodes[i].thr);
             w->cnodes32[i].col = w->cnodes[i].col;
         }
     }
+    return complete_values(m, n_ends);
+}
+
+/* Each end slot's leaf value (cvalue64, or cvalue32 for XGBoost), where the walk adds them
+ * group by group: one output, plain leaves. */
+static int complete_values(qs_model* m, int64_t n_ends)
+{
+    const qs_forest* f = &m->forest;
+    cwalk* w = &m->fast;
+    int xgb = f->family == QS_FAMILY_XGBOOST;
     /* a DART weight's product rounded on its own equals the sum's only where the sums are
      * not fused (forest.h qs_leaf_f32) */
     if (f->n_outputs != 1 || f->has_linear || (f->tree_weight != NULL && QS_FUSED_SUMS))
@@ -1404,7 +1475,8 @@ static void* run_job(void* arg)
     row_scratch* a = &rs[0];
     row_scratch* b = &rs[1];
     int64_t i = j->begin;
-    if (w->cnodes != NULL && j->leaves == NULL && m->leaf_sum == SUM_FAMILY) {
+    int complete = w->cnodes != NULL || w->cnodes32 != NULL;
+    if (complete && j->leaves == NULL && m->leaf_sum == SUM_FAMILY) {
         for (; i + 1 < j->end; i += 2) {
             qs_load_row_ptr(f, j->rows + (size_t)i * j->row_bytes, j->is32, a->row);
             qs_load_row_ptr(f, j->rows + (size_t)(i + 1) * j->row_bytes, j->is32, b->row);
@@ -1429,7 +1501,7 @@ static void* run_job(void* arg)
             qs_scores_init(f, a->o64, a->o32);
         if (w->nodes != NULL) {
             expand_row(m, a->row, a->xr);
-            if (w->cnodes != NULL) {
+            if (complete) {
                 complete_one(m, a->row, a->xr, a->kr, a->lf, leaves, a->o64, a->o32);
             } else {
                 walk8(w->nodes, w->roots, T, a->xr, a->lf);
