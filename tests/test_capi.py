@@ -329,7 +329,7 @@ def test_compile_checks_the_file_through_python_and_the_c_library(tmp_path):
 
 
 def _walk_part(arrays) -> tuple[np.ndarray, int]:
-    """A file's C index and where its walk part (version 4) starts."""
+    """A file's C index and where its walk part (version 4 on) starts."""
     index, w0 = _rs_part(arrays)
     return index, w0 + 5 + len(model_file.C_INDEX_RS_SLOTS)
 
@@ -357,9 +357,9 @@ def _complete_model(kind: str):
 def test_the_c_library_walks_the_file_s_complete_trees_in_place(tmp_path, kind):
     """Where the file's walk lays the trees out complete, the index (version 5) names its
     slots, offsets, depths and end slots, and the library walks them in place with Python's
-    scores and leaves bit for bit; an index of version 4 (no complete part) gets the
-    library's own complete trees, the same scores; a damaged slot, depth or end slot is
-    refused by name."""
+    scores and leaves bit for bit; an index of version 4 (the walk's table alone, which the
+    library then walks without complete trees) gives the same scores; a damaged slot, depth
+    or end slot is refused by name."""
     model, tuning = _complete_model(kind)
     path = model.save(tmp_path / "complete.qsm")
     meta, arrays = model_file.unpack(path.read_bytes())

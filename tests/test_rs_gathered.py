@@ -181,7 +181,7 @@ def test_the_walk_travels_in_the_model_file_to_the_c_library(tmp_path):
     data = model_file.to_bytes(model)
     meta, arrays = model_file.unpack(data)
     index = arrays[-1]
-    assert int(index[1]) == model_file.C_INDEX_VERSION == 4
+    assert int(index[1]) == model_file.C_INDEX_VERSION == 5
     w0 = model_file.C_INDEX_HEAD + len(model_file.C_INDEX_SLOTS)
     section = dict(zip(model_file.C_INDEX_RS_SLOTS, index[w0 + 5:]))
     assert arrays[int(section["gw_nodes"]) - 1].shape[0] > 0
