@@ -334,6 +334,14 @@ def _walk_part(arrays) -> tuple[np.ndarray, int]:
     return index, w0 + 5 + len(model_file.C_INDEX_RS_SLOTS)
 
 
+def _changed(meta, arrays, section: int, change) -> bytes:
+    """The file of ``meta`` and ``arrays`` with ``change`` made to a copy of array section
+    ``section`` (1-based)."""
+    out = [a.copy() for a in arrays]
+    change(out[section - 1])
+    return model_file.pack(meta, out)
+
+
 def _complete_model(kind: str):
     """A model whose one-row walk lays its trees out complete, with its tuning: XGBoost's
     float32 slots with slot values (one output) or with exit leaves (three), or LightGBM's
@@ -382,9 +390,7 @@ def test_the_c_library_walks_the_file_s_complete_trees_in_place(tmp_path, kind):
         _same(c, model, X)
 
     def hostile(name, change):
-        out = [a.copy() for a in arrays]
-        change(out[slot[name] - 1])
-        return model_file.pack(meta, out)
+        return _changed(meta, arrays, slot[name], change)
 
     col = 2 if kind == "lightgbm" else 1               # a slot's column: int32 word 2 or 1
     for name, change, message in (
@@ -435,9 +441,7 @@ def test_the_c_library_walks_the_file_s_walk_table_in_place(tmp_path):
         _same(c, model, X)
 
     def hostile(name, change):
-        out = [a.copy() for a in arrays]
-        change(out[slot[name] - 1])
-        return model_file.pack(meta, out)
+        return _changed(meta, arrays, slot[name], change)
 
     def rows(a):            # a walk table's rows: thr (two words), col, left, right, pad
         return a.view(np.int32).reshape(-1, 6)
