@@ -351,7 +351,7 @@ def _complete_model(kind: str):
     if kind != "lightgbm":
         name = "deep_hist.json" if kind == "xgboost" else "softmax.json"
         return quickscorer.load(LEGACY / "xgboost-3.4.1" / name, tuning=tuning), tuning
-    import lightgbm
+    lightgbm = pytest.importorskip("lightgbm", reason="the test extra installs lightgbm")
     rng = np.random.default_rng(3)
     X = rng.normal(size=(600, 6))
     X[rng.random(X.shape) < 0.05] = np.nan
