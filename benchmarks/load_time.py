@@ -14,6 +14,14 @@ starts), and ``lightgbm.Booster(model_file=...)`` / ``xgboost.Booster(
 model_file=...)`` with their ``predict``. Milliseconds, minimum / median, and the ratios of our
 minimums to the library's.
 
+``--page-cache`` says what state of the file's pages in the page cache the rounds see:
+``written`` (as ``Model.save`` left them), ``reread`` (dropped once before the rounds, so that
+the first open reads them back through the library's own mapping, as after a restart or an
+eviction) or ``dropped`` (dropped before every round: each open reads the file in). The time
+to map cached pages depends on how they came in (docs/model-file.md, "The page cache"). Dropping
+is Linux's ``posix_fadvise(POSIX_FADV_DONTNEED)``, which leaves pages that a live mapping
+holds.
+
 Models: full 64-leaf LightGBM regression trees (``workloads.full``) and XGBoost depth-6 trees
 (``workloads.xgb_depth6``), 1,000 trees trained once; 100 trees are the first 100, 20,000 the
 1,000 repeated 20 times (valid models both libraries load; timing does not depend on the
@@ -22,11 +30,14 @@ values).
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -51,17 +62,32 @@ def open_once_command(out: Path) -> list[str]:
     return [str(exe)]
 
 
+def drop_cached(path: Path) -> None:
+    """Drop the page cache's clean pages of ``path`` (those no live mapping holds)."""
+    gc.collect()                          # the models of earlier rounds, and their mappings
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trees", default="100,1000,20000")
     p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--libraries", default="lightgbm,xgboost")
+    p.add_argument("--page-cache", choices=("written", "reread", "dropped"), default="written",
+                   help="the state of the .qsm's pages the rounds see (above)")
     args = p.parse_args(argv)
+    if args.page_cache != "written" and not hasattr(os, "posix_fadvise"):
+        raise SystemExit("benchmarks.load_time: --page-cache needs posix_fadvise (Linux)")
     import quickscorer
     from benchmarks import workloads as W
     from quickscorer.bench import machine
 
     print(machine())
+    print(f"page cache: {args.page_cache}")
     print("| model | library | `load` | `prepare=auto` | `.qsm` | `.qsm` by `qs_open` | "
           "`.qsm` by `qs_open`, a process of its own | library's load | "
           "ours / library (`load`, `.qsm`) |")
@@ -91,6 +117,9 @@ def main(argv=None) -> int:
             path = base if n == 1000 else variant(n, base.parent / f"load_{lib}_{n}{ext}")
             qsm = quickscorer.load(path).save(base.parent / f"load_{lib}_{n}.qsm")
             row = np.zeros((1, quickscorer.load(qsm).n_features))
+            if args.page_cache == "reread":
+                drop_cached(qsm)
+                quickscorer.load(qsm)                   # reads the pages in
             runs = {"load": lambda: quickscorer.load(path).predict(row),
                     "auto": lambda: quickscorer.load(path, prepare=("auto",)).predict(row),
                     "qsm": lambda: quickscorer.load(qsm).predict(row),
@@ -100,14 +129,19 @@ def main(argv=None) -> int:
                         check=True).stdout)),
                     "native": lambda: native(path, row)}
             reps = max(2, args.repeat if n <= 1000 else args.repeat // 2)
-            def once(fn):
-                def run() -> Measured | None:   # one load a round: the sample is its time
+            def once(fn, reads_qsm):
+                def run() -> Measured:          # one load a round: the sample is its time
+                    if reads_qsm and args.page_cache == "dropped":
+                        drop_cached(qsm)        # (not timed)
+                    t0 = time.perf_counter()
                     got = fn()
-                    return got if isinstance(got, Measured) else None
+                    elapsed = time.perf_counter() - t0
+                    return got if isinstance(got, Measured) else Measured(elapsed)
                 return run
 
             times = {k: t.samples for k, t in zip(runs, interleaved(
-                [once(fn) for fn in runs.values()], reps, warmup=False))}
+                [once(fn, k in ("qsm", "c", "fresh")) for k, fn in runs.items()], reps,
+                warmup=False))}
             cell = {k: f"{1e3 * min(v):.2f} / {1e3 * statistics.median(v):.2f}"
                     for k, v in times.items()}
             best = {k: min(v) for k, v in times.items()}

@@ -287,6 +287,66 @@ def test_a_file_replaced_by_rename_while_mapped_keeps_scoring(tmp_path):
     assert np.array_equal(quickscorer.load(path).predict(X), second.predict(X))
 
 
+def _advised(path) -> list[bool]:
+    """For each mapping of ``path`` in this process, whether the kernel holds the advice of
+    large folios for it (``hg`` among its VmFlags in /proc/self/smaps)."""
+    out, mine = [], False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = re.match(r"[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$", line)
+        if head:
+            mine = head.group(1) == str(path)
+        elif mine and line.startswith("VmFlags:"):
+            out.append("hg" in line.split()[1:])
+    return out
+
+
+def test_an_opened_file_is_mapped_with_the_advice_of_large_folios(tmp_path):
+    """Python's open and the C library's ask that the pages their mapping reads in come as
+    large folios (docs/model-file.md, "The page cache"), as /proc/self/smaps shows."""
+    import mmap
+    if not Path("/proc/self/smaps").exists() or not hasattr(mmap, "MADV_HUGEPAGE"):
+        pytest.skip("the advice and its record are Linux's")
+    path = quickscorer.Model(random_ensemble(np.random.default_rng(3), "lightgbm")).save(
+        tmp_path / "m.qsm")
+    with open(path, "rb") as fh:
+        probe = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        probe.madvise(mmap.MADV_HUGEPAGE)
+    except OSError:
+        pytest.skip("this kernel refuses the advice (no transparent huge pages)")
+    recorded = _advised(path) == [True]
+    probe.close()
+    if not recorded:
+        pytest.skip("this kernel takes the advice but does not record it in smaps")
+    assert _advised(path) == []
+    opened = quickscorer.load(path)
+    assert _advised(path) == [True]
+    del opened
+    import gc
+    gc.collect()
+    assert _advised(path) == []
+    with capi.CModel(path) as c:
+        assert c.n_features == 5 and _advised(path) == [True]
+    assert _advised(path) == []
+
+
+def test_an_advice_refused_or_unknown_leaves_the_open_as_it_was(tmp_path, monkeypatch):
+    import mmap
+    rng = np.random.default_rng(4)
+    model = quickscorer.Model(random_ensemble(rng, "lightgbm"))
+    path = model.save(tmp_path / "m.qsm")
+    X = rng.standard_normal((50, 5))
+    with open(path, "rb") as fh:
+        probe = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    with pytest.raises(OSError):               # what an advice the kernel refuses raises
+        probe.madvise(-1)
+    probe.close()
+    monkeypatch.setattr(mmap, "MADV_HUGEPAGE", -1, raising=False)
+    assert np.array_equal(quickscorer.load(path).predict(X), model.predict(X))
+    monkeypatch.delattr(mmap, "MADV_HUGEPAGE")              # a platform without it
+    assert np.array_equal(quickscorer.load(path).predict(X), model.predict(X))
+
+
 def test_mutated_files_never_crash_and_every_refusal_names_its_place():
     """benchmarks/fuzz_model_file.py in a child process (this process's working folder and
     path, so that it imports the quickscorer under test): a crash fails this test."""
