@@ -186,6 +186,14 @@ def test_the_walk_table_check_is_its_rule_at_every_edge():
     n_walk = good.shape[0] - n_records
     offsets = a["node_offset"]
     assert _table_fault(good, n_records, offsets, n_cols) is None
+    paths = []
+    for isa in (0, 1):
+        try:
+            _walk.table_sound(good.view(np.uint64), n_records, offsets, n_cols, isa)
+            paths.append(isa)
+        except ValueError:                      # (AVX2 where the CPU has it)
+            pass
+    assert 0 in paths
     rng = np.random.default_rng(12)
     refused = 0
     for _ in range(600):
@@ -206,6 +214,9 @@ def test_the_walk_table_check_is_its_rule_at_every_edge():
             t["kid"][n_records + i, side] = max(-2 ** 31, min(2 ** 31 - 1, value)) \
                 if rng.random() < 0.9 else old
         want = _table_fault(t, n_records, offsets, n_cols)
+        for isa in paths:                      # each path of the check on its own
+            assert _walk.table_sound(t.view(np.uint64), n_records, offsets, n_cols, isa) == (
+                want is None), (isa, i, want)
         try:
             _walk.WalkLayout(dict(a, walk_table=t.view(np.uint64)), model.n_features)
             got = None

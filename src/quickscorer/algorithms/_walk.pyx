@@ -40,6 +40,10 @@ cdef extern from "quickscorer/algorithms/walk.h" nogil:
     int64_t walk_table_records(const walk_node* table, int64_t rows)
     bint walk_table_sound(const walk_node* table, int64_t rows, int64_t n_records,
                           const int64_t* offsets, int64_t n_trees, int64_t n_cols)
+    bint walk_table_sound_isa(const walk_node* table, int64_t rows, int64_t n_records,
+                              const int64_t* offsets, int64_t n_trees, int64_t n_cols,
+                              int isa)
+    int cpu_isa_available(int isa)
     enum:
         WALK_COMPLETE_SOUND, WALK_COMPLETE_NONE, WALK_COMPLETE_STRAY, WALK_COMPLETE_SHAPE,
         WALK_COMPLETE_SLOT, WALK_COMPLETE_LEAF
@@ -452,6 +456,22 @@ cdef bint _nodes_in_place(const uint64_t[::1] table, Py_ssize_t n_records,
         ok = walk_table_sound(<const walk_node*>&table[0], table.shape[0] // 3, n_records,
                               &offsets[0], offsets.shape[0] - 1, n_cols)
     return ok
+
+
+def table_sound(const uint64_t[::1] table, Py_ssize_t n_records, const int64_t[::1] offsets,
+                int64_t n_cols, int isa):
+    """walk.h's check of a walk table's nodes (``WalkLayout``'s) on path ``isa`` (0 the
+    portable C, 1 AVX2), for the tests that hold each path to its rule; ValueError where
+    this CPU lacks the path."""
+    if not 0 <= isa <= 1 or not cpu_isa_available(isa):
+        raise ValueError(f"table_sound: path {isa} is not available on this CPU")
+    if table.shape[0] < 3 or offsets.shape[0] < 1:
+        raise ValueError("table_sound: no table")
+    cdef bint ok
+    with nogil:
+        ok = walk_table_sound_isa(<const walk_node*>&table[0], table.shape[0] // 3, n_records,
+                                  &offsets[0], offsets.shape[0] - 1, n_cols, isa)
+    return bool(ok)
 
 
 def walk_tables(walk_nodes, roots):

@@ -26,6 +26,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "quickscorer/cpu.h"
+
 typedef struct {
     double thr;
     int32_t col;
@@ -69,11 +71,83 @@ static inline int64_t walk_table_records(const walk_node* table, int64_t rows)
  * 32-bit unsigned offsets: a node's child o in [first, top), a leaf's -24 - o in [0,
  * leaf_most]; "a whole row" is the test that o + 2147483640 (a multiple of 24 that makes
  * every offset of the table non-negative) times the inverse of 3 modulo 2^32, rotated right
- * by 3, is at most (2^32 - 1) / 24. That is for speed: 0.19 ms on a 1,000 x 64-leaf table
- * on Zen 4, where 64-bit magnitudes and a division by 24 took 0.34 (python -m
- * benchmarks.load_time times the open it is part of). */
-static inline int walk_table_sound(const walk_node* table, int64_t rows, int64_t n_records,
-                                   const int64_t* offsets, int64_t n_trees, int64_t n_cols)
+ * by 3, is at most (2^32 - 1) / 24. On CPU_ISA_AVX2 (isa) a tree of eight nodes or more is
+ * checked eight nodes a step, its last step over its last eight nodes. That is for speed
+ * (python -m benchmarks.load_time times the open it is part of); tests/test_walk.py holds
+ * every path to the rule. */
+#define WALK_ROW_WHOLE(o) ((uint32_t)((((uint32_t)(o) + 2147483640u) * 0xAAAAAAABu) >> 3 |   \
+                                      (((uint32_t)(o) + 2147483640u) * 0xAAAAAAABu) << 29) <= \
+                           0x0AAAAAAAu)
+
+/* whether node i (`first` the next row's offset) breaks a rule */
+static inline uint32_t walk_node_bad(const walk_node* nd, uint32_t first, uint32_t top,
+                                     uint32_t cols, uint32_t leaf_most)
+{
+    const uint32_t B = (uint32_t)sizeof(walk_node), k0 = (uint32_t)nd->kid[0],
+                   k1 = (uint32_t)nd->kid[1];
+    return (uint32_t)((uint32_t)nd->col >= cols) | (uint32_t)!WALK_ROW_WHOLE(k0) |
+           (uint32_t)!WALK_ROW_WHOLE(k1) |
+           ((uint32_t)(k0 - first >= top - first) & (uint32_t)(0u - B - k0 > leaf_most)) |
+           ((uint32_t)(k1 - first >= top - first) & (uint32_t)(0u - B - k1 > leaf_most));
+}
+
+#if CPU_HAVE_X86
+/* x > y for unsigned 32-bit lanes */
+#define WALK_GTU(x, y) _mm256_cmpgt_epi32(_mm256_xor_si256((x), sgn), _mm256_xor_si256((y), sgn))
+
+/* whether any node of nodes[i0 .. end) breaks a rule, end - i0 >= 8, eight a step */
+CPU_TARGET("avx2")
+static uint32_t walk_nodes_bad_avx2(const walk_node* nodes, int64_t i0, int64_t end,
+                                    uint32_t top, uint32_t cols, uint32_t leaf_most)
+{
+    const int B = (int)sizeof(walk_node);
+    const __m256i sgn = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i step = _mm256_setr_epi32(0, B, 2 * B, 3 * B, 4 * B, 5 * B, 6 * B, 7 * B);
+    const __m256i topv = _mm256_set1_epi32((int)top), colsm = _mm256_set1_epi32((int)cols - 1);
+    const __m256i most = _mm256_set1_epi32((int)leaf_most), negb = _mm256_set1_epi32(-B);
+    const __m256i lift = _mm256_set1_epi32(2147483640), inv3 = _mm256_set1_epi32(
+        (int)0xAAAAAAABu), whole = _mm256_set1_epi32(0x0AAAAAAA);
+    __m256i bad = _mm256_setzero_si256();
+    for (int64_t i = i0;; i += 8) {
+        if (i > end - 8)
+            i = end - 8;                  /* the last step: the tree's last eight nodes */
+        /* (col, kid[0], kid[1], pad) of rows i .. i + 7, 16 bytes at 8 of each */
+        const char* p = (const char*)(nodes + i) + 8;
+#define WALK_ROWS2(r)                                                                         \
+    _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128(                          \
+                                (const __m128i*)(p + (r) * B))),                              \
+                            _mm_loadu_si128((const __m128i*)(p + ((r) + 4) * B)), 1)
+        __m256i a = WALK_ROWS2(0), b = WALK_ROWS2(1), c = WALK_ROWS2(2), d = WALK_ROWS2(3);
+#undef WALK_ROWS2
+        __m256i ab0 = _mm256_unpacklo_epi32(a, b), ab1 = _mm256_unpackhi_epi32(a, b);
+        __m256i cd0 = _mm256_unpacklo_epi32(c, d), cd1 = _mm256_unpackhi_epi32(c, d);
+        __m256i col = _mm256_unpacklo_epi64(ab0, cd0), k0 = _mm256_unpackhi_epi64(ab0, cd0);
+        __m256i k1 = _mm256_unpacklo_epi64(ab1, cd1);  /* lanes: rows i .. i + 7 in order */
+        __m256i first = _mm256_add_epi32(_mm256_set1_epi32((int)((i + 1) * B)), step);
+        __m256i room = _mm256_sub_epi32(topv, first);
+        bad = _mm256_or_si256(bad, WALK_GTU(col, colsm));
+        __m256i ks[2] = {k0, k1};
+        for (int s = 0; s < 2; s++) {
+            __m256i k = ks[s];
+            __m256i r = _mm256_mullo_epi32(_mm256_add_epi32(k, lift), inv3);
+            r = _mm256_or_si256(_mm256_srli_epi32(r, 3), _mm256_slli_epi32(r, 29));
+            bad = _mm256_or_si256(bad, WALK_GTU(r, whole));
+            /* outside [first, top) and not a leaf record within reach */
+            __m256i below = WALK_GTU(room, _mm256_sub_epi32(k, first));
+            __m256i leaf = WALK_GTU(_mm256_sub_epi32(negb, k), most);
+            bad = _mm256_or_si256(bad, _mm256_andnot_si256(below, leaf));
+        }
+        if (i == end - 8)
+            break;
+    }
+    return (uint32_t)!_mm256_testz_si256(bad, bad);
+}
+#undef WALK_GTU
+#endif
+
+static inline int walk_table_sound_isa(const walk_node* table, int64_t rows, int64_t n_records,
+                                       const int64_t* offsets, int64_t n_trees, int64_t n_cols,
+                                       int isa)
 {
     const walk_node* nodes = table + n_records;
     const int64_t B = (int64_t)sizeof(walk_node), n_walk = rows - n_records;
@@ -83,6 +157,7 @@ static inline int walk_table_sound(const walk_node* table, int64_t rows, int64_t
         n_cols >= ((int64_t)1 << 31))
         return 0;
     const uint32_t top = (uint32_t)((n_walk - 1) * B), cols = (uint32_t)n_cols;
+    (void)isa;
     while (i < n_walk - 1) {
         while (t < n_trees && offsets[t + 1] <= i)
             t++;
@@ -94,22 +169,26 @@ static inline int walk_table_sound(const walk_node* table, int64_t rows, int64_t
         /* leaf l's offset is -B (1 + l), l at most size and below n_records */
         const uint32_t leaf_most =
             (uint32_t)(((size + 1 < n_records ? size + 1 : n_records) - 1) * B);
-        uint32_t first = (uint32_t)((i + 1) * B); /* the next row's offset */
-        for (; i < end; i++, first += (uint32_t)B) {
-            const uint32_t k0 = (uint32_t)nodes[i].kid[0], k1 = (uint32_t)nodes[i].kid[1];
-            uint32_t r0 = (k0 + 2147483640u) * 0xAAAAAAABu, r1 = (k1 + 2147483640u) * 0xAAAAAAABu;
-            r0 = (r0 >> 3) | (r0 << 29);
-            r1 = (r1 >> 3) | (r1 << 29);
-            bad |= (uint32_t)((uint32_t)nodes[i].col >= cols) | (uint32_t)(r0 > 0x0AAAAAAAu) |
-                   (uint32_t)(r1 > 0x0AAAAAAAu) |
-                   ((uint32_t)(k0 - first >= top - first) &
-                    (uint32_t)(0u - (uint32_t)B - k0 > leaf_most)) |
-                   ((uint32_t)(k1 - first >= top - first) &
-                    (uint32_t)(0u - (uint32_t)B - k1 > leaf_most));
+#if CPU_HAVE_X86
+        if (isa == CPU_ISA_AVX2 && end - i >= 8) {
+            bad |= walk_nodes_bad_avx2(nodes, i, end, top, cols, leaf_most);
+            i = end;
+            continue;
         }
+#endif
+        for (uint32_t first = (uint32_t)((i + 1) * B); i < end; i++, first += (uint32_t)B)
+            bad |= walk_node_bad(nodes + i, first, top, cols, leaf_most);
     }
     return !bad && nodes[n_walk - 1].kid[0] == (n_walk - 1) * B &&
            nodes[n_walk - 1].kid[1] == (n_walk - 1) * B;
+}
+
+/* walk_table_sound_isa on the widest path of this CPU that it has */
+static inline int walk_table_sound(const walk_node* table, int64_t rows, int64_t n_records,
+                                   const int64_t* offsets, int64_t n_trees, int64_t n_cols)
+{
+    int isa = cpu_isa_available(CPU_ISA_AVX2) ? CPU_ISA_AVX2 : CPU_ISA_SCALAR;
+    return walk_table_sound_isa(table, rows, n_records, offsets, n_trees, n_cols, isa);
 }
 
 /* the record at byte offset q from the table's first node */
