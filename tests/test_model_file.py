@@ -194,7 +194,14 @@ def test_the_trees_check_names_the_first_node_at_fault():
     ens = random_ensemble(rng, "lightgbm", n_trees=30, max_leaves=40)
     a = ens.trees.arrays
     no, lo = a["node_offset"], a["leaf_offset"]
-    assert _build.check_packed(a["left"], a["right"], no, lo) is None
+    paths = []
+    for isa in (0, 1):                        # the portable rules, and AVX2's where it runs
+        try:
+            assert _build.check_packed(a["left"], a["right"], no, lo, isa=isa) is None
+            paths.append(isa)
+        except ValueError:
+            pass
+    assert 0 in paths and _build.check_packed(a["left"], a["right"], no, lo) is None
     for _ in range(400):
         left, right = a["left"].copy(), a["right"].copy()
         for _ in range(int(rng.integers(1, 3))):
@@ -210,6 +217,8 @@ def test_the_trees_check_names_the_first_node_at_fault():
                 want = (t, n)
                 break
         assert _build.check_packed(left, right, no, lo) == want
+        for isa in paths:
+            assert _build.check_packed(left, right, no, lo, isa=isa) == want, isa
 
 
 @pytest.mark.parametrize("field,value,match", [

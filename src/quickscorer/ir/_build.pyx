@@ -326,46 +326,15 @@ cdef object owning_array(pb_buf* b, int typenum):
     return arr
 
 
-cdef bint _tree_sound(const int32_t* left, const int32_t* right, int64_t m,
-                      uint64_t* span) noexcept nogil:
-    """Whether one tree's m internal nodes and m + 1 leaves make one canonical tree, by the
-    rules of the loop of check_packed that names the node at fault, here by arithmetic with
-    no branch on the data. Forward, node by node, left child before right: the internal
-    children are 1, 2, ..., m - 1 in turn, each node numbered below the count of children
-    seen before it (breadth-first order: every node but the root a child once, after its
-    parent). Backward, children first: each subtree's leaves one run just before its right
-    sibling's, the root's 0 .. m (every leaf a child once, numbered left to right). span: m
-    words, a node's first leaf in the high half and its last in the low."""
-    cdef int64_t n, c, neg, nxt = 1, bad = 0
-    cdef uint64_t l, pl, pr
-    for n in range(m):
-        bad |= <int64_t>(nxt <= n)
-        c = left[n]
-        neg = c >> 63
-        bad |= ~neg & <int64_t>(c != nxt)
-        nxt += 1 + neg
-        c = right[n]
-        neg = c >> 63
-        bad |= ~neg & <int64_t>(c != nxt)
-        nxt += 1 + neg
-    if bad or nxt != m:
-        return False
-    for n in range(m - 1, -1, -1):
-        c = left[n]
-        neg = c >> 63
-        l = <uint32_t>~c
-        pl = (span[c & ~neg] & ~<uint64_t>neg) | (((l << 32) | l) & <uint64_t>neg)
-        c = right[n]
-        neg = c >> 63
-        l = <uint32_t>~c
-        pr = (span[c & ~neg] & ~<uint64_t>neg) | (((l << 32) | l) & <uint64_t>neg)
-        bad |= <int64_t>((pl & 0xffffffffu) + 1 != (pr >> 32))
-        span[n] = (pl & 0xffffffff00000000u) | (pr & 0xffffffffu)
-    return bad == 0 and span[0] == <uint64_t>m
+cdef extern from "quickscorer/ir/trees.h" nogil:
+    int tree_sound_isa(const int32_t* left, const int32_t* right, int64_t m,
+                       uint32_t* scratch, int isa)
+    int cpu_isa_available(int isa)
 
 
 def check_packed(const int32_t[::1] left, const int32_t[::1] right,
-                 const int64_t[::1] node_offset, const int64_t[::1] leaf_offset):
+                 const int64_t[::1] node_offset, const int64_t[::1] leaf_offset,
+                 int isa=-1):
     """Whether the child arrays of a packed ensemble make each tree one canonical tree (the
     form ``build_tree`` gives, which a model file must hold: the internal nodes numbered
     breadth-first, left child before right, so every child after its parent and every node
@@ -374,7 +343,13 @@ def check_packed(const int32_t[::1] left, const int32_t[::1] right,
 
     Returns ``(tree, node)`` of the first node at fault, ``(tree, -1)`` for a tree whose leaf
     count is not its node count plus one, or None. The offsets must already be sound
-    (non-decreasing from 0 to the arrays' lengths)."""
+    (non-decreasing from 0 to the arrays' lengths). ``isa``: the path of trees.h's forward
+    rules (0 the portable C, 1 AVX2; -1 the widest this CPU has), for the tests that hold
+    each path to the rules; ValueError where this CPU lacks it."""
+    if isa == -1:
+        isa = 1 if cpu_isa_available(1) else 0
+    elif not 0 <= isa <= 1 or not cpu_isa_available(isa):
+        raise ValueError(f"check_packed: path {isa} is not available on this CPU")
     cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
     if (right.shape[0] != n_nodes or n_trees < 0 or leaf_offset.shape[0] != n_trees + 1
             or node_offset[n_trees] != n_nodes):
@@ -382,10 +357,10 @@ def check_packed(const int32_t[::1] left, const int32_t[::1] right,
     cdef Py_ssize_t most = 1, t
     for t in range(n_trees):
         most = max(most, leaf_offset[t + 1] - leaf_offset[t])
-    span_arr = np.zeros(most, np.uint64)
+    scratch_arr = np.zeros(4 * most + 2, np.uint32)
     lo_arr = np.zeros(most, np.int64)
     hi_arr = np.zeros(most, np.int64)
-    cdef uint64_t[::1] span = span_arr
+    cdef uint32_t[::1] scratch = scratch_arr
     cdef int64_t[::1] lo = lo_arr
     cdef int64_t[::1] hi = hi_arr
     cdef Py_ssize_t base, m, n_leaf, n, side
@@ -398,7 +373,7 @@ def check_packed(const int32_t[::1] left, const int32_t[::1] right,
             if n_leaf != m + 1:
                 bad_tree = t
                 break
-            if m == 0 or _tree_sound(&left[base], &right[base], m, &span[0]):
+            if m == 0 or tree_sound_isa(&left[base], &right[base], m, &scratch[0], isa):
                 continue
             # the tree is not sound: the loops below name its first node at fault by the
             # forward rules, else the last by the leaf runs', else its root
