@@ -221,6 +221,51 @@ def test_the_trees_check_names_the_first_node_at_fault():
             assert _build.check_packed(left, right, no, lo, isa=isa) == want, isa
 
 
+def test_the_trees_value_check_finds_each_rule_broken_at_every_place_on_every_path():
+    """_build.check_values (the trees' value rules of a file, in one pass a field) on fields
+    with one value made wrong, at the first, last or any place, on the portable path and on
+    AVX2's where it runs: the first rule broken in check_packed's order, else 0."""
+    from quickscorer.ir import _build
+    rng = np.random.default_rng(10)
+    n, n_leaves, F = 203, 211, 7
+    good = {"feature": rng.integers(F, size=n).astype(np.int32),
+            "default_left": (rng.random(n) < 0.5).view(np.uint8),
+            "is_categorical": np.zeros(n, np.uint8),
+            "missing_type": rng.integers(3, size=n).astype(np.uint8),
+            "threshold": rng.normal(size=n), "leaf_value": rng.normal(size=n_leaves)}
+    bad = [("feature", -1, 1), ("feature", F, 1), ("feature", -2 ** 31, 1),
+           ("default_left", 2, 2), ("is_categorical", 255, 3), ("missing_type", 3, 4),
+           ("threshold", np.nan, 5), ("threshold", -np.nan, 5), ("leaf_value", np.inf, 6),
+           ("leaf_value", -np.inf, 6), ("leaf_value", np.nan, 6)]
+
+    def check(f, isa):
+        return _build.check_values(f["feature"], f["default_left"], f["is_categorical"],
+                                   f["missing_type"], f["threshold"].view(np.uint64),
+                                   f["leaf_value"].view(np.uint64), F, 2, isa=isa)
+    paths = [0]
+    try:
+        check(good, 1)
+        paths.append(1)
+    except ValueError:                        # (AVX2 where the CPU has it)
+        pass
+    for isa in paths:
+        assert check(good, isa) == (0, False)
+        edge = dict(good, threshold=np.array([np.inf, -np.inf, 0.0] * 67 + [1e308, -0.0]))
+        assert check(edge, isa) == (0, False)           # infinite thresholds are sound
+        cat = dict(good, is_categorical=good["is_categorical"].copy())
+        cat["is_categorical"][-1] = 1
+        assert check(cat, isa) == (0, True)
+        for field, value, fault in bad:
+            for at in (0, good[field].shape[0] - 1, int(rng.integers(good[field].shape[0]))):
+                f = dict(good, **{field: good[field].copy()})
+                f[field][at] = value
+                assert check(f, isa)[0] == fault, (isa, field, value, at)
+        two = dict(good, missing_type=good["missing_type"].copy(),
+                   leaf_value=good["leaf_value"].copy())
+        two["missing_type"][5], two["leaf_value"][9] = 7, np.nan
+        assert check(two, isa)[0] == 4                  # the first rule in order
+
+
 @pytest.mark.parametrize("field,value,match", [
     ("feature", -1, "'feature' names a feature outside"),
     ("feature", 5, "'feature' names a feature outside"),

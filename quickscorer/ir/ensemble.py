@@ -558,6 +558,17 @@ def _offsets(a, n: int, total: int, name: str) -> None:
                                f"to {total}")
 
 
+#: _build.check_values's faults, as check_packed names them
+_VALUE_FAULTS = {
+    1: "trees field 'feature' names a feature outside [0, {n_features})",
+    2: "trees field 'default_left' holds a value that is not a bool",
+    3: "trees field 'is_categorical' holds a value that is not a bool",
+    4: "trees field 'missing_type' holds an unknown missing type",
+    5: "trees field 'threshold' holds a NaN threshold",
+    6: "trees field 'leaf_value' holds a value that is not finite",
+}
+
+
 def check_packed(arrays: dict, n_features: int) -> None:
     """Refuse packed tree arrays (``PackedTrees.arrays``) that are not trees as
     :func:`build_tree` makes them: each field of its dtype and length, the offsets in order,
@@ -605,19 +616,13 @@ def check_packed(arrays: dict, n_features: int) -> None:
             f"node {n} has a child out of place or is out of place itself (not one tree in "
             f"canonical order: nodes breadth-first, leaves left to right)")
         raise ModelFormatError(f"tree {t} {what}")
-    feature = arrays["feature"]
-    if n_nodes and (int(feature.min()) < 0 or int(feature.max()) >= n_features):
-        raise ModelFormatError(f"trees field 'feature' names a feature outside [0, "
-                               f"{n_features})")
-    for name in ("default_left", "is_categorical"):
-        if n_nodes and int(arrays[name].view(np.uint8).max()) > 1:
-            raise ModelFormatError(f"trees field {name!r} holds a value that is not a bool")
-    if n_nodes and int(arrays["missing_type"].max()) > MISSING_NAN:
-        raise ModelFormatError("trees field 'missing_type' holds an unknown missing type")
-    if np.isnan(arrays["threshold"]).any():
-        raise ModelFormatError("trees field 'threshold' holds a NaN threshold")
-    if not np.isfinite(arrays["leaf_value"]).all():
-        raise ModelFormatError("trees field 'leaf_value' holds a value that is not finite")
+    fault, any_categorical = _build.check_values(
+        arrays["feature"], arrays["default_left"].view(np.uint8),
+        arrays["is_categorical"].view(np.uint8), arrays["missing_type"],
+        arrays["threshold"].view(np.uint64), arrays["leaf_value"].view(np.uint64), n_features,
+        MISSING_NAN)
+    if fault:
+        raise ModelFormatError(_VALUE_FAULTS[fault].format(n_features=n_features))
     cat_offset, cat_values = arrays.get("cat_offset"), arrays.get("cat_values")
     if (cat_offset is None) != (cat_values is None):
         raise ModelFormatError("trees fields 'cat_offset' and 'cat_values' come together")
@@ -625,7 +630,7 @@ def check_packed(arrays: dict, n_features: int) -> None:
         _offsets(cat_offset, n_nodes, cat_values.shape[0], "cat_offset")
         if cat_values.shape[0] and int(cat_values.min()) < 0:
             raise ModelFormatError("trees field 'cat_values' holds a negative category")
-    elif n_nodes and arrays["is_categorical"].any():
+    elif any_categorical:
         raise ModelFormatError("categorical nodes without 'cat_offset' and 'cat_values'")
     lin = [arrays.get(k) for k in ("lin_tree", "lin_const", "lin_offset", "lin_feature",
                                    "lin_coeff")]

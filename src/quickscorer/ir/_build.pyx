@@ -330,6 +330,47 @@ cdef extern from "quickscorer/ir/trees.h" nogil:
     int tree_sound_isa(const int32_t* left, const int32_t* right, int64_t m,
                        uint32_t* scratch, int isa)
     int cpu_isa_available(int isa)
+    int trees_values_fault(const int32_t* feature, const uint8_t* default_left,
+                           const uint8_t* categorical, const uint8_t* missing,
+                           const uint64_t* threshold, int64_t n_nodes, const uint64_t* leaf,
+                           int64_t n_leaves, int64_t n_features, int max_missing,
+                           int* any_categorical, int isa)
+
+
+cdef int _path(int isa, str what) except -2:
+    """The path of a check: ``isa`` (0 the portable C, 1 AVX2) where this CPU runs it, -1
+    the widest it has."""
+    if isa == -1:
+        return 1 if cpu_isa_available(1) else 0
+    if not 0 <= isa <= 1 or not cpu_isa_available(isa):
+        raise ValueError(f"{what}: path {isa} is not available on this CPU")
+    return isa
+
+
+def check_values(const int32_t[::1] feature, const uint8_t[::1] default_left,
+                 const uint8_t[::1] is_categorical, const uint8_t[::1] missing_type,
+                 const uint64_t[::1] threshold, const uint64_t[::1] leaf_value,
+                 int64_t n_features, int max_missing, int isa=-1):
+    """trees.h's value rules over a packed ensemble's node and leaf fields (the bools as
+    uint8, the float64 fields as their uint64 bits): ``(fault, any_categorical)``, fault the
+    first rule broken (1 a feature outside [0, n_features), 2 a default_left byte past 1, 3
+    an is_categorical byte past 1, 4 a missing type past max_missing, 5 a NaN threshold, 6 a
+    leaf value not finite) or 0. ``isa``: as for :func:`check_packed`."""
+    cdef Py_ssize_t n = feature.shape[0], n_leaves = leaf_value.shape[0]
+    if (default_left.shape[0] != n or is_categorical.shape[0] != n
+            or missing_type.shape[0] != n or threshold.shape[0] != n):
+        raise ValueError("check_values: the node fields differ in length")
+    isa = _path(isa, "check_values")
+    cdef int fault, any_cat = 0
+    if n == 0 and n_leaves == 0:
+        return 0, False
+    with nogil:
+        fault = trees_values_fault(
+            &feature[0] if n else NULL, &default_left[0] if n else NULL,
+            &is_categorical[0] if n else NULL, &missing_type[0] if n else NULL,
+            &threshold[0] if n else NULL, n, &leaf_value[0] if n_leaves else NULL, n_leaves,
+            n_features, max_missing, &any_cat, isa)
+    return int(fault), bool(any_cat)
 
 
 def check_packed(const int32_t[::1] left, const int32_t[::1] right,
@@ -346,10 +387,7 @@ def check_packed(const int32_t[::1] left, const int32_t[::1] right,
     (non-decreasing from 0 to the arrays' lengths). ``isa``: the path of trees.h's forward
     rules (0 the portable C, 1 AVX2; -1 the widest this CPU has), for the tests that hold
     each path to the rules; ValueError where this CPU lacks it."""
-    if isa == -1:
-        isa = 1 if cpu_isa_available(1) else 0
-    elif not 0 <= isa <= 1 or not cpu_isa_available(isa):
-        raise ValueError(f"check_packed: path {isa} is not available on this CPU")
+    isa = _path(isa, "check_packed")
     cdef Py_ssize_t n_nodes = left.shape[0], n_trees = node_offset.shape[0] - 1
     if (right.shape[0] != n_nodes or n_trees < 0 or leaf_offset.shape[0] != n_trees + 1
             or node_offset[n_trees] != n_nodes):

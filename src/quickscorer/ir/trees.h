@@ -118,4 +118,102 @@ static inline int tree_sound_isa(const int32_t* left, const int32_t* right, int6
     return tree_leaves_sound(left, right, m, scratch, scratch + 2 * m + 1);
 }
 
+/* The first of the trees' value rules a model file's arrays break, in check_packed's order
+ * (TREES_VALUES_*), and whether any node is categorical: every feature in [0, F), every
+ * default_left and is_categorical byte 0 or 1, every missing type at most max_missing, no
+ * NaN threshold, every leaf value finite. Each rule one reduction that the compiler
+ * vectorises (in AVX2 where the CPU has it: trees_values_fault). */
+enum {
+    TREES_VALUES_SOUND, TREES_VALUES_FEATURE, TREES_VALUES_DEFAULT_LEFT,
+    TREES_VALUES_CATEGORICAL, TREES_VALUES_MISSING, TREES_VALUES_THRESHOLD, TREES_VALUES_LEAF
+};
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TREES_INLINE static inline __attribute__((always_inline))
+#else
+#define TREES_INLINE static inline
+#endif
+
+TREES_INLINE int trees_values_body(const int32_t* feature, const uint8_t* default_left,
+                                   const uint8_t* categorical, const uint8_t* missing,
+                                   const uint64_t* threshold, int64_t n_nodes,
+                                   const uint64_t* leaf, int64_t n_leaves, int64_t n_features,
+                                   int max_missing, int* any_categorical)
+{
+    const uint64_t abs = 0x7fffffffffffffffull, inf = 0x7ff0000000000000ull;
+    uint32_t most = 0;
+    uint8_t dl = 0, cat = 0, miss = 0;
+    int64_t nan = 0, odd = 0;
+    for (int64_t i = 0; i < n_nodes; i++) {
+        uint32_t f = (uint32_t)feature[i];
+        most = f > most ? f : most;
+    }
+    for (int64_t i = 0; i < n_nodes; i++)
+        dl |= default_left[i];
+    for (int64_t i = 0; i < n_nodes; i++)
+        cat |= categorical[i];
+    for (int64_t i = 0; i < n_nodes; i++)
+        miss = missing[i] > miss ? missing[i] : miss;
+    for (int64_t i = 0; i < n_nodes; i++)
+        nan |= (int64_t)((int64_t)(threshold[i] & abs) > (int64_t)inf);
+    for (int64_t i = 0; i < n_leaves; i++)
+        odd |= (int64_t)((int64_t)(leaf[i] & abs) >= (int64_t)inf);
+    *any_categorical = cat != 0;
+    if (n_nodes && (int64_t)most >= n_features) /* (a negative feature is past 2^31) */
+        return TREES_VALUES_FEATURE;
+    if (dl > 1)
+        return TREES_VALUES_DEFAULT_LEFT;
+    if (cat > 1)
+        return TREES_VALUES_CATEGORICAL;
+    if (miss > max_missing)
+        return TREES_VALUES_MISSING;
+    if (nan)
+        return TREES_VALUES_THRESHOLD;
+    if (odd)
+        return TREES_VALUES_LEAF;
+    return TREES_VALUES_SOUND;
+}
+
+static int trees_values_portable(const int32_t* feature, const uint8_t* default_left,
+                                 const uint8_t* categorical, const uint8_t* missing,
+                                 const uint64_t* threshold, int64_t n_nodes,
+                                 const uint64_t* leaf, int64_t n_leaves, int64_t n_features,
+                                 int max_missing, int* any_categorical)
+{
+    return trees_values_body(feature, default_left, categorical, missing, threshold, n_nodes,
+                             leaf, n_leaves, n_features, max_missing, any_categorical);
+}
+
+#if CPU_NATIVE_X86 && !CPU_SIMDE
+CPU_TARGET("avx2")
+static int trees_values_avx2(const int32_t* feature, const uint8_t* default_left,
+                             const uint8_t* categorical, const uint8_t* missing,
+                             const uint64_t* threshold, int64_t n_nodes, const uint64_t* leaf,
+                             int64_t n_leaves, int64_t n_features, int max_missing,
+                             int* any_categorical)
+{
+    return trees_values_body(feature, default_left, categorical, missing, threshold, n_nodes,
+                             leaf, n_leaves, n_features, max_missing, any_categorical);
+}
+#endif
+
+/* trees_values_body on path isa (CPU_ISA_AVX2: compiled for AVX2 where x86-64 runs it) */
+static inline int trees_values_fault(const int32_t* feature, const uint8_t* default_left,
+                                     const uint8_t* categorical, const uint8_t* missing,
+                                     const uint64_t* threshold, int64_t n_nodes,
+                                     const uint64_t* leaf, int64_t n_leaves, int64_t n_features,
+                                     int max_missing, int* any_categorical, int isa)
+{
+#if CPU_NATIVE_X86 && !CPU_SIMDE
+    if (isa == CPU_ISA_AVX2)
+        return trees_values_avx2(feature, default_left, categorical, missing, threshold,
+                                 n_nodes, leaf, n_leaves, n_features, max_missing,
+                                 any_categorical);
+#endif
+    (void)isa;
+    return trees_values_portable(feature, default_left, categorical, missing, threshold,
+                                 n_nodes, leaf, n_leaves, n_features, max_missing,
+                                 any_categorical);
+}
+
 #endif
