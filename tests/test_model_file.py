@@ -266,6 +266,48 @@ def test_the_trees_value_check_finds_each_rule_broken_at_every_place_on_every_pa
         assert check(two, isa)[0] == 4                  # the first rule in order
 
 
+def test_the_trees_check_is_its_rule_on_every_small_tree():
+    """_build.check_packed on every child array of one and two internal nodes whose values
+    lie within a leaf or node of the tree's range, and on random ones of three to twelve (one
+    step of AVX2's eight nodes, partial and whole), each path against the plain rule."""
+    import itertools
+
+    from quickscorer.ir import _build
+    rng = np.random.default_rng(11)
+
+    def cases():
+        for m in (1, 2):
+            for combo in itertools.product(range(-(m + 2), m + 1), repeat=2 * m):
+                yield m, combo
+        for _ in range(6000):
+            m = int(rng.integers(3, 13))
+            yield m, rng.integers(-(m + 2), m + 1, size=2 * m)
+    n_sound = 0
+    for m, combo in cases():
+        left = np.array(combo[0::2], np.int32)
+        right = np.array(combo[1::2], np.int32)
+        fault = _first_fault(list(left), list(right), m + 1)
+        want = None if fault is None else (0, fault)
+        n_sound += want is None
+        no, lo = np.array([0, m]), np.array([0, m + 1])
+        for isa in _trees_check_paths():
+            assert _build.check_packed(left, right, no, lo, isa=isa) == want, (isa, combo)
+    assert n_sound >= 3                  # the sound trees of one and two nodes among them
+
+
+def _trees_check_paths() -> list[int]:
+    from quickscorer.ir import _build
+    one = np.array([-1], np.int32), np.array([-2], np.int32), np.array([0, 1]), np.array([0, 2])
+    paths = []
+    for isa in (0, 1):
+        try:
+            _build.check_packed(*one, isa=isa)
+            paths.append(isa)
+        except ValueError:
+            pass
+    return paths
+
+
 @pytest.mark.parametrize("field,value,match", [
     ("feature", -1, "'feature' names a feature outside"),
     ("feature", 5, "'feature' names a feature outside"),
