@@ -194,14 +194,10 @@ def test_the_trees_check_names_the_first_node_at_fault():
     ens = random_ensemble(rng, "lightgbm", n_trees=30, max_leaves=40)
     a = ens.trees.arrays
     no, lo = a["node_offset"], a["leaf_offset"]
-    paths = []
-    for isa in (0, 1):                        # the portable rules, and AVX2's where it runs
-        try:
-            assert _build.check_packed(a["left"], a["right"], no, lo, isa=isa) is None
-            paths.append(isa)
-        except ValueError:
-            pass
+    paths = _trees_check_paths()
     assert 0 in paths and _build.check_packed(a["left"], a["right"], no, lo) is None
+    for isa in paths:
+        assert _build.check_packed(a["left"], a["right"], no, lo, isa=isa) is None
     for _ in range(400):
         left, right = a["left"].copy(), a["right"].copy()
         for _ in range(int(rng.integers(1, 3))):
@@ -242,13 +238,7 @@ def test_the_trees_value_check_finds_each_rule_broken_at_every_place_on_every_pa
         return _build.check_values(f["feature"], f["default_left"], f["is_categorical"],
                                    f["missing_type"], f["threshold"].view(np.uint64),
                                    f["leaf_value"].view(np.uint64), F, 2, isa=isa)
-    paths = [0]
-    try:
-        check(good, 1)
-        paths.append(1)
-    except ValueError:                        # (AVX2 where the CPU has it)
-        pass
-    for isa in paths:
+    for isa in _trees_check_paths():          # (one CPU test for both checks' paths)
         assert check(good, isa) == (0, False)
         edge = dict(good, threshold=np.array([np.inf, -np.inf, 0.0] * 67 + [1e308, -0.0]))
         assert check(edge, isa) == (0, False)           # infinite thresholds are sound
@@ -282,7 +272,7 @@ def test_the_trees_check_is_its_rule_on_every_small_tree():
         for _ in range(6000):
             m = int(rng.integers(3, 13))
             yield m, rng.integers(-(m + 2), m + 1, size=2 * m)
-    n_sound = 0
+    n_sound, paths = 0, _trees_check_paths()
     for m, combo in cases():
         left = np.array(combo[0::2], np.int32)
         right = np.array(combo[1::2], np.int32)
@@ -290,12 +280,14 @@ def test_the_trees_check_is_its_rule_on_every_small_tree():
         want = None if fault is None else (0, fault)
         n_sound += want is None
         no, lo = np.array([0, m]), np.array([0, m + 1])
-        for isa in _trees_check_paths():
+        for isa in paths:
             assert _build.check_packed(left, right, no, lo, isa=isa) == want, (isa, combo)
     assert n_sound >= 3                  # the sound trees of one and two nodes among them
 
 
 def _trees_check_paths() -> list[int]:
+    """The paths of _build's checks this CPU runs: 0 (portable), and 1 (AVX2) where it has
+    it."""
     from quickscorer.ir import _build
     one = np.array([-1], np.int32), np.array([-2], np.int32), np.array([0, 1]), np.array([0, 2])
     paths = []
