@@ -201,8 +201,9 @@ class Tuning:
         "L2 cache", "python -m benchmarks.tuning.rs_level_chunks",
         "QUICKSCORER_RS_LV_BLOCK_BYTES")
     rs_lv_chunk: int | None = _f(
-        None, "groups a thread walks through each tree block of the level path together; "
-        "None: 64, fewer where their columns pass rs_lv_chunk_bytes",
+        None, "groups a thread walks through each tree block of the level path (or scans "
+        "through each block of the scan's) together; None: 64, fewer where their columns "
+        "pass rs_lv_chunk_bytes",
         "python -m benchmarks.tuning.rs_level_chunks", "QUICKSCORER_RS_LV_CHUNK")
     rs_lv_chunk_bytes: int = _f(
         2 << 20, "a level chunk's columns stay within this many bytes (a choice: about a "

@@ -122,6 +122,36 @@ def test_mixed_tree_sizes_threads_and_blocks(isa, family, n_outputs):
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)
+@pytest.mark.parametrize("family", ["lightgbm", "xgboost"])
+def test_chunks_of_groups_scan_each_block_of_trees_in_turn_exactly(isa, family):
+    """A call of several groups a thread on the scan (one output, no categorical or linear
+    node, more than one tree block) scans chunks of groups through each block of trees in
+    turn: the same scores as a group at a time through all the blocks, whatever the chunk,
+    the blocks, the threads and a last group of few rows; trees of more than 32 leaves and of
+    fewer, so that an AVX-512 block adds its exit leaves either way."""
+    rng = np.random.default_rng(31)
+    sizes = (40, 64, 65, 255, 3, 31, 33, 128, 200, 90) * 2
+    trees = tuple(random_tree(rng, n, 6, family, p_categorical=0.0) for n in sizes)
+    ens = Ensemble(trees=trees, tree_group=np.zeros(len(trees), np.int64), n_outputs=1,
+                   n_features=6, family=family, base_score=[0.25])
+    X = special_rows(rng, 301, 6)                # four groups of 64 and a part of one
+    want = reference.predict_raw(ens, X).astype(
+        np.float32 if family == "xgboost" else np.float64)
+    t = quickscorer.current_tuning()
+    for chunk, block in ((1, 3000), (3, 3000), (12, 1), (2, 1000), (None, 500)):
+        alg = _alg(ens, isa, block_bytes=block, levels=False, tuning=t.replace(rs_lv_chunk=chunk))
+        assert not alg.levels and alg.tree_blocks > 1
+        for n_threads in (1, 2, 3):
+            plan = _rapidscorer.call_plan(alg.forest, alg.layout, X.shape[0], n_threads,
+                                          alg.isa_for(X.shape[0], n_threads))
+            per_thread = -(-plan["groups"] // n_threads)
+            assert plan["chunked"] == (alg.layout.levels_chunk > 1 and per_thread > 1)
+            assert plan["chunks"] in (None, "scan")
+            raw, _ = run_kernel(alg, ens, X, n_threads=n_threads)
+            np.testing.assert_array_equal(raw, want)
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
 def test_zero_as_missing_nan_and_infinities(isa):
     """Lanes holding NaN or zero skip the segments that must not compare them and take their
     byte lists instead; infinities compare like any value."""

@@ -630,7 +630,7 @@ def test_level_chunks_default_to_a_size_in_bytes():
     isa = VEC if VEC in RS_ISAS else "scalar"
     a = _alg(ens, isa, tuning=t)._arrays
     group = _rapidscorer.chunk_group_bytes(64, a["slot_column"].shape[0]
-                                           + a["lv_combos"].shape[0])
+                                           + a["lv_combos"].shape[0], a["slot_column"].shape[0])
     assert group >= 64 * (a["slot_column"].shape[0] + a["lv_combos"].shape[0])
     for cap, chunk in ((t.rs_lv_chunk_bytes,
                         min(rs_mod.LEVEL_CHUNK, t.rs_lv_chunk_bytes // group)),

@@ -54,9 +54,10 @@ def default_level_block_bytes() -> int:
     return l2_cache_bytes() // 4
 
 
-#: groups a thread walks through each tree block of the level path together, at most
-#: ``Tuning.rs_lv_chunk_bytes`` of columns: every chunk reads the level fields of all the
-#: trees, so larger chunks read them fewer times
+#: groups a thread walks through each tree block of the level path (or scans through each
+#: block of the scan's) together, at most ``Tuning.rs_lv_chunk_bytes`` of columns (ranks):
+#: every chunk reads the level fields (entries and leaf values) of all the trees, so larger
+#: chunks read them fewer times
 #: (``python -m benchmarks.tuning.rs_level_chunks``)
 LEVEL_CHUNK = 64
 
@@ -218,16 +219,18 @@ class RapidScorer(Algorithm):
     def _finish(self, ens: Ensemble, arrays: dict, min_lanes: int, n_blocks: int):
         """Wrap the layout's arrays (read-only) for the kernel, the level path's trees in
         blocks of default_level_block_bytes() (Tuning.rs_lv_block_bytes) walked by chunks of
-        LEVEL_CHUNK groups, fewer where their columns would pass Tuning.rs_lv_chunk_bytes
-        (Tuning.rs_lv_chunk)."""
+        LEVEL_CHUNK groups, fewer where their columns (or the scan's ranks) would pass
+        Tuning.rs_lv_chunk_bytes (Tuning.rs_lv_chunk)."""
         t = self.tuning
         #: bytes of level fields per tree block of the level path
         self.level_block_bytes = t.rs_lv_block_bytes or default_level_block_bytes()
         if arrays["lv_depth"].shape[0]:
             arrays["lv_block_starts"] = level_block_starts(arrays, self.level_block_bytes)
-        #: the most groups a thread walks through each tree block of the level path together
+        #: the most groups a thread walks through each tree block of the level path, or scans
+        #: through each block of the scan's, together
         group = _rapidscorer.chunk_group_bytes(
-            64, arrays["slot_column"].shape[0] + arrays["lv_combos"].shape[0])
+            64, arrays["slot_column"].shape[0] + arrays["lv_combos"].shape[0],
+            arrays["slot_column"].shape[0])
         self.level_chunk = max(1, t.rs_lv_chunk
                                or min(LEVEL_CHUNK, t.rs_lv_chunk_bytes // group))
         self._arrays = arrays

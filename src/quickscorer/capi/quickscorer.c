@@ -406,7 +406,7 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0, int n_arrays)
                     "runs RapidScorer on (scalar, avx2, avx512)", getenv("QUICKSCORER_ISA"));
     s->wide = s->isa == RS_ISA_AVX2;
     v->lv_min_lanes = only ? 0 : (int64_t)(min_lanes > 32 ? min_lanes : 32);
-    v->lv_chunk = v->lv_on ? (int64_t)chunk : 1;
+    v->lv_chunk = (int64_t)chunk;   /* the level walk's chunks or the scan's */
     v->lv.vbmi = rs_lv_vbmi_available();
     v->lv.halves = rs_lv_halves_default();
     /* XGBoost's rows are float32 values: the rank search compares in float32 where every

@@ -135,9 +135,12 @@ cdef extern from "quickscorer/algorithms/rapidscorer/run.h" nogil:
         int64_t n_rows
         int64_t n_groups
         int chunked
+        int gw
+        int scan
         int64_t per_chunk
         int64_t n_items
     int64_t rs_chunk_stride(int64_t lanes, int64_t n_cols)
+    int64_t rs_scan_stride(int64_t lanes, int64_t n_slots)
     int64_t rs_scratch_need(const RSView* r, int isa, int64_t n_outputs)
     rs_bufs rs_carve(const RSView* r, uint8_t* base, int64_t lanes, int64_t n_outputs)
     rs_plan rs_plan_call(const ForestView* f, const RSView* r, int isa, int64_t n_rows,
@@ -278,7 +281,7 @@ cdef class RSLayout:
         self.levels = self.view.lv_on != 0
         self.view.lv.vbmi = self.levels_vbmi
         self.view.lv.halves = self.levels_halves
-        self.view.lv_chunk = self.levels_chunk if self.levels else 1
+        self.view.lv_chunk = self.levels_chunk   # the level walk's chunks or the scan's
         if arr.lv_only:
             self.levels_min_lanes = 0        # every group walks the levels
         self.view.lv_min_lanes = self.levels_min_lanes
@@ -307,11 +310,21 @@ cdef class RSLayout:
                            self._halves_asked, self._gathered_asked))
 
 
-def chunk_group_bytes(int64_t lanes, int64_t n_cols):
-    """Scratch bytes one group of ``lanes`` lanes takes in a level chunk of a layout of
-    ``n_cols`` level columns (rank slots and combos): what sizes the chunks
-    (Tuning.rs_lv_chunk_bytes)."""
-    return rs_chunk_stride(lanes, n_cols)
+def chunk_group_bytes(int64_t lanes, int64_t n_cols, int64_t n_slots=0):
+    """Scratch bytes one group of ``lanes`` lanes takes in a chunk of a layout of ``n_cols``
+    level columns (rank slots and combos) and ``n_slots`` rank slots: the more of a level
+    chunk's and a scan chunk's, what sizes the chunks (Tuning.rs_lv_chunk_bytes)."""
+    return max(rs_chunk_stride(lanes, n_cols), rs_scan_stride(lanes, n_slots))
+
+
+def call_plan(Forest forest, RSLayout lay, int64_t n_rows, int n_threads, int isa):
+    """How run.h plans a call of n_rows rows asking for scores on n_threads threads, path isa
+    (rs_plan_call): its items and whether they are chunks of groups, and whose."""
+    cdef rs_plan p = rs_plan_call(&forest.view, &lay.view, isa, n_rows, n_threads, 1)
+    return {"groups": p.n_groups, "items": p.n_items, "chunked": bool(p.chunked),
+            "per_chunk": p.per_chunk,
+            "chunks": ("gathered" if p.gw else "scan" if p.scan else "levels")
+            if p.chunked else None}
 
 
 cdef inline rs_rows _rows_of(const floating[:, :] X) noexcept nogil:

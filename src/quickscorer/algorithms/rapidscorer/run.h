@@ -29,6 +29,14 @@ static inline int64_t rs_chunk_stride(int64_t lanes, int64_t n_cols)
     return (lanes * n_cols + 63) / 64 * 64 + lanes * 8;
 }
 
+/* Scratch bytes of one group of a scan chunk: its ranks, its lanes each segment kind
+ * skips, then its scores. */
+static inline int64_t rs_scan_stride(int64_t lanes, int64_t n_slots)
+{
+    return (lanes * n_slots + 63) / 64 * 64 + (n_slots * 8 * RS_SEGMENT_KINDS + 63) / 64 * 64
+           + lanes * 8;
+}
+
 /* the columns of a group's level or gathered walk (levels.h rs_lv_columns): the ranks, then
  * the combos of the one or the other */
 static inline int64_t rs_walk_cols(const rs_view* r)
@@ -78,10 +86,12 @@ static inline int64_t rs_scratch_need(const rs_view* r, int isa, int64_t n_outpu
                     + lanes * r->n_cat_slots      /* categorical codes */
                     + n_outputs * lanes * 8       /* the group's scores */
                     + r->max_block_bytes * lanes;
-    if (r->lv_on || r->gw_on)
-        total += lanes * rs_walk_cols(r) + 64 + 2 * lanes;
-    if (r->lv_on)
-        total += r->lv_chunk * rs_chunk_stride(lanes, S + r->n_lv_combos);
+    total += lanes * rs_walk_cols(r) + 64 + 2 * lanes;   /* the walks' columns, carved always */
+    {   /* the chunk of groups: the level walk's columns or the scan's ranks */
+        int64_t lv = r->lv_on ? rs_chunk_stride(lanes, S + r->n_lv_combos) : 0;
+        int64_t sc = rs_scan_stride(lanes, S);
+        total += (r->lv_chunk > 1 ? r->lv_chunk : 1) * (lv > sc ? lv : sc);
+    }
     if (r->gw_on && isa == RS_ISA_AVX512)    /* the only path that walks them (rs_gw_runs) */
         total += RS_GW_GROUPS * rs_chunk_stride(lanes, S + r->n_gw_combos);
     return (total + 64 * 8 + 63) / 64 * 64;
@@ -376,6 +386,81 @@ static inline void rs_level_chunk(const qs_forest* f, const rs_view* r, int isa,
     }
 }
 
+/* Groups g0 .. g1 - 1 of a one-output model on the scan, with no categorical and no linear
+ * node (rs_plan_call checks): each group's ranks and base scores into the chunk, then every
+ * tree block for each group in turn, so that the block's entries and leaf values stay in
+ * cache across the chunk's groups where one group at a time reads the whole model again
+ * from memory: the same sums, tree order kept. The scores go to out64 / out32
+ * [i - g0 * lanes] for row i. */
+static inline void rs_scan_chunk(const qs_forest* f, const rs_view* r, int isa,
+                                 const rs_rows* X, int64_t g0, int64_t g1, int64_t lanes,
+                                 const rs_bufs* b, double* out64, float* out32)
+{
+    int64_t F = f->n_features, S = r->n_slots;
+    int64_t stride = rs_scan_stride(lanes, S);
+    int64_t skip_at = (lanes * S + 63) / 64 * 64;
+    int64_t acc_at = stride - lanes * 8;
+    int xgb = f->family == QS_FAMILY_XGBOOST;
+    const double* lv64 = r->leaf_order != NULL ? r->leaf_value : f->leaf_value;
+    const float* lv32 = r->leaf_order != NULL ? r->leaf_value_f32 : f->leaf_value_f32;
+    for (int64_t gi = g0; gi < g1; gi++) {
+        int64_t i = gi * lanes;
+        int64_t n_lanes = rs_min64(lanes, X->n_rows - i);
+        int gisa = rs_group_isa(isa, n_lanes);
+        int64_t gl = rs_lanes(gisa);
+        uint8_t* cg = b->chunk + (gi - g0) * stride;
+        double* acc64 = (double*)(cg + acc_at);
+        for (int64_t l = 0; l < n_lanes; l++) rs_load_row(f, X, i + l, b->rows + l * F);
+        for (int64_t l = 0; l < gl; l++) {
+            if (xgb)
+                ((float*)acc64)[l] = (float)f->base_score[0];
+            else
+                acc64[l] = f->base_score[0];
+        }
+        rs_group_ranks(gisa, b->rows, F, (int)n_lanes, r->model_used, r->n_model_used,
+                       r->slot_column, r->rank_pivots, r->rank_buckets, r->rank_pivots32,
+                       r->rank_buckets32, r->rank_bucket_offsets, r->rank_zero, cg,
+                       (uint64_t*)(cg + skip_at));
+    }
+    for (int64_t bl = 0; bl < r->n_blocks; bl++) {
+        int64_t t0 = r->block_starts[bl], t1 = r->block_starts[bl + 1];
+        for (int64_t gi = g0; gi < g1; gi++) {
+            int64_t n_lanes = rs_min64(lanes, X->n_rows - gi * lanes);
+            int gisa = rs_group_isa(isa, n_lanes);
+            int64_t gl = rs_lanes(gisa);
+            uint8_t* cg = b->chunk + (gi - g0) * stride;
+            double* acc64 = (double*)(cg + acc_at);
+            float* acc32 = (float*)acc64;
+            rs_block_bits(r, gisa, bl, gl, cg, (const uint64_t*)(cg + skip_at), b->codes,
+                          b->state);
+            if (xgb ? rs_block_add_f32(gisa, b->state, r->tree_byte_offsets, t0, t1, lv32,
+                                       f->tree_leaf_offset, f->tree_weight, acc32,
+                                       (int)n_lanes)
+                    : rs_block_add_f64(gisa, b->state, r->tree_byte_offsets, t0, t1, lv64,
+                                       f->tree_leaf_offset, acc64, (int)n_lanes))
+                continue;
+            for (int64_t t = t0; t < t1; t++) {
+                rs_exits(gisa,
+                         b->state + (r->tree_byte_offsets[t] - r->tree_byte_offsets[t0]) * gl,
+                         (int)(r->tree_byte_offsets[t + 1] - r->tree_byte_offsets[t]), b->idx);
+                rs_add_leaves(f, r, gisa, t, b->idx, gl, n_lanes, NULL, lv64, lv32, acc64,
+                              acc32);
+            }
+        }
+    }
+    for (int64_t gi = g0; gi < g1; gi++) {
+        int64_t i = gi * lanes;
+        int64_t n_lanes = rs_min64(lanes, X->n_rows - i);
+        const double* acc64 = (const double*)(b->chunk + (gi - g0) * stride + acc_at);
+        for (int64_t l = 0; l < n_lanes; l++) {
+            if (xgb)
+                out32[i - g0 * lanes + l] = ((const float*)acc64)[l];
+            else
+                out64[i - g0 * lanes + l] = acc64[l];
+        }
+    }
+}
+
 /* Groups g0 .. g1 - 1 of 64 lanes on the gathered walk (rs_gw_runs): each group's columns and
  * base score into the chunk, then the groups walked together (rs_gw_groups): the same sums
  * as one group at a time. The scores go to out64[i - g0 * 64] for row i. */
@@ -420,6 +505,7 @@ typedef struct {
     int64_t n_groups;
     int chunked;
     int gw;              /* the chunks are the gathered walk's (rs_gw_chunk) */
+    int scan;            /* the chunks are the scan's (rs_scan_chunk) */
     int64_t per_chunk;   /* groups an item, where chunked */
     int64_t n_items;
 } rs_plan;
@@ -440,9 +526,14 @@ static inline rs_plan rs_plan_call(const qs_forest* f, const rs_view* r, int isa
     int64_t per_chunk = n_chunks ? (p.n_groups + n_chunks - 1) / n_chunks : 0;
     n_chunks = per_chunk ? (p.n_groups + per_chunk - 1) / per_chunk : 0;
     p.gw = gw;
+    /* the scan's groups chunked where no group walks its levels and the model has more
+     * than one tree block */
+    p.scan = !gw && !(r->lv_on && p.lanes >= r->lv_min_lanes) && r->n_blocks > 1
+             && r->n_cat_slots == 0 && !f->has_linear;
     p.chunked = may_chunk && f->n_outputs == 1 && per_chunk > 1
-                && (gw || (r->lv_on && r->lv_min_lanes <= 32 && rs_lv_fused(isa)
-                           && r->n_lv_blocks > 1));
+                && (gw || p.scan || (r->lv_on && r->lv_min_lanes <= 32 && rs_lv_fused(isa)
+                                     && r->n_lv_blocks > 1));
+
     p.per_chunk = p.chunked ? per_chunk : 1;
     p.n_items = p.chunked ? n_chunks : p.n_groups;
     return p;
@@ -472,6 +563,11 @@ static inline void rs_run_item(const rs_plan* p, const qs_forest* f, const rs_vi
     if (p->chunked && p->gw) {
         rs_gw_chunk(f, r, X, k * p->per_chunk, rs_min64(p->n_groups, (k + 1) * p->per_chunk), b,
                     out64);
+        return;
+    }
+    if (p->chunked && p->scan) {
+        rs_scan_chunk(f, r, p->isa, X, k * p->per_chunk,
+                      rs_min64(p->n_groups, (k + 1) * p->per_chunk), p->lanes, b, out64, out32);
         return;
     }
     if (p->chunked) {

@@ -773,8 +773,29 @@ static void rs_block_add_f32_avx2(const uint8_t* state, size_t stride, const int
 }
 #endif
 
-/* rs_block_add_f64_avx2 (rs_block_add_f32: _f32) where isa is AVX2 or AVX2_WIDE (returns 1); 0 elsewhere,
- * the caller then finds and adds each tree's exit leaves itself */
+/* whether every tree of [t0, t1) has more than `most` leaves */
+static inline int rs_leaves_above(const int64_t* leaf_off, int64_t t0, int64_t t1, int64_t most)
+{
+    for (int64_t t = t0; t < t1; ++t)
+        if (leaf_off[t + 1] - leaf_off[t] <= most)
+            return 0;
+    return 1;
+}
+
+/* An AVX-512 group's block of trees of more than RS_WIDE_ADD_LEAVES leaves each finds and
+ * adds its exit leaves as the AVX2 wide path does (the same byte rows, 64 lanes a row; the
+ * scores in registers, the values loaded in pairs): less time than the exit search and the
+ * adds of each tree on their own (rs_exits_avx512, then rs_add_f64_avx512's tables or
+ * rs_add_f64_c past 64 leaves) on LightGBM's full 64-leaf trees, 4% at 10,000 rows and 8% at
+ * 100, and the same on 255-leaf ones; more time (5% to 13%) on trees of 16 and 31 leaves,
+ * whose values fit four tables (Zen 4; python -m benchmarks.tuning.rs_blocks --models
+ * full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255 --rows 100,10000, one
+ * build against the other). */
+#define RS_WIDE_ADD_LEAVES 32
+
+/* rs_block_add_f64_avx2 (rs_block_add_f32: _f32) where isa is AVX2 or AVX2_WIDE, or for
+ * f64 AVX512 on trees of more than RS_WIDE_ADD_LEAVES leaves (returns 1); 0 elsewhere, the
+ * caller then finds and adds each tree's exit leaves itself */
 static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off,
                                    int64_t t0, int64_t t1, const double* leaf_value,
                                    const int64_t* leaf_off, double* acc, int n_lanes)
@@ -784,7 +805,8 @@ static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t*
         rs_block_add_f64_avx2(state, 32, byte_off, t0, t1, leaf_value, leaf_off, acc, n_lanes);
         return 1;
     }
-    if (isa == RS_ISA_AVX2_WIDE) {      /* each half of the lanes on its own */
+    if (isa == RS_ISA_AVX2_WIDE ||      /* each half of the lanes on its own */
+        (isa == RS_ISA_AVX512 && rs_leaves_above(leaf_off, t0, t1, RS_WIDE_ADD_LEAVES))) {
         rs_block_add_f64_avx2(state, 64, byte_off, t0, t1, leaf_value, leaf_off, acc, 32);
         rs_block_add_f64_avx2(state + 32, 64, byte_off, t0, t1, leaf_value, leaf_off, acc + 32,
                               n_lanes - 32);

@@ -142,7 +142,8 @@ typedef struct {
     int64_t lv_min_lanes;              /* groups of fewer lanes take the scans */
     rs_lv_model lv;                    /* nodes, ends, depths, splits, deep records, slots */
     /* calls of several groups a thread walk chunks of lv_chunk groups through the tree
-     * blocks lv_block_starts (one-output models, on the paths that sum in registers) */
+     * blocks, lv_block_starts on the level path (one-output models, on the paths that sum
+     * in registers) or block_starts on the scan (one output, no categorical or linear node) */
     int64_t lv_chunk;
     int64_t n_lv_blocks;
     const int64_t* lv_block_starts;    /* [n_lv_blocks + 1] */
