@@ -113,35 +113,45 @@ static inline void rs_lv_columns(const uint8_t* ranks, const uint64_t* skip, int
 #define RS_LV_STEP(s, thr, c) ((s) = 2 * (s) + (size_t)((thr) < (c)))
 #endif
 
-/* the levels split .. depth - 1 lane by lane, from the byte positions p of level split:
- * each lane's slot into slot, for the first n lanes (a multiple of 8: the lanes a group's rows
- * fill, rounded up) of the group's `lanes` (32 or 64, the columns' stride). Eight lanes at a
- * time go down all the levels, their positions in registers: eight chains of loads that do
- * not wait on each other, and no position stored and read back a level, where a level at a
- * time over all the lanes stores each position and reads it back (python -m
- * benchmarks.experiments.builds_ab --before <that build> --shapes
+/* the levels split .. depth - 1 of eight lanes, from their byte positions p[0 .. 8) at level
+ * split: each lane's slot into s[0 .. 8) (lane j's column bytes at c + j, `lanes` apart).
+ * The eight lanes go down all the levels together, their positions in registers: eight
+ * chains of loads that do not wait on each other, and no position stored and read back a
+ * level, where a level at a time over all the lanes stores each position and reads it back
+ * (python -m benchmarks.experiments.builds_ab --before <that build> --shapes
  * xgb-depth8-uniform-1000,xgb-depth9-uniform-1000). A lane at a time alone waits on each
  * step, and AVX2 gathers (8 lanes a register) are slower still. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((always_inline))
+#endif
+static inline void rs_lv_deep8(const rs_lv_node* deep, int split, int depth, const uint8_t* c,
+                               int lanes, const uint8_t* p, size_t* s)
+{
+    for (int j = 0; j < 8; ++j)
+        s[j] = p[j];
+#if defined(__GNUC__) || defined(__clang__)
+    __asm__("" : "+r"(c));  /* lane j's byte at c + j, not a register per lane (spilled) */
+#endif
+    const rs_lv_node* lv = deep;
+    for (int l = split; l < depth; ++l) {
+        for (int j = 0; j < 8; ++j) {
+            const rs_lv_node* r = lv + s[j];
+            RS_LV_STEP(s[j], r->thr, c[(size_t)r->col * lanes + j]);
+        }
+        lv += (size_t)1 << l;
+    }
+}
+
+/* the levels split .. depth - 1 lane by lane (rs_lv_deep8), from the byte positions p of
+ * level split: each lane's slot into slot, for the first n lanes (a multiple of 8: the lanes
+ * a group's rows fill, rounded up) of the group's `lanes` (32 or 64, the columns' stride) */
 static inline void rs_lv_deep(const rs_lv_node* deep, int split, int depth,
                               const uint8_t* cols, int lanes, int n, const uint8_t* p,
                               uint16_t* slot)
 {
     for (int k = 0; k < n; k += 8) {
         size_t s[8];
-        for (int j = 0; j < 8; ++j)
-            s[j] = p[k + j];
-        const uint8_t* c = cols + k;
-#if defined(__GNUC__) || defined(__clang__)
-        __asm__("" : "+r"(c));  /* lane j's byte at c + j, not a register per lane (spilled) */
-#endif
-        const rs_lv_node* lv = deep;
-        for (int l = split; l < depth; ++l) {
-            for (int j = 0; j < 8; ++j) {
-                const rs_lv_node* r = lv + s[j];
-                RS_LV_STEP(s[j], r->thr, c[(size_t)r->col * lanes + j]);
-            }
-            lv += (size_t)1 << l;
-        }
+        rs_lv_deep8(deep, split, depth, cols + k, lanes, p + k, s);
         for (int j = 0; j < 8; ++j)
             slot[k + j] = (uint16_t)s[j];
     }
@@ -343,12 +353,17 @@ static void rs_lv_tree_avx512v(const rs_lv_model* m, int64_t t, const uint8_t* c
 /* Every tree of a one-output model level by level, its leaf values summed in tree order (as
  * rs_add_f32 / rs_add_f64: acc + v, float32 acc + v * w where weighted, fused where
  * QS_FUSED_SUMS): NL lanes (32 or 64)
- * on the walk TREE (AVX2, or AVX-512 for TARGET "avx512f,avx512bw"); value: the leaf value
- * of each slot. Only the lanes the group's n_lanes rows fill are walked below the split and
- * summed, in blocks of 8 (float32) or 4 (float64): a call of 8 rows in a group of 32 adds a
- * quarter of the values. The float32 scores stay in registers across the trees (the whole
- * group's blocks a constant count, so that they do; a partial group's a variable one); the
- * float64 ones (16 registers for 64 lanes) in acc. */
+ * on the walk TREE (AVX2, or AVX-512 for TARGET "avx512f,avx512bw") above each tree's split;
+ * value: the leaf value of each slot. Only the lanes the group's n_lanes rows fill are
+ * walked below the split and summed, in blocks of 8 (float32) or 4 (float64): a call of 8
+ * rows in a group of 32 adds a quarter of the values. Below the split each 8 lanes' slots go
+ * from the walk (rs_lv_deep8) straight to their leaf values, not through memory: 4% to 7%
+ * less time than slots stored and read back on XGBoost depth 8 and 9 at 100 and 10,000
+ * rows (Zen 4; python -m benchmarks.experiments.builds_ab --before <that build> --shapes
+ * xgb-depth8-uniform-1000,xgb-depth9-uniform-1000 --rows 100,10000). The float32 scores
+ * stay in registers across the trees (the whole group's blocks a constant count, so that
+ * they do; a partial group's a variable one); the float64 ones (16 registers for 64 lanes)
+ * in acc. */
 #define RS_LV_SUM(NAME, TREE, NL, TARGET)                                                     \
 CPU_TARGET(TARGET) __attribute__((always_inline))                                             \
 static inline void NAME##_f32_n(const rs_lv_model* m, const float* value,                    \
@@ -361,12 +376,16 @@ static inline void NAME##_f32_n(const rs_lv_model* m, const float* value,       
     for (int c = 0; c < nc; ++c)                                                             \
         a[c] = _mm256_loadu_ps(acc + 8 * c);                                                 \
     for (int64_t t = t0; t < t1; ++t) {                                                      \
-        TREE(m, t, cols, idx, slot, 8 * nc);                                                 \
+        TREE(m, t, cols, idx, slot, 0);           /* the levels above the split */          \
         const float* v = value + m->slot_off[t];                                             \
         const float w = tree_weight != NULL ? tree_weight[t] : 1.0f;                         \
         if (m->split[t] < m->depth[t])                                                       \
-            for (int c = 0; c < nc; ++c)                                                     \
-                a[c] = rs_lv_add_leaves8_ps(a[c], v, slot + 8 * c, tree_weight != NULL, w);  \
+            for (int c = 0; c < nc; ++c) {                                                   \
+                size_t s[8];                                                                 \
+                rs_lv_deep8(m->deep + m->deep_off[t], m->split[t], m->depth[t],              \
+                            cols + 8 * c, NL, idx + 8 * c, s);                               \
+                a[c] = rs_sl_add_leaves8_ps(a[c], v, s, tree_weight != NULL, w);             \
+            }                                                                                \
         else                                                                                 \
             for (int c = 0; c < nc; ++c)                                                     \
                 a[c] = rs_add_leaves8_ps(a[c], v, idx + 8 * c, tree_weight != NULL, w);      \
@@ -391,14 +410,20 @@ static void NAME##_f64(const rs_lv_model* m, const double* value, int64_t t0, in
     uint8_t idx[NL] __attribute__((aligned(32)));                                            \
     uint16_t slot[NL] __attribute__((aligned(32)));                                          \
     const int nc = n_lanes >= NL ? NL / 4 : (n_lanes + 3) / 4;                               \
-    const int n = (n_lanes >= NL ? NL : (n_lanes + 7) / 8 * 8);                              \
     for (int64_t t = t0; t < t1; ++t) {                                                      \
-        TREE(m, t, cols, idx, slot, n);                                                      \
+        TREE(m, t, cols, idx, slot, 0);           /* the levels above the split */          \
         const double* v = value + m->slot_off[t];                                            \
         if (m->split[t] < m->depth[t])                                                       \
-            for (int c = 0; c < nc; ++c)                                                     \
+            for (int c = 0; c < nc; c += 2) {    /* 8 lanes' slots, 4 lanes' adds */        \
+                size_t s[8];                                                                 \
+                rs_lv_deep8(m->deep + m->deep_off[t], m->split[t], m->depth[t],              \
+                            cols + 4 * c, NL, idx + 4 * c, s);                               \
                 _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c),    \
-                                 rs_lv_leaves4_pd(v, slot + 4 * c)));                        \
+                                 rs_sl_leaves4_pd(v, s)));                                   \
+                if (c + 1 < nc)                                                              \
+                    _mm256_storeu_pd(acc + 4 * c + 4, _mm256_add_pd(                         \
+                        _mm256_loadu_pd(acc + 4 * c + 4), rs_sl_leaves4_pd(v, s + 4)));      \
+            }                                                                                \
         else                                                                                 \
             for (int c = 0; c < nc; ++c)                                                     \
                 _mm256_storeu_pd(acc + 4 * c, _mm256_add_pd(_mm256_loadu_pd(acc + 4 * c),    \

@@ -665,7 +665,7 @@ static void rs_add_f32_avx512(const uint8_t* idx, const float* v, int n, float* 
 /* F4: the leaf values v[q[0 .. 4)] in one vector, loaded in pairs (no gather instruction:
  * slower than these loads); F8: acc + v[q[0 .. 8)], times w where weighted, rounded as
  * rs_add_f32_c rounds it (fused where QS_FUSED_SUMS); for exit leaves or slots of type IDX
- * (uint8_t; uint16_t: the level path's deep slots) */
+ * (uint8_t; size_t: the level path's slots below the split, from rs_lv_deep8) */
 #if QS_FUSED_SUMS
 #define RS_WEIGHTED_ADD8(acc, g, w) _mm256_fmadd_ps(g, w, acc)
 #else
@@ -689,7 +689,7 @@ static inline __m256 F8(__m256 acc, const float* v, const IDX* q, int weighted, 
     return RS_WEIGHTED_ADD8(acc, g, _mm256_set1_ps(w));                                      \
 }
 RS_LEAVES(rs_leaves4_pd, rs_add_leaves8_ps, uint8_t)
-RS_LEAVES(rs_lv_leaves4_pd, rs_lv_add_leaves8_ps, uint16_t)
+RS_LEAVES(rs_sl_leaves4_pd, rs_sl_add_leaves8_ps, size_t)
 
 /* AVX2, a model of one output without linear leaves: the exit leaves of trees [t0, t1) of a
  * block (tree t's byte rows at state + (byte_off[t] - byte_off[t0]) * stride, stride 32, or
