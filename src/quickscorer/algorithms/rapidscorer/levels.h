@@ -359,11 +359,11 @@ static void rs_lv_tree_avx512v(const rs_lv_model* m, int64_t t, const uint8_t* c
  * rows in a group of 32 adds a quarter of the values. Below the split each 8 lanes' slots go
  * from the walk (rs_lv_deep8) straight to their leaf values, not through memory: 4% to 7%
  * less time than slots stored and read back on XGBoost depth 8 and 9 at 100 and 10,000
- * rows (Zen 4; python -m benchmarks.experiments.builds_ab --before <that build> --shapes
- * xgb-depth8-uniform-1000,xgb-depth9-uniform-1000 --rows 100,10000). The float32 scores
- * stay in registers across the trees (the whole group's blocks a constant count, so that
- * they do; a partial group's a variable one); the float64 ones (16 registers for 64 lanes)
- * in acc. */
+ * rows (Zen 4; python -m benchmarks.experiments.rs_builds_ab --builds <that build>,.
+ * --shapes xgb-depth8-uniform-1000,xgb-depth9-uniform-1000 --rows 100,10000). The float32
+ * scores stay in registers across the trees (the whole group's blocks a constant count, so
+ * that they do; a partial group's a variable one); the float64 ones (16 registers for 64
+ * lanes) in acc. */
 #define RS_LV_SUM(NAME, TREE, NL, TARGET)                                                     \
 CPU_TARGET(TARGET) __attribute__((always_inline))                                             \
 static inline void NAME##_f32_n(const rs_lv_model* m, const float* value,                    \

@@ -788,9 +788,9 @@ static inline int rs_leaves_above(const int64_t* leaf_off, int64_t t0, int64_t t
  * adds of each tree on their own (rs_exits_avx512, then rs_add_f64_avx512's tables or
  * rs_add_f64_c past 64 leaves) on LightGBM's full 64-leaf trees, 4% at 10,000 rows and 8% at
  * 100, and the same on 255-leaf ones; more time (5% to 13%) on trees of 16 and 31 leaves,
- * whose values fit four tables (Zen 4; python -m benchmarks.experiments.builds_ab --before
- * <a build with another bound> --shapes full-heavy-1000x16-m200,full-uniform-1000x31,
- * full-uniform-1000x64,full-uniform-1000x255 --rows 100,10000). */
+ * whose values fit four tables (Zen 4; python -m benchmarks.experiments.rs_builds_ab
+ * --builds <a build with another bound>,. --shapes full-heavy-1000x16-m200,
+ * full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255 --rows 100,10000). */
 #define RS_WIDE_ADD_LEAVES 32
 
 /* rs_block_add_f64_avx2 (rs_block_add_f32: _f32) where isa is AVX2 or AVX2_WIDE, or for
