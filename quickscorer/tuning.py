@@ -196,6 +196,12 @@ class Tuning:
         "model has its fields (trees of 100 leaves or more on average); None: on Intel cores",
         "python -m benchmarks.tuning.rs_level_sweep --setting rs_gathered --values 0,1",
         "QUICKSCORER_RS_GATHERED", _BOOL)
+    rs_wide_add: bool | None = _f(
+        None, "on AVX-512, RapidScorer's scan adds the exit leaves of tree blocks of trees of "
+        "more than 32 leaves as the AVX2 wide path does (False: tree by tree); None: on cores "
+        "that run 512-bit operations as two halves (AMD Zen 4)",
+        "python -m benchmarks.tuning.rs_level_sweep --setting rs_wide_add --values 0,1",
+        "QUICKSCORER_RS_WIDE_ADD", _BOOL)
     rs_lv_block_bytes: int | None = _f(
         None, "bytes of level fields per tree block of the level path; None: a quarter of the "
         "L2 cache", "python -m benchmarks.tuning.rs_level_chunks",

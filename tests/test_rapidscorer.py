@@ -4,6 +4,7 @@ everywhere), with groups left partly empty, many tree blocks, NaN / zero / infin
 weights, linear leaves and multiclass; and the models it refuses, with the reason."""
 from __future__ import annotations
 
+import itertools
 import threading
 
 import numpy as np
@@ -128,7 +129,8 @@ def test_chunks_of_groups_scan_each_block_of_trees_in_turn_exactly(isa, family):
     node, more than one tree block) scans chunks of groups through each block of trees in
     turn: the same scores as a group at a time through all the blocks, whatever the chunk,
     the blocks, the threads and a last group of few rows; trees of more than 32 leaves and of
-    fewer, so that an AVX-512 block adds its exit leaves either way."""
+    fewer, so that an AVX-512 block adds its exit leaves either way, and the wide add on
+    (rs_wide_add) and off."""
     rng = np.random.default_rng(31)
     sizes = (40, 64, 65, 255, 3, 31, 33, 128, 200, 90) * 2
     trees = tuple(random_tree(rng, n, 6, family, p_categorical=0.0) for n in sizes)
@@ -138,9 +140,12 @@ def test_chunks_of_groups_scan_each_block_of_trees_in_turn_exactly(isa, family):
     want = reference.predict_raw(ens, X).astype(
         np.float32 if family == "xgboost" else np.float64)
     t = quickscorer.current_tuning()
-    for chunk, block in ((1, 3000), (3, 3000), (12, 1), (2, 1000), (None, 500)):
-        alg = _alg(ens, isa, block_bytes=block, levels=False, tuning=t.replace(rs_lv_chunk=chunk))
+    for wide, chunk, block in itertools.product((False, True), (1, 3, 12, 2, None),
+                                                (3000, 1, 500)):
+        alg = _alg(ens, isa, block_bytes=block, levels=False,
+                   tuning=t.replace(rs_lv_chunk=chunk, rs_wide_add=wide))
         assert not alg.levels and alg.tree_blocks > 1
+        assert alg.layout.wide_add == wide
         for n_threads in (1, 2, 3):
             plan = _rapidscorer.call_plan(alg.forest, alg.layout, X.shape[0], n_threads,
                                           alg.isa_for(X.shape[0], n_threads))
@@ -149,6 +154,45 @@ def test_chunks_of_groups_scan_each_block_of_trees_in_turn_exactly(isa, family):
             assert plan["chunks"] in (None, "scan")
             raw, _ = run_kernel(alg, ens, X, n_threads=n_threads)
             np.testing.assert_array_equal(raw, want)
+
+
+def _splits_512() -> bool:
+    """Whether /proc/cpuinfo names an AVX-512 core of AMD's family 25 (Zen 4)."""
+    try:
+        text = open("/proc/cpuinfo", encoding="utf-8").read()
+    except OSError:
+        return False
+    fields = dict(line.split(":", 1) for line in text.split("\n\n")[0].splitlines()
+                  if ":" in line)
+    get = {k.strip(): v.strip() for k, v in fields.items()}.get
+    return (get("vendor_id") == "AuthenticAMD" and get("cpu family") == "25"
+            and "avx512f" in (get("flags") or "").split())
+
+
+def test_the_wide_add_runs_by_default_on_cores_that_split_512_bit_operations():
+    """AVX-512 calls add the exit leaves of trees of more than 32 leaves as the AVX2 wide path
+    does on Zen 4 only, unless told; a pickled layout decides again where it is loaded,
+    unless it was told; Model.info and show_config say which."""
+    import pickle
+    rng = np.random.default_rng(44)
+    ens = random_ensemble(rng, "lightgbm", n_trees=6, max_leaves=40, p_categorical=0.0)
+    default = _rapidscorer.wide_add_default()
+    assert default == (_splits_512() and "avx512" in RS_ISAS)
+    alg = _alg(ens, "scalar")
+    assert alg.layout.wide_add == default
+    assert pickle.loads(pickle.dumps(alg.layout)).wide_add == default
+    t = quickscorer.current_tuning()
+    for told in (False, True):
+        layout = _alg(ens, "scalar", wide_add=told).layout
+        assert layout.wide_add == told
+        assert pickle.loads(pickle.dumps(layout)).wide_add == told
+        assert _alg(ens, "scalar", tuning=t.replace(rs_wide_add=told)).layout.wide_add == told
+    if "avx512" in RS_ISAS:
+        assert "as on AVX2" in _alg(ens, "avx512", wide_add=True).groups
+        assert "as on AVX2" not in _alg(ens, "avx512", wide_add=False).groups
+    from quickscorer.config import config
+    config = config()["kernel_paths"]["rapidscorer exit leaves"]
+    assert ("a block of trees at a time" in config) == (default and "avx512" in config)
 
 
 @pytest.mark.parametrize("isa", RS_ISAS)

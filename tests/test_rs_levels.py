@@ -217,9 +217,9 @@ def test_vbmi_walk_follows_the_cpu_and_the_tuning_table():
 
 
 def test_halves_walk_follows_the_cpu_and_the_tuning_table():
-    """On AVX-512 the level walk runs in two 256-bit registers a column where the CPU splits
-    512-bit operations (Zen 4), unless told; a pickled layout decides again where it is
-    loaded, unless it was told."""
+    """On AVX-512 the level walk runs in two 256-bit registers a column (on every AVX-512 CPU
+    measured, levels.h rs_lv_halves_default), unless told; a pickled layout decides again
+    where it is loaded, unless it was told."""
     import pickle
     rng = np.random.default_rng(16)
     ens = random_ensemble(rng, "xgboost", n_trees=6, max_leaves=9, p_categorical=0.0,

@@ -14,7 +14,10 @@ levels go lane by lane from its first level of more than that many nodes) or ``r
 ``rapidscorer.levels.LEVELS_MIN_RATIO``, ``LEVELS_NARROW_RATIO``) or ``rs_vbmi`` (0: the
 AVX-512 walk a node at a time, 1: by byte permutations where the CPU has AVX512_VBMI; equal
 elsewhere) or ``rs_halves`` (1: the AVX-512 walk in two 256-bit registers a column, as the
-AVX2 wide path's; 0: in 512-bit registers) or ``isa`` (``avx2``, ``avx512``: the whole call on
+AVX2 wide path's; 0: in 512-bit registers) or ``rs_gathered`` (1: the AVX-512 gathered walk
+where the model can take it; 0: the scans) or ``rs_wide_add`` (1: the AVX-512 scan adds the
+exit leaves of trees of more than 32 leaves as the AVX2 wide path does; 0: tree by tree) or
+``isa`` (``avx2``, ``avx512``: the whole call on
 one instruction set, the default's choice of group included). For each model
 (``--models``: shapes of ``benchmarks/matrix.py``), all the prepared models score the same
 rows (the first checked equal to the others), timed interleaved in ``--repeat`` rounds of at
@@ -59,8 +62,8 @@ def main(argv=None) -> int:
                            "xgb-depth9-uniform-1000,xgb-depth10-uniform-1000,"
                            "full-uniform-1000x255-d8,full-uniform-1000x300-d10")
     p.add_argument("--setting", default=LANE_NODES,
-                   help="the tuning field swept: rs_lane_nodes, rs_levels, rs_vbmi, rs_halves "
-                        "or isa")
+                   help="the tuning field swept: rs_lane_nodes, rs_levels, rs_vbmi, rs_halves, "
+                        "rs_gathered, rs_wide_add or isa")
     p.add_argument("--values", default="32,40,48,56,64",
                    help="the setting's values, comma-separated")
     timing_args(p, "100,10000")

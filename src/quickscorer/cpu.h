@@ -200,8 +200,24 @@ static inline int cpu_is_intel(void)
     return __get_cpuid(0, &a, &b, &c, &d) && b == 0x756E6547u && d == 0x49656E69u &&
            c == 0x6C65746Eu;
 }
+
+/* whether the CPU runs each 512-bit operation as two 256-bit halves: AMD's family 0x19, whose
+ * only AVX-512 cores are Zen 4's (Zen 5, family 0x1A, and Intel's AVX-512 cores run them
+ * whole) */
+static inline int cpu_splits_512(void)
+{
+    unsigned int a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u || d != 0x69746E65u ||
+        c != 0x444D4163u || !__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    unsigned int family = (a >> 8) & 0xFu;
+    if (family == 0xFu)
+        family += (a >> 20) & 0xFFu;
+    return family == 0x19u;
+}
 #else
 static inline int cpu_is_intel(void) { return 0; }
+static inline int cpu_splits_512(void) { return 0; }
 #endif
 
 static inline int cpu_best_isa(void)

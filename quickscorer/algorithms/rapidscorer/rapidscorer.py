@@ -144,7 +144,7 @@ class RapidScorer(Algorithm):
                  isa: str | None = None, block_bytes: int | None = None, wide: bool = True,
                  mirror: bool | None = None, levels: bool | None = None,
                  vbmi: bool | None = None, halves: bool | None = None,
-                 gathered: bool | None = None):
+                 gathered: bool | None = None, wide_add: bool | None = None):
         super().__init__(ens, forest, tuning)
         t = self.tuning
         self.isa = rs_isa_code(isa or t.isa)
@@ -172,6 +172,10 @@ class RapidScorer(Algorithm):
         #: its fields (rapidscorer.walks): True, False, or None (on an Intel core,
         #: rapidscorer/gw.h rs_gw_default)
         self.gathered = t.rs_gathered if gathered is None else gathered
+        #: on AVX-512, whether the scan adds the exit leaves of blocks of trees of more than
+        #: 32 leaves as the AVX2 wide path does: True, False, or None (on a core that runs
+        #: 512-bit operations as two halves, rapidscorer/scan.h rs_wide_add_default)
+        self.wide_add = t.rs_wide_add if wide_add is None else wide_add
         # trees of more than 256 leaves: the level path alone (no scans; levels=False cannot
         # apply)
         self.levels_only = ens.n_trees > 0 and int(ens.n_leaves.max()) > MAX_LEAVES
@@ -248,7 +252,9 @@ class RapidScorer(Algorithm):
                                             levels_halves=-1 if self.halves is None
                                             else int(bool(self.halves)),
                                             gathered=-1 if self.gathered is None
-                                            else int(bool(self.gathered)))
+                                            else int(bool(self.gathered)),
+                                            wide_add=-1 if self.wide_add is None
+                                            else int(bool(self.wide_add)))
         self.tree_blocks = n_blocks
         #: whether calls walk the trees level by level (every tree at most 10 deep, numeric;
         #: groups of fewer than ``layout.levels_min_lanes`` lanes scan, unless
@@ -286,6 +292,10 @@ class RapidScorer(Algorithm):
         if self.layout.gathered and self.isa == ISAS["avx512"]:
             text += ("; groups of 64 walk each row down the trees by AVX-512 gathers (the "
                      "gathered walk)")
+        if (self.layout.wide_add and self.isa == ISAS["avx512"] and not self.levels_only
+                and not self.layout.gathered):
+            text += ("; on AVX-512 the scan adds the exit leaves of trees of more than 32 "
+                     "leaves as on AVX2")
         if (self.levels or self.levels_only) and self.isa == ISAS["avx512"]:
             if self.layout.levels_halves:
                 text += ", on AVX-512 in two 256-bit registers a column, as on AVX2"

@@ -409,6 +409,7 @@ static int read_rs(const reader* r, qs_model* m, uint64_t w0, int n_arrays)
     v->lv_chunk = (int64_t)chunk;   /* the level walk's chunks or the scan's */
     v->lv.vbmi = rs_lv_vbmi_available();
     v->lv.halves = rs_lv_halves_default();
+    v->wide_add = rs_wide_add_default();
     /* XGBoost's rows are float32 values: the rank search compares in float32 where every
      * threshold is one (as Python's RSLayout float32_ranks) */
     int64_t n_piv = a.rank_pivots.n, n_bkt = a.rank_buckets.n;

@@ -36,6 +36,7 @@ cdef extern from "quickscorer/algorithms/rapidscorer/scan.h":
         RS_ISA_AVX2_WIDE
     int rs_lanes(int isa) noexcept nogil
     int rs_isa_available(int isa) noexcept nogil
+    int rs_wide_add_default() noexcept nogil
 
 cdef extern from "quickscorer/algorithms/rapidscorer/levels.h":
     ctypedef struct rs_lv_node:
@@ -95,6 +96,7 @@ cdef extern from "quickscorer/algorithms/rapidscorer/view.h":
         int64_t lv_min_lanes
         rs_lv_model lv
         int64_t lv_chunk
+        int wide_add
         int64_t n_lv_blocks
         const int64_t* lv_block_starts
         const uint16_t* lv_slot_leaf
@@ -167,6 +169,13 @@ def lv_halves_default():
     return bool(rs_lv_halves_default())
 
 
+def wide_add_default():
+    """Whether the AVX-512 path adds the exit leaves of blocks of trees of more than 32 leaves
+    as the AVX2 wide path does, by default (rapidscorer/scan.h rs_wide_add_default: a core
+    that runs 512-bit operations as two halves)."""
+    return bool(rs_wide_add_default())
+
+
 def gw_default():
     """Whether the AVX-512 path takes the gathered walk by default where the layout has it
     (rapidscorer/gw.h rs_gw_default: an Intel core with AVX-512)."""
@@ -217,13 +226,13 @@ cdef class RSLayout:
     cdef object _keep, _ranks32
     cdef readonly int64_t n_features, n_slots, n_trees, max_block_bytes, n_leaves
     cdef readonly bint reordered, has_f32, float32_ranks, levels, levels_vbmi, levels_halves
-    cdef readonly bint gathered
+    cdef readonly bint gathered, wide_add
     cdef readonly int64_t levels_min_lanes, levels_chunk
-    cdef int _halves_asked, _gathered_asked
+    cdef int _halves_asked, _gathered_asked, _wide_asked
 
     def __cinit__(self, dict a, int64_t n_features, bint float32_ranks=False,
                   int64_t levels_min_lanes=32, int64_t levels_chunk=8, bint levels_vbmi=True,
-                  int levels_halves=-1, int gathered=-1):
+                  int levels_halves=-1, int gathered=-1, int wide_add=-1):
         """float32_ranks: also keep the rank search's thresholds in float32, for a model
         whose rows the kernel reads as float32 values (XGBoost's), where the AVX2 and
         AVX-512 searches then compare 8 or 16 thresholds a register; ignored where a
@@ -237,7 +246,9 @@ cdef class RSLayout:
         registers (0); -1: as this CPU is best served (lv_halves_default), decided where the
         layout is made or unpickled. gathered: the AVX-512 path takes the gathered walk
         where the layout has its fields (1), or the scans (0); -1: as this CPU is best
-        served (gw_default)."""
+        served (gw_default). wide_add: the AVX-512 scan adds the exit leaves of blocks of
+        trees of more than 32 leaves as the AVX2 wide path does (1), or tree by tree (0);
+        -1: as this CPU is best served (wide_add_default)."""
         if levels_chunk < 1:
             raise ValueError(f"levels_chunk must be >= 1, got {levels_chunk}")
         self.levels_min_lanes = levels_min_lanes
@@ -289,6 +300,9 @@ cdef class RSLayout:
         if gathered >= 0:
             self.view.gw_on = walk and gathered != 0
         self.gathered = self.view.gw_on != 0
+        self._wide_asked = wide_add
+        self.wide_add = rs_wide_add_default() != 0 if wide_add < 0 else wide_add != 0
+        self.view.wide_add = self.wide_add
         self.n_leaves = self.view.n_leaves
         self.reordered = self.view.leaf_order != NULL
         self.has_f32 = a["leaf_value_f32"].shape[0] != 0
@@ -307,7 +321,7 @@ cdef class RSLayout:
     def __reduce__(self):
         return (RSLayout, (self._keep, self.n_features, self._ranks32 is not None,
                            self.levels_min_lanes, self.levels_chunk, self.levels_vbmi,
-                           self._halves_asked, self._gathered_asked))
+                           self._halves_asked, self._gathered_asked, self._wide_asked))
 
 
 def chunk_group_bytes(int64_t lanes, int64_t n_cols, int64_t n_slots=0):

@@ -270,8 +270,8 @@ static inline void rs_score_group(const qs_forest* f, const rs_view* r, int isa,
                 if (rs_block_add_f32(isa, b->state, r->tree_byte_offsets, t0, t1, lv32,
                                      f->tree_leaf_offset, f->tree_weight, acc32, (int)n_lanes))
                     continue;
-            } else if (rs_block_add_f64(isa, b->state, r->tree_byte_offsets, t0, t1, lv64,
-                                        f->tree_leaf_offset, acc64, (int)n_lanes)) {
+            } else if (rs_block_add_f64(isa, r->wide_add, b->state, r->tree_byte_offsets, t0,
+                                        t1, lv64, f->tree_leaf_offset, acc64, (int)n_lanes)) {
                 continue;
             }
         }
@@ -436,8 +436,8 @@ static inline void rs_scan_chunk(const qs_forest* f, const rs_view* r, int isa,
             if (xgb ? rs_block_add_f32(gisa, b->state, r->tree_byte_offsets, t0, t1, lv32,
                                        f->tree_leaf_offset, f->tree_weight, acc32,
                                        (int)n_lanes)
-                    : rs_block_add_f64(gisa, b->state, r->tree_byte_offsets, t0, t1, lv64,
-                                       f->tree_leaf_offset, acc64, (int)n_lanes))
+                    : rs_block_add_f64(gisa, r->wide_add, b->state, r->tree_byte_offsets, t0,
+                                       t1, lv64, f->tree_leaf_offset, acc64, (int)n_lanes))
                 continue;
             for (int64_t t = t0; t < t1; t++) {
                 rs_exits(gisa,

@@ -793,11 +793,24 @@ static inline int rs_leaves_above(const int64_t* leaf_off, int64_t t0, int64_t t
  * full-uniform-1000x31,full-uniform-1000x64,full-uniform-1000x255 --rows 100,10000). */
 #define RS_WIDE_ADD_LEAVES 32
 
+/* whether AVX-512 calls take the wide add above by default: on cores that run 512-bit
+ * operations as two halves (Zen 4). On Zen 5, which runs them whole, the wide add took 2% to
+ * 12% more time on full 64-, 127- and 255-leaf trees at 100 and 10,000 rows; Intel's cores,
+ * which run them whole too, keep AVX-512's adds as well (python -m
+ * benchmarks.tuning.rs_level_sweep --setting rs_wide_add --values 0,1 --models
+ * full-uniform-1000x64,full-uniform-1000x127,full-uniform-1000x255 --rows 100,10000
+ * re-measures it). */
+static inline int rs_wide_add_default(void)
+{
+    return rs_isa_available(RS_ISA_AVX512) && cpu_splits_512();
+}
+
 /* rs_block_add_f64_avx2 (rs_block_add_f32: _f32) where isa is AVX2 or AVX2_WIDE, or for
- * f64 AVX512 on trees of more than RS_WIDE_ADD_LEAVES leaves (returns 1); 0 elsewhere, the
- * caller then finds and adds each tree's exit leaves itself */
-static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t* byte_off,
-                                   int64_t t0, int64_t t1, const double* leaf_value,
+ * f64 AVX512 where wide is set, on trees of more than RS_WIDE_ADD_LEAVES leaves (returns 1);
+ * 0 elsewhere, the caller then finds and adds each tree's exit leaves itself */
+static inline int rs_block_add_f64(int isa, int wide, const uint8_t* state,
+                                   const int64_t* byte_off, int64_t t0, int64_t t1,
+                                   const double* leaf_value,
                                    const int64_t* leaf_off, double* acc, int n_lanes)
 {
 #if RS_HAVE_X86
@@ -806,14 +819,15 @@ static inline int rs_block_add_f64(int isa, const uint8_t* state, const int64_t*
         return 1;
     }
     if (isa == RS_ISA_AVX2_WIDE ||      /* each half of the lanes on its own */
-        (isa == RS_ISA_AVX512 && rs_leaves_above(leaf_off, t0, t1, RS_WIDE_ADD_LEAVES))) {
+        (isa == RS_ISA_AVX512 && wide &&
+         rs_leaves_above(leaf_off, t0, t1, RS_WIDE_ADD_LEAVES))) {
         rs_block_add_f64_avx2(state, 64, byte_off, t0, t1, leaf_value, leaf_off, acc, 32);
         rs_block_add_f64_avx2(state + 32, 64, byte_off, t0, t1, leaf_value, leaf_off, acc + 32,
                               n_lanes - 32);
         return 1;
     }
 #endif
-    (void)isa; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
+    (void)isa; (void)wide; (void)state; (void)byte_off; (void)t0; (void)t1; (void)leaf_value;
     (void)leaf_off; (void)acc; (void)n_lanes;
     return 0;
 }

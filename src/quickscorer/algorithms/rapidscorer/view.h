@@ -145,6 +145,10 @@ typedef struct {
      * blocks, lv_block_starts on the level path (one-output models, on the paths that sum
      * in registers) or block_starts on the scan (one output, no categorical or linear node) */
     int64_t lv_chunk;
+    /* on AVX-512, tree blocks whose trees all have more than RS_WIDE_ADD_LEAVES leaves find
+     * and add their exit leaves as the AVX2 wide path does (rs_wide_add_default or the
+     * caller's choice) */
+    int wide_add;
     int64_t n_lv_blocks;
     const int64_t* lv_block_starts;    /* [n_lv_blocks + 1] */
     const uint16_t* lv_slot_leaf;      /* each slot's leaf, the tree's own number */
