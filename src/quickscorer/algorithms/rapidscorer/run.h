@@ -325,6 +325,25 @@ static inline void rs_load_row(const qs_forest* f, const rs_rows* X, int64_t i, 
     }
 }
 
+/* The scores of a chunk's groups g0 .. g1 - 1 (group gi's at chunk + (gi - g0) * stride +
+ * acc_at, float32 where xgb) to out64 / out32 [i - g0 * lanes] for row i < n_rows. */
+static inline void rs_chunk_out(const uint8_t* chunk, int64_t stride, int64_t acc_at,
+                                int64_t n_rows, int64_t g0, int64_t g1, int64_t lanes, int xgb,
+                                double* out64, float* out32)
+{
+    for (int64_t gi = g0; gi < g1; gi++) {
+        int64_t i = gi * lanes;
+        int64_t n_lanes = rs_min64(lanes, n_rows - i);
+        const double* acc64 = (const double*)(chunk + (gi - g0) * stride + acc_at);
+        for (int64_t l = 0; l < n_lanes; l++) {
+            if (xgb)
+                out32[i - g0 * lanes + l] = ((const float*)acc64)[l];
+            else
+                out64[i - g0 * lanes + l] = acc64[l];
+        }
+    }
+}
+
 /* Groups g0 .. g1 - 1 of a one-output model (every group on the level path, in registers:
  * rs_plan_call checks): each group's columns and base scores into the chunk, then every
  * block of trees for each group in turn (the block's level fields stay in cache for the
@@ -373,17 +392,7 @@ static inline void rs_level_chunk(const qs_forest* f, const rs_view* r, int isa,
                 rs_lv_sum_f64(gisa, &r->lv, r->lv_value, r->lv_block_starts[bl],
                               r->lv_block_starts[bl + 1], cg, acc64, (int)n_lanes);
         }
-    for (int64_t gi = g0; gi < g1; gi++) {
-        int64_t i = gi * lanes;
-        int64_t n_lanes = rs_min64(lanes, X->n_rows - i);
-        const double* acc64 = (const double*)(b->chunk + (gi - g0) * stride + acc_at);
-        for (int64_t l = 0; l < n_lanes; l++) {
-            if (xgb)
-                out32[i - g0 * lanes + l] = ((const float*)acc64)[l];
-            else
-                out64[i - g0 * lanes + l] = acc64[l];
-        }
-    }
+    rs_chunk_out(b->chunk, stride, acc_at, X->n_rows, g0, g1, lanes, xgb, out64, out32);
 }
 
 /* Groups g0 .. g1 - 1 of a one-output model on the scan, with no categorical and no linear
@@ -448,17 +457,7 @@ static inline void rs_scan_chunk(const qs_forest* f, const rs_view* r, int isa,
             }
         }
     }
-    for (int64_t gi = g0; gi < g1; gi++) {
-        int64_t i = gi * lanes;
-        int64_t n_lanes = rs_min64(lanes, X->n_rows - i);
-        const double* acc64 = (const double*)(b->chunk + (gi - g0) * stride + acc_at);
-        for (int64_t l = 0; l < n_lanes; l++) {
-            if (xgb)
-                out32[i - g0 * lanes + l] = ((const float*)acc64)[l];
-            else
-                out64[i - g0 * lanes + l] = acc64[l];
-        }
-    }
+    rs_chunk_out(b->chunk, stride, acc_at, X->n_rows, g0, g1, lanes, xgb, out64, out32);
 }
 
 /* Groups g0 .. g1 - 1 of 64 lanes on the gathered walk (rs_gw_runs): each group's columns and
