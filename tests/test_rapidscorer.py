@@ -10,6 +10,7 @@ import threading
 import numpy as np
 import pytest
 from conftest import (
+    SPECIAL_VALUES,
     category_rows,
     linear_tree,
     random_ensemble,
@@ -154,6 +155,34 @@ def test_chunks_of_groups_scan_each_block_of_trees_in_turn_exactly(isa, family):
             assert plan["chunks"] in (None, "scan")
             raw, _ = run_kernel(alg, ens, X, n_threads=n_threads)
             np.testing.assert_array_equal(raw, want)
+
+
+@pytest.mark.parametrize("isa", RS_ISAS)
+@pytest.mark.parametrize("n_thresholds", [12, 100, 200])
+def test_float32_ranks_of_many_thresholds_a_feature_exactly(isa, n_thresholds):
+    """XGBoost's float32 rank searches rank features of one, up to eight and up to sixteen
+    buckets of thresholds exactly: rows on, between, below and above the thresholds, NaN,
+    zeros and infinities, in float32 and float64 input, in full and partial groups."""
+    rng = np.random.default_rng(n_thresholds)
+    pool = np.unique(np.round(rng.normal(size=n_thresholds) * 4, 3).astype(np.float32))
+    trees = tuple(random_tree(rng, 31, 3, "xgboost", thresholds=tuple(map(float, pool)),
+                              p_categorical=0.0) for _ in range(90))
+    ens = Ensemble(trees=trees, tree_group=np.zeros(len(trees), np.int64), n_outputs=1,
+                   n_features=3, family="xgboost", base_score=[0.5])
+    n = 333
+    X = rng.choice(pool, size=(n, 3)).astype(np.float64)
+    X[: n // 3] = rng.normal(size=(n // 3, 3)) * 6
+    X[n // 3: n // 2] = rng.choice(SPECIAL_VALUES, size=(n // 2 - n // 3, 3))
+    X[n // 2: n // 2 + 20] = np.nextafter(X[n // 2: n // 2 + 20].astype(np.float32),
+                                          np.float32(np.inf))
+    want = reference.predict_raw(ens, X).astype(np.float32)
+    for levels in (True, False):
+        alg = _alg(ens, isa, levels=levels)
+        assert alg.layout.float32_ranks
+        for rows in (X, X.astype(np.float32)):
+            for m in (n, 64, 100, 7):
+                raw, _ = run_kernel(alg, ens, np.ascontiguousarray(rows[:m]))
+                np.testing.assert_array_equal(raw, want[:m])
 
 
 def _splits_512() -> bool:
