@@ -56,7 +56,7 @@ def calls(mods, model, X: np.ndarray, isa: int):
                            levels_min_lanes=lay0.levels_min_lanes,
                            levels_chunk=lay0.levels_chunk, levels_vbmi=int(lay0.levels_vbmi),
                            levels_halves=int(lay0.levels_halves),
-                           gathered=-1 if lay0.gathered is None else int(lay0.gathered))
+                           gathered=int(lay0.gathered))
         scratch = np.zeros((1, lay.scratch_bytes(isa, ens.n_outputs)), np.uint8)
         o64 = np.zeros((0 if f32 else X.shape[0], ens.n_outputs))
         o32 = np.zeros((X.shape[0] if f32 else 0, ens.n_outputs), np.float32)
